@@ -1,0 +1,104 @@
+"""``schemakit`` command line. Every option can also come from an environment variable (shown in --help)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def _bool(text: str) -> bool:
+    t = text.strip().lower()
+    if t in ("true", "1", "yes", "on"):
+        return True
+    if t in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="schemakit", description="schemakit: schema registry and serdes toolkit")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="run the schema registry (Confluent REST API)")
+    s.add_argument(
+        "--log",
+        default=_env("SCHEMAKIT_LOG", "sqlite:///./data"),
+        help="log URL: sqlite:///DIR (embedded, default ./data) or kafka://host:port[,host:port] "
+        "[env SCHEMAKIT_LOG]",
+    )
+    s.add_argument(
+        "--host", default=_env("SCHEMAKIT_HOST", "127.0.0.1"), help="listen address [env SCHEMAKIT_HOST]"
+    )
+    s.add_argument(
+        "--port",
+        type=int,
+        default=int(_env("SCHEMAKIT_PORT", "8081")),
+        help="listen port [env SCHEMAKIT_PORT]",
+    )
+    s.add_argument(
+        "--topic", default=_env("SCHEMAKIT_TOPIC", "_schemas"), help="the store topic [env SCHEMAKIT_TOPIC]"
+    )
+    s.add_argument(
+        "--advertised-url",
+        default=os.environ.get("SCHEMAKIT_ADVERTISED_URL"),
+        help="URL other instances use to reach this one [env SCHEMAKIT_ADVERTISED_URL]",
+    )
+    s.add_argument(
+        "--leader-eligible",
+        type=_bool,
+        default=_bool(_env("SCHEMAKIT_LEADER_ELIGIBLE", "true")),
+        help="may this instance become leader (true/false) [env SCHEMAKIT_LEADER_ELIGIBLE]",
+    )
+    s.add_argument(
+        "--compatibility",
+        default=_env("SCHEMAKIT_COMPATIBILITY", "BACKWARD"),
+        help="default compatibility level [env SCHEMAKIT_COMPATIBILITY]",
+    )
+    s.add_argument(
+        "--store-timeout-ms",
+        type=int,
+        default=int(_env("SCHEMAKIT_STORE_TIMEOUT_MS", "10000")),
+        help="how long a write waits for the log [env SCHEMAKIT_STORE_TIMEOUT_MS]",
+    )
+    s.add_argument(
+        "--log-level",
+        default=_env("SCHEMAKIT_LOG_LEVEL", "INFO"),
+        help="logging level [env SCHEMAKIT_LOG_LEVEL]",
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if args.command == "serve":
+        from compat import CompatibilityLevel
+        from registry.server import Settings, serve
+
+        try:
+            level = CompatibilityLevel.parse(args.compatibility).value
+        except ValueError:
+            print(f"schemakit: unknown compatibility level {args.compatibility!r}", file=sys.stderr)
+            return 2
+        serve(
+            Settings(
+                log_url=args.log,
+                host=args.host,
+                port=args.port,
+                topic=args.topic,
+                advertised_url=args.advertised_url,
+                leader_eligible=args.leader_eligible,
+                compatibility=level,
+                store_timeout=args.store_timeout_ms / 1000,
+            )
+        )
+    return 0

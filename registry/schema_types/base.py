@@ -1,0 +1,81 @@
+"""The schema-type plug-in interface: one module per type (``avro.py``, later ``json.py``, ``protobuf.py``).
+
+A type parses and validates schema text, renders the canonical string the registry stores (the
+string Confluent's Java registry would store, so ids and dedup agree), normalizes, and checks
+compatibility through ``compat/``.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any
+
+from compat.result import Incompatibility
+
+
+class InvalidSchemaError(Exception):
+    """The schema text is not a valid schema of its type; ``str()`` is the detail Confluent puts after
+    ``Invalid schema of type X, details: ``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A reference as a request carries it: ``name`` is the Avro full name / proto import path / JSON $ref."""
+
+    name: str
+    subject: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedReference:
+    """A reference together with the referenced schema, whose own references are resolved too."""
+
+    name: str
+    subject: str
+    version: int
+    schema: str
+    schema_type: str
+    references: tuple[ResolvedReference, ...] = ()
+
+
+@dataclass(slots=True)
+class ParsedSchema:
+    """A schema parsed once; ``canonical`` is the string stored in ``_schemas`` and served back."""
+
+    schema_type: str
+    canonical: str
+    references: tuple[ResolvedReference, ...] = ()
+    #: the type's own parsed form (Avro: JSON with named types; Protobuf: FileDescriptorProto; ...)
+    parsed: Any = None
+    #: names this schema defines (Avro: full names of named types), for records/subject strategies
+    names: tuple[str, ...] = field(default_factory=tuple)
+
+
+class SchemaType(abc.ABC):
+    """One schema type. Instances are stateless and shared."""
+
+    name: str  # "AVRO", "JSON", "PROTOBUF"
+
+    @abc.abstractmethod
+    def parse(self, schema: str, references: tuple[ResolvedReference, ...] = ()) -> ParsedSchema:
+        """Parse and validate; raise InvalidSchemaError with a specific message."""
+
+    def parse_stored(self, schema: str, references: tuple[ResolvedReference, ...] = ()) -> ParsedSchema:
+        """Parse a schema already in the log. Checks that apply only to new registrations (Avro defaults)
+        are skipped, so schemas another registry accepted stay readable."""
+        return self.parse(schema, references)
+
+    @abc.abstractmethod
+    def normalize(self, parsed: ParsedSchema) -> ParsedSchema:
+        """The normalized form (``normalize=true``): semantically equal schemas get equal canonical strings."""
+
+    @abc.abstractmethod
+    def check(self, reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
+        """Can ``reader`` read data written with ``writer``? Empty list: yes."""
+
+    def format(self, parsed: ParsedSchema, fmt: str) -> str | None:
+        """The schema rendered in a ``format=`` variant (Avro ``resolved``, Protobuf ``serialized``...);
+        None when the type does not know the format (the canonical string is served then)."""
+        return None

@@ -1,0 +1,852 @@
+"""The registry's operations with Confluent's semantics: what each endpoint does, independent of HTTP.
+
+Reads look at ``State`` directly. Writes validate, then (under one lock, as the leader) compute ids and
+versions from the caught-up state, write records through the ``Store`` and return once applied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from compat import CompatibilityLevel, Incompatibility, check_levels
+from registry import errors, records
+from registry.records import Key
+from registry.schema_types import (
+    InvalidSchemaError,
+    ParsedSchema,
+    Reference,
+    ResolvedReference,
+    SchemaType,
+    get_schema_type,
+)
+from registry.state import SchemaContent, State, Version, content_digest
+from registry.store import Store
+
+log = logging.getLogger(__name__)
+
+DEFAULT_COMPATIBILITY = "BACKWARD"
+DEFAULT_MODE = "READWRITE"
+MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT", "FORWARD")
+MAX_VERSION = 2**31 - 1
+LATEST = -1
+
+
+# ---- small parsers shared by the HTTP layer ------------------------------------------------------------
+
+
+def parse_bool(value: str | None, default: bool = False) -> bool:
+    """Query booleans: ``true``/``True``/``TRUE`` (Python clients send ``True``); anything else is false."""
+    if value is None:
+        return default
+    return value.strip().lower() == "true"
+
+
+def parse_version(text: str) -> int:
+    """``latest`` (any case) and ``-1`` mean latest (returned as -1); 1..2^31-1 otherwise; else 42202."""
+    t = text.strip()
+    if t.lower() == "latest":
+        return LATEST
+    try:
+        n = int(t)
+    except ValueError:
+        raise errors.invalid_version(text) from None
+    if n == LATEST:
+        return LATEST
+    if n < 1 or n > MAX_VERSION:
+        raise errors.invalid_version(text)
+    return n
+
+
+def normalize_subject(subject: str) -> str:
+    """Only the default context exists here; ``:.:name`` is the same subject as ``name``."""
+    return subject[3:] if subject.startswith(":.:") else subject
+
+
+def check_subject(subject: str, *, for_register: bool = False) -> None:
+    if subject in ("__GLOBAL", "__EMPTY") or any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in subject):
+        raise errors.invalid_subject(subject)
+    if for_register and (subject == "" or subject == "*"):
+        raise errors.invalid_subject(subject)
+
+
+def page(items: Sequence[Any], offset: int, limit: int) -> list[Any]:
+    offset = max(offset, 0)
+    return list(items[offset:] if limit < 0 else items[offset : offset + limit])
+
+
+def _unprocessable(message: str) -> errors.ApiError:
+    # Jackson binding errors (a field of the wrong type) answer 422 with the status as code, as rest-utils does.
+    return errors.ApiError(422, 422, message)
+
+
+class SchemaRequest:
+    """The body of register / lookup / compatibility requests, type-checked."""
+
+    __slots__ = ("id", "metadata", "references", "rule_set", "schema", "schema_type", "version")
+
+    def __init__(self, body: Any) -> None:
+        if not isinstance(body, dict):
+            raise _unprocessable("Request body must be a JSON object")
+        schema = body.get("schema")
+        if schema is not None and not isinstance(schema, str):
+            raise _unprocessable("Field 'schema' must be a string")
+        self.schema: str | None = schema
+        st = body.get("schemaType")
+        if st is not None and not isinstance(st, str):
+            raise _unprocessable("Field 'schemaType' must be a string")
+        self.schema_type = (st or "AVRO").upper()
+        refs = body.get("references") or []
+        if not isinstance(refs, list):
+            raise _unprocessable("Field 'references' must be an array")
+        parsed_refs = []
+        for r in refs:
+            if (
+                not isinstance(r, dict)
+                or not isinstance(r.get("name"), str)
+                or not isinstance(r.get("subject"), str)
+                or not isinstance(r.get("version"), int)
+                or isinstance(r.get("version"), bool)
+            ):
+                raise _unprocessable(
+                    "Each reference needs 'name' (string), 'subject' (string), 'version' (integer)"
+                )
+            parsed_refs.append(Reference(r["name"], normalize_subject(r["subject"]), r["version"]))
+        self.references = tuple(parsed_refs)
+        self.version = _opt_int(body, "version")
+        self.id = _opt_int(body, "id")
+        md = body.get("metadata")
+        rs = body.get("ruleSet")
+        if md is not None and not isinstance(md, dict):
+            raise _unprocessable("Field 'metadata' must be an object")
+        if rs is not None and not isinstance(rs, dict):
+            raise _unprocessable("Field 'ruleSet' must be an object")
+        self.metadata: dict[str, Any] | None = md or None
+        self.rule_set: dict[str, Any] | None = rs or None
+
+
+def _opt_int(body: dict[str, Any], name: str) -> int | None:
+    v = body.get(name)
+    if v is None:
+        return None
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise _unprocessable(f"Field '{name}' must be an integer")
+    return v
+
+
+def validate_rule_set(rule_set: dict[str, Any] | None) -> None:
+    if not rule_set:
+        return
+    allowed = {
+        "migrationRules": {"UPGRADE", "DOWNGRADE", "UPDOWN"},
+        "domainRules": {"WRITE", "READ", "WRITEREAD"},
+        "encodingRules": {"WRITE", "READ", "WRITEREAD"},
+    }
+    seen: set[str] = set()
+    for group, modes in allowed.items():
+        rules = rule_set.get(group) or []
+        if not isinstance(rules, list):
+            raise errors.invalid_ruleset(f"{group} must be an array")
+        for rule in rules:
+            if not isinstance(rule, dict) or not isinstance(rule.get("name"), str) or not rule["name"]:
+                raise errors.invalid_ruleset("Rule name missing")
+            name = rule["name"]
+            if len(name) > 256:
+                raise errors.invalid_ruleset(f"Rule name too long: {name[:40]}...")
+            if name in seen:
+                raise errors.invalid_ruleset(f"Found rule with duplicate name '{name}'")
+            seen.add(name)
+            mode = str(rule.get("mode", "")).upper()
+            if mode not in modes:
+                raise errors.invalid_ruleset(
+                    f"Rule '{name}' in {group} has invalid mode '{rule.get('mode')}'"
+                )
+
+
+# ---- rendering ------------------------------------------------------------------------------------------
+
+
+def _content_fields(content: SchemaContent, schema_text: str) -> list[tuple[str, Any]]:
+    fields: list[tuple[str, Any]] = []
+    if content.schema_type != "AVRO":
+        fields.append(("schemaType", content.schema_type))
+    if content.references:
+        fields.append(("references", content.references_json()))
+    if content.metadata:
+        fields.append(("metadata", content.metadata))
+    if content.rule_set:
+        fields.append(("ruleSet", content.rule_set))
+    fields.append(("schema", schema_text))
+    return fields
+
+
+def version_dict(v: Version, schema_text: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"subject": v.subject, "version": v.version, "id": v.id}
+    body.update(_content_fields(v.content, v.content.schema if schema_text is None else schema_text))
+    return body
+
+
+def id_dict(content: SchemaContent, schema_text: str | None = None) -> dict[str, Any]:
+    fields = _content_fields(content, content.schema if schema_text is None else schema_text)
+    # SchemaString's order: schemaType, schema, references, metadata, ruleSet
+    order = {"schemaType": 0, "schema": 1, "references": 2, "metadata": 3, "ruleSet": 4}
+    return dict(sorted(fields, key=lambda kv: order[kv[0]]))
+
+
+def dumps(obj: Any) -> bytes:
+    return orjson.dumps(obj)
+
+
+class Service:
+    def __init__(self, store: Store, *, default_compatibility: str = DEFAULT_COMPATIBILITY) -> None:
+        self.store = store
+        self.default_compatibility = default_compatibility
+        self._write_lock = asyncio.Lock()
+        self._parsed: OrderedDict[tuple[Any, ...], ParsedSchema] = OrderedDict()
+        self._parsed_by_id: dict[int, ParsedSchema] = {}
+        #: set when another node may have written since our last write (startup, leadership change)
+        self.needs_barrier = True
+
+    @property
+    def state(self) -> State:
+        return self.store.state
+
+    # ---- config and mode resolution ---------------------------------------------------------------------
+
+    def global_config(self) -> dict[str, Any]:
+        cfg = {"compatibilityLevel": self.default_compatibility}
+        cfg.update(self.state.configs.get(None) or {})
+        return cfg
+
+    def effective_config(self, subject: str) -> dict[str, Any]:
+        cfg = self.global_config()
+        cfg.update(self.state.configs.get(subject) or {})
+        return cfg
+
+    def effective_level(self, subject: str) -> CompatibilityLevel:
+        return CompatibilityLevel.parse(str(self.effective_config(subject).get("compatibilityLevel")))
+
+    def effective_mode(self, subject: str | None) -> str:
+        modes = self.state.modes
+        if subject is not None and subject in modes:
+            return modes[subject]
+        return modes.get(None, DEFAULT_MODE)
+
+    # ---- schema parsing ---------------------------------------------------------------------------------
+
+    def _type(self, name: str) -> SchemaType:
+        t = get_schema_type(name)
+        if t is None:
+            raise errors.invalid_schema(f"Invalid schema type {name}")
+        return t
+
+    def resolve_references(self, refs: Sequence[Reference], _depth: int = 0) -> tuple[ResolvedReference, ...]:
+        if _depth > 64:
+            raise errors.invalid_schema("Invalid schema: references nest deeper than 64 levels (a cycle?)")
+        out = []
+        for r in refs:
+            v = self._find_version(r.subject, r.version)
+            if v is None:
+                raise errors.invalid_schema(
+                    f"Invalid schema: reference '{r.name}' to subject '{r.subject}' version {r.version} not found"
+                )
+            out.append(
+                ResolvedReference(
+                    r.name,
+                    r.subject,
+                    v.version,
+                    v.content.schema,
+                    v.content.schema_type,
+                    self.resolve_references(v.content.references, _depth + 1),
+                )
+            )
+        return tuple(out)
+
+    def _find_version(self, subject: str, version: int) -> Version | None:
+        if version == LATEST:
+            return self.state.latest(subject)
+        return self.state.subjects.get(subject, {}).get(version)
+
+    def parse(
+        self, schema_type: str, schema: str, refs: tuple[Reference, ...], *, normalize: bool
+    ) -> ParsedSchema:
+        """Parse (cached by text and references) and optionally normalize; 42201 with the parser's detail."""
+        t = self._type(schema_type)
+        resolved = self.resolve_references(refs)
+        cache_key = (schema_type, schema, resolved, normalize)
+        hit = self._parsed.get(cache_key)
+        if hit is not None:
+            self._parsed.move_to_end(cache_key)
+            return hit
+        try:
+            parsed = t.parse(schema, resolved)
+            if normalize:
+                parsed = t.normalize(parsed)
+        except InvalidSchemaError as e:
+            raise errors.invalid_schema(f"Invalid schema of type {schema_type}, details: {e}") from e
+        self._parsed[cache_key] = parsed
+        if len(self._parsed) > 10_000:
+            self._parsed.popitem(last=False)
+        return parsed
+
+    def parsed_content(self, content: SchemaContent, schema_id: int | None = None) -> ParsedSchema:
+        """The stored schema, parsed (for compatibility checks and formats); cached per id."""
+        if schema_id is not None and schema_id in self._parsed_by_id:
+            return self._parsed_by_id[schema_id]
+        t = self._type(content.schema_type)
+        try:
+            parsed = t.parse_stored(content.schema, self.resolve_references(content.references))
+        except InvalidSchemaError as e:
+            raise errors.invalid_schema(f"Stored schema {schema_id} no longer parses: {e}") from e
+        if schema_id is not None:
+            self._parsed_by_id[schema_id] = parsed
+        return parsed
+
+    def formatted(self, content: SchemaContent, schema_id: int, fmt: str | None) -> str:
+        if not fmt:
+            return content.schema
+        t = self._type(content.schema_type)
+        text = t.format(self.parsed_content(content, schema_id), fmt)
+        return content.schema if text is None else text
+
+    # ---- reads ------------------------------------------------------------------------------------------
+
+    def schema_by_id(self, schema_id: int, *, fmt: str | None = None, fetch_max_id: bool = False) -> bytes:
+        st = self.state
+        if schema_id not in st.id_versions:
+            raise errors.schema_not_found(schema_id)
+        content = st.contents[schema_id]
+        if not fmt and not fetch_max_id:
+            body = content.rendered.get("")
+            if body is None:
+                body = content.rendered[""] = dumps(id_dict(content))
+            return body
+        d = id_dict(content, self.formatted(content, schema_id, fmt))
+        if fetch_max_id:
+            d["maxId"] = st.max_id
+        return dumps(d)
+
+    def schema_text_by_id(self, schema_id: int, fmt: str | None = None) -> str:
+        if schema_id not in self.state.id_versions:
+            raise errors.schema_not_found(schema_id)
+        return self.formatted(self.state.contents[schema_id], schema_id, fmt)
+
+    def id_versions(self, schema_id: int, *, deleted: bool) -> list[tuple[str, int]]:
+        st = self.state
+        if schema_id not in st.id_versions:
+            raise errors.schema_not_found(schema_id)
+        pairs = sorted(st.id_versions[schema_id])
+        if not deleted:
+            pairs = [p for p in pairs if not st.subjects[p[0]][p[1]].deleted]
+        return pairs
+
+    def list_subjects(self, prefix: str, *, deleted: bool, deleted_only: bool) -> list[str]:
+        prefix = "" if prefix in ("", ":*:") else normalize_subject(prefix)
+        out = []
+        for subject in sorted(self.state.subjects):
+            if not subject.startswith(prefix):
+                continue
+            vs = self.state.subjects[subject].values()
+            all_deleted = all(v.deleted for v in vs)
+            if deleted_only:
+                if all_deleted:
+                    out.append(subject)
+            elif deleted or not all_deleted:
+                out.append(subject)
+        return out
+
+    def list_versions(
+        self, subject: str, *, deleted: bool, deleted_only: bool, as_negative: bool
+    ) -> list[int]:
+        vs = self.state.versions(subject, deleted=deleted or deleted_only or as_negative)
+        if deleted_only:
+            vs = [v for v in vs if v.deleted]
+        if not vs and not self.state.versions(subject, deleted=True if deleted_only else deleted):
+            raise errors.subject_not_found(subject)
+        nums = [-v.version if (as_negative and v.deleted) else v.version for v in vs]
+        return sorted(nums, key=abs)
+
+    def get_version(self, subject: str, version: str, *, deleted: bool) -> Version:
+        n = parse_version(version)
+        vs = self.state.versions(subject, deleted=deleted)
+        if not vs:
+            raise errors.subject_not_found(subject)
+        if n == LATEST:
+            return vs[-1]
+        for v in vs:
+            if v.version == n:
+                return v
+        raise errors.version_not_found(n)
+
+    def version_body(self, v: Version, fmt: str | None = None) -> bytes:
+        if not fmt:
+            if v.rendered is None:
+                v.rendered = dumps(version_dict(v))
+            return v.rendered
+        return dumps(version_dict(v, self.formatted(v.content, v.id, fmt)))
+
+    def referenced_by(self, subject: str, version: str, *, deleted: bool = False) -> list[int]:
+        v = self.get_version(subject, version, deleted=True)
+        st = self.state
+        ids = set()
+        for s, n in st.referrers.get(v.ref_key, ()):
+            ref = st.subjects.get(s, {}).get(n)
+            if ref is not None and (deleted or not ref.deleted):
+                ids.add(ref.id)
+        return sorted(ids)
+
+    def latest_with_metadata(
+        self, subject: str, keys: list[str], values: list[str], *, deleted: bool
+    ) -> Version:
+        vs = self.state.versions(subject, deleted=deleted)
+        if not vs:
+            raise errors.subject_not_found(subject)
+        wanted = dict(zip(keys, values, strict=False))
+        for v in reversed(vs):
+            props = ((v.content.metadata or {}).get("properties")) or {}
+            if all(props.get(k) == val for k, val in wanted.items()):
+                return v
+        raise errors.schema_not_found()
+
+    def all_schemas(self, prefix: str, *, deleted: bool, latest_only: bool) -> list[Version]:
+        prefix = "" if prefix in ("", ":*:") else normalize_subject(prefix)
+        out: list[Version] = []
+        for subject in sorted(self.state.subjects):
+            if not subject.startswith(prefix):
+                continue
+            vs = self.state.versions(subject, deleted=deleted)
+            out.extend(vs[-1:] if latest_only else vs)
+        return out
+
+    def lookup(self, subject: str, req: SchemaRequest, *, normalize: bool, deleted: bool) -> Version:
+        if not self.state.versions(subject, deleted=True):
+            raise errors.subject_not_found(subject)
+        match = self._match_in_subject(subject, req, normalize=normalize, deleted=deleted)
+        if match is None:
+            raise errors.schema_not_found()
+        return match
+
+    def _match_in_subject(
+        self, subject: str, req: SchemaRequest, *, normalize: bool, deleted: bool
+    ) -> Version | None:
+        if req.schema is None:
+            raise errors.invalid_schema("Empty schema")
+        parsed = self.parse(req.schema_type, req.schema, req.references, normalize=normalize)
+        digest = content_digest(parsed.canonical, req.references, req.metadata, req.rule_set)
+        candidates = list(reversed(self.state.versions(subject, deleted=deleted)))
+        for v in candidates:
+            if v.content.digest == digest and v.content.schema_type == req.schema_type:
+                return v
+        if normalize:
+            # Also match versions registered without normalize: compare normalized forms (Confluent misses these).
+            for v in candidates:
+                c = v.content
+                if c.schema_type != req.schema_type or c.references != req.references:
+                    continue
+                if (c.metadata, c.rule_set) != (req.metadata, req.rule_set):
+                    continue
+                try:
+                    stored = self._type(c.schema_type).normalize(self.parsed_content(c, v.id))
+                except (InvalidSchemaError, errors.ApiError):
+                    continue
+                if stored.canonical == parsed.canonical:
+                    return v
+        return None
+
+    # ---- compatibility ----------------------------------------------------------------------------------
+
+    def _incompatibilities(
+        self, subject: str, new: ParsedSchema, previous: list[Version], level: CompatibilityLevel
+    ) -> list[str]:
+        """Confluent's message entries for the first failing previous version (empty: compatible)."""
+        if not previous or level is CompatibilityLevel.NONE:
+            return []
+        t = self._type(new.schema_type)
+        parsed_prev = []
+        for v in previous:
+            if v.content.schema_type != new.schema_type:
+                # A different schema type is never compatible (Confluent compares types first).
+                parsed_prev.append(None)
+            else:
+                parsed_prev.append(self.parsed_content(v.content, v.id))
+
+        def checker(reader: ParsedSchema | None, writer: ParsedSchema | None) -> list[Incompatibility]:
+            if reader is None or writer is None:
+                return [
+                    Incompatibility("TYPE_MISMATCH", "/", "Incompatible because of different schema type")
+                ]
+            return t.check(reader, writer)
+
+        result = check_levels(level, new, parsed_prev, checker)  # type: ignore[arg-type]
+        if not result.incompatibilities:
+            return []
+        failed = previous[result.failed_index or 0]
+        msgs = [i.confluent_text() for i in result.incompatibilities]
+        msgs.append(f"{{oldSchemaVersion: {failed.version}}}")
+        msgs.append(f"{{oldSchema: '{failed.content.schema}'}}")
+        validate_fields = str(bool(self.effective_config(subject).get("validateFields", False))).lower()
+        msgs.append(f"{{validateFields: '{validate_fields}', compatibility: '{level.value}'}}")
+        return msgs
+
+    def test_compatibility(
+        self, subject: str, version: str | None, req: SchemaRequest, *, normalize: bool | None, verbose: bool
+    ) -> dict[str, Any]:
+        if normalize is None:
+            normalize = bool(self.effective_config(subject).get("normalize", False))
+        n = parse_version(version) if version is not None else None
+        live = self.state.versions(subject)
+        if n is not None and n != LATEST:
+            match = [v for v in live if v.version == n]
+            if not match:
+                if not self.state.versions(subject, deleted=True):
+                    raise errors.subject_not_found(subject)
+                raise errors.version_not_found(n)
+            previous = match
+        elif n == LATEST:
+            previous = live[-1:]
+        else:
+            previous = live
+        try:
+            if req.schema is None:
+                raise errors.invalid_schema("Empty schema")
+            parsed = self.parse(req.schema_type, req.schema, req.references, normalize=normalize)
+        except errors.ApiError as e:
+            if verbose and e.error_code == 42201:
+                return {"is_compatible": False, "messages": [e.message]}
+            raise
+        level = self.effective_level(subject)
+        messages = self._incompatibilities(subject, parsed, previous, level)
+        out: dict[str, Any] = {"is_compatible": not messages}
+        if verbose:
+            out["messages"] = messages
+        return out
+
+    # ---- writes -----------------------------------------------------------------------------------------
+
+    async def _write(self, key: bytes, value: bytes | None, operation: str) -> None:
+        if self.needs_barrier:
+            await self.store.barrier()
+            self.needs_barrier = False
+        await self.store.write(key, value, operation)
+
+    async def register(
+        self, subject: str, req: SchemaRequest, *, normalize: bool | None, force: bool = False
+    ) -> int:
+        check_subject(subject, for_register=True)
+        validate_rule_set(req.rule_set)
+        if normalize is None:
+            normalize = bool(self.effective_config(subject).get("normalize", False))
+        mode = self.effective_mode(subject)
+        # Fast path before any mode check: an already registered schema answers with its id (even READONLY).
+        if req.schema is not None and mode not in ("IMPORT", "FORWARD"):
+            existing = self._match_in_subject(subject, req, normalize=normalize, deleted=False)
+            if (
+                existing is not None
+                and (req.id is None or req.id == existing.id)
+                and (req.version is None or req.version == existing.version)
+            ):
+                return existing.id
+        if mode in ("READONLY", "READONLY_OVERRIDE"):
+            raise errors.operation_not_permitted(f"Subject {subject} in context . is in read-only mode")
+        importing = mode in ("IMPORT", "FORWARD")
+        if req.id is not None and req.id >= 0 and not importing:
+            raise errors.operation_not_permitted(f"Subject {subject} in context . is not in import mode")
+        if importing and req.id is None:
+            raise errors.operation_not_permitted(f"Subject {subject} in context . is not in read-write mode")
+        async with self._write_lock:
+            if self.needs_barrier:
+                await self.store.barrier()
+                self.needs_barrier = False
+            return await self._register_locked(
+                subject, req, normalize=normalize, importing=importing, force=force
+            )
+
+    async def _register_locked(
+        self, subject: str, req: SchemaRequest, *, normalize: bool, importing: bool, force: bool
+    ) -> int:
+        st = self.state
+        schema, schema_type, refs = req.schema, req.schema_type, req.references
+        if not schema:
+            prev = st.latest(subject)
+            if prev is None or importing:
+                raise errors.invalid_schema("Empty schema")
+            schema, schema_type, refs = prev.content.schema, prev.content.schema_type, prev.content.references
+        if importing:
+            # IMPORT stores the schema as given: no validation, normalization or compatibility checks.
+            self._type(schema_type)
+            canonical = schema
+        else:
+            parsed = self.parse(schema_type, schema, refs, normalize=normalize)
+            canonical = parsed.canonical
+        content = SchemaContent(schema_type, canonical, refs, req.metadata, req.rule_set)
+        live = st.versions(subject)
+        next_version = st.next_version(subject)
+
+        if not importing:
+            for v in reversed(live):
+                if v.content.digest == content.digest and v.content.schema_type == schema_type:
+                    return v.id  # registered meanwhile (or normalize made them equal)
+            if not force:  # 8.x's ?force=true skips the compatibility check
+                msgs = self._incompatibilities(subject, parsed, live, self.effective_level(subject))
+                if msgs:
+                    raise errors.incompatible_schema(subject, msgs)
+            if req.version is not None and req.version != next_version:
+                raise errors.invalid_schema("Version is not one more than previous version")
+            version = next_version
+        else:
+            version = req.version if req.version is not None else next_version
+            if version < 1:
+                raise errors.invalid_version(str(version))
+
+        if req.id is not None and importing:
+            schema_id = req.id
+            owner = st.contents.get(schema_id)
+            if owner is not None and (owner.digest != content.digest or owner.schema_type != schema_type):
+                raise errors.operation_not_permitted(
+                    f"Overwrite new schema with id {schema_id} in context . is not permitted."
+                )
+            existing_v = st.subjects.get(subject, {}).get(version)
+            if existing_v is not None and existing_v.id != schema_id:
+                raise errors.operation_not_permitted(
+                    f"Overwrite new schema with id {existing_v.id} in context . is not permitted."
+                )
+        else:
+            reuse = st.digest_to_id.get(content.digest)
+            if reuse is not None and st.contents[reuse].schema_type == schema_type:
+                schema_id = reuse
+            else:
+                schema_id = st.max_id + 1
+                while schema_id in st.contents:  # never hand out an id that names something else
+                    schema_id += 1
+
+        value = records.schema_value(
+            subject=subject,
+            version=version,
+            schema_id=schema_id,
+            schema_type=schema_type,
+            schema=canonical,
+            references=content.references_json(),
+            metadata=req.metadata,
+            rule_set=req.rule_set,
+            deleted=False,
+        )
+        await self.store.write(Key(records.SCHEMA, subject, version).encode(), value, "Register")
+        written = st.subjects.get(subject, {}).get(version)
+        if written is None or written.id != schema_id:
+            raise errors.store_error("Register schema operation failed: the record was rejected by the store")
+        # Older soft-deleted versions of the same schema in this subject are superseded: tombstone them.
+        for v in st.versions(subject, deleted=True):
+            if v.deleted and v.id == schema_id and v.version != version and not st.referrers.get(v.ref_key):
+                await self._tombstone_version(v)
+        return schema_id
+
+    async def _tombstone_version(self, v: Version) -> None:
+        for raw in sorted(self.state.raw_keys(Key(records.SCHEMA, v.subject, v.version))):
+            await self.store.write(raw, None, "Delete")
+
+    async def _tombstone_subject_settings(self, subject: str) -> None:
+        st = self.state
+        for keytype, present in (
+            (records.CONFIG, subject in st.configs),
+            (records.MODE, subject in st.modes),
+        ):
+            if present:
+                for raw in sorted(st.raw_keys(Key(keytype, subject))):
+                    await self.store.write(raw, None, "Delete")
+
+    def _check_not_readonly(self, subject: str | None) -> None:
+        if self.effective_mode(subject) in ("READONLY", "READONLY_OVERRIDE"):
+            where = f"Subject {subject}" if subject is not None else "Global mode"
+            raise errors.operation_not_permitted(f"{where} in context . is in read-only mode")
+
+    def _referenced_from_outside(self, subject: str, versions: list[Version]) -> Version | None:
+        for v in versions:
+            for s, _n in self.state.referrers.get(v.ref_key, ()):
+                if s != subject:
+                    return v
+        return None
+
+    async def delete_subject(self, subject: str, *, permanent: bool) -> list[int]:
+        async with self._write_lock:
+            st = self.state
+            all_versions = st.versions(subject, deleted=True)
+            if not all_versions:
+                raise errors.subject_not_found(subject)
+            self._check_not_readonly(subject)
+            live = [v for v in all_versions if not v.deleted]
+            if not permanent:
+                if not live:
+                    raise errors.subject_soft_deleted(subject)
+                ref = self._referenced_from_outside(subject, live)
+                if ref is not None:
+                    raise errors.reference_exists(f"{{subject={subject},version={ref.version}}}")
+                await self._write(
+                    Key(records.DELETE_SUBJECT, subject).encode(),
+                    records.delete_subject_value(subject, all_versions[-1].version),
+                    "Delete subject",
+                )
+                return [v.version for v in live]
+            if live:
+                raise errors.subject_not_soft_deleted(subject)
+            ref = self._referenced_from_outside(subject, all_versions)
+            if ref is not None:
+                raise errors.reference_exists(f"{{subject={subject},version={ref.version}}}")
+            if self.needs_barrier:
+                await self.store.barrier()
+                self.needs_barrier = False
+            for v in reversed(all_versions):  # descending, for references inside the subject
+                await self._tombstone_version(v)
+            await self._tombstone_subject_settings(subject)
+            return [v.version for v in all_versions]
+
+    async def delete_version(self, subject: str, version: str, *, permanent: bool) -> int:
+        n = parse_version(version)
+        async with self._write_lock:
+            st = self.state
+            all_versions = st.versions(subject, deleted=True)
+            if not all_versions:
+                raise errors.subject_not_found(subject)
+            self._check_not_readonly(subject)
+            if n == LATEST:
+                live = [v for v in all_versions if not v.deleted]
+                if not live:
+                    raise errors.version_not_found(version)
+                target = live[-1]
+            else:
+                found = [v for v in all_versions if v.version == n]
+                if not found:
+                    raise errors.version_not_found(n)
+                target = found[0]
+            if st.referrers.get(target.ref_key):
+                raise errors.reference_exists(f"{{subject={subject},version={target.version}}}")
+            if not permanent:
+                if target.deleted:
+                    raise errors.version_soft_deleted(subject, target.version)
+                c = target.content
+                value = records.schema_value(
+                    subject=subject,
+                    version=target.version,
+                    schema_id=target.id,
+                    schema_type=c.schema_type,
+                    schema=c.schema,
+                    references=c.references_json(),
+                    metadata=c.metadata,
+                    rule_set=c.rule_set,
+                    deleted=True,
+                )
+                await self._write(Key(records.SCHEMA, subject, target.version).encode(), value, "Delete")
+                return target.version
+            if not target.deleted:
+                raise errors.version_not_soft_deleted(subject, target.version)
+            if self.needs_barrier:
+                await self.store.barrier()
+                self.needs_barrier = False
+            await self._tombstone_version(target)
+            if not st.versions(subject, deleted=True):
+                await self._tombstone_subject_settings(subject)
+            return target.version
+
+    # config ---------------------------------------------------------------------------------------------
+
+    def get_config(self, subject: str | None, *, default_to_global: bool) -> dict[str, Any]:
+        if subject is None:
+            return self.global_config()
+        cfg = self.state.configs.get(subject)
+        if cfg is None:
+            if default_to_global:
+                return self.global_config()
+            raise errors.subject_config_not_found(subject)
+        if "compatibilityLevel" not in cfg:
+            return {**cfg, "compatibilityLevel": self.global_config()["compatibilityLevel"]}
+        return dict(cfg)
+
+    async def put_config(self, subject: str | None, body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise _unprocessable("Request body must be a JSON object")
+        if subject is not None:
+            check_subject(subject)
+        update: dict[str, Any] = {}
+        level = body.get("compatibility", body.get("compatibilityLevel"))
+        if level is not None:
+            try:
+                update["compatibilityLevel"] = CompatibilityLevel.parse(str(level)).value
+            except ValueError:
+                raise errors.invalid_compatibility_level() from None
+        for k in records.CONFIG_FIELDS[1:]:
+            if body.get(k) is not None:
+                update[k] = body[k]
+        for k in ("defaultRuleSet", "overrideRuleSet"):
+            if k in update:
+                if not isinstance(update[k], dict):
+                    raise errors.invalid_ruleset(f"{k} must be an object")
+                validate_rule_set(update[k])
+        async with self._write_lock:
+            self._check_not_readonly(subject)
+            merged = {**(self.state.configs.get(subject) or {}), **update}
+            await self._write(
+                Key(records.CONFIG, subject).encode(), records.config_value(subject, merged), "Update config"
+            )
+        echo: dict[str, Any] = {}
+        if "compatibilityLevel" in update:
+            echo["compatibility"] = update.pop("compatibilityLevel")
+        echo.update(update)
+        return echo
+
+    async def delete_config(self, subject: str | None) -> dict[str, Any]:
+        async with self._write_lock:
+            st = self.state
+            if subject is not None and subject not in st.configs and not st.versions(subject, deleted=True):
+                raise errors.subject_not_found(subject)
+            previous = self.get_config(subject, default_to_global=True)
+            self._check_not_readonly(subject)
+            if subject in st.configs:
+                for raw in sorted(st.raw_keys(Key(records.CONFIG, subject))):
+                    await self._write(raw, None, "Delete config")
+            return previous
+
+    # mode -----------------------------------------------------------------------------------------------
+
+    def get_mode(self, subject: str | None, *, default_to_global: bool) -> str:
+        if subject is None:
+            return self.state.modes.get(None, DEFAULT_MODE)
+        m = self.state.modes.get(subject)
+        if m is None:
+            if default_to_global:
+                return self.state.modes.get(None, DEFAULT_MODE)
+            raise errors.subject_mode_not_found(subject)
+        return m
+
+    async def put_mode(self, subject: str | None, body: Any, *, force: bool) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise _unprocessable("Request body must be a JSON object")
+        if subject is not None:
+            check_subject(subject)
+        mode = str(body.get("mode", "")).strip().upper()
+        if mode not in MODES or (mode == "FORWARD" and subject is not None):
+            raise errors.invalid_mode()
+        async with self._write_lock:
+            st = self.state
+            if mode == "IMPORT" and not force:
+                scope = [subject] if subject is not None else list(st.subjects)
+                if any(st.versions(s) for s in scope):
+                    raise errors.operation_not_permitted("Cannot import since found existing subjects")
+            await self._write(
+                Key(records.MODE, subject).encode(), records.mode_value(subject, mode), "Update mode"
+            )
+        return {"mode": mode}
+
+    async def delete_mode(self, subject: str | None) -> dict[str, Any]:
+        async with self._write_lock:
+            st = self.state
+            if subject is not None and subject not in st.modes and not st.versions(subject, deleted=True):
+                raise errors.subject_not_found(subject)
+            previous = self.get_mode(subject, default_to_global=True)
+            if subject in st.modes:
+                for raw in sorted(st.raw_keys(Key(records.MODE, subject))):
+                    await self._write(raw, None, "Delete mode")
+            return {"mode": previous}

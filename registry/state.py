@@ -1,0 +1,258 @@
+"""The registry's state: a pure function of the ``_schemas`` log, rebuilt by applying records in order.
+
+``State.apply`` is the only mutator. It runs on the server's event-loop thread (the log reader hands
+records over), so reads never see a half-applied record and need no lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from registry import records
+from registry.records import Key, RecordFormatError, decode_key, decode_value
+from registry.schema_types.base import Reference
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True, eq=False)
+class SchemaContent:
+    """What an id names: type, canonical text, references, metadata and rule set."""
+
+    schema_type: str
+    schema: str
+    references: tuple[Reference, ...]
+    metadata: dict[str, Any] | None
+    rule_set: dict[str, Any] | None
+    digest: bytes = b""
+    rendered: dict[str, bytes] = field(default_factory=dict)  # response bodies, per format
+
+    def __post_init__(self) -> None:
+        if not self.digest:
+            self.digest = content_digest(self.schema, self.references, self.metadata, self.rule_set)
+
+    def references_json(self) -> list[dict[str, Any]]:
+        return [{"name": r.name, "subject": r.subject, "version": r.version} for r in self.references]
+
+
+def content_digest(
+    schema: str,
+    references: tuple[Reference, ...],
+    metadata: dict[str, Any] | None,
+    rule_set: dict[str, Any] | None,
+) -> bytes:
+    """Confluent's identity hash: MD5 over the canonical string, the references (name, subject, 4-byte
+    big-endian version), and, when present, 0x01 + metadata and 0x01 + rule set. Schema type is not hashed."""
+    h = hashlib.md5(schema.encode())
+    for r in references:
+        h.update(r.name.encode())
+        h.update(r.subject.encode())
+        h.update(r.version.to_bytes(4, "big", signed=True))
+    if metadata:
+        h.update(b"\x01" + records.jdumps(_sorted(metadata)).encode())
+    if rule_set:
+        h.update(b"\x01" + records.jdumps(rule_set).encode())
+    return h.digest()
+
+
+def _sorted(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _sorted(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, list):
+        return [_sorted(v) for v in obj]
+    return obj
+
+
+@dataclass(slots=True, eq=False)
+class Version:
+    subject: str
+    version: int
+    id: int
+    content: SchemaContent
+    deleted: bool
+    timestamp: int
+    key_raws: set[bytes] = field(
+        default_factory=set
+    )  # every key byte form this subject-version was written with
+    rendered: bytes | None = None  # GET /subjects/{s}/versions/{v} body (default format)
+
+    @property
+    def ref_key(self) -> tuple[str, int]:
+        return (self.subject, self.version)
+
+
+@dataclass(slots=True)
+class State:
+    subjects: dict[str, dict[int, Version]] = field(default_factory=dict)
+    contents: dict[int, SchemaContent] = field(default_factory=dict)  # every id ever seen
+    id_versions: dict[int, set[tuple[str, int]]] = field(default_factory=dict)  # id -> live-or-soft versions
+    digest_to_id: dict[bytes, int] = field(default_factory=dict)
+    max_id: int = 0
+    #: (subject, version) -> the (subject, version)s whose schema references it
+    referrers: dict[tuple[str, int], set[tuple[str, int]]] = field(default_factory=dict)
+    configs: dict[str | None, dict[str, Any]] = field(default_factory=dict)
+    modes: dict[str | None, str] = field(default_factory=dict)
+    #: raw key bytes of CONFIG/MODE records, by (keytype, subject), for exact tombstones
+    key_raws: dict[tuple[str, str | None], set[bytes]] = field(default_factory=dict)
+    offset: int = -1  # last applied offset
+    generation: int = 0  # bumped by every change; response caches keyed on it
+
+    # ---- applying records -------------------------------------------------------------------------------
+
+    def apply(self, offset: int, key_raw: bytes | None, value_raw: bytes | None, timestamp: int) -> None:
+        self.offset = offset
+        if key_raw is None:
+            return
+        try:
+            key = decode_key(key_raw)
+            value = decode_value(value_raw)
+        except RecordFormatError as e:
+            log.warning("skipping _schemas record at offset %d: %s", offset, e)
+            return
+        try:
+            self._apply(key, value, timestamp)
+        except (KeyError, TypeError, ValueError) as e:
+            log.warning("skipping malformed %s record at offset %d: %s", key.keytype, offset, e)
+
+    def _apply(self, key: Key, value: dict[str, Any] | None, timestamp: int) -> None:
+        kt = key.keytype
+        if kt == records.NOOP or kt == records.CONTEXT:
+            return
+        self.generation += 1
+        if kt == records.SCHEMA:
+            if value is None:
+                self._tombstone_version(key)
+            else:
+                self._put_version(key, value, timestamp)
+        elif kt == records.CONFIG:
+            self.key_raws.setdefault((kt, key.subject), set()).add(key.raw)
+            if value is None:
+                self.configs.pop(key.subject, None)
+            else:
+                self.configs[key.subject] = {k: v for k, v in value.items() if k in records.CONFIG_FIELDS}
+        elif kt == records.MODE:
+            self.key_raws.setdefault((kt, key.subject), set()).add(key.raw)
+            if value is None:
+                self.modes.pop(key.subject, None)
+            else:
+                self.modes[key.subject] = str(value["mode"])
+        elif kt == records.DELETE_SUBJECT:
+            if value is not None:
+                upto = int(value["version"])
+                for v in self.subjects.get(key.subject or "", {}).values():
+                    if v.version <= upto and not v.deleted:
+                        v.deleted = True
+                        v.rendered = None
+        elif kt == records.CLEAR_SUBJECT and value is not None and key.subject is not None:
+            for v in [v for v in self.subjects.get(key.subject, {}).values() if v.deleted]:
+                self._remove_version(v)
+
+    def _put_version(self, key: Key, value: dict[str, Any], timestamp: int) -> None:
+        subject = key.subject or ""
+        schema_id = int(value["id"])
+        refs = tuple(
+            Reference(str(r["name"]), str(r["subject"]), int(r["version"]))
+            for r in value.get("references") or ()
+        )
+        content = SchemaContent(
+            schema_type=value.get("schemaType") or "AVRO",
+            schema=str(value["schema"]),
+            references=refs,
+            metadata=value.get("metadata") or None,
+            rule_set=value.get("ruleSet") or None,
+        )
+        owner = self.contents.get(schema_id)
+        if owner is not None and (owner.digest != content.digest or owner.schema_type != content.schema_type):
+            # Confluent's rule: an id never names two schemas. Every replica ignores such a record.
+            log.warning(
+                "ignoring SCHEMA record %s/%d: id %d already names a different schema",
+                subject,
+                key.version,
+                schema_id,
+            )
+            return
+        if owner is not None:
+            content = owner
+        else:
+            self.contents[schema_id] = content
+        self.digest_to_id.setdefault(content.digest, schema_id)
+        self.max_id = max(self.max_id, schema_id)
+
+        versions = self.subjects.setdefault(subject, {})
+        version_no = int(key.version or value["version"])
+        old = versions.get(version_no)
+        raws = set()
+        if old is not None:
+            raws = old.key_raws
+            self._unindex(old)
+        raws.add(key.raw)
+        v = Version(
+            subject, version_no, schema_id, content, bool(value.get("deleted", False)), timestamp, raws
+        )
+        versions[version_no] = v
+        self.id_versions.setdefault(schema_id, set()).add(v.ref_key)
+        for r in refs:
+            self.referrers.setdefault((r.subject, r.version), set()).add(v.ref_key)
+
+    def _tombstone_version(self, key: Key) -> None:
+        v = self.subjects.get(key.subject or "", {}).get(key.version or 0)
+        if v is not None:
+            self._remove_version(v)
+
+    def _remove_version(self, v: Version) -> None:
+        versions = self.subjects.get(v.subject)
+        if versions is None:
+            return
+        versions.pop(v.version, None)
+        if not versions:
+            del self.subjects[v.subject]
+        self._unindex(v)
+
+    def _unindex(self, v: Version) -> None:
+        ids = self.id_versions.get(v.id)
+        if ids is not None:
+            ids.discard(v.ref_key)
+            if not ids:
+                del self.id_versions[v.id]
+        for r in v.content.references:
+            refs = self.referrers.get((r.subject, r.version))
+            if refs is not None:
+                refs.discard(v.ref_key)
+                if not refs:
+                    del self.referrers[(r.subject, r.version)]
+
+    # ---- queries ----------------------------------------------------------------------------------------
+
+    def versions(self, subject: str, *, deleted: bool = False) -> list[Version]:
+        """The subject's versions in ascending order; soft-deleted ones only with ``deleted``."""
+        vs = self.subjects.get(subject)
+        if not vs:
+            return []
+        return [vs[n] for n in sorted(vs) if deleted or not vs[n].deleted]
+
+    def latest(self, subject: str, *, deleted: bool = False) -> Version | None:
+        vs = self.versions(subject, deleted=deleted)
+        return vs[-1] if vs else None
+
+    def subject_exists(self, subject: str, *, deleted: bool = False) -> bool:
+        return bool(self.versions(subject, deleted=deleted))
+
+    def next_version(self, subject: str) -> int:
+        vs = self.subjects.get(subject)
+        return max(vs) + 1 if vs else 1
+
+    def live_subjects(self) -> list[str]:
+        return sorted(s for s, vs in self.subjects.items() if any(not v.deleted for v in vs.values()))
+
+    def raw_keys(self, key: Key) -> set[bytes]:
+        """Every byte form of ``key`` seen in the log, plus today's form: what a tombstone must cover."""
+        if key.keytype == records.SCHEMA:
+            v = self.subjects.get(key.subject or "", {}).get(key.version or 0)
+            found = set(v.key_raws) if v is not None else set()
+        else:
+            found = set(self.key_raws.get((key.keytype, key.subject), ()))
+        found.add(key.encode())
+        return found

@@ -1,0 +1,163 @@
+"""The ``_schemas`` log as the registry sees it: a reader that feeds ``State`` and a writer that waits for it.
+
+A reader thread polls the log and hands batches to the event loop (``call_soon_threadsafe``), where
+``State.apply`` runs; so state is only touched on the loop thread. A write produces in a worker thread and
+then awaits the moment its own reader has applied that offset (read-your-writes), never blocking the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from registry import errors
+from registry.records import Key
+from registry.state import State
+from streams.log import (
+    OFFSET_BEGINNING,
+    Log,
+    LogError,
+    LogTimeoutError,
+    Record,
+    RecordTooLargeError,
+    TopicPartition,
+)
+
+log = logging.getLogger(__name__)
+
+NOOP_KEY = Key("NOOP").encode()
+
+
+class Store:
+    def __init__(self, log_backend: Log, topic: str = "_schemas", timeout: float = 10.0) -> None:
+        self.log = log_backend
+        self.topic = topic
+        self.timeout = timeout
+        self.state = State()
+        self._tp = TopicPartition(topic, 0)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._stop = threading.Event()
+        self._reader: threading.Thread | None = None
+        self._producer = None
+        self.on_applied: list[Callable[[list[Record]], None]] = []
+        self.records_replayed = 0
+
+    # ---- lifecycle --------------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Create or validate the topic and replay it to the end (blocking; call before serving)."""
+        info = self.log.ensure_topic(self.topic, 1, compacted=True)
+        log.info("store topic %r: %d partition, compacted=%s", info.name, info.partitions, info.compacted)
+        self._producer = self.log.producer()
+        self._consumer = self.log.consumer(None, client_id=f"KafkaStore-reader-{self.topic}")
+        self._consumer.assign({self._tp: OFFSET_BEGINNING})
+        # Catching up is decided by a barrier: our own NOOP's offset, then read up to it.
+        target = self._producer.produce(self.topic, None, NOOP_KEY, partition=0).offset
+        started = time.monotonic()
+        last_report = started
+        while self.state.offset < target:
+            batch = self._consumer.poll(0.5, 5000)
+            for r in batch:
+                self.state.apply(r.offset, r.key, r.value, r.timestamp)
+            self.records_replayed += len(batch)
+            if time.monotonic() - last_report > 5:
+                last_report = time.monotonic()
+                log.info("replaying %s: at offset %d of %d", self.topic, self.state.offset, target)
+        log.info(
+            "replayed %d records of %s in %.2fs: %d subjects, %d schema ids, max id %d",
+            self.records_replayed,
+            self.topic,
+            time.monotonic() - started,
+            len(self.state.subjects),
+            len(self.state.contents),
+            self.state.max_id,
+        )
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start following the log; from now on state changes happen on ``loop``."""
+        self._loop = loop
+        self._reader = threading.Thread(target=self._read_forever, name="schemas-reader", daemon=True)
+        self._reader.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._reader is not None:
+            self._reader.join(5)
+        try:
+            self._consumer.close()
+        except LogError:
+            pass
+        if self._producer is not None:
+            self._producer.close()
+
+    def _read_forever(self) -> None:
+        assert self._loop is not None
+        while not self._stop.is_set():
+            try:
+                batch = self._consumer.poll(0.2, 1000)
+            except LogError as e:
+                log.error("reading %s failed: %s; retrying", self.topic, e)
+                time.sleep(0.5)
+                continue
+            if batch:
+                try:
+                    self._loop.call_soon_threadsafe(self._apply_batch, batch)
+                except RuntimeError:  # loop closed during shutdown
+                    return
+
+    def _apply_batch(self, batch: list[Record]) -> None:
+        st = self.state
+        for r in batch:
+            if r.offset > st.offset:
+                st.apply(r.offset, r.key, r.value, r.timestamp)
+        for cb in self.on_applied:
+            cb(batch)
+        if self._waiters:
+            ready = [w for w in self._waiters if w[0] <= st.offset]
+            if ready:
+                self._waiters = [w for w in self._waiters if w[0] > st.offset]
+                for _, fut in ready:
+                    if not fut.done():
+                        fut.set_result(None)
+
+    # ---- writing ----------------------------------------------------------------------------------------
+
+    async def wait_applied(self, offset: int, timeout: float | None = None) -> None:
+        if self.state.offset >= offset:
+            return
+        assert self._loop is not None
+        fut: asyncio.Future[None] = self._loop.create_future()
+        self._waiters.append((offset, fut))
+        try:
+            await asyncio.wait_for(fut, timeout if timeout is not None else self.timeout)
+        except TimeoutError as e:
+            raise errors.store_timeout(
+                "KafkaStoreReaderThread failed to reach target offset within the timeout interval"
+            ) from e
+
+    async def write(self, key: bytes, value: bytes | None, operation: str = "Register") -> int:
+        """Produce one record and return once this node's state includes it."""
+        assert self._producer is not None
+        producer = self._producer
+        try:
+            md = await asyncio.to_thread(
+                producer.produce, self.topic, value, key, partition=0, timeout=self.timeout
+            )
+        except RecordTooLargeError as e:
+            raise errors.schema_too_large() from e
+        except LogTimeoutError as e:
+            raise errors.store_timeout(f"{operation} operation timed out") from e
+        except LogError as e:
+            raise errors.store_error(
+                f"{operation} operation failed while writing to the Kafka store: {e}"
+            ) from e
+        await self.wait_applied(md.offset)
+        return md.offset
+
+    async def barrier(self) -> None:
+        """Wait until every record written before now (by anyone) is applied here."""
+        await self.write(NOOP_KEY, None, "Noop")

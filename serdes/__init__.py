@@ -1,0 +1,1 @@
+"""serdes: the producer/consumer library (registry client, wire format, serializers)."""

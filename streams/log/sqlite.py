@@ -1,0 +1,953 @@
+"""The embedded backend: the whole log in one SQLite file (WAL mode, ``synchronous=FULL``).
+
+Layout: a topic row per topic (with an integer id that is never reused, so a re-created topic starts
+fresh), one row per partition holding its next offset, and one ``records`` table keyed by
+(topic id, partition, offset) WITHOUT ROWID, so a fetch is a range scan of one B-tree.
+
+- A producer buffers ``send``s in memory; ``flush`` writes the whole buffer in one SQLite transaction,
+  then fires delivery callbacks: a record whose flush returned is on disk.
+- A transactional producer keeps its records and group offsets until ``commit_transaction``, which
+  writes both in one SQLite transaction after checking its epoch; aborted records are never written.
+- Consumers wait on a per-file condition variable that in-process writers notify; writes from other
+  processes are noticed by polling ``PRAGMA data_version`` every ``poll_interval`` seconds.
+- Group membership: on SQLite one consumer instance owns all partitions of the topics it subscribes
+  to (two members of a group each get everything). ``on_assign`` runs inside the first ``poll`` after
+  ``subscribe``, as with Kafka, so callers written against one backend work on the other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import struct
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from streams.log.base import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    Consumer,
+    DeliveryCallback,
+    Headers,
+    Log,
+    LogError,
+    Producer,
+    ProducerFencedError,
+    RebalanceCallback,
+    Record,
+    RecordMetadata,
+    RecordTooLargeError,
+    TopicExistsError,
+    TopicInfo,
+    TopicPartition,
+    TransactionError,
+    UnknownTopicError,
+)
+from streams.log.partitioner import RoundRobin, partition_for_key
+
+DEFAULT_MAX_RECORD_BYTES = 8 * 1024 * 1024
+DEFAULT_POLL_INTERVAL = 0.025
+DEFAULT_BUSY_TIMEOUT = 30.0
+_DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+_NEEDS_GROUP = "needs a consumer group: create the consumer with log.consumer(group=...)"
+_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS topics (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    partitions INTEGER NOT NULL,
+    compacted INTEGER NOT NULL,
+    config TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS partitions (
+    topic_id INTEGER NOT NULL,
+    partition INTEGER NOT NULL,
+    next_offset INTEGER NOT NULL,
+    PRIMARY KEY (topic_id, partition)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS records (
+    topic_id INTEGER NOT NULL,
+    partition INTEGER NOT NULL,
+    offset INTEGER NOT NULL,
+    key BLOB,
+    value BLOB,
+    timestamp INTEGER NOT NULL,
+    headers BLOB,
+    PRIMARY KEY (topic_id, partition, offset)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS group_offsets (
+    group_id TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    partition INTEGER NOT NULL,
+    offset INTEGER NOT NULL,
+    PRIMARY KEY (group_id, topic, partition)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS transactional_producers (
+    transactional_id TEXT PRIMARY KEY,
+    epoch INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+
+def path_from_url(url: str) -> Path:
+    """``sqlite:///./data`` → ``./data/log.sqlite3``; ``sqlite:////abs/x.db`` → ``/abs/x.db``.
+
+    A path ending in .db/.sqlite/.sqlite3 is the database file; anything else is a directory."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or len(url) == len(prefix):
+        raise ValueError(f"bad SQLite log URL {url!r}: expected sqlite:///relative/path or sqlite:////abs/path")
+    path = Path(url[len(prefix) :])
+    if path.suffix.lower() in _DB_SUFFIXES and not path.is_dir():
+        return path
+    return path / "log.sqlite3"
+
+
+# --- header and value encoding -------------------------------------------------------------------
+
+_HNAME = struct.Struct(">H")
+_HVALUE = struct.Struct(">i")
+
+
+def _encode_headers(headers: Headers) -> bytes | None:
+    if not headers:
+        return None
+    out = bytearray()
+    for name, value in headers:
+        raw = name.encode()
+        out += _HNAME.pack(len(raw)) + raw
+        if value is None:
+            out += _HVALUE.pack(-1)
+        else:
+            out += _HVALUE.pack(len(value)) + value
+    return bytes(out)
+
+
+def _decode_headers(blob: bytes | None) -> Headers:
+    if not blob:
+        return ()
+    out: list[tuple[str, bytes | None]] = []
+    pos = 0
+    while pos < len(blob):
+        (nlen,) = _HNAME.unpack_from(blob, pos)
+        pos += 2
+        name = blob[pos : pos + nlen].decode()
+        pos += nlen
+        (vlen,) = _HVALUE.unpack_from(blob, pos)
+        pos += 4
+        if vlen < 0:
+            out.append((name, None))
+        else:
+            out.append((name, blob[pos : pos + vlen]))
+            pos += vlen
+    return tuple(out)
+
+
+def _as_bytes(what: str, data: object) -> bytes | None:
+    if data is None or type(data) is bytes:
+        return data  # type: ignore[return-value]
+    if isinstance(data, bytes | bytearray | memoryview):
+        return bytes(data)
+    raise TypeError(f"record {what} must be bytes or None, got {type(data).__name__}")
+
+
+def _normalize_headers(headers: Iterable[tuple[str, bytes | None]] | None) -> Headers:
+    if not headers:
+        return ()
+    out = []
+    for item in headers:
+        name, value = item
+        if not isinstance(name, str):
+            raise TypeError(f"header name must be str, got {type(name).__name__}")
+        out.append((name, _as_bytes(f"header {name!r} value", value)))
+    return tuple(out)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# --- per-file shared state ---------------------------------------------------------------------
+
+
+class _SharedFile:
+    """State shared by every connection to one database file in this process.
+
+    ``write_lock`` serialises this process's writers so they queue on a Python lock instead of SQLite's
+    sleep-and-retry busy handler; ``changed`` wakes consumers, ``seq`` lets them detect a missed wake-up."""
+
+    def __init__(self) -> None:
+        self.write_lock = threading.Lock()
+        self.changed = threading.Condition()
+        self.seq = 0
+
+    def notify(self) -> None:
+        with self.changed:
+            self.seq += 1
+            self.changed.notify_all()
+
+
+_shared_files: dict[str, _SharedFile] = {}
+_shared_files_lock = threading.Lock()
+
+
+def _shared_for(path: Path) -> _SharedFile:
+    key = os.path.realpath(path)
+    with _shared_files_lock:
+        shared = _shared_files.get(key)
+        if shared is None:
+            shared = _shared_files[key] = _SharedFile()
+        return shared
+
+
+@dataclass(slots=True)
+class _TopicMeta:
+    id: int
+    partitions: int
+    compacted: bool
+
+
+class _Db:
+    """One SQLite connection with the pragmas every user needs and a lock for sharing it across threads."""
+
+    def __init__(self, path: Path, shared: _SharedFile, busy_timeout: float) -> None:
+        self.path = path
+        self.shared = shared
+        self.lock = threading.RLock()
+        self.conn = sqlite3.connect(
+            path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=FULL")
+
+    def write(self) -> _WriteTxn:
+        return _WriteTxn(self)
+
+    def topic(self, name: str) -> _TopicMeta | None:
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT id, partitions, compacted FROM topics WHERE name = ?", (name,)
+            ).fetchone()
+        return None if row is None else _TopicMeta(row[0], row[1], bool(row[2]))
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+
+class _WriteTxn:
+    """``with db.write() as conn:`` runs the block in one IMMEDIATE transaction, then wakes consumers."""
+
+    def __init__(self, db: _Db) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.lock.acquire()
+        self.db.shared.write_lock.acquire()
+        try:
+            self.db.conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self.db.shared.write_lock.release()
+            self.db.lock.release()
+            raise
+        return self.db.conn
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        try:
+            if exc_type is None:
+                self.db.conn.execute("COMMIT")
+            else:
+                self.db.conn.execute("ROLLBACK")
+        finally:
+            self.db.shared.write_lock.release()
+            self.db.lock.release()
+        if exc_type is None:
+            self.db.shared.notify()
+
+
+# --- the log ---------------------------------------------------------------------------------------
+
+
+class SqliteLog(Log):
+    """A log stored in one SQLite file. Options: ``max_record_bytes``, ``poll_interval`` (seconds between
+    checks for other processes' writes while a consumer waits), ``busy_timeout`` (seconds)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    ) -> None:
+        self.url = url
+        self.path = path_from_url(url)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.max_record_bytes = max_record_bytes
+        self.poll_interval = poll_interval
+        self.busy_timeout = busy_timeout
+        self._shared = _shared_for(self.path)
+        self._db = self._connect()
+        with self._db.write() as conn:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+        self._closed = False
+
+    def _connect(self) -> _Db:
+        return _Db(self.path, self._shared, self.busy_timeout)
+
+    # topics
+
+    def create_topic(
+        self, name: str, partitions: int = 1, *, compacted: bool = False, config: dict[str, str] | None = None
+    ) -> TopicInfo:
+        _check_topic_name(name)
+        if not isinstance(partitions, int) or partitions < 1:
+            raise ValueError(f"topic {name!r}: partitions must be an integer >= 1, got {partitions!r}")
+        config = dict(config or {})
+        if compacted:
+            config["cleanup.policy"] = "compact"
+        elif config.get("cleanup.policy") == "compact":
+            compacted = True
+        with self._db.write() as conn:
+            if conn.execute("SELECT 1 FROM topics WHERE name = ?", (name,)).fetchone():
+                raise TopicExistsError(f"topic {name!r} already exists")
+            cur = conn.execute(
+                "INSERT INTO topics (name, partitions, compacted, config) VALUES (?, ?, ?, ?)",
+                (name, partitions, int(compacted), json.dumps(config, sort_keys=True)),
+            )
+            conn.executemany(
+                "INSERT INTO partitions (topic_id, partition, next_offset) VALUES (?, ?, 0)",
+                [(cur.lastrowid, p) for p in range(partitions)],
+            )
+        return TopicInfo(name, partitions, compacted, config)
+
+    def describe_topic(self, name: str) -> TopicInfo | None:
+        with self._db.lock:
+            row = self._db.conn.execute(
+                "SELECT partitions, compacted, config FROM topics WHERE name = ?", (name,)
+            ).fetchone()
+        if row is None:
+            return None
+        return TopicInfo(name, row[0], bool(row[1]), json.loads(row[2]))
+
+    def delete_topic(self, name: str) -> None:
+        with self._db.write() as conn:
+            row = conn.execute("SELECT id FROM topics WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                raise UnknownTopicError(f"cannot delete topic {name!r}: it does not exist")
+            conn.execute("DELETE FROM records WHERE topic_id = ?", row)
+            conn.execute("DELETE FROM partitions WHERE topic_id = ?", row)
+            conn.execute("DELETE FROM topics WHERE id = ?", row)
+            # As on Kafka, a deleted topic's committed offsets go with it.
+            conn.execute("DELETE FROM group_offsets WHERE topic = ?", (name,))
+
+    def list_topics(self) -> list[str]:
+        with self._db.lock:
+            return [r[0] for r in self._db.conn.execute("SELECT name FROM topics ORDER BY name")]
+
+    # clients
+
+    def producer(self, transactional_id: str | None = None) -> SqliteProducer:
+        return SqliteProducer(self, transactional_id)
+
+    def consumer(self, group: str | None = None, *, client_id: str | None = None) -> SqliteConsumer:
+        return SqliteConsumer(self, group, client_id)
+
+    # offsets
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        with self._db.lock:
+            rows = self._db.conn.execute(
+                "SELECT p.partition, p.next_offset FROM partitions p JOIN topics t ON t.id = p.topic_id "
+                "WHERE t.name = ? ORDER BY p.partition",
+                (topic,),
+            ).fetchall()
+        if not rows:
+            raise UnknownTopicError(f"topic {topic!r} does not exist")
+        return dict(rows)
+
+    def committed(self, group: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        return _read_committed(self._db, group, partitions)
+
+    # compaction
+
+    def compact(self, topic: str) -> int:
+        """Delete every record superseded by a later record with the same key in the same partition
+        (the newest per key stays, tombstones included). Offsets are never reused. Returns how many
+        records were deleted."""
+        meta = self._db.topic(topic)
+        if meta is None:
+            raise UnknownTopicError(f"cannot compact topic {topic!r}: it does not exist")
+        deleted = 0
+        for partition in range(meta.partitions):
+            # One partition per transaction keeps the write lock short; the read and the delete share
+            # the transaction so a concurrent append cannot be mistaken for superseded.
+            with self._db.write() as conn:
+                latest: dict[bytes, int] = {}
+                doomed: list[tuple[int, int, int]] = []
+                for offset, key in conn.execute(
+                    "SELECT offset, key FROM records WHERE topic_id = ? AND partition = ? ORDER BY offset",
+                    (meta.id, partition),
+                ):
+                    if key is None:
+                        continue
+                    previous = latest.get(key)
+                    if previous is not None:
+                        doomed.append((meta.id, partition, previous))
+                    latest[key] = offset
+                conn.executemany(
+                    "DELETE FROM records WHERE topic_id = ? AND partition = ? AND offset = ?", doomed
+                )
+                deleted += len(doomed)
+        return deleted
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._db.close()
+
+
+def _check_topic_name(name: object) -> None:
+    if not isinstance(name, str) or not _TOPIC_NAME.match(name) or name in (".", ".."):
+        raise ValueError(
+            f"invalid topic name {name!r}: use 1-249 characters from [A-Za-z0-9._-], not '.' or '..'"
+        )
+
+
+def _read_committed(
+    db: _Db, group: str, partitions: Sequence[TopicPartition]
+) -> dict[TopicPartition, int | None]:
+    out: dict[TopicPartition, int | None] = {}
+    with db.lock:
+        for tp in partitions:
+            row = db.conn.execute(
+                "SELECT offset FROM group_offsets WHERE group_id = ? AND topic = ? AND partition = ?",
+                (group, tp.topic, tp.partition),
+            ).fetchone()
+            out[tp] = None if row is None else row[0]
+    return out
+
+
+def _write_group_offsets(conn: sqlite3.Connection, group: str, offsets: dict[TopicPartition, int]) -> None:
+    conn.executemany(
+        "INSERT INTO group_offsets (group_id, topic, partition, offset) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (group_id, topic, partition) DO UPDATE SET offset = excluded.offset",
+        [(group, tp.topic, tp.partition, off) for tp, off in offsets.items()],
+    )
+
+
+def _check_offsets(offsets: dict[TopicPartition, int]) -> None:
+    for tp, off in offsets.items():
+        if not isinstance(tp, TopicPartition):
+            raise TypeError(f"offsets must be keyed by TopicPartition, got {tp!r}")
+        if not isinstance(off, int) or off < 0:
+            raise ValueError(f"offset for {tp.topic}[{tp.partition}] must be an integer >= 0, got {off!r}")
+
+
+# --- producer --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Pending:
+    topic: str
+    partition: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: bytes | None
+    on_delivery: DeliveryCallback | None
+
+
+@dataclass(slots=True)
+class _Txn:
+    records: list[_Pending] = field(default_factory=list)
+    offsets: dict[str, dict[TopicPartition, int]] = field(default_factory=dict)
+
+
+class SqliteProducer(Producer):
+    """Buffers records in memory; ``flush`` (or ``commit_transaction``) writes them in one transaction.
+
+    On SQLite a transactional record's offset is only known at commit, so ``produce`` (which must return
+    the offset) inside a transaction raises TransactionError: use ``send`` with ``on_delivery``."""
+
+    def __init__(self, log: SqliteLog, transactional_id: str | None) -> None:
+        self._log = log
+        self._db = log._connect()
+        self._transactional_id = transactional_id
+        self._buffer: list[_Pending] = []
+        self._buffer_lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._topics: dict[str, _TopicMeta] = {}
+        self._round_robin = RoundRobin()
+        self._epoch: int | None = None
+        self._fenced = False
+        self._txn: _Txn | None = None
+        self._closed = False
+
+    # record intake
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        *,
+        partition: int | None = None,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        timestamp: int | None = None,
+        on_delivery: DeliveryCallback | None = None,
+    ) -> None:
+        if self._closed:
+            raise LogError("send on a closed producer")
+        value = _as_bytes("value", value)
+        key = _as_bytes("key", key)
+        hdrs = _normalize_headers(headers)
+        size = (len(value) if value else 0) + (len(key) if key else 0)
+        size += sum(len(n) + (len(v) if v else 0) for n, v in hdrs)
+        if size > self._log.max_record_bytes:
+            raise RecordTooLargeError(
+                f"record for topic {topic!r} is {size} bytes, above the maximum of "
+                f"{self._log.max_record_bytes} bytes (max_record_bytes)"
+            )
+        meta = self._topic(topic)
+        if partition is None:
+            if key is not None:
+                partition = partition_for_key(key, meta.partitions)
+            else:
+                partition = self._round_robin.next(topic, meta.partitions)
+        elif not isinstance(partition, int):
+            raise TypeError(f"partition must be an int, got {type(partition).__name__}")
+        elif not 0 <= partition < meta.partitions:
+            meta = self._topic(topic, refresh=True)  # the topic may have been re-created since cached
+            if not 0 <= partition < meta.partitions:
+                raise UnknownTopicError(
+                    f"partition {partition} does not exist: topic {topic!r} has {meta.partitions} partitions"
+                )
+        if meta.compacted and key is None:
+            raise LogError(f"topic {topic!r} is compacted: every record needs a key")
+        if timestamp is None:
+            timestamp = _now_ms()
+        pending = _Pending(topic, partition, key, value, timestamp, _encode_headers(hdrs), on_delivery)
+        if self._transactional_id is not None:
+            self._check_not_fenced()
+            txn = self._txn
+            if txn is None:
+                raise TransactionError(
+                    f"producer {self._transactional_id!r} is transactional: call begin_transaction() "
+                    "before send()"
+                )
+            txn.records.append(pending)
+            return
+        with self._buffer_lock:
+            self._buffer.append(pending)
+
+    def _topic(self, name: str, refresh: bool = False) -> _TopicMeta:
+        meta = None if refresh else self._topics.get(name)
+        if meta is None:
+            meta = self._db.topic(name)
+            if meta is None:
+                raise UnknownTopicError(f"topic {name!r} does not exist: create it first (Log.create_topic)")
+            self._topics[name] = meta
+        return meta
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Write everything sent so far in one transaction. Inside a transaction this does nothing: the
+        records wait for ``commit_transaction``."""
+        with self._flush_lock:
+            with self._buffer_lock:
+                batch, self._buffer = self._buffer, []
+            if batch:
+                with self._db.write() as conn:
+                    results = self._insert(conn, batch)
+                self._report(results)
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        *,
+        partition: int | None = None,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        timestamp: int | None = None,
+        timeout: float | None = None,
+    ) -> RecordMetadata:
+        if self._transactional_id is not None:
+            raise TransactionError(
+                "produce() must return a durable offset, which a SQLite transaction only assigns at commit: "
+                "use send(on_delivery=...) and commit_transaction()"
+            )
+        return super().produce(
+            topic, value, key, partition=partition, headers=headers, timestamp=timestamp, timeout=timeout
+        )
+
+    def _insert(
+        self, conn: sqlite3.Connection, batch: list[_Pending]
+    ) -> list[tuple[_Pending, RecordMetadata | None, LogError | None]]:
+        ids: dict[str, int | None] = {}
+        next_offsets: dict[tuple[int, int], int] = {}
+        rows: list[tuple[int, int, int, bytes | None, bytes | None, int, bytes | None]] = []
+        results: list[tuple[_Pending, RecordMetadata | None, LogError | None]] = []
+        for rec in batch:
+            if rec.topic not in ids:
+                # Re-resolve inside the transaction: the topic may have been deleted or re-created.
+                row = conn.execute("SELECT id FROM topics WHERE name = ?", (rec.topic,)).fetchone()
+                ids[rec.topic] = None if row is None else row[0]
+                cached = self._topics.get(rec.topic)
+                if cached is not None and (row is None or cached.id != row[0]):
+                    self._topics.pop(rec.topic, None)
+            topic_id = ids[rec.topic]
+            slot = (topic_id, rec.partition) if topic_id is not None else None
+            if slot is not None and slot not in next_offsets:
+                row = conn.execute(
+                    "SELECT next_offset FROM partitions WHERE topic_id = ? AND partition = ?", slot
+                ).fetchone()
+                if row is None:
+                    slot = None
+                else:
+                    next_offsets[slot] = row[0]
+            if slot is None:
+                err = UnknownTopicError(f"topic {rec.topic!r} partition {rec.partition} no longer exists")
+                results.append((rec, None, err))
+                continue
+            offset = next_offsets[slot]
+            next_offsets[slot] = offset + 1
+            rows.append((slot[0], slot[1], offset, rec.key, rec.value, rec.timestamp, rec.headers))
+            if rec.on_delivery is not None:  # only reports that someone reads are built (hot path)
+                results.append((rec, RecordMetadata(rec.topic, rec.partition, offset, rec.timestamp), None))
+        conn.executemany(
+            "INSERT INTO records (topic_id, partition, offset, key, value, timestamp, headers) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        conn.executemany(
+            "UPDATE partitions SET next_offset = ? WHERE topic_id = ? AND partition = ?",
+            [(nxt, tid, p) for (tid, p), nxt in next_offsets.items()],
+        )
+        return results
+
+    @staticmethod
+    def _report(results: list[tuple[_Pending, RecordMetadata | None, LogError | None]]) -> None:
+        first_error: LogError | None = None
+        callback_error: BaseException | None = None
+        for rec, md, err in results:
+            if err is not None and first_error is None:
+                first_error = err
+            if rec.on_delivery is not None:
+                try:
+                    rec.on_delivery(md, err)
+                except Exception as exc:  # one failing callback must not starve the others
+                    callback_error = callback_error or exc
+        if callback_error is not None:
+            raise callback_error
+        if first_error is not None:
+            raise first_error
+
+    # transactions
+
+    def _require_transactional(self, what: str) -> str:
+        if self._transactional_id is None:
+            raise TransactionError(f"{what}: this producer has no transactional_id")
+        return self._transactional_id
+
+    def _check_not_fenced(self) -> None:
+        if self._fenced:
+            raise ProducerFencedError(
+                f"producer {self._transactional_id!r} (epoch {self._epoch}) was fenced by a newer producer "
+                "with the same transactional id"
+            )
+
+    def _check_epoch(self, conn: sqlite3.Connection) -> None:
+        row = conn.execute(
+            "SELECT epoch FROM transactional_producers WHERE transactional_id = ?", (self._transactional_id,)
+        ).fetchone()
+        if row is None or row[0] != self._epoch:
+            self._fenced = True
+            self._txn = None
+            self._check_not_fenced()
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        tid = self._require_transactional("init_transactions")
+        if self._epoch is not None:
+            raise TransactionError(f"init_transactions already called for producer {tid!r}")
+        with self._db.write() as conn:
+            row = conn.execute(
+                "SELECT epoch FROM transactional_producers WHERE transactional_id = ?", (tid,)
+            ).fetchone()
+            epoch = 0 if row is None else row[0] + 1
+            conn.execute(
+                "INSERT INTO transactional_producers (transactional_id, epoch) VALUES (?, ?) "
+                "ON CONFLICT (transactional_id) DO UPDATE SET epoch = excluded.epoch",
+                (tid, epoch),
+            )
+        self._epoch = epoch
+
+    def begin_transaction(self) -> None:
+        tid = self._require_transactional("begin_transaction")
+        if self._epoch is None:
+            raise TransactionError(f"producer {tid!r}: call init_transactions() before begin_transaction()")
+        self._check_not_fenced()
+        if self._txn is not None:
+            raise TransactionError(f"producer {tid!r}: a transaction is already open")
+        self._txn = _Txn()
+
+    def send_offsets_to_transaction(self, group: str, offsets: dict[TopicPartition, int]) -> None:
+        tid = self._require_transactional("send_offsets_to_transaction")
+        self._check_not_fenced()
+        if self._txn is None:
+            raise TransactionError(f"producer {tid!r}: send_offsets_to_transaction() outside a transaction")
+        if not group:
+            raise ValueError("send_offsets_to_transaction needs a consumer group name")
+        _check_offsets(offsets)
+        self._txn.offsets.setdefault(group, {}).update(offsets)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        tid = self._require_transactional("commit_transaction")
+        self._check_not_fenced()
+        txn = self._txn
+        if txn is None:
+            raise TransactionError(f"producer {tid!r}: commit_transaction() without begin_transaction()")
+
+        with self._flush_lock:
+            self._txn = None
+            results: list[tuple[_Pending, RecordMetadata | None, LogError | None]] = []
+            with self._db.write() as conn:
+                self._check_epoch(conn)
+                for group, offsets in txn.offsets.items():
+                    _write_group_offsets(conn, group, offsets)
+                results = self._insert(conn, txn.records)
+                if any(err is not None for _, _, err in results):
+                    # All or nothing: a transaction that cannot write one of its records writes none.
+                    raise next(err for _, _, err in results if err is not None)
+            self._report(results)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        tid = self._require_transactional("abort_transaction")
+        self._check_not_fenced()
+        if self._txn is None:
+            raise TransactionError(f"producer {tid!r}: abort_transaction() without begin_transaction()")
+        self._txn = None
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            if self._transactional_id is None:
+                self.flush()
+        finally:
+            self._closed = True
+            self._txn = None
+            self._db.close()
+
+
+# --- consumer --------------------------------------------------------------------------------------
+
+
+class SqliteConsumer(Consumer):
+    """Reads from its own connection. Not thread-safe (like Kafka's consumer): one thread owns it."""
+
+    def __init__(self, log: SqliteLog, group: str | None, client_id: str | None) -> None:
+        self.group = group
+        self.client_id = client_id
+        self._log = log
+        self._db = log._connect()
+        self._positions: dict[TopicPartition, int] = {}
+        self._topic_ids: dict[str, int] = {}
+        self._subscribed: list[str] | None = None
+        self._on_assign: RebalanceCallback | None = None
+        self._on_revoke: RebalanceCallback | None = None
+        self._assign_pending = False
+        self._rotation = 0
+        self._data_version: int | None = None
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogError("the consumer is closed")
+
+    def _meta(self, topic: str) -> _TopicMeta:
+        meta = self._db.topic(topic)
+        if meta is None:
+            raise UnknownTopicError(f"topic {topic!r} does not exist")
+        return meta
+
+    def _resolve(self, tp: TopicPartition, offset: int, meta: _TopicMeta) -> int:
+        if not 0 <= tp.partition < meta.partitions:
+            raise UnknownTopicError(
+                f"partition {tp.partition} does not exist: "
+                f"topic {tp.topic!r} has {meta.partitions} partitions"
+            )
+        if offset == OFFSET_BEGINNING:
+            return 0
+        if offset == OFFSET_END:
+            with self._db.lock:
+                row = self._db.conn.execute(
+                    "SELECT next_offset FROM partitions WHERE topic_id = ? AND partition = ?",
+                    (meta.id, tp.partition),
+                ).fetchone()
+            return row[0] if row else 0
+        if not isinstance(offset, int) or offset < 0:
+            raise ValueError(
+                f"offset for {tp.topic}[{tp.partition}] must be >= 0, OFFSET_BEGINNING or OFFSET_END, "
+                f"got {offset!r}"
+            )
+        return offset
+
+    def assign(self, partitions: dict[TopicPartition, int]) -> None:
+        self._check_open()
+        if self._subscribed is not None:
+            raise LogError("assign() on a subscribed consumer: use one or the other")
+        self._set_assignment(partitions)
+
+    def _set_assignment(self, partitions: dict[TopicPartition, int]) -> None:
+        positions: dict[TopicPartition, int] = {}
+        topic_ids: dict[str, int] = {}
+        for tp, offset in partitions.items():
+            meta = self._meta(tp.topic)
+            topic_ids[tp.topic] = meta.id
+            positions[tp] = self._resolve(tp, offset, meta)
+        self._positions = positions
+        self._topic_ids = topic_ids
+        self._data_version = None
+
+    def subscribe(
+        self,
+        topics: Sequence[str],
+        on_assign: RebalanceCallback | None = None,
+        on_revoke: RebalanceCallback | None = None,
+    ) -> None:
+        self._check_open()
+        if self.group is None:
+            raise LogError(f"subscribe() {_NEEDS_GROUP}")
+        if isinstance(topics, str):
+            raise TypeError("subscribe() takes a list of topic names, not a string")
+        if self._subscribed is None and self._positions:
+            raise LogError("subscribe() on a consumer with assigned partitions: use one or the other")
+        metas = {t: self._meta(t) for t in topics}
+        if self._subscribed is not None:
+            self._revoke()
+        tps = [TopicPartition(t, p) for t, meta in metas.items() for p in range(meta.partitions)]
+        committed = _read_committed(self._db, self.group, tps)
+        self._set_assignment({tp: OFFSET_BEGINNING if c is None else c for tp, c in committed.items()})
+        self._subscribed = list(topics)
+        self._on_assign, self._on_revoke = on_assign, on_revoke
+        self._assign_pending = True
+
+    def _revoke(self) -> None:
+        if self._subscribed is not None and not self._assign_pending and self._on_revoke is not None:
+            self._on_revoke(list(self._positions))
+        self._positions = {}
+
+    def assignment(self) -> list[TopicPartition]:
+        if self._assign_pending:
+            return []
+        return list(self._positions)
+
+    def poll(self, timeout: float = 1.0, max_records: int = 500) -> list[Record]:
+        self._check_open()
+        if max_records < 1:
+            raise ValueError(f"max_records must be >= 1, got {max_records}")
+        if self._assign_pending:
+            # Like Kafka: the assignment callback runs inside poll, before any record is returned.
+            self._assign_pending = False
+            if self._on_assign is not None:
+                self._on_assign(list(self._positions))
+        deadline = time.monotonic() + max(timeout, 0.0)
+        shared = self._db.shared
+        while True:
+            seq = shared.seq
+            records = self._fetch(max_records)
+            if records:
+                return records
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            with shared.changed:
+                if shared.seq == seq:
+                    shared.changed.wait(min(remaining, self._log.poll_interval))
+
+    def _fetch(self, max_records: int) -> list[Record]:
+        if not self._positions:
+            return []
+        with self._db.lock:
+            conn = self._db.conn
+            # Skip the queries when nothing was committed since the last empty fetch (cheap for idle waits).
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            if version == self._data_version and self._data_version is not None:
+                return []
+            tps = list(self._positions)
+            start = self._rotation % len(tps)
+            self._rotation += 1
+            out: list[Record] = []
+            conn.execute("BEGIN")  # one snapshot for all partitions
+            try:
+                for tp in tps[start:] + tps[:start]:
+                    left = max_records - len(out)
+                    if left <= 0:
+                        break
+                    rows = conn.execute(
+                        "SELECT offset, key, value, timestamp, headers FROM records "
+                        "WHERE topic_id = ? AND partition = ? AND offset >= ? ORDER BY offset LIMIT ?",
+                        (self._topic_ids[tp.topic], tp.partition, self._positions[tp], left),
+                    ).fetchall()
+                    if rows:
+                        topic, partition = tp.topic, tp.partition
+                        out.extend(
+                            Record(topic, partition, o, k, v, ts, _decode_headers(h) if h else ())
+                            for o, k, v, ts, h in rows
+                        )
+                        self._positions[tp] = rows[-1][0] + 1
+            finally:
+                conn.execute("COMMIT")
+            self._data_version = None if out else version
+        return out
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._check_open()
+        if tp not in self._positions:
+            raise LogError(f"seek on {tp.topic}[{tp.partition}], which is not assigned to this consumer")
+        self._positions[tp] = self._resolve(tp, offset, self._meta(tp.topic))
+        self._data_version = None
+
+    def position(self, tp: TopicPartition) -> int:
+        self._check_open()
+        if tp not in self._positions:
+            raise LogError(f"position of {tp.topic}[{tp.partition}], which is not assigned to this consumer")
+        return self._positions[tp]
+
+    def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
+        self._check_open()
+        if self.group is None:
+            raise LogError(f"commit() {_NEEDS_GROUP}")
+        if offsets is None:
+            offsets = dict(self._positions)
+        _check_offsets(offsets)
+        if not offsets:
+            return
+        with self._db.write() as conn:
+            _write_group_offsets(conn, self.group, offsets)
+
+    def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        self._check_open()
+        if self.group is None:
+            raise LogError(f"committed() {_NEEDS_GROUP}")
+        return _read_committed(self._db, self.group, partitions)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            self._revoke()
+        finally:
+            self._closed = True
+            self._db.close()
+
+
+__all__ = ["SqliteConsumer", "SqliteLog", "SqliteProducer", "path_from_url"]

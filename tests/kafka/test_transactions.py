@@ -1,0 +1,82 @@
+"""Transactions on the Kafka backend: offsets committed atomically, aborts, and zombie fencing."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from streams.log import ProducerFencedError, Record, TopicPartition, TransactionError
+from streams.log.kafka import KafkaConsumer, KafkaLog
+
+pytestmark = pytest.mark.kafka
+
+
+def read(consumer: KafkaConsumer, count: int, timeout: float = 15.0) -> list[Record]:
+    out: list[Record] = []
+    deadline = time.monotonic() + timeout
+    while len(out) < count and time.monotonic() < deadline:
+        out.extend(consumer.poll(0.5))
+    return out
+
+
+def test_offsets_commit_with_the_transaction_and_not_with_an_abort(
+    kafka_log: KafkaLog, unique: Callable[[str], str]
+) -> None:
+    topic, group = unique("txn"), unique("txn-group")
+    kafka_log.create_topic(topic, 1)
+    tp = TopicPartition(topic, 0)
+    with kafka_log.producer(unique("tid")) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic, b"kept", b"k")
+        producer.send_offsets_to_transaction(group, {tp: 5})
+        producer.commit_transaction()
+        assert kafka_log.committed(group, [tp]) == {tp: 5}
+
+        producer.begin_transaction()
+        producer.send(topic, b"dropped", b"k")
+        producer.send_offsets_to_transaction(group, {tp: 9})
+        producer.abort_transaction()
+        assert kafka_log.committed(group, [tp]) == {tp: 5}
+
+    with kafka_log.consumer() as consumer:
+        consumer.assign({tp: 0})
+        values = [r.value for r in read(consumer, 1)]
+    assert values[0] == b"kept"
+
+
+def test_a_new_producer_with_the_same_id_fences_the_old_one(kafka_log: KafkaLog, unique: Callable[[str], str]) -> None:
+    topic, tid = unique("fence"), unique("tid")
+    kafka_log.create_topic(topic, 1)
+    zombie = kafka_log.producer(tid)
+    zombie.init_transactions()
+    zombie.begin_transaction()
+    zombie.send(topic, b"zombie", b"k")
+    with kafka_log.producer(tid) as successor:
+        successor.init_transactions()  # bumps the epoch: the zombie's open transaction is aborted
+        with pytest.raises(ProducerFencedError, match=tid):
+            zombie.send(topic, b"more", b"k")
+            zombie.commit_transaction()
+        successor.begin_transaction()
+        successor.send(topic, b"successor", b"k")
+        successor.commit_transaction()
+    zombie.close()
+
+
+def test_transaction_calls_in_the_wrong_state(kafka_log: KafkaLog, unique: Callable[[str], str]) -> None:
+    topic = unique("state")
+    kafka_log.create_topic(topic, 1)
+    with kafka_log.producer() as plain, pytest.raises(TransactionError):
+        plain.begin_transaction()
+    with kafka_log.producer(unique("tid")) as producer:
+        producer.init_transactions()
+        with pytest.raises(TransactionError):
+            producer.commit_transaction()  # nothing begun
+        with pytest.raises(TransactionError):
+            producer.send_offsets_to_transaction(unique("g"), {TopicPartition(topic, 0): 1})
+        with pytest.raises(ValueError, match="needs a consumer group name"):
+            producer.send_offsets_to_transaction("", {TopicPartition(topic, 0): 1})
+        with pytest.raises(ValueError, match=r"must be an integer >= 0, got -1"):
+            producer.send_offsets_to_transaction("g", {TopicPartition(topic, 0): -1})

@@ -1,0 +1,167 @@
+"""Contract: producing records and reading them back byte-identical."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from streams.log import (
+    OFFSET_BEGINNING,
+    Log,
+    RecordMetadata,
+    RecordTooLargeError,
+    TopicPartition,
+    UnknownTopicError,
+)
+from streams.log.partitioner import partition_for_key
+from tests.log.helpers import poll_until
+
+
+def read_all(log: Log, topic: str, partitions: int, count: int) -> list:
+    with log.consumer() as consumer:
+        consumer.assign({TopicPartition(topic, p): OFFSET_BEGINNING for p in range(partitions)})
+        records = poll_until(consumer, count)
+    assert len(records) == count, f"expected {count} records, read {len(records)}"
+    return records
+
+
+def test_produce_returns_contiguous_offsets_from_zero(log: Log, topic_name: Callable[..., str]) -> None:
+    topic = topic_name()
+    log.create_topic(topic)
+    with log.producer() as producer:
+        mds = [
+            producer.produce(topic, f"v{i}".encode(), partition=0, timestamp=1_700_000_000_000 + i) for i in range(5)
+        ]
+    assert [md.offset for md in mds] == [0, 1, 2, 3, 4]
+    assert all(isinstance(md, RecordMetadata) for md in mds)
+    assert [(md.topic, md.partition, md.timestamp) for md in mds] == [
+        (topic, 0, 1_700_000_000_000 + i) for i in range(5)
+    ]
+
+
+def test_records_round_trip_byte_identical(log: Log, topic_name: Callable[..., str]) -> None:
+    topic = topic_name()
+    log.create_topic(topic)
+    sent = [
+        (b"key", b"value", [], 1_600_000_000_001),
+        (b"tomb", None, [], 1_600_000_000_002),
+        (b"empty", b"", [], 1_600_000_000_003),
+        (None, b"no key", [], 1_600_000_000_004),
+        (
+            b"\x00\xff binary",
+            bytes(range(256)),
+            [("h", b"1"), ("h", b"2"), ("nul", None), ("bin", b"\x00\xff")],
+            1_600_000_000_005,
+        ),
+        (b"hdr-empty", b"v", [("e", b"")], 1_600_000_000_006),
+    ]
+    with log.producer() as producer:
+        for key, value, headers, ts in sent:
+            producer.produce(topic, value, key, partition=0, headers=headers, timestamp=ts)
+    records = read_all(log, topic, 1, len(sent))
+    assert [r.offset for r in records] == list(range(len(sent)))
+    for record, (key, value, headers, ts) in zip(records, sent, strict=True):
+        assert (record.topic, record.partition) == (topic, 0)
+        assert record.key == key
+        assert record.value == value
+        assert type(record.value) is (bytes if value is not None else type(None))
+        assert record.timestamp == ts
+        assert list(record.headers) == headers
+
+
+def test_send_and_flush_report_each_record_in_order(log: Log, topic_name: Callable[..., str]) -> None:
+    topic = topic_name()
+    log.create_topic(topic)
+    reports: list[tuple[RecordMetadata | None, object]] = []
+    with log.producer() as producer:
+        for i in range(20):
+            producer.send(topic, b"%d" % i, partition=0, on_delivery=lambda md, err: reports.append((md, err)))
+        producer.flush()
+        assert len(reports) == 20
+    assert [err for _, err in reports] == [None] * 20
+    assert [md.offset for md, _ in reports if md is not None] == list(range(20))
+    records = read_all(log, topic, 1, 20)
+    assert [r.value for r in records] == [b"%d" % i for i in range(20)]
+
+
+def test_default_timestamp_is_wall_clock_millis(log: Log, topic_name: Callable[..., str]) -> None:
+    import time
+
+    topic = topic_name()
+    log.create_topic(topic)
+    before = time.time_ns() // 1_000_000
+    with log.producer() as producer:
+        md = producer.produce(topic, b"v")
+    after = time.time_ns() // 1_000_000
+    assert before <= md.timestamp <= after
+    assert read_all(log, topic, 1, 1)[0].timestamp == md.timestamp
+
+
+def test_same_key_same_partition_as_java_client(log: Log, topic_name: Callable[..., str]) -> None:
+    topic = topic_name()
+    log.create_topic(topic, 4)
+    keys = [f"user-{i}".encode() for i in range(40)]
+    with log.producer() as producer:
+        first = {key: producer.produce(topic, b"1", key).partition for key in keys}
+        second = {key: producer.produce(topic, b"2", key).partition for key in keys}
+    assert first == second
+    assert first == {key: partition_for_key(key, 4) for key in keys}
+    assert len(set(first.values())) == 4  # 40 keys spread over every partition
+    records = read_all(log, topic, 4, 80)
+    for r in records:
+        assert r.partition == partition_for_key(r.key, 4)
+
+
+def test_explicit_partition_wins_over_key(log: Log, topic_name: Callable[..., str]) -> None:
+    topic = topic_name()
+    log.create_topic(topic, 3)
+    key = b"user-1"
+    other = (partition_for_key(key, 3) + 1) % 3
+    with log.producer() as producer:
+        md = producer.produce(topic, b"v", key, partition=other)
+    assert md.partition == other
+    assert read_all(log, topic, 3, 1)[0].partition == other
+
+
+def test_keyless_records_land_in_valid_partitions(log: Log, topic_name: Callable[..., str]) -> None:
+    topic = topic_name()
+    log.create_topic(topic, 3)
+    with log.producer() as producer:
+        mds = [producer.produce(topic, b"%d" % i) for i in range(9)]
+    assert {md.partition for md in mds} <= {0, 1, 2}
+    assert sorted(r.value for r in read_all(log, topic, 3, 9)) == sorted(b"%d" % i for i in range(9))
+
+
+def test_offsets_are_per_partition(log: Log, topic_name: Callable[..., str]) -> None:
+    topic = topic_name()
+    log.create_topic(topic, 2)
+    with log.producer() as producer:
+        offsets = [(p, producer.produce(topic, b"v", partition=p).offset) for p in (0, 1, 0, 0, 1)]
+    assert offsets == [(0, 0), (1, 0), (0, 1), (0, 2), (1, 1)]
+
+
+def test_end_offsets(log: Log, topic_name: Callable[..., str]) -> None:
+    topic = topic_name()
+    log.create_topic(topic, 3)
+    assert log.end_offsets(topic) == {0: 0, 1: 0, 2: 0}
+    with log.producer() as producer:
+        # One record per produce: brokers with a wrong high watermark for multi-record batches are exact here.
+        for p in (0, 0, 0, 2):
+            producer.produce(topic, b"v", partition=p)
+    assert log.end_offsets(topic) == {0: 3, 1: 0, 2: 1}
+
+
+def test_end_offsets_of_missing_topic_raises(log: Log, topic_name: Callable[..., str]) -> None:
+    with pytest.raises(UnknownTopicError):
+        log.end_offsets(topic_name())
+
+
+def test_record_above_the_size_limit_is_rejected(log: Log, topic_name: Callable[..., str]) -> None:
+    topic = topic_name()
+    log.create_topic(topic)
+    with log.producer() as producer:
+        with pytest.raises(RecordTooLargeError):
+            producer.produce(topic, b"x" * (16 * 1024 * 1024 + 1))
+        # The producer stays usable, and the rejected record was never written.
+        assert producer.produce(topic, b"small").offset == 0

@@ -1,0 +1,159 @@
+"""Contract: transactional producers (atomic records + group offsets, fencing, state errors)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from streams.log import (
+    OFFSET_BEGINNING,
+    Log,
+    ProducerFencedError,
+    RecordMetadata,
+    TopicPartition,
+    TransactionError,
+)
+from tests.log.conftest import LogCaps
+from tests.log.helpers import poll_through
+
+
+def read_through(log: Log, topic: str, offset: int, partition: int = 0) -> list:
+    with log.consumer() as consumer:
+        consumer.assign({TopicPartition(topic, partition): OFFSET_BEGINNING})
+        return poll_through(consumer, topic, partition, offset)
+
+
+def marker(log: Log, topic: str, partition: int = 0) -> int:
+    """Produce a plain record after the transactional ones and return its offset (a read barrier)."""
+    with log.producer() as producer:
+        return producer.produce(topic, b"marker", partition=partition).offset
+
+
+def test_committed_transaction_is_visible(log: Log, topic_name: Callable[..., str]) -> None:
+    topic = topic_name()
+    log.create_topic(topic)
+    reports: list[RecordMetadata | None] = []
+    with log.producer(topic_name("txn")) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(3):
+            producer.send(topic, b"t%d" % i, b"k", partition=0, on_delivery=lambda md, err: reports.append(md))
+        producer.commit_transaction()
+    assert len(reports) == 3
+    offsets = [md.offset for md in reports if md is not None]
+    assert offsets == sorted(offsets) and len(set(offsets)) == 3
+    records = read_through(log, topic, marker(log, topic))
+    assert [r.value for r in records if r.value != b"marker"] == [b"t0", b"t1", b"t2"]
+    assert [r.offset for r in records if r.value != b"marker"] == offsets
+
+
+def test_aborted_transaction_is_invisible(log: Log, log_caps: LogCaps, topic_name: Callable[..., str]) -> None:
+    log_caps.require("read_committed_aborts")
+    topic = topic_name()
+    log.create_topic(topic)
+    with log.producer(topic_name("txn")) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic, b"aborted", partition=0)
+        producer.abort_transaction()
+        producer.begin_transaction()
+        producer.send(topic, b"committed", partition=0)
+        producer.commit_transaction()
+    records = read_through(log, topic, marker(log, topic))
+    assert [r.value for r in records] == [b"committed", b"marker"]
+
+
+def test_offsets_commit_with_the_transaction(log: Log, topic_name: Callable[..., str]) -> None:
+    topic, group = topic_name(), topic_name("group")
+    log.create_topic(topic, 2)
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    with log.producer(topic_name("txn")) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic, b"out", partition=1)
+        producer.send_offsets_to_transaction(group, {tp0: 5, tp1: 2})
+        assert log.committed(group, [tp0, tp1]) == {tp0: None, tp1: None}  # not before commit
+        producer.commit_transaction()
+        assert log.committed(group, [tp0, tp1]) == {tp0: 5, tp1: 2}
+
+        producer.begin_transaction()
+        producer.send(topic, b"dropped", partition=1)
+        producer.send_offsets_to_transaction(group, {tp0: 9})
+        producer.abort_transaction()
+    assert log.committed(group, [tp0, tp1]) == {tp0: 5, tp1: 2}
+
+
+def test_new_producer_with_same_id_fences_the_old_one(
+    log: Log, log_caps: LogCaps, topic_name: Callable[..., str]
+) -> None:
+    topic, txn_id = topic_name(), topic_name("txn")
+    log.create_topic(topic)
+    old = log.producer(txn_id)
+    try:
+        old.init_transactions()
+        with log.producer(txn_id) as new:
+            new.init_transactions()
+            # Kafka may only notice at the first request, so the whole transaction is inside the raises.
+            with pytest.raises(ProducerFencedError):
+                old.begin_transaction()
+                old.send(topic, b"zombie", partition=0)
+                old.commit_transaction()
+            new.begin_transaction()
+            new.send(topic, b"fresh", partition=0)
+            new.commit_transaction()
+    finally:
+        old.close()
+    records = read_through(log, topic, marker(log, topic))
+    values = [r.value for r in records]
+    assert b"fresh" in values
+    if log_caps.has("read_committed_aborts"):
+        assert values == [b"fresh", b"marker"]
+
+
+def test_open_transaction_of_a_fenced_producer_cannot_commit(
+    log: Log, log_caps: LogCaps, topic_name: Callable[..., str]
+) -> None:
+    log_caps.require("fenced_commit")
+    topic, txn_id = topic_name(), topic_name("txn")
+    log.create_topic(topic)
+    old = log.producer(txn_id)
+    try:
+        old.init_transactions()
+        old.begin_transaction()
+        old.send(topic, b"zombie", partition=0)
+        with log.producer(txn_id) as new:
+            new.init_transactions()
+            with pytest.raises(ProducerFencedError):
+                old.commit_transaction()
+            new.begin_transaction()
+            new.send(topic, b"fresh", partition=0)
+            new.commit_transaction()
+    finally:
+        old.close()
+    records = read_through(log, topic, marker(log, topic))
+    values = [r.value for r in records]
+    assert b"fresh" in values
+    if log_caps.has("read_committed_aborts"):
+        assert values == [b"fresh", b"marker"]
+
+
+def test_transaction_calls_in_the_wrong_state_raise(log: Log, topic_name: Callable[..., str]) -> None:
+    topic = topic_name()
+    log.create_topic(topic)
+    with log.producer() as plain, pytest.raises(TransactionError):
+        plain.begin_transaction()
+    with log.producer(topic_name("txn")) as producer:
+        with pytest.raises(TransactionError):
+            producer.begin_transaction()  # before init_transactions
+        producer.init_transactions()
+        with pytest.raises(TransactionError):
+            producer.commit_transaction()  # nothing begun
+        with pytest.raises(TransactionError):
+            producer.abort_transaction()
+        producer.begin_transaction()
+        with pytest.raises(TransactionError):
+            producer.begin_transaction()  # already open
+        producer.send(topic, b"ok", partition=0)
+        producer.commit_transaction()
+    assert [r.value for r in read_through(log, topic, 0)] == [b"ok"]

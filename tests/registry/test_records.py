@@ -1,0 +1,107 @@
+"""The _schemas record format byte for byte, and the state machine replaying Confluent-written logs."""
+
+from __future__ import annotations
+
+import pytest
+
+from registry import records
+from registry.records import Key, RecordFormatError, decode_key
+from registry.state import State
+
+
+def test_keys_are_confluent_bytes() -> None:
+    assert Key("SCHEMA", "orders-value", 1).encode() == (
+        b'{"keytype":"SCHEMA","subject":"orders-value","version":1,"magic":1}'
+    )
+    assert Key("CONFIG", "orders-value").encode() == b'{"keytype":"CONFIG","subject":"orders-value","magic":0}'
+    assert Key("CONFIG", None).encode() == b'{"keytype":"CONFIG","subject":null,"magic":0}'
+    assert Key("MODE", None).encode() == b'{"keytype":"MODE","subject":null,"magic":0}'
+    assert Key("NOOP").encode() == b'{"keytype":"NOOP","magic":0}'
+    assert Key("DELETE_SUBJECT", "s").encode() == b'{"keytype":"DELETE_SUBJECT","subject":"s","magic":0}'
+    assert Key("CLEAR_SUBJECT", "s").encode() == b'{"keytype":"CLEAR_SUBJECT","subject":"s","magic":0}'
+    # non-ASCII stays as UTF-8, like Jackson
+    expected = '{"keytype":"SCHEMA","subject":"zürich","version":2,"magic":1}'
+    assert Key("SCHEMA", "zürich", 2).encode() == expected.encode()
+
+
+def test_values_are_confluent_json() -> None:
+    v = records.schema_value(subject="s", version=1, schema_id=7, schema_type="AVRO", schema='"string"',
+                             references=[], metadata=None, rule_set=None, deleted=False)
+    assert v == b'{"subject":"s","version":1,"id":7,"schema":"\\"string\\"","deleted":false}'
+    v = records.schema_value(subject="s", version=2, schema_id=8, schema_type="PROTOBUF", schema="syntax",
+                             references=[{"name": "a.proto", "subject": "a", "version": 1}], metadata=None,
+                             rule_set=None, deleted=True)
+    assert v == (b'{"subject":"s","version":2,"id":8,"schemaType":"PROTOBUF","references":[{"name":"a.proto",'
+                 b'"subject":"a","version":1}],"schema":"syntax","deleted":true}')
+    assert records.config_value(None, {"compatibilityLevel": "FULL"}) == b'{"compatibilityLevel":"FULL"}'
+    assert records.config_value("s", {"compatibilityLevel": "NONE", "normalize": True}) == (
+        b'{"subject":"s","compatibilityLevel":"NONE","normalize":true}'
+    )
+    assert records.mode_value("s", "IMPORT") == b'{"subject":"s","mode":"IMPORT"}'
+    assert records.delete_subject_value("s", 3) == b'{"subject":"s","version":3}'
+
+
+def test_legacy_keys_decode_and_keep_raw_bytes() -> None:
+    legacy = b'{"subject":"s","version":1,"magic":0,"keytype":"SCHEMA"}'
+    k = decode_key(legacy)
+    assert (k.keytype, k.subject, k.version, k.raw) == ("SCHEMA", "s", 1, legacy)
+    assert k == Key("SCHEMA", "s", 1)  # raw bytes do not take part in equality
+    with pytest.raises(RecordFormatError):
+        decode_key(b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":7}')
+    with pytest.raises(RecordFormatError):
+        decode_key(b'{"keytype":"WHATEVER","magic":0}')
+    with pytest.raises(RecordFormatError):
+        decode_key(b"not json")
+
+
+def schema_rec(subject: str, version: int, sid: int, schema: str, deleted: bool = False) -> bytes:
+    return records.schema_value(subject=subject, version=version, schema_id=sid, schema_type="AVRO", schema=schema,
+                                references=[], metadata=None, rule_set=None, deleted=deleted)
+
+
+def replay(log: list[tuple[bytes, bytes | None]]) -> State:
+    st = State()
+    for offset, (k, v) in enumerate(log):
+        st.apply(offset, k, v, 1000 + offset)
+    return st
+
+
+def test_replay_confluent_log() -> None:
+    legacy_key = b'{"subject":"a","version":2,"magic":0,"keytype":"SCHEMA"}'
+    st = replay([
+        (Key("SCHEMA", "a", 1).encode(), schema_rec("a", 1, 1, '"string"')),
+        (legacy_key, b'{"subject":"a","version":2,"id":2,"schema":"\\"int\\"","deleted":false}'),
+        (Key("SCHEMA", "b", 1).encode(), schema_rec("b", 1, 1, '"string"')),
+        (Key("CONFIG", None).encode(), b'{"compatibilityLevel":"FULL"}'),
+        (Key("CONFIG", "a").encode(), b'{"compatibilityLevel":"NONE"}'),  # legacy value without subject
+        (Key("MODE", "b").encode(), b'{"subject":"b","mode":"READONLY"}'),
+        (Key("NOOP").encode(), None),
+        (Key("DELETE_SUBJECT", "b").encode(), records.delete_subject_value("b", 1)),
+        (b"garbage", b"garbage"),  # skipped, not fatal
+        (Key("SCHEMA", "c", 1).encode(), schema_rec("c", 1, 2, '"long"')),  # id 2 already names "int": ignored
+        (Key("SCHEMA", "a", 1).encode(), schema_rec("a", 1, 1, '"string"', deleted=True)),
+        (legacy_key, None),  # hard delete of a/2 written with the legacy key bytes
+    ])
+    assert st.offset == 11
+    assert [v.version for v in st.versions("a", deleted=True)] == [1]
+    assert st.versions("a") == []
+    assert st.versions("b") == [] and [v.version for v in st.versions("b", deleted=True)] == [1]
+    assert "c" not in st.subjects
+    assert st.configs == {None: {"compatibilityLevel": "FULL"}, "a": {"compatibilityLevel": "NONE"}}
+    assert st.modes == {"b": "READONLY"}
+    assert st.max_id == 2
+    assert st.id_versions == {1: {("a", 1), ("b", 1)}}
+    # a hard delete tombstones every byte form the version was written with
+    st2 = replay([(legacy_key, b'{"subject":"a","version":2,"id":2,"schema":"\\"int\\"","deleted":true}'),
+                  (Key("SCHEMA", "a", 2).encode(), b'{"subject":"a","version":2,"id":2,"schema":"\\"int\\"",'
+                                                     b'"deleted":true}')])
+    assert st2.raw_keys(Key("SCHEMA", "a", 2)) == {legacy_key, Key("SCHEMA", "a", 2).encode()}
+
+
+def test_clear_subject_drops_soft_deleted() -> None:
+    st = replay([
+        (Key("SCHEMA", "a", 1).encode(), schema_rec("a", 1, 1, '"string"', deleted=True)),
+        (Key("SCHEMA", "a", 2).encode(), schema_rec("a", 2, 2, '"int"')),
+        (Key("CLEAR_SUBJECT", "a").encode(), records.clear_subject_value("a")),
+    ])
+    assert [v.version for v in st.versions("a", deleted=True)] == [2]

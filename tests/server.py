@@ -1,0 +1,126 @@
+"""A real registry server for tests: ``schemakit serve`` in a child process on a free port.
+
+Fixtures:
+- ``registry_url`` (session): one server on a fresh SQLite log, shared by tests that use unique subjects.
+- ``start_registry`` (function): a factory ``start_registry(log_url=None, **env) -> RegistryProcess`` for tests that
+  need their own server (restart tests, several instances); every process started is stopped at teardown.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class RegistryProcess:
+    log_url: str
+    port: int
+    log_file: Path
+    extra_args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> RegistryProcess:
+        cmd = [
+            sys.executable,
+            "-m",
+            "registry",
+            "serve",
+            "--log",
+            self.log_url,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            *self.extra_args,
+        ]
+        out = self.log_file.open("ab")
+        self.proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **self.env}, start_new_session=True
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"registry exited with {self.proc.returncode}:\n{self.log_file.read_text()}"
+                )
+            try:
+                if httpx.get(self.url + "/", timeout=1.0).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"registry did not answer within {timeout}s:\n{self.log_file.read_text()}")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def kill(self) -> None:
+        self.stop(signal.SIGKILL)
+
+    def restart(self) -> RegistryProcess:
+        self.stop()
+        return self.start()
+
+
+@pytest.fixture
+def start_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    started: list[RegistryProcess] = []
+
+    def start(
+        log_url: str | None = None,
+        *extra_args: str,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+    ) -> RegistryProcess:
+        d = tmp_path_factory.mktemp("registry")
+        rp = RegistryProcess(
+            log_url or f"sqlite:///{d / 'data'}",
+            port or free_port(),
+            d / "server.log",
+            list(extra_args),
+            env or {},
+        )
+        started.append(rp)
+        return rp.start()
+
+    yield start
+    for rp in started:
+        rp.kill()
+
+
+@pytest.fixture(scope="session")
+def registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    d = tmp_path_factory.mktemp("shared-registry")
+    rp = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log").start()
+    yield rp.url
+    rp.stop()
