@@ -98,7 +98,9 @@ class State:
     #: raw key bytes of CONFIG/MODE records, by (keytype, subject), for exact tombstones
     key_raws: dict[tuple[str, str | None], set[bytes]] = field(default_factory=dict)
     offset: int = -1  # last applied offset
-    generation: int = 0  # bumped by every change; response caches keyed on it
+    generation: int = 0  # bumped by every change; caches of derived views are keyed on it
+    _views: dict[tuple[str, bool], list[Version]] = field(default_factory=dict)
+    _views_generation: int = -1
 
     # ---- applying records -------------------------------------------------------------------------------
 
@@ -227,11 +229,21 @@ class State:
     # ---- queries ----------------------------------------------------------------------------------------
 
     def versions(self, subject: str, *, deleted: bool = False) -> list[Version]:
-        """The subject's versions in ascending order; soft-deleted ones only with ``deleted``."""
-        vs = self.subjects.get(subject)
-        if not vs:
-            return []
-        return [vs[n] for n in sorted(vs) if deleted or not vs[n].deleted]
+        """The subject's versions in ascending order; soft-deleted ones only with ``deleted``.
+
+        Cached until the next change (reads like ``versions/latest`` are the hot path); callers must not
+        mutate the returned list."""
+        if self._views_generation != self.generation:
+            self._views.clear()
+            self._views_generation = self.generation
+        key = (subject, deleted)
+        view = self._views.get(key)
+        if view is None:
+            vs = self.subjects.get(subject)
+            view = [vs[n] for n in sorted(vs) if deleted or not vs[n].deleted] if vs else []
+            if len(self._views) < 100_000:
+                self._views[key] = view
+        return view
 
     def latest(self, subject: str, *, deleted: bool = False) -> Version | None:
         vs = self.versions(subject, deleted=deleted)

@@ -92,9 +92,7 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def wait_until_ready(
-    bootstrap: str, timeout: float = 30.0, proc: subprocess.Popen[bytes] | None = None
-) -> None:
+def wait_until_ready(bootstrap: str, timeout: float = 30.0, proc: subprocess.Popen[bytes] | None = None) -> None:
     """Block until the broker answers a metadata request."""
     from confluent_kafka.admin import AdminClient
 

@@ -283,6 +283,11 @@ class Log(abc.ABC):
     def committed(self, group: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offsets (None where nothing was committed)."""
 
+    def compact(self, topic: str) -> int:
+        """Drop records superseded by a newer record with the same key, where the backend does not do it
+        by itself, and return how many went. Kafka brokers compact on their own: the default does nothing."""
+        return 0
+
     @abc.abstractmethod
     def close(self) -> None: ...
 

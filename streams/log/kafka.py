@@ -88,9 +88,7 @@ def parse_kafka_url(url: str) -> tuple[str, dict[str, str]]:
     """``kafka://h:p,h2:p2?k=v`` -> (``"h:p,h2:p2"``, ``{"k": "v"}``); ValueError names what is wrong."""
     parts = urlsplit(url)
     if parts.scheme != "kafka":
-        raise ValueError(
-            f"not a Kafka log URL: {url!r} (expected kafka://host:port[,host:port][?option=value])"
-        )
+        raise ValueError(f"not a Kafka log URL: {url!r} (expected kafka://host:port[,host:port][?option=value])")
     if parts.path not in ("", "/") or parts.fragment:
         raise ValueError(f"Kafka log URL {url!r} must not have a path or fragment, only hosts and ?options")
     hosts = [h.strip() for h in parts.netloc.split(",")]
@@ -99,9 +97,7 @@ def parse_kafka_url(url: str) -> tuple[str, dict[str, str]]:
     for hostport in hosts:
         host, sep, port = hostport.rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(
-                f"bootstrap server {hostport!r} in {url!r} is not host:port with a port in 1-65535"
-            )
+            raise ValueError(f"bootstrap server {hostport!r} in {url!r} is not host:port with a port in 1-65535")
     options: dict[str, str] = {}
     for key, value in parse_qsl(parts.query, keep_blank_values=True, strict_parsing=False):
         if not key:
@@ -140,14 +136,10 @@ def validate_topic_name(name: str) -> None:
     if name in (".", ".."):
         raise ValueError(f"topic name {name!r} is not allowed")
     if len(name) > _MAX_TOPIC_NAME:
-        raise ValueError(
-            f"topic name {name[:40]!r}... is {len(name)} characters; Kafka allows {_MAX_TOPIC_NAME}"
-        )
+        raise ValueError(f"topic name {name[:40]!r}... is {len(name)} characters; Kafka allows {_MAX_TOPIC_NAME}")
     bad = sorted(set(name) - _LEGAL_TOPIC_CHARS)
     if bad:
-        raise ValueError(
-            f"topic name {name!r} contains {''.join(bad)!r}; only ASCII letters, digits, '.', '_', '-'"
-        )
+        raise ValueError(f"topic name {name!r} contains {''.join(bad)!r}; only ASCII letters, digits, '.', '_', '-'")
 
 
 def _error(err: KafkaError, context: str) -> LogError:
@@ -191,9 +183,7 @@ def _tp(ck: confluent_kafka.TopicPartition) -> TopicPartition:
     return TopicPartition(ck.topic, ck.partition)
 
 
-def _committed_map(
-    results: list[confluent_kafka.TopicPartition], context: str
-) -> dict[TopicPartition, int | None]:
+def _committed_map(results: list[confluent_kafka.TopicPartition], context: str) -> dict[TopicPartition, int | None]:
     out: dict[TopicPartition, int | None] = {}
     for r in results:
         if r.error is not None and r.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -262,11 +252,11 @@ class KafkaLog(Log):
         except KafkaException as exc:
             raise _exc_error(exc, context) from exc
         except TimeoutError as exc:
-            raise LogTimeoutError(
-                f"{context}: no answer from {self.bootstrap} within {self.timeout}s"
-            ) from exc
+            raise LogTimeoutError(f"{context}: no answer from {self.bootstrap} within {self.timeout}s") from exc
         finally:
-            self._admin_client.poll(0)  # type: ignore[union-attr]  # serve queued librdkafka log lines
+            admin = self._admin_client
+            if admin is not None:
+                admin.poll(0)  # serve queued librdkafka log lines
 
     def _metadata(self, topic: str | None = None) -> Any:
         try:
@@ -276,19 +266,31 @@ class KafkaLog(Log):
         except KafkaException as exc:
             raise _exc_error(exc, f"metadata from {self.bootstrap}") from exc
 
-    def _partitions(self, name: str) -> int | None:
+    def _topic_metadata(self, name: str) -> Any:
+        """The topic's metadata, or None if it does not exist."""
         topic = self._metadata(name).topics.get(name)
         if topic is None or (topic.error is not None and topic.error.code() in _UNKNOWN_TOPIC_CODES):
             return None
-        if topic.error is not None:
+        # A topic whose leaders are still being elected is there, just not writable yet.
+        if topic.error is not None and not (topic.error.code() == KafkaError.LEADER_NOT_AVAILABLE and topic.partitions):
             raise _error(topic.error, f"metadata of topic {name!r}")
-        return len(topic.partitions)
+        return topic
+
+    def _partitions(self, name: str) -> int | None:
+        topic = self._topic_metadata(name)
+        return None if topic is None else len(topic.partitions)
 
     def _wait_for_metadata(self, name: str, present: bool) -> None:
-        # Topic creation and deletion propagate asynchronously through a real cluster; wait so that a
-        # producer or consumer created right after sees the new state.
+        # Topic creation and deletion propagate asynchronously through a real cluster; wait until every
+        # partition has a leader (or the topic is gone) so that clients created right after can use it.
+        def settled() -> bool:
+            topic = self._topic_metadata(name)
+            if topic is None:
+                return not present
+            return present and all(p.leader >= 0 for p in topic.partitions.values())
+
         deadline = time.monotonic() + self.timeout
-        while (self._partitions(name) is not None) != present:
+        while not settled():
             if time.monotonic() > deadline:
                 state = "appear" if present else "disappear"
                 raise LogTimeoutError(f"topic {name!r} did not {state} in metadata within {self.timeout}s")
@@ -305,9 +307,7 @@ class KafkaLog(Log):
             topic_config["cleanup.policy"] = "compact"
         replication = min(len(self._metadata().brokers), 3)
         new = NewTopic(name, num_partitions=partitions, replication_factor=replication, config=topic_config)
-        futures = self._admin.create_topics(
-            [new], operation_timeout=self.timeout, request_timeout=self.timeout
-        )
+        futures = self._admin.create_topics([new], operation_timeout=self.timeout, request_timeout=self.timeout)
         self._result(futures[name], f"create topic {name!r}")
         self._wait_for_metadata(name, present=True)
         return TopicInfo(name, partitions, "compact" in topic_config.get("cleanup.policy", ""), topic_config)
@@ -322,7 +322,8 @@ class KafkaLog(Log):
             entries = self._result(self._admin.describe_configs([resource])[resource], f"configs of {name!r}")
         except UnknownTopicError:
             return None  # deleted between the two calls
-        policy = entries["cleanup.policy"].value or "" if "cleanup.policy" in entries else ""
+        policy_entry = entries.get("cleanup.policy")
+        policy = (policy_entry.value or "") if policy_entry is not None else ""
         # Only the topic's own settings. A real broker lists every config and marks overrides as
         # DYNAMIC_TOPIC_CONFIG; tansu lists only the overrides, labelled as defaults, and lacks the
         # always-present max.message.bytes, which tells the two apart.
@@ -330,16 +331,13 @@ class KafkaLog(Log):
         explicit = {
             key: entry.value
             for key, entry in entries.items()
-            if entry.value is not None
-            and (not lists_all or entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+            if entry.value is not None and (not lists_all or entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
         }
         return TopicInfo(name, partitions, "compact" in policy, explicit)
 
     def delete_topic(self, name: str) -> None:
         validate_topic_name(name)
-        futures = self._admin.delete_topics(
-            [name], operation_timeout=self.timeout, request_timeout=self.timeout
-        )
+        futures = self._admin.delete_topics([name], operation_timeout=self.timeout, request_timeout=self.timeout)
         self._result(futures[name], f"delete topic {name!r}")
         self._wait_for_metadata(name, present=False)
 
@@ -383,7 +381,8 @@ class KafkaLog(Log):
         if self._closed:
             raise LogError(f"the Kafka log {self.url!r} is closed")
         consumer = KafkaConsumer(self, group, client_id)
-        self._consumers.add(consumer)
+        with self._lock:
+            self._consumers.add(consumer)
         return consumer
 
     def _group_metadata(self, group: str) -> object:
@@ -392,9 +391,13 @@ class KafkaLog(Log):
         A live member of the group created by this log gives its generation and member id, so the broker
         fences offsets from a member that was rebalanced away (KIP-447). Otherwise a consumer that never
         joins stands in, which commits by group id alone."""
-        for consumer in list(self._consumers):
-            if consumer.group == group and consumer._subscribed and not consumer._closed:
-                return consumer._consumer.consumer_group_metadata()
+        with self._lock:
+            members = [c for c in self._consumers if c.group == group and c._subscribed and not c._closed]
+        for member in members:
+            try:
+                return member._consumer.consumer_group_metadata()
+            except RuntimeError:
+                continue  # closed meanwhile by its own thread
         with self._lock:
             helper = self._metadata_consumers.get(group)
             if helper is None:
@@ -439,9 +442,7 @@ class KafkaProducer(Producer):
             known = self._topics[topic] = (info.partitions, info.compacted)
         count, compacted = known
         if partition is not None and (isinstance(partition, bool) or not 0 <= partition < count):
-            raise UnknownTopicError(
-                f"partition {partition!r} does not exist: topic {topic!r} has {count} partitions"
-            )
+            raise UnknownTopicError(f"partition {partition!r} does not exist: topic {topic!r} has {count} partitions")
         if compacted and key is None:
             # Kafka rejects the whole batch for this; say so before it is queued.
             raise LogError(f"topic {topic!r} is compacted: every record needs a key")
@@ -581,9 +582,7 @@ class KafkaConsumer(Consumer):
         if offset >= 0:
             return offset
         if offset not in (OFFSET_BEGINNING, OFFSET_END):
-            raise ValueError(
-                f"{tp.topic}[{tp.partition}]: offset must be >= 0, OFFSET_BEGINNING or OFFSET_END"
-            )
+            raise ValueError(f"{tp.topic}[{tp.partition}]: offset must be >= 0, OFFSET_BEGINNING or OFFSET_END")
         try:
             low, high = self._consumer.get_watermark_offsets(_ck_tp(tp), timeout=self._log.timeout)
         except KafkaException as exc:
@@ -593,9 +592,7 @@ class KafkaConsumer(Consumer):
     def assign(self, partitions: dict[TopicPartition, int]) -> None:
         self._check_open()
         if self._subscribed:
-            raise LogError(
-                f"consumer of group {self.group!r} is subscribed; it cannot also assign partitions"
-            )
+            raise LogError(f"consumer of group {self.group!r} is subscribed; it cannot also assign partitions")
         for tp in partitions:
             if self._log._partitions(tp.topic) is None:
                 raise UnknownTopicError(f"cannot assign {tp.topic}[{tp.partition}]: the topic does not exist")
@@ -700,18 +697,14 @@ class KafkaConsumer(Consumer):
     def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
         self._check_open()
         if self.group is None:
-            raise LogError(
-                "commit() needs a consumer group: create the consumer with log.consumer(group=...)"
-            )
+            raise LogError("commit() needs a consumer group: create the consumer with log.consumer(group=...)")
         if offsets is None:
             offsets = {tp: self.position(tp) for tp in list(self._positions)}
         _check_offsets(offsets)
         if not offsets:
             return
         try:
-            results = self._consumer.commit(
-                offsets=[_ck_tp(tp, o) for tp, o in offsets.items()], asynchronous=False
-            )
+            results = self._consumer.commit(offsets=[_ck_tp(tp, o) for tp, o in offsets.items()], asynchronous=False)
         except KafkaException as exc:
             raise _exc_error(exc, f"commit offsets of group {self.group!r}") from exc
         for r in results or ():
@@ -721,9 +714,7 @@ class KafkaConsumer(Consumer):
     def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         self._check_open()
         if self.group is None:
-            raise LogError(
-                "committed() needs a consumer group: create the consumer with log.consumer(group=...)"
-            )
+            raise LogError("committed() needs a consumer group: create the consumer with log.consumer(group=...)")
         try:
             results = self._consumer.committed([_ck_tp(tp) for tp in partitions], timeout=self._log.timeout)
         except KafkaException as exc:

@@ -696,6 +696,9 @@ class SqliteProducer(Producer):
         self._check_not_fenced()
         if self._txn is not None:
             raise TransactionError(f"producer {tid!r}: a transaction is already open")
+        # One cheap read per transaction, so a zombie learns it was fenced before it buffers more work.
+        with self._db.lock:
+            self._check_epoch(self._db.conn)
         self._txn = _Txn()
 
     def send_offsets_to_transaction(self, group: str, offsets: dict[TopicPartition, int]) -> None:

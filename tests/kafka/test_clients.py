@@ -181,3 +181,26 @@ def test_delivery_callback_reports_metadata(kafka_log: KafkaLog, unique: Callabl
             )
         producer.flush(15)
     assert reports == [(RecordMetadata(topic, 0, i, 1000 + i), None) for i in range(3)]
+
+
+def test_end_offsets_after_single_record_batches(kafka_log: KafkaLog, unique: Callable[[str], str]) -> None:
+    # produce() flushes each record on its own, so every batch holds one record: tansu's watermark
+    # bug (last batch's base offset + 1) then gives the right answer too.
+    topic = unique("ends")
+    kafka_log.create_topic(topic, 3)
+    with kafka_log.producer() as producer:
+        for partition, count in ((0, 2), (2, 5)):
+            for _ in range(count):
+                producer.produce(topic, b"v", partition=partition)
+    assert kafka_log.end_offsets(topic) == {0: 2, 1: 0, 2: 5}
+
+
+def test_end_offsets_after_a_batch(kafka_log: KafkaLog, kafka_caps, unique: Callable[[str], str]) -> None:
+    kafka_caps.require("watermarks")
+    topic = unique("batch-ends")
+    kafka_log.create_topic(topic, 1)
+    with kafka_log.producer() as producer:
+        for _ in range(50):
+            producer.send(topic, b"v", partition=0)
+        producer.flush(15)
+    assert kafka_log.end_offsets(topic) == {0: 50}

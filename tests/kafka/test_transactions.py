@@ -80,3 +80,32 @@ def test_transaction_calls_in_the_wrong_state(kafka_log: KafkaLog, unique: Calla
             producer.send_offsets_to_transaction("", {TopicPartition(topic, 0): 1})
         with pytest.raises(ValueError, match=r"must be an integer >= 0, got -1"):
             producer.send_offsets_to_transaction("g", {TopicPartition(topic, 0): -1})
+
+
+def test_offsets_of_a_live_group_member_commit_with_the_transaction(
+    kafka_log: KafkaLog, unique: Callable[[str], str]
+) -> None:
+    # Consume-transform-produce: the member's own group metadata (generation, member id) goes with the
+    # offsets, so a rebalanced-away member could not commit them.
+    source, sink, group = unique("src"), unique("sink"), unique("ctp")
+    kafka_log.create_topic(source, 1)
+    kafka_log.create_topic(sink, 1)
+    tp = TopicPartition(source, 0)
+    with kafka_log.producer() as producer:
+        for i in range(3):
+            producer.send(source, str(i).encode(), partition=0)
+        producer.flush(15)
+    with kafka_log.consumer(group) as member, kafka_log.producer(unique("tid")) as txn:
+        member.subscribe([source])
+        records = read(member, 3, timeout=30)
+        assert [r.value for r in records] == [b"0", b"1", b"2"]
+        txn.init_transactions()
+        txn.begin_transaction()
+        for r in records:
+            txn.send(sink, r.value + b"!", partition=0)
+        txn.send_offsets_to_transaction(group, {tp: member.position(tp)})
+        txn.commit_transaction()
+        assert member.committed([tp]) == {tp: 3}
+    with kafka_log.consumer() as reader:
+        reader.assign({TopicPartition(sink, 0): 0})
+        assert [r.value for r in read(reader, 3)] == [b"0!", b"1!", b"2!"]

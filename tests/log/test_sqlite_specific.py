@@ -359,16 +359,29 @@ def test_fencing_works_across_log_objects(slog: SqliteLog, url: str) -> None:
     slog.create_topic("t")
     old = slog.producer("tx")
     old.init_transactions()
-    with open_log(url) as other, other.producer("tx") as new:
-        new.init_transactions()
     old.begin_transaction()
     old.send("t", b"zombie")
+    with open_log(url) as other, other.producer("tx") as new:
+        new.init_transactions()
     with pytest.raises(ProducerFencedError, match="fenced"):
         old.commit_transaction()
     with pytest.raises(ProducerFencedError):
         old.send("t", b"again")
     old.close()
     assert slog.end_offsets("t") == {0: 0}
+
+
+def test_fenced_producer_cannot_begin(slog: SqliteLog) -> None:
+    slog.create_topic("t")
+    with slog.producer("tx") as old, slog.producer("tx") as new:
+        old.init_transactions()
+        new.init_transactions()
+        with pytest.raises(ProducerFencedError, match="'tx' \\(epoch 0\\) was fenced"):
+            old.begin_transaction()
+        new.begin_transaction()
+        new.send("t", b"v")
+        new.commit_transaction()
+    assert slog.end_offsets("t") == {0: 1}
 
 
 # --- consumer groups ------------------------------------------------------------------------------

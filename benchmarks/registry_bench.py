@@ -1,0 +1,218 @@
+"""Registry read throughput and latency, side by side with the bare server stack, plus memory at scale.
+
+    .venv/bin/python benchmarks/registry_bench.py [--duration 10] [--connections 64] [--schemas 1000]
+
+1. Starts the registry (SQLite log in a temp dir) and registers ``--schemas`` Avro schemas
+   (100 subjects, each with several versions).
+2. Starts ``bare_asgi.py`` on the same uvicorn settings, serving the very response bytes the registry gave.
+3. A load generator in another process (``wrk``, one thread, ``--connections`` keep-alive connections) hits
+   ``GET /schemas/ids/{id}``, ``POST /subjects/{s}`` (lookup) and ``GET /subjects/{s}/versions/latest``,
+   cycling over all ids/subjects, on both servers; prints requests/s, p99 latency and the ratio.
+4. Registers ``--memory-schemas`` schemas on a fresh registry and reports its resident memory.
+
+``wrk`` comes from Debian (``apt-get install wrk``); ``make bench`` installs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited with {proc.returncode}")
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise SystemExit(f"{url} did not answer")
+
+
+def start_registry(data: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "registry", "serve", "--log", f"sqlite:///{data}", "--port", str(port),
+         "--log-level", "WARNING"],
+        cwd=HERE.parent,
+    )
+    url = f"http://127.0.0.1:{port}"
+    wait_http(url + "/", proc)
+    return proc, url
+
+
+def schema(i: int, version: int) -> str:
+    fields = [{"name": "id", "type": "long"}, {"name": "name", "type": "string"}]
+    fields += [{"name": f"f{v}", "type": ["null", "string"], "default": None} for v in range(version)]
+    return json.dumps({"type": "record", "name": f"Rec{i}", "namespace": "bench", "fields": fields})
+
+
+def register_many(url: str, count: int, subjects: int, label: str) -> list[tuple[str, str]]:
+    """Register ``count`` schemas over ``subjects`` subjects; returns (subject, schema) pairs."""
+    out = []
+    started = time.monotonic()
+    with httpx.Client(base_url=url, timeout=60) as c:
+        per_subject = max(1, count // subjects)
+        for n in range(count):
+            s_idx, v = divmod(n, per_subject)
+            subject = f"bench-{s_idx}-value"
+            text = schema(s_idx, v)
+            r = c.post(f"/subjects/{subject}/versions", json={"schema": text}, headers=CT)
+            r.raise_for_status()
+            out.append((subject, text))
+            if (n + 1) % 1000 == 0:
+                print(f"  {label}: registered {n + 1}/{count} ({(n + 1) / (time.monotonic() - started):.0f}/s)",
+                      flush=True)
+    return out
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def lua_script(path: Path, requests: list[tuple[str, str | None]]) -> None:
+    """A wrk script cycling through (path, body) requests."""
+    lines = ["local reqs = {}"]
+    for i, (p, body) in enumerate(requests, start=1):
+        if body is None:
+            lines.append(f'reqs[{i}] = wrk.format("GET", {json.dumps(p)})')
+        else:
+            lines.append(
+                f'reqs[{i}] = wrk.format("POST", {json.dumps(p)}, '
+                f'{{["Content-Type"] = "application/vnd.schemaregistry.v1+json"}}, {json.dumps(body)})'
+            )
+    lines += ["local n = 0", "request = function()", "  n = n + 1", "  return reqs[(n % #reqs) + 1]", "end"]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def run_wrk(url: str, script: Path, duration: int, connections: int) -> tuple[float, float]:
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(script), url],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    m = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    p99 = float(m.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)] if m else float("nan")
+    if "Non-2xx" in out:
+        raise SystemExit(f"non-2xx answers during the run:\n{out}")
+    return rps, p99
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=64)
+    ap.add_argument("--schemas", type=int, default=1000)
+    ap.add_argument("--memory-schemas", type=int, default=10_000)
+    args = ap.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is needed: apt-get install wrk (make bench does it)")
+
+    tmp = Path(tempfile.mkdtemp(prefix="registry-bench-"))
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        reg, reg_url = start_registry(tmp / "data")
+        procs.append(reg)
+        print(f"registering {args.schemas} schemas ...", flush=True)
+        pairs = register_many(reg_url, args.schemas, 100, "bench")
+        subjects = sorted({s for s, _ in pairs})
+        latest_text = {s: t for s, t in pairs}  # last registered per subject = latest version
+        with httpx.Client(base_url=reg_url) as c:
+            max_id = c.get("/schemas/ids/1", params={"fetchMaxId": "true"}).json()["maxId"]
+            by_id = [f"/schemas/ids/{i}" for i in range(1, max_id + 1)]
+            latest = [f"/subjects/{s}/versions/latest" for s in subjects]
+            lookup = [(f"/subjects/{s}", json.dumps({"schema": latest_text[s]})) for s in subjects]
+            bodies = {p: c.get(p).text for p in by_id + latest}
+            for p, b in lookup:
+                r = c.post(p, content=b, headers=CT)
+                r.raise_for_status()
+                bodies[p] = r.text
+        bodies_file = tmp / "bodies.json"
+        bodies_file.write_text(json.dumps(bodies))
+        bare_port = free_port()
+        bare = subprocess.Popen([sys.executable, str(HERE / "bare_asgi.py"), "--port", str(bare_port),
+                                 "--bodies", str(bodies_file)])
+        procs.append(bare)
+        bare_url = f"http://127.0.0.1:{bare_port}"
+        wait_http(bare_url + "/", bare)
+
+        workloads = {
+            "GET /schemas/ids/{id}": [(p, None) for p in by_id],
+            "POST /subjects/{s} (lookup)": lookup,
+            "GET /subjects/{s}/versions/latest": [(p, None) for p in latest],
+        }
+        rows = []
+        for name, reqs in workloads.items():
+            script = tmp / "load.lua"
+            lua_script(script, reqs)  # type: ignore[arg-type]
+            ours = run_wrk(reg_url, script, args.duration, args.connections)
+            limit = run_wrk(bare_url, script, args.duration, args.connections)
+            rows.append((name, ours, limit))
+            print(f"{name}: schemakit {ours[0]:.0f} req/s p99 {ours[1]:.1f} ms; bare ASGI {limit[0]:.0f} req/s "
+                  f"p99 {limit[1]:.1f} ms; ratio {ours[0] / limit[0]:.2f}", flush=True)
+        reg_rss = rss_kib(reg.pid)
+
+        for p in procs:
+            p.terminate()
+            p.wait(10)
+        procs.clear()
+        print(f"memory: registering {args.memory_schemas} schemas on a fresh registry ...", flush=True)
+        mem, mem_url = start_registry(tmp / "data-mem")
+        procs.append(mem)
+        base_rss = rss_kib(mem.pid)
+        register_many(mem_url, args.memory_schemas, 1000, "memory")
+        with httpx.Client(base_url=mem_url) as c:  # touch every id so pre-rendered bodies exist
+            for i in range(1, args.memory_schemas + 1):
+                c.get(f"/schemas/ids/{i}")
+        big_rss = rss_kib(mem.pid)
+
+        print()
+        print(f"| workload ({args.connections} connections, {args.duration} s, wrk 1 thread) "
+              "| schemakit req/s | p99 ms | bare ASGI req/s | p99 ms | ratio |")
+        print("|---|---|---|---|---|---|")
+        for name, ours, limit in rows:
+            print(f"| {name} | {ours[0]:.0f} | {ours[1]:.1f} | {limit[0]:.0f} | {limit[1]:.1f} | "
+                  f"{ours[0] / limit[0]:.2f} |")
+        print(f"| RSS with {args.schemas} schemas | {reg_rss / 1024:.0f} MiB | | | | |")
+        print(f"| RSS empty / with {args.memory_schemas} schemas | {base_rss / 1024:.0f} MiB / "
+              f"{big_rss / 1024:.0f} MiB | | | | |")
+    finally:
+        for p in procs:
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+        if os.environ.get("BENCH_KEEP"):
+            print(tmp)
+
+
+if __name__ == "__main__":
+    main()
