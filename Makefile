@@ -29,6 +29,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 
 bench: $(STAMP)
+	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(PY) benchmarks/registry_bench.py
 
 clean:

@@ -239,3 +239,39 @@ def test_import_mode_keeps_ids_and_versions(own: httpx.Client) -> None:
     # new ids continue after the highest imported one
     assert register(own, "after", record("Z", ("z", "int"))).json() == {"id": 102}
     assert err(register(own, "after", V1, id=5)) == (422, 42205)
+
+
+def test_references_resolved_format_and_referencedby(http: httpx.Client, subject: str) -> None:
+    addr = json.dumps({"type": "record", "name": "Addr", "namespace": "refs", "fields": [
+        {"name": "city", "type": "string"}]})
+    ref_subject = subject + "-addr"
+    addr_id = register(http, ref_subject, addr).json()["id"]
+    main = json.dumps({"type": "record", "name": "Person", "namespace": "refs", "fields": [
+        {"name": "home", "type": "refs.Addr"}]})
+    refs = [{"name": "refs.Addr", "subject": ref_subject, "version": 1}]
+    sid = register(http, subject, main, references=refs).json()["id"]
+    body = http.get(f"/subjects/{subject}/versions/1").json()
+    assert body["references"] == refs
+    assert body["schema"] == '{"type":"record","name":"Person","namespace":"refs","fields":[{"name":"home","type":"Addr"}]}'
+    resolved = http.get(f"/schemas/ids/{sid}", params={"format": "resolved"}).json()["schema"]
+    assert json.loads(resolved)["fields"][0]["type"] == {"type": "record", "name": "Addr",
+                                                          "fields": [{"name": "city", "type": "string"}]}
+    assert http.get(f"/subjects/{ref_subject}/versions/1/referencedby").json() == [sid]
+    # an unresolvable reference is an invalid schema
+    bad = [{"name": "refs.Addr", "subject": ref_subject, "version": 9}]
+    assert err(register(http, subject + "-b", main, references=bad)) == (422, 42201)
+    # the referenced subject cannot be deleted while referenced from another subject
+    assert err(http.delete(f"/subjects/{ref_subject}")) == (422, 42206)
+    assert http.get(f"/schemas/ids/{addr_id}").status_code == 200
+
+
+def test_normalize(http: httpx.Client, subject: str) -> None:
+    plain = '{"type":"record","name":"N","namespace":"n.s","fields":[{"name":"a","type":"int"}]}'
+    reordered = '{"fields":[{"type":"int","name":"a"}],"namespace":"n.s","name":"N","type":"record"}'
+    sid = register(http, subject, plain).json()["id"]
+    # without normalize the attribute order in the canonical form is Java's, so both texts are one schema
+    assert register(http, subject, reordered).json()["id"] == sid
+    with_doc_order = '{"type":"record","name":"n.s.N","fields":[{"name":"a","type":"int"}]}'
+    r = http.post(f"/subjects/{subject}", params={"normalize": "true"}, json={"schema": with_doc_order}, headers=CT)
+    assert r.status_code == 200 and r.json()["id"] == sid
+    assert http.get(f"/subjects/{subject}/versions").json() == [1]
