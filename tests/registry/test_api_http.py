@@ -252,7 +252,8 @@ def test_references_resolved_format_and_referencedby(http: httpx.Client, subject
     sid = register(http, subject, main, references=refs).json()["id"]
     body = http.get(f"/subjects/{subject}/versions/1").json()
     assert body["references"] == refs
-    assert body["schema"] == '{"type":"record","name":"Person","namespace":"refs","fields":[{"name":"home","type":"Addr"}]}'
+    expected = '{"type":"record","name":"Person","namespace":"refs","fields":[{"name":"home","type":"Addr"}]}'
+    assert body["schema"] == expected
     resolved = http.get(f"/schemas/ids/{sid}", params={"format": "resolved"}).json()["schema"]
     assert json.loads(resolved)["fields"][0]["type"] == {"type": "record", "name": "Addr",
                                                           "fields": [{"name": "city", "type": "string"}]}

@@ -1,0 +1,907 @@
+"""JSON Schema compatibility: Confluent's structural diff (``json-schema-provider/.../diff``).
+
+Direction. Confluent defines ``SchemaDiff.compare(original, update)`` and calls a change compatible
+when every difference is in :data:`COMPATIBLE_CHANGES`; ``new.isBackwardCompatible(previous)`` diffs
+(original=previous, update=new), i.e. "update accepts everything original accepted", i.e. a consumer
+using ``update`` can read what a producer using ``original`` wrote. So "reader can read writer's
+data" is ``diff(original=writer, update=reader)``, which is what :func:`check` computes; it plugs
+into ``compat.levels.check_levels`` unchanged (BACKWARD: reader=new, writer=old; FORWARD: reverse).
+
+Model. Like everit (the Java validator Confluent diffs over), a schema node is one kind: empty
+(``true``/``{}``), false, string, number (integer flag), boolean, null, object, array, enum
+(``const`` counts as a one-value enum), not, or combined (``allOf``/``anyOf``/``oneOf``). A node
+mixing kinds (``{"type": "string", "enum": [...]}``) is a synthetic ``allOf`` of its parts; a type
+array is an ``anyOf``; ``$ref`` is followed (recursion is cut when a pair is already being compared).
+
+Inputs are duck-typed (this package imports nothing of schemakit): ``root`` (the schema),
+``base_uri``, ``draft`` (the ``$schema`` URI of the dialect) and ``resolve(ref, base_uri) ->
+(subschema, base_uri)``. Paths are Confluent's (``#/properties/foo/maxLength``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Protocol
+from urllib.parse import urljoin
+
+from compat.result import Incompatibility
+
+# -- change kinds (Confluent's Difference.Type names) -------------------------------------------
+
+COMPATIBLE_CHANGES: frozenset[str] = frozenset(
+    {
+        "ID_CHANGED", "DESCRIPTION_CHANGED", "TITLE_CHANGED", "DEFAULT_CHANGED", "SCHEMA_REMOVED",
+        "TYPE_EXTENDED",
+        "MAX_LENGTH_INCREASED", "MAX_LENGTH_REMOVED", "MIN_LENGTH_DECREASED", "MIN_LENGTH_REMOVED",
+        "PATTERN_REMOVED",
+        "MAXIMUM_INCREASED", "MAXIMUM_REMOVED", "MINIMUM_DECREASED", "MINIMUM_REMOVED",
+        "EXCLUSIVE_MAXIMUM_INCREASED", "EXCLUSIVE_MAXIMUM_REMOVED", "EXCLUSIVE_MINIMUM_DECREASED",
+        "EXCLUSIVE_MINIMUM_REMOVED", "MULTIPLE_OF_REDUCED", "MULTIPLE_OF_REMOVED",
+        "REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED", "REQUIRED_ATTRIBUTE_REMOVED",
+        "DEPENDENCY_ARRAY_NARROWED", "DEPENDENCY_ARRAY_REMOVED", "DEPENDENCY_SCHEMA_REMOVED",
+        "MAX_PROPERTIES_INCREASED", "MAX_PROPERTIES_REMOVED", "MIN_PROPERTIES_DECREASED",
+        "MIN_PROPERTIES_REMOVED", "ADDITIONAL_PROPERTIES_ADDED", "ADDITIONAL_PROPERTIES_EXTENDED",
+        "PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL",
+        "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL",
+        "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL",
+        "PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL",
+        "PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL",
+        "PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+        "PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+        "MAX_ITEMS_INCREASED", "MAX_ITEMS_REMOVED", "MIN_ITEMS_DECREASED", "MIN_ITEMS_REMOVED",
+        "MAX_CONTAINS_INCREASED", "MAX_CONTAINS_REMOVED", "MIN_CONTAINS_DECREASED",
+        "MIN_CONTAINS_REMOVED",
+        "UNIQUE_ITEMS_REMOVED", "ADDITIONAL_ITEMS_ADDED", "ADDITIONAL_ITEMS_EXTENDED",
+        "ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL", "ITEM_ADDED_TO_CLOSED_CONTENT_MODEL",
+        "ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL", "ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL",
+        "ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+        "ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+        "ENUM_ARRAY_EXTENDED",
+        # unevaluated* mirror additional*: allowing more is compatible (draft 2019-09 and later)
+        "UNEVALUATED_PROPERTIES_ADDED", "UNEVALUATED_PROPERTIES_EXTENDED",
+        "UNEVALUATED_ITEMS_ADDED", "UNEVALUATED_ITEMS_EXTENDED",
+        "COMBINED_TYPE_EXTENDED", "PRODUCT_TYPE_NARROWED", "SUM_TYPE_EXTENDED", "NOT_TYPE_NARROWED",
+    }
+)
+
+_KEYWORD_ADDED_OR_REMOVED = {
+    "MAXIMUM_ADDED", "MINIMUM_ADDED", "EXCLUSIVE_MAXIMUM_ADDED", "EXCLUSIVE_MINIMUM_ADDED",
+    "MULTIPLE_OF_ADDED", "MAX_LENGTH_ADDED", "MIN_LENGTH_ADDED", "PATTERN_ADDED",
+    "REQUIRED_ATTRIBUTE_ADDED", "MAX_PROPERTIES_ADDED", "MIN_PROPERTIES_ADDED", "DEPENDENCY_ARRAY_ADDED",
+    "DEPENDENCY_SCHEMA_ADDED", "MAX_ITEMS_ADDED", "MIN_ITEMS_ADDED", "MAX_CONTAINS_ADDED",
+    "MIN_CONTAINS_ADDED", "UNIQUE_ITEMS_ADDED", "ADDITIONAL_ITEMS_REMOVED", "ADDITIONAL_PROPERTIES_REMOVED",
+    "UNEVALUATED_PROPERTIES_REMOVED", "UNEVALUATED_ITEMS_REMOVED", "SCHEMA_ADDED",
+}
+_VALUE_INCREASED = {
+    "MIN_LENGTH_INCREASED", "MINIMUM_INCREASED", "EXCLUSIVE_MINIMUM_INCREASED", "MIN_PROPERTIES_INCREASED",
+    "MULTIPLE_OF_EXPANDED", "MIN_ITEMS_INCREASED", "MIN_CONTAINS_INCREASED",
+}
+_VALUE_DECREASED = {
+    "MAX_LENGTH_DECREASED", "MAXIMUM_DECREASED", "MAX_ITEMS_DECREASED", "MAX_CONTAINS_DECREASED",
+    "EXCLUSIVE_MAXIMUM_DECREASED", "MAX_PROPERTIES_DECREASED",
+}
+_NARROWED = {"ADDITIONAL_ITEMS_NARROWED", "ENUM_ARRAY_NARROWED", "SUM_TYPE_NARROWED", "ADDITIONAL_PROPERTIES_NARROWED",
+             "UNEVALUATED_PROPERTIES_NARROWED", "UNEVALUATED_ITEMS_NARROWED"}
+_VALUE_CHANGED = {"PATTERN_CHANGED", "MULTIPLE_OF_CHANGED", "DEPENDENCY_ARRAY_CHANGED"}
+_TYPE_CHANGED = {"TYPE_CHANGED", "TYPE_NARROWED", "COMBINED_TYPE_CHANGED", "COMBINED_TYPE_SUBSCHEMAS_CHANGED",
+                 "ENUM_ARRAY_CHANGED"}
+_EXTENDED = {"DEPENDENCY_ARRAY_EXTENDED", "PRODUCT_TYPE_EXTENDED", "SUM_TYPE_EXTENDED", "NOT_TYPE_EXTENDED"}
+
+
+def describe(kind: str, path: str, new: str = "new", old: str = "old") -> str:
+    """Confluent's sentence for a difference; ``new`` is the update (reader), ``old`` the original."""
+    if kind in _KEYWORD_ADDED_OR_REMOVED:
+        return f"The keyword at path '{path}' in the {new} schema is not present in the {old} schema"
+    if kind in _VALUE_INCREASED:
+        return f"The value at path '{path}' in the {new} schema is more than its value in the {old} schema"
+    if kind in _VALUE_DECREASED:
+        return f"The value at path '{path}' in the {new} schema is less than its value in the {old} schema"
+    if kind in _VALUE_CHANGED:
+        return f"The value at path '{path}' is different between the {new} and {old} schema"
+    if kind in _NARROWED:
+        return (f"An array or combined type at path '{path}' has fewer elements in the {new} schema "
+                f"than the {old} schema")
+    if kind in _EXTENDED:
+        return (f"An array or combined type at path '{path}' has more elements in the {new} schema "
+                f"than the {old} schema")
+    if kind in _TYPE_CHANGED:
+        return f"A type at path '{path}' is different between the {new} schema and the {old} schema"
+    if kind in ("PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", "ITEM_ADDED_TO_OPEN_CONTENT_MODEL"):
+        return (f"The {old} schema has an open content model and the {new} schema has a property or item "
+                f"at path '{path}' which is missing in the {old} schema")
+    if kind == "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL":
+        return (f"The {new} schema has an unopen content model and has a required property at path "
+                f"'{path}' which is missing in the {old} schema")
+    if kind in ("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL", "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL"):
+        return (f"The {new} schema has a closed content model and is missing a property or item present "
+                f"at path '{path}' in the {old} schema")
+    if kind in ("PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+                "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"):
+        return (f"A property or item is missing in the {new} schema but present at path '{path}' in the "
+                f"{old} schema and is not covered by its partially open content model")
+    if kind in ("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+                "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"):
+        return (f"The {new} schema has a property or item at path '{path}' which is missing in the {old} "
+                f"schema and is not covered by its partially open content model")
+    return f"{kind} at path '{path}'"
+
+
+class JsonSchemaLike(Protocol):
+    root: Any
+    base_uri: str
+
+    @property
+    def draft(self) -> str: ...
+
+    def resolve(self, ref: str, base_uri: str) -> tuple[Any, str]: ...
+
+
+def is_compatible_change(kind: str) -> bool:
+    return kind in COMPATIBLE_CHANGES
+
+
+def check(reader: JsonSchemaLike, writer: JsonSchemaLike) -> list[Incompatibility]:
+    """Incompatibilities preventing ``reader`` from reading data written with ``writer``."""
+    return [d for d in diff(writer, reader) if d.kind not in COMPATIBLE_CHANGES]
+
+
+def diff(original: JsonSchemaLike, update: JsonSchemaLike) -> list[Incompatibility]:
+    """Every difference (compatible or not) from ``original`` to ``update``."""
+    ctx = _Context()
+    _compare(ctx, _build(original, original.root, original.base_uri),
+             _build(update, update.root, update.base_uri))
+    seen: set[tuple[str, str]] = set()
+    out: list[Incompatibility] = []
+    for d in ctx.diffs:  # metadata can be reached twice when a schema turns into a combination
+        if (d.kind, d.path) not in seen:
+            seen.add((d.kind, d.path))
+            out.append(d)
+    return out
+
+
+# -- the schema model ---------------------------------------------------------------------------
+
+_OBJECT_KEYWORDS = frozenset({
+    "properties", "required", "additionalProperties", "patternProperties", "dependencies",
+    "dependentRequired", "dependentSchemas", "minProperties", "maxProperties", "propertyNames",
+    "unevaluatedProperties",
+})
+_ARRAY_KEYWORDS = frozenset({
+    "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
+    "minContains", "maxContains", "unevaluatedItems",
+})
+_STRING_KEYWORDS = frozenset({"minLength", "maxLength", "pattern"})
+_NUMBER_KEYWORDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+_TYPE_KINDS = {"string": "STRING", "integer": "NUMBER", "number": "NUMBER", "boolean": "BOOLEAN",
+               "null": "NULL", "object": "OBJECT", "array": "ARRAY"}
+_IMPLICIT = (("OBJECT", _OBJECT_KEYWORDS), ("ARRAY", _ARRAY_KEYWORDS), ("STRING", _STRING_KEYWORDS),
+             ("NUMBER", _NUMBER_KEYWORDS))
+_CRITERIA = ("allOf", "anyOf", "oneOf")
+
+
+@dataclass(eq=False)
+class _Node:
+    kind: str
+    raw: Any  # the schema object the node was built from (its keywords are read from here)
+    base: str
+    doc: JsonSchemaLike
+    integer: bool = False
+    criterion: str = ""
+    parts: list[_Node] = field(default_factory=list)  # combined subschemas
+    values: list[Any] = field(default_factory=list)  # enum values
+    meta: dict[str, Any] | None = None  # id/title/description/default owner
+    key: str = ""  # identity for de-duplicating combined subschemas
+
+    def sub(self, value: Any) -> _Node | None:
+        return None if value is None else _build(self.doc, value, self.base)
+
+    @property
+    def draft2020(self) -> bool:
+        return "2020-12" in self.doc.draft
+
+    @property
+    def draft4(self) -> bool:
+        return "draft-04" in self.doc.draft
+
+
+def _build(doc: JsonSchemaLike, raw: Any, base: str, refs: tuple[int, ...] = ()) -> _Node:
+    if raw is True or (isinstance(raw, dict) and not _has_assertions(raw)):
+        return _Node("EMPTY", raw, base, doc, meta=raw if isinstance(raw, dict) else None, key=repr(raw))
+    if raw is False or not isinstance(raw, dict):
+        return _Node("FALSE", raw, base, doc, key="false")
+    id_key = "id" if "draft-04" in doc.draft else "$id"
+    if isinstance(raw.get(id_key), str) and not raw[id_key].startswith("#"):
+        base = urljoin(base, raw[id_key])
+    if isinstance(raw.get("$ref"), str):
+        if id(raw) in refs:  # a $ref chain that loops without any schema in between accepts anything
+            return _Node("EMPTY", True, base, doc, key="True")
+        target, target_base = doc.resolve(raw["$ref"], base)
+        return _build(doc, target, target_base, (*refs, id(raw)))
+    parts: list[_Node] = []
+    typed = _typed_part(doc, raw, base)
+    if typed is not None:
+        parts.append(typed)
+    if "enum" in raw and isinstance(raw["enum"], list):
+        parts.append(_Node("ENUM", raw, base, doc, values=list(raw["enum"]), key="enum" + _key(raw["enum"])))
+    if "const" in raw:
+        parts.append(_Node("ENUM", raw, base, doc, values=[raw["const"]], key="const" + _key(raw["const"])))
+    if "not" in raw:
+        parts.append(_Node("NOT", raw, base, doc, key="not" + _key(raw["not"])))
+    for criterion in _CRITERIA:
+        if isinstance(raw.get(criterion), list):
+            subs = [_build(doc, s, base, refs) for s in raw[criterion]]
+            parts.append(_Node("COMBINED", raw, base, doc, criterion=criterion, parts=subs,
+                               key=criterion + _key(raw[criterion])))
+    if not parts:
+        return _Node("EMPTY", raw, base, doc, meta=raw, key=_key(raw))
+    # the parts of a synthetic allOf share the node's keywords; only the node itself owns metadata
+    node = parts[0] if len(parts) == 1 else _Node("COMBINED", raw, base, doc, criterion="allOf", parts=parts)
+    node.meta = raw
+    node.key = _key(raw)
+    return node
+
+
+def _has_assertions(raw: dict[str, Any]) -> bool:
+    annotations = {"$schema", "$id", "id", "title", "description", "default", "examples", "$comment",
+                   "definitions", "$defs", "format", "readOnly", "writeOnly", "deprecated"}
+    return any(k not in annotations for k in raw)
+
+
+def _typed_part(doc: JsonSchemaLike, raw: dict[str, Any], base: str) -> _Node | None:
+    declared = raw.get("type")
+    if isinstance(declared, str):
+        return _typed(doc, raw, base, declared)
+    if isinstance(declared, list):
+        subs = [_typed(doc, raw, base, t) for t in declared if isinstance(t, str)]
+        if len(subs) == 1:
+            return subs[0]
+        return _Node("COMBINED", raw, base, doc, criterion="anyOf", parts=subs, key="type" + _key(declared))
+    implicit = [kind for kind, keywords in _IMPLICIT if keywords & raw.keys()]
+    if not implicit:
+        return None
+    if len(implicit) == 1:
+        return _Node(implicit[0], raw, base, doc, key=implicit[0])
+    subs = [_Node(kind, raw, base, doc, key=kind) for kind in implicit]
+    return _Node("COMBINED", raw, base, doc, criterion="anyOf", parts=subs, key="implicit")
+
+
+def _typed(doc: JsonSchemaLike, raw: dict[str, Any], base: str, type_name: str) -> _Node:
+    kind = _TYPE_KINDS.get(type_name, "EMPTY")
+    return _Node(kind, raw, base, doc, integer=type_name == "integer", key=type_name)
+
+
+def _key(value: Any) -> str:
+    return repr(value)
+
+
+# -- context ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Context:
+    path: list[str] = field(default_factory=list)
+    diffs: list[Incompatibility] = field(default_factory=list)
+    in_progress: set[tuple[int, int, str, str]] = field(default_factory=set)
+
+    def sub(self) -> _Context:
+        return _Context(list(self.path), [], self.in_progress)
+
+    @contextmanager
+    def enter(self, *segments: str) -> Iterator[None]:
+        self.path.extend(segments)
+        try:
+            yield
+        finally:
+            del self.path[len(self.path) - len(segments):]
+
+    def add(self, kind: str, attribute: str | None = None) -> None:
+        segments = [*self.path, attribute] if attribute is not None else self.path
+        path = "#/" + "/".join(segments)
+        self.diffs.append(Incompatibility(kind, path, describe(kind, path)))
+
+    def compatible(self) -> bool:
+        return all(d.kind in COMPATIBLE_CHANGES for d in self.diffs)
+
+
+# -- rules --------------------------------------------------------------------------------------
+
+
+def _compare(ctx: _Context, original: _Node | None, update: _Node | None) -> None:
+    if original is None and update is None:
+        return
+    if original is None:
+        ctx.add("SCHEMA_ADDED")
+        return
+    if update is None:
+        ctx.add("SCHEMA_REMOVED")
+        return
+    if original.kind != "COMBINED" and update.kind == "COMBINED" and _single_into_combined(ctx, original, update):
+        return
+    if original.kind == "COMBINED" and update.kind != "COMBINED" and _combined_into_single(ctx, original, update):
+        return
+    if original.kind != update.kind:
+        if original.kind == "FALSE" or update.kind == "EMPTY":
+            return  # nothing was valid before / everything is valid now
+        ctx.add("TYPE_CHANGED")
+        return
+    pair = (id(original.raw), id(update.raw), original.kind, original.criterion)
+    if pair in ctx.in_progress:  # a recursive schema reached the same pair again
+        return
+    ctx.in_progress.add(pair)
+    try:
+        _compare_meta(ctx, original, update)
+        _RULES.get(original.kind, _no_rules)(ctx, original, update)
+    finally:
+        ctx.in_progress.discard(pair)
+
+
+def _single_into_combined(ctx: _Context, original: _Node, update: _Node) -> bool:
+    _compare_meta(ctx, original, update)
+    if len(update.parts) == 1:
+        sub = ctx.sub()
+        _compare(sub, original, update.parts[0])
+        if sub.compatible():
+            ctx.diffs.extend(sub.diffs)
+            return True
+        return False
+    if update.criterion in ("anyOf", "oneOf"):
+        for part in update.parts:
+            sub = ctx.sub()
+            _compare(sub, original, part)
+            if sub.compatible():
+                ctx.diffs.extend(sub.diffs)
+                ctx.add("SUM_TYPE_EXTENDED")
+                return True
+        return False
+    # a schema gaining allOf conditions: compare as a one-element allOf
+    _compare_combined(ctx, _wrap(original, update.criterion), update)
+    return True
+
+
+def _combined_into_single(ctx: _Context, original: _Node, update: _Node) -> bool:
+    _compare_meta(ctx, original, update)
+    if len(original.parts) == 1:
+        sub = ctx.sub()
+        _compare(sub, original.parts[0], update)
+        if sub.compatible():
+            ctx.diffs.extend(sub.diffs)
+            return True
+        if original.criterion != "allOf":
+            return False
+    # dropping conditions or alternatives: compare against a one-element combination
+    _compare_combined(ctx, original, _wrap(update, original.criterion))
+    return True
+
+
+def _wrap(node: _Node, criterion: str) -> _Node:
+    return _Node("COMBINED", node.raw, node.base, node.doc, criterion=criterion, parts=[node], key=node.key)
+
+
+def _compare_meta(ctx: _Context, original: _Node, update: _Node) -> None:
+    if original.meta is None or update.meta is None:
+        return  # parts of a synthetic allOf or a wrapper: metadata is compared on the owning node
+    o_meta, u_meta = original.meta, update.meta
+    o_id = o_meta.get("$id", o_meta.get("id"))
+    u_id = u_meta.get("$id", u_meta.get("id"))
+    if o_id != u_id:
+        ctx.add("ID_CHANGED")
+    if o_meta.get("title") != u_meta.get("title"):
+        ctx.add("TITLE_CHANGED")
+    if o_meta.get("description") != u_meta.get("description"):
+        ctx.add("DESCRIPTION_CHANGED")
+    if o_meta.get("default") != u_meta.get("default"):
+        ctx.add("DEFAULT_CHANGED")
+
+
+def _no_rules(ctx: _Context, original: _Node, update: _Node) -> None:
+    """Empty, false, boolean and null schemas have nothing further to compare."""
+
+
+def _bound(ctx: _Context, name: str, kind: str, original: Any, update: Any) -> None:
+    """``<KIND>_ADDED / _REMOVED / _INCREASED / _DECREASED`` for one numeric keyword."""
+    if original == update:
+        return
+    if original is None:
+        ctx.add(f"{kind}_ADDED", name)
+    elif update is None:
+        ctx.add(f"{kind}_REMOVED", name)
+    elif original < update:
+        ctx.add(f"{kind}_INCREASED", name)
+    else:
+        ctx.add(f"{kind}_DECREASED", name)
+
+
+def _number(value: Any) -> Any:
+    return value if isinstance(value, int | float | Decimal) and not isinstance(value, bool) else None
+
+
+def _compare_string(ctx: _Context, original: _Node, update: _Node) -> None:
+    o, u = original.raw, update.raw
+    _bound(ctx, "maxLength", "MAX_LENGTH", _number(o.get("maxLength")), _number(u.get("maxLength")))
+    _bound(ctx, "minLength", "MIN_LENGTH", _number(o.get("minLength")), _number(u.get("minLength")))
+    o_pattern, u_pattern = o.get("pattern"), u.get("pattern")
+    if o_pattern is None and u_pattern is not None:
+        ctx.add("PATTERN_ADDED", "pattern")
+    elif o_pattern is not None and u_pattern is None:
+        ctx.add("PATTERN_REMOVED", "pattern")
+    elif o_pattern != u_pattern:
+        ctx.add("PATTERN_CHANGED", "pattern")
+
+
+def _limits(node: _Node) -> tuple[Any, Any, Any, Any]:
+    """(maximum, minimum, exclusive maximum, exclusive minimum); draft 4's boolean exclusives turn
+    the plain bound into an exclusive one."""
+    raw = node.raw
+    maximum, minimum = _number(raw.get("maximum")), _number(raw.get("minimum"))
+    ex_max, ex_min = raw.get("exclusiveMaximum"), raw.get("exclusiveMinimum")
+    if isinstance(ex_max, bool):
+        ex_max, maximum = (maximum, None) if ex_max else (None, maximum)
+    if isinstance(ex_min, bool):
+        ex_min, minimum = (minimum, None) if ex_min else (None, minimum)
+    return maximum, minimum, _number(ex_max), _number(ex_min)
+
+
+def _compare_number(ctx: _Context, original: _Node, update: _Node) -> None:
+    o_max, o_min, o_xmax, o_xmin = _limits(original)
+    u_max, u_min, u_xmax, u_xmin = _limits(update)
+    _bound(ctx, "maximum", "MAXIMUM", o_max, u_max)
+    _bound(ctx, "minimum", "MINIMUM", o_min, u_min)
+    _bound(ctx, "exclusiveMaximum", "EXCLUSIVE_MAXIMUM", o_xmax, u_xmax)
+    _bound(ctx, "exclusiveMinimum", "EXCLUSIVE_MINIMUM", o_xmin, u_xmin)
+    _compare_multiple_of(ctx, _number(original.raw.get("multipleOf")), _number(update.raw.get("multipleOf")))
+    if original.integer != update.integer:
+        ctx.add("TYPE_EXTENDED" if original.integer else "TYPE_NARROWED")
+
+
+def _compare_multiple_of(ctx: _Context, original: Any, update: Any) -> None:
+    if original == update:
+        return
+    if original is None:
+        ctx.add("MULTIPLE_OF_ADDED", "multipleOf")
+    elif update is None:
+        ctx.add("MULTIPLE_OF_REMOVED", "multipleOf")
+    else:
+        try:
+            o, u = Decimal(str(original)), Decimal(str(update))
+            expanded, reduced = u % o == 0, o % u == 0
+        except (InvalidOperation, ZeroDivisionError):
+            expanded = reduced = False
+        if expanded:  # every multiple of the update is a multiple of the original: fewer values
+            ctx.add("MULTIPLE_OF_EXPANDED", "multipleOf")
+        elif reduced:
+            ctx.add("MULTIPLE_OF_REDUCED", "multipleOf")
+        else:
+            ctx.add("MULTIPLE_OF_CHANGED", "multipleOf")
+
+
+def _compare_enum(ctx: _Context, original: _Node, update: _Node) -> None:
+    o_values = {_key(v) for v in original.values}
+    u_values = {_key(v) for v in update.values}
+    if o_values == u_values:
+        return
+    if u_values >= o_values:
+        ctx.add("ENUM_ARRAY_EXTENDED", "enum")
+    elif o_values >= u_values:
+        ctx.add("ENUM_ARRAY_NARROWED", "enum")
+    else:
+        ctx.add("ENUM_ARRAY_CHANGED", "enum")
+
+
+def _compare_not(ctx: _Context, original: _Node, update: _Node) -> None:
+    with ctx.enter("not"):
+        sub = ctx.sub()
+        # what the update forbids must have been forbidden before: compare the negated schemas reversed
+        _compare(sub, update.sub(update.raw["not"]), original.sub(original.raw["not"]))
+        ctx.add("NOT_TYPE_NARROWED" if sub.compatible() else "NOT_TYPE_EXTENDED")
+
+
+def _compare_criteria(ctx: _Context, original: _Node, update: _Node) -> str | None:
+    if original.criterion == update.criterion:
+        return None
+    if update.criterion == "anyOf":
+        kind = "COMBINED_TYPE_EXTENDED"  # allOf/oneOf -> anyOf accepts more
+    elif update.criterion == "oneOf":
+        kind = "COMBINED_TYPE_EXTENDED" if len(original.parts) == 1 else "COMBINED_TYPE_CHANGED"
+    elif len(original.parts) == 1 and len(update.parts) == 1:
+        kind = "COMBINED_TYPE_EXTENDED"
+    else:
+        kind = "COMBINED_TYPE_CHANGED"
+    ctx.add(kind)
+    return kind
+
+
+def _compare_combined(ctx: _Context, original: _Node, update: _Node) -> None:
+    if _compare_criteria(ctx, original, update) == "COMBINED_TYPE_CHANGED":
+        return
+    o_parts = _dedupe(original.parts)
+    u_parts = _dedupe(update.parts)
+    product = update.criterion == "allOf"
+    if len(o_parts) < len(u_parts):
+        ctx.add("PRODUCT_TYPE_EXTENDED" if product else "SUM_TYPE_EXTENDED")
+    elif len(o_parts) > len(u_parts):
+        ctx.add("PRODUCT_TYPE_NARROWED" if product else "SUM_TYPE_NARROWED")
+    edges: dict[tuple[int, int], list[Incompatibility]] = {}
+    for i, o_part in enumerate(o_parts):
+        with ctx.enter(f"{original.criterion}/{i}"):
+            for j, u_part in enumerate(u_parts):
+                sub = ctx.sub()
+                _compare(sub, o_part, u_part)
+                if sub.compatible():
+                    edges[(i, j)] = sub.diffs
+    matching = _max_matching(len(o_parts), len(u_parts), edges)
+    for edge in sorted(matching):
+        ctx.diffs.extend(edges[edge])
+    if len(matching) < min(len(o_parts), len(u_parts)):
+        ctx.add("COMBINED_TYPE_SUBSCHEMAS_CHANGED")
+
+
+def _dedupe(parts: list[_Node]) -> list[_Node]:
+    seen: set[str] = set()
+    out: list[_Node] = []
+    for part in parts:
+        if part.key not in seen:
+            seen.add(part.key)
+            out.append(part)
+    return out
+
+
+def _max_matching(left: int, right: int, edges: dict[tuple[int, int], Any]) -> set[tuple[int, int]]:
+    """Maximum-cardinality bipartite matching (augmenting paths; subschema lists are short)."""
+    adjacency = {i: [j for j in range(right) if (i, j) in edges] for i in range(left)}
+    match_right: dict[int, int] = {}
+
+    def augment(i: int, visited: set[int]) -> bool:
+        for j in adjacency[i]:
+            if j in visited:
+                continue
+            visited.add(j)
+            if j not in match_right or augment(match_right[j], visited):
+                match_right[j] = i
+                return True
+        return False
+
+    for i in range(left):
+        augment(i, set())
+    return {(i, j) for j, i in match_right.items()}
+
+
+# objects ----------------------------------------------------------------------------------------
+
+
+def _props(node: _Node) -> dict[str, Any]:
+    value = node.raw.get("properties")
+    return value if isinstance(value, dict) else {}
+
+
+def _required(node: _Node) -> set[str]:
+    value = node.raw.get("required")
+    return set(value) if isinstance(value, list) else set()
+
+
+def _permits_additional(node: _Node, keyword: str) -> bool:
+    return node.raw.get(keyword, True) is not False
+
+
+def _additional_schema(node: _Node, keyword: str) -> Any:
+    value = node.raw.get(keyword)
+    return value if isinstance(value, dict) else None
+
+
+def _open_object(node: _Node) -> bool:
+    """Open: no patternProperties, additionalProperties absent or true, and (when additionalProperties
+    is absent) unevaluatedProperties absent, true or ``{}``."""
+    raw = node.raw
+    if raw.get("patternProperties") or ("additionalProperties" in raw and raw["additionalProperties"] is not True):
+        return False
+    if "additionalProperties" in raw:
+        return True
+    return _unevaluated(node, "unevaluatedProperties") in (None, True, {})
+
+
+def _partial_schema(node: _Node, name: str) -> _Node | None:
+    """The schema a partially open object applies to an undeclared property ``name``."""
+    patterns = node.raw.get("patternProperties")
+    if isinstance(patterns, dict):
+        for pattern, schema in patterns.items():
+            try:
+                if re.search(pattern, name):
+                    return node.sub(schema)
+            except re.error:
+                continue
+    if "additionalProperties" in node.raw:
+        return node.sub(_additional_schema(node, "additionalProperties"))
+    uneval = _unevaluated(node, "unevaluatedProperties")
+    return node.sub(uneval) if isinstance(uneval, dict) else None
+
+
+def _unevaluated(node: _Node, keyword: str) -> Any:
+    """The unevaluated* keyword's value (drafts 2019-09 and 2020-12 only), or None."""
+    if "2019-09" not in node.doc.draft and "2020-12" not in node.doc.draft:
+        return None
+    return node.raw.get(keyword)
+
+
+def _compare_unevaluated(ctx: _Context, original: _Node, update: _Node, keyword: str, kind: str) -> None:
+    """``unevaluatedProperties`` / ``unevaluatedItems``: absent, false, true/{} or a schema."""
+    o_value, u_value = _unevaluated(original, keyword), _unevaluated(update, keyword)
+    if o_value is None and u_value is None:
+        return
+    with ctx.enter(keyword):
+        o_empty, u_empty = o_value in (True, {}), u_value in (True, {})
+        if o_value is None:
+            ctx.add(f"{kind}_REMOVED" if u_value is False else f"{kind}_NARROWED")
+        elif u_value is None:
+            ctx.add(f"{kind}_ADDED" if o_value is False else f"{kind}_EXTENDED")
+        elif o_value is False and u_value is not False:
+            ctx.add(f"{kind}_ADDED")
+        elif o_value is not False and u_value is False:
+            ctx.add(f"{kind}_REMOVED")
+        elif o_empty and not u_empty:
+            ctx.add(f"{kind}_NARROWED")
+        elif not o_empty and u_empty:
+            ctx.add(f"{kind}_EXTENDED")
+        elif not o_empty:
+            _compare(ctx, original.sub(o_value), update.sub(u_value))
+
+
+def _has_default(node: _Node, name: str) -> bool:
+    schema = _props(node).get(name)
+    return isinstance(schema, dict) and "default" in schema
+
+
+def _compare_object(ctx: _Context, original: _Node, update: _Node) -> None:
+    _compare_required(ctx, original, update)
+    _compare_properties(ctx, original, update)
+    _compare_dependencies(ctx, original, update)
+    _compare_additional_properties(ctx, original, update)
+    _compare_unevaluated(ctx, original, update, "unevaluatedProperties", "UNEVALUATED_PROPERTIES")
+    o, u = original.raw, update.raw
+    _bound(ctx, "maxProperties", "MAX_PROPERTIES", _number(o.get("maxProperties")), _number(u.get("maxProperties")))
+    _bound(ctx, "minProperties", "MIN_PROPERTIES", _number(o.get("minProperties")), _number(u.get("minProperties")))
+
+
+def _compare_required(ctx: _Context, original: _Node, update: _Node) -> None:
+    o_required, u_required = _required(original), _required(update)
+    u_props = _props(update)
+    with ctx.enter("required"):
+        for name in _props(original):
+            if name not in u_props:
+                continue
+            if name in o_required and name not in u_required:
+                ctx.add("REQUIRED_ATTRIBUTE_REMOVED", name)
+            elif name not in o_required and name in u_required:
+                with_default = _has_default(update, name)
+                ctx.add("REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED" if with_default else "REQUIRED_ATTRIBUTE_ADDED", name)
+
+
+def _compare_properties(ctx: _Context, original: _Node, update: _Node) -> None:
+    o_props, u_props = _props(original), _props(update)
+    names = list(o_props) + [n for n in u_props if n not in o_props]
+    with ctx.enter("properties"):
+        for name in names:
+            with ctx.enter(name):
+                if name not in u_props:
+                    _property_removed(ctx, original.sub(o_props[name]), update, name)
+                elif name not in o_props:
+                    _property_added(ctx, original, update, name)
+                else:
+                    _compare(ctx, original.sub(o_props[name]), update.sub(u_props[name]))
+
+
+def _property_removed(ctx: _Context, removed: _Node | None, update: _Node, name: str) -> None:
+    # a property may only disappear if the update still accepts whatever values it had
+    if _open_object(update):
+        ctx.add("PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL")
+        return
+    partial = _partial_schema(update, name)
+    if partial is not None:
+        sub = ctx.sub()
+        _compare(sub, removed, partial)
+        ctx.diffs.extend(sub.diffs)
+        ctx.add("PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL" if sub.compatible()
+                else "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
+    elif removed is not None and removed.kind == "FALSE":
+        ctx.add("PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+    else:
+        ctx.add("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+
+
+def _property_added(ctx: _Context, original: _Node, update: _Node, name: str) -> None:
+    added = update.sub(_props(update)[name])
+    # old data may already carry a property of that name if the original was open
+    if _open_object(original):
+        if added is not None and added.kind == "EMPTY":
+            ctx.add("PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL")
+        else:
+            ctx.add("PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL")
+        return
+    partial = _partial_schema(original, name)
+    if partial is not None:
+        sub = ctx.sub()
+        _compare(sub, partial, added)
+        ctx.diffs.extend(sub.diffs)
+        ctx.add("PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL" if sub.compatible()
+                else "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
+    if name in _required(update):
+        ctx.add("REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL" if _has_default(update, name)
+                else "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL")
+    else:
+        ctx.add("OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL")
+
+
+def _dependencies(node: _Node) -> tuple[dict[str, list[Any]], dict[str, Any]]:
+    arrays: dict[str, list[Any]] = {}
+    schemas: dict[str, Any] = {}
+    for keyword in ("dependencies", "dependentRequired", "dependentSchemas"):
+        value = node.raw.get(keyword)
+        if not isinstance(value, dict):
+            continue
+        for name, dep in value.items():
+            if isinstance(dep, list):
+                arrays[name] = dep
+            else:
+                schemas[name] = dep
+    return arrays, schemas
+
+
+def _compare_dependencies(ctx: _Context, original: _Node, update: _Node) -> None:
+    o_arrays, o_schemas = _dependencies(original)
+    u_arrays, u_schemas = _dependencies(update)
+    with ctx.enter("dependencies"):
+        for name in list(o_arrays) + [n for n in u_arrays if n not in o_arrays]:
+            if name not in u_arrays:
+                ctx.add("DEPENDENCY_ARRAY_REMOVED", name)
+            elif name not in o_arrays:
+                ctx.add("DEPENDENCY_ARRAY_ADDED", name)
+            else:
+                o_set, u_set = {_key(v) for v in o_arrays[name]}, {_key(v) for v in u_arrays[name]}
+                if o_set != u_set:
+                    kind = ("DEPENDENCY_ARRAY_EXTENDED" if u_set >= o_set
+                            else "DEPENDENCY_ARRAY_NARROWED" if o_set >= u_set else "DEPENDENCY_ARRAY_CHANGED")
+                    ctx.add(kind, name)
+        for name in list(o_schemas) + [n for n in u_schemas if n not in o_schemas]:
+            with ctx.enter(name):
+                if name not in u_schemas:
+                    ctx.add("DEPENDENCY_SCHEMA_REMOVED")
+                elif name not in o_schemas:
+                    ctx.add("DEPENDENCY_SCHEMA_ADDED")
+                else:
+                    _compare(ctx, original.sub(o_schemas[name]), update.sub(u_schemas[name]))
+
+
+def _compare_additional(ctx: _Context, original: _Node, update: _Node, keyword: str, kind: str) -> None:
+    """``additionalProperties`` / ``additionalItems``: false, absent/true, or a schema."""
+    with ctx.enter(keyword):
+        o_permits, u_permits = _permits_additional(original, keyword), _permits_additional(update, keyword)
+        o_schema, u_schema = _additional_schema(original, keyword), _additional_schema(update, keyword)
+        if o_permits != u_permits:
+            ctx.add(f"{kind}_ADDED" if u_permits else f"{kind}_REMOVED")
+        elif o_schema is None and u_schema is not None:
+            ctx.add(f"{kind}_NARROWED")
+        elif o_schema is not None and u_schema is None:
+            ctx.add(f"{kind}_EXTENDED")
+        elif o_schema is not None:
+            _compare(ctx, original.sub(o_schema), update.sub(u_schema))
+
+
+def _compare_additional_properties(ctx: _Context, original: _Node, update: _Node) -> None:
+    _compare_additional(ctx, original, update, "additionalProperties", "ADDITIONAL_PROPERTIES")
+
+
+# arrays -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _ArrayShape:
+    all_items: Any  # one schema for every item, or None
+    tuple_items: list[Any]  # positional schemas
+    additional_keyword: str  # where the schema for items past the tuple lives
+
+
+def _array_shape(node: _Node) -> _ArrayShape:
+    raw = node.raw
+    items = raw.get("items")
+    if node.draft2020 and isinstance(raw.get("prefixItems"), list):
+        return _ArrayShape(None, list(raw["prefixItems"]), "items")
+    if isinstance(items, list):
+        return _ArrayShape(None, items, "additionalItems")
+    return _ArrayShape(items, [], "additionalItems")
+
+
+def _open_array(node: _Node, shape: _ArrayShape) -> bool:
+    if not shape.tuple_items:
+        return True
+    if shape.additional_keyword in node.raw:
+        return node.raw[shape.additional_keyword] is True
+    return _unevaluated(node, "unevaluatedItems") in (None, True, {})
+
+
+def _partial_items(node: _Node, shape: _ArrayShape) -> _Node | None:
+    if not shape.tuple_items:
+        return None
+    value = node.raw[shape.additional_keyword] if shape.additional_keyword in node.raw else _unevaluated(
+        node, "unevaluatedItems"
+    )
+    return node.sub(value) if isinstance(value, dict) else None
+
+
+def _compare_array(ctx: _Context, original: _Node, update: _Node) -> None:
+    o_shape, u_shape = _array_shape(original), _array_shape(update)
+    with ctx.enter("items"):
+        _compare(ctx, original.sub(o_shape.all_items), update.sub(u_shape.all_items))
+    _compare_tuple_items(ctx, original, o_shape, update, u_shape)
+    if o_shape.additional_keyword == u_shape.additional_keyword == "additionalItems":
+        _compare_additional(ctx, original, update, "additionalItems", "ADDITIONAL_ITEMS")
+    _compare_unevaluated(ctx, original, update, "unevaluatedItems", "UNEVALUATED_ITEMS")
+    o, u = original.raw, update.raw
+    _bound(ctx, "maxItems", "MAX_ITEMS", _number(o.get("maxItems")), _number(u.get("maxItems")))
+    _bound(ctx, "minItems", "MIN_ITEMS", _number(o.get("minItems")), _number(u.get("minItems")))
+    o_unique, u_unique = o.get("uniqueItems") is True, u.get("uniqueItems") is True
+    if o_unique != u_unique:
+        ctx.add("UNIQUE_ITEMS_REMOVED" if o_unique else "UNIQUE_ITEMS_ADDED", "uniqueItems")
+    _bound(ctx, "maxContains", "MAX_CONTAINS", _number(o.get("maxContains")), _number(u.get("maxContains")))
+    _bound(ctx, "minContains", "MIN_CONTAINS", _number(o.get("minContains")), _number(u.get("minContains")))
+
+
+def _compare_tuple_items(
+    ctx: _Context, original: _Node, o_shape: _ArrayShape, update: _Node, u_shape: _ArrayShape
+) -> None:
+    o_items, u_items = o_shape.tuple_items, u_shape.tuple_items
+    for index in range(max(len(o_items), len(u_items))):
+        with ctx.enter(f"items/{index}"):
+            if index < len(o_items) and index < len(u_items):
+                _compare(ctx, original.sub(o_items[index]), update.sub(u_items[index]))
+            elif index < len(o_items):
+                _item_removed(ctx, original.sub(o_items[index]), update, u_shape)
+            else:
+                _item_added(ctx, original, o_shape, update.sub(u_items[index]))
+
+
+def _item_removed(ctx: _Context, removed: _Node | None, update: _Node, u_shape: _ArrayShape) -> None:
+    if _open_array(update, u_shape):
+        ctx.add("ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL")
+        return
+    partial = _partial_items(update, u_shape)
+    if partial is not None:
+        sub = ctx.sub()
+        _compare(sub, removed, partial)
+        ctx.diffs.extend(sub.diffs)
+        ctx.add("ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL" if sub.compatible()
+                else "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
+    elif removed is not None and removed.kind == "FALSE":
+        ctx.add("ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+    else:
+        ctx.add("ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+
+
+def _item_added(ctx: _Context, original: _Node, o_shape: _ArrayShape, added: _Node | None) -> None:
+    if _open_array(original, o_shape):
+        if added is not None and added.kind == "EMPTY":
+            ctx.add("ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL")
+        else:
+            ctx.add("ITEM_ADDED_TO_OPEN_CONTENT_MODEL")
+        return
+    partial = _partial_items(original, o_shape)
+    if partial is not None:
+        sub = ctx.sub()
+        _compare(sub, partial, added)
+        ctx.diffs.extend(sub.diffs)
+        ctx.add("ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL" if sub.compatible()
+                else "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
+    else:
+        ctx.add("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL")
+
+
+_RULES = {
+    "STRING": _compare_string,
+    "NUMBER": _compare_number,
+    "ENUM": _compare_enum,
+    "NOT": _compare_not,
+    "COMBINED": _compare_combined,
+    "OBJECT": _compare_object,
+    "ARRAY": _compare_array,
+}

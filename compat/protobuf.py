@@ -1,0 +1,494 @@
+"""Protobuf compatibility: Confluent's structural diff over file descriptors.
+
+Confluent defines ``SchemaDiff.compare(original, update)`` and calls a change compatible when every
+difference is in :data:`COMPATIBLE_CHANGES`; ``new.isBackwardCompatible(previous)`` diffs
+(original=previous, update=new). "Reader can read writer's data" is therefore
+``diff(original=writer, update=reader)``: :func:`check` does exactly that, so it plugs into
+``compat.levels.check_levels`` (BACKWARD: new reader, old writer; FORWARD: the reverse).
+
+Inputs are duck-typed (this package imports nothing of schemakit): any object with ``descriptor``
+(the schema's ``FileDescriptorProto``) and ``dependencies`` (import path -> ``FileDescriptorProto``).
+Field type names in descriptors are fully qualified, so no scope resolution is needed.
+
+Paths are Confluent's: ``#/`` + message names + oneof name + field number, e.g. ``#/Outer/Inner/3``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from google.protobuf import descriptor_pb2
+
+from compat.result import Incompatibility
+
+FDP = descriptor_pb2.FieldDescriptorProto
+
+PACKAGE_CHANGED = "PACKAGE_CHANGED"
+MESSAGE_ADDED = "MESSAGE_ADDED"
+MESSAGE_REMOVED = "MESSAGE_REMOVED"
+MESSAGE_MOVED = "MESSAGE_MOVED"
+ENUM_ADDED = "ENUM_ADDED"
+ENUM_REMOVED = "ENUM_REMOVED"
+ENUM_CONST_ADDED = "ENUM_CONST_ADDED"
+ENUM_CONST_CHANGED = "ENUM_CONST_CHANGED"
+ENUM_CONST_REMOVED = "ENUM_CONST_REMOVED"
+FIELD_ADDED = "FIELD_ADDED"
+FIELD_REMOVED = "FIELD_REMOVED"
+FIELD_NAME_CHANGED = "FIELD_NAME_CHANGED"
+FIELD_KIND_CHANGED = "FIELD_KIND_CHANGED"
+FIELD_SCALAR_KIND_CHANGED = "FIELD_SCALAR_KIND_CHANGED"
+FIELD_NAMED_TYPE_CHANGED = "FIELD_NAMED_TYPE_CHANGED"
+FIELD_NUMERIC_LABEL_CHANGED = "FIELD_NUMERIC_LABEL_CHANGED"
+FIELD_STRING_OR_BYTES_LABEL_CHANGED = "FIELD_STRING_OR_BYTES_LABEL_CHANGED"
+REQUIRED_FIELD_ADDED = "REQUIRED_FIELD_ADDED"
+REQUIRED_FIELD_REMOVED = "REQUIRED_FIELD_REMOVED"
+ONEOF_ADDED = "ONEOF_ADDED"
+ONEOF_REMOVED = "ONEOF_REMOVED"
+ONEOF_FIELD_ADDED = "ONEOF_FIELD_ADDED"
+ONEOF_FIELD_REMOVED = "ONEOF_FIELD_REMOVED"
+MULTIPLE_FIELDS_MOVED_TO_ONEOF = "MULTIPLE_FIELDS_MOVED_TO_ONEOF"
+FIELD_MOVED_TO_EXISTING_ONEOF = "FIELD_MOVED_TO_EXISTING_ONEOF"
+
+#: Confluent's current set (its diff corpus marks a package change compatible: types are matched by
+#: their name within the package, and the wire format does not carry package names)
+COMPATIBLE_CHANGES: frozenset[str] = frozenset(
+    {
+        PACKAGE_CHANGED,
+        MESSAGE_ADDED,
+        MESSAGE_MOVED,
+        ENUM_ADDED,
+        ENUM_REMOVED,
+        ENUM_CONST_ADDED,
+        ENUM_CONST_CHANGED,
+        ENUM_CONST_REMOVED,
+        FIELD_ADDED,
+        FIELD_REMOVED,
+        FIELD_NAME_CHANGED,
+        FIELD_STRING_OR_BYTES_LABEL_CHANGED,
+        ONEOF_ADDED,
+        ONEOF_REMOVED,
+        ONEOF_FIELD_ADDED,
+    }
+)
+
+_DESCRIPTIONS = {
+    MESSAGE_REMOVED: "The message at '{path}' of the old schema is missing in the new schema",
+    FIELD_KIND_CHANGED: "The kind of the field at '{path}' (scalar, message or map) differs between "
+    "the new and the old schema",
+    FIELD_SCALAR_KIND_CHANGED: "The scalar type of the field at '{path}' in the new schema cannot read "
+    "the wire type of the old schema",
+    FIELD_NAMED_TYPE_CHANGED: "The named type of the field at '{path}' differs between the new and the old "
+    "schema or changed incompatibly",
+    FIELD_NUMERIC_LABEL_CHANGED: "The label of the numeric field at '{path}' changed between singular and "
+    "repeated",
+    REQUIRED_FIELD_ADDED: "The new schema has a required field at '{path}' that the old schema lacks",
+    REQUIRED_FIELD_REMOVED: "The new schema lacks the required field at '{path}' of the old schema",
+    ONEOF_FIELD_REMOVED: "The field at '{path}' was removed from its oneof in the new schema",
+    MULTIPLE_FIELDS_MOVED_TO_ONEOF: "Several existing fields were moved into the oneof at '{path}'",
+    FIELD_MOVED_TO_EXISTING_ONEOF: "An existing field was moved into the existing oneof at '{path}'",
+}
+
+
+class ProtobufSchema(Protocol):
+    descriptor: descriptor_pb2.FileDescriptorProto
+    dependencies: Mapping[str, descriptor_pb2.FileDescriptorProto]
+
+
+def is_compatible_change(kind: str) -> bool:
+    return kind in COMPATIBLE_CHANGES
+
+
+def check(reader: ProtobufSchema, writer: ProtobufSchema) -> list[Incompatibility]:
+    """Incompatibilities preventing ``reader`` from reading data written with ``writer``."""
+    return [d for d in diff(writer, reader) if d.kind not in COMPATIBLE_CHANGES]
+
+
+def diff(original: ProtobufSchema, update: ProtobufSchema) -> list[Incompatibility]:
+    """Every difference (compatible or not) from ``original`` to ``update``, in Confluent's kinds."""
+    ctx = _Context(_TypeIndex(original), _TypeIndex(update))
+    _compare_files(ctx, original.descriptor, update.descriptor)
+    seen: set[tuple[str, str]] = set()
+    out: list[Incompatibility] = []
+    for d in ctx.diffs:  # local types are reached both as types and through fields: report once
+        if (d.kind, d.path) not in seen:
+            seen.add((d.kind, d.path))
+            out.append(d)
+    return out
+
+
+# -- type information ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _TypeInfo:
+    full_name: str  # without leading dot
+    package: str
+    file: str
+    message: descriptor_pb2.DescriptorProto | None
+    enum: descriptor_pb2.EnumDescriptorProto | None
+
+    @property
+    def local_name(self) -> str:
+        prefix = self.package + "." if self.package else ""
+        return self.full_name[len(prefix) :] if self.full_name.startswith(prefix) else self.full_name
+
+    @property
+    def is_map(self) -> bool:
+        return self.message is not None and self.message.options.map_entry
+
+
+class _TypeIndex:
+    """Every message and enum of a schema and its dependencies, by full name."""
+
+    def __init__(self, schema: ProtobufSchema) -> None:
+        self.types: dict[str, _TypeInfo] = {}
+        self.files: dict[str, bytes] = {}
+        self.syntax: dict[str, str] = {}
+        self.main = schema.descriptor.name
+        for name, fd in schema.dependencies.items():
+            self._add_file(fd, name)
+        self._add_file(schema.descriptor, schema.descriptor.name)
+
+    def _add_file(self, fd: descriptor_pb2.FileDescriptorProto, name: str) -> None:
+        self.files[name] = fd.SerializeToString(deterministic=True)
+        self.syntax[name] = fd.syntax or "proto2"
+        scope = fd.package
+        for enum in fd.enum_type:
+            self._add(_join(scope, enum.name), fd, name, None, enum)
+        for msg in fd.message_type:
+            self._add_message(scope, msg, fd, name)
+
+    def _add_message(self, scope: str, msg: descriptor_pb2.DescriptorProto, fd: Any, name: str) -> None:
+        full = _join(scope, msg.name)
+        self._add(full, fd, name, msg, None)
+        for enum in msg.enum_type:
+            self._add(_join(full, enum.name), fd, name, None, enum)
+        for nested in msg.nested_type:
+            self._add_message(full, nested, fd, name)
+
+    def _add(self, full: str, fd: Any, file: str, msg: Any, enum: Any) -> None:
+        self.types[full] = _TypeInfo(full, fd.package, file, msg, enum)
+
+    def is_proto3(self, full_name: str) -> bool:
+        info = self.types.get(full_name)
+        return info is not None and self.syntax.get(info.file) == "proto3"
+
+    def get(self, type_name: str) -> _TypeInfo | None:
+        return self.types.get(type_name.lstrip("."))
+
+
+def _join(scope: str, name: str) -> str:
+    return f"{scope}.{name}" if scope else name
+
+
+# -- context ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Context:
+    original: _TypeIndex
+    update: _TypeIndex
+    path: list[str] = field(default_factory=list)
+    diffs: list[Incompatibility] = field(default_factory=list)
+    in_progress: set[tuple[str, str]] = field(default_factory=set)
+
+    def sub(self, path: list[str]) -> _Context:
+        return _Context(self.original, self.update, list(path), [], self.in_progress)
+
+    @contextmanager
+    def enter(self, segment: str) -> Iterator[None]:
+        self.path.append(segment)
+        try:
+            yield
+        finally:
+            self.path.pop()
+
+    def add(self, kind: str, segment: str | None = None) -> None:
+        path = "#/" + "/".join([*self.path, segment] if segment is not None else self.path)
+        template = _DESCRIPTIONS.get(kind, "Compatible change {kind} at '{path}'")
+        self.diffs.append(Incompatibility(kind, path, template.format(path=path, kind=kind)))
+
+    def compatible(self) -> bool:
+        return all(d.kind in COMPATIBLE_CHANGES for d in self.diffs)
+
+
+# -- rules --------------------------------------------------------------------------------------
+
+
+def _compare_files(ctx: _Context, original: Any, update: Any) -> None:
+    if original.package != update.package:
+        ctx.add(PACKAGE_CHANGED)
+    _compare_types(
+        ctx,
+        original.package,
+        list(original.message_type),
+        list(original.enum_type),
+        update.package,
+        list(update.message_type),
+        list(update.enum_type),
+    )
+
+
+def _compare_types(
+    ctx: _Context,
+    o_scope: str,
+    o_messages: list[descriptor_pb2.DescriptorProto],
+    o_enums: list[descriptor_pb2.EnumDescriptorProto],
+    u_scope: str,
+    u_messages: list[descriptor_pb2.DescriptorProto],
+    u_enums: list[descriptor_pb2.EnumDescriptorProto],
+) -> None:
+    """Messages and enums declared in one scope (a file or a message), matched by name."""
+    o_msgs = {m.name: (i, m) for i, m in enumerate(m for m in o_messages if not m.options.map_entry)}
+    u_msgs = {m.name: (i, m) for i, m in enumerate(m for m in u_messages if not m.options.map_entry)}
+    for name in sorted(o_msgs.keys() | u_msgs.keys()):
+        with ctx.enter(name):
+            if name not in u_msgs:
+                ctx.add(MESSAGE_REMOVED)
+            elif name not in o_msgs:
+                ctx.add(MESSAGE_ADDED)
+            else:
+                (o_index, o_msg), (u_index, u_msg) = o_msgs[name], u_msgs[name]
+                _compare_message(ctx, _join(o_scope, name), o_msg, _join(u_scope, name), u_msg)
+                if o_index != u_index:
+                    # message indexes on the wire refer to the schema of the writer's id
+                    ctx.add(MESSAGE_MOVED)
+    o_en = {e.name: e for e in o_enums}
+    u_en = {e.name: e for e in u_enums}
+    for name in sorted(o_en.keys() | u_en.keys()):
+        with ctx.enter(name):
+            if name not in u_en:
+                ctx.add(ENUM_REMOVED)
+            elif name not in o_en:
+                ctx.add(ENUM_ADDED)
+            else:
+                _compare_enum(ctx, o_en[name], u_en[name])
+
+
+def _compare_enum(ctx: _Context, original: Any, update: Any) -> None:
+    o_values: dict[int, str] = {}
+    for v in original.value:
+        o_values.setdefault(v.number, v.name)  # with allow_alias the first name counts
+    u_values: dict[int, str] = {}
+    for v in update.value:
+        u_values.setdefault(v.number, v.name)
+    for number in sorted(o_values.keys() | u_values.keys()):
+        if number not in u_values:
+            ctx.add(ENUM_CONST_REMOVED, str(number))
+        elif number not in o_values:
+            ctx.add(ENUM_CONST_ADDED, str(number))
+        elif o_values[number] != u_values[number]:
+            ctx.add(ENUM_CONST_CHANGED, str(number))
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    proto: FDP
+    label: str | None  # Wire's label: None for proto3 implicit presence, oneof members and maps
+    oneof: str | None
+
+
+def _fields(msg: descriptor_pb2.DescriptorProto, syntax_proto3: bool) -> list[_Field]:
+    real_oneofs: dict[int, str] = {}
+    for i, decl in enumerate(msg.oneof_decl):
+        members = [f for f in msg.field if f.HasField("oneof_index") and f.oneof_index == i]
+        if not all(f.proto3_optional for f in members):
+            real_oneofs[i] = decl.name
+    out: list[_Field] = []
+    for f in msg.field:
+        oneof = real_oneofs.get(f.oneof_index) if f.HasField("oneof_index") else None
+        if oneof is not None:
+            label = None
+        elif f.label == FDP.LABEL_REPEATED:
+            label = "REPEATED"
+        elif f.label == FDP.LABEL_REQUIRED:
+            label = "REQUIRED"
+        elif syntax_proto3 and not f.proto3_optional:
+            label = None
+        else:
+            label = "OPTIONAL"
+        out.append(_Field(f, label, oneof))
+    return out
+
+
+def _compare_message(ctx: _Context, o_full: str, original: Any, u_full: str, update: Any) -> None:
+    key = (o_full, u_full)
+    if key in ctx.in_progress:  # recursive types: the pair is being compared further up
+        return
+    ctx.in_progress.add(key)
+    try:
+        _compare_message_body(ctx, o_full, original, u_full, update)
+        _compare_types(
+            ctx,
+            o_full,
+            list(original.nested_type),
+            list(original.enum_type),
+            u_full,
+            list(update.nested_type),
+            list(update.enum_type),
+        )
+    finally:
+        ctx.in_progress.discard(key)
+
+
+def _compare_message_body(ctx: _Context, o_full: str, original: Any, u_full: str, update: Any) -> None:
+    o_fields = _fields(original, ctx.original.is_proto3(o_full))
+    u_fields = _fields(update, ctx.update.is_proto3(u_full))
+    o_top = {f.proto.number: f for f in o_fields if f.oneof is None}
+    u_top = {f.proto.number: f for f in u_fields if f.oneof is None}
+    o_all = {f.proto.number: f for f in o_fields}
+    u_all = {f.proto.number: f for f in u_fields}
+    o_oneofs = _group_oneofs(o_fields)
+    u_oneofs = _group_oneofs(u_fields)
+    o_in_oneof = {f.proto.number for f in o_fields if f.oneof is not None}
+
+    for name, members in u_oneofs.items():
+        moved = existing = 0
+        for member in members:
+            if o_top.pop(member.proto.number, None) is not None:
+                moved += 1  # no FIELD_REMOVED for a field that moved into a oneof
+            elif member.proto.number in o_in_oneof:
+                existing += 1
+        with ctx.enter(name):
+            if moved > 1:
+                ctx.add(MULTIPLE_FIELDS_MOVED_TO_ONEOF)
+            elif moved == 1 and existing > 0:
+                ctx.add(FIELD_MOVED_TO_EXISTING_ONEOF)
+
+    for name in sorted(o_oneofs.keys() | u_oneofs.keys()):
+        with ctx.enter(name):
+            if name not in u_oneofs:
+                ctx.add(ONEOF_REMOVED)
+            elif name not in o_oneofs:
+                ctx.add(ONEOF_ADDED)
+            else:
+                _compare_oneof(ctx, o_oneofs[name], u_oneofs[name], set(u_all))
+
+    for number in sorted(o_top.keys() | u_top.keys()):
+        with ctx.enter(str(number)):
+            o_field, u_field = o_top.get(number), u_top.get(number)
+            if u_field is None:
+                assert o_field is not None
+                ctx.add(REQUIRED_FIELD_REMOVED if o_field.label == "REQUIRED" else FIELD_REMOVED)
+            elif o_field is None:
+                ctx.add(REQUIRED_FIELD_ADDED if u_field.label == "REQUIRED" else FIELD_ADDED)
+            else:
+                _compare_field(ctx, o_field, u_field)
+
+    # fields whose oneof membership changed are compared by number across the whole message
+    for number in sorted(o_all.keys() & u_all.keys()):
+        o_field, u_field = o_all[number], u_all[number]
+        if o_field.oneof == u_field.oneof:
+            continue  # compared above (both top level, or in the same oneof)
+        with ctx.enter(str(number)):
+            _compare_field(ctx, o_field, u_field)
+
+
+def _group_oneofs(fields: list[_Field]) -> dict[str, list[_Field]]:
+    groups: dict[str, list[_Field]] = {}
+    for f in fields:
+        if f.oneof is not None:
+            groups.setdefault(f.oneof, []).append(f)
+    return groups
+
+
+def _compare_oneof(ctx: _Context, original: list[_Field], update: list[_Field], update_all: set[int]) -> None:
+    o_by = {f.proto.number: f for f in original}
+    u_by = {f.proto.number: f for f in update}
+    for number in sorted(o_by.keys() | u_by.keys()):
+        with ctx.enter(str(number)):
+            if number not in u_by:
+                # a field that left the oneof but still exists elsewhere was moved, not removed
+                if number not in update_all:
+                    ctx.add(ONEOF_FIELD_REMOVED)
+            elif number not in o_by:
+                ctx.add(ONEOF_FIELD_ADDED)
+            else:
+                _compare_field(ctx, o_by[number], u_by[number])
+
+
+def _compare_field(ctx: _Context, original: _Field, update: _Field) -> None:
+    if original.proto.name != update.proto.name:
+        ctx.add(FIELD_NAME_CHANGED)
+    _compare_field_types(ctx, original.label, original.proto, update.label, update.proto)
+
+
+_GENERAL_NUMBER = "GENERAL_NUMBER"
+_SCALAR_KINDS = {
+    FDP.TYPE_INT32: _GENERAL_NUMBER,
+    FDP.TYPE_INT64: _GENERAL_NUMBER,
+    FDP.TYPE_UINT32: _GENERAL_NUMBER,
+    FDP.TYPE_UINT64: _GENERAL_NUMBER,
+    FDP.TYPE_BOOL: _GENERAL_NUMBER,
+    FDP.TYPE_ENUM: _GENERAL_NUMBER,  # enums are varints on the wire
+    FDP.TYPE_SINT32: "SIGNED_NUMBER",
+    FDP.TYPE_SINT64: "SIGNED_NUMBER",
+    FDP.TYPE_STRING: "STRING_OR_BYTES",
+    FDP.TYPE_BYTES: "STRING_OR_BYTES",
+    FDP.TYPE_FIXED32: "FIXED32",
+    FDP.TYPE_SFIXED32: "FIXED32",
+    FDP.TYPE_FIXED64: "FIXED64",
+    FDP.TYPE_SFIXED64: "FIXED64",
+    FDP.TYPE_FLOAT: "FLOAT",
+    FDP.TYPE_DOUBLE: "DOUBLE",
+}
+
+
+def _kind(index: _TypeIndex, proto: FDP) -> str:
+    if proto.type in (FDP.TYPE_MESSAGE, FDP.TYPE_GROUP):
+        info = index.get(proto.type_name)
+        return "MAP" if info is not None and info.is_map else "MESSAGE"
+    return "SCALAR"
+
+
+def _compare_field_types(
+    ctx: _Context, o_label: str | None, original: FDP, u_label: str | None, update: FDP
+) -> None:
+    o_kind, u_kind = _kind(ctx.original, original), _kind(ctx.update, update)
+    if o_kind != u_kind:
+        ctx.add(FIELD_KIND_CHANGED)
+    elif o_kind == "SCALAR":
+        o_scalar, u_scalar = _SCALAR_KINDS[original.type], _SCALAR_KINDS[update.type]
+        if o_scalar != u_scalar:
+            ctx.add(FIELD_SCALAR_KIND_CHANGED)
+        elif o_label is not None and u_label is not None and o_label != u_label:
+            # packed repeated numbers cannot be read as a singular value (strings/bytes can)
+            ctx.add(
+                FIELD_STRING_OR_BYTES_LABEL_CHANGED
+                if o_scalar == "STRING_OR_BYTES"
+                else FIELD_NUMERIC_LABEL_CHANGED
+            )
+    elif o_kind == "MAP":
+        o_entry = ctx.original.get(original.type_name)
+        u_entry = ctx.update.get(update.type_name)
+        assert o_entry is not None and u_entry is not None and o_entry.message and u_entry.message
+        for o_part, u_part in zip(o_entry.message.field, u_entry.message.field, strict=False):
+            _compare_field_types(ctx, None, o_part, None, u_part)
+    else:
+        _compare_message_types(ctx, original, update)
+
+
+def _compare_message_types(ctx: _Context, original: FDP, update: FDP) -> None:
+    o_info, u_info = ctx.original.get(original.type_name), ctx.update.get(update.type_name)
+    if o_info is None or u_info is None or o_info.message is None or u_info.message is None:
+        if original.type_name != update.type_name:
+            ctx.add(FIELD_NAMED_TYPE_CHANGED)
+        return
+    if o_info.local_name != u_info.local_name:
+        ctx.add(FIELD_NAMED_TYPE_CHANGED)
+        return
+    same_dependency = (
+        o_info.file != ctx.original.main
+        and u_info.file != ctx.update.main
+        and ctx.original.files.get(o_info.file) == ctx.update.files.get(u_info.file)
+    )
+    if same_dependency:  # the same imported file on both sides: nothing can differ
+        return
+    sub = ctx.sub(o_info.local_name.split("."))
+    _compare_message(sub, o_info.full_name, o_info.message, u_info.full_name, u_info.message)
+    ctx.diffs.extend(sub.diffs)
+    if not sub.compatible():
+        ctx.add(FIELD_NAMED_TYPE_CHANGED)

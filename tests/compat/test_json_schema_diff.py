@@ -1,0 +1,345 @@
+"""JSON Schema compatibility: Confluent's change kinds, paths and verdicts.
+
+Each case is (original, update, changes, compatible) as in Confluent's ``diff-schema-examples.json``
+(most cases below are taken from that corpus as data): ``changes`` is the exact multiset of
+``"<KIND> <path>"`` that ``diff(original, update)`` reports, ``compatible`` whether ``update`` as
+reader can read data written with ``original`` (Confluent's BACKWARD), i.e. whether
+``check(reader=update, writer=original)`` is empty.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from compat import json_schema as json_compat
+from registry.schema_types.json_schema import JsonSchemaType
+
+STR = {"type": "string"}
+NUM = {"type": "number"}
+INT = {"type": "integer"}
+NUL = {"type": "null"}
+D2020 = "https://json-schema.org/draft/2020-12/schema"
+D4 = "http://json-schema.org/draft-04/schema#"
+
+
+def obj(props: dict, **extra: object) -> dict:
+    return {"properties": props, **extra}
+
+
+def arr(items: object, **extra: object) -> dict:
+    return {"type": "array", "items": items, **extra}
+
+
+CASES: list[tuple[str, object, object, list[str], bool]] = [
+    # -- metadata and basic types
+    ("anything-to-empty", {"properties": {}}, {}, [], True),
+    ("id-changed", {"id": "something"}, {"id": "something_else"}, ["ID_CHANGED #/"], True),
+    ("title-changed", {"title": "a"}, {"title": "b"}, ["TITLE_CHANGED #/"], True),
+    ("description-changed", {"description": "a"}, {"description": "b"}, ["DESCRIPTION_CHANGED #/"], True),
+    ("default-changed", {"type": "string", "default": "a"}, {"type": "string", "default": "b"},
+     ["DEFAULT_CHANGED #/"], True),
+    ("object-to-array", {"type": "object"}, {"type": "array"}, ["TYPE_CHANGED #/"], False),
+    ("string-to-number", STR, NUM, ["TYPE_CHANGED #/"], False),
+    ("integer-widened-to-number", INT, NUM, ["TYPE_EXTENDED #/"], True),
+    ("number-narrowed-to-integer", NUM, INT, ["TYPE_NARROWED #/"], False),
+    ("false-to-anything", False, STR, [], True),
+    ("anything-to-true", STR, True, [], True),
+    ("empty-to-string", {}, STR, ["TYPE_CHANGED #/"], False),
+    # -- strings
+    ("min-length-increased", {"type": "string", "minLength": 10}, {"type": "string", "minLength": 11},
+     ["MIN_LENGTH_INCREASED #/minLength"], False),
+    ("min-length-decreased", {"type": "string", "minLength": 11}, {"type": "string", "minLength": 10},
+     ["MIN_LENGTH_DECREASED #/minLength"], True),
+    ("min-length-added", STR, {"type": "string", "minLength": 1}, ["MIN_LENGTH_ADDED #/minLength"], False),
+    ("max-length-increased", {"type": "string", "maxLength": 10}, {"type": "string", "maxLength": 12},
+     ["MAX_LENGTH_INCREASED #/maxLength"], True),
+    ("max-length-decreased", {"type": "string", "maxLength": 12}, {"type": "string", "maxLength": 10},
+     ["MAX_LENGTH_DECREASED #/maxLength"], False),
+    ("max-length-added", STR, {"type": "string", "maxLength": 5}, ["MAX_LENGTH_ADDED #/maxLength"], False),
+    ("max-length-removed", {"type": "string", "maxLength": 5}, STR, ["MAX_LENGTH_REMOVED #/maxLength"], True),
+    ("pattern-removed", {"type": "string", "pattern": "uuid"}, STR, ["PATTERN_REMOVED #/pattern"], True),
+    ("pattern-added", STR, {"type": "string", "pattern": "^a"}, ["PATTERN_ADDED #/pattern"], False),
+    ("pattern-changed", {"type": "string", "pattern": "date-time"}, {"type": "string", "pattern": "uuid"},
+     ["PATTERN_CHANGED #/pattern"], False),
+    ("pattern-same", {"type": "string", "pattern": "x"}, {"type": "string", "pattern": "x"}, [], True),
+    # -- numbers
+    ("maximum-removed", {"type": "number", "maximum": 10}, NUM, ["MAXIMUM_REMOVED #/maximum"], True),
+    ("maximum-increased", {"type": "number", "maximum": 10}, {"type": "number", "maximum": 11},
+     ["MAXIMUM_INCREASED #/maximum"], True),
+    ("maximum-decreased", {"type": "number", "maximum": 11}, {"type": "number", "maximum": 10},
+     ["MAXIMUM_DECREASED #/maximum"], False),
+    ("maximum-added", NUM, {"type": "number", "maximum": 1}, ["MAXIMUM_ADDED #/maximum"], False),
+    ("minimum-removed", {"type": "number", "minimum": 10}, NUM, ["MINIMUM_REMOVED #/minimum"], True),
+    ("minimum-increased", {"type": "number", "minimum": 10}, {"type": "number", "minimum": 11},
+     ["MINIMUM_INCREASED #/minimum"], False),
+    ("minimum-decreased", {"type": "number", "minimum": 11}, {"type": "number", "minimum": 10},
+     ["MINIMUM_DECREASED #/minimum"], True),
+    ("exclusive-maximum-decreased", {"type": "number", "exclusiveMaximum": 5},
+     {"type": "number", "exclusiveMaximum": 4}, ["EXCLUSIVE_MAXIMUM_DECREASED #/exclusiveMaximum"], False),
+    ("exclusive-minimum-decreased", {"type": "number", "exclusiveMinimum": 5},
+     {"type": "number", "exclusiveMinimum": 4}, ["EXCLUSIVE_MINIMUM_DECREASED #/exclusiveMinimum"], True),
+    ("draft4-boolean-exclusive-maximum-added", {"$schema": D4, "type": "number", "maximum": 5},
+     {"$schema": D4, "type": "number", "maximum": 5, "exclusiveMaximum": True},
+     ["MAXIMUM_REMOVED #/maximum", "EXCLUSIVE_MAXIMUM_ADDED #/exclusiveMaximum"], False),
+    ("multiple-of-removed", {"type": "number", "multipleOf": 10}, NUM, ["MULTIPLE_OF_REMOVED #/multipleOf"], True),
+    ("multiple-of-reduced", {"type": "number", "multipleOf": 10}, {"type": "number", "multipleOf": 2},
+     ["MULTIPLE_OF_REDUCED #/multipleOf"], True),
+    ("multiple-of-expanded", {"type": "number", "multipleOf": 2}, {"type": "number", "multipleOf": 10},
+     ["MULTIPLE_OF_EXPANDED #/multipleOf"], False),
+    ("multiple-of-changed", {"type": "number", "multipleOf": 10}, {"type": "number", "multipleOf": 11},
+     ["MULTIPLE_OF_CHANGED #/multipleOf"], False),
+    ("multiple-of-decimal-reduced", {"type": "number", "multipleOf": 0.5}, {"type": "number", "multipleOf": 0.25},
+     ["MULTIPLE_OF_REDUCED #/multipleOf"], True),
+    # -- not, enum, const
+    ("not-narrowed", {"not": NUM}, {"not": INT}, ["NOT_TYPE_NARROWED #/not"], True),
+    ("not-extended", {"not": INT}, {"not": NUM}, ["NOT_TYPE_EXTENDED #/not"], False),
+    ("enum-removed-from-string", {"type": "string", "enum": ["red"]}, STR, ["PRODUCT_TYPE_NARROWED #/"], True),
+    ("enum-changed-in-allof", {"allOf": [STR, {"enum": ["red"]}]}, {"allOf": [STR, {"enum": ["blue"]}]},
+     ["COMBINED_TYPE_SUBSCHEMAS_CHANGED #/"], False),
+    ("enum-extended-in-allof", {"allOf": [STR, {"enum": ["red"]}]}, {"allOf": [{"enum": ["red", "blue"]}, STR]},
+     ["ENUM_ARRAY_EXTENDED #/allOf/1/enum"], True),
+    ("enum-extended", {"enum": ["a"]}, {"enum": ["a", "b"]}, ["ENUM_ARRAY_EXTENDED #/enum"], True),
+    ("enum-narrowed", {"enum": ["a", "b"]}, {"enum": ["a"]}, ["ENUM_ARRAY_NARROWED #/enum"], False),
+    ("enum-changed", {"enum": ["a", "b"]}, {"enum": ["a", "c"]}, ["ENUM_ARRAY_CHANGED #/enum"], False),
+    ("const-to-enum", {"const": "a"}, {"enum": ["a", "b"]}, ["ENUM_ARRAY_EXTENDED #/enum"], True),
+    # -- combined schemas
+    ("type-array-extended", {"type": ["object"]}, {"type": ["object", "array"]}, ["SUM_TYPE_EXTENDED #/"], True),
+    ("type-array-narrowed", {"type": ["string", "null"]}, {"type": ["string"]}, ["SUM_TYPE_NARROWED #/"], False),
+    ("oneof-subschema-changed", {"oneOf": [STR]}, {"oneOf": [NUM]}, ["COMBINED_TYPE_SUBSCHEMAS_CHANGED #/"], False),
+    ("oneof-extended", {"oneOf": [STR]}, {"oneOf": [NUM, STR]}, ["SUM_TYPE_EXTENDED #/"], True),
+    ("oneof-narrowed", {"oneOf": [NUM, STR]}, {"oneOf": [STR]}, ["SUM_TYPE_NARROWED #/"], False),
+    ("composed-subschema-changed", {"oneOf": [obj({"foo": STR})]}, {"oneOf": [obj({"foo": NUM})]},
+     ["COMBINED_TYPE_SUBSCHEMAS_CHANGED #/"], False),
+    # a singleton oneOf/anyOf to a singleton allOf is the same constraint (Confluent's current rule)
+    ("singleton-oneof-to-allof", {"oneOf": [STR]}, {"allOf": [STR]}, ["COMBINED_TYPE_EXTENDED #/"], True),
+    ("oneof-to-allof", {"oneOf": [STR, NUM]}, {"allOf": [STR, NUM]}, ["COMBINED_TYPE_CHANGED #/"], False),
+    ("oneof-to-anyof", {"oneOf": [STR, NUM]}, {"anyOf": [STR, NUM]}, ["COMBINED_TYPE_EXTENDED #/"], True),
+    ("anyof-to-oneof", {"anyOf": [STR, NUM]}, {"oneOf": [STR, NUM]}, ["COMBINED_TYPE_CHANGED #/"], False),
+    ("allof-extended", {"allOf": [STR]}, {"allOf": [STR, {"maxLength": 3}]}, ["PRODUCT_TYPE_EXTENDED #/"], False),
+    ("string-to-oneof", STR, {"oneOf": [NUM, STR]}, ["SUM_TYPE_EXTENDED #/"], True),
+    ("null-to-optional-oneof", NUL, {"oneOf": [NUM, NUL]}, ["SUM_TYPE_EXTENDED #/"], True),
+    ("bounded-string-to-oneof", {"type": "string", "maxLength": 3}, {"oneOf": [NUM, STR]},
+     ["MAX_LENGTH_REMOVED #/maxLength", "SUM_TYPE_EXTENDED #/"], True),
+    ("string-to-oneof-without-it", STR, {"oneOf": [NUM, NUL]}, ["TYPE_CHANGED #/"], False),
+    # -- objects: properties and content models
+    ("properties-renamed-in-open-model", obj({"foo": STR}), obj({"bar": STR}),
+     ["PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL #/properties/bar",
+      "PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL #/properties/foo"], False),
+    ("property-type-changed", obj({"foo": STR}), obj({"foo": NUM}), ["TYPE_CHANGED #/properties/foo"], False),
+    ("property-added-to-open-model", obj({"foo": STR}), obj({"foo": STR, "bar": NUM}),
+     ["PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL #/properties/bar"], False),
+    ("optional-property-added-to-closed-model", obj({"foo": STR}, additionalProperties=False),
+     obj({"foo": STR, "bar": NUM}, additionalProperties=False),
+     ["OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/bar"], True),
+    ("required-property-added-to-closed-model", obj({"foo": STR}, additionalProperties=False),
+     obj({"foo": STR, "bar": NUM}, additionalProperties=False, required=["bar"]),
+     ["REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/bar"], False),
+    ("required-property-with-default-added", obj({"foo": STR}, additionalProperties=False),
+     obj({"foo": STR, "bar": {"type": "number", "default": 0}}, additionalProperties=False, required=["bar"]),
+     ["REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/bar"], True),
+    ("property-added-covered-by-pattern",
+     obj({"foo": STR}, additionalProperties=False, patternProperties={"^S_": STR, "^I_": INT}),
+     obj({"foo": STR, "I_123": NUM}, additionalProperties=False, patternProperties={"^S_": STR, "^I_": INT}),
+     ["TYPE_EXTENDED #/properties/I_123",
+      "PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/properties/I_123",
+      "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/I_123"], True),
+    ("property-added-covered-by-additional", obj({"foo": STR}, additionalProperties=STR),
+     obj({"foo": STR, "bar": STR}, additionalProperties=STR),
+     ["PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/properties/bar",
+      "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/bar"], True),
+    ("property-added-not-covered", obj({"foo": STR}, additionalProperties=STR),
+     obj({"foo": STR, "bar": NUM}, additionalProperties=STR),
+     ["TYPE_CHANGED #/properties/bar",
+      "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/properties/bar",
+      "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/bar"], False),
+    ("required-property-added-to-partial-model", obj({"foo": STR}, additionalProperties=STR),
+     obj({"foo": STR, "bar": STR}, additionalProperties=STR, required=["bar"]),
+     ["PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/properties/bar",
+      "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/bar"], False),
+    ("property-removed-covered-by-pattern", obj({"foo": STR, "I_123": INT}, additionalProperties=False),
+     obj({"foo": STR}, additionalProperties=False, patternProperties={"^S_": STR, "^I_": NUM}),
+     ["TYPE_EXTENDED #/properties/I_123",
+      "PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/properties/I_123"], True),
+    ("property-removed-covered-by-additional", obj({"foo": STR, "bar": STR}, additionalProperties=False),
+     obj({"foo": STR}, additionalProperties=STR),
+     ["PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/properties/bar",
+      "ADDITIONAL_PROPERTIES_ADDED #/additionalProperties"], True),
+    ("property-removed-not-covered", obj({"foo": STR, "bar": NUM}, additionalProperties=False),
+     obj({"foo": STR}, additionalProperties=STR),
+     ["TYPE_CHANGED #/properties/bar",
+      "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/properties/bar",
+      "ADDITIONAL_PROPERTIES_ADDED #/additionalProperties"], False),
+    ("property-removed-covered-by-oneof", obj({"foo": STR, "bar": STR}, additionalProperties=False),
+     obj({"foo": STR}, additionalProperties={"oneOf": [NUL, STR]}),
+     ["SUM_TYPE_EXTENDED #/properties/bar",
+      "PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/properties/bar",
+      "ADDITIONAL_PROPERTIES_ADDED #/additionalProperties"], True),
+    ("property-removed-from-closed-model", obj({"foo": STR, "bar": STR}, additionalProperties=False),
+     obj({"foo": STR}, additionalProperties=False),
+     ["PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL #/properties/bar"], False),
+    ("empty-property-added-to-open-model", {"additionalProperties": True},
+     {"additionalProperties": True, "properties": {"foo": True}},
+     ["PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL #/properties/foo"], True),
+    ("empty-property-removed-from-open-model", {"additionalProperties": True, "properties": {"foo": True}},
+     {"additionalProperties": True}, ["PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL #/properties/foo"], True),
+    ("false-property-added-to-closed-model", {"additionalProperties": False},
+     {"additionalProperties": False, "properties": {"foo": False}},
+     ["OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/foo"], True),
+    ("false-property-removed-from-closed-model", {"additionalProperties": False, "properties": {"foo": False}},
+     {"additionalProperties": False}, ["PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL #/properties/foo"],
+     True),
+    # -- objects: required, dependencies, additionalProperties, sizes
+    ("required-removed", obj({"foo": STR}, required=["foo"]), obj({"foo": STR}),
+     ["REQUIRED_ATTRIBUTE_REMOVED #/required/foo"], True),
+    ("required-added", obj({"foo": STR}), obj({"foo": STR}, required=["foo"]),
+     ["REQUIRED_ATTRIBUTE_ADDED #/required/foo"], False),
+    ("required-with-default-added", obj({"foo": {"type": "string", "default": "x"}}),
+     obj({"foo": {"type": "string", "default": "x"}}, required=["foo"]),
+     ["REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED #/required/foo"], True),
+    ("required-changed-to-undeclared", obj({"foo": STR}, required=["foo"]), obj({"foo": STR}, required=["bar"]),
+     ["REQUIRED_ATTRIBUTE_REMOVED #/required/foo"], True),
+    ("dependency-array-moved", obj({"foo": NUM, "bar": STR}, dependencies={"foo": ["bar"]}),
+     obj({"foo": NUM, "bar": STR}, dependencies={"bar": ["foo"]}),
+     ["DEPENDENCY_ARRAY_REMOVED #/dependencies/foo", "DEPENDENCY_ARRAY_ADDED #/dependencies/bar"], False),
+    ("dependency-array-extended", {"dependencies": {"a": ["b"]}}, {"dependencies": {"a": ["b", "c"]}},
+     ["DEPENDENCY_ARRAY_EXTENDED #/dependencies/a"], False),
+    ("dependency-array-narrowed", {"dependencies": {"a": ["b", "c"]}}, {"dependencies": {"a": ["b"]}},
+     ["DEPENDENCY_ARRAY_NARROWED #/dependencies/a"], True),
+    ("dependency-schema-removed", {"dependencies": {"foo": STR, "bar": STR}}, {"dependencies": {"foo": STR}},
+     ["DEPENDENCY_SCHEMA_REMOVED #/dependencies/bar"], True),
+    ("dependency-schema-type-changed", {"dependencies": {"foo": STR}}, {"dependencies": {"foo": NUM}},
+     ["TYPE_CHANGED #/dependencies/foo"], False),
+    ("dependency-schema-renamed", {"dependencies": {"foo": STR}}, {"dependencies": {"bar": STR}},
+     ["DEPENDENCY_SCHEMA_REMOVED #/dependencies/foo", "DEPENDENCY_SCHEMA_ADDED #/dependencies/bar"], False),
+    ("max-properties-removed", {"properties": {}, "maxProperties": 1}, {"properties": {}},
+     ["MAX_PROPERTIES_REMOVED #/maxProperties"], True),
+    ("max-properties-increased", {"maxProperties": 1}, {"maxProperties": 2},
+     ["MAX_PROPERTIES_INCREASED #/maxProperties"], True),
+    ("max-properties-decreased", {"maxProperties": 2}, {"maxProperties": 1},
+     ["MAX_PROPERTIES_DECREASED #/maxProperties"], False),
+    ("min-properties-increased", {"minProperties": 1}, {"minProperties": 2},
+     ["MIN_PROPERTIES_INCREASED #/minProperties"], False),
+    ("min-properties-decreased", {"minProperties": 2}, {"minProperties": 1},
+     ["MIN_PROPERTIES_DECREASED #/minProperties"], True),
+    ("additional-properties-allowed", {"properties": {}, "additionalProperties": False}, {"properties": {}},
+     ["ADDITIONAL_PROPERTIES_ADDED #/additionalProperties"], True),
+    ("additional-properties-forbidden", {"additionalProperties": True}, {"additionalProperties": False},
+     ["ADDITIONAL_PROPERTIES_REMOVED #/additionalProperties"], False),
+    ("additional-properties-narrowed", {"additionalProperties": True}, {"additionalProperties": NUM},
+     ["ADDITIONAL_PROPERTIES_NARROWED #/additionalProperties"], False),
+    ("additional-properties-schema-changed", {"additionalProperties": STR}, {"additionalProperties": NUM},
+     ["TYPE_CHANGED #/additionalProperties"], False),
+    # -- arrays
+    ("items-schema-added", {"type": "array"}, arr(STR), ["SCHEMA_ADDED #/items"], False),
+    ("items-schema-removed", arr(STR), {"type": "array"}, ["SCHEMA_REMOVED #/items"], True),
+    ("items-type-widened", arr(INT), arr(NUM), ["TYPE_EXTENDED #/items"], True),
+    ("tuple-removed-from-open-model", arr([STR, NUM]), {"type": "array"},
+     ["ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL #/items/0", "ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL #/items/1"], True),
+    ("tuple-item-added-covered", arr([STR, NUM], additionalItems=STR), arr([STR, NUM, STR], additionalItems=STR),
+     ["ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/items/2"], True),
+    ("tuple-item-added-not-covered", arr([STR, NUM], additionalItems=STR),
+     arr([STR, NUM, NUM], additionalItems=STR),
+     ["TYPE_CHANGED #/items/2", "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/items/2"], False),
+    ("tuple-item-removed-covered", arr([STR, NUM, STR], additionalItems=STR), arr([STR, NUM], additionalItems=STR),
+     ["ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/items/2"], True),
+    ("tuple-item-removed-not-covered", arr([STR, NUM, NUM], additionalItems=STR),
+     arr([STR, NUM], additionalItems=STR),
+     ["TYPE_CHANGED #/items/2", "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/items/2"], False),
+    ("tuple-item-type-changed", arr([STR]), arr([NUM]), ["TYPE_CHANGED #/items/0"], False),
+    ("tuple-item-added-to-closed", arr([STR], additionalItems=False), arr([STR, NUM], additionalItems=False),
+     ["ITEM_ADDED_TO_CLOSED_CONTENT_MODEL #/items/1"], True),
+    ("tuple-item-added-to-open", arr([NUM], additionalItems=True), arr([NUM, STR], additionalItems=True),
+     ["ITEM_ADDED_TO_OPEN_CONTENT_MODEL #/items/1"], False),
+    ("tuple-empty-item-added-to-open", arr([NUM], additionalItems=True), arr([NUM, True], additionalItems=True),
+     ["ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL #/items/1"], True),
+    ("tuple-false-item-removed-from-closed", arr([NUM, False], additionalItems=False),
+     arr([NUM], additionalItems=False), ["ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL #/items/1"], True),
+    ("tuple-item-removed-from-closed", arr([NUM, STR], additionalItems=False), arr([NUM], additionalItems=False),
+     ["ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL #/items/1"], False),
+    ("tuple-closed-to-open", arr([STR, NUM], additionalItems=False), arr([STR, NUM, {"type": "boolean"}]),
+     ["ITEM_ADDED_TO_CLOSED_CONTENT_MODEL #/items/2", "ADDITIONAL_ITEMS_ADDED #/additionalItems"], True),
+    ("tuple-partial-to-open", arr([STR], additionalItems=NUM), arr([STR, NUM], additionalItems=True),
+     ["ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/items/1",
+      "ADDITIONAL_ITEMS_EXTENDED #/additionalItems"], True),
+    ("additional-items-forbidden", {"additionalItems": True}, {"additionalItems": False},
+     ["ADDITIONAL_ITEMS_REMOVED #/additionalItems"], False),
+    ("max-items-decreased", {"type": "array", "maxItems": 2}, {"type": "array", "maxItems": 1},
+     ["MAX_ITEMS_DECREASED #/maxItems"], False),
+    ("min-items-removed", {"type": "array", "minItems": 1}, {"type": "array"}, ["MIN_ITEMS_REMOVED #/minItems"], True),
+    ("min-items-increased", {"type": "array", "minItems": 1}, {"type": "array", "minItems": 2},
+     ["MIN_ITEMS_INCREASED #/minItems"], False),
+    ("unique-items-removed", {"type": "array", "uniqueItems": True}, {"type": "array"},
+     ["UNIQUE_ITEMS_REMOVED #/uniqueItems"], True),
+    ("unique-items-added", {"type": "array"}, {"type": "array", "uniqueItems": True},
+     ["UNIQUE_ITEMS_ADDED #/uniqueItems"], False),
+    ("prefix-items-2020-added-to-closed", {"$schema": D2020, "type": "array", "prefixItems": [STR], "items": False},
+     {"$schema": D2020, "type": "array", "prefixItems": [STR, NUM], "items": False},
+     ["ITEM_ADDED_TO_CLOSED_CONTENT_MODEL #/items/1"], True),
+    ("prefix-items-2020-removed-from-closed", {"$schema": D2020, "type": "array", "prefixItems": [STR, NUM],
+                                               "items": False},
+     {"$schema": D2020, "type": "array", "prefixItems": [STR], "items": False},
+     ["ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL #/items/1"], False),
+    # -- unevaluated* (2019-09 / 2020-12)
+    ("unevaluated-properties-closed-model",
+     {"$schema": D2020, "properties": {"a": STR}, "unevaluatedProperties": False},
+     {"$schema": D2020, "properties": {"a": STR, "b": NUM}, "unevaluatedProperties": False},
+     ["OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/b"], True),
+    ("unevaluated-properties-forbidden", {"$schema": D2020, "properties": {"a": STR}},
+     {"$schema": D2020, "properties": {"a": STR}, "unevaluatedProperties": False},
+     ["UNEVALUATED_PROPERTIES_REMOVED #/unevaluatedProperties"], False),
+    ("unevaluated-properties-allowed", {"$schema": D2020, "properties": {"a": STR}, "unevaluatedProperties": False},
+     {"$schema": D2020, "properties": {"a": STR}},
+     ["UNEVALUATED_PROPERTIES_ADDED #/unevaluatedProperties"], True),
+    ("unevaluated-properties-partial-covers-removed", {"$schema": D2020, "properties": {"a": STR, "b": STR},
+                                                       "unevaluatedProperties": False},
+     {"$schema": D2020, "properties": {"a": STR}, "unevaluatedProperties": STR},
+     ["PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/properties/b",
+      "UNEVALUATED_PROPERTIES_ADDED #/unevaluatedProperties"], True),
+    ("unevaluated-properties-ignored-before-2019", {"properties": {"a": STR}},
+     {"properties": {"a": STR}, "unevaluatedProperties": False}, [], True),
+    ("unevaluated-items-narrowed", {"$schema": D2020, "type": "array", "prefixItems": [STR]},
+     {"$schema": D2020, "type": "array", "prefixItems": [STR], "unevaluatedItems": NUM},
+     ["UNEVALUATED_ITEMS_NARROWED #/unevaluatedItems"], False),
+    # -- references
+    ("local-ref-target-changed", arr({"$ref": "#/definitions/r"}, definitions={"r": STR}),
+     arr({"$ref": "#/definitions/r"}, definitions={"r": NUM}), ["TYPE_CHANGED #/items"], False),
+    ("moved-into-ref", STR, {"$ref": "#/definitions/r", "definitions": {"r": STR}}, [], True),
+    ("moved-out-of-ref", {"$ref": "#/definitions/r", "definitions": {"r": STR}}, STR, [], True),
+    ("recursive-schema-unchanged",
+     {"$defs": {"node": obj({"next": {"$ref": "#/$defs/node"}, "v": INT})}, "$ref": "#/$defs/node"},
+     {"$defs": {"node": obj({"next": {"$ref": "#/$defs/node"}, "v": INT})}, "$ref": "#/$defs/node"}, [], True),
+    ("recursive-schema-widened",
+     {"$defs": {"node": obj({"next": {"$ref": "#/$defs/node"}, "v": INT})}, "$ref": "#/$defs/node"},
+     {"$defs": {"node": obj({"next": {"$ref": "#/$defs/node"}, "v": NUM})}, "$ref": "#/$defs/node"},
+     ["TYPE_EXTENDED #/properties/v"], True),
+    # -- nesting
+    ("nested-property-bound", obj({"a": obj({"b": {"type": "string", "maxLength": 5}})}),
+     obj({"a": obj({"b": {"type": "string", "maxLength": 4}})}),
+     ["MAX_LENGTH_DECREASED #/properties/a/properties/b/maxLength"], False),
+]
+
+
+def _parse(schema: object):
+    return JsonSchemaType().parse(json.dumps(schema)).parsed
+
+
+@pytest.mark.parametrize(
+    ("original", "update", "changes", "compatible"),
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
+def test_diff_kinds_paths_and_verdict(original: object, update: object, changes: list[str], compatible: bool) -> None:
+    old, new = _parse(original), _parse(update)
+    found = [f"{d.kind} {d.path}" for d in json_compat.diff(old, new)]
+    assert sorted(found) == sorted(changes)
+    incompatibilities = json_compat.check(reader=new, writer=old)
+    assert (incompatibilities == []) is compatible
+    # check() reports exactly the diff's kinds outside Confluent's compatible set
+    expected_incompatible = sorted(c for c in changes if not json_compat.is_compatible_change(c.split()[0]))
+    assert sorted(f"{d.kind} {d.path}" for d in incompatibilities) == expected_incompatible
+
+
+def test_case_count() -> None:
+    assert len(CASES) >= 60
