@@ -295,8 +295,8 @@ async def _list_subjects(app: RegistryApp, req: Request) -> Any:
 async def _lookup(app: RegistryApp, req: Request) -> Any:
     subject = _subject(req)
     sreq = SchemaRequest(req.json())
-    v = app.service.lookup(subject, sreq, normalize=req.qbool("normalize"), deleted=req.qbool("deleted"))
-    return app.service.version_body(v, req.q("format"))
+    v = await app.service.lookup(subject, sreq, normalize=req.qbool("normalize"), deleted=req.qbool("deleted"))
+    return await app.service.version_body_formatted(v, req.q("format"))
 
 
 @route("DELETE", "/subjects/{subject}", write=True)
@@ -327,13 +327,14 @@ async def _register(app: RegistryApp, req: Request) -> Any:
 @route("GET", "/subjects/{subject}/versions/{version}")
 async def _get_version(app: RegistryApp, req: Request) -> Any:
     v = app.service.get_version(_subject(req), req.params["version"], deleted=req.qbool("deleted"))
-    return app.service.version_body(v, req.q("format"))
+    fmt = req.q("format")
+    return await app.service.version_body_formatted(v, fmt) if fmt else app.service.version_body(v)
 
 
 @route("GET", "/subjects/{subject}/versions/{version}/schema")
 async def _get_version_schema(app: RegistryApp, req: Request) -> Any:
     v = app.service.get_version(_subject(req), req.params["version"], deleted=req.qbool("deleted"))
-    return RawText(app.service.formatted(v.content, v.id, req.q("format")))
+    return RawText(await app.service.formatted(v.content, v.id, req.q("format")))
 
 
 @route("DELETE", "/subjects/{subject}/versions/{version}", write=True)
@@ -354,7 +355,7 @@ async def _latest_with_metadata(app: RegistryApp, req: Request) -> Any:
     v = app.service.latest_with_metadata(
         _subject(req), req.query.get("key", []), req.query.get("value", []), deleted=req.qbool("deleted")
     )
-    return app.service.version_body(v, req.q("format"))
+    return await app.service.version_body_formatted(v, req.q("format"))
 
 
 @route("GET", "/schemas")
@@ -376,14 +377,14 @@ async def _schema_types(app: RegistryApp, req: Request) -> Any:
 async def _schema_by_id(app: RegistryApp, req: Request) -> Any:
     if not req.query:
         return app.service.schema_by_id(_schema_id(req))
-    return app.service.schema_by_id(
+    return await app.service.schema_by_id_formatted(
         _schema_id(req), fmt=req.q("format"), fetch_max_id=req.qbool("fetchMaxId")
     )
 
 
 @route("GET", "/schemas/ids/{id}/schema")
 async def _schema_text_by_id(app: RegistryApp, req: Request) -> Any:
-    return RawText(app.service.schema_text_by_id(_schema_id(req), req.q("format")))
+    return RawText(await app.service.schema_text_by_id(_schema_id(req), req.q("format")))
 
 
 @route("GET", "/schemas/ids/{id}/subjects")
@@ -473,7 +474,7 @@ def _normalize_param(req: Request) -> bool | None:
 @route("POST", "/compatibility/subjects/{subject}/versions/{version}")
 async def _compat_version(app: RegistryApp, req: Request) -> Any:
     sreq = SchemaRequest(req.json())
-    return app.service.test_compatibility(
+    return await app.service.test_compatibility(
         _subject(req),
         req.params["version"],
         sreq,
@@ -485,7 +486,7 @@ async def _compat_version(app: RegistryApp, req: Request) -> Any:
 @route("POST", "/compatibility/subjects/{subject}/versions")
 async def _compat_all(app: RegistryApp, req: Request) -> Any:
     sreq = SchemaRequest(req.json())
-    return app.service.test_compatibility(
+    return await app.service.test_compatibility(
         _subject(req), None, sreq, normalize=_normalize_param(req), verbose=req.qbool("verbose")
     )
 

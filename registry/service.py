@@ -272,10 +272,13 @@ class Service:
             return self.state.latest(subject)
         return self.state.subjects.get(subject, {}).get(version)
 
-    def parse(
+    async def parse(
         self, schema_type: str, schema: str, refs: tuple[Reference, ...], *, normalize: bool
     ) -> ParsedSchema:
-        """Parse (cached by text and references) and optionally normalize; 42201 with the parser's detail."""
+        """Parse (cached by text and references) and optionally normalize; 42201 with the parser's detail.
+
+        A cache miss parses in a worker thread: parsing can be slow (Protobuf runs protoc) and must not stall
+        the reads served by the event loop. References are resolved here, on the loop, where state lives."""
         t = self._type(schema_type)
         resolved = self.resolve_references(refs)
         cache_key = (schema_type, schema, resolved, normalize)
@@ -283,10 +286,13 @@ class Service:
         if hit is not None:
             self._parsed.move_to_end(cache_key)
             return hit
-        try:
+
+        def work() -> ParsedSchema:
             parsed = t.parse(schema, resolved)
-            if normalize:
-                parsed = t.normalize(parsed)
+            return t.normalize(parsed) if normalize else parsed
+
+        try:
+            parsed = await asyncio.to_thread(work)
         except InvalidSchemaError as e:
             raise errors.invalid_schema(f"Invalid schema of type {schema_type}, details: {e}") from e
         self._parsed[cache_key] = parsed
@@ -294,47 +300,54 @@ class Service:
             self._parsed.popitem(last=False)
         return parsed
 
-    def parsed_content(self, content: SchemaContent, schema_id: int | None = None) -> ParsedSchema:
+    async def parsed_content(self, content: SchemaContent, schema_id: int | None = None) -> ParsedSchema:
         """The stored schema, parsed (for compatibility checks and formats); cached per id."""
         if schema_id is not None and schema_id in self._parsed_by_id:
             return self._parsed_by_id[schema_id]
         t = self._type(content.schema_type)
+        resolved = self.resolve_references(content.references)
         try:
-            parsed = t.parse_stored(content.schema, self.resolve_references(content.references))
+            parsed = await asyncio.to_thread(t.parse_stored, content.schema, resolved)
         except InvalidSchemaError as e:
             raise errors.invalid_schema(f"Stored schema {schema_id} no longer parses: {e}") from e
         if schema_id is not None:
             self._parsed_by_id[schema_id] = parsed
         return parsed
 
-    def formatted(self, content: SchemaContent, schema_id: int, fmt: str | None) -> str:
+    async def formatted(self, content: SchemaContent, schema_id: int, fmt: str | None) -> str:
         if not fmt:
             return content.schema
         t = self._type(content.schema_type)
-        text = t.format(self.parsed_content(content, schema_id), fmt)
+        text = t.format(await self.parsed_content(content, schema_id), fmt)
         return content.schema if text is None else text
 
     # ---- reads ------------------------------------------------------------------------------------------
 
-    def schema_by_id(self, schema_id: int, *, fmt: str | None = None, fetch_max_id: bool = False) -> bytes:
+    def schema_by_id(self, schema_id: int) -> bytes:
+        """The hot path: pre-rendered bytes, no awaiting."""
         st = self.state
         if schema_id not in st.id_versions:
             raise errors.schema_not_found(schema_id)
         content = st.contents[schema_id]
-        if not fmt and not fetch_max_id:
-            body = content.rendered.get("")
-            if body is None:
-                body = content.rendered[""] = dumps(id_dict(content))
-            return body
-        d = id_dict(content, self.formatted(content, schema_id, fmt))
+        body = content.rendered.get("")
+        if body is None:
+            body = content.rendered[""] = dumps(id_dict(content))
+        return body
+
+    async def schema_by_id_formatted(self, schema_id: int, *, fmt: str | None, fetch_max_id: bool) -> bytes:
+        st = self.state
+        if schema_id not in st.id_versions:
+            raise errors.schema_not_found(schema_id)
+        content = st.contents[schema_id]
+        d = id_dict(content, await self.formatted(content, schema_id, fmt))
         if fetch_max_id:
             d["maxId"] = st.max_id
         return dumps(d)
 
-    def schema_text_by_id(self, schema_id: int, fmt: str | None = None) -> str:
+    async def schema_text_by_id(self, schema_id: int, fmt: str | None = None) -> str:
         if schema_id not in self.state.id_versions:
             raise errors.schema_not_found(schema_id)
-        return self.formatted(self.state.contents[schema_id], schema_id, fmt)
+        return await self.formatted(self.state.contents[schema_id], schema_id, fmt)
 
     def id_versions(self, schema_id: int, *, deleted: bool) -> list[tuple[str, int]]:
         st = self.state
@@ -383,12 +396,15 @@ class Service:
                 return v
         raise errors.version_not_found(n)
 
-    def version_body(self, v: Version, fmt: str | None = None) -> bytes:
+    def version_body(self, v: Version) -> bytes:
+        if v.rendered is None:
+            v.rendered = dumps(version_dict(v))
+        return v.rendered
+
+    async def version_body_formatted(self, v: Version, fmt: str | None) -> bytes:
         if not fmt:
-            if v.rendered is None:
-                v.rendered = dumps(version_dict(v))
-            return v.rendered
-        return dumps(version_dict(v, self.formatted(v.content, v.id, fmt)))
+            return self.version_body(v)
+        return dumps(version_dict(v, await self.formatted(v.content, v.id, fmt)))
 
     def referenced_by(self, subject: str, version: str, *, deleted: bool = False) -> list[int]:
         v = self.get_version(subject, version, deleted=True)
@@ -423,20 +439,20 @@ class Service:
             out.extend(vs[-1:] if latest_only else vs)
         return out
 
-    def lookup(self, subject: str, req: SchemaRequest, *, normalize: bool, deleted: bool) -> Version:
+    async def lookup(self, subject: str, req: SchemaRequest, *, normalize: bool, deleted: bool) -> Version:
         if not self.state.versions(subject, deleted=True):
             raise errors.subject_not_found(subject)
-        match = self._match_in_subject(subject, req, normalize=normalize, deleted=deleted)
+        match = await self._match_in_subject(subject, req, normalize=normalize, deleted=deleted)
         if match is None:
             raise errors.schema_not_found()
         return match
 
-    def _match_in_subject(
+    async def _match_in_subject(
         self, subject: str, req: SchemaRequest, *, normalize: bool, deleted: bool
     ) -> Version | None:
         if req.schema is None:
             raise errors.invalid_schema("Empty schema")
-        parsed = self.parse(req.schema_type, req.schema, req.references, normalize=normalize)
+        parsed = await self.parse(req.schema_type, req.schema, req.references, normalize=normalize)
         digest = content_digest(parsed.canonical, req.references, req.metadata, req.rule_set)
         candidates = list(reversed(self.state.versions(subject, deleted=deleted)))
         for v in candidates:
@@ -451,7 +467,7 @@ class Service:
                 if (c.metadata, c.rule_set) != (req.metadata, req.rule_set):
                     continue
                 try:
-                    stored = self._type(c.schema_type).normalize(self.parsed_content(c, v.id))
+                    stored = self._type(c.schema_type).normalize(await self.parsed_content(c, v.id))
                 except (InvalidSchemaError, errors.ApiError):
                     continue
                 if stored.canonical == parsed.canonical:
@@ -460,7 +476,7 @@ class Service:
 
     # ---- compatibility ----------------------------------------------------------------------------------
 
-    def _incompatibilities(
+    async def _incompatibilities(
         self, subject: str, new: ParsedSchema, previous: list[Version], level: CompatibilityLevel
     ) -> list[str]:
         """Confluent's message entries for the first failing previous version (empty: compatible)."""
@@ -473,7 +489,7 @@ class Service:
                 # A different schema type is never compatible (Confluent compares types first).
                 parsed_prev.append(None)
             else:
-                parsed_prev.append(self.parsed_content(v.content, v.id))
+                parsed_prev.append(await self.parsed_content(v.content, v.id))
 
         def checker(reader: ParsedSchema | None, writer: ParsedSchema | None) -> list[Incompatibility]:
             if reader is None or writer is None:
@@ -493,7 +509,7 @@ class Service:
         msgs.append(f"{{validateFields: '{validate_fields}', compatibility: '{level.value}'}}")
         return msgs
 
-    def test_compatibility(
+    async def test_compatibility(
         self, subject: str, version: str | None, req: SchemaRequest, *, normalize: bool | None, verbose: bool
     ) -> dict[str, Any]:
         if normalize is None:
@@ -514,13 +530,13 @@ class Service:
         try:
             if req.schema is None:
                 raise errors.invalid_schema("Empty schema")
-            parsed = self.parse(req.schema_type, req.schema, req.references, normalize=normalize)
+            parsed = await self.parse(req.schema_type, req.schema, req.references, normalize=normalize)
         except errors.ApiError as e:
             if verbose and e.error_code == 42201:
                 return {"is_compatible": False, "messages": [e.message]}
             raise
         level = self.effective_level(subject)
-        messages = self._incompatibilities(subject, parsed, previous, level)
+        messages = await self._incompatibilities(subject, parsed, previous, level)
         out: dict[str, Any] = {"is_compatible": not messages}
         if verbose:
             out["messages"] = messages
@@ -544,7 +560,7 @@ class Service:
         mode = self.effective_mode(subject)
         # Fast path before any mode check: an already registered schema answers with its id (even READONLY).
         if req.schema is not None and mode not in ("IMPORT", "FORWARD"):
-            existing = self._match_in_subject(subject, req, normalize=normalize, deleted=False)
+            existing = await self._match_in_subject(subject, req, normalize=normalize, deleted=False)
             if (
                 existing is not None
                 and (req.id is None or req.id == existing.id)
@@ -581,7 +597,7 @@ class Service:
             self._type(schema_type)
             canonical = schema
         else:
-            parsed = self.parse(schema_type, schema, refs, normalize=normalize)
+            parsed = await self.parse(schema_type, schema, refs, normalize=normalize)
             canonical = parsed.canonical
         content = SchemaContent(schema_type, canonical, refs, req.metadata, req.rule_set)
         live = st.versions(subject)
@@ -592,7 +608,7 @@ class Service:
                 if v.content.digest == content.digest and v.content.schema_type == schema_type:
                     return v.id  # registered meanwhile (or normalize made them equal)
             if not force:  # 8.x's ?force=true skips the compatibility check
-                msgs = self._incompatibilities(subject, parsed, live, self.effective_level(subject))
+                msgs = await self._incompatibilities(subject, parsed, live, self.effective_level(subject))
                 if msgs:
                     raise errors.incompatible_schema(subject, msgs)
             if req.version is not None and req.version != next_version:
