@@ -55,6 +55,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="may this instance become leader (true/false) [env SCHEMAKIT_LEADER_ELIGIBLE]",
     )
     s.add_argument(
+        "--group-id",
+        default=_env("SCHEMAKIT_GROUP_ID", "schema-registry"),
+        help="Kafka only: the leader-election group; instances sharing a store topic must share it "
+        "[env SCHEMAKIT_GROUP_ID]",
+    )
+    s.add_argument(
+        "--election-topic",
+        default=os.environ.get("SCHEMAKIT_ELECTION_TOPIC"),
+        help="Kafka only: the one-partition topic where the leader announces itself (default: <topic>_leader) "
+        "[env SCHEMAKIT_ELECTION_TOPIC]",
+    )
+    s.add_argument(
         "--compatibility",
         default=_env("SCHEMAKIT_COMPATIBILITY", "BACKWARD"),
         help="default compatibility level [env SCHEMAKIT_COMPATIBILITY]",
@@ -82,23 +94,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.command == "serve":
         from compat import CompatibilityLevel
-        from registry.server import Settings, serve
+        from registry.server import Settings, StartupError, serve
 
         try:
             level = CompatibilityLevel.parse(args.compatibility).value
         except ValueError:
             print(f"schemakit: unknown compatibility level {args.compatibility!r}", file=sys.stderr)
             return 2
-        serve(
-            Settings(
-                log_url=args.log,
-                host=args.host,
-                port=args.port,
-                topic=args.topic,
-                advertised_url=args.advertised_url,
-                leader_eligible=args.leader_eligible,
-                compatibility=level,
-                store_timeout=args.store_timeout_ms / 1000,
-            )
+        settings = Settings(
+            log_url=args.log,
+            host=args.host,
+            port=args.port,
+            topic=args.topic,
+            advertised_url=args.advertised_url,
+            leader_eligible=args.leader_eligible,
+            compatibility=level,
+            store_timeout=args.store_timeout_ms / 1000,
+            group_id=args.group_id,
+            election_topic=args.election_topic,
         )
+        try:
+            return serve(settings)
+        except StartupError as e:
+            print(f"schemakit: cannot start: {e}", file=sys.stderr)
+            return 2
     return 0

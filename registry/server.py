@@ -10,10 +10,18 @@ import uvicorn
 
 from registry import __version__
 from registry.app import RegistryApp
+from registry.forwarder import Forwarder, LeaderOffsetHeader
+from registry.leader import (
+    DEFAULT_GROUP,
+    Election,
+    election_log_options,
+    election_topic_for,
+    session_timeout_of,
+)
 from registry.schema_types import schema_types
 from registry.service import Service
 from registry.store import Store
-from streams.log import Log, open_log
+from streams.log import Log, LogError, open_log
 
 log = logging.getLogger("registry")
 
@@ -28,35 +36,117 @@ class Settings:
     leader_eligible: bool = True
     compatibility: str = "BACKWARD"
     store_timeout: float = 10.0
+    group_id: str = DEFAULT_GROUP
+    election_topic: str | None = None  # default: "<topic>_leader"
 
     @property
     def url(self) -> str:
         return self.advertised_url or f"http://{self.host}:{self.port}"
 
+    @property
+    def is_kafka(self) -> bool:
+        return self.log_url.startswith("kafka://")
 
-def describe_backend(log_backend: Log) -> str:
+    @property
+    def leader_topic(self) -> str:
+        return self.election_topic or election_topic_for(self.topic)
+
+
+class StartupError(Exception):
+    """A reason not to start, worded for the operator (one line: what, where, how to fix)."""
+
+
+def check_topics(settings: Settings) -> None:
+    """Create the store topic (and on Kafka the election topic) or refuse one that is wrong, before serving."""
+    try:
+        log_backend = open_log(settings.log_url)
+    except ValueError as e:
+        raise StartupError(str(e)) from e
+    try:
+        wanted = [settings.topic] + ([settings.leader_topic] if settings.is_kafka else [])
+        for name in wanted:
+            _check_topic(log_backend, name)
+    except LogError as e:
+        raise StartupError(f"cannot use the log at {settings.log_url}: {e}") from e
+    finally:
+        log_backend.close()
+
+
+def _check_topic(log_backend: Log, name: str) -> None:
+    info = log_backend.describe_topic(name)
+    if info is None:
+        info = log_backend.ensure_topic(name, 1, compacted=True)
+        log.info("created topic %r (1 partition, cleanup.policy=compact)", name)
+        return
+    if info.partitions != 1:
+        raise StartupError(
+            f"topic {name!r} has {info.partitions} partitions but the registry needs exactly 1 (it keeps a single "
+            f"ordered log): delete and recreate {name!r} with 1 partition and cleanup.policy=compact, "
+            f"or use another topic"
+        )
+    if not info.compacted:
+        policy = info.config.get("cleanup.policy", "delete (the default)")
+        raise StartupError(
+            f"topic {name!r} has cleanup.policy={policy} but the registry needs cleanup.policy=compact: "
+            f"set it with `kafka-configs --alter --entity-type topics --entity-name {name} "
+            f"--add-config cleanup.policy=compact`, or use another topic"
+        )
+
+
+def describe_backend(log_backend: Log, topic: str) -> str:
     where = getattr(log_backend, "path", None)
     if where is not None:
         return f"sqlite (embedded), data at {where}"
-    return f"kafka, bootstrap {getattr(log_backend, 'bootstrap', log_backend.url)}"
+    return f"kafka, bootstrap {getattr(log_backend, 'bootstrap', log_backend.url)}, topic {topic}"
 
 
 def build_app(settings: Settings) -> RegistryApp:
     log_backend = open_log(settings.log_url)
     store = Store(log_backend, settings.topic, timeout=settings.store_timeout)
     service = Service(store, default_compatibility=settings.compatibility)
-    app = RegistryApp(service)
+    election: Election | None = None
+    forwarder: Forwarder | None = None
+    if settings.is_kafka:
+        # Several instances share the log: only the elected leader writes, the others forward to it.
+        election_log = open_log(settings.log_url, **election_log_options(settings.log_url))
+        election = Election(
+            election_log,
+            store,
+            topic=settings.leader_topic,
+            group=settings.group_id,
+            url=settings.url,
+            eligible=settings.leader_eligible,
+            timeout=settings.store_timeout,
+            session_timeout=session_timeout_of(settings.log_url),
+        )
+        store.exclusive = True
+        forwarder = Forwarder(election, store, settings.url, timeout=max(60.0, 3 * settings.store_timeout))
+    app = RegistryApp(service, forwarder=forwarder)
 
     async def startup() -> None:
-        log.info("schemakit registry %s: log backend %s", __version__, describe_backend(log_backend))
+        log.info("schemakit registry %s: log backend %s", __version__, describe_backend(log_backend, settings.topic))
         log.info("schema types: %s", ", ".join(schema_types()))
         await asyncio.to_thread(store.open)
         store.start(asyncio.get_running_loop())
-        if settings.log_url.startswith("sqlite"):
+        if election is None:
             log.info("leader: this node (single-node embedded log)")
+        else:
+            await asyncio.to_thread(election.ensure_topic)
+            election.start(asyncio.get_running_loop())
+            log.info(
+                "leader election: group %r on topic %r, this node %s; leader announced on that topic once elected",
+                settings.group_id,
+                settings.leader_topic,
+                "is eligible" if settings.leader_eligible else "is not eligible (--leader-eligible false)",
+            )
         log.info("serving the Confluent Schema Registry API at %s", settings.url)
 
     async def shutdown() -> None:
+        if election is not None:
+            await asyncio.to_thread(election.close)
+            election.log.close()
+        if forwarder is not None:
+            await forwarder.aclose()
         store.close()
         log_backend.close()
         log.info("stopped")
@@ -66,10 +156,14 @@ def build_app(settings: Settings) -> RegistryApp:
     return app
 
 
-def serve(settings: Settings) -> None:
+def serve(settings: Settings) -> int:
+    """Run until stopped; the exit status (non-zero when startup failed)."""
+    if settings.is_kafka:
+        check_topics(settings)
     app = build_app(settings)
+    asgi = LeaderOffsetHeader(app, app.service.store) if settings.is_kafka else app
     config = uvicorn.Config(
-        app,
+        asgi,
         host=settings.host,
         port=settings.port,
         lifespan="on",
@@ -79,4 +173,6 @@ def serve(settings: Settings) -> None:
         http="auto",
         timeout_keep_alive=30,
     )
-    uvicorn.Server(config).run()
+    server = uvicorn.Server(config)
+    server.run()
+    return 0 if server.started else 3

@@ -119,15 +119,10 @@ class SchemaRequest:
             parsed_refs.append(Reference(r["name"], normalize_subject(r["subject"]), r["version"]))
         self.references = tuple(parsed_refs)
         self.version = _opt_int(body, "version")
-        self.id = _opt_int(body, "id")
-        md = body.get("metadata")
-        rs = body.get("ruleSet")
-        if md is not None and not isinstance(md, dict):
-            raise _unprocessable("Field 'metadata' must be an object")
-        if rs is not None and not isinstance(rs, dict):
-            raise _unprocessable("Field 'ruleSet' must be an object")
-        self.metadata: dict[str, Any] | None = md or None
-        self.rule_set: dict[str, Any] | None = rs or None
+        schema_id = _opt_int(body, "id")
+        self.id = schema_id if schema_id is not None and schema_id >= 0 else None  # Confluent: id < 0 = no id
+        self.metadata = check_metadata(body.get("metadata"), "metadata")
+        self.rule_set = check_rule_set_shape(body.get("ruleSet"), "ruleSet")
 
 
 def _opt_int(body: dict[str, Any], name: str) -> int | None:
@@ -136,7 +131,63 @@ def _opt_int(body: dict[str, Any], name: str) -> int | None:
         return None
     if not isinstance(v, int) or isinstance(v, bool):
         raise _unprocessable(f"Field '{name}' must be an integer")
+    if not -(2**31) <= v <= 2**31 - 1:
+        raise _unprocessable(f"Field '{name}' is out of the 32-bit integer range: {v}")
     return v
+
+
+def _is_str_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def check_metadata(md: Any, field: str) -> dict[str, Any] | None:
+    """Confluent's Metadata shape: tags {path: [tag]}, properties {key: value}, sensitive [key]."""
+    if md is None:
+        return None
+    if not isinstance(md, dict):
+        raise _unprocessable(f"Field '{field}' must be an object")
+    tags, props, sensitive = md.get("tags"), md.get("properties"), md.get("sensitive")
+    if tags is not None and not (isinstance(tags, dict) and all(_is_str_list(v) for v in tags.values())):
+        raise _unprocessable(f"Field '{field}.tags' must map paths to arrays of strings")
+    if props is not None and not (isinstance(props, dict) and all(isinstance(v, str) for v in props.values())):
+        raise _unprocessable(f"Field '{field}.properties' must map keys to strings")
+    if sensitive is not None and not _is_str_list(sensitive):
+        raise _unprocessable(f"Field '{field}.sensitive' must be an array of strings")
+    return md or None
+
+
+_RULE_STRINGS = ("name", "doc", "kind", "mode", "type", "expr", "onSuccess", "onFailure")
+
+
+def check_rule_set_shape(rs: Any, field: str) -> dict[str, Any] | None:
+    """Confluent's RuleSet shape; the rule semantics are checked by ``validate_rule_set``."""
+    if rs is None:
+        return None
+    if not isinstance(rs, dict):
+        raise _unprocessable(f"Field '{field}' must be an object")
+    for group in ("migrationRules", "domainRules", "encodingRules"):
+        rules = rs.get(group)
+        if rules is None:
+            continue
+        if not isinstance(rules, list):
+            raise _unprocessable(f"Field '{field}.{group}' must be an array")
+        for i, rule in enumerate(rules):
+            where = f"{field}.{group}[{i}]"
+            if not isinstance(rule, dict):
+                raise _unprocessable(f"Field '{where}' must be an object")
+            for k in _RULE_STRINGS:
+                if rule.get(k) is not None and not isinstance(rule[k], str):
+                    raise _unprocessable(f"Field '{where}.{k}' must be a string")
+            if rule.get("tags") is not None and not _is_str_list(rule["tags"]):
+                raise _unprocessable(f"Field '{where}.tags' must be an array of strings")
+            params = rule.get("params")
+            if params is not None and not (
+                isinstance(params, dict) and all(isinstance(v, str) for v in params.values())
+            ):
+                raise _unprocessable(f"Field '{where}.params' must map names to strings")
+            if rule.get("disabled") is not None and not isinstance(rule["disabled"], bool):
+                raise _unprocessable(f"Field '{where}.disabled' must be a boolean")
+    return rs or None
 
 
 def validate_rule_set(rule_set: dict[str, Any] | None) -> None:
@@ -796,10 +847,18 @@ class Service:
         for k in records.CONFIG_FIELDS[1:]:
             if body.get(k) is not None:
                 update[k] = body[k]
+        for k in ("normalize", "validateFields", "validateRules"):
+            if k in update and not isinstance(update[k], bool):
+                raise _unprocessable(f"Field '{k}' must be a boolean")
+        for k in ("compatibilityGroup", "alias"):
+            if k in update and not isinstance(update[k], str):
+                raise _unprocessable(f"Field '{k}' must be a string")
+        for k in ("defaultMetadata", "overrideMetadata"):
+            if k in update:
+                check_metadata(update[k], k)
         for k in ("defaultRuleSet", "overrideRuleSet"):
             if k in update:
-                if not isinstance(update[k], dict):
-                    raise errors.invalid_ruleset(f"{k} must be an object")
+                check_rule_set_shape(update[k], k)
                 validate_rule_set(update[k])
         async with self._write_lock:
             self._check_not_readonly(subject)

@@ -8,6 +8,7 @@ then awaits the moment its own reader has applied that offset (read-your-writes)
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
@@ -21,7 +22,9 @@ from streams.log import (
     Log,
     LogError,
     LogTimeoutError,
+    ProducerFencedError,
     Record,
+    RecordMetadata,
     RecordTooLargeError,
     TopicPartition,
 )
@@ -45,6 +48,10 @@ class Store:
         self._producer = None
         self.on_applied: list[Callable[[list[Record]], None]] = []
         self.records_replayed = 0
+        #: Kafka HA: only the elected leader writes, through ``writer`` (its fenced transactional producer,
+        #: called as ``writer(topic, value, key, timeout)``); without one, writes fail with 50004.
+        self.exclusive = False
+        self.writer: Callable[[str, bytes | None, bytes, float], RecordMetadata] | None = None
 
     # ---- lifecycle --------------------------------------------------------------------------------------
 
@@ -143,11 +150,17 @@ class Store:
     async def write(self, key: bytes, value: bytes | None, operation: str = "Register") -> int:
         """Produce one record and return once this node's state includes it."""
         assert self._producer is not None
-        producer = self._producer
+        writer = self.writer
+        if writer is not None:
+            call = functools.partial(writer, self.topic, value, key, self.timeout)
+        elif self.exclusive:
+            raise errors.leader_not_known()
+        else:
+            call = functools.partial(self._producer.produce, self.topic, value, key, partition=0, timeout=self.timeout)
         try:
-            md = await asyncio.to_thread(
-                producer.produce, self.topic, value, key, partition=0, timeout=self.timeout
-            )
+            md = await asyncio.to_thread(call)
+        except ProducerFencedError as e:  # a newer leader took over while this write was on its way
+            raise errors.leader_not_known() from e
         except RecordTooLargeError as e:
             raise errors.schema_too_large() from e
         except LogTimeoutError as e:

@@ -1,0 +1,130 @@
+"""Forwarding writes from a follower to the leader over HTTP, as Confluent's followers do.
+
+``RegistryApp`` asks ``Forwarder.maybe_forward`` before every write route: the leader executes locally
+(``None``); a follower sends the request (caller's headers, raw path and query, body) to the announced
+leader and answers with the leader's status and body unchanged. A follower then waits, briefly, until its
+own reader has applied the leader's record (the leader says which offset in ``X-Schemakit-Offset``), so a
+client that reads from the same follower right after sees its write.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+import httpx
+
+from registry import errors
+from registry.store import Store
+
+log = logging.getLogger(__name__)
+
+FORWARDED_HEADER = b"x-schemakit-forwarded"
+OFFSET_HEADER = b"x-schemakit-offset"
+
+# Hop-by-hop and framing headers belong to each connection, not to the request.
+_DROP_HEADERS = frozenset({
+    b"host", b"content-length", b"connection", b"keep-alive", b"transfer-encoding", b"te", b"trailer",
+    b"upgrade", b"proxy-authorization", b"proxy-connection", b"accept-encoding", FORWARDED_HEADER,
+})  # fmt: skip
+
+
+class LeaderView(Protocol):
+    is_leader: bool
+
+    @property
+    def leader_url(self) -> str | None: ...
+
+
+def operation_name(method: str, raw_path: bytes) -> str:
+    """Confluent's wording for the operation in its forwarding error messages."""
+    segments = [s for s in raw_path.split(b"/") if s]
+    first = segments[0] if segments else b""
+    if first == b"subjects":
+        if method == "POST":
+            return "register schema"
+        return "delete schema version" if len(segments) > 3 else "delete subject"
+    if first in (b"config", b"mode"):
+        what = "config" if first == b"config" else "mode"
+        return f"{'update' if method == 'PUT' else 'delete'} {what}"
+    return f"{method} {raw_path.decode('latin-1')}"
+
+
+class Forwarder:
+    def __init__(self, election: LeaderView, store: Store, own_url: str, timeout: float = 60.0) -> None:
+        self.election = election
+        self.store = store
+        self.own_url = own_url.rstrip("/")
+        self.timeout = timeout
+        self._client: httpx.AsyncClient | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            # One keep-alive pool for the whole process (created on the event loop that uses it).
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, connect=5.0), trust_env=False)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def maybe_forward(
+        self,
+        method: str,
+        raw_path: bytes,
+        query_string: bytes,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+    ) -> tuple[int, bytes] | None:
+        if self.election.is_leader:
+            return None
+        leader = self.election.leader_url
+        forwarded = any(k == FORWARDED_HEADER for k, _ in headers)
+        # Forward at most once, and never to ourselves: a node that was just deposed still sees its own
+        # announcement until the next leader's arrives.
+        if leader is None or forwarded or leader.rstrip("/") == self.own_url:
+            raise errors.leader_not_known()
+        url = leader.rstrip("/") + raw_path.decode("latin-1")
+        if query_string:
+            url += "?" + query_string.decode("latin-1")
+        out_headers = [(k, v) for k, v in headers if k.lower() not in _DROP_HEADERS]
+        out_headers.append((FORWARDED_HEADER, b"1"))
+        try:
+            resp = await self._http().request(method, url, headers=out_headers, content=body)
+            content = resp.content
+        except httpx.HTTPError as e:
+            log.warning("forwarding %s %s to the leader %s failed: %s", method, raw_path, leader, e)
+            raise errors.forwarding_failed(
+                f"Error while forwarding {operation_name(method, raw_path)} request to the leader"
+            ) from e
+        offset = resp.headers.get(OFFSET_HEADER.decode())
+        if resp.status_code == 200 and offset is not None and offset.lstrip("-").isdigit():
+            try:
+                await self.store.wait_applied(int(offset))
+            except errors.ApiError:
+                pass  # the leader has it; our replica is only slow to show it
+        return resp.status_code, content
+
+
+class LeaderOffsetHeader:
+    """ASGI wrapper on every node: answers to forwarded requests carry this node's applied offset, which
+    covers the write just made (the leader answers only once its reader has applied it)."""
+
+    def __init__(self, app: Any, store: Store) -> None:
+        self.app = app
+        self.store = store
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not any(k == FORWARDED_HEADER for k, _ in scope["headers"]):
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_offset(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or ())
+                headers.append((OFFSET_HEADER, str(self.store.state.offset).encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_offset)

@@ -1,0 +1,374 @@
+"""Leader election for the registry on Kafka, and the leader's fenced writer.
+
+Every leader-eligible node's *member* consumer joins one group and subscribes to a one-partition election
+topic: the member that owns partition 0 is the leader. Owning it is not enough to write, though: the new
+leader first starts a transactional producer with a fixed transactional id (``init_transactions`` fences
+any older producer with that id, i.e. a zombie leader, at the broker), catches up to the end of
+``_schemas`` through that producer (a NOOP barrier), and only then takes writes and announces
+``{"url", "generation"}`` on the election topic. Every node's *watcher* reads the election topic by
+assignment (no group) and forwards writes to the announcement with the highest generation.
+
+Everything the leader writes goes through that producer, one transaction per write, so a deposed
+leader's next write fails with ``ProducerFencedError`` and the node steps down at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from registry.store import NOOP_KEY, Store
+from streams.log import (
+    OFFSET_BEGINNING,
+    Log,
+    LogError,
+    Producer,
+    ProducerFencedError,
+    RecordMetadata,
+    TopicPartition,
+)
+from streams.log.kafka import parse_kafka_url
+
+log = logging.getLogger("registry.leader")
+
+ANNOUNCE_KEY = b"leader"
+PROBE_KEY = b"probe"
+DEFAULT_GROUP = "schema-registry"
+# Confluent's kafkagroup defaults; a test URL that sets its own (faster) values wins.
+ELECTION_CONSUMER_DEFAULTS = {"session.timeout.ms": "10000", "heartbeat.interval.ms": "3000"}
+HEADER_LEADER = "schemakit.leader"
+HEADER_GENERATION = "schemakit.generation"
+
+
+def election_topic_for(topic: str) -> str:
+    """The default election topic of a store topic: ``_schemas`` -> ``_schemas_leader``."""
+    return f"{topic}_leader"
+
+
+def transactional_id_for(group: str) -> str:
+    return f"schemakit-registry-{group}"
+
+
+def election_log_options(log_url: str) -> dict[str, str]:
+    """Client options for the election's own log: Confluent's group timing unless the URL sets it, and
+    cooperative-sticky assignment so that a member joining does not move leadership."""
+    _, options = parse_kafka_url(log_url)
+    extra: dict[str, str] = {}
+    for key, value in ELECTION_CONSUMER_DEFAULTS.items():
+        if key not in options and f"consumer.{key}" not in options:
+            extra[f"consumer.{key}"] = value
+    strategy = "partition.assignment.strategy"
+    if strategy not in options and f"consumer.{strategy}" not in options:
+        extra[f"consumer.{strategy}"] = "cooperative-sticky"
+    return extra
+
+
+def session_timeout_of(log_url: str) -> float:
+    """The election group's session timeout in seconds (how long a dead leader goes unnoticed)."""
+    _, options = parse_kafka_url(log_url)
+    merged = {**options, **election_log_options(log_url)}
+    value = merged.get("consumer.session.timeout.ms", merged.get("session.timeout.ms", "10000"))
+    return int(value) / 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Announcement:
+    url: str
+    generation: int
+
+
+def encode_announcement(a: Announcement) -> bytes:
+    return json.dumps({"url": a.url, "generation": a.generation}, separators=(",", ":")).encode()
+
+
+def decode_announcement(value: bytes | None) -> Announcement | None:
+    if value is None:
+        return None
+    try:
+        obj = json.loads(value)
+        return Announcement(str(obj["url"]), int(obj["generation"]))
+    except (ValueError, KeyError, TypeError):
+        log.warning("ignoring malformed leader announcement %r", value[:200])
+        return None
+
+
+class LeaderWriter:
+    """The leader's writes to the log: one transaction per record through the fenced producer.
+
+    Used from worker threads (``Store.write`` runs it via ``asyncio.to_thread``); a lock keeps one
+    transaction open at a time. Once fenced or retired it refuses every further write."""
+
+    def __init__(self, producer: Producer, headers: list[tuple[str, bytes]], on_fenced: Callable[[str], None]):
+        self._producer = producer
+        self._headers = headers
+        self._on_fenced = on_fenced
+        self._lock = threading.Lock()
+        self._retired = False
+
+    def __call__(self, topic: str, value: bytes | None, key: bytes, timeout: float) -> RecordMetadata:
+        return self.write([(topic, key, value)], timeout)[0]
+
+    def write(self, records: list[tuple[str, bytes, bytes | None]], timeout: float) -> list[RecordMetadata]:
+        """Write ``(topic, key, value)`` records to partition 0 of their topics in one transaction."""
+        with self._lock:
+            if self._retired:
+                raise ProducerFencedError("this node is no longer the leader")
+            p = self._producer
+            try:
+                p.begin_transaction()
+                out = [p.produce(t, v, k, partition=0, headers=self._headers, timeout=timeout) for t, k, v in records]
+                p.commit_transaction(timeout)
+                return out
+            except ProducerFencedError as e:
+                self._retired = True
+                self._on_fenced(str(e))
+                raise
+            except LogError:
+                try:
+                    p.abort_transaction(timeout)
+                except ProducerFencedError as e:
+                    self._retired = True
+                    self._on_fenced(str(e))
+                except LogError as e:
+                    log.warning("aborting a failed transaction failed too: %s", e)
+                raise
+
+    def retire(self) -> None:
+        """Stop writing: wait for a transaction in flight, then release the producer (in the background,
+        because closing a fenced producer can take the log's whole timeout)."""
+
+        def close() -> None:
+            with self._lock:
+                self._retired = True
+            _close(self._producer)
+
+        threading.Thread(target=close, name="leader-producer-close", daemon=True).start()
+
+
+def _close(producer: Producer) -> None:
+    try:
+        producer.close()
+    except LogError as e:
+        log.debug("closing an old leader producer: %s", e)
+
+
+def _close_in_background(producer: Producer) -> None:
+    threading.Thread(target=_close, args=(producer,), name="leader-producer-close", daemon=True).start()
+
+
+class Election:
+    """This node's view of leadership: whether it leads, and where the leader is.
+
+    ``is_leader`` and ``leader_url`` are plain attributes, read by the forwarder on the event loop."""
+
+    def __init__(
+        self,
+        log_backend: Log,
+        store: Store,
+        *,
+        topic: str,
+        group: str,
+        url: str,
+        eligible: bool,
+        timeout: float,
+        session_timeout: float = 10.0,
+    ) -> None:
+        self.log = log_backend
+        self.store = store
+        self.topic = topic
+        self.group = group
+        self.url = url
+        self.eligible = eligible
+        self.timeout = timeout
+        self.transactional_id = transactional_id_for(group)
+        self.is_leader = False
+        self.leader: Announcement | None = None  # highest generation announced
+        self.on_leadership: list[Callable[[bool], None]] = []
+        self._tp = TopicPartition(topic, 0)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._watch_cond = threading.Condition()
+        self._watch_offset = -1  # last election-topic offset the watcher has read
+        self._owns_partition = False
+        self._writer: LeaderWriter | None = None
+        self._retry_at = 0.0  # when the member may (again) try to take leadership
+        self._session_timeout = session_timeout
+        self._lock = threading.RLock()  # leadership changes come from the member thread and from writers
+
+    @property
+    def leader_url(self) -> str | None:
+        return self.leader.url if self.leader is not None else None
+
+    # ---- lifecycle --------------------------------------------------------------------------------------
+
+    def ensure_topic(self) -> None:
+        info = self.log.ensure_topic(self.topic, 1, compacted=True)
+        log.info("election topic %r: %d partition, group %r", info.name, info.partitions, self.group)
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._watcher = self.log.consumer(None, client_id=f"schemakit-leader-watch-{self.topic}")
+        self._watcher.assign({self._tp: OFFSET_BEGINNING})
+        self._spawn("election-watch", self._watch_forever)
+        if not self.eligible:
+            log.info("not leader-eligible: this node never leads; it forwards writes to the announced leader")
+            return
+        self._member = self.log.consumer(self.group, client_id=f"schemakit-leader-member-{self.url}")
+        self._member.subscribe([self.topic], on_assign=self._assigned, on_revoke=self._revoked)
+        self._spawn("election-member", self._member_forever)
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        t = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(t)
+        t.start()
+
+    def close(self) -> None:
+        """Leave the group (stepping down) and stop following the election topic."""
+        self._stop.set()
+        for t in self._threads:
+            t.join(self.timeout)
+
+    # ---- the watcher: who leads -------------------------------------------------------------------------
+
+    def _watch_forever(self) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    batch = self._watcher.poll(0.2, 500)
+                except LogError as e:
+                    log.error("reading election topic %s failed: %s; retrying", self.topic, e)
+                    time.sleep(0.5)
+                    continue
+                for r in batch:
+                    if r.key == ANNOUNCE_KEY:
+                        self._announced(decode_announcement(r.value))
+                if batch:
+                    with self._watch_cond:
+                        self._watch_offset = batch[-1].offset
+                        self._watch_cond.notify_all()
+        finally:
+            self._watcher.close()
+
+    def _announced(self, a: Announcement | None) -> None:
+        if a is None or (self.leader is not None and a.generation <= self.leader.generation):
+            return
+        self.leader = a
+        who = "this node" if a.url == self.url else a.url
+        log.info("leader: %s (generation %d)", who, a.generation)
+
+    def _wait_watched(self, offset: int) -> None:
+        deadline = time.monotonic() + self.timeout
+        with self._watch_cond:
+            while self._watch_offset < offset:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stop.is_set():
+                    raise LogError(f"election topic {self.topic!r}: did not read up to offset {offset} in time")
+                self._watch_cond.wait(left)
+
+    # ---- the member: leading ----------------------------------------------------------------------------
+
+    def _assigned(self, partitions: list[TopicPartition]) -> None:
+        if self._tp in partitions:
+            self._owns_partition = True
+            self._retry_at = 0.0
+
+    def _revoked(self, partitions: list[TopicPartition]) -> None:
+        if self._tp in partitions:
+            self._owns_partition = False
+            self._step_down("partition 0 of the election topic was revoked (group rebalance)")
+
+    def _member_forever(self) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    self._member.poll(0.2, 100)  # records are irrelevant: ownership is the signal
+                except LogError as e:
+                    log.error("election group %r: %s; retrying", self.group, e)
+                    time.sleep(0.5)
+                    continue
+                if self._owns_partition and self._writer is None and time.monotonic() >= self._retry_at:
+                    try:
+                        self._become_leader()
+                    except ProducerFencedError as e:
+                        # Someone initialised the transactional id after us: we are probably a zombie
+                        # whose consumer has not noticed yet. Let the group settle first.
+                        log.warning("could not take leadership, fenced: %s", e)
+                        self._retry_at = time.monotonic() + 2 * self._session_timeout
+                    except Exception as e:  # any other failure: stay a follower, try again shortly
+                        log.warning("could not take leadership: %s; retrying in 1s", e)
+                        self._retry_at = time.monotonic() + 1.0
+        finally:
+            try:
+                self._member.close()  # leaves the group; _revoked steps down
+            finally:
+                self._step_down("shutting down")
+
+    def _become_leader(self) -> None:
+        started = time.monotonic()
+        producer = self.log.producer(self.transactional_id)
+        try:
+            producer.init_transactions(self.timeout)  # fences any older leader's producer
+            # 1. The highest generation so far: read the election topic up to a probe of our own.
+            probe_writer = LeaderWriter(producer, [(HEADER_LEADER, self.url.encode())], self._fenced)
+            (probe,) = probe_writer.write([(self.topic, PROBE_KEY, None)], self.timeout)
+            self._wait_watched(probe.offset)
+            generation = (self.leader.generation if self.leader is not None else 0) + 1
+            headers = [(HEADER_LEADER, self.url.encode()), (HEADER_GENERATION, str(generation).encode())]
+            writer = LeaderWriter(producer, headers, self._fenced)
+            # 2. Catch up with _schemas before allocating ids: a NOOP barrier through the fenced producer.
+            (noop,) = writer.write([(self.store.topic, NOOP_KEY, None)], self.timeout)
+            self._wait_applied(noop.offset)
+            if not self._owns_partition or self._stop.is_set():
+                raise LogError("lost partition 0 while taking leadership")
+            # 3. Take writes, then tell the others.
+            with self._lock:
+                self._writer = writer
+                self.store.writer = writer
+                self.is_leader = True
+            writer.write([(self.topic, ANNOUNCE_KEY, encode_announcement(Announcement(self.url, generation)))],
+                         self.timeout)  # fmt: skip
+        except BaseException:
+            self._step_down("taking leadership failed")
+            _close_in_background(producer)
+            raise
+        log.info(
+            "this node is the leader now (generation %d, caught up to offset %d of %s in %.2fs)",
+            generation,
+            noop.offset,
+            self.store.topic,
+            time.monotonic() - started,
+        )
+        for cb in self.on_leadership:
+            cb(True)
+
+    def _wait_applied(self, offset: int) -> None:
+        assert self._loop is not None
+        fut = asyncio.run_coroutine_threadsafe(self.store.wait_applied(offset, self.timeout), self._loop)
+        fut.result(self.timeout + 1)
+
+    def _fenced(self, why: str) -> None:
+        log.warning("fenced by a newer leader, stepping down: %s", why)
+        # If the group still says we own partition 0 after a session timeout, the fencing was not a
+        # newer leader (e.g. a fatal producer error): then try to lead again.
+        self._retry_at = time.monotonic() + 2 * self._session_timeout
+        self._step_down("fenced")
+
+    def _step_down(self, why: str) -> None:
+        with self._lock:
+            writer, self._writer = self._writer, None
+            was_leader = self.is_leader
+            self.is_leader = False
+            if writer is not None and self.store.writer is writer:
+                self.store.writer = None
+        if writer is not None:
+            writer.retire()
+        if was_leader:
+            log.info("this node is no longer the leader: %s", why)
+            for cb in self.on_leadership:
+                cb(False)

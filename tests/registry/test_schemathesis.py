@@ -1,0 +1,161 @@
+"""Schemathesis against ``openapi.yaml`` and a live private registry: every request gets a documented status,
+a documented content type and a body that matches the documented schema, and never a 5xx.
+
+The server is private because the run registers, deletes and reconfigures at random. Mode changes are left
+out of the random run: READONLY / IMPORT would turn later writes into 42205s, so the outcome would depend on
+the order of operations. ``test_mode_changes_conform`` sends them as fixed requests and validates the
+answers against the same file.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.server import RegistryProcess, free_port
+
+SPEC = Path(__file__).resolve().parents[2] / "openapi.yaml"
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+MAX_EXAMPLES = 20
+AVRO = '{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}'
+
+schema = schemathesis.openapi.from_path(SPEC)
+schema.config.generation.update(modes=[schemathesis.GenerationMode.POSITIVE], max_examples=MAX_EXAMPLES)
+random_schema = schema.exclude(method="PUT", path_regex=r"^/mode")
+
+# Malformed input only for reads: they cannot change state, so the outcome does not depend on order.
+negative_schema = schemathesis.openapi.from_path(SPEC)
+negative_schema.config.generation.update(modes=[schemathesis.GenerationMode.NEGATIVE], max_examples=MAX_EXAMPLES)
+negative_reads = negative_schema.include(method="GET")
+
+HYPOTHESIS = settings(
+    max_examples=MAX_EXAMPLES,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+@pytest.fixture(scope="module")
+def private_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    d = tmp_path_factory.mktemp("schemathesis-registry")
+    rp = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log").start()
+    yield rp.url
+    rp.stop()
+
+
+@random_schema.parametrize()
+@HYPOTHESIS
+def test_api_conforms(case: schemathesis.Case, private_registry: str) -> None:
+    case.call_and_validate(base_url=private_registry, checks=CHECKS)
+
+
+@negative_reads.parametrize()
+@HYPOTHESIS
+def test_malformed_reads_conform(case: schemathesis.Case, private_registry: str) -> None:
+    case.call_and_validate(base_url=private_registry, checks=CHECKS)
+
+
+def call(
+    url: str,
+    method: str,
+    path: str,
+    *,
+    path_parameters: dict[str, Any] | None = None,
+    query: dict[str, Any] | None = None,
+    body: Any = None,
+) -> tuple[int, Any]:
+    """One fixed request, validated against the file; returns (status, decoded body)."""
+    operation = schema[path][method]
+    kwargs: dict[str, Any] = {"path_parameters": path_parameters or {}, "query": query or {}}
+    if body is not None:
+        kwargs.update(body=body, media_type="application/vnd.schemaregistry.v1+json")
+    response = operation.Case(**kwargs).call_and_validate(base_url=url, checks=CHECKS)
+    return response.status_code, response.json()
+
+
+def test_mode_changes_conform(private_registry: str) -> None:
+    url = private_registry
+    subject = f"mode-{uuid.uuid4().hex[:8]}"
+    s = {"subject": subject}
+    register = {"schema": AVRO}
+    assert call(url, "PUT", "/mode/{subject}", path_parameters=s, body={"mode": "readonly"}) == (
+        200,
+        {"mode": "READONLY"},
+    )
+    assert call(url, "GET", "/mode/{subject}", path_parameters=s) == (200, {"mode": "READONLY"})
+    status, err = call(url, "POST", "/subjects/{subject}/versions", path_parameters=s, body=register)
+    assert (status, err["error_code"]) == (422, 42205)
+    status, err = call(url, "PUT", "/mode/{subject}", path_parameters=s, body={"mode": "FORWARD"})
+    assert (status, err["error_code"]) == (422, 42204)
+    status, err = call(url, "PUT", "/mode/{subject}", path_parameters=s, body={"mode": "SOMETIMES"})
+    assert (status, err["error_code"]) == (422, 42204)
+    assert call(url, "DELETE", "/mode/{subject}", path_parameters=s) == (200, {"mode": "READONLY"})
+    status, err = call(url, "GET", "/mode/{subject}", path_parameters=s)
+    assert (status, err["error_code"]) == (404, 40409)
+    assert call(url, "GET", "/mode/{subject}", path_parameters=s, query={"defaultToGlobal": "True"}) == (
+        200,
+        {"mode": "READWRITE"},
+    )
+
+    assert call(url, "POST", "/subjects/{subject}/versions", path_parameters=s, body=register)[0] == 200
+    status, err = call(url, "PUT", "/mode", body={"mode": "IMPORT"})
+    assert (status, err["error_code"]) == (422, 42205)
+    try:
+        assert call(url, "PUT", "/mode", query={"force": "true"}, body={"mode": "IMPORT"}) == (
+            200,
+            {"mode": "IMPORT"},
+        )
+        imported = {"subject": f"{subject}-imported"}
+        status, err = call(url, "POST", "/subjects/{subject}/versions", path_parameters=imported, body=register)
+        assert (status, err["error_code"]) == (422, 42205)  # IMPORT needs an explicit id
+        body = {**register, "id": 900_001, "version": 3}
+        assert call(url, "POST", "/subjects/{subject}/versions", path_parameters=imported, body=body) == (
+            200,
+            {"id": 900_001},
+        )
+        assert call(url, "GET", "/mode") == (200, {"mode": "IMPORT"})
+    finally:
+        assert call(url, "PUT", "/mode", body={"mode": "READWRITE"}) == (200, {"mode": "READWRITE"})
+    assert call(url, "DELETE", "/mode") == (200, {"mode": "READWRITE"})
+    assert call(url, "GET", "/schemas/ids/{id}", path_parameters={"id": 900_001})[0] == 200
+
+
+def test_associations_answer_40410(private_registry: str) -> None:
+    status, err = call(private_registry, "GET", "/associations/{resource}", path_parameters={"resource": "t"})
+    assert (status, err) == (404, {"error_code": 40410, "message": "Association for 't' not found."})
+    deeper = httpx.get(f"{private_registry}/associations/topics/t/subjects", timeout=10)
+    assert (deeper.status_code, deeper.json()["error_code"]) == (404, 40410)
+
+
+def test_malformed_bodies_are_rejected_with_422(private_registry: str) -> None:
+    """Bodies of the wrong shape are refused at the door (as Confluent's JSON binding does), never stored."""
+    subject = f"meta-{uuid.uuid4().hex[:8]}"
+    with httpx.Client(base_url=private_registry, timeout=10) as http:
+        bad_bodies = [
+            {"schema": '"string"', "metadata": {"properties": "x"}},
+            {"schema": '"string"', "metadata": {"tags": [None, None]}},
+            {"schema": '"string"', "ruleSet": {"domainRules": [{"name": "r", "mode": "WRITE", "params": [1]}]}},
+            {"schema": '"string"', "version": 10_000_000_000_000_000_000},
+        ]
+        for body in bad_bodies:
+            r = http.post(f"/subjects/{subject}/versions", json=body)
+            assert (r.status_code, r.json()["error_code"]) == (422, 422), (body, r.text)
+        r = http.put(f"/config/{subject}", json={"normalize": "yes", "validateRules": {}})
+        assert (r.status_code, r.json()["error_code"]) == (422, 422)
+        assert http.get(f"/subjects/{subject}/versions").status_code == 404
+        assert http.get(f"/subjects/{subject}/metadata", params={"key": "a", "value": "b"}).status_code == 404
