@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import orjson
 
@@ -83,6 +83,31 @@ def page(items: Sequence[Any], offset: int, limit: int) -> list[Any]:
 def _unprocessable(message: str) -> errors.ApiError:
     # Jackson binding errors (a field of the wrong type) answer 422 with the status as code, as rest-utils does.
     return errors.ApiError(422, 422, message)
+
+
+PARSE_CACHE_SIZE = 2048
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Lru(Generic[K, V]):
+    """A small least-recently-used map (used on the event-loop thread only)."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._d: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        v = self._d.get(key)
+        if v is not None:
+            self._d.move_to_end(key)
+        return v
+
+    def put(self, key: K, value: V) -> None:
+        self._d[key] = value
+        self._d.move_to_end(key)
+        if len(self._d) > self.maxsize:
+            self._d.popitem(last=False)
 
 
 class SchemaRequest:
@@ -258,8 +283,10 @@ class Service:
         self.store = store
         self.default_compatibility = default_compatibility
         self._write_lock = asyncio.Lock()
-        self._parsed: OrderedDict[tuple[Any, ...], ParsedSchema] = OrderedDict()
-        self._parsed_by_id: dict[int, ParsedSchema] = {}
+        # Parsed schemas are only needed to register, look up and check compatibility; bounded so that memory
+        # stays proportional to the stored text, not to every parse tree ever built.
+        self._parsed: Lru[tuple[Any, ...], ParsedSchema] = Lru(PARSE_CACHE_SIZE)
+        self._parsed_by_id: Lru[int, ParsedSchema] = Lru(PARSE_CACHE_SIZE)
         #: set when another node may have written since our last write (startup, leadership change)
         self.needs_barrier = True
 
@@ -335,7 +362,6 @@ class Service:
         cache_key = (schema_type, schema, resolved, normalize)
         hit = self._parsed.get(cache_key)
         if hit is not None:
-            self._parsed.move_to_end(cache_key)
             return hit
 
         def work() -> ParsedSchema:
@@ -346,15 +372,15 @@ class Service:
             parsed = await asyncio.to_thread(work)
         except InvalidSchemaError as e:
             raise errors.invalid_schema(f"Invalid schema of type {schema_type}, details: {e}") from e
-        self._parsed[cache_key] = parsed
-        if len(self._parsed) > 10_000:
-            self._parsed.popitem(last=False)
+        self._parsed.put(cache_key, parsed)
         return parsed
 
     async def parsed_content(self, content: SchemaContent, schema_id: int | None = None) -> ParsedSchema:
         """The stored schema, parsed (for compatibility checks and formats); cached per id."""
-        if schema_id is not None and schema_id in self._parsed_by_id:
-            return self._parsed_by_id[schema_id]
+        if schema_id is not None:
+            hit = self._parsed_by_id.get(schema_id)
+            if hit is not None:
+                return hit
         t = self._type(content.schema_type)
         resolved = self.resolve_references(content.references)
         try:
@@ -362,7 +388,7 @@ class Service:
         except InvalidSchemaError as e:
             raise errors.invalid_schema(f"Stored schema {schema_id} no longer parses: {e}") from e
         if schema_id is not None:
-            self._parsed_by_id[schema_id] = parsed
+            self._parsed_by_id.put(schema_id, parsed)
         return parsed
 
     async def formatted(self, content: SchemaContent, schema_id: int, fmt: str | None) -> str:
