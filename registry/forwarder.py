@@ -5,11 +5,18 @@
 leader and answers with the leader's status and body unchanged. A follower then waits, briefly, until its
 own reader has applied the leader's record (the leader says which offset in ``X-Schemakit-Offset``), so a
 client that reads from the same follower right after sees its write.
+
+While no leader is known, or the announced one does not accept connections (it died and the group has not
+elected the next one yet), a write waits up to ``leader_wait`` for a usable leader before it fails with
+50004 (no leader) or 50003 (forwarding failed): an election then costs callers latency, not errors. Reads
+never come here and never wait.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Any, Protocol
 
 import httpx
@@ -51,11 +58,14 @@ def operation_name(method: str, raw_path: bytes) -> str:
 
 
 class Forwarder:
-    def __init__(self, election: LeaderView, store: Store, own_url: str, timeout: float = 60.0) -> None:
+    def __init__(
+        self, election: LeaderView, store: Store, own_url: str, *, timeout: float = 60.0, leader_wait: float = 10.0
+    ) -> None:
         self.election = election
         self.store = store
         self.own_url = own_url.rstrip("/")
         self.timeout = timeout
+        self.leader_wait = leader_wait
         self._client: httpx.AsyncClient | None = None
 
     def _http(self) -> httpx.AsyncClient:
@@ -79,25 +89,53 @@ class Forwarder:
     ) -> tuple[int, bytes] | None:
         if self.election.is_leader:
             return None
-        leader = self.election.leader_url
-        forwarded = any(k == FORWARDED_HEADER for k, _ in headers)
-        # Forward at most once, and never to ourselves: a node that was just deposed still sees its own
-        # announcement until the next leader's arrives.
-        if leader is None or forwarded or leader.rstrip("/") == self.own_url:
+        if any(k == FORWARDED_HEADER for k, _ in headers):
+            # Forward at most once: a follower sent this here believing we lead, and we no longer do.
             raise errors.leader_not_known()
+        # During an election, a write waits (up to ``leader_wait``) for the next leader instead of failing.
+        deadline = time.monotonic() + self.leader_wait
+        while True:
+            leader = self.election.leader_url
+            # A node that was just deposed still sees its own announcement until the next one arrives.
+            usable = leader is not None and leader.rstrip("/") != self.own_url
+            if usable:
+                assert leader is not None
+                try:
+                    return await self._forward(leader, method, raw_path, query_string, headers, body)
+                except httpx.ConnectError as e:
+                    # Nothing was sent: the leader is gone. A new one may be announced shortly.
+                    if time.monotonic() >= deadline:
+                        raise self._failed(method, raw_path, leader, e) from e
+                except httpx.HTTPError as e:  # the request may have reached the leader: do not repeat it
+                    raise self._failed(method, raw_path, leader, e) from e
+            elif time.monotonic() >= deadline:
+                raise errors.leader_not_known()
+            await asyncio.sleep(0.05)
+            if self.election.is_leader:
+                return None
+
+    def _failed(self, method: str, raw_path: bytes, leader: str, e: Exception) -> errors.ApiError:
+        log.warning("forwarding %s %s to the leader %s failed: %s", method, raw_path.decode("latin-1"), leader, e)
+        return errors.forwarding_failed(
+            f"Error while forwarding {operation_name(method, raw_path)} request to the leader"
+        )
+
+    async def _forward(
+        self,
+        leader: str,
+        method: str,
+        raw_path: bytes,
+        query_string: bytes,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+    ) -> tuple[int, bytes]:
         url = leader.rstrip("/") + raw_path.decode("latin-1")
         if query_string:
             url += "?" + query_string.decode("latin-1")
         out_headers = [(k, v) for k, v in headers if k.lower() not in _DROP_HEADERS]
         out_headers.append((FORWARDED_HEADER, b"1"))
-        try:
-            resp = await self._http().request(method, url, headers=out_headers, content=body)
-            content = resp.content
-        except httpx.HTTPError as e:
-            log.warning("forwarding %s %s to the leader %s failed: %s", method, raw_path, leader, e)
-            raise errors.forwarding_failed(
-                f"Error while forwarding {operation_name(method, raw_path)} request to the leader"
-            ) from e
+        resp = await self._http().request(method, url, headers=out_headers, content=body)
+        content = resp.content
         offset = resp.headers.get(OFFSET_HEADER.decode())
         if resp.status_code == 200 and offset is not None and offset.lstrip("-").isdigit():
             try:

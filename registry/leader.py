@@ -137,6 +137,12 @@ class LeaderWriter:
                 except LogError as e:
                     log.warning("aborting a failed transaction failed too: %s", e)
                 raise
+            except Exception as e:
+                # confluent-kafka's flush() raises its own exception types when the producer hits a fatal
+                # error such as being fenced; whatever it was, this producer must not be used again.
+                self._retired = True
+                self._on_fenced(repr(e))
+                raise ProducerFencedError(f"the leader's producer failed: {e!r}") from e
 
     def retire(self) -> None:
         """Stop writing: wait for a transaction in flight, then release the producer (in the background,
@@ -188,7 +194,6 @@ class Election:
         self.transactional_id = transactional_id_for(group)
         self.is_leader = False
         self.leader: Announcement | None = None  # highest generation announced
-        self.on_leadership: list[Callable[[bool], None]] = []
         self._tp = TopicPartition(topic, 0)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = threading.Event()
@@ -344,8 +349,6 @@ class Election:
             self.store.topic,
             time.monotonic() - started,
         )
-        for cb in self.on_leadership:
-            cb(True)
 
     def _wait_applied(self, offset: int) -> None:
         assert self._loop is not None
@@ -370,5 +373,3 @@ class Election:
             writer.retire()
         if was_leader:
             log.info("this node is no longer the leader: %s", why)
-            for cb in self.on_leadership:
-                cb(False)

@@ -120,7 +120,14 @@ def build_app(settings: Settings) -> RegistryApp:
             session_timeout=session_timeout_of(settings.log_url),
         )
         store.exclusive = True
-        forwarder = Forwarder(election, store, settings.url, timeout=max(60.0, 3 * settings.store_timeout))
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per forwarded request
+        forwarder = Forwarder(
+            election,
+            store,
+            settings.url,
+            timeout=max(60.0, 3 * settings.store_timeout),
+            leader_wait=settings.store_timeout,
+        )
     app = RegistryApp(service, forwarder=forwarder)
 
     async def startup() -> None:

@@ -504,7 +504,10 @@ class KafkaProducer(Producer):
             raise error
 
     def flush(self, timeout: float | None = None) -> None:
-        remaining = self._producer.flush(-1 if timeout is None else timeout)
+        try:
+            remaining = self._producer.flush(-1 if timeout is None else timeout)
+        except KafkaException as exc:  # e.g. a fenced transactional producer: librdkafka raises from flush
+            raise _exc_error(exc, f"flush (transactional id {self.transactional_id!r})") from exc
         self._raise_first_error()
         if remaining:
             raise LogTimeoutError(f"{remaining} records were not delivered within {timeout}s")
