@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from dataclasses import dataclass
 
 import uvicorn
@@ -96,7 +97,7 @@ def _check_topic(log_backend: Log, name: str) -> None:
 def describe_backend(log_backend: Log, topic: str) -> str:
     where = getattr(log_backend, "path", None)
     if where is not None:
-        return f"sqlite (embedded), data at {where}"
+        return f"sqlite (embedded), data at {Path(where).resolve()}"
     return f"kafka, bootstrap {getattr(log_backend, 'bootstrap', log_backend.url)}, topic {topic}"
 
 
