@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 import uvicorn
 
