@@ -31,6 +31,20 @@ format: $(STAMP)
 bench: $(STAMP)
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(PY) benchmarks/registry_bench.py
+	$(PY) benchmarks/serdes_bench.py
+	$(MAKE) $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python benchmarks/streams_bench.py
+
+# The streams benchmark runs Quix Streams side by side. quixstreams pins an older confluent-kafka, so it gets
+# a venv of its own with the newer client put back (it works with it), leaving .venv untouched.
+BENCH_VENV := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.installed
+$(BENCH_STAMP): pyproject.toml
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q -U pip wheel setuptools
+	$(BENCH_VENV)/bin/python -m pip install -q -e '.[test,streams]' quixstreams
+	$(BENCH_VENV)/bin/python -m pip install -q --no-deps --force-reinstall 'confluent-kafka>=2.16'
+	touch $(BENCH_STAMP)
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info

@@ -1,0 +1,7 @@
+"""``python -m streams run module:app``."""
+
+import sys
+
+from streams.cli import main
+
+sys.exit(main())

@@ -1,0 +1,72 @@
+"""``StreamsBuilder``: the entry point of the DSL; ``build()`` returns the ``Topology``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streams.dsl import KStream, KTable
+from streams.ops import TableSourceProcessor
+from streams.serdes import JSON, serde_from
+from streams.topology import StoreSpec, Topology
+
+__all__ = ["StreamsBuilder"]
+
+
+class StreamsBuilder:
+    """Builds a topology. ``default_key`` / ``default_value`` are the serdes used wherever none is
+    given or inherited (JSON unless told otherwise)."""
+
+    def __init__(self, *, default_key: Any = JSON, default_value: Any = JSON) -> None:
+        self.topology = Topology(default_key=default_key, default_value=default_value)
+        self._index = 0
+
+    def new_name(self, prefix: str) -> str:
+        name = f"{prefix}-{self._index:010d}"
+        self._index += 1
+        return name
+
+    def stream(
+        self, topics: str | list[str], *, key: Any = None, value: Any = None, name: str | None = None
+    ) -> KStream:
+        """Records of ``topics`` (a name or a list), read with these serdes."""
+        names = [topics] if isinstance(topics, str) else list(topics)
+        key, value = serde_from(key, "key serde of stream()"), serde_from(value, "value serde of stream()")
+        node = name or self.new_name("KSTREAM-SOURCE")
+        self.topology.add_source(node, *names, key=key, value=value)
+        return KStream(self, node, key, value, False)
+
+    def table(self, topic: str, *, key: Any = None, value: Any = None, store: str | StoreSpec | None = None,
+              kind: str | None = None, cache: bool = True) -> KTable:  # fmt: skip
+        """``topic`` as a table: the latest value per key, kept in a store (queryable by its name)."""
+        key, value = serde_from(key, "key serde of table()"), serde_from(value, "value serde of table()")
+        source = self.new_name("KSTREAM-SOURCE")
+        self.topology.add_source(source, topic, key=key, value=value)
+        if isinstance(store, StoreSpec):
+            spec = store
+            spec.key = spec.key or key
+            spec.value = spec.value or value
+        else:
+            spec = StoreSpec(store or f"{topic}-STATE-STORE-{self._index:010d}", kind=kind, key=key, value=value,
+                             cache=cache)  # fmt: skip
+        node = self.new_name("KTABLE-SOURCE")
+        use_cache = spec.cache
+        self.topology.add_processor(node, lambda: TableSourceProcessor(spec.name, use_cache), source)
+        self.topology.add_state_store(spec, node)
+        return KTable(self, node, spec.name, key, value)
+
+    def add_state_store(self, spec: StoreSpec) -> None:
+        """Register a store for processors added with ``KStream.process(..., stores=[name])``."""
+        self.topology.add_state_store(spec)
+
+    def repartition(self, parent: str, topic: str, partitions: int | None, key: Any, value: Any) -> str:
+        """Add a sink to and a source from the internal topic ``topic``; returns the source node."""
+        self.topology.add_repartition_topic(topic, partitions)
+        sink = self.new_name("KSTREAM-SINK")
+        self.topology.add_sink(sink, topic, parent, key=key, value=value, internal=True)
+        source = self.new_name("KSTREAM-SOURCE")
+        self.topology.add_source(source, topic, key=key, value=value, internal=True)
+        return source
+
+    def build(self) -> Topology:
+        self.topology.sub_topologies()  # validate now: unconnected stores or nodes are build errors
+        return self.topology

@@ -1,0 +1,41 @@
+"""Settings of a streams application (the keyword arguments of ``StreamsApp``), validated once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["StreamsConfig"]
+
+
+@dataclass
+class StreamsConfig:
+    application_id: str
+    num_threads: int = 1
+    state_dir: Path | None = None
+    commit_interval_ms: int = 5000
+    default_store: str = "rocksdb"
+    cache_max_entries: int = 100_000
+    deserialization_error_handler: Any = "fail"
+    poll_timeout_ms: int = 100
+    max_poll_records: int = 5000
+    restore_batch: int = 10_000
+    progress_interval_s: float = 10.0
+    linger_ms: int = 100
+
+    def __post_init__(self) -> None:
+        import re
+
+        if not isinstance(self.application_id, str) or not re.match(r"^[A-Za-z0-9._-]{1,200}$", self.application_id):
+            raise ValueError(f"application_id {self.application_id!r} is invalid: use 1-200 of [A-Za-z0-9._-]")
+        for name in ("num_threads", "commit_interval_ms", "poll_timeout_ms", "max_poll_records", "restore_batch"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "poll_timeout_ms" else 1):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.default_store not in ("rocksdb", "memory"):
+            raise ValueError(f"default_store must be 'rocksdb' or 'memory', got {self.default_store!r}")
+        if self.cache_max_entries < 1:
+            raise ValueError(f"cache_max_entries must be >= 1, got {self.cache_max_entries!r}")
+        if self.state_dir is not None:
+            self.state_dir = Path(self.state_dir)

@@ -1,0 +1,55 @@
+"""Typed errors of the streams runtime; each carries what went wrong and where."""
+
+from __future__ import annotations
+
+
+class StreamsError(Exception):
+    """Base of every error the streams runtime raises."""
+
+
+class TopologyError(StreamsError):
+    """The topology is malformed: unknown parent, duplicate name, store not connected, ..."""
+
+
+class CoPartitioningError(TopologyError):
+    """Topics read by one sub-topology have different partition counts."""
+
+
+class MissingTopicError(StreamsError):
+    """A source or sink topic the application needs does not exist."""
+
+
+class SerdeError(StreamsError):
+    """A serde could not (de)serialize a key or value."""
+
+
+class DeserializationError(SerdeError):
+    """An input record could not be deserialized; names the topic, partition and offset."""
+
+    def __init__(self, topic: str, partition: int, offset: int, is_key: bool, cause: BaseException) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.is_key = is_key
+        self.cause = cause
+        what = "key" if is_key else "value"
+        super().__init__(
+            f"cannot deserialize the {what} of the record at {topic}[{partition}] offset {offset}: "
+            f"{type(cause).__name__}: {cause}"
+        )
+
+
+class ProcessingError(StreamsError):
+    """User code raised while a task processed a record or punctuated."""
+
+
+class StateStoreError(StreamsError):
+    """A state store could not be opened, restored or written."""
+
+
+class InvalidStateStoreError(StateStoreError):
+    """The store is not available here (unknown name, or the task is not running on this instance)."""
+
+
+class IllegalStateError(StreamsError):
+    """A call was made in the wrong application state (e.g. start() twice)."""

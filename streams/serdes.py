@@ -1,0 +1,239 @@
+"""Serdes: how keys and values become bytes and back.
+
+A serde is any object with ``serialize(obj, topic, is_key) -> bytes | None`` and
+``deserialize(data, topic, is_key) -> obj`` (``serdes.AvroSerde`` and friends qualify), or a pair of
+one-argument callables ``(serialize, deserialize)``. Built-ins: ``str``, ``bytes``, ``int`` (8-byte
+big-endian, Kafka's LongSerde), ``float`` (8-byte IEEE double, Kafka's DoubleSerde) and ``"json"``.
+Wherever a serde is accepted, ``str``/``bytes``/``int``/``float``/``"json"`` name the built-ins.
+
+``None`` always maps to ``None`` in both directions (a null key or a tombstone) without calling the serde.
+Internally every serde is bound once per (topic, key-or-value) to a one-argument function, so the
+per-record path is a single call.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+import orjson
+
+__all__ = [
+    "BYTES",
+    "FLOAT",
+    "INT",
+    "JSON",
+    "STRING",
+    "BytesSerde",
+    "CallableSerde",
+    "FloatSerde",
+    "IntSerde",
+    "JsonSerde",
+    "Serde",
+    "StringSerde",
+    "bind_deserializer",
+    "bind_serializer",
+    "serde_from",
+    "serde_name",
+]
+
+Serializer = Callable[[Any], bytes | None]
+Deserializer = Callable[[bytes | None], Any]
+
+
+@runtime_checkable
+class Serde(Protocol):
+    def serialize(self, obj: Any, topic: str, is_key: bool) -> bytes | None: ...
+
+    def deserialize(self, data: bytes | None, topic: str, is_key: bool) -> Any: ...
+
+
+class _BuiltinSerde:
+    """A serde whose conversion does not depend on the topic, bound to plain functions."""
+
+    _encode: Callable[[Any], bytes]
+    _decode: Callable[[bytes], Any]
+
+    def serialize(self, obj: Any, topic: str = "", is_key: bool = False) -> bytes | None:
+        return None if obj is None else self._encode(obj)
+
+    def deserialize(self, data: bytes | None, topic: str = "", is_key: bool = False) -> Any:
+        return None if data is None else self._decode(data)
+
+    def bind_serializer(self, topic: str, is_key: bool) -> Serializer:
+        encode = self._encode
+
+        def serialize(obj: Any) -> bytes | None:
+            return None if obj is None else encode(obj)
+
+        return serialize
+
+    def bind_deserializer(self, topic: str, is_key: bool) -> Deserializer:
+        decode = self._decode
+
+        def deserialize(data: bytes | None) -> Any:
+            return None if data is None else decode(data)
+
+        return deserialize
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def _encode_str(obj: Any) -> bytes:
+    if type(obj) is not str:
+        raise TypeError(f"the string serde needs a str, got {type(obj).__name__}")
+    return obj.encode()
+
+
+class StringSerde(_BuiltinSerde):
+    """UTF-8 text (Kafka's StringSerde)."""
+
+    _encode = staticmethod(_encode_str)
+    _decode = staticmethod(bytes.decode)
+
+
+def _identity_bytes(obj: Any) -> bytes:
+    if type(obj) is bytes:
+        return obj
+    if isinstance(obj, bytearray | memoryview):
+        return bytes(obj)
+    raise TypeError(f"the bytes serde needs bytes, got {type(obj).__name__}")
+
+
+class BytesSerde(_BuiltinSerde):
+    """Bytes as they are."""
+
+    _encode = staticmethod(_identity_bytes)
+    _decode = staticmethod(bytes)
+
+    def bind_deserializer(self, topic: str, is_key: bool) -> Deserializer:
+        return _passthrough
+
+
+def _passthrough(data: bytes | None) -> Any:
+    return data
+
+
+_LONG = struct.Struct(">q")
+_DOUBLE = struct.Struct(">d")
+
+
+def _decode_long(data: bytes) -> int:
+    if len(data) != 8:
+        raise ValueError(f"the int serde needs exactly 8 bytes (a big-endian long), got {len(data)}")
+    return _LONG.unpack(data)[0]
+
+
+def _decode_double(data: bytes) -> float:
+    if len(data) != 8:
+        raise ValueError(f"the float serde needs exactly 8 bytes (an IEEE double), got {len(data)}")
+    return _DOUBLE.unpack(data)[0]
+
+
+class IntSerde(_BuiltinSerde):
+    """A signed 64-bit big-endian integer (Kafka's LongSerde)."""
+
+    _encode = staticmethod(_LONG.pack)
+    _decode = staticmethod(_decode_long)
+
+
+class FloatSerde(_BuiltinSerde):
+    """A 64-bit IEEE 754 double (Kafka's DoubleSerde)."""
+
+    _encode = staticmethod(_DOUBLE.pack)
+    _decode = staticmethod(_decode_double)
+
+
+class JsonSerde(_BuiltinSerde):
+    """JSON via orjson: dicts, lists, strings, numbers, booleans (and dataclasses when serializing)."""
+
+    _encode = staticmethod(orjson.dumps)
+    _decode = staticmethod(orjson.loads)
+
+
+class CallableSerde:
+    """A serde from two one-argument callables: ``serialize(obj) -> bytes``, ``deserialize(bytes) -> obj``."""
+
+    def __init__(self, serialize: Callable[[Any], bytes | None], deserialize: Callable[[bytes], Any]) -> None:
+        if not callable(serialize) or not callable(deserialize):
+            raise TypeError("a serde pair must be two callables: (serialize, deserialize)")
+        self._ser = serialize
+        self._de = deserialize
+
+    def serialize(self, obj: Any, topic: str = "", is_key: bool = False) -> bytes | None:
+        return None if obj is None else self._ser(obj)
+
+    def deserialize(self, data: bytes | None, topic: str = "", is_key: bool = False) -> Any:
+        return None if data is None else self._de(data)
+
+    def bind_serializer(self, topic: str, is_key: bool) -> Serializer:
+        ser = self._ser
+        return lambda obj: None if obj is None else ser(obj)
+
+    def bind_deserializer(self, topic: str, is_key: bool) -> Deserializer:
+        de = self._de
+        return lambda data: None if data is None else de(data)
+
+    def __repr__(self) -> str:
+        return f"CallableSerde({self._ser!r}, {self._de!r})"
+
+
+STRING = StringSerde()
+BYTES = BytesSerde()
+INT = IntSerde()
+FLOAT = FloatSerde()
+JSON = JsonSerde()
+
+_BY_NAME: dict[Any, Any] = {
+    str: STRING, "str": STRING, "string": STRING,
+    bytes: BYTES, "bytes": BYTES,
+    int: INT, "int": INT, "long": INT,
+    float: FLOAT, "float": FLOAT, "double": FLOAT,
+    "json": JSON, dict: JSON, list: JSON,
+}  # fmt: skip
+
+
+def serde_from(spec: Any, what: str = "serde") -> Any:
+    """Turn a user's serde spec into a serde object (``None`` stays ``None``: "not given").
+
+    ``what`` names the place in errors, e.g. ``"value serde of stream('orders')"``."""
+    if spec is None:
+        return None
+    try:
+        builtin = _BY_NAME.get(spec)
+    except TypeError:  # unhashable spec
+        builtin = None
+    if builtin is not None:
+        return builtin
+    if isinstance(spec, tuple) and len(spec) == 2:
+        return CallableSerde(*spec)
+    if callable(getattr(spec, "serialize", None)) and callable(getattr(spec, "deserialize", None)):
+        return spec
+    raise TypeError(
+        f"{what}: {spec!r} is not a serde. Use str, bytes, int, float, 'json', an object with "
+        "serialize(obj, topic, is_key)/deserialize(data, topic, is_key), or a (serialize, deserialize) pair"
+    )
+
+
+def serde_name(serde: Any) -> str:
+    return type(serde).__name__ if serde is not None else "None"
+
+
+def bind_serializer(serde: Any, topic: str, is_key: bool) -> Serializer:
+    """A one-argument function that serializes for ``topic`` (None -> None)."""
+    bind = getattr(serde, "bind_serializer", None)
+    if bind is not None:
+        return bind(topic, is_key)
+    ser = serde.serialize
+    return lambda obj: None if obj is None else ser(obj, topic, is_key)
+
+
+def bind_deserializer(serde: Any, topic: str, is_key: bool) -> Deserializer:
+    """A one-argument function that deserializes data from ``topic`` (None -> None)."""
+    bind = getattr(serde, "bind_deserializer", None)
+    if bind is not None:
+        return bind(topic, is_key)
+    de = serde.deserialize
+    return lambda data: None if data is None else de(data, topic, is_key)

@@ -1,0 +1,204 @@
+"""The record cache: updates to a key-value store are merged per key between commits.
+
+Every store keeps the keys changed since the last commit (``dirty``). At commit, ``flush`` sends one
+changelog record per dirty key (the latest value) and, when the store forwards through its cache, hands
+each key's latest value downstream once (Kafka Streams' caching: an aggregate emits one update per key
+per commit, not one per input record). Persistent stores write to disk only after the input offsets
+are committed (``persist``), so local state is never ahead of what was committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from streams.errors import SerdeError
+from streams.serdes import bind_deserializer, bind_serializer, serde_name
+
+if TYPE_CHECKING:
+    from streams.changelog import ChangelogWriter
+    from streams.processor import RecordContext
+
+__all__ = ["CachingKeyValueStore", "FlushListener"]
+
+FlushListener = Callable[[Any, Any, int], None]
+
+
+class CachingKeyValueStore:
+    """Base of the key-value stores: typed access through serdes plus the per-commit record cache.
+
+    Subclasses keep the data (``_lookup`` / ``_store`` / ``_remove``) and may persist after a commit."""
+
+    persistent = False
+
+    def __init__(self, name: str, key_serde: Any, value_serde: Any, topic: str, record_context: RecordContext):
+        self.name = name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.topic = topic  # the changelog topic name, which is also what the serdes are bound to
+        self._kser = bind_serializer(key_serde, topic, True)
+        self._kde = bind_deserializer(key_serde, topic, True)
+        self._vser = bind_serializer(value_serde, topic, False)
+        self._vde = bind_deserializer(value_serde, topic, False)
+        self._rc = record_context
+        self._dirty: dict[bytes, tuple[Any, int]] = {}
+        self.listener: FlushListener | None = None
+        self.changelog: ChangelogWriter | None = None
+        self.restored = 0
+        self.closed = False
+
+    # -- key handling ----------------------------------------------------------------------------------
+
+    def key_bytes(self, key: Any) -> bytes:
+        try:
+            kb = self._kser(key)
+        except Exception as exc:
+            raise SerdeError(
+                f"store {self.name!r}: cannot serialize key {key!r} ({type(key).__name__}) with "
+                f"{serde_name(self.key_serde)}: {exc}"
+            ) from exc
+        if kb is None:
+            raise SerdeError(f"store {self.name!r}: keys must not be None")
+        return kb
+
+    # -- the typed interface ---------------------------------------------------------------------------
+
+    def get(self, key: Any) -> Any:
+        return self._lookup(self.key_bytes(key))
+
+    def peek(self, key: Any) -> Any:
+        """Read without filling the cache (safe from other threads, e.g. interactive queries)."""
+        return self._lookup(self.key_bytes(key))
+
+    def put(self, key: Any, value: Any) -> None:
+        """Set ``key`` to ``value``; ``None`` deletes it."""
+        kb = self.key_bytes(key)
+        self._store(kb, value)
+        self._dirty[kb] = (key, self._rc.timestamp)
+
+    def put_if_absent(self, key: Any, value: Any) -> Any:
+        kb = self.key_bytes(key)
+        old = self._lookup(kb)
+        if old is None:
+            self._store(kb, value)
+            self._dirty[kb] = (key, self._rc.timestamp)
+        return old
+
+    def delete(self, key: Any) -> Any:
+        kb = self.key_bytes(key)
+        old = self._lookup(kb)
+        self._store(kb, None)
+        self._dirty[kb] = (key, self._rc.timestamp)
+        return old
+
+    def __getitem__(self, key: Any) -> Any:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: Any) -> bool:
+        return self.get(key) is not None
+
+    def all(self) -> Iterator[tuple[Any, Any]]:
+        """Every (key, value), in key-byte order."""
+        for kb, value in sorted(self._items(), key=lambda kv: kv[0]):
+            yield self._kde(kb), value
+
+    def keys(self) -> Iterator[Any]:
+        for key, _ in self.all():
+            yield key
+
+    def approximate_num_entries(self) -> int:
+        return sum(1 for _ in self._items())
+
+    # -- the fast path for built-in processors (key serialized once per record) ----------------------------
+
+    def _get_kb(self, kb: bytes) -> Any:
+        return self._lookup(kb)
+
+    def _put_kb(self, kb: bytes, key: Any, value: Any) -> None:
+        self._store(kb, value)
+        self._dirty[kb] = (key, self._rc.timestamp)
+
+    # -- commit protocol -------------------------------------------------------------------------------
+
+    @property
+    def dirty_count(self) -> int:
+        return len(self._dirty)
+
+    def flush(self, headers: tuple[tuple[str, bytes], ...] | None) -> int:
+        """Send the latest value of each key changed since the last commit to the changelog and (when
+        forwarding through the cache) downstream. Returns how many keys were flushed."""
+        dirty = self._dirty
+        if not dirty:
+            return 0
+        self._dirty = {}
+        vser = self._vser
+        lookup = self._current
+        entries: list[tuple[bytes, bytes | None]] = []
+        listener = self.listener
+        rc = self._rc
+        for kb, (key, ts) in dirty.items():
+            value = lookup(kb)
+            try:
+                vb = vser(value)
+            except Exception as exc:
+                raise SerdeError(
+                    f"store {self.name!r}: cannot serialize the value of key {key!r} "
+                    f"({type(value).__name__}) with {serde_name(self.value_serde)}: {exc}"
+                ) from exc
+            entries.append((kb, vb))
+            if listener is not None:
+                # Downstream sees the timestamp of the key's last update and no input headers (the
+                # record being forwarded is the aggregate, not any one input record).
+                saved = rc.timestamp, rc.headers
+                rc.timestamp, rc.headers = ts, ()
+                try:
+                    listener(key, value, ts)
+                finally:
+                    rc.timestamp, rc.headers = saved
+        if self.changelog is not None:
+            self.changelog.send_batch(entries, headers)
+        self._flushed(entries)
+        return len(entries)
+
+    def _flushed(self, entries: list[tuple[bytes, bytes | None]]) -> None:
+        """Hook: what was flushed, to persist after the commit."""
+
+    def persist(self) -> bool:
+        """After the input offsets are committed: make the flushed state durable locally; True if
+        anything was written."""
+        return False
+
+    def discard_pending(self) -> None:
+        """After a failed commit: forget flushed-but-unpersisted writes."""
+
+    # -- restore ---------------------------------------------------------------------------------------
+
+    def restore_batch(self, entries: list[tuple[bytes, bytes | None]]) -> None:
+        raise NotImplementedError
+
+    def wipe(self) -> None:
+        """Drop all local data (the checkpoint did not match the changelog)."""
+        raise NotImplementedError
+
+    # -- subclass hooks --------------------------------------------------------------------------------
+
+    def _lookup(self, kb: bytes) -> Any:
+        raise NotImplementedError
+
+    def _current(self, kb: bytes) -> Any:
+        return self._lookup(kb)
+
+    def _store(self, kb: bytes, value: Any) -> None:
+        raise NotImplementedError
+
+    def _items(self) -> Iterator[tuple[bytes, Any]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.closed = True
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"

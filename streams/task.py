@@ -1,0 +1,355 @@
+"""A stream task: one sub-topology instantiated for one partition (id ``<sub-topology>_<partition>``).
+
+The task owns its processors and state stores and its input partitions' positions. The thread hands it
+records one at a time; the commit protocol is ``flush`` (stores -> changelog and downstream),
+then the thread flushes the producer and commits ``offsets_to_commit()``, then ``committed()`` persists
+local state and writes the checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streams.changelog import ChangelogWriter, checkpoint_key, source_header, write_checkpoint
+from streams.errors import DeserializationError, ProcessingError, SerdeError, StreamsError, TopologyError
+from streams.handlers import DeserializationHandler
+from streams.log.base import Record, TopicPartition
+from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType, RecordContext
+from streams.serdes import bind_deserializer, bind_serializer, serde_name
+from streams.state.cache import CachingKeyValueStore
+from streams.state.memory import InMemoryKeyValueStore
+from streams.state.rocksdb import RocksDBKeyValueStore
+from streams.topology import ProcessorNode, SinkNode, SourceNode, StoreSpec, SubTopology, Topology
+
+__all__ = ["StreamTask", "TaskEnv"]
+
+log = logging.getLogger("streams.task")
+
+
+@dataclass
+class TaskEnv:
+    """What a task needs from whoever runs it (a stream thread, or the test driver)."""
+
+    application_id: str
+    topology: Topology
+    send: Callable[..., None]  # Producer.send's signature
+    clock: Any
+    state_dir: Path | None
+    default_store: str
+    cache_max_entries: int
+    deserialization_handler: DeserializationHandler
+    topic_name: Callable[[str, bool], str]  # (name, internal) -> the real topic name
+    changelog_topic: Callable[[str], str]
+    partitions_of: Callable[[str], int]
+    logging_enabled: bool = True
+
+
+class _SourceProcessor(Processor):
+    def process(self, key: Any, value: Any) -> None:
+        self._forward(key, value)
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._forward = context.forwarder()
+
+
+class _SinkProcessor(Processor):
+    def __init__(self, node: SinkNode, topic: str, key_serde: Any, value_serde: Any, env: TaskEnv,
+                 rc: RecordContext) -> None:  # fmt: skip
+        self.node = node
+        self.topic = topic
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._kser = bind_serializer(key_serde, topic, True)
+        self._vser = bind_serializer(value_serde, topic, False)
+        self._send = env.send
+        self._rc = rc
+        self._partitioner = node.partitioner
+        self._partitions = env.partitions_of(topic) if node.partitioner is not None else 0
+
+    def process(self, key: Any, value: Any) -> None:
+        try:
+            kb = self._kser(key)
+        except Exception as exc:
+            raise SerdeError(
+                f"sink {self.node.name!r} to topic {self.topic!r}: cannot serialize key {key!r} "
+                f"({type(key).__name__}) with {serde_name(self._key_serde)}; pass key=... to to()/group_by(): {exc}"
+            ) from exc
+        try:
+            vb = self._vser(value)
+        except Exception as exc:
+            raise SerdeError(
+                f"sink {self.node.name!r} to topic {self.topic!r}: cannot serialize value {value!r:.80} "
+                f"({type(value).__name__}) with {serde_name(self._value_serde)}; pass value=... : {exc}"
+            ) from exc
+        rc = self._rc
+        partition = None
+        if self._partitioner is not None:
+            partition = self._partitioner(key, value, self._partitions)
+        self._send(self.topic, vb, kb, partition=partition, timestamp=rc.timestamp, headers=rc.headers or None)
+
+
+class _Input:
+    """One input partition of the task: its deserializers, entry processor and position."""
+
+    __slots__ = ("committed", "forward", "kde", "next_offset", "source", "tp", "vde")
+
+    def __init__(self, tp: TopicPartition, source: _SourceProcessor, kde: Any, vde: Any) -> None:
+        self.tp = tp
+        self.source = source
+        self.kde = kde
+        self.vde = vde
+        self.forward: Callable[[Any, Any], None] = source.process
+        self.next_offset: int | None = None
+        self.committed: int | None = None
+
+
+class StreamTask:
+    def __init__(self, sub: SubTopology, partition: int, env: TaskEnv) -> None:
+        self.sub = sub
+        self.partition = partition
+        self.id = f"{sub.id}_{partition}"
+        self.env = env
+        self.application_id = env.application_id
+        self.clock = env.clock
+        self.record_context = RecordContext()
+        self.stream_time = -1
+        self.commit_requested = False
+        self.processed = 0
+        self.suspended = False
+        self.closed = False
+        self.task_dir = env.state_dir / env.application_id / self.id if env.state_dir is not None else None
+        self._stream_puncts: list[Cancellable] = []
+        self.wall_puncts: list[Cancellable] = []
+        self.stores: dict[str, CachingKeyValueStore] = {}
+        self.processors: dict[str, Processor] = {}
+        self._inputs: dict[str, _Input] = {}
+        self._initialized = False
+        try:
+            for name in sub.stores:
+                self.stores[name] = self._create_store(env.topology.stores[name])
+            self._build()
+        except BaseException:
+            for store in self.stores.values():
+                store.close()
+            raise
+
+    # -- construction ----------------------------------------------------------------------------------
+
+    def _create_store(self, spec: StoreSpec) -> CachingKeyValueStore:
+        topology = self.env.topology
+        key = spec.key if spec.key is not None else topology.default_key
+        value = spec.value if spec.value is not None else topology.default_value
+        topic = self.env.changelog_topic(spec.name)
+        kind = spec.kind or self.env.default_store
+        store: CachingKeyValueStore
+        if kind == "memory" or self.task_dir is None:
+            store = InMemoryKeyValueStore(spec.name, key, value, topic, self.record_context)
+        else:
+            store = RocksDBKeyValueStore(spec.name, key, value, topic, self.record_context,
+                                         path=self.task_dir / "rocksdb" / spec.name,
+                                         max_cache_entries=self.env.cache_max_entries)  # fmt: skip
+        if spec.logged and self.env.logging_enabled:
+            store.changelog = ChangelogWriter(self.env.send, topic, self.partition)
+        return store
+
+    def _build(self) -> None:
+        env, topology = self.env, self.env.topology
+        rc = self.record_context
+        for node in self.sub.nodes:
+            if isinstance(node, SourceNode):
+                self.processors[node.name] = _SourceProcessor()
+            elif isinstance(node, SinkNode):
+                topic = env.topic_name(node.topic, node.internal)
+                key = node.key if node.key is not None else topology.default_key
+                value = node.value if node.value is not None else topology.default_value
+                self.processors[node.name] = _SinkProcessor(node, topic, key, value, env, rc)
+            else:
+                assert isinstance(node, ProcessorNode) and node.supplier is not None
+                proc = node.supplier()
+                if not isinstance(proc, Processor):
+                    raise TopologyError(
+                        f"the supplier of processor {node.name!r} returned {type(proc).__name__}, not a Processor"
+                    )
+                self.processors[node.name] = proc
+        for node in self.sub.sources:
+            key = node.key if node.key is not None else topology.default_key
+            value = node.value if node.value is not None else topology.default_value
+            source = self.processors[node.name]
+            assert isinstance(source, _SourceProcessor)
+            for t in node.topics:
+                topic = env.topic_name(t, node.internal)
+                tp = TopicPartition(topic, self.partition)
+                self._inputs[topic] = _Input(tp, source, bind_deserializer(key, topic, True),
+                                             bind_deserializer(value, topic, False))  # fmt: skip
+
+    def init_processors(self) -> None:
+        """Initialize processors (after the stores are restored), parents first."""
+        for node in self.sub.nodes:
+            children = [self.processors[c] for c in node.children]
+            stores = frozenset(node.stores) if isinstance(node, ProcessorNode) else frozenset()
+            ctx = ProcessorContext(self, node.name, children, list(node.children), stores)
+            try:
+                self.processors[node.name].init(ctx)
+            except StreamsError:
+                raise
+            except Exception as exc:
+                raise ProcessingError(f"task {self.id}: init of processor {node.name!r} failed: {exc}") from exc
+        self._initialized = True
+
+    # -- identity --------------------------------------------------------------------------------------
+
+    @property
+    def input_partitions(self) -> list[TopicPartition]:
+        return [inp.tp for inp in self._inputs.values()]
+
+    def set_committed(self, committed: dict[TopicPartition, int | None]) -> None:
+        for inp in self._inputs.values():
+            c = committed.get(inp.tp)
+            inp.committed = c
+            inp.next_offset = c
+
+    # -- processing ------------------------------------------------------------------------------------
+
+    def process(self, rec: Record) -> None:
+        inp = self._inputs[rec.topic]
+        rc = self.record_context
+        rc.topic = rec.topic
+        rc.partition = rec.partition
+        rc.offset = offset = rec.offset
+        rc.timestamp = ts = rec.timestamp
+        rc.headers = rec.headers
+        inp.next_offset = offset + 1
+        try:
+            key = inp.kde(rec.key)
+        except Exception as exc:
+            self._deserialization_error(rec, True, exc)
+            return
+        try:
+            value = inp.vde(rec.value)
+        except Exception as exc:
+            self._deserialization_error(rec, False, exc)
+            return
+        if ts > self.stream_time:
+            self.stream_time = ts
+        try:
+            inp.forward(key, value)
+        except StreamsError:
+            raise
+        except Exception as exc:
+            raise ProcessingError(
+                f"task {self.id}: processing the record at {rec.topic}[{rec.partition}] offset {offset} "
+                f"failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        self.processed += 1
+        if self._stream_puncts:
+            self._punctuate_stream()
+
+    def _deserialization_error(self, rec: Record, is_key: bool, exc: Exception) -> None:
+        error = DeserializationError(rec.topic, rec.partition, rec.offset, is_key, exc)
+        if not self.env.deserialization_handler.handle(rec, error, self.env.send):
+            raise error from exc
+
+    # -- punctuation -----------------------------------------------------------------------------------
+
+    def schedule(self, c: Cancellable) -> Cancellable:
+        if c.type is PunctuationType.STREAM_TIME:
+            self._stream_puncts.append(c)
+        else:
+            c.next_ms = self.clock.now_ms() + c.interval_ms
+            self.wall_puncts.append(c)
+        return c
+
+    def _punctuate_stream(self) -> None:
+        now = self.stream_time
+        for c in list(self._stream_puncts):
+            if c.cancelled:
+                self._stream_puncts.remove(c)
+            elif c.due(now):
+                self._run_punctuation(c, now)
+
+    def punctuate_wall_clock(self, now: int) -> None:
+        for c in list(self.wall_puncts):
+            if c.cancelled:
+                self.wall_puncts.remove(c)
+            elif c.due(now):
+                self._run_punctuation(c, now)
+
+    def _run_punctuation(self, c: Cancellable, now: int) -> None:
+        rc = self.record_context
+        rc.topic, rc.partition, rc.offset, rc.timestamp, rc.headers = None, -1, -1, now, ()
+        try:
+            c.callback(now)
+        except StreamsError:
+            raise
+        except Exception as exc:
+            raise ProcessingError(f"task {self.id}: {c.type.value} punctuation at {now} failed: {exc}") from exc
+
+    # -- commit protocol -------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Flush every store's cache (changelog + downstream), upstream stores first."""
+        if not self.stores:
+            return
+        headers = source_header([(inp.tp.topic, inp.tp.partition, inp.next_offset if inp.next_offset is not None
+                                  else -1) for inp in self._inputs.values()])  # fmt: skip
+        for store in self.stores.values():
+            if store.dirty_count:
+                store.flush(headers)
+
+    def offsets_to_commit(self) -> dict[TopicPartition, int]:
+        return {inp.tp: inp.next_offset for inp in self._inputs.values()
+                if inp.next_offset is not None and inp.next_offset != inp.committed}  # fmt: skip
+
+    def committed(self, offsets: dict[TopicPartition, int]) -> None:
+        """The offsets were committed: persist local state, then record how far it reaches."""
+        for inp in self._inputs.values():
+            if inp.tp in offsets:
+                inp.committed = offsets[inp.tp]
+        persisted = False
+        for store in self.stores.values():
+            if store.persist():
+                persisted = True
+        if persisted:
+            self.write_checkpoint()
+
+    def write_checkpoint(self) -> None:
+        if self.task_dir is None:
+            return
+        offsets = {}
+        for store in self.stores.values():
+            if store.persistent and store.changelog is not None and store.changelog.written_offset is not None:
+                offsets[checkpoint_key(store.changelog.topic, store.changelog.partition)] = (
+                    store.changelog.written_offset
+                )
+        if offsets:
+            write_checkpoint(self.task_dir, offsets)
+
+    def needs_commit(self) -> bool:
+        return any(store.dirty_count for store in self.stores.values()) or bool(self.offsets_to_commit())
+
+    def close(self, clean: bool) -> None:
+        """Close processors and stores. ``clean``: the caller committed, so the local state is persisted."""
+        if self.closed:
+            return
+        self.closed = True
+        if self._initialized:
+            for name, proc in self.processors.items():
+                try:
+                    proc.close()
+                except Exception:
+                    log.exception("task %s: close of processor %r failed", self.id, name)
+        for store in self.stores.values():
+            if not clean:
+                store.discard_pending()
+            try:
+                store.close()
+            except Exception:
+                log.exception("task %s: close of store %r failed", self.id, store.name)
+
+    def __repr__(self) -> str:
+        return f"StreamTask({self.id})"

@@ -1,0 +1,276 @@
+"""The topology: a DAG of source, processor and sink nodes plus the state stores they use, split into
+sub-topologies (parts connected only through topics). ``StreamsBuilder`` builds one; the processor API
+can also build one by hand with ``add_source`` / ``add_processor`` / ``add_sink`` / ``add_state_store``.
+
+Internal topics (repartition topics, changelogs) are named without the application id; the app adds
+it: ``<application_id>-<name>-repartition`` and ``<application_id>-<store>-changelog``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from streams.errors import TopologyError
+from streams.processor import Processor
+from streams.serdes import JSON, serde_from
+
+__all__ = ["ProcessorNode", "SinkNode", "SourceNode", "StoreSpec", "SubTopology", "Topology"]
+
+_NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+STORE_KINDS = ("rocksdb", "memory")
+
+Partitioner = Callable[[Any, Any, int], int]
+
+
+def _check_name(what: str, name: str) -> None:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise TopologyError(f"{what} name {name!r} is invalid: use 1-200 characters from [A-Za-z0-9._-]")
+
+
+@dataclass
+class StoreSpec:
+    """A key-value store: its name, backend (``"rocksdb"``, ``"memory"``, or None for the app's default),
+    serdes (None: the topology's defaults), whether it has a changelog, and whether updates are cached
+    (merged per key and forwarded downstream at commit) or forwarded at once."""
+
+    name: str
+    kind: str | None = None
+    key: Any = None
+    value: Any = None
+    logged: bool = True
+    cache: bool = True
+
+    def __post_init__(self) -> None:
+        _check_name("store", self.name)
+        if self.kind is not None and self.kind not in STORE_KINDS:
+            raise TopologyError(f"store {self.name!r}: kind must be one of {STORE_KINDS}, got {self.kind!r}")
+        self.key = serde_from(self.key, f"key serde of store {self.name!r}")
+        self.value = serde_from(self.value, f"value serde of store {self.name!r}")
+
+
+@dataclass
+class _Node:
+    name: str
+    order: int
+    parents: list[str]
+    children: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SourceNode(_Node):
+    topics: list[str] = field(default_factory=list)
+    key: Any = None
+    value: Any = None
+    internal: bool = False  # topics are repartition topic names, to be prefixed by the application id
+
+
+@dataclass
+class ProcessorNode(_Node):
+    supplier: Callable[[], Processor] | None = None
+    stores: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SinkNode(_Node):
+    topic: str = ""
+    key: Any = None
+    value: Any = None
+    partitioner: Partitioner | None = None
+    internal: bool = False
+
+
+@dataclass
+class SubTopology:
+    id: int
+    nodes: list[_Node]
+    stores: list[str]
+
+    @property
+    def sources(self) -> list[SourceNode]:
+        return [n for n in self.nodes if isinstance(n, SourceNode)]
+
+    @property
+    def sinks(self) -> list[SinkNode]:
+        return [n for n in self.nodes if isinstance(n, SinkNode)]
+
+
+@dataclass
+class RepartitionTopic:
+    name: str
+    partitions: int | None = None
+
+
+class Topology:
+    """A topology under construction (processor API) or built by ``StreamsBuilder.build()``."""
+
+    def __init__(self, *, default_key: Any = JSON, default_value: Any = JSON) -> None:
+        self.default_key = serde_from(default_key, "default key serde")
+        self.default_value = serde_from(default_value, "default value serde")
+        self.nodes: dict[str, _Node] = {}
+        self.stores: dict[str, StoreSpec] = {}
+        self.repartition_topics: dict[str, RepartitionTopic] = {}
+        self._source_topics: dict[tuple[str, bool], str] = {}
+
+    # -- construction ----------------------------------------------------------------------------------
+
+    def _add(self, node: _Node) -> None:
+        _check_name("node", node.name)
+        if node.name in self.nodes:
+            raise TopologyError(f"a node named {node.name!r} already exists in this topology")
+        for parent in node.parents:
+            p = self.nodes.get(parent)
+            if p is None:
+                raise TopologyError(f"node {node.name!r}: parent {parent!r} does not exist (add it first)")
+            if isinstance(p, SinkNode):
+                raise TopologyError(f"node {node.name!r}: parent {parent!r} is a sink, which has no children")
+            p.children.append(node.name)
+        self.nodes[node.name] = node
+
+    def add_source(
+        self, name: str, *topics: str, key: Any = None, value: Any = None, internal: bool = False
+    ) -> Topology:
+        if not topics:
+            raise TopologyError(f"source {name!r} needs at least one topic")
+        for topic in topics:
+            _check_name("topic", topic)
+            other = self._source_topics.get((topic, internal))
+            if other is not None:
+                raise TopologyError(f"topic {topic!r} is already read by source {other!r}; a topic has one source")
+            self._source_topics[(topic, internal)] = name
+        key = serde_from(key, f"key serde of source {name!r}")
+        value = serde_from(value, f"value serde of source {name!r}")
+        self._add(SourceNode(name, len(self.nodes), [], topics=list(topics), key=key, value=value, internal=internal))
+        return self
+
+    def add_processor(self, name: str, supplier: Callable[[], Processor], *parents: str) -> Topology:
+        if not callable(supplier):
+            raise TopologyError(f"processor {name!r}: supplier must be callable and return a Processor")
+        if not parents:
+            raise TopologyError(f"processor {name!r} needs at least one parent")
+        self._add(ProcessorNode(name, len(self.nodes), list(parents), supplier=supplier))
+        return self
+
+    def add_sink(
+        self,
+        name: str,
+        topic: str,
+        *parents: str,
+        key: Any = None,
+        value: Any = None,
+        partitioner: Partitioner | None = None,
+        internal: bool = False,
+    ) -> Topology:
+        _check_name("topic", topic)
+        if not parents:
+            raise TopologyError(f"sink {name!r} needs at least one parent")
+        self._add(SinkNode(name, len(self.nodes), list(parents), topic=topic,
+                           key=serde_from(key, f"key serde of sink {name!r}"),
+                           value=serde_from(value, f"value serde of sink {name!r}"),
+                           partitioner=partitioner, internal=internal))  # fmt: skip
+        return self
+
+    def add_state_store(self, spec: StoreSpec, *processor_names: str) -> Topology:
+        if spec.name in self.stores:
+            raise TopologyError(f"a store named {spec.name!r} already exists in this topology")
+        self.stores[spec.name] = spec
+        self.connect_processor_and_state_stores(*processor_names, stores=[spec.name])
+        return self
+
+    def connect_processor_and_state_stores(self, *processor_names: str, stores: list[str]) -> Topology:
+        for store in stores:
+            if store not in self.stores:
+                raise TopologyError(f"store {store!r} does not exist; add it with add_state_store first")
+        for pname in processor_names:
+            node = self.nodes.get(pname)
+            if not isinstance(node, ProcessorNode):
+                raise TopologyError(f"cannot connect stores to {pname!r}: no processor of that name")
+            for store in stores:
+                if store not in node.stores:
+                    node.stores.append(store)
+        return self
+
+    def add_repartition_topic(self, name: str, partitions: int | None = None) -> None:
+        _check_name("repartition topic", name)
+        if name in self.repartition_topics:
+            raise TopologyError(
+                f"repartition topic {name!r} already exists; give the second group_by/repartition its own name"
+            )
+        if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
+            raise TopologyError(f"repartition topic {name!r}: partitions must be an integer >= 1")
+        self.repartition_topics[name] = RepartitionTopic(name, partitions)
+
+    # -- analysis --------------------------------------------------------------------------------------
+
+    def sub_topologies(self) -> list[SubTopology]:
+        """Connected parts (through parent/child links and shared stores), numbered by first node."""
+        parent = {name: name for name in self.nodes}
+
+        def find(x: str) -> str:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        def union(a: str, b: str) -> None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[rb] = ra
+
+        store_users: dict[str, str] = {}
+        for node in self.nodes.values():
+            for p in node.parents:
+                union(node.name, p)
+            if isinstance(node, ProcessorNode):
+                for store in node.stores:
+                    if store in store_users:
+                        union(node.name, store_users[store])
+                    else:
+                        store_users[store] = node.name
+        groups: dict[str, list[_Node]] = {}
+        for node in sorted(self.nodes.values(), key=lambda n: n.order):
+            groups.setdefault(find(node.name), []).append(node)
+        result = []
+        for i, nodes in enumerate(sorted(groups.values(), key=lambda ns: ns[0].order)):
+            if not any(isinstance(n, SourceNode) for n in nodes):
+                raise TopologyError(f"nodes {[n.name for n in nodes]} are not connected to any source")
+            stores = []
+            for n in nodes:
+                if isinstance(n, ProcessorNode):
+                    stores += [s for s in n.stores if s not in stores]
+            result.append(SubTopology(i, nodes, stores))
+        unused = set(self.stores) - set(store_users)
+        if unused:
+            raise TopologyError(f"stores {sorted(unused)} are not connected to any processor")
+        return result
+
+    def describe(self) -> str:
+        """Sub-topologies with their sources, processors, sinks and stores, like Kafka Streams prints."""
+
+        def topic_label(topic: str, internal: bool) -> str:
+            return f"{topic}-repartition" if internal else topic
+
+        lines = ["Topologies:"]
+        for sub in self.sub_topologies():
+            lines.append(f"   Sub-topology: {sub.id}")
+            for node in sub.nodes:
+                if isinstance(node, SourceNode):
+                    topics = ", ".join(topic_label(t, node.internal) for t in node.topics)
+                    lines.append(f"    Source: {node.name} (topics: [{topics}])")
+                elif isinstance(node, ProcessorNode):
+                    lines.append(f"    Processor: {node.name} (stores: [{', '.join(node.stores)}])")
+                else:
+                    assert isinstance(node, SinkNode)
+                    lines.append(f"    Sink: {node.name} (topic: {topic_label(node.topic, node.internal)})")
+                if node.children:
+                    lines.append(f"      --> {', '.join(node.children)}")
+                if node.parents:
+                    lines.append(f"      <-- {', '.join(node.parents)}")
+            if sub.stores:
+                lines.append(f"    Stores: {', '.join(sub.stores)}")
+        return "\n".join(lines) + "\n"
+
+    def __str__(self) -> str:
+        return self.describe()

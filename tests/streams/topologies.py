@@ -1,0 +1,58 @@
+"""Topologies and data shared by the end-to-end tests and the subprocess runner."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any
+
+from streams import StreamsBuilder, Topology
+
+
+def word_count(text_topic: str, out_topic: str) -> Topology:
+    b = StreamsBuilder()
+    (b.stream(text_topic, key=str, value=str)
+     .flat_map_values(lambda line: line.lower().split())
+     .group_by(lambda _, word: word, key=str, value=str)
+     .count(store="counts")
+     .to_stream().to(out_topic, key=str, value=int))  # fmt: skip
+    return b.build()
+
+
+def order_totals(orders_topic: str, out_topic: str, store_kind: str | None = None) -> Topology:
+    """The issue's example: paid orders, grouped by customer, aggregated into (count, amount)."""
+    b = StreamsBuilder()
+    (b.stream(orders_topic, key=str, value="json")
+     .filter(lambda _, o: o["paid"])
+     .group_by(lambda _, o: o["customer"], key=str)
+     .aggregate(initial=lambda: {"count": 0, "amount": 0},
+                add=lambda _, o, t: {"count": t["count"] + 1, "amount": t["amount"] + o["amount"]},
+                store="totals", value="json", kind=store_kind)
+     .to_stream().to(out_topic, key=str, value="json"))  # fmt: skip
+    return b.build()
+
+
+def make_orders(n: int, start: int = 0, seed: int = 7) -> list[dict[str, Any]]:
+    rng = random.Random(seed + start)
+    return [{"id": i, "customer": f"c{rng.randrange(13)}", "amount": rng.randrange(1, 1000),
+             "paid": rng.random() < 0.8} for i in range(start, start + n)]  # fmt: skip
+
+
+def reference_totals(orders: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    totals: dict[str, dict[str, int]] = {}
+    for o in orders:
+        if o["paid"]:
+            t = totals.setdefault(o["customer"], {"count": 0, "amount": 0})
+            t["count"] += 1
+            t["amount"] += o["amount"]
+    return totals
+
+
+def reference_word_count(lines: list[str]) -> dict[str, int]:
+    return dict(Counter(w for line in lines for w in line.lower().split()))
+
+
+def make_lines(n: int, seed: int = 3) -> list[str]:
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    return [" ".join(rng.choice(words) for _ in range(rng.randrange(1, 6))) for _ in range(n)]
