@@ -4,12 +4,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint format bench clean
+.PHONY: install run test lint format bench bench-spark spark-jar clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -U pip wheel setuptools
-	$(PY) -m pip install -q -e '.[test,streams]'
+	$(PY) -m pip install -q -e '.[test,streams,spark]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -20,7 +20,12 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-test: $(STAMP)
+# The Spark JVM engine is a small Java UDF compiled against pyspark's jars (javac from a JDK 17).
+spark-jar: $(STAMP)
+	@if command -v javac >/dev/null; then $(PY) -m serdes.spark.build_jar; \
+	else echo "javac not found: Spark JVM engine not built, its tests skip. Install: apt-get install openjdk-17-jdk-headless"; fi
+
+test: $(STAMP) spark-jar
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
@@ -35,6 +40,9 @@ bench: $(STAMP)
 	$(MAKE) $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python benchmarks/streams_bench.py
 
+bench-spark: $(STAMP) spark-jar
+	$(PY) benchmarks/spark_decode.py
+
 # The streams benchmark runs Quix Streams side by side. quixstreams pins an older confluent-kafka, so it gets
 # a venv of its own with the newer client put back (it works with it), leaving .venv untouched.
 BENCH_VENV := .venv-bench
@@ -47,4 +55,4 @@ $(BENCH_STAMP): pyproject.toml
 	touch $(BENCH_STAMP)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info serdes/spark/schemakit-spark.jar

@@ -9,6 +9,7 @@ well-known ``google/protobuf/``, ``google/type/`` and ``confluent/`` files.
 from __future__ import annotations
 
 import base64
+import importlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -162,7 +163,7 @@ class _WriterFile:
         try:
             fd = descriptor_pool.Default().FindFileByName(path)
         except KeyError:
-            raise ValueError(f"import {path!r} is neither a schema reference nor a known file") from None
+            fd = _import_known(path)
         for dep in fd.dependencies:
             if dep.name not in self._added:
                 self._add_known(dep.name)
@@ -248,3 +249,15 @@ class ProtobufDeserializer:
         # looks up; longer paths are found here after decoding their indexes.
         self._plans[data[:start]] = plan
         return plan
+
+
+def _import_known(path: str) -> FileDescriptor:
+    """A well-known import (``google/protobuf/timestamp.proto``) is in the default pool only once its generated
+    module was imported; a fresh consumer process may not have done that yet, so import it on demand."""
+    if path.endswith(".proto"):
+        try:
+            importlib.import_module(path[: -len(".proto")].replace("/", ".") + "_pb2")
+            return descriptor_pool.Default().FindFileByName(path)
+        except (ImportError, KeyError):
+            pass
+    raise ValueError(f"import {path!r} is neither a schema reference nor a known file")

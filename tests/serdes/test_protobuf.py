@@ -165,3 +165,19 @@ def test_auto_register_false_finds_the_registered_schema(client, protos, value_c
     with pytest.raises(SerializationError) as e:
         ProtobufSerializer(client, protos.order.Order, auto_register=False)(order, other)
     assert f"{other.topic}-value" in str(e.value)
+
+
+def test_fresh_process_reads_a_schema_importing_a_well_known_type(registry_url, client, protos, value_ctx) -> None:
+    """A consumer process that never imported timestamp_pb2 still builds the writer's message class."""
+    import subprocess
+    import sys
+
+    data = ProtobufSerializer(client, protos.order.Order)(make_order(protos), value_ctx)
+    code = (
+        "import sys; from serdes import RegistryClient, ProtobufDeserializer;"
+        f"m = ProtobufDeserializer(RegistryClient({registry_url!r}))(bytes.fromhex(sys.argv[1]));"
+        "print(m.created.seconds, m.address.city)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, data.hex()], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1700000000", "Berlin"]

@@ -1,0 +1,162 @@
+"""Driver side: turn ``subject`` / ``version`` / ``reader_schema`` into a self-contained, picklable reader spec.
+
+The spec carries everything the executors need except writer schemas: the reader schema text (Avro and JSON)
+with the Avro named types it references, or the reader message as a serialized ``FileDescriptorSet``
+(Protobuf), plus the Spark type. Executors only call the registry to fetch writer schemas by id.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import descriptor_pb2
+from google.protobuf.descriptor import Descriptor, FileDescriptor
+from google.protobuf.message import Message
+from pyspark.sql.types import DataType, StructType, _parse_datatype_json_string
+
+from serdes.client import RegistryClient
+from serdes.errors import RegistryError
+from serdes.models import Schema
+from serdes.spark.types import AvroNames, avro_to_spark, json_schema_to_spark, protobuf_to_spark
+
+__all__ = ["ReaderSpec", "resolve_reader"]
+
+KINDS = ("AVRO", "JSON", "PROTOBUF")
+
+
+@dataclass(frozen=True)
+class ReaderSpec:
+    """What a decode engine needs to know about the reader side (hashable: it keys executor caches)."""
+
+    kind: str                   # AVRO, JSON or PROTOBUF
+    registry: str               # registry URL(s), comma-separated; basic auth may be in the URL
+    reader: str                 # Avro / JSON Schema text; for Protobuf the message's full name
+    named: tuple[str, ...] = ()  # Avro: referenced schemas, dependencies first
+    descriptors: bytes = b""    # Protobuf: serialized FileDescriptorSet holding the reader message
+    spark_type_json: str = ""
+
+    @property
+    def spark_type(self) -> DataType:
+        return _parse_datatype_json_string(self.spark_type_json)
+
+
+def _avro_refs(client: RegistryClient, schema: Schema, out: list[str], seen: set[str]) -> None:
+    for ref in schema.references:
+        if ref.name in seen:
+            continue
+        seen.add(ref.name)
+        target = client.get_version(ref.subject, ref.version).schema
+        _avro_refs(client, target, out, seen)
+        out.append(target.schema_str)
+
+
+def _file_set(fd: FileDescriptor) -> bytes:
+    """The file and everything it imports, dependencies first, as a FileDescriptorSet."""
+    files: list[FileDescriptor] = []
+    seen: set[str] = set()
+
+    def walk(f: FileDescriptor) -> None:
+        if f.name in seen:
+            return
+        seen.add(f.name)
+        for dep in f.dependencies:
+            walk(dep)
+        files.append(f)
+
+    walk(fd)
+    fds = descriptor_pb2.FileDescriptorSet()
+    for f in files:
+        fds.file.add().ParseFromString(f.serialized_pb)
+    return fds.SerializeToString()
+
+
+def _protobuf_message(client: RegistryClient, schema_id: int, schema: Schema, message: str | None) -> Descriptor:
+    from serdes.protobuf import _WriterFile  # the descriptor-pool builder the deserializer uses
+
+    wf = _WriterFile(client, schema_id, schema)
+    if message is None:
+        return wf.message([0])
+    try:
+        return wf.pool.FindMessageTypeByName(message)
+    except KeyError:
+        raise ValueError(f"message {message!r} is not defined in schema id {schema_id}") from None
+
+
+def resolve_reader(registry: str, *, subject: str | None = None, version: int | str | None = None,
+                   reader_schema: Any = None, schema_type: str | None = None, message: str | None = None,
+                   client: RegistryClient | None = None) -> ReaderSpec:
+    """Build the reader spec on the driver.
+
+    ``reader_schema`` pins the reader: an Avro / JSON Schema as text or dict (``schema_type`` says which when no
+    subject tells, default AVRO), a ``serdes.Schema``, or a generated Protobuf message class. Otherwise the
+    subject's ``version`` (default: latest) is the reader. ``message`` picks a Protobuf message by full name
+    (default: the file's first message).
+    """
+    own = client is None
+    client = client or RegistryClient(registry)
+    try:
+        return _resolve(client, registry, subject, version, reader_schema, schema_type, message)
+    except RegistryError as e:
+        what = f"subject {subject!r} version {version or 'latest'}" if subject else "the reader schema"
+        raise RegistryError(e.status, e.error_code, f"from_registry: cannot load {what}: {e.message}") from e
+    finally:
+        if own:
+            client.close()
+
+
+def _resolve(client: RegistryClient, registry: str, subject: str | None, version: int | str | None,
+             reader_schema: Any, schema_type: str | None, message: str | None) -> ReaderSpec:
+    if isinstance(reader_schema, type) and issubclass(reader_schema, Message):
+        desc = reader_schema.DESCRIPTOR
+        return _protobuf_spec(registry, desc)
+    if reader_schema is not None:
+        if isinstance(reader_schema, Schema):
+            schema = reader_schema
+        else:
+            kind = (schema_type or (_subject_kind(client, subject) if subject else "AVRO")).upper()
+            text = reader_schema if isinstance(reader_schema, str) else json.dumps(reader_schema)
+            schema = Schema(text, kind)
+        if schema.schema_type == "PROTOBUF":
+            raise ValueError("a Protobuf reader_schema must be a generated message class "
+                             "(or pass subject= and version= to read it from the registry)")
+        return _text_spec(client, registry, schema)
+    if subject is None:
+        raise ValueError("from_registry needs subject= (and optionally version=) or reader_schema=")
+    if version is None or version == "latest":
+        registered = client.get_latest_version(subject)
+    else:
+        registered = client.get_version(subject, version)
+    if registered.schema.schema_type == "PROTOBUF":
+        serialized = client.get_version(subject, registered.version, fmt="serialized")
+        return _protobuf_spec(registry, _protobuf_message(client, registered.schema_id, serialized.schema, message))
+    return _text_spec(client, registry, registered.schema)
+
+
+def _subject_kind(client: RegistryClient, subject: str) -> str:
+    return client.get_latest_version(subject).schema.schema_type
+
+
+def _text_spec(client: RegistryClient, registry: str, schema: Schema) -> ReaderSpec:
+    kind = schema.schema_type
+    if kind not in KINDS:
+        raise ValueError(f"schema type {kind!r} is not one of {', '.join(KINDS)}")
+    doc = json.loads(schema.schema_str)
+    if kind == "AVRO":
+        named: list[str] = []
+        _avro_refs(client, schema, named, set())
+        names = AvroNames()
+        for text in named:
+            avro_to_spark(json.loads(text), names)
+        spark_type, _ = avro_to_spark(doc, names)
+        return ReaderSpec("AVRO", registry, schema.schema_str, tuple(named), b"", spark_type.json())
+    if schema.references:
+        raise ValueError("JSON Schema references are not supported by serdes.spark yet")
+    return ReaderSpec("JSON", registry, schema.schema_str, (), b"", json_schema_to_spark(doc).json())
+
+
+def _protobuf_spec(registry: str, desc: Descriptor) -> ReaderSpec:
+    spark_type = protobuf_to_spark(desc)
+    assert isinstance(spark_type, StructType)
+    return ReaderSpec("PROTOBUF", registry, desc.full_name, (), _file_set(desc.file), spark_type.json())

@@ -1,0 +1,22 @@
+"""Reports why tests/spark is skipped on a machine without a JDK or the spark extra; otherwise checks the jar."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from tests.spark.conftest import MISSING
+
+
+def test_spark_prerequisites_and_jar() -> None:
+    if MISSING is not None:
+        pytest.skip(MISSING)
+    from serdes.spark import build_jar
+
+    path = build_jar.build()
+    with zipfile.ZipFile(path) as jar:
+        names = set(jar.namelist())
+    assert {"schemakit/spark/AvroRegistryDecoder.class", "schemakit/spark/AvroRowConverter.class",
+            "schemakit/spark/RegistrySchemas.class"} <= names
+    assert build_jar.up_to_date()
