@@ -4,12 +4,17 @@ Runs inside Spark's Python workers through an Arrow UDF (``functions.py``), one 
 ~10k rows per call. Per worker process, decoders are cached by reader spec and writer schemas by id (Spark
 reuses Python workers, so the cache outlives a task), registry clients by URL.
 
-Avro: the frame headers of the batch are checked with numpy on the Arrow buffers; each body is read by
-fastavro's compiled reader from one ``BytesIO`` over the batch's data buffer (no per-row ``bytes``), and the
-reader position after each record must land exactly on the frame's end, so a truncated or over-long body is
-caught per row. Protobuf and JSON go through serdes' deserializers row by row and a per-schema converter.
-The rows of a batch become one Arrow array with ``pyarrow.array(rows, type)``; if that fails, the rows that
-do not fit are found one by one and treated as undecodable.
+Avro: the frame headers of the batch are checked with numpy on the Arrow buffers. When a batch has one writer
+schema equal to the reader schema (no resolution, no value conversion), a decoder generated for that schema
+(``converters.avro_column_decoder``) reads every body straight into per-field column lists and builds the Arrow
+array from them, with no dict per record (~1.5x the row-wise path). It is all or nothing: any row it cannot
+read exactly (bad body, not ending at its frame's end, unsupported value) and the batch goes the row-wise way.
+There each body is read by fastavro's compiled reader from one ``BytesIO`` over the batch's data buffer (no
+per-row ``bytes``), and the reader position after each record must land exactly on the frame's end, so a
+truncated or over-long body is caught per row. Protobuf and JSON go through serdes' deserializers row by row
+and a per-schema converter. Row-wise, the rows of a batch become one Arrow array with
+``pyarrow.array(rows, type)``; if that fails, the rows that do not fit are found one by one and treated as
+undecodable.
 """
 
 from __future__ import annotations
@@ -36,7 +41,14 @@ from serdes.errors import RegistryError, SerializationError
 from serdes.json_serdes import JsonSchemaDeserializer
 from serdes.models import Schema
 from serdes.protobuf import ProtobufDeserializer
-from serdes.spark.converters import avro_converter, avro_needs_record_names, json_converter, protobuf_converter
+from serdes.spark.converters import (
+    Unsupported,
+    avro_column_decoder,
+    avro_converter,
+    avro_needs_record_names,
+    json_converter,
+    protobuf_converter,
+)
 from serdes.spark.proto_arrow import messages_to_arrow
 from serdes.spark.reader import ReaderSpec
 from serdes.spark.types import AvroNames
@@ -101,9 +113,10 @@ def _partition() -> str:
 class _Rows:
     """Per-batch output: decoded rows, error reasons, and the FAILFAST switch."""
 
-    __slots__ = ("errors", "fail_fast", "rows")
+    __slots__ = ("array", "errors", "fail_fast", "rows")
 
     def __init__(self, n: int, fail_fast: bool, error_column: bool) -> None:
+        self.array: pa.Array | None = None  # set when the batch was decoded straight into Arrow
         self.rows: list[Any] = [None] * n
         self.errors: list[str | None] | None = [None] * n if error_column else None
         self.fail_fast = fail_fast
@@ -168,6 +181,8 @@ class BatchDecoder:
         raise NotImplementedError
 
     def _to_arrow(self, out: _Rows) -> pa.Array:
+        if out.array is not None:
+            return out.array
         try:
             return pa.array(out.rows, type=self.arrow_type)
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
@@ -210,7 +225,14 @@ class AvroBatchDecoder(BatchDecoder):
             raise SerializationError(f"cannot parse writer schema {schema_id}: {e}", schema_id=schema_id) from e
         same = json.loads(writer.schema_str) == self._reader_doc and not self._named_texts
         reader = None if same else self._reader
-        plan = (w_parsed, {"writer": w_named, "reader": self._reader_named}, reader)
+        columns = None
+        if same and self._convert is None and not self._read_options["return_record_name"]:
+            # No resolution and no value conversion: decode the batch straight into Arrow columns
+            try:
+                columns = avro_column_decoder(w_parsed, w_named, self.arrow_type)
+            except (Unsupported, ValueError, KeyError, TypeError, SyntaxError, RecursionError):
+                columns = None
+        plan = (w_parsed, {"writer": w_named, "reader": self._reader_named}, reader, columns)
         self._plans[schema_id] = plan
         return plan
 
@@ -223,7 +245,15 @@ class AvroBatchDecoder(BatchDecoder):
                 plan = self._plan(schema_id)
             except SerializationError:
                 return False
-        writer, named, reader = plan
+        writer, named, reader, columns = plan
+        starts_l = (starts + _PREFIX).tolist()
+        ends_l = ends.tolist()
+        if columns is not None:
+            try:
+                out.array = columns(data, starts_l, ends_l)
+                return True
+            except Exception:  # some row is not plain: fastavro reads the batch, row by row
+                pass
         read = _fastavro.read_data
         options = self._read_options
         bio = io.BytesIO(data)
@@ -232,7 +262,7 @@ class AvroBatchDecoder(BatchDecoder):
         rows = []
         append = rows.append
         try:
-            for start, end in zip((starts + _PREFIX).tolist(), ends.tolist(), strict=True):
+            for start, end in zip(starts_l, ends_l, strict=True):
                 seek(start)
                 append(read(bio, writer, named, reader, options))
                 if tell() != end:
