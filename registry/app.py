@@ -34,6 +34,7 @@ CT_V1 = b"application/vnd.schemaregistry.v1+json"
 CT_SR = b"application/vnd.schemaregistry+json"
 CT_JSON = b"application/json"
 ACCEPTED_BODY_TYPES = (CT_V1, CT_SR, CT_JSON, b"application/octet-stream")
+CACHE_SIZE = 50_000  # cached read answers (then no more until the next change empties the cache)
 
 
 @dataclass(slots=True)
@@ -80,6 +81,7 @@ class Route:
     handler: Handler
     write: bool = False  # a mutating route: only the leader executes it
     raw_text: bool = False  # the body is plain schema text, not JSON
+    cached: bool = False  # a read answered from the response cache (every GET, and POST lookup)
 
 
 class Router:
@@ -88,10 +90,11 @@ class Router:
         self.routes: list[Route] = []
 
     def add(
-        self, method: str, path: str, handler: Handler, *, write: bool = False, raw_text: bool = False
+        self, method: str, path: str, handler: Handler, *, write: bool = False, raw_text: bool = False,
+        cached: bool = False,
     ) -> None:
         parts = tuple(p for p in path.split("/") if p)
-        route = Route(method, parts, handler, write, raw_text)
+        route = Route(method, parts, handler, write, raw_text, cached or method == "GET")
         self.routes.append(route)
         first = parts[0] if parts else ""
         self._by_shape.setdefault((len(parts), first), []).append(route)
@@ -122,10 +125,10 @@ router = Router()
 
 
 def route(
-    method: str, path: str, *, write: bool = False, raw_text: bool = False
+    method: str, path: str, *, write: bool = False, raw_text: bool = False, cached: bool = False
 ) -> Callable[[Handler], Handler]:
     def deco(fn: Handler) -> Handler:
-        router.add(method, path, fn, write=write, raw_text=raw_text)
+        router.add(method, path, fn, write=write, raw_text=raw_text, cached=cached)
         return fn
 
     return deco
@@ -158,6 +161,10 @@ class RegistryApp:
         self.cluster_id = cluster_id
         self.on_startup: list[Callable[[], Awaitable[None]]] = []
         self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
+        # Answers of reads are a pure function of (request, state): keep the 200s until the state changes (any
+        # applied record bumps state.generation). A hit skips routing, parsing and rendering altogether.
+        self._cache: dict[tuple[bytes, bytes, bytes], bytes] = {}
+        self._cache_generation = -1
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -186,15 +193,33 @@ class RegistryApp:
     async def _http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         method = scope["method"]
         raw_path: bytes = scope.get("raw_path") or scope["path"].encode()
-        segments = [s for s in raw_path.decode("latin-1").split("/") if s]
         headers = scope["headers"]
+        qs = scope.get("query_string", b"")
+        generation = self.service.state.generation
+        if generation != self._cache_generation:
+            self._cache.clear()
+            self._cache_generation = generation
+        if method == "GET":
+            hit = self._cache.get((raw_path, qs, b""))
+            if hit is not None:
+                await _send(send, 200, hit, _content_type(headers))
+                return
+        segments = [s for s in raw_path.decode("latin-1").split("/") if s]
+        cache_key = None
         try:
             route_, params = router.match(method, segments)
             body = b""
             if method in ("POST", "PUT"):
                 body = await _read_body(receive)
                 _check_content_type(headers)
-            qs = scope.get("query_string", b"")
+                if route_.cached:
+                    cache_key = (raw_path, qs, body)
+                    hit = self._cache.get(cache_key)
+                    if hit is not None:
+                        await _send(send, 200, hit, _content_type(headers))
+                        return
+            elif route_.cached:
+                cache_key = (raw_path, qs, b"")
             query = parse_qs(qs.decode("latin-1"), keep_blank_values=True) if qs else {}
             req = Request(method, params, query, headers, body)
             if route_.write and self.forwarder is not None:
@@ -212,11 +237,16 @@ class RegistryApp:
             await _send(send, 500, dumps({"error_code": 500, "message": "Internal server error"}), CT_V1)
             return
         if type(result) is bytes:
-            await _send(send, 200, result, _content_type(headers))
+            out = result
         elif isinstance(result, RawText):
-            await _send(send, 200, str(result).encode(), _content_type(headers))
+            out = str(result).encode()
         else:
-            await _send(send, 200, dumps(result), _content_type(headers))
+            out = dumps(result)
+        # Only cache what was computed from the state the request saw (a handler that awaited may have seen a
+        # newer state; then the generation moved and the answer is simply not kept).
+        if cache_key is not None and self.service.state.generation == generation and len(self._cache) < CACHE_SIZE:
+            self._cache[cache_key] = out
+        await _send(send, 200, out, _content_type(headers))
 
 
 async def _read_body(receive: Any) -> bytes:
@@ -291,7 +321,7 @@ async def _list_subjects(app: RegistryApp, req: Request) -> Any:
     return page(subjects, req.qint("offset", 0), req.qint("limit", -1))
 
 
-@route("POST", "/subjects/{subject}")
+@route("POST", "/subjects/{subject}", cached=True)
 async def _lookup(app: RegistryApp, req: Request) -> Any:
     subject = _subject(req)
     sreq = SchemaRequest(req.json())
