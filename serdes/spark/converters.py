@@ -67,12 +67,14 @@ def _avro_kind(schema: Any) -> tuple[str, str | None]:
     return schema["type"] if isinstance(schema["type"], str) else "union", schema.get("logicalType")
 
 
-def avro_converter(schema: Any, names: AvroNames, namespace: str | None = None) -> Converter:
-    """Converter for fastavro's output of ``schema`` (read with ``return_record_name=True`` and override)."""
-    schema, namespace = _resolve(schema, names, namespace)
-    kind, logical = _avro_kind(schema)
+_NOT_A_CONTAINER = object()
+
+
+def _container(kind: str, schema: dict, child: Callable[[Any], Converter]) -> Any:
+    """The converter of a record, array or map, built from its children's (None when no child converts);
+    ``_NOT_A_CONTAINER`` for other kinds. Shared by both directions, which differ only at the leaves."""
     if kind in ("record", "error"):
-        convs = [(f["name"], avro_converter(f["type"], names, namespace)) for f in schema.get("fields", [])]
+        convs = [(f["name"], child(f["type"])) for f in schema.get("fields", [])]
         convs = [(n, c) for n, c in convs if c is not None]
         if not convs:
             return None
@@ -86,11 +88,21 @@ def avro_converter(schema: Any, names: AvroNames, namespace: str | None = None) 
 
         return record
     if kind == "array":
-        item = avro_converter(schema["items"], names, namespace)
+        item = child(schema["items"])
         return None if item is None else (lambda v: [None if x is None else item(x) for x in v])
     if kind == "map":
-        value = avro_converter(schema["values"], names, namespace)
+        value = child(schema["values"])
         return None if value is None else (lambda v: {k: None if x is None else value(x) for k, x in v.items()})
+    return _NOT_A_CONTAINER
+
+
+def avro_converter(schema: Any, names: AvroNames, namespace: str | None = None) -> Converter:
+    """Converter for fastavro's output of ``schema`` (read with ``return_record_name=True`` and override)."""
+    schema, namespace = _resolve(schema, names, namespace)
+    kind, logical = _avro_kind(schema)
+    conv = _container(kind, schema, lambda s: avro_converter(s, names, namespace))
+    if conv is not _NOT_A_CONTAINER:
+        return conv
     if kind == "union":
         return _avro_union(schema, names, namespace)
     if logical == "uuid" and kind == "string":
@@ -389,26 +401,9 @@ def avro_datum_converter(schema: Any, names: AvroNames, namespace: str | None = 
     """Spark value -> fastavro datum: ``struct<memberN>`` union values back to the one member that is set."""
     schema, namespace = _resolve(schema, names, namespace)
     kind, _ = _avro_kind(schema)
-    if kind in ("record", "error"):
-        convs = [(f["name"], avro_datum_converter(f["type"], names, namespace)) for f in schema.get("fields", [])]
-        convs = [(n, c) for n, c in convs if c is not None]
-        if not convs:
-            return None
-
-        def record(d: dict) -> dict:
-            for name, conv in convs:
-                v = d.get(name)
-                if v is not None:
-                    d[name] = conv(v)
-            return d
-
-        return record
-    if kind == "array":
-        item = avro_datum_converter(schema["items"], names, namespace)
-        return None if item is None else (lambda v: [None if x is None else item(x) for x in v])
-    if kind == "map":
-        value = avro_datum_converter(schema["values"], names, namespace)
-        return None if value is None else (lambda v: {k: None if x is None else value(x) for k, x in v.items()})
+    conv = _container(kind, schema, lambda s: avro_datum_converter(s, names, namespace))
+    if conv is not _NOT_A_CONTAINER:
+        return conv
     if kind != "union":
         return None
     branches = [_resolve(b, names, namespace) for b in avro_union_branches(schema)]
