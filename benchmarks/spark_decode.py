@@ -1,6 +1,6 @@
 """Decoding registry-framed payloads in PySpark: from_registry's engines against a plain Python UDF.
 
-    .venv/bin/python benchmarks/spark_decode.py [--rows 1000000] [--reps 3] [--registry URL]
+    .venv/bin/python benchmarks/spark_decode.py [--rows 1000000] [--reps 3] [--registry URL] [--only avro|protobuf]
 
 Workload (spark-decoding.md): 1M Confluent-framed records of an 8-field schema (long, string, double, boolean,
 nullable string, enum, array<int>, nested record with a nullable field) in 8 uncompressed parquet files, read
@@ -201,15 +201,16 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--reps", type=int, default=3, help="timed reps per method (after one warm-up)")
     ap.add_argument("--registry", help="use this registry instead of starting one")
+    ap.add_argument("--only", choices=["avro", "protobuf"], help="run only the (a)-(c) or the (d)-(e) methods")
     args = ap.parse_args()
     if args.registry:
-        run(args.registry, args.rows, args.reps)
+        run(args.registry, args.rows, args.reps, args.only)
     else:
         with own_registry() as url:
-            run(url, args.rows, args.reps)
+            run(url, args.rows, args.reps, args.only)
 
 
-def run(url: str, n: int, reps: int) -> None:
+def run(url: str, n: int, reps: int, only: str | None = None) -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from serdes import AvroSerializer, ProtobufSerializer, RegistryClient
     from serdes.spark import from_registry, spark_session
@@ -253,6 +254,8 @@ def run(url: str, n: int, reps: int) -> None:
         ("(e) protobuf from_registry, Python engine",
          lambda: (proto_df, from_registry("value", url, subject=f"{subject}-proto", message="bench.User"))),
     ]
+    if only:
+        methods = [(name, build) for name, build in methods if name.split()[1] == only]
     # Reps are interleaved (every method once per round) so that neighbours on the shared cores slow all methods
     # alike; round 0 warms up the JVM and the Python workers and is not counted.
     built = [(name, *build()) for name, build in methods]
