@@ -17,8 +17,6 @@ import gc
 import io
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +33,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer as CkAvroDeserializer
 from confluent_kafka.schema_registry.avro import AvroSerializer as CkAvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from own_registry import own_registry
 
 import serdes
 
@@ -132,33 +131,6 @@ def each(fn: Callable, items: list, *args: object) -> Callable[[], None]:
             fn(item, *args)
 
     return run
-
-
-@contextmanager
-def own_registry() -> Iterator[str]:
-    with tempfile.TemporaryDirectory() as d:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        log = open(Path(d) / "server.log", "wb")  # noqa: SIM115
-        proc = subprocess.Popen([sys.executable, "-m", "registry", "serve", "--log", f"sqlite:///{d}/data",
-                                 "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-                                cwd=Path(__file__).resolve().parent.parent)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            for _ in range(300):
-                try:
-                    if httpx.get(url + "/", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
-            else:
-                raise RuntimeError("registry did not start")
-            yield url
-        finally:
-            proc.terminate()
-            proc.wait(10)
-            log.close()
 
 
 def schema_types(url: str) -> list[str]:

@@ -24,23 +24,20 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import fastavro  # noqa: E402
-import httpx  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from own_registry import own_registry  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 SCHEMA = {"type": "record", "name": "User", "namespace": "bench", "fields": [
     {"name": "id", "type": "long"},
@@ -82,33 +79,6 @@ def expected(n: int) -> dict:
     return {"sum_id": sum(i * 7919 for i in range(n)), "n_email": sum(1 for i in range(n) if i % 4),
             "n_tags": sum(i % 6 for i in range(n)), "sum_zip": sum(10000 + i % 90000 for i in range(n)),
             "n_country": sum(1 for i in range(n) if i % 5), "n_status": n}
-
-
-@contextmanager
-def own_registry() -> Iterator[str]:
-    with tempfile.TemporaryDirectory() as d:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        log = open(Path(d) / "server.log", "wb")  # noqa: SIM115
-        proc = subprocess.Popen([sys.executable, "-m", "registry", "serve", "--log", f"sqlite:///{d}/data",
-                                 "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-                                cwd=ROOT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            for _ in range(300):
-                try:
-                    if httpx.get(url + "/", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
-            else:
-                raise RuntimeError("registry did not start")
-            yield url
-        finally:
-            proc.terminate()
-            proc.wait(10)
-            log.close()
 
 
 def write_parquet(frames: list[bytes], out: Path, files: int = 8) -> None:
