@@ -55,13 +55,14 @@ def _big_varint(z: int) -> bytes:
     return bytes(out)
 
 
-class _Gen:
-    def __init__(self, named: dict[str, Any]) -> None:
+class CodeWriter:
+    """What every generator of Python source here shares: unique names, constants handed to the generated
+    code through its namespace (never spelled into the source), and indented lines."""
+
+    def __init__(self, named: dict[str, Any], consts: dict[str, Any]) -> None:
         self.named = named
         self.lines: list[str] = []
-        self.consts: dict[str, Any] = {"T": _VARINT, "big": _big_varint, "F": struct.Struct("<f").pack,
-                                       "D": struct.Struct("<d").pack, "wd": _fastavro.write_data,
-                                       "named": named, "opts": _fastavro.WRITE_OPTIONS}
+        self.consts = consts
         self.ids = itertools.count()
         self.stack: list[str] = []
 
@@ -75,6 +76,13 @@ class _Gen:
 
     def emit(self, line: str, ind: int) -> None:
         self.lines.append("    " * ind + line)
+
+
+class _Gen(CodeWriter):
+    def __init__(self, named: dict[str, Any]) -> None:
+        super().__init__(named, {"T": _VARINT, "big": _big_varint, "F": struct.Struct("<f").pack,
+                                 "D": struct.Struct("<d").pack, "wd": _fastavro.write_data,
+                                 "named": named, "opts": _fastavro.WRITE_OPTIONS})
 
     def length(self, n: str, ind: int) -> None:
         self.emit(f"z = {n} << 1", ind)
@@ -240,26 +248,11 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
             raise ValueError("varint longer than 10 bytes")
 
 
-class _ReadGen:
+class _ReadGen(CodeWriter):
     def __init__(self, named: dict[str, Any], options: dict[str, Any]) -> None:
-        self.named = named
-        self.lines: list[str] = []
-        self.consts: dict[str, Any] = {"rv": _read_varint, "UD": _UNPACK_D, "UF": _UNPACK_F,
-                                       "rd": _fastavro.read_data, "BIO": io.BytesIO,
-                                       "NAMED": {"writer": named, "reader": {}}, "OPTS": options}
-        self.ids = itertools.count()
-        self.stack: list[str] = []
-
-    def var(self, stem: str) -> str:
-        return f"{stem}{next(self.ids)}"
-
-    def const(self, value: Any) -> str:
-        name = self.var("c")
-        self.consts[name] = value
-        return name
-
-    def emit(self, line: str, ind: int) -> None:
-        self.lines.append("    " * ind + line)
+        super().__init__(named, {"rv": _read_varint, "UD": _UNPACK_D, "UF": _UNPACK_F,
+                                 "rd": _fastavro.read_data, "BIO": io.BytesIO,
+                                 "NAMED": {"writer": named, "reader": {}}, "OPTS": options})
 
     def long(self, target: str, ind: int) -> None:
         self.emit("b = data[pos]", ind)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
-import itertools
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
+from serdes.avro_codegen import _UNPACK_D, _UNPACK_F, CodeWriter
 from serdes.spark.types import (
     TIMESTAMP,
     AvroNames,
@@ -155,13 +155,24 @@ def avro_needs_record_names(schema: Any, names: AvroNames, namespace: str | None
     return False
 
 
-def _avro_union(schema: list, names: AvroNames, namespace: str | None) -> Converter:
+def _union_branches(
+    schema: Any, names: AvroNames, namespace: str | None, child: Callable[..., Converter]
+) -> tuple[list[tuple[Any, str | None]] | None, Converter]:
+    """``(branches, None)`` when the union maps to ``struct<memberN>``, else ``(None, converter)``: a single branch
+    converts as that branch, and an int/long or float/double pair is one widened Spark type (no conversion)."""
     branches = [_resolve(b, names, namespace) for b in avro_union_branches(schema)]
     if len(branches) <= 1:
-        return avro_converter(branches[0][0], names, branches[0][1]) if branches else None
+        return None, (child(branches[0][0], names, branches[0][1]) if branches else None)
     kinds = [_avro_kind(b)[0] for b, _ in branches]
     if len(branches) == 2 and set(kinds) in ({"int", "long"}, {"float", "double"}):
-        return None
+        return None, None
+    return branches, None
+
+
+def _avro_union(schema: list, names: AvroNames, namespace: str | None) -> Converter:
+    branches, conv = _union_branches(schema, names, namespace, avro_converter)
+    if branches is None:
+        return conv
     members = []
     for i, (b, ns) in enumerate(branches):
         kind, logical = _avro_kind(b)
@@ -406,12 +417,9 @@ def avro_datum_converter(schema: Any, names: AvroNames, namespace: str | None = 
         return conv
     if kind != "union":
         return None
-    branches = [_resolve(b, names, namespace) for b in avro_union_branches(schema)]
-    if len(branches) <= 1:
-        return avro_datum_converter(branches[0][0], names, branches[0][1]) if branches else None
-    kinds = [_avro_kind(b)[0] for b, _ in branches]
-    if len(branches) == 2 and set(kinds) in ({"int", "long"}, {"float", "double"}):
-        return None
+    branches, conv = _union_branches(schema, names, namespace, avro_datum_converter)
+    if branches is None:
+        return conv
     members = []
     for i, (b, ns) in enumerate(branches):
         name = None
@@ -584,28 +592,19 @@ def _read_long(data: bytes, pos: int, b: int) -> tuple[int, int]:
             raise ValueError("varint longer than 10 bytes")
 
 
-class _ColumnGen:
+class _ColumnGen(CodeWriter):
     """Generates ``decode(data, starts, ends) -> lists``: one pass over the rows of a batch that appends every
     leaf value to its own list (no dict per record), plus a tree saying how the lists become Arrow arrays."""
 
     def __init__(self, named: dict[str, Any]) -> None:
-        from serdes.avro_codegen import _UNPACK_D, _UNPACK_F
-
-        self.named = named
-        self.lines: list[str] = []
+        super().__init__(named, {"rv": _read_long, "UD": _UNPACK_D, "UF": _UNPACK_F})
         self.lists: list[tuple[str, str]] = []  # (name, initial value)
         self.counters: list[str] = []
-        self.consts: dict[str, Any] = {"rv": _read_long, "UD": _UNPACK_D, "UF": _UNPACK_F}
-        self.ids = itertools.count()
-        self.stack: list[str] = []
 
     def new_list(self, init: str = "[]") -> str:
         name = f"L{next(self.ids)}"
         self.lists.append((name, init))
         return name
-
-    def emit(self, line: str, ind: int) -> None:
-        self.lines.append("    " * ind + line)
 
     def long(self, target: str, ind: int) -> None:
         self.emit("b = data[pos]", ind)
