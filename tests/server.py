@@ -2,6 +2,7 @@
 
 Fixtures:
 - ``registry_url`` (session): one server on a fresh SQLite log, shared by tests that use unique subjects.
+- ``schema_types`` / ``require_type``: what ``GET /schemas/types`` lists, and a probe that skips a test without it.
 - ``start_registry`` (function): a factory ``start_registry(log_url=None, **env) -> RegistryProcess`` for tests that
   need their own server (restart tests, several instances); every process started is stopped at teardown.
 """
@@ -14,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,3 +125,20 @@ def registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     rp = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log").start()
     yield rp.url
     rp.stop()
+
+
+@pytest.fixture(scope="session")
+def schema_types(registry_url: str) -> list[str]:
+    resp = httpx.get(registry_url + "/schemas/types", timeout=10)
+    return resp.json() if resp.status_code == 200 else ["AVRO"]
+
+
+@pytest.fixture
+def require_type(schema_types: list[str]) -> Callable[[str], None]:
+    """Capability probe: skip when the registry does not list the schema type under /schemas/types."""
+
+    def require(kind: str) -> None:
+        if kind not in schema_types:
+            pytest.skip(f"registry does not support {kind} yet (GET /schemas/types = {schema_types})")
+
+    return require

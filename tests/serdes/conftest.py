@@ -5,11 +5,10 @@ from __future__ import annotations
 import importlib
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
-import httpx
 import pytest
 
 from serdes import MessageField, RegistryClient, SerializationContext
@@ -57,23 +56,6 @@ def topic() -> str:
 @pytest.fixture
 def value_ctx(topic: str) -> SerializationContext:
     return SerializationContext(topic, MessageField.VALUE)
-
-
-@pytest.fixture(scope="session")
-def schema_types(registry_url: str) -> list[str]:
-    resp = httpx.get(registry_url + "/schemas/types", timeout=10)
-    return resp.json() if resp.status_code == 200 else ["AVRO"]
-
-
-@pytest.fixture
-def require_type(schema_types: list[str]) -> Callable[[str], None]:
-    """Capability probe: skip when the registry does not list the schema type under /schemas/types."""
-
-    def require(kind: str) -> None:
-        if kind not in schema_types:
-            pytest.skip(f"registry does not support {kind} yet (GET /schemas/types = {schema_types})")
-
-    return require
 
 
 @pytest.fixture(scope="session")

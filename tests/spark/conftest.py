@@ -13,12 +13,11 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import httpx
 import pytest
 
 from serdes import RegistryClient
@@ -77,21 +76,6 @@ def client(registry_url: str) -> Iterator[RegistryClient]:
 @pytest.fixture
 def subject() -> str:
     return f"spark-{uuid.uuid4().hex[:12]}-value"
-
-
-@pytest.fixture(scope="session")
-def schema_types(registry_url: str) -> list[str]:
-    resp = httpx.get(registry_url + "/schemas/types", timeout=10)
-    return resp.json() if resp.status_code == 200 else ["AVRO"]
-
-
-@pytest.fixture
-def require_type(schema_types: list[str]) -> Callable[[str], None]:
-    def require(kind: str) -> None:
-        if kind not in schema_types:
-            pytest.skip(f"registry does not support {kind} yet (GET /schemas/types = {schema_types})")
-
-    return require
 
 
 PROTOS = {
