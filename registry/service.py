@@ -621,10 +621,14 @@ class Service:
 
     # ---- writes -----------------------------------------------------------------------------------------
 
-    async def _write(self, key: bytes, value: bytes | None, operation: str) -> None:
+    async def _catch_up(self) -> None:
+        """Before the first write (or after another node may have written): read the log to its end."""
         if self.needs_barrier:
             await self.store.barrier()
             self.needs_barrier = False
+
+    async def _write(self, key: bytes, value: bytes | None, operation: str) -> None:
+        await self._catch_up()
         await self.store.write(key, value, operation)
 
     async def register(
@@ -652,9 +656,7 @@ class Service:
         if importing and req.id is None:
             raise errors.operation_not_permitted(f"Subject {subject} in context . is not in read-write mode")
         async with self._write_lock:
-            if self.needs_barrier:
-                await self.store.barrier()
-                self.needs_barrier = False
+            await self._catch_up()
             return await self._register_locked(
                 subject, req, normalize=normalize, importing=importing, force=force
             )
@@ -789,9 +791,7 @@ class Service:
             ref = self._referenced_from_outside(subject, all_versions)
             if ref is not None:
                 raise errors.reference_exists(f"{{subject={subject},version={ref.version}}}")
-            if self.needs_barrier:
-                await self.store.barrier()
-                self.needs_barrier = False
+            await self._catch_up()
             for v in reversed(all_versions):  # descending, for references inside the subject
                 await self._tombstone_version(v)
             await self._tombstone_subject_settings(subject)
@@ -836,9 +836,7 @@ class Service:
                 return target.version
             if not target.deleted:
                 raise errors.version_not_soft_deleted(subject, target.version)
-            if self.needs_barrier:
-                await self.store.barrier()
-                self.needs_barrier = False
+            await self._catch_up()
             await self._tombstone_version(target)
             if not st.versions(subject, deleted=True):
                 await self._tombstone_subject_settings(subject)
