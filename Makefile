@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint format bench bench-spark spark-jar clean
+.PHONY: install run test lint typecheck format bench bench-spark spark-jar clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
+# The packages checked are listed in pyproject.toml ([tool.mypy] files).
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
 # The Spark JVM engine is a small Java UDF compiled against pyspark's jars (javac from a JDK 17).
 spark-jar: $(STAMP)
 	@if command -v javac >/dev/null; then $(PY) -m serdes.spark.build_jar; \
@@ -27,6 +31,7 @@ spark-jar: $(STAMP)
 
 test: $(STAMP) spark-jar
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 format: $(STAMP)

@@ -1,6 +1,6 @@
 """Compatibility rules as pure functions: parsed schemas in, a list of incompatibilities out.
 
-Imports nothing else of schemakit (see DESIGN.md, layering).
+Imports nothing else of schemakit (docs/architecture.md, the layers).
 """
 
 from compat.levels import CompatibilityLevel, check_levels

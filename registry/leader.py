@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from registry.store import NOOP_KEY, Store
 from streams.log import (
     OFFSET_BEGINNING,
+    DeliveryCallback,
+    GroupSettings,
     Log,
     LogError,
     Producer,
@@ -32,15 +34,18 @@ from streams.log import (
     RecordMetadata,
     TopicPartition,
 )
-from streams.log.kafka import parse_kafka_url
 
 log = logging.getLogger("registry.leader")
 
 ANNOUNCE_KEY = b"leader"
 PROBE_KEY = b"probe"
 DEFAULT_GROUP = "schema-registry"
-# Confluent's kafkagroup defaults; a test URL that sets its own (faster) values wins.
-ELECTION_CONSUMER_DEFAULTS = {"session.timeout.ms": "10000", "heartbeat.interval.ms": "3000"}
+# Confluent's kafkagroup timing, and cooperative-sticky assignment so that a member joining does not move
+# leadership; a log URL that sets its own values (a test's faster ones) wins.
+ELECTION_GROUP_SETTINGS = GroupSettings(
+    assignment="cooperative-sticky", session_timeout_ms=10000, heartbeat_interval_ms=3000
+)
+ELECTION_SESSION_TIMEOUT = 10.0
 HEADER_LEADER = "schemakit.leader"
 HEADER_GENERATION = "schemakit.generation"
 
@@ -52,28 +57,6 @@ def election_topic_for(topic: str) -> str:
 
 def transactional_id_for(group: str) -> str:
     return f"schemakit-registry-{group}"
-
-
-def election_log_options(log_url: str) -> dict[str, str]:
-    """Client options for the election's own log: Confluent's group timing unless the URL sets it, and
-    cooperative-sticky assignment so that a member joining does not move leadership."""
-    _, options = parse_kafka_url(log_url)
-    extra: dict[str, str] = {}
-    for key, value in ELECTION_CONSUMER_DEFAULTS.items():
-        if key not in options and f"consumer.{key}" not in options:
-            extra[f"consumer.{key}"] = value
-    strategy = "partition.assignment.strategy"
-    if strategy not in options and f"consumer.{strategy}" not in options:
-        extra[f"consumer.{strategy}"] = "cooperative-sticky"
-    return extra
-
-
-def session_timeout_of(log_url: str) -> float:
-    """The election group's session timeout in seconds (how long a dead leader goes unnoticed)."""
-    _, options = parse_kafka_url(log_url)
-    merged = {**options, **election_log_options(log_url)}
-    value = merged.get("consumer.session.timeout.ms", merged.get("session.timeout.ms", "10000"))
-    return int(value) / 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +102,13 @@ class LeaderWriter:
             if self._retired:
                 raise ProducerFencedError("this node is no longer the leader")
             p = self._producer
+            landed: list[RecordMetadata | None] = [None] * len(records)
             try:
                 p.begin_transaction()
-                out = [p.produce(t, v, k, partition=0, headers=self._headers, timeout=timeout) for t, k, v in records]
+                for i, (t, k, v) in enumerate(records):
+                    p.send(t, v, k, partition=0, headers=self._headers, on_delivery=_landed_at(landed, i))
                 p.commit_transaction(timeout)
-                return out
+                return _all_landed(landed)
             except ProducerFencedError as e:
                 self._retired = True
                 self._on_fenced(str(e))
@@ -154,6 +139,23 @@ class LeaderWriter:
             _close(self._producer)
 
         threading.Thread(target=close, name="leader-producer-close", daemon=True).start()
+
+
+def _landed_at(landed: list[RecordMetadata | None], i: int) -> DeliveryCallback:
+    """A delivery callback that files record ``i``'s metadata (errors surface from the commit)."""
+
+    def done(md: RecordMetadata | None, err: LogError | None) -> None:
+        landed[i] = md
+
+    return done
+
+
+def _all_landed(landed: list[RecordMetadata | None]) -> list[RecordMetadata]:
+    """The committed records' metadata; the log reports every record of a committed transaction."""
+    missing = [i for i, md in enumerate(landed) if md is None]
+    if missing:
+        raise LogError(f"the log reported no offset for record(s) {missing} of a committed transaction")
+    return [md for md in landed if md is not None]
 
 
 def _close(producer: Producer) -> None:

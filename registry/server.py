@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 
 import uvicorn
 
@@ -14,10 +13,10 @@ from registry.app import RegistryApp
 from registry.forwarder import Forwarder, LeaderOffsetHeader
 from registry.leader import (
     DEFAULT_GROUP,
+    ELECTION_GROUP_SETTINGS,
+    ELECTION_SESSION_TIMEOUT,
     Election,
-    election_log_options,
     election_topic_for,
-    session_timeout_of,
 )
 from registry.schema_types import schema_types
 from registry.service import Service
@@ -45,10 +44,6 @@ class Settings:
         return self.advertised_url or f"http://{self.host}:{self.port}"
 
     @property
-    def is_kafka(self) -> bool:
-        return self.log_url.startswith("kafka://")
-
-    @property
     def leader_topic(self) -> str:
         return self.election_topic or election_topic_for(self.topic)
 
@@ -57,14 +52,21 @@ class StartupError(Exception):
     """A reason not to start, worded for the operator (one line: what, where, how to fix)."""
 
 
-def check_topics(settings: Settings) -> None:
-    """Create the store topic (and on Kafka the election topic) or refuse one that is wrong, before serving."""
+def open_backend(settings: Settings) -> Log:
+    """The log named by the settings, or a StartupError saying what is wrong with its URL."""
     try:
-        log_backend = open_log(settings.log_url)
+        return open_log(settings.log_url)
     except ValueError as e:
         raise StartupError(str(e)) from e
+
+
+def check_topics(settings: Settings) -> None:
+    """Create the store topic (and, where instances elect a leader, the election topic) or refuse one that
+    is wrong, before serving."""
+    log_backend = open_backend(settings)
     try:
-        wanted = [settings.topic] + ([settings.leader_topic] if settings.is_kafka else [])
+        elects = log_backend.capabilities.group_membership
+        wanted = [settings.topic] + ([settings.leader_topic] if elects else [])
         for name in wanted:
             _check_topic(log_backend, name)
     except LogError as e:
@@ -94,22 +96,15 @@ def _check_topic(log_backend: Log, name: str) -> None:
         )
 
 
-def describe_backend(log_backend: Log, topic: str) -> str:
-    where = getattr(log_backend, "path", None)
-    if where is not None:
-        return f"sqlite (embedded), data at {Path(where).resolve()}"
-    return f"kafka, bootstrap {getattr(log_backend, 'bootstrap', log_backend.url)}, topic {topic}"
-
-
 def build_app(settings: Settings) -> RegistryApp:
-    log_backend = open_log(settings.log_url)
+    log_backend = open_backend(settings)
     store = Store(log_backend, settings.topic, timeout=settings.store_timeout)
     service = Service(store, default_compatibility=settings.compatibility)
     election: Election | None = None
     forwarder: Forwarder | None = None
-    if settings.is_kafka:
+    if log_backend.capabilities.group_membership:
         # Several instances share the log: only the elected leader writes, the others forward to it.
-        election_log = open_log(settings.log_url, **election_log_options(settings.log_url))
+        election_log = open_log(settings.log_url, groups=ELECTION_GROUP_SETTINGS)
         election = Election(
             election_log,
             store,
@@ -118,7 +113,7 @@ def build_app(settings: Settings) -> RegistryApp:
             url=settings.url,
             eligible=settings.leader_eligible,
             timeout=settings.store_timeout,
-            session_timeout=session_timeout_of(settings.log_url),
+            session_timeout=election_log.group_session_timeout or ELECTION_SESSION_TIMEOUT,
         )
         store.exclusive = True
         logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per forwarded request
@@ -132,7 +127,7 @@ def build_app(settings: Settings) -> RegistryApp:
     app = RegistryApp(service, forwarder=forwarder)
 
     async def startup() -> None:
-        log.info("schemakit registry %s: log backend %s", __version__, describe_backend(log_backend, settings.topic))
+        log.info("schemakit registry %s: log backend %s, topic %s", __version__, log_backend.describe(), settings.topic)
         log.info("schema types: %s", ", ".join(schema_types()))
         await asyncio.to_thread(store.open)
         store.start(asyncio.get_running_loop())
@@ -166,10 +161,9 @@ def build_app(settings: Settings) -> RegistryApp:
 
 def serve(settings: Settings) -> int:
     """Run until stopped; the exit status (non-zero when startup failed)."""
-    if settings.is_kafka:
-        check_topics(settings)
+    check_topics(settings)
     app = build_app(settings)
-    asgi = LeaderOffsetHeader(app, app.service.store) if settings.is_kafka else app
+    asgi = LeaderOffsetHeader(app, app.service.store) if app.forwarder is not None else app
     config = uvicorn.Config(
         asgi,
         host=settings.host,

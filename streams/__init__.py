@@ -8,33 +8,64 @@
     app.run()
 """
 
-from streams.builder import StreamsBuilder
-from streams.dsl import KGroupedStream, KStream, KTable
-from streams.errors import (
-    CoPartitioningError,
-    DeserializationError,
-    InvalidStateStoreError,
-    MissingTopicError,
-    ProcessingError,
-    SerdeError,
-    StateStoreError,
-    StreamsError,
-    TopologyError,
-)
-from streams.handlers import DeadLetterQueue, LogAndContinue, LogAndFail
-from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
-from streams.serdes import BYTES, FLOAT, INT, JSON, STRING, Serde
-from streams.test_driver import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
-from streams.topology import StoreSpec, Topology
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# Public name -> the module that defines it. Nothing is imported until a name is used, so that
+# ``import streams.log`` (what the registry stands on) loads none of the runtime.
+_EXPORTS: dict[str, str] = {
+    "StreamsBuilder": "streams.builder",
+    "StreamsApp": "streams.app",
+    "KGroupedStream": "streams.dsl",
+    "KStream": "streams.dsl",
+    "KTable": "streams.dsl",
+    **dict.fromkeys(
+        ["CoPartitioningError", "DeserializationError", "InvalidStateStoreError", "MissingTopicError",
+         "ProcessingError", "SerdeError", "StateStoreError", "StreamsError", "TopologyError"],
+        "streams.errors",
+    ),
+    **dict.fromkeys(["DeadLetterQueue", "LogAndContinue", "LogAndFail"], "streams.handlers"),
+    **dict.fromkeys(["Cancellable", "Processor", "ProcessorContext", "PunctuationType"], "streams.processor"),
+    **dict.fromkeys(["BYTES", "FLOAT", "INT", "JSON", "STRING", "Serde"], "streams.serdes"),
+    **dict.fromkeys(["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"], "streams.test_driver"),
+    **dict.fromkeys(["StoreSpec", "Topology"], "streams.topology"),
+}  # fmt: skip
+
+if TYPE_CHECKING:
+    from streams.app import StreamsApp
+    from streams.builder import StreamsBuilder
+    from streams.dsl import KGroupedStream, KStream, KTable
+    from streams.errors import (
+        CoPartitioningError,
+        DeserializationError,
+        InvalidStateStoreError,
+        MissingTopicError,
+        ProcessingError,
+        SerdeError,
+        StateStoreError,
+        StreamsError,
+        TopologyError,
+    )
+    from streams.handlers import DeadLetterQueue, LogAndContinue, LogAndFail
+    from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
+    from streams.serdes import BYTES, FLOAT, INT, JSON, STRING, Serde
+    from streams.test_driver import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
+    from streams.topology import StoreSpec, Topology
 
 
 def __getattr__(name: str) -> object:
-    # The app pulls in the log backends; import it only when asked for.
-    if name == "StreamsApp":
-        from streams.app import StreamsApp
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'streams' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
 
-        return StreamsApp
-    raise AttributeError(f"module 'streams' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
 
 
 __all__ = [

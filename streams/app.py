@@ -27,7 +27,7 @@ from streams.errors import (
     StreamsError,
 )
 from streams.handlers import DeadLetterQueue, handler_from
-from streams.log import Log, TopicPartition, open_log
+from streams.log import GroupSettings, Log, TopicPartition, open_log
 from streams.log.partitioner import partition_for_key
 from streams.processor import SystemClock
 from streams.stream_thread import StreamThread
@@ -125,11 +125,9 @@ class StreamsApp:
 
     @staticmethod
     def _open_log(url: str) -> Log:
-        if url.startswith("kafka://") and "partition.assignment.strategy" not in url:
-            # Range assignment gives one member the same partition numbers of every topic it reads,
-            # which keeps each task's co-partitioned inputs together.
-            return open_log(url, partition_assignment_strategy="range")
-        return open_log(url)
+        # Range assignment gives one member the same partition numbers of every topic it reads,
+        # which keeps each task's co-partitioned inputs together.
+        return open_log(url, groups=GroupSettings(assignment="range"))
 
     # -- topic resolution ----------------------------------------------------------------------------
 
@@ -242,7 +240,7 @@ class StreamsApp:
             raise IllegalStateError(f"start() in state {self.state}: an app starts once")
         self.metadata = self._resolve()
         self._set_state(AppState.REBALANCING)
-        static = not self.log.url.startswith("kafka://")
+        static = not self.log.capabilities.group_membership
         n = self.config.num_threads
         shares: list[list[TopicPartition] | None] = [None] * n
         if static:

@@ -89,9 +89,9 @@ class StreamThread(threading.Thread):
         progress_at = time.monotonic() + config.progress_interval_s
         progress_count = 0
         consumer, tasks, clock = self.consumer, self.tasks, app.clock
-        # The SQLite producer only writes on flush; flush it every linger period so repartitioned records
-        # reach the next sub-topology without waiting for the commit (librdkafka sends by itself).
-        linger = None if app.log.url.startswith("kafka://") else config.linger_ms / 1000
+        # A producer that writes only on flush (SQLite's) is flushed every linger period, so repartitioned
+        # records reach the next sub-topology without waiting for the commit (librdkafka sends by itself).
+        linger = config.linger_ms / 1000 if app.log.capabilities.buffers_until_flush else None
         next_flush = time.monotonic()
         unflushed = False
         while not self._stop_event.is_set():

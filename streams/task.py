@@ -22,7 +22,6 @@ from streams.processor import Cancellable, Processor, ProcessorContext, Punctuat
 from streams.serdes import bind_deserializer, bind_serializer, serde_name
 from streams.state.cache import CachingKeyValueStore
 from streams.state.memory import InMemoryKeyValueStore
-from streams.state.rocksdb import RocksDBKeyValueStore
 from streams.topology import ProcessorNode, SinkNode, SourceNode, StoreSpec, SubTopology, Topology
 
 __all__ = ["StreamTask", "TaskEnv"]
@@ -150,6 +149,8 @@ class StreamTask:
         if kind == "memory" or self.task_dir is None:
             store = InMemoryKeyValueStore(spec.name, key, value, topic, self.record_context)
         else:
+            from streams.state.rocksdb import RocksDBKeyValueStore  # rocksdict is the [streams] extra
+
             store = RocksDBKeyValueStore(spec.name, key, value, topic, self.record_context,
                                          path=self.task_dir / "rocksdb" / spec.name,
                                          max_cache_entries=self.env.cache_max_entries)  # fmt: skip

@@ -36,7 +36,7 @@ TEST_CLIENT_OPTIONS: dict[str, str] = {
     "fetch.wait.max.ms": "100",
 }
 
-# What tansu 0.6 (memory storage) lacks or gets wrong; see shared/reference/test-broker.md.
+# What tansu 0.6 (memory storage) lacks or gets wrong, each found by a test here; tests that need one skip with it.
 TANSU_MISSING: dict[str, str] = {
     "compaction": "tansu does not compact cleanup.policy=compact topics",
     "read_committed_aborts": "tansu sends no aborted-transaction list: read_committed sees aborted records",

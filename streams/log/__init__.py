@@ -5,10 +5,15 @@
 
 from __future__ import annotations
 
+import importlib
+
 from streams.log.base import (
     OFFSET_BEGINNING,
     OFFSET_END,
+    Capabilities,
     Consumer,
+    DeliveryCallback,
+    GroupSettings,
     Log,
     LogError,
     LogTimeoutError,
@@ -22,13 +27,18 @@ from streams.log.base import (
     TopicInfo,
     TopicPartition,
     TransactionError,
+    TransactionState,
     UnknownTopicError,
 )
 
 __all__ = [
+    "BACKENDS",
     "OFFSET_BEGINNING",
     "OFFSET_END",
+    "Capabilities",
     "Consumer",
+    "DeliveryCallback",
+    "GroupSettings",
     "Log",
     "LogError",
     "LogTimeoutError",
@@ -42,19 +52,28 @@ __all__ = [
     "TopicInfo",
     "TopicPartition",
     "TransactionError",
+    "TransactionState",
     "UnknownTopicError",
     "open_log",
 ]
 
 
-def open_log(url: str, **options: object) -> Log:
-    """Open the backend named by ``url``: ``sqlite:///path`` (a directory or a file) or ``kafka://h:p,...``."""
-    if url.startswith("sqlite://"):
-        from streams.log.sqlite import SqliteLog
+# URL scheme -> (module, class): the one place that knows which backends exist. Modules are imported
+# on first use, so the Kafka backend (and confluent-kafka) loads only for kafka:// URLs.
+BACKENDS: dict[str, tuple[str, str]] = {
+    "sqlite": ("streams.log.sqlite", "SqliteLog"),
+    "kafka": ("streams.log.kafka", "KafkaLog"),
+}
 
-        return SqliteLog(url, **options)  # type: ignore[arg-type]
-    if url.startswith("kafka://"):
-        from streams.log.kafka import KafkaLog
 
-        return KafkaLog(url, **options)  # type: ignore[arg-type]
-    raise ValueError(f"unknown log URL {url!r}: expected sqlite:///path or kafka://host:port[,host:port]")
+def open_log(url: str, *, groups: GroupSettings | None = None, **options: object) -> Log:
+    """Open the backend named by ``url``'s scheme: ``sqlite:///path`` (a directory or a file) or
+    ``kafka://h:p,...``. ``groups`` sets consumer-group defaults where the backend has groups; other
+    ``options`` go to the backend's constructor."""
+    scheme, sep, _ = url.partition("://")
+    if not sep or scheme not in BACKENDS:
+        known = " or ".join(f"{name}://..." for name in BACKENDS)
+        raise ValueError(f"unknown log URL {url!r}: expected {known} (sqlite:///path, kafka://host:port[,host:port])")
+    module_name, class_name = BACKENDS[scheme]
+    backend: type[Log] = getattr(importlib.import_module(module_name), class_name)
+    return backend(url, groups=groups, **options)  # type: ignore[call-arg]

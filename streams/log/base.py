@@ -1,8 +1,9 @@
 """The log abstraction: topics of partitions of records, addressed by offset.
 
 Two backends implement it (``sqlite:///dir`` and ``kafka://host:port``); ``streams.log.open_log(url)``
-picks one. Everything above this package (the registry, the streams runtime) is written against these
-classes only, and ``tests/log/`` holds the contract both backends must pass.
+picks one by URL scheme. Everything above this package (the registry, the streams runtime) is written
+against these classes only: what a backend can do is in ``Log.capabilities``, never in its URL, and
+``tests/log/`` holds the contract every backend must pass.
 
 The API is synchronous and thread-safe per object, like confluent-kafka's: a producer may be shared by
 threads, a consumer belongs to one thread. Async callers run the blocking calls in a thread.
@@ -11,7 +12,8 @@ threads, a consumer belongs to one thread. Async callers run the blocking calls 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 Headers = tuple[tuple[str, bytes | None], ...]
@@ -47,6 +49,68 @@ class LogTimeoutError(LogError):
 
 class RecordTooLargeError(LogError):
     """The record exceeds the backend's maximum record size."""
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a backend can do. Code above the log branches on these, never on the URL."""
+
+    #: ``subscribe`` shares a group's partitions among members in any number of processes and rebalances
+    #: as members come and go. Without it a process owns what it assigns itself, and several registry
+    #: instances cannot elect a leader.
+    group_membership: bool
+    #: Transactional producers (see ``Producer``): atomic writes with consumer offsets, zombie fencing.
+    transactions: bool
+    #: Compacted topics are compacted by the backend itself; otherwise ``Log.compact`` does it on demand.
+    compacts_itself: bool
+    #: ``Producer.send`` holds records until ``flush``; otherwise the client sends in the background, and
+    #: callers that want records to move on before a commit need not flush them.
+    buffers_until_flush: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSettings:
+    """Defaults for consumer-group behaviour, for backends with group membership. Settings the log URL
+    itself carries win, so an operator (or a test) can always override them."""
+
+    #: Partition assignment: ``"range"`` (a member gets the same partition numbers of every topic),
+    #: ``"roundrobin"`` or ``"cooperative-sticky"`` (members keep their partitions when one joins).
+    assignment: str | None = None
+    #: How long a silent member keeps its partitions, in milliseconds.
+    session_timeout_ms: int | None = None
+    heartbeat_interval_ms: int | None = None
+
+
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+def check_topic_name(name: object) -> None:
+    """Kafka's topic-name rule, which every backend applies so that names move between them unchanged."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"topic name must be a non-empty string, got {name!r}")
+    if name in (".", ".."):
+        raise ValueError(f"topic name {name!r} is not allowed")
+    if len(name) > 249:
+        raise ValueError(f"topic name {name[:40]!r}... is {len(name)} characters; Kafka allows 249")
+    if not _TOPIC_NAME.fullmatch(name):
+        bad = "".join(sorted(set(re.sub(r"[A-Za-z0-9._-]", "", name))))
+        raise ValueError(f"topic name {name!r} contains {bad!r}; only ASCII letters, digits, '.', '_', '-'")
+
+
+def check_partitions(name: str, partitions: object) -> int:
+    """The partition count of a topic to create: an integer >= 1."""
+    if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+        raise ValueError(f"topic {name!r}: partitions must be an integer >= 1, got {partitions!r}")
+    return partitions
+
+
+def check_offsets(offsets: Mapping[TopicPartition, int]) -> None:
+    """Offsets to commit: keyed by ``TopicPartition``, each the next offset to read (an integer >= 0)."""
+    for tp, offset in offsets.items():
+        if not isinstance(tp, TopicPartition):
+            raise TypeError(f"offsets must be keyed by TopicPartition, got {tp!r}")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset for {tp.topic}[{tp.partition}] must be an integer >= 0, got {offset!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +153,26 @@ RebalanceCallback = Callable[[list[TopicPartition]], None]
 
 
 class Producer(abc.ABC):
-    """Writes records. ``produce`` is durable when it returns; ``send`` + ``flush`` batch."""
+    """Writes records. ``produce`` is durable when it returns; ``send`` + ``flush`` batch.
+
+    The transaction contract, the same on every backend (``TransactionState`` enforces its state rules):
+
+    * Only a producer created with a ``transactional_id`` has transactions, and only one object at a time
+      owns that id: ``init_transactions`` registers it and fences every older producer with the same id,
+      whose every later call raises ``ProducerFencedError``. A fenced producer's open transaction never
+      commits. This is how a new registry leader or a new owner of a stream task shuts out a zombie.
+    * A transactional producer writes only inside a transaction: ``begin_transaction``, then ``send``
+      (any topics and partitions) and ``send_offsets_to_transaction`` (a consumer group's next offsets),
+      then ``commit_transaction`` (all of it becomes visible at once) or ``abort_transaction`` (none of it
+      ever does). ``send`` outside a transaction raises ``TransactionError``; so do ``begin`` before
+      ``init_transactions``, a second ``begin``, and ``commit``/``abort`` with nothing begun.
+    * ``produce`` (which returns a final offset) is not allowed inside a transaction: ``send`` with
+      ``on_delivery`` reports each record's offset once ``commit_transaction`` returns.
+    * One transaction is open at a time and one thread drives it; records sent by other producers are not
+      part of it. Readers see committed records only (Kafka: ``isolation.level=read_committed``).
+    """
+
+    transaction: TransactionState
 
     @abc.abstractmethod
     def send(
@@ -121,7 +204,15 @@ class Producer(abc.ABC):
         timestamp: int | None = None,
         timeout: float | None = None,
     ) -> RecordMetadata:
-        """Write one record and return where it landed; the record is durable when this returns."""
+        """Write one record and return where it landed; the record is durable when this returns.
+
+        Not inside a transaction, whose records have no final offset before the commit: there, ``send``
+        with ``on_delivery``, which reports each record's offset once ``commit_transaction`` returns."""
+        if self.transaction.open:
+            raise TransactionError(
+                f"produce() inside transaction of {self.transaction.transactional_id!r}: a transaction's records "
+                "land at commit, so use send(on_delivery=...) and read the offsets after commit_transaction()"
+            )
         result: list[RecordMetadata] = []
         errors: list[LogError] = []
 
@@ -167,6 +258,68 @@ class Producer(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class TransactionState:
+    """The state rules of the transaction contract (see ``Producer``), kept once for every backend.
+
+    A backend calls these before acting; fencing is the backend's to detect and report (``fence``)."""
+
+    def __init__(self, transactional_id: str | None) -> None:
+        self.transactional_id = transactional_id
+        self.initialized = False
+        self.open = False
+        self.fenced = False
+        self._fenced_as = ""
+
+    def _require(self, what: str) -> str:
+        if self.transactional_id is None:
+            raise TransactionError(f"{what}: this producer has no transactional_id")
+        if self.fenced:
+            raise ProducerFencedError(
+                f"producer {self.transactional_id!r}{self._fenced_as} was fenced by a newer producer with the "
+                "same transactional id"
+            )
+        return self.transactional_id
+
+    def init(self) -> None:
+        tid = self._require("init_transactions")
+        if self.initialized:
+            raise TransactionError(f"init_transactions already called for producer {tid!r}")
+
+    def mark_initialized(self) -> None:
+        self.initialized = True
+
+    def begin(self) -> None:
+        tid = self._require("begin_transaction")
+        if not self.initialized:
+            raise TransactionError(f"producer {tid!r}: call init_transactions() before begin_transaction()")
+        if self.open:
+            raise TransactionError(f"producer {tid!r}: a transaction is already open")
+        self.open = True
+
+    def check_send(self) -> None:
+        """Before a send: a transactional producer must have a transaction open."""
+        if self.transactional_id is None:
+            return
+        tid = self._require("send")
+        if not self.open:
+            raise TransactionError(f"producer {tid!r} is transactional: call begin_transaction() before send()")
+
+    def check_in_transaction(self, what: str) -> None:
+        tid = self._require(what)
+        if not self.open:
+            raise TransactionError(f"producer {tid!r}: {what}() without begin_transaction()")
+
+    def end(self) -> None:
+        """The open transaction committed or aborted (or failed and is gone)."""
+        self.open = False
+
+    def fence(self, which: str = "") -> None:
+        """The backend found a newer producer with this id; ``which`` names this one (e.g. its epoch)."""
+        self.fenced = True
+        self.open = False
+        self._fenced_as = f" ({which})" if which else ""
 
 
 class Consumer(abc.ABC):
@@ -232,6 +385,16 @@ class Log(abc.ABC):
     """A connection to one backend. Creates producers, consumers and topics."""
 
     url: str
+    capabilities: Capabilities
+
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """One line for a startup log: which backend, and where its data lives."""
+
+    @property
+    def group_session_timeout(self) -> float | None:
+        """Seconds a silent group member keeps its partitions; None without group membership."""
+        return None
 
     @abc.abstractmethod
     def create_topic(

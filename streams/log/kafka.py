@@ -34,8 +34,10 @@ from confluent_kafka.admin import (
 from streams.log.base import (
     OFFSET_BEGINNING,
     OFFSET_END,
+    Capabilities,
     Consumer,
     DeliveryCallback,
+    GroupSettings,
     Log,
     LogError,
     LogTimeoutError,
@@ -49,7 +51,11 @@ from streams.log.base import (
     TopicInfo,
     TopicPartition,
     TransactionError,
+    TransactionState,
     UnknownTopicError,
+    check_offsets,
+    check_partitions,
+    check_topic_name,
 )
 
 __all__ = ["KafkaLog", "parse_kafka_url"]
@@ -58,8 +64,7 @@ _librdkafka_log = logging.getLogger("streams.log.kafka.librdkafka")
 
 # How long admin calls and metadata look-ups wait for the cluster.
 DEFAULT_TIMEOUT = 30.0
-_MAX_TOPIC_NAME = 249
-_LEGAL_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+_LIBRDKAFKA_SESSION_TIMEOUT_MS = 45000
 
 _CONSUMER_ONLY_PREFIXES = ("fetch.", "group.", "queued.", "auto.commit.")
 _CONSUMER_ONLY = frozenset({
@@ -106,6 +111,18 @@ def parse_kafka_url(url: str) -> tuple[str, dict[str, str]]:
     return ",".join(hosts), options
 
 
+def _group_options(groups: GroupSettings | None) -> dict[str, str]:
+    """librdkafka consumer settings for ``GroupSettings``."""
+    if groups is None:
+        return {}
+    named = {
+        "partition.assignment.strategy": groups.assignment,
+        "session.timeout.ms": groups.session_timeout_ms,
+        "heartbeat.interval.ms": groups.heartbeat_interval_ms,
+    }
+    return {key: str(value) for key, value in named.items() if value is not None}
+
+
 def _option_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -127,19 +144,6 @@ def _split_options(options: dict[str, str]) -> dict[str, dict[str, str]]:
             for role in _ROLES:
                 routed[role][key] = value
     return routed
-
-
-def validate_topic_name(name: str) -> None:
-    """Kafka's own rule (``Topic.validate``), checked here so the error names the topic and the rule."""
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"topic name must be a non-empty string, got {name!r}")
-    if name in (".", ".."):
-        raise ValueError(f"topic name {name!r} is not allowed")
-    if len(name) > _MAX_TOPIC_NAME:
-        raise ValueError(f"topic name {name[:40]!r}... is {len(name)} characters; Kafka allows {_MAX_TOPIC_NAME}")
-    bad = sorted(set(name) - _LEGAL_TOPIC_CHARS)
-    if bad:
-        raise ValueError(f"topic name {name!r} contains {''.join(bad)!r}; only ASCII letters, digits, '.', '_', '-'")
 
 
 def _error(err: KafkaError, context: str) -> LogError:
@@ -192,23 +196,31 @@ def _committed_map(results: list[confluent_kafka.TopicPartition], context: str) 
     return out
 
 
-def _check_offsets(offsets: dict[TopicPartition, int]) -> None:
-    for tp, offset in offsets.items():
-        if not isinstance(tp, TopicPartition):
-            raise TypeError(f"offsets must be keyed by TopicPartition, got {tp!r}")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValueError(f"offset for {tp.topic}[{tp.partition}] must be an integer >= 0, got {offset!r}")
-
-
 class KafkaLog(Log):
-    """A Kafka cluster as a log. Thread-safe; producers and consumers it creates share its options."""
+    """A Kafka cluster as a log. Thread-safe; producers and consumers it creates share its options.
 
-    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, **client_options: object) -> None:
+    ``groups`` gives consumer-group defaults; the URL's and ``client_options``' own settings win."""
+
+    capabilities = Capabilities(
+        group_membership=True, transactions=True, compacts_itself=True, buffers_until_flush=False
+    )
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        groups: GroupSettings | None = None,
+        **client_options: object,
+    ) -> None:
         self.url = url
         self.timeout = timeout
         self.bootstrap, options = parse_kafka_url(url)
         for key, value in client_options.items():
             options[key.replace("_", ".")] = _option_value(value)
+        for key, value in _group_options(groups).items():
+            if key not in options and f"consumer.{key}" not in options:
+                options[f"consumer.{key}"] = value
         self._options = _split_options(options)
         base: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "logger": _librdkafka_log}
         # Producer-type handles auto-create topics on a metadata request unless told not to.
@@ -234,6 +246,17 @@ class KafkaLog(Log):
         self._consumers: weakref.WeakSet[KafkaConsumer] = weakref.WeakSet()
         self._metadata_consumers: dict[str, confluent_kafka.Consumer] = {}
         self._closed = False
+
+    def describe(self) -> str:
+        return f"kafka, bootstrap {self.bootstrap}"
+
+    @property
+    def group_session_timeout(self) -> float:
+        return int(self._consumer_conf.get("session.timeout.ms", _LIBRDKAFKA_SESSION_TIMEOUT_MS)) / 1000
+
+    def client_config(self, role: str) -> dict[str, Any]:
+        """A copy of the librdkafka configuration this log gives its ``"producer"`` or ``"consumer"``."""
+        return dict(self._producer_conf if role == "producer" else self._consumer_conf)
 
     # -- admin ---------------------------------------------------------------------------------------
 
@@ -299,9 +322,8 @@ class KafkaLog(Log):
     def create_topic(
         self, name: str, partitions: int = 1, *, compacted: bool = False, config: dict[str, str] | None = None
     ) -> TopicInfo:
-        validate_topic_name(name)
-        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
-            raise ValueError(f"topic {name!r}: partitions must be an integer >= 1, got {partitions!r}")
+        check_topic_name(name)
+        check_partitions(name, partitions)
         topic_config = {k: _option_value(v) for k, v in (config or {}).items()}
         if compacted:
             topic_config["cleanup.policy"] = "compact"
@@ -313,7 +335,7 @@ class KafkaLog(Log):
         return TopicInfo(name, partitions, "compact" in topic_config.get("cleanup.policy", ""), topic_config)
 
     def describe_topic(self, name: str) -> TopicInfo | None:
-        validate_topic_name(name)
+        check_topic_name(name)
         partitions = self._partitions(name)
         if partitions is None:
             return None
@@ -336,7 +358,7 @@ class KafkaLog(Log):
         return TopicInfo(name, partitions, "compact" in policy, explicit)
 
     def delete_topic(self, name: str) -> None:
-        validate_topic_name(name)
+        check_topic_name(name)
         futures = self._admin.delete_topics([name], operation_timeout=self.timeout, request_timeout=self.timeout)
         self._result(futures[name], f"delete topic {name!r}")
         self._wait_for_metadata(name, present=False)
@@ -385,19 +407,18 @@ class KafkaLog(Log):
             self._consumers.add(consumer)
         return consumer
 
-    def _group_metadata(self, group: str) -> object:
+    def group_metadata(self, group: str) -> object:
         """librdkafka's opaque group metadata for ``send_offsets_to_transaction``.
 
         A live member of the group created by this log gives its generation and member id, so the broker
         fences offsets from a member that was rebalanced away (KIP-447). Otherwise a consumer that never
         joins stands in, which commits by group id alone."""
         with self._lock:
-            members = [c for c in self._consumers if c.group == group and c._subscribed and not c._closed]
+            members = [c for c in self._consumers if c.group == group]
         for member in members:
-            try:
-                return member._consumer.consumer_group_metadata()
-            except RuntimeError:
-                continue  # closed meanwhile by its own thread
+            metadata = member.group_metadata()
+            if metadata is not None:
+                return metadata
         with self._lock:
             helper = self._metadata_consumers.get(group)
             if helper is None:
@@ -422,10 +443,11 @@ class KafkaProducer(Producer):
     def __init__(self, log: KafkaLog, transactional_id: str | None) -> None:
         self._log = log
         self.transactional_id = transactional_id
-        conf = dict(log._producer_conf)
+        conf = log.client_config("producer")
         if transactional_id is not None:
             conf["transactional.id"] = transactional_id
         self._producer = confluent_kafka.Producer(conf)
+        self.transaction = TransactionState(transactional_id)
         self._topics: dict[str, tuple[int, bool]] = {}  # topics known to exist -> (partitions, compacted)
         self._lock = threading.Lock()
         self._first_error: LogError | None = None
@@ -460,6 +482,7 @@ class KafkaProducer(Producer):
     ) -> None:
         if self._closed:
             raise LogError("the producer is closed")
+        self.transaction.check_send()
         self._check_target(topic, partition, key)
         kwargs: dict[str, Any] = {"on_delivery": self._delivery_callback(topic, on_delivery)}
         if key is not None:
@@ -516,34 +539,51 @@ class KafkaProducer(Producer):
         try:
             call(*args)
         except KafkaException as exc:
-            raise _exc_error(exc, f"{what} (transactional id {self.transactional_id!r})") from exc
+            error = _exc_error(exc, f"{what} (transactional id {self.transactional_id!r})")
+            if isinstance(error, ProducerFencedError):
+                self.transaction.fence()
+            raise error from exc
 
     def _timeout(self, timeout: float | None) -> float:
         return self._log.timeout if timeout is None else timeout
 
     def init_transactions(self, timeout: float | None = None) -> None:
+        self.transaction.init()
         self._txn(self._producer.init_transactions, "init transactions", self._timeout(timeout))
+        self.transaction.mark_initialized()
 
     def begin_transaction(self) -> None:
-        self._txn(self._producer.begin_transaction, "begin transaction")
+        self.transaction.begin()
+        try:
+            self._txn(self._producer.begin_transaction, "begin transaction")
+        except LogError:
+            self.transaction.end()
+            raise
 
     def send_offsets_to_transaction(self, group: str, offsets: dict[TopicPartition, int]) -> None:
+        self.transaction.check_in_transaction("send_offsets_to_transaction")
         if not group:
             raise ValueError("send_offsets_to_transaction needs a consumer group name")
-        _check_offsets(offsets)
+        check_offsets(offsets)
         positions = [_ck_tp(tp, offset) for tp, offset in offsets.items()]
         if not positions:
             return
-        metadata = self._log._group_metadata(group)
+        metadata = self._log.group_metadata(group)
         self._txn(self._producer.send_offsets_to_transaction, f"send offsets of group {group!r}",
                   positions, metadata, self._log.timeout)  # fmt: skip
 
     def commit_transaction(self, timeout: float | None = None) -> None:
+        self.transaction.check_in_transaction("commit_transaction")
+        # Deliver first, so every record's on_delivery has fired (the contract) when commit returns.
+        self.flush(self._timeout(timeout))
         self._txn(self._producer.commit_transaction, "commit transaction", self._timeout(timeout))
+        self.transaction.end()
         self._raise_first_error()
 
     def abort_transaction(self, timeout: float | None = None) -> None:
+        self.transaction.check_in_transaction("abort_transaction")
         self._txn(self._producer.abort_transaction, "abort transaction", self._timeout(timeout))
+        self.transaction.end()
         with self._lock:
             self._first_error = None  # the aborted records' failures are moot
 
@@ -565,7 +605,7 @@ class KafkaConsumer(Consumer):
     def __init__(self, log: KafkaLog, group: str | None, client_id: str | None) -> None:
         self._log = log
         self.group = group
-        conf = dict(log._consumer_conf)
+        conf = log.client_config("consumer")
         # confluent-kafka insists on a group.id; a consumer without a group uses a unique one it never
         # joins and never commits to.
         conf["group.id"] = group if group is not None else f"schemakit-nogroup-{uuid.uuid4().hex}"
@@ -576,6 +616,15 @@ class KafkaConsumer(Consumer):
         self._subscribed = False
         self._pending_error: LogError | None = None
         self._closed = False
+
+    def group_metadata(self) -> object | None:
+        """librdkafka's group metadata (generation, member id) while this consumer is a live group member."""
+        if not self._subscribed or self._closed:
+            return None
+        try:
+            return self._consumer.consumer_group_metadata()
+        except RuntimeError:
+            return None  # closed meanwhile by its own thread
 
     def _check_open(self) -> None:
         if self._closed:
@@ -703,7 +752,7 @@ class KafkaConsumer(Consumer):
             raise LogError("commit() needs a consumer group: create the consumer with log.consumer(group=...)")
         if offsets is None:
             offsets = {tp: self.position(tp) for tp in list(self._positions)}
-        _check_offsets(offsets)
+        check_offsets(offsets)
         if not offsets:
             return
         try:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 import struct
 import threading
@@ -31,13 +30,14 @@ from pathlib import Path
 from streams.log.base import (
     OFFSET_BEGINNING,
     OFFSET_END,
+    Capabilities,
     Consumer,
     DeliveryCallback,
+    GroupSettings,
     Headers,
     Log,
     LogError,
     Producer,
-    ProducerFencedError,
     RebalanceCallback,
     Record,
     RecordMetadata,
@@ -45,8 +45,11 @@ from streams.log.base import (
     TopicExistsError,
     TopicInfo,
     TopicPartition,
-    TransactionError,
+    TransactionState,
     UnknownTopicError,
+    check_offsets,
+    check_partitions,
+    check_topic_name,
 )
 from streams.log.partitioner import RoundRobin, partition_for_key
 
@@ -55,7 +58,6 @@ DEFAULT_POLL_INTERVAL = 0.025
 DEFAULT_BUSY_TIMEOUT = 30.0
 _DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 _NEEDS_GROUP = "needs a consumer group: create the consumer with log.consumer(group=...)"
-_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS topics (
@@ -275,7 +277,12 @@ class _WriteTxn:
 
 class SqliteLog(Log):
     """A log stored in one SQLite file. Options: ``max_record_bytes``, ``poll_interval`` (seconds between
-    checks for other processes' writes while a consumer waits), ``busy_timeout`` (seconds)."""
+    checks for other processes' writes while a consumer waits), ``busy_timeout`` (seconds). ``groups`` is
+    accepted for symmetry with Kafka and has no effect: there is no group membership to tune."""
+
+    capabilities = Capabilities(
+        group_membership=False, transactions=True, compacts_itself=False, buffers_until_flush=True
+    )
 
     def __init__(
         self,
@@ -284,6 +291,7 @@ class SqliteLog(Log):
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        groups: GroupSettings | None = None,
     ) -> None:
         self.url = url
         self.path = path_from_url(url)
@@ -302,14 +310,16 @@ class SqliteLog(Log):
     def _connect(self) -> _Db:
         return _Db(self.path, self._shared, self.busy_timeout)
 
+    def describe(self) -> str:
+        return f"sqlite (embedded), data at {self.path.resolve()}"
+
     # topics
 
     def create_topic(
         self, name: str, partitions: int = 1, *, compacted: bool = False, config: dict[str, str] | None = None
     ) -> TopicInfo:
-        _check_topic_name(name)
-        if not isinstance(partitions, int) or partitions < 1:
-            raise ValueError(f"topic {name!r}: partitions must be an integer >= 1, got {partitions!r}")
+        check_topic_name(name)
+        check_partitions(name, partitions)
         config = dict(config or {})
         if compacted:
             config["cleanup.policy"] = "compact"
@@ -414,13 +424,6 @@ class SqliteLog(Log):
             self._db.close()
 
 
-def _check_topic_name(name: object) -> None:
-    if not isinstance(name, str) or not _TOPIC_NAME.match(name) or name in (".", ".."):
-        raise ValueError(
-            f"invalid topic name {name!r}: use 1-249 characters from [A-Za-z0-9._-], not '.' or '..'"
-        )
-
-
 def _read_committed(
     db: _Db, group: str, partitions: Sequence[TopicPartition]
 ) -> dict[TopicPartition, int | None]:
@@ -441,14 +444,6 @@ def _write_group_offsets(conn: sqlite3.Connection, group: str, offsets: dict[Top
         "ON CONFLICT (group_id, topic, partition) DO UPDATE SET offset = excluded.offset",
         [(group, tp.topic, tp.partition, off) for tp, off in offsets.items()],
     )
-
-
-def _check_offsets(offsets: dict[TopicPartition, int]) -> None:
-    for tp, off in offsets.items():
-        if not isinstance(tp, TopicPartition):
-            raise TypeError(f"offsets must be keyed by TopicPartition, got {tp!r}")
-        if not isinstance(off, int) or off < 0:
-            raise ValueError(f"offset for {tp.topic}[{tp.partition}] must be an integer >= 0, got {off!r}")
 
 
 # --- producer --------------------------------------------------------------------------------------
@@ -472,10 +467,7 @@ class _Txn:
 
 
 class SqliteProducer(Producer):
-    """Buffers records in memory; ``flush`` (or ``commit_transaction``) writes them in one transaction.
-
-    On SQLite a transactional record's offset is only known at commit, so ``produce`` (which must return
-    the offset) inside a transaction raises TransactionError: use ``send`` with ``on_delivery``."""
+    """Buffers records in memory; ``flush`` (or ``commit_transaction``) writes them in one transaction."""
 
     def __init__(self, log: SqliteLog, transactional_id: str | None) -> None:
         self._log = log
@@ -486,8 +478,8 @@ class SqliteProducer(Producer):
         self._flush_lock = threading.Lock()
         self._topics: dict[str, _TopicMeta] = {}
         self._round_robin = RoundRobin()
+        self.transaction = TransactionState(transactional_id)
         self._epoch: int | None = None
-        self._fenced = False
         self._txn: _Txn | None = None
         self._closed = False
 
@@ -536,14 +528,9 @@ class SqliteProducer(Producer):
             timestamp = _now_ms()
         pending = _Pending(topic, partition, key, value, timestamp, _encode_headers(hdrs), on_delivery)
         if self._transactional_id is not None:
-            self._check_not_fenced()
-            txn = self._txn
-            if txn is None:
-                raise TransactionError(
-                    f"producer {self._transactional_id!r} is transactional: call begin_transaction() "
-                    "before send()"
-                )
-            txn.records.append(pending)
+            self.transaction.check_send()
+            assert self._txn is not None
+            self._txn.records.append(pending)
             return
         with self._buffer_lock:
             self._buffer.append(pending)
@@ -579,11 +566,6 @@ class SqliteProducer(Producer):
         timestamp: int | None = None,
         timeout: float | None = None,
     ) -> RecordMetadata:
-        if self._transactional_id is not None:
-            raise TransactionError(
-                "produce() must return a durable offset, which a SQLite transaction only assigns at commit: "
-                "use send(on_delivery=...) and commit_transaction()"
-            )
         return super().produce(
             topic, value, key, partition=partition, headers=headers, timestamp=timestamp, timeout=timeout
         )
@@ -652,31 +634,18 @@ class SqliteProducer(Producer):
 
     # transactions
 
-    def _require_transactional(self, what: str) -> str:
-        if self._transactional_id is None:
-            raise TransactionError(f"{what}: this producer has no transactional_id")
-        return self._transactional_id
-
-    def _check_not_fenced(self) -> None:
-        if self._fenced:
-            raise ProducerFencedError(
-                f"producer {self._transactional_id!r} (epoch {self._epoch}) was fenced by a newer producer "
-                "with the same transactional id"
-            )
-
     def _check_epoch(self, conn: sqlite3.Connection) -> None:
         row = conn.execute(
             "SELECT epoch FROM transactional_producers WHERE transactional_id = ?", (self._transactional_id,)
         ).fetchone()
         if row is None or row[0] != self._epoch:
-            self._fenced = True
             self._txn = None
-            self._check_not_fenced()
+            self.transaction.fence(f"epoch {self._epoch}")
+            self.transaction.check_send()  # raises ProducerFencedError
 
     def init_transactions(self, timeout: float | None = None) -> None:
-        tid = self._require_transactional("init_transactions")
-        if self._epoch is not None:
-            raise TransactionError(f"init_transactions already called for producer {tid!r}")
+        self.transaction.init()
+        tid = self._transactional_id
         with self._db.write() as conn:
             row = conn.execute(
                 "SELECT epoch FROM transactional_producers WHERE transactional_id = ?", (tid,)
@@ -688,38 +657,30 @@ class SqliteProducer(Producer):
                 (tid, epoch),
             )
         self._epoch = epoch
+        self.transaction.mark_initialized()
 
     def begin_transaction(self) -> None:
-        tid = self._require_transactional("begin_transaction")
-        if self._epoch is None:
-            raise TransactionError(f"producer {tid!r}: call init_transactions() before begin_transaction()")
-        self._check_not_fenced()
-        if self._txn is not None:
-            raise TransactionError(f"producer {tid!r}: a transaction is already open")
+        self.transaction.begin()
         # One cheap read per transaction, so a zombie learns it was fenced before it buffers more work.
         with self._db.lock:
             self._check_epoch(self._db.conn)
         self._txn = _Txn()
 
     def send_offsets_to_transaction(self, group: str, offsets: dict[TopicPartition, int]) -> None:
-        tid = self._require_transactional("send_offsets_to_transaction")
-        self._check_not_fenced()
-        if self._txn is None:
-            raise TransactionError(f"producer {tid!r}: send_offsets_to_transaction() outside a transaction")
+        self.transaction.check_in_transaction("send_offsets_to_transaction")
         if not group:
             raise ValueError("send_offsets_to_transaction needs a consumer group name")
-        _check_offsets(offsets)
+        check_offsets(offsets)
+        assert self._txn is not None
         self._txn.offsets.setdefault(group, {}).update(offsets)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
-        tid = self._require_transactional("commit_transaction")
-        self._check_not_fenced()
+        self.transaction.check_in_transaction("commit_transaction")
         txn = self._txn
-        if txn is None:
-            raise TransactionError(f"producer {tid!r}: commit_transaction() without begin_transaction()")
-
+        assert txn is not None
         with self._flush_lock:
             self._txn = None
+            self.transaction.end()
             results: list[tuple[_Pending, RecordMetadata | None, LogError | None]] = []
             with self._db.write() as conn:
                 self._check_epoch(conn)
@@ -732,11 +693,9 @@ class SqliteProducer(Producer):
             self._report(results)
 
     def abort_transaction(self, timeout: float | None = None) -> None:
-        tid = self._require_transactional("abort_transaction")
-        self._check_not_fenced()
-        if self._txn is None:
-            raise TransactionError(f"producer {tid!r}: abort_transaction() without begin_transaction()")
+        self.transaction.check_in_transaction("abort_transaction")
         self._txn = None
+        self.transaction.end()
 
     def close(self) -> None:
         if self._closed:
@@ -931,7 +890,7 @@ class SqliteConsumer(Consumer):
             raise LogError(f"commit() {_NEEDS_GROUP}")
         if offsets is None:
             offsets = dict(self._positions)
-        _check_offsets(offsets)
+        check_offsets(offsets)
         if not offsets:
             return
         with self._db.write() as conn:

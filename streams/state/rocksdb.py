@@ -13,7 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rocksdict import Options, Rdict, WriteBatch
+try:
+    from rocksdict import Options, Rdict, WriteBatch
+except ImportError as e:  # the one optional package of the runtime
+    raise ImportError(
+        "RocksDB state stores need rocksdict: pip install 'schemakit[streams]' (or use store kind 'memory')"
+    ) from e
 
 from streams.errors import StateStoreError
 from streams.state.cache import CachingKeyValueStore

@@ -1,0 +1,95 @@
+"""What a user gets from ``pip install schemakit`` with no extras: a registry that starts and serves.
+
+The bare install goes into a fresh venv (no system site-packages), from a copy of the sources, so neither
+this checkout's ``.venv`` nor its build artefacts can stand in for a missing dependency.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.server import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("registry", "serdes", "compat", "streams")
+
+
+def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)  # type: ignore[call-overload]
+
+
+@pytest.fixture(scope="module")
+def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv holding ``pip install <sources>`` and nothing else."""
+    work = tmp_path_factory.mktemp("bare")
+    src = work / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.jar")
+    for pkg in PACKAGES:
+        shutil.copytree(ROOT / pkg, src / pkg, ignore=ignore)
+    venv = work / "venv"
+    made = _run([sys.executable, "-m", "venv", str(venv)])
+    assert made.returncode == 0, made.stderr
+    installed = _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(src)], timeout=900)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    return venv
+
+
+def test_bare_install_has_no_extras(bare_venv: Path) -> None:
+    probe = "import importlib.util as u; print([m for m in ('rocksdict', 'pyspark', 'pyarrow') if u.find_spec(m)])"
+    out = _run([str(bare_venv / "bin" / "python"), "-c", probe])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_bare_install_serves_the_registry(bare_venv: Path, tmp_path: Path) -> None:
+    port = free_port()
+    log_file = tmp_path / "serve.log"
+    with log_file.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(bare_venv / "bin" / "schemakit"), "serve", "--port", str(port), "--log", f"sqlite:///{tmp_path}/data"],
+            stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, env={**os.environ, "PYTHONPATH": ""},
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        answer = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/subjects", timeout=1.0)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        assert answer is not None, f"schemakit serve did not answer:\n{log_file.read_text()}"
+        assert answer.status_code == 200
+        assert answer.json() == []
+        registered = httpx.post(
+            f"http://127.0.0.1:{port}/subjects/bare-value/versions",
+            json={"schema": '{"type": "string"}'},
+            headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
+        )
+        assert registered.status_code == 200, registered.text
+        assert registered.json() == {"id": 1}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_log_layer_imports_no_runtime(bare_venv: Path) -> None:
+    probe = (
+        "import sys, streams.log\n"
+        "runtime = sorted(m for m in sys.modules if m.startswith('streams.') and not m.startswith('streams.log'))\n"
+        "print(runtime, 'rocksdict' in sys.modules, 'confluent_kafka' in sys.modules)"
+    )
+    out = _run([str(bare_venv / "bin" / "python"), "-c", probe], cwd="/")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[] False False"
