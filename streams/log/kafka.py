@@ -574,8 +574,8 @@ class KafkaProducer(Producer):
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         self.transaction.check_in_transaction("commit_transaction")
-        # Deliver first, so every record's on_delivery has fired (the contract) when commit returns.
-        self.flush(self._timeout(timeout))
+        # librdkafka flushes inside the commit and serves the delivery callbacks, so every record's
+        # on_delivery has fired when this returns (the contract).
         self._txn(self._producer.commit_transaction, "commit transaction", self._timeout(timeout))
         self.transaction.end()
         self._raise_first_error()
@@ -702,7 +702,8 @@ class KafkaConsumer(Consumer):
         first = self._consumer.poll(timeout)
         if first is None:
             return []
-        messages = [first]
+        # Any: confluent-kafka's stubs make every field optional, which a consumed record's are not.
+        messages: list[Any] = [first]
         if max_records > 1:
             messages += self._consumer.consume(max_records - 1, 0)
         records: list[Record] = []

@@ -152,7 +152,7 @@ def _decode_headers(blob: bytes | None) -> Headers:
 
 def _as_bytes(what: str, data: object) -> bytes | None:
     if data is None or type(data) is bytes:
-        return data  # type: ignore[return-value]
+        return data
     if isinstance(data, bytes | bytearray | memoryview):
         return bytes(data)
     raise TypeError(f"record {what} must be bytes or None, got {type(data).__name__}")

@@ -99,6 +99,10 @@ def test_new_producer_with_same_id_fences_the_old_one(
                 old.begin_transaction()
                 old.send(topic, b"zombie", partition=0)
                 old.commit_transaction()
+            # Once fenced, always fenced: every later call says so, naming the id.
+            assert old.transaction.fenced
+            with pytest.raises(ProducerFencedError, match=txn_id):
+                old.begin_transaction()
             new.begin_transaction()
             new.send(topic, b"fresh", partition=0)
             new.commit_transaction()
@@ -157,3 +161,34 @@ def test_transaction_calls_in_the_wrong_state_raise(log: Log, topic_name: Callab
         producer.send(topic, b"ok", partition=0)
         producer.commit_transaction()
     assert [r.value for r in read_through(log, topic, 0)] == [b"ok"]
+
+
+def test_send_outside_a_transaction_is_refused(log: Log, topic_name: Callable[..., str]) -> None:
+    topic = topic_name()
+    log.create_topic(topic)
+    with log.producer(topic_name("txn")) as producer:
+        producer.init_transactions()
+        with pytest.raises(TransactionError, match=r"call begin_transaction\(\) before send\(\)"):
+            producer.send(topic, b"lost", partition=0)
+
+
+def test_produce_inside_a_transaction_is_refused_and_send_reports_offsets_at_commit(
+    log: Log, topic_name: Callable[..., str]
+) -> None:
+    # The contract's one way to learn a transactional record's offset, the same on every backend.
+    topic = topic_name()
+    log.create_topic(topic)
+    landed: list[RecordMetadata | None] = []
+    with log.producer(topic_name("txn")) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        with pytest.raises(TransactionError, match=r"produce\(\) inside transaction"):
+            producer.produce(topic, b"x", partition=0)
+        producer.send(topic, b"a", partition=0, on_delivery=lambda md, err: landed.append(md))
+        producer.send(topic, b"b", partition=0, on_delivery=lambda md, err: landed.append(md))
+        producer.commit_transaction()
+        assert [md.offset if md else None for md in landed][:1] == [0]
+        assert len(landed) == 2 and landed[1] is not None and landed[1].offset > landed[0].offset  # type: ignore[union-attr]
+        assert not producer.transaction.open
+    assert [r.value for r in read_through(log, topic, landed[1].offset)] == [b"a", b"b"]  # type: ignore[union-attr]
+
