@@ -18,6 +18,9 @@ import pytest
 
 from tests.server import free_port
 
+# Resolving and installing the dependencies into a fresh venv takes minutes on a busy 2-core machine.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("registry", "serdes", "compat", "streams")
 
@@ -93,3 +96,38 @@ def test_log_layer_imports_no_runtime(bare_venv: Path) -> None:
     out = _run([str(bare_venv / "bin" / "python"), "-c", probe], cwd="/")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[] False False"
+
+
+def test_missing_extras_name_what_to_install(bare_venv: Path) -> None:
+    probe = (
+        "import importlib\n"
+        "for module in ('streams.state.rocksdb', 'serdes.spark'):\n"
+        "    try:\n"
+        "        importlib.import_module(module)\n"
+        "    except ImportError as e:\n"
+        "        print(module, '->', e)\n"
+        "    else:\n"
+        "        print(module, 'imported')\n"
+    )
+    out = _run([str(bare_venv / "bin" / "python"), "-c", probe], cwd="/")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 2, out.stdout
+    assert lines[0].startswith("streams.state.rocksdb -> ") and "pip install 'schemakit[streams]'" in lines[0]
+    assert lines[1].startswith("serdes.spark -> ") and "pip install 'schemakit[spark]'" in lines[1]
+
+
+def test_the_runtime_runs_on_memory_stores_without_the_streams_extra(bare_venv: Path) -> None:
+    probe = (
+        "from streams import StreamsBuilder, TopologyTestDriver\n"
+        "b = StreamsBuilder()\n"
+        "b.stream('words', key=str, value=str).group_by_key().count(store='c').to_stream().to('out', key=str, value=int)\n"
+        "with TopologyTestDriver(b.build()) as d:\n"
+        "    src = d.input_topic('words', key=str, value=str)\n"
+        "    for w in ('a', 'b', 'a'):\n"
+        "        src.pipe_input(w, w)\n"
+        "    print(d.output_topic('out', key=str, value=int).read_key_values_to_map())\n"
+    )
+    out = _run([str(bare_venv / "bin" / "python"), "-c", probe], cwd="/")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "{'a': 2, 'b': 1}"
