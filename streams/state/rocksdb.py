@@ -66,8 +66,6 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
             cache[kb] = value
         return value
 
-    _get_kb = _lookup
-
     def peek(self, key: Any) -> Any:
         kb = self.key_bytes(key)
         value = self._cache.get(kb, _MISSING)
@@ -87,10 +85,6 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
 
     def _store(self, kb: bytes, value: Any) -> None:
         self._cache[kb] = value
-
-    def _put_kb(self, kb: bytes, key: Any, value: Any) -> None:
-        self._cache[kb] = value
-        self._dirty[kb] = (key, self._rc.timestamp)
 
     def _current(self, kb: bytes) -> Any:
         return self._cache.get(kb)
