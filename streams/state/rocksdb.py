@@ -11,7 +11,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 try:
     from rocksdict import Options, Rdict, WriteBatch
@@ -90,10 +90,9 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
         return self._cache.get(kb)
 
     def _items(self) -> Iterator[tuple[bytes, Any]]:
-        merged: dict[bytes, Any] = {}
         vde = self._vde
-        for kb, vb in self._db.items():
-            merged[kb] = vde(vb)
+        # raw_mode: rocksdict's keys are bytes, which its type hints do not say
+        merged = cast("dict[bytes, Any]", {kb: vde(vb) for kb, vb in self._db.items()})
         for kb in list(self._dirty):
             merged[kb] = self._cache.get(kb)
         for kb in [kb for kb, _ in self._pending]:
