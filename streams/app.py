@@ -14,25 +14,19 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from streams.config import StreamsConfig
-from streams.errors import (
-    CoPartitioningError,
-    IllegalStateError,
-    InvalidStateStoreError,
-    MissingTopicError,
-    StreamsError,
-)
+from streams.errors import IllegalStateError, InvalidStateStoreError
 from streams.handlers import DeadLetterQueue, handler_from
 from streams.log import GroupSettings, Log, TopicPartition, open_log
 from streams.log.partitioner import partition_for_key
+from streams.metadata import Metadata, TopicNames, resolve
 from streams.processor import SystemClock
 from streams.stream_thread import StreamThread
 from streams.task import TaskEnv
-from streams.topology import SubTopology, Topology
+from streams.topology import Topology
 
 __all__ = ["AppState", "StreamsApp"]
 
@@ -46,18 +40,6 @@ class AppState:
     PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
     NOT_RUNNING = "NOT_RUNNING"
     ERROR = "ERROR"
-
-
-@dataclass
-class Metadata:
-    """The topology resolved against the log: real topic names, partition counts, tasks per sub-topology."""
-
-    sub_topologies: dict[int, SubTopology] = field(default_factory=dict)
-    partitions: dict[str, int] = field(default_factory=dict)  # topic -> partition count
-    sub_of_topic: dict[str, int] = field(default_factory=dict)
-    tasks_per_sub: dict[int, int] = field(default_factory=dict)
-    source_topics: list[str] = field(default_factory=list)
-    store_sub: dict[str, int] = field(default_factory=dict)
 
 
 class StreamsApp:
@@ -109,10 +91,10 @@ class StreamsApp:
         self.application_id = application_id
         self.clock = SystemClock()
         self._handler = handler_from(deserialization_error_handler)
-        self._log_spec = log
         self._owns_log = isinstance(log, str)
         self.log: Log = self._open_log(log) if isinstance(log, str) else log
-        self.metadata = Metadata()
+        self._names = TopicNames(application_id)
+        self.metadata = Metadata(self._names)  # resolved against the log by start()
         self.state = AppState.CREATED
         self.error: BaseException | None = None
         self._threads: list[StreamThread] = []
@@ -132,82 +114,10 @@ class StreamsApp:
     # -- topic resolution ----------------------------------------------------------------------------
 
     def topic_name(self, name: str, internal: bool) -> str:
-        return f"{self.application_id}-{name}-repartition" if internal else name
+        return self._names.topic(name, internal)
 
     def changelog_topic(self, store: str) -> str:
-        return f"{self.application_id}-{store}-changelog"
-
-    def _resolve(self) -> Metadata:
-        """Check user topics, size and create internal topics, check co-partitioning."""
-        md = Metadata()
-        subs = self.topology.sub_topologies()
-        md.sub_topologies = {s.id: s for s in subs}
-        for sub in subs:
-            for src in sub.sources:
-                for t in src.topics:
-                    md.sub_of_topic[self.topic_name(t, src.internal)] = sub.id
-                    if not src.internal:
-                        md.partitions[self.topic_name(t, False)] = self._partitions_of_existing(t, "source")
-        # Repartition topics: the partition count given, else the max over the writing sub-topology's inputs.
-        writers: dict[str, SubTopology] = {}
-        for sub in subs:
-            for sink in sub.sinks:
-                if sink.internal:
-                    writers[sink.topic] = sub
-        unresolved = dict(self.topology.repartition_topics)
-        while unresolved:
-            progress = False
-            for name, rt in list(unresolved.items()):
-                topic = self.topic_name(name, True)
-                if rt.partitions is not None:
-                    md.partitions[topic] = rt.partitions
-                else:
-                    writer = writers[name]
-                    inputs = [self.topic_name(t, s.internal) for s in writer.sources for t in s.topics]
-                    if any(t not in md.partitions for t in inputs):
-                        continue
-                    md.partitions[topic] = max(md.partitions[t] for t in inputs)
-                del unresolved[name]
-                progress = True
-            if not progress:
-                raise StreamsError(f"cannot size repartition topics {sorted(unresolved)}: they feed each other")
-        for sub in subs:
-            inputs = {self.topic_name(t, s.internal): md.partitions[self.topic_name(t, s.internal)]
-                      for s in sub.sources for t in s.topics}  # fmt: skip
-            counts = set(inputs.values())
-            if len(counts) > 1:
-                detail = ", ".join(f"{t} has {n}" for t, n in sorted(inputs.items()))
-                raise CoPartitioningError(
-                    f"sub-topology {sub.id} reads topics that are not co-partitioned ({detail}); every topic "
-                    "read by one sub-topology must have the same number of partitions: repartition one side "
-                    "with .repartition(partitions=N)"
-                )
-            md.tasks_per_sub[sub.id] = counts.pop()
-            for store in sub.stores:
-                md.store_sub[store] = sub.id
-        for sub in subs:
-            for sink in sub.sinks:
-                if not sink.internal:
-                    md.partitions.setdefault(sink.topic, self._partitions_of_existing(sink.topic, "sink"))
-        if isinstance(self._handler, DeadLetterQueue):
-            self._partitions_of_existing(self._handler.topic, "dead-letter")
-        for name in self.topology.repartition_topics:
-            topic = self.topic_name(name, True)
-            self.log.ensure_topic(topic, md.partitions[topic])
-        for store, sub_id in md.store_sub.items():
-            if self.topology.stores[store].logged:
-                self.log.ensure_topic(self.changelog_topic(store), md.tasks_per_sub[sub_id], compacted=True)
-        md.source_topics = sorted(md.sub_of_topic)
-        return md
-
-    def _partitions_of_existing(self, topic: str, role: str) -> int:
-        info = self.log.describe_topic(topic)
-        if info is None:
-            raise MissingTopicError(
-                f"{role} topic {topic!r} does not exist in {self.log.url}: create it before starting "
-                f"application {self.application_id!r}"
-            )
-        return info.partitions
+        return self._names.changelog(store)
 
     def _task_env(self, send: Callable[..., None]) -> TaskEnv:
         return TaskEnv(
@@ -219,8 +129,7 @@ class StreamsApp:
             default_store=self.config.default_store,
             cache_max_entries=self.config.cache_max_entries,
             deserialization_handler=self._handler,
-            topic_name=self.topic_name,
-            changelog_topic=self.changelog_topic,
+            topic_names=self._names,
             partitions_of=lambda topic: self.metadata.partitions[topic],
         )
 
@@ -238,7 +147,8 @@ class StreamsApp:
         """Resolve topics and start the stream threads; returns at once."""
         if self.state != AppState.CREATED:
             raise IllegalStateError(f"start() in state {self.state}: an app starts once")
-        self.metadata = self._resolve()
+        dead_letter = self._handler.topic if isinstance(self._handler, DeadLetterQueue) else None
+        self.metadata = resolve(self.topology, self.log, self._names, dead_letter)
         self._set_state(AppState.REBALANCING)
         static = not self.log.capabilities.group_membership
         n = self.config.num_threads
@@ -248,9 +158,7 @@ class StreamsApp:
             task_list = [(sub, p) for sub, count in sorted(self.metadata.tasks_per_sub.items()) for p in range(count)]
             shares = [[] for _ in range(n)]
             for i, (sub, p) in enumerate(task_list):
-                for s in self.metadata.sub_topologies[sub].sources:
-                    for t in s.topics:
-                        shares[i % n].append(TopicPartition(self.topic_name(t, s.internal), p))  # type: ignore[union-attr]
+                shares[i % n].extend(self.metadata.input_partitions(sub, p))  # type: ignore[union-attr]
         self._threads = [StreamThread(self, i, shares[i]) for i in range(n)]
         for thread in self._threads:
             thread.start()
@@ -276,7 +184,7 @@ class StreamsApp:
     def run(self) -> None:
         """Start, run until SIGTERM/SIGINT (or a thread fails), then close. Raises the failure, if any."""
         stop = threading.Event()
-        previous: dict[int, Any] = {}
+        previous: dict[signal.Signals, Any] = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 previous[sig] = signal.signal(sig, lambda signum, frame: stop.set())
@@ -381,8 +289,7 @@ class ReadOnlyStore:
             raise InvalidStateStoreError(f"store {self.name!r} has no running task on this instance")
         some = next(iter(stores.values()))
         kb = some.key_bytes(key)
-        sub = self._app.metadata.store_sub[self.name]
-        partition = partition_for_key(kb, self._app.metadata.tasks_per_sub[sub])
+        partition = partition_for_key(kb, self._app.metadata.store_partitions(self.name))
         store = stores.get(partition)
         if store is not None:
             return store.peek(key)

@@ -18,6 +18,7 @@ from streams.changelog import ChangelogWriter, checkpoint_key, source_header, wr
 from streams.errors import DeserializationError, ProcessingError, SerdeError, StreamsError, TopologyError
 from streams.handlers import DeserializationHandler
 from streams.log.base import Record, TopicPartition
+from streams.metadata import TopicNames
 from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType, RecordContext
 from streams.serdes import bind_deserializer, bind_serializer, serde_name
 from streams.state.cache import CachingKeyValueStore
@@ -41,9 +42,8 @@ class TaskEnv:
     default_store: str
     cache_max_entries: int
     deserialization_handler: DeserializationHandler
-    topic_name: Callable[[str, bool], str]  # (name, internal) -> the real topic name
-    changelog_topic: Callable[[str], str]
-    partitions_of: Callable[[str], int]
+    topic_names: TopicNames
+    partitions_of: Callable[[str], int]  # a sink topic's partition count, for custom partitioners
     logging_enabled: bool = True
 
 
@@ -143,7 +143,7 @@ class StreamTask:
         topology = self.env.topology
         key = spec.key if spec.key is not None else topology.default_key
         value = spec.value if spec.value is not None else topology.default_value
-        topic = self.env.changelog_topic(spec.name)
+        topic = self.env.topic_names.changelog(spec.name)
         kind = spec.kind or self.env.default_store
         store: CachingKeyValueStore
         if kind == "memory" or self.task_dir is None:
@@ -165,7 +165,7 @@ class StreamTask:
             if isinstance(node, SourceNode):
                 self.processors[node.name] = _SourceProcessor()
             elif isinstance(node, SinkNode):
-                topic = env.topic_name(node.topic, node.internal)
+                topic = env.topic_names.topic(node.topic, node.internal)
                 key = node.key if node.key is not None else topology.default_key
                 value = node.value if node.value is not None else topology.default_value
                 self.processors[node.name] = _SinkProcessor(node, topic, key, value, env, rc)
@@ -183,7 +183,7 @@ class StreamTask:
             source = self.processors[node.name]
             assert isinstance(source, _SourceProcessor)
             for t in node.topics:
-                topic = env.topic_name(t, node.internal)
+                topic = env.topic_names.topic(t, node.internal)
                 tp = TopicPartition(topic, self.partition)
                 self._inputs[topic] = _Input(tp, source, bind_deserializer(key, topic, True),
                                              bind_deserializer(value, topic, False))  # fmt: skip

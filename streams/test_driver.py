@@ -23,6 +23,7 @@ from typing import Any
 from streams.errors import StreamsError, TopologyError
 from streams.handlers import handler_from
 from streams.log.base import Record
+from streams.metadata import TopicNames
 from streams.serdes import bind_deserializer, bind_serializer, serde_from
 from streams.state.cache import CachingKeyValueStore
 from streams.task import StreamTask, TaskEnv
@@ -59,8 +60,9 @@ class TopologyTestDriver:
         self._changelogs: dict[str, list[Record]] = {}
         self._pending: deque[Record] = deque()
         self._offsets: dict[str, int] = {}
-        internal = {f"{application_id}-{name}-repartition" for name in topology.repartition_topics}
-        self._changelog_topics = {f"{application_id}-{name}-changelog": name for name in topology.stores}
+        names = TopicNames(application_id)
+        internal = {names.topic(name, True) for name in topology.repartition_topics}
+        self._changelog_topics = {names.changelog(name): name for name in topology.stores}
         env = TaskEnv(
             application_id=application_id,
             topology=topology,
@@ -70,8 +72,7 @@ class TopologyTestDriver:
             default_store="memory" if state_dir is None else "rocksdb",
             cache_max_entries=100_000,
             deserialization_handler=handler_from(deserialization_error_handler),
-            topic_name=lambda name, is_internal: f"{application_id}-{name}-repartition" if is_internal else name,
-            changelog_topic=lambda store: f"{application_id}-{store}-changelog",
+            topic_names=names,
             partitions_of=lambda topic: 1,
         )
         self.tasks: list[StreamTask] = []
