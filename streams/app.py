@@ -21,11 +21,11 @@ from streams.config import StreamsConfig
 from streams.errors import IllegalStateError, InvalidStateStoreError
 from streams.handlers import DeadLetterQueue, handler_from
 from streams.log import GroupSettings, Log, TopicPartition, open_log
-from streams.log.partitioner import partition_for_key
 from streams.metadata import Metadata, TopicNames, resolve
 from streams.processor import SystemClock
+from streams.queries import ReadOnlyStore
 from streams.stream_thread import StreamThread
-from streams.task import TaskEnv
+from streams.task import StreamTask, TaskEnv
 from streams.topology import Topology
 
 __all__ = ["AppState", "StreamsApp"]
@@ -236,6 +236,9 @@ class StreamsApp:
         """Ids of the tasks running on this instance."""
         return sorted(t for thread in self._threads for t in list(thread.tasks.tasks))
 
+    def _active_tasks(self) -> list[StreamTask]:
+        return [task for thread in self._threads for task in list(thread.tasks.tasks.values())]
+
     def metrics(self) -> dict[str, Any]:
         with self._lock:
             restored = dict(self._restored)
@@ -264,48 +267,5 @@ class StreamsApp:
         """A read-only view of store ``name`` across the tasks running on this instance."""
         if name not in self.topology.stores:
             raise InvalidStateStoreError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
-        return ReadOnlyStore(self, name)
+        return ReadOnlyStore(name, self._active_tasks, lambda: self.metadata.store_partitions(name))
 
-
-class ReadOnlyStore:
-    """Interactive query of a store over this instance's tasks (the key's partition decides the task)."""
-
-    def __init__(self, app: StreamsApp, name: str) -> None:
-        self._app = app
-        self.name = name
-
-    def _stores(self) -> dict[int, Any]:
-        out = {}
-        for thread in self._app._threads:
-            for task in list(thread.tasks.tasks.values()):
-                store = task.stores.get(self.name)
-                if store is not None and not store.closed:
-                    out[task.partition] = store
-        return out
-
-    def get(self, key: Any) -> Any:
-        stores = self._stores()
-        if not stores:
-            raise InvalidStateStoreError(f"store {self.name!r} has no running task on this instance")
-        some = next(iter(stores.values()))
-        kb = some.key_bytes(key)
-        partition = partition_for_key(kb, self._app.metadata.store_partitions(self.name))
-        store = stores.get(partition)
-        if store is not None:
-            return store.peek(key)
-        for other in stores.values():  # a custom partitioner may have put it elsewhere
-            value = other.peek(key)
-            if value is not None:
-                return value
-        raise InvalidStateStoreError(
-            f"key {key!r} of store {self.name!r} is in partition {partition}, whose task runs on another instance"
-        )
-
-    def all(self) -> list[tuple[Any, Any]]:
-        out: list[tuple[Any, Any]] = []
-        for store in self._stores().values():
-            out.extend(store.all())
-        return out
-
-    def approximate_num_entries(self) -> int:
-        return sum(s.approximate_num_entries() for s in self._stores().values())
