@@ -1,9 +1,12 @@
 """``StreamsApp``: runs a topology against a log with ``num_threads`` stream threads.
 
-Instances with the same ``application_id`` share the work: on Kafka through the consumer group
-(``partition.assignment.strategy=range``, so same-numbered partitions of co-partitioned topics, and
-with them whole tasks, go to one member); on SQLite one instance owns every partition and its threads
-split the tasks among themselves.
+Instances with the same ``application_id`` share the work: on a log with group membership (Kafka)
+through the consumer group (range assignment, so same-numbered partitions of co-partitioned topics, and
+with them whole tasks, go to one member); on one without (SQLite) one instance owns every partition and
+its threads split the tasks among themselves.
+
+The app creates each thread's clients and task environment, and hears back from the threads through
+``ThreadListener``, ``TaskListener`` and ``RestoreListener`` (``streams/listeners.py``), which it implements.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ class StreamsApp:
     - ``default_store``: ``"rocksdb"`` or ``"memory"`` for stores that do not say.
     - ``cache_max_entries``: per persistent store, how many deserialized values stay cached.
     - ``deserialization_error_handler``: ``"fail"``, ``"skip"``, ``DeadLetterQueue(topic)`` or a callable.
-    - ``processing_guarantee``: ``"at_least_once"`` (exactly-once is not implemented yet).
+    - ``processing_guarantee``: ``"at_least_once"``, the only one implemented.
     """
 
     def __init__(
@@ -99,10 +102,8 @@ class StreamsApp:
         self.error: BaseException | None = None
         self._threads: list[StreamThread] = []
         self._lock = threading.Lock()
-        self._stopped = threading.Event()
         self._restored: dict[str, int] = {}
         self._restores: list[tuple[str, str, int]] = []
-        self._restore_seconds = 0.0
         self.state_listeners: list[Callable[[str, str], None]] = []
 
     @staticmethod
@@ -111,7 +112,7 @@ class StreamsApp:
         # which keeps each task's co-partitioned inputs together.
         return open_log(url, groups=GroupSettings(assignment="range"))
 
-    # -- topic resolution ----------------------------------------------------------------------------
+    # -- topics and threads -------------------------------------------------------------------------
 
     def topic_name(self, name: str, internal: bool) -> str:
         return self._names.topic(name, internal)
@@ -119,18 +120,49 @@ class StreamsApp:
     def changelog_topic(self, store: str) -> str:
         return self._names.changelog(store)
 
-    def _task_env(self, send: Callable[..., None]) -> TaskEnv:
-        return TaskEnv(
+    def _static_shares(self, n: int) -> list[list[TopicPartition]]:
+        """Without a group protocol to split the work (SQLite) this instance owns every task, and its
+        ``n`` threads take the tasks in turn: per thread, the input partitions of its tasks."""
+        md = self.metadata
+        shares: list[list[TopicPartition]] = [[] for _ in range(n)]
+        tasks = [(sub, p) for sub, count in sorted(md.tasks_per_sub.items()) for p in range(count)]
+        for i, (sub, p) in enumerate(tasks):
+            shares[i % n].extend(md.input_partitions(sub, p))
+        return shares
+
+    def _new_thread(self, index: int, static_partitions: list[TopicPartition] | None) -> StreamThread:
+        name = f"{self.application_id}-StreamThread-{index}"
+        producer = self.log.producer()
+        try:
+            consumer = self.log.consumer(self.application_id, client_id=name)
+        except BaseException:
+            producer.close()
+            raise
+        env = TaskEnv(
             application_id=self.application_id,
             topology=self.topology,
-            send=send,
+            send=producer.send,
             clock=self.clock,
             state_dir=self.config.state_dir,
             default_store=self.config.default_store,
             cache_max_entries=self.config.cache_max_entries,
             deserialization_handler=self._handler,
             topic_names=self._names,
-            partitions_of=lambda topic: self.metadata.partitions[topic],
+            partitions_of=self.metadata.partitions.__getitem__,
+        )
+        return StreamThread(
+            name,
+            self.config,
+            producer=producer,
+            consumer=consumer,
+            restore_consumer=lambda: self.log.consumer(None, client_id=f"{name}-restore"),
+            task_env=env,
+            metadata=self.metadata,
+            listener=self,
+            task_listener=self,
+            restore_listener=self,
+            static_partitions=static_partitions,
+            linger_s=self.config.linger_ms / 1000 if self.log.capabilities.buffers_until_flush else None,
         )
 
     # -- lifecycle -------------------------------------------------------------------------------------
@@ -149,17 +181,18 @@ class StreamsApp:
             raise IllegalStateError(f"start() in state {self.state}: an app starts once")
         dead_letter = self._handler.topic if isinstance(self._handler, DeadLetterQueue) else None
         self.metadata = resolve(self.topology, self.log, self._names, dead_letter)
-        self._set_state(AppState.REBALANCING)
-        static = not self.log.capabilities.group_membership
         n = self.config.num_threads
-        shares: list[list[TopicPartition] | None] = [None] * n
-        if static:
-            # No group protocol to split work (SQLite): this instance owns every task; threads split them.
-            task_list = [(sub, p) for sub, count in sorted(self.metadata.tasks_per_sub.items()) for p in range(count)]
-            shares = [[] for _ in range(n)]
-            for i, (sub, p) in enumerate(task_list):
-                shares[i % n].extend(self.metadata.input_partitions(sub, p))  # type: ignore[union-attr]
-        self._threads = [StreamThread(self, i, shares[i]) for i in range(n)]
+        shares = None if self.log.capabilities.group_membership else self._static_shares(n)
+        threads: list[StreamThread] = []
+        try:
+            for i in range(n):
+                threads.append(self._new_thread(i, shares[i] if shares is not None else None))
+        except BaseException:
+            for thread in threads:
+                thread.close_clients()
+            raise
+        self._threads = threads
+        self._set_state(AppState.REBALANCING)
         for thread in self._threads:
             thread.start()
         log.info("application %s started %d thread(s) on %s", self.application_id, n, self.log.url)
@@ -179,7 +212,6 @@ class StreamsApp:
             self.log.close()
         if self.state != AppState.ERROR:
             self._set_state(AppState.NOT_RUNNING)
-        self._stopped.set()
 
     def run(self) -> None:
         """Start, run until SIGTERM/SIGINT (or a thread fails), then close. Raises the failure, if any."""
@@ -207,37 +239,44 @@ class StreamsApp:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- thread callbacks ------------------------------------------------------------------------------
+    # -- what the threads report (ThreadListener, TaskListener, RestoreListener) ---------------------------
 
-    def _thread_failed(self, thread: StreamThread, exc: BaseException) -> None:
+    def on_thread_failed(self, thread_name: str, error: BaseException) -> None:
+        """The first failure is the app's error; the other threads are stopped."""
         with self._lock:
             if self.error is None:
-                self.error = exc
+                self.error = error
         self._set_state(AppState.ERROR)
-        for other in self._threads:
-            other.shutdown()
+        for thread in self._threads:
+            thread.shutdown()
 
-    def _tasks_changed(self) -> None:
+    def on_tasks_changed(self) -> None:
         if self.state in (AppState.REBALANCING, AppState.RUNNING):
             self._set_state(AppState.RUNNING if self.tasks() else AppState.REBALANCING)
 
-    def _record_restore_time(self, seconds: float) -> None:
-        with self._lock:
-            self._restore_seconds += seconds
+    def on_restore_start(
+        self, task_id: str, store: str, changelog: TopicPartition, start_offset: int, end_offset: int
+    ) -> None:
+        """Nothing to record: ``metrics()`` counts a store's restore once it ends."""
 
-    def _record_restore(self, task_id: str, store: str, count: int) -> None:
+    def on_batch_restored(
+        self, task_id: str, store: str, changelog: TopicPartition, batch_end_offset: int, num_restored: int
+    ) -> None:
+        """Nothing to record: the changelog reader logs restore progress."""
+
+    def on_restore_end(self, task_id: str, store: str, changelog: TopicPartition, total_restored: int) -> None:
         with self._lock:
-            self._restored[store] = self._restored.get(store, 0) + count
-            self._restores.append((task_id, store, count))
+            self._restored[store] = self._restored.get(store, 0) + total_restored
+            self._restores.append((task_id, store, total_restored))
 
     # -- introspection ---------------------------------------------------------------------------------
 
     def tasks(self) -> list[str]:
         """Ids of the tasks running on this instance."""
-        return sorted(t for thread in self._threads for t in list(thread.tasks.tasks))
+        return sorted(t for thread in self._threads for t in thread.tasks.task_ids())
 
     def _active_tasks(self) -> list[StreamTask]:
-        return [task for thread in self._threads for task in list(thread.tasks.tasks.values())]
+        return [task for thread in self._threads for task in thread.tasks.active_tasks()]
 
     def metrics(self) -> dict[str, Any]:
         with self._lock:
@@ -250,7 +289,7 @@ class StreamsApp:
             "commits": sum(t.commits for t in self._threads),
             "restored": restored,
             "restores": restores,
-            "restore_seconds": self._restore_seconds,
+            "restore_seconds": sum(thread.restore_seconds for thread in self._threads),
         }
 
     def wait_until(self, predicate: Callable[[StreamsApp], bool], timeout: float = 30.0) -> bool:
