@@ -112,13 +112,7 @@ class StreamsApp:
         # which keeps each task's co-partitioned inputs together.
         return open_log(url, groups=GroupSettings(assignment="range"))
 
-    # -- topics and threads -------------------------------------------------------------------------
-
-    def topic_name(self, name: str, internal: bool) -> str:
-        return self._names.topic(name, internal)
-
-    def changelog_topic(self, store: str) -> str:
-        return self._names.changelog(store)
+    # -- threads -------------------------------------------------------------------------------------------
 
     def _static_shares(self, n: int) -> list[list[TopicPartition]]:
         """Without a group protocol to split the work (SQLite) this instance owns every task, and its

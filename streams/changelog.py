@@ -210,7 +210,6 @@ class ChangelogReader:
             self._read(consumer, active, total)
             consumer.assign({})
         for job in jobs:
-            job.store.restored += job.restored
             if job.store.changelog is not None:
                 job.store.changelog.written_offset = job.end + 1
             self._listener.on_restore_end(job.task_id, job.store.name, job.tp, job.restored)

@@ -56,7 +56,6 @@ class StreamThread(threading.Thread):
         self._static_partitions = static_partitions
         self._linger_s = linger_s
         self.tasks = TaskManager(name, metadata, task_env, producer, consumer, self._reader, task_listener)
-        self.error: BaseException | None = None
         self.processed = 0
         self._stop_event = threading.Event()
         self._failed = False
@@ -80,7 +79,6 @@ class StreamThread(threading.Thread):
             self._run()
         except BaseException as exc:
             self._failed = True
-            self.error = exc
             log.error("stream thread %s failed: %s", self.name, exc, exc_info=True)
             self.tasks.close_all(clean=False)
             self._listener.on_thread_failed(self.name, exc)

@@ -44,7 +44,6 @@ class TaskEnv:
     deserialization_handler: DeserializationHandler
     topic_names: TopicNames
     partitions_of: Callable[[str], int]  # a sink topic's partition count, for custom partitioners
-    logging_enabled: bool = True
 
 
 class _SourceProcessor(Processor):
@@ -95,11 +94,10 @@ class _SinkProcessor(Processor):
 class _Input:
     """One input partition of the task: its deserializers, entry processor and position."""
 
-    __slots__ = ("committed", "forward", "kde", "next_offset", "source", "tp", "vde")
+    __slots__ = ("committed", "forward", "kde", "next_offset", "tp", "vde")
 
     def __init__(self, tp: TopicPartition, source: _SourceProcessor, kde: Any, vde: Any) -> None:
         self.tp = tp
-        self.source = source
         self.kde = kde
         self.vde = vde
         self.forward: Callable[[Any, Any], None] = source.process
@@ -118,8 +116,6 @@ class StreamTask:
         self.record_context = RecordContext()
         self.stream_time = -1
         self.commit_requested = False
-        self.processed = 0
-        self.suspended = False
         self.closed = False
         self.task_dir = env.state_dir / env.application_id / self.id if env.state_dir is not None else None
         self._stream_puncts: list[Cancellable] = []
@@ -154,7 +150,7 @@ class StreamTask:
             store = RocksDBKeyValueStore(spec.name, key, value, topic, self.record_context,
                                          path=self.task_dir / "rocksdb" / spec.name,
                                          max_cache_entries=self.env.cache_max_entries)  # fmt: skip
-        if spec.logged and self.env.logging_enabled:
+        if spec.logged:
             store.changelog = ChangelogWriter(self.env.send, topic, self.partition)
         return store
 
@@ -246,7 +242,6 @@ class StreamTask:
                 f"task {self.id}: processing the record at {rec.topic}[{rec.partition}] offset {offset} "
                 f"failed: {type(exc).__name__}: {exc}"
             ) from exc
-        self.processed += 1
         if self._stream_puncts:
             self._punctuate_stream()
 
@@ -329,9 +324,6 @@ class StreamTask:
                 )
         if offsets:
             write_checkpoint(self.task_dir, offsets)
-
-    def needs_commit(self) -> bool:
-        return any(store.dirty_count for store in self.stores.values()) or bool(self.offsets_to_commit())
 
     def close(self, clean: bool) -> None:
         """Close processors and stores. ``clean``: the caller committed, so the local state is persisted."""

@@ -97,9 +97,7 @@ class TaskManager:
             if task_id in self._active:
                 continue
             if task_id in self._suspended:
-                task = self._suspended.pop(task_id)
-                task.suspended = False
-                self._active[task_id] = task
+                self._active[task_id] = self._suspended.pop(task_id)
                 continue
             try:
                 new.append(StreamTask(self._metadata.sub_topologies[sub], partition, self._env))
@@ -164,7 +162,6 @@ class TaskManager:
             if task is None:
                 continue
             if clean:
-                task.suspended = True
                 self._suspended[task_id] = task
             else:
                 task.close(clean=False)

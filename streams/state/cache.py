@@ -45,7 +45,6 @@ class CachingKeyValueStore:
         self._dirty: dict[bytes, tuple[Any, int]] = {}
         self.listener: FlushListener | None = None
         self.changelog: ChangelogWriter | None = None
-        self.restored = 0
         self.closed = False
 
     # -- key handling ----------------------------------------------------------------------------------
