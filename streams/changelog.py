@@ -4,11 +4,13 @@
   was flushed. A restore skips records whose positions are past the group's committed offsets: that
   state came from input that will be processed again, so applying it would count that input twice.
 - "Restored to the end" is decided with a barrier, not with end offsets (which some brokers report
-  wrongly): before restoring, the task writes a tombstone with a reserved key to each changelog
-  partition and reads up to that record's offset. Nobody else writes the partition while this task
+  wrongly): before restoring, ``ChangelogReader`` writes a tombstone with a reserved key to each
+  changelog partition and reads up to that record's offset. Nobody else writes the partition while this task
   owns it, so everything before the barrier is everything there is.
 - The checkpoint file (``<state_dir>/<application_id>/<task_id>/.checkpoint``) holds, per persistent
   store, the changelog offset up to which its local RocksDB data is complete.
+
+The reader reports each store's restore (start, batches, end) to a ``RestoreListener``.
 """
 
 from __future__ import annotations

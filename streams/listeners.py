@@ -1,9 +1,10 @@
 """How the parts of a running application report back to their owner (``StreamsApp`` implements all three).
 
-Kafka Streams is the model: a stream thread reports its failure (``StreamThread.StateListener``), a task
-manager reports that the set of tasks it runs changed, and the changelog reader reports each store's
-restore (``StateRestoreListener``, with the same method names). Callbacks run on the stream thread that
-reports, so an implementation guards what it shares with other threads.
+Kafka Streams is the model: a stream thread reports its failure (where Kafka's
+``StreamThread.StateListener`` sees it die), a task manager reports that the set of tasks it runs
+changed, and the changelog reader reports each store's restore (``StateRestoreListener``, with the same
+method names). Callbacks run on the stream thread that reports, so an implementation guards what it
+shares with other threads.
 """
 
 from __future__ import annotations

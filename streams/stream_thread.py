@@ -1,7 +1,8 @@
 """A stream thread: one consumer (a member of the application's group), one producer, a restore consumer,
 and the tasks the group gave it (kept by its ``TaskManager``). Loop: poll a batch, hand each record to its
-task, punctuate, and commit every ``commit_interval_ms`` (flush stores -> flush producer -> commit offsets
--> persist). The owner creates the clients and hears back through the listeners it passes in."""
+task, punctuate, and have the task manager commit every ``commit_interval_ms`` (flush stores -> flush
+producer -> commit offsets -> persist). The owner creates the clients and hears back through the
+listeners it passes in."""
 
 from __future__ import annotations
 

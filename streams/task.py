@@ -1,9 +1,9 @@
 """A stream task: one sub-topology instantiated for one partition (id ``<sub-topology>_<partition>``).
 
-The task owns its processors and state stores and its input partitions' positions. The thread hands it
-records one at a time; the commit protocol is ``flush`` (stores -> changelog and downstream),
-then the thread flushes the producer and commits ``offsets_to_commit()``, then ``committed()`` persists
-local state and writes the checkpoint.
+The task owns its processors and state stores and its input partitions' positions. Its stream thread
+(or the test driver) hands it records one at a time. The commit protocol, which the ``TaskManager``
+drives: ``flush`` (stores -> changelog and downstream), then the producer is flushed and
+``offsets_to_commit()`` committed, then ``committed()`` persists local state and writes the checkpoint.
 """
 
 from __future__ import annotations

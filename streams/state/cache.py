@@ -27,7 +27,8 @@ FlushListener = Callable[[Any, Any, int], None]
 class CachingKeyValueStore:
     """Base of the key-value stores: typed access through serdes plus the per-commit record cache.
 
-    Subclasses keep the data (``_lookup`` / ``_store`` / ``_remove``) and may persist after a commit."""
+    Subclasses keep the data (``_lookup`` / ``_store`` / ``_items``, ``restore_batch`` / ``wipe``) and may
+    persist after a commit."""
 
     persistent = False
 
