@@ -5,8 +5,8 @@
   state came from input that will be processed again, so applying it would count that input twice.
 - "Restored to the end" is decided with a barrier, not with end offsets (which some brokers report
   wrongly): before restoring, ``ChangelogReader`` writes a tombstone with a reserved key to each
-  changelog partition and reads up to that record's offset. Nobody else writes the partition while this task
-  owns it, so everything before the barrier is everything there is.
+  changelog partition and reads up to that record's offset. Nobody else writes the partition while
+  this task owns it, so everything before the barrier is everything there is.
 - The checkpoint file (``<state_dir>/<application_id>/<task_id>/.checkpoint``) holds, per persistent
   store, the changelog offset up to which its local RocksDB data is complete.
 
@@ -255,7 +255,7 @@ class ChangelogReader:
         last_offset = -1
         for rec in records:
             if current is None or rec.partition != current[1] or rec.topic != current[0]:
-                self._write(job, entries, last_offset)
+                self._restore_batch(job, entries, last_offset)
                 entries = []
                 current = (rec.topic, rec.partition)
                 job = by_topic.get(rec.topic, {}).get(rec.partition)
@@ -273,9 +273,11 @@ class ChangelogReader:
             job.restored += 1
             entries.append((key, rec.value))
             last_offset = rec.offset
-        self._write(job, entries, last_offset)
+        self._restore_batch(job, entries, last_offset)
 
-    def _write(self, job: RestoreJob | None, entries: list[tuple[bytes, bytes | None]], last_offset: int) -> None:
+    def _restore_batch(
+        self, job: RestoreJob | None, entries: list[tuple[bytes, bytes | None]], last_offset: int
+    ) -> None:
         if job is None or not entries:
             return
         job.store.restore_batch(entries)
