@@ -1,9 +1,12 @@
 """``StreamsApp``: runs a topology against a log with ``num_threads`` stream threads.
 
-Instances with the same ``application_id`` share the work: on Kafka through the consumer group
-(``partition.assignment.strategy=range``, so same-numbered partitions of co-partitioned topics, and
-with them whole tasks, go to one member); on SQLite one instance owns every partition and its threads
-split the tasks among themselves.
+Instances with the same ``application_id`` share the work: on a log with group membership (Kafka)
+through the consumer group (range assignment, so same-numbered partitions of co-partitioned topics, and
+with them whole tasks, go to one member); on one without (SQLite) one instance owns every partition and
+its threads split the tasks among themselves.
+
+The app creates each thread's clients and task environment, and hears back from the threads through
+``ThreadListener``, ``TaskListener`` and ``RestoreListener`` (``streams/listeners.py``), which it implements.
 """
 
 from __future__ import annotations
@@ -14,25 +17,19 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from streams.config import StreamsConfig
-from streams.errors import (
-    CoPartitioningError,
-    IllegalStateError,
-    InvalidStateStoreError,
-    MissingTopicError,
-    StreamsError,
-)
+from streams.errors import IllegalStateError, InvalidStateStoreError
 from streams.handlers import DeadLetterQueue, handler_from
 from streams.log import GroupSettings, Log, TopicPartition, open_log
-from streams.log.partitioner import partition_for_key
+from streams.metadata import Metadata, TopicNames, resolve
 from streams.processor import SystemClock
+from streams.queries import ReadOnlyStore
 from streams.stream_thread import StreamThread
-from streams.task import TaskEnv
-from streams.topology import SubTopology, Topology
+from streams.task import StreamTask, TaskEnv
+from streams.topology import Topology
 
 __all__ = ["AppState", "StreamsApp"]
 
@@ -48,18 +45,6 @@ class AppState:
     ERROR = "ERROR"
 
 
-@dataclass
-class Metadata:
-    """The topology resolved against the log: real topic names, partition counts, tasks per sub-topology."""
-
-    sub_topologies: dict[int, SubTopology] = field(default_factory=dict)
-    partitions: dict[str, int] = field(default_factory=dict)  # topic -> partition count
-    sub_of_topic: dict[str, int] = field(default_factory=dict)
-    tasks_per_sub: dict[int, int] = field(default_factory=dict)
-    source_topics: list[str] = field(default_factory=list)
-    store_sub: dict[str, int] = field(default_factory=dict)
-
-
 class StreamsApp:
     """Runs ``topology`` as application ``application_id`` (the consumer group, and the prefix of its
     internal topics) on ``log`` (a URL or an open ``Log``).
@@ -70,7 +55,7 @@ class StreamsApp:
     - ``default_store``: ``"rocksdb"`` or ``"memory"`` for stores that do not say.
     - ``cache_max_entries``: per persistent store, how many deserialized values stay cached.
     - ``deserialization_error_handler``: ``"fail"``, ``"skip"``, ``DeadLetterQueue(topic)`` or a callable.
-    - ``processing_guarantee``: ``"at_least_once"`` (exactly-once is not implemented yet).
+    - ``processing_guarantee``: ``"at_least_once"``, the only one implemented.
     """
 
     def __init__(
@@ -109,18 +94,16 @@ class StreamsApp:
         self.application_id = application_id
         self.clock = SystemClock()
         self._handler = handler_from(deserialization_error_handler)
-        self._log_spec = log
         self._owns_log = isinstance(log, str)
         self.log: Log = self._open_log(log) if isinstance(log, str) else log
-        self.metadata = Metadata()
+        self._names = TopicNames(application_id)
+        self.metadata = Metadata(self._names)  # resolved against the log by start()
         self.state = AppState.CREATED
         self.error: BaseException | None = None
         self._threads: list[StreamThread] = []
         self._lock = threading.Lock()
-        self._stopped = threading.Event()
         self._restored: dict[str, int] = {}
         self._restores: list[tuple[str, str, int]] = []
-        self._restore_seconds = 0.0
         self.state_listeners: list[Callable[[str, str], None]] = []
 
     @staticmethod
@@ -129,99 +112,51 @@ class StreamsApp:
         # which keeps each task's co-partitioned inputs together.
         return open_log(url, groups=GroupSettings(assignment="range"))
 
-    # -- topic resolution ----------------------------------------------------------------------------
+    # -- threads -------------------------------------------------------------------------------------------
 
-    def topic_name(self, name: str, internal: bool) -> str:
-        return f"{self.application_id}-{name}-repartition" if internal else name
+    def _static_shares(self, n: int) -> list[list[TopicPartition]]:
+        """Without a group protocol to split the work (SQLite) this instance owns every task, and its
+        ``n`` threads take the tasks in turn: per thread, the input partitions of its tasks."""
+        md = self.metadata
+        shares: list[list[TopicPartition]] = [[] for _ in range(n)]
+        tasks = [(sub, p) for sub, count in sorted(md.tasks_per_sub.items()) for p in range(count)]
+        for i, (sub, p) in enumerate(tasks):
+            shares[i % n].extend(md.input_partitions(sub, p))
+        return shares
 
-    def changelog_topic(self, store: str) -> str:
-        return f"{self.application_id}-{store}-changelog"
-
-    def _resolve(self) -> Metadata:
-        """Check user topics, size and create internal topics, check co-partitioning."""
-        md = Metadata()
-        subs = self.topology.sub_topologies()
-        md.sub_topologies = {s.id: s for s in subs}
-        for sub in subs:
-            for src in sub.sources:
-                for t in src.topics:
-                    md.sub_of_topic[self.topic_name(t, src.internal)] = sub.id
-                    if not src.internal:
-                        md.partitions[self.topic_name(t, False)] = self._partitions_of_existing(t, "source")
-        # Repartition topics: the partition count given, else the max over the writing sub-topology's inputs.
-        writers: dict[str, SubTopology] = {}
-        for sub in subs:
-            for sink in sub.sinks:
-                if sink.internal:
-                    writers[sink.topic] = sub
-        unresolved = dict(self.topology.repartition_topics)
-        while unresolved:
-            progress = False
-            for name, rt in list(unresolved.items()):
-                topic = self.topic_name(name, True)
-                if rt.partitions is not None:
-                    md.partitions[topic] = rt.partitions
-                else:
-                    writer = writers[name]
-                    inputs = [self.topic_name(t, s.internal) for s in writer.sources for t in s.topics]
-                    if any(t not in md.partitions for t in inputs):
-                        continue
-                    md.partitions[topic] = max(md.partitions[t] for t in inputs)
-                del unresolved[name]
-                progress = True
-            if not progress:
-                raise StreamsError(f"cannot size repartition topics {sorted(unresolved)}: they feed each other")
-        for sub in subs:
-            inputs = {self.topic_name(t, s.internal): md.partitions[self.topic_name(t, s.internal)]
-                      for s in sub.sources for t in s.topics}  # fmt: skip
-            counts = set(inputs.values())
-            if len(counts) > 1:
-                detail = ", ".join(f"{t} has {n}" for t, n in sorted(inputs.items()))
-                raise CoPartitioningError(
-                    f"sub-topology {sub.id} reads topics that are not co-partitioned ({detail}); every topic "
-                    "read by one sub-topology must have the same number of partitions: repartition one side "
-                    "with .repartition(partitions=N)"
-                )
-            md.tasks_per_sub[sub.id] = counts.pop()
-            for store in sub.stores:
-                md.store_sub[store] = sub.id
-        for sub in subs:
-            for sink in sub.sinks:
-                if not sink.internal:
-                    md.partitions.setdefault(sink.topic, self._partitions_of_existing(sink.topic, "sink"))
-        if isinstance(self._handler, DeadLetterQueue):
-            self._partitions_of_existing(self._handler.topic, "dead-letter")
-        for name in self.topology.repartition_topics:
-            topic = self.topic_name(name, True)
-            self.log.ensure_topic(topic, md.partitions[topic])
-        for store, sub_id in md.store_sub.items():
-            if self.topology.stores[store].logged:
-                self.log.ensure_topic(self.changelog_topic(store), md.tasks_per_sub[sub_id], compacted=True)
-        md.source_topics = sorted(md.sub_of_topic)
-        return md
-
-    def _partitions_of_existing(self, topic: str, role: str) -> int:
-        info = self.log.describe_topic(topic)
-        if info is None:
-            raise MissingTopicError(
-                f"{role} topic {topic!r} does not exist in {self.log.url}: create it before starting "
-                f"application {self.application_id!r}"
-            )
-        return info.partitions
-
-    def _task_env(self, send: Callable[..., None]) -> TaskEnv:
-        return TaskEnv(
+    def _new_thread(self, index: int, static_partitions: list[TopicPartition] | None) -> StreamThread:
+        name = f"{self.application_id}-StreamThread-{index}"
+        producer = self.log.producer()
+        try:
+            consumer = self.log.consumer(self.application_id, client_id=name)
+        except BaseException:
+            producer.close()
+            raise
+        env = TaskEnv(
             application_id=self.application_id,
             topology=self.topology,
-            send=send,
+            send=producer.send,
             clock=self.clock,
             state_dir=self.config.state_dir,
             default_store=self.config.default_store,
             cache_max_entries=self.config.cache_max_entries,
             deserialization_handler=self._handler,
-            topic_name=self.topic_name,
-            changelog_topic=self.changelog_topic,
-            partitions_of=lambda topic: self.metadata.partitions[topic],
+            topic_names=self._names,
+            partitions_of=self.metadata.partitions.__getitem__,
+        )
+        return StreamThread(
+            name,
+            self.config,
+            producer=producer,
+            consumer=consumer,
+            restore_consumer=lambda: self.log.consumer(None, client_id=f"{name}-restore"),
+            task_env=env,
+            metadata=self.metadata,
+            listener=self,
+            task_listener=self,
+            restore_listener=self,
+            static_partitions=static_partitions,
+            linger_s=self.config.linger_ms / 1000 if self.log.capabilities.buffers_until_flush else None,
         )
 
     # -- lifecycle -------------------------------------------------------------------------------------
@@ -238,20 +173,20 @@ class StreamsApp:
         """Resolve topics and start the stream threads; returns at once."""
         if self.state != AppState.CREATED:
             raise IllegalStateError(f"start() in state {self.state}: an app starts once")
-        self.metadata = self._resolve()
-        self._set_state(AppState.REBALANCING)
-        static = not self.log.capabilities.group_membership
+        dead_letter = self._handler.topic if isinstance(self._handler, DeadLetterQueue) else None
+        self.metadata = resolve(self.topology, self.log, self._names, dead_letter)
         n = self.config.num_threads
-        shares: list[list[TopicPartition] | None] = [None] * n
-        if static:
-            # No group protocol to split work (SQLite): this instance owns every task; threads split them.
-            task_list = [(sub, p) for sub, count in sorted(self.metadata.tasks_per_sub.items()) for p in range(count)]
-            shares = [[] for _ in range(n)]
-            for i, (sub, p) in enumerate(task_list):
-                for s in self.metadata.sub_topologies[sub].sources:
-                    for t in s.topics:
-                        shares[i % n].append(TopicPartition(self.topic_name(t, s.internal), p))  # type: ignore[union-attr]
-        self._threads = [StreamThread(self, i, shares[i]) for i in range(n)]
+        shares = None if self.log.capabilities.group_membership else self._static_shares(n)
+        threads: list[StreamThread] = []
+        try:
+            for i in range(n):
+                threads.append(self._new_thread(i, shares[i] if shares is not None else None))
+        except BaseException:
+            for thread in threads:
+                thread.close_clients()
+            raise
+        self._threads = threads
+        self._set_state(AppState.REBALANCING)
         for thread in self._threads:
             thread.start()
         log.info("application %s started %d thread(s) on %s", self.application_id, n, self.log.url)
@@ -271,12 +206,11 @@ class StreamsApp:
             self.log.close()
         if self.state != AppState.ERROR:
             self._set_state(AppState.NOT_RUNNING)
-        self._stopped.set()
 
     def run(self) -> None:
         """Start, run until SIGTERM/SIGINT (or a thread fails), then close. Raises the failure, if any."""
         stop = threading.Event()
-        previous: dict[int, Any] = {}
+        previous: dict[signal.Signals, Any] = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 previous[sig] = signal.signal(sig, lambda signum, frame: stop.set())
@@ -299,34 +233,44 @@ class StreamsApp:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- thread callbacks ------------------------------------------------------------------------------
+    # -- what the threads report (ThreadListener, TaskListener, RestoreListener) ---------------------------
 
-    def _thread_failed(self, thread: StreamThread, exc: BaseException) -> None:
+    def on_thread_failed(self, thread_name: str, error: BaseException) -> None:
+        """The first failure is the app's error; the other threads are stopped."""
         with self._lock:
             if self.error is None:
-                self.error = exc
+                self.error = error
         self._set_state(AppState.ERROR)
-        for other in self._threads:
-            other.shutdown()
+        for thread in self._threads:
+            thread.shutdown()
 
-    def _tasks_changed(self) -> None:
+    def on_tasks_changed(self) -> None:
         if self.state in (AppState.REBALANCING, AppState.RUNNING):
             self._set_state(AppState.RUNNING if self.tasks() else AppState.REBALANCING)
 
-    def _record_restore_time(self, seconds: float) -> None:
-        with self._lock:
-            self._restore_seconds += seconds
+    def on_restore_start(
+        self, task_id: str, store: str, changelog: TopicPartition, start_offset: int, end_offset: int
+    ) -> None:
+        """Nothing to record: ``metrics()`` counts a store's restore once it ends."""
 
-    def _record_restore(self, task_id: str, store: str, count: int) -> None:
+    def on_batch_restored(
+        self, task_id: str, store: str, changelog: TopicPartition, batch_end_offset: int, num_restored: int
+    ) -> None:
+        """Nothing to record: the changelog reader logs restore progress."""
+
+    def on_restore_end(self, task_id: str, store: str, changelog: TopicPartition, total_restored: int) -> None:
         with self._lock:
-            self._restored[store] = self._restored.get(store, 0) + count
-            self._restores.append((task_id, store, count))
+            self._restored[store] = self._restored.get(store, 0) + total_restored
+            self._restores.append((task_id, store, total_restored))
 
     # -- introspection ---------------------------------------------------------------------------------
 
     def tasks(self) -> list[str]:
         """Ids of the tasks running on this instance."""
-        return sorted(t for thread in self._threads for t in list(thread.tasks.tasks))
+        return sorted(t for thread in self._threads for t in thread.tasks.task_ids())
+
+    def _active_tasks(self) -> list[StreamTask]:
+        return [task for thread in self._threads for task in thread.tasks.active_tasks()]
 
     def metrics(self) -> dict[str, Any]:
         with self._lock:
@@ -339,7 +283,7 @@ class StreamsApp:
             "commits": sum(t.commits for t in self._threads),
             "restored": restored,
             "restores": restores,
-            "restore_seconds": self._restore_seconds,
+            "restore_seconds": sum(thread.restore_seconds for thread in self._threads),
         }
 
     def wait_until(self, predicate: Callable[[StreamsApp], bool], timeout: float = 30.0) -> bool:
@@ -356,49 +300,5 @@ class StreamsApp:
         """A read-only view of store ``name`` across the tasks running on this instance."""
         if name not in self.topology.stores:
             raise InvalidStateStoreError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
-        return ReadOnlyStore(self, name)
+        return ReadOnlyStore(name, self._active_tasks, lambda: self.metadata.store_partitions(name))
 
-
-class ReadOnlyStore:
-    """Interactive query of a store over this instance's tasks (the key's partition decides the task)."""
-
-    def __init__(self, app: StreamsApp, name: str) -> None:
-        self._app = app
-        self.name = name
-
-    def _stores(self) -> dict[int, Any]:
-        out = {}
-        for thread in self._app._threads:
-            for task in list(thread.tasks.tasks.values()):
-                store = task.stores.get(self.name)
-                if store is not None and not store.closed:
-                    out[task.partition] = store
-        return out
-
-    def get(self, key: Any) -> Any:
-        stores = self._stores()
-        if not stores:
-            raise InvalidStateStoreError(f"store {self.name!r} has no running task on this instance")
-        some = next(iter(stores.values()))
-        kb = some.key_bytes(key)
-        sub = self._app.metadata.store_sub[self.name]
-        partition = partition_for_key(kb, self._app.metadata.tasks_per_sub[sub])
-        store = stores.get(partition)
-        if store is not None:
-            return store.peek(key)
-        for other in stores.values():  # a custom partitioner may have put it elsewhere
-            value = other.peek(key)
-            if value is not None:
-                return value
-        raise InvalidStateStoreError(
-            f"key {key!r} of store {self.name!r} is in partition {partition}, whose task runs on another instance"
-        )
-
-    def all(self) -> list[tuple[Any, Any]]:
-        out: list[tuple[Any, Any]] = []
-        for store in self._stores().values():
-            out.extend(store.all())
-        return out
-
-    def approximate_num_entries(self) -> int:
-        return sum(s.approximate_num_entries() for s in self._stores().values())

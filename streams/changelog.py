@@ -4,11 +4,13 @@
   was flushed. A restore skips records whose positions are past the group's committed offsets: that
   state came from input that will be processed again, so applying it would count that input twice.
 - "Restored to the end" is decided with a barrier, not with end offsets (which some brokers report
-  wrongly): before restoring, the task writes a tombstone with a reserved key to each changelog
-  partition and reads up to that record's offset. Nobody else writes the partition while this task
-  owns it, so everything before the barrier is everything there is.
+  wrongly): before restoring, ``ChangelogReader`` writes a tombstone with a reserved key to each
+  changelog partition and reads up to that record's offset. Nobody else writes the partition while
+  this task owns it, so everything before the barrier is everything there is.
 - The checkpoint file (``<state_dir>/<application_id>/<task_id>/.checkpoint``) holds, per persistent
   store, the changelog offset up to which its local RocksDB data is complete.
+
+The reader reports each store's restore (start, batches, end) to a ``RestoreListener``.
 """
 
 from __future__ import annotations
@@ -20,12 +22,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from streams.errors import StateStoreError
+from streams.listeners import RestoreListener
 from streams.log.base import Consumer, Producer, Record, RecordMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from streams.state.cache import CachingKeyValueStore
 
 __all__ = [
     "BARRIER_KEY",
@@ -109,7 +115,7 @@ class RestoreJob:
     """One store of one task to bring up to date from its changelog partition."""
 
     task_id: str
-    store: Any  # CachingKeyValueStore
+    store: CachingKeyValueStore
     tp: TopicPartition
     start: int
     committed: dict[tuple[str, int], int | None]
@@ -138,13 +144,22 @@ class RestoreJob:
 
 
 class ChangelogReader:
-    """Restores stores from their changelogs with one consumer (no group), in batches."""
+    """Restores stores from their changelogs with one consumer (no group), in batches, and reports each
+    store's restore to ``listener``. The consumer is created on the first restore that reads anything."""
 
-    def __init__(self, producer: Producer, consumer_factory: Callable[[], Consumer], batch_size: int = 10_000):
+    def __init__(
+        self,
+        producer: Producer,
+        consumer_factory: Callable[[], Consumer],
+        listener: RestoreListener,
+        batch_size: int = 10_000,
+    ) -> None:
         self._producer = producer
         self._consumer_factory = consumer_factory
         self._consumer: Consumer | None = None
+        self._listener = listener
         self._batch_size = batch_size
+        self.restore_seconds = 0.0  # time spent in restore(), barriers included
 
     def _place_barriers(self, jobs: list[RestoreJob]) -> None:
         for job in jobs:
@@ -186,6 +201,7 @@ class ChangelogReader:
                 job.start = 0
             if job.start < job.end:
                 active[job.tp] = job
+            self._listener.on_restore_start(job.task_id, job.store.name, job.tp, job.start, job.end)
         if active:
             total = sum(j.end - j.start for j in active.values())
             log.info("restoring %d store partition(s), up to %d changelog records", len(active), total)
@@ -196,12 +212,13 @@ class ChangelogReader:
             self._read(consumer, active, total)
             consumer.assign({})
         for job in jobs:
-            job.store.restored += job.restored
             if job.store.changelog is not None:
                 job.store.changelog.written_offset = job.end + 1
+            self._listener.on_restore_end(job.task_id, job.store.name, job.tp, job.restored)
             log.info("task %s store %s restored %d records from %s[%d] offsets %d..%d (%d skipped as "
                      "uncommitted) in %.2fs", job.task_id, job.store.name, job.restored, job.tp.topic,
                      job.tp.partition, job.start, job.end, job.skipped, time.monotonic() - started)  # fmt: skip
+        self.restore_seconds += time.monotonic() - started
 
     def _read(self, consumer: Consumer, active: dict[TopicPartition, RestoreJob], total: int) -> None:
         pending = dict(active)
@@ -229,17 +246,16 @@ class ChangelogReader:
                 last_log = now
                 log.info("restore progress: %d of up to %d changelog records read", done_records, total)
 
-    @staticmethod
-    def _apply(records: list[Record], by_topic: dict[str, dict[int, RestoreJob]]) -> None:
+    def _apply(self, records: list[Record], by_topic: dict[str, dict[int, RestoreJob]]) -> None:
         """Apply a polled batch, one ``restore_batch`` per store; records of a partition arrive together,
         so the job look-up is done once per run of records."""
         entries: list[tuple[bytes, bytes | None]] = []
         job: RestoreJob | None = None
         current: tuple[str, int] | None = None
+        last_offset = -1
         for rec in records:
             if current is None or rec.partition != current[1] or rec.topic != current[0]:
-                if job is not None and entries:
-                    job.store.restore_batch(entries)
+                self._restore_batch(job, entries, last_offset)
                 entries = []
                 current = (rec.topic, rec.partition)
                 job = by_topic.get(rec.topic, {}).get(rec.partition)
@@ -256,8 +272,16 @@ class ChangelogReader:
                 continue
             job.restored += 1
             entries.append((key, rec.value))
-        if job is not None and entries:
-            job.store.restore_batch(entries)
+            last_offset = rec.offset
+        self._restore_batch(job, entries, last_offset)
+
+    def _restore_batch(
+        self, job: RestoreJob | None, entries: list[tuple[bytes, bytes | None]], last_offset: int
+    ) -> None:
+        if job is None or not entries:
+            return
+        job.store.restore_batch(entries)
+        self._listener.on_batch_restored(job.task_id, job.store.name, job.tp, last_offset, len(entries))
 
     def close(self) -> None:
         if self._consumer is not None:

@@ -114,7 +114,7 @@ class BranchProcessor(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._branches = list(zip(self.predicates, [c.process for c in context._children], strict=True))
+        self._branches = list(zip(self.predicates, context.child_forwarders(), strict=True))
 
     def process(self, key: Any, value: Any) -> None:
         for predicate, process in self._branches:
@@ -139,11 +139,10 @@ class AggregateProcessor(_Forwarding):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         store = context.get_state_store(self.store_name)
-        self._store = store
         self._kb = store.key_bytes
-        self._kser = store._kser
-        self._get = store._get_kb
-        self._put = store._put_kb
+        self._kser = store.key_serializer
+        self._get = store.get_serialized
+        self._put = store.put_serialized
         if self.cache:
             forward = self._forward
             store.listener = lambda key, value, ts: forward(key, value)

@@ -198,6 +198,11 @@ class ProcessorContext:
 
         return fan_out
 
+    def child_forwarders(self) -> list[Callable[[Any, Any], None]]:
+        """One bound call per child, in the order the children were added: for built-in processors that
+        pick a child per record (branch)."""
+        return [child.process for child in self._children]
+
     # -- state and time ------------------------------------------------------------------------------
 
     def get_state_store(self, name: str) -> Any:

@@ -1,9 +1,9 @@
 """A stream task: one sub-topology instantiated for one partition (id ``<sub-topology>_<partition>``).
 
-The task owns its processors and state stores and its input partitions' positions. The thread hands it
-records one at a time; the commit protocol is ``flush`` (stores -> changelog and downstream),
-then the thread flushes the producer and commits ``offsets_to_commit()``, then ``committed()`` persists
-local state and writes the checkpoint.
+The task owns its processors and state stores and its input partitions' positions. Its stream thread
+(or the test driver) hands it records one at a time. The commit protocol, which the ``TaskManager``
+drives: ``flush`` (stores -> changelog and downstream), then the producer is flushed and
+``offsets_to_commit()`` committed, then ``committed()`` persists local state and writes the checkpoint.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from streams.changelog import ChangelogWriter, checkpoint_key, source_header, wr
 from streams.errors import DeserializationError, ProcessingError, SerdeError, StreamsError, TopologyError
 from streams.handlers import DeserializationHandler
 from streams.log.base import Record, TopicPartition
+from streams.metadata import TopicNames
 from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType, RecordContext
 from streams.serdes import bind_deserializer, bind_serializer, serde_name
 from streams.state.cache import CachingKeyValueStore
@@ -41,10 +42,8 @@ class TaskEnv:
     default_store: str
     cache_max_entries: int
     deserialization_handler: DeserializationHandler
-    topic_name: Callable[[str, bool], str]  # (name, internal) -> the real topic name
-    changelog_topic: Callable[[str], str]
-    partitions_of: Callable[[str], int]
-    logging_enabled: bool = True
+    topic_names: TopicNames
+    partitions_of: Callable[[str], int]  # a sink topic's partition count, for custom partitioners
 
 
 class _SourceProcessor(Processor):
@@ -95,11 +94,10 @@ class _SinkProcessor(Processor):
 class _Input:
     """One input partition of the task: its deserializers, entry processor and position."""
 
-    __slots__ = ("committed", "forward", "kde", "next_offset", "source", "tp", "vde")
+    __slots__ = ("committed", "forward", "kde", "next_offset", "tp", "vde")
 
     def __init__(self, tp: TopicPartition, source: _SourceProcessor, kde: Any, vde: Any) -> None:
         self.tp = tp
-        self.source = source
         self.kde = kde
         self.vde = vde
         self.forward: Callable[[Any, Any], None] = source.process
@@ -118,8 +116,6 @@ class StreamTask:
         self.record_context = RecordContext()
         self.stream_time = -1
         self.commit_requested = False
-        self.processed = 0
-        self.suspended = False
         self.closed = False
         self.task_dir = env.state_dir / env.application_id / self.id if env.state_dir is not None else None
         self._stream_puncts: list[Cancellable] = []
@@ -143,7 +139,7 @@ class StreamTask:
         topology = self.env.topology
         key = spec.key if spec.key is not None else topology.default_key
         value = spec.value if spec.value is not None else topology.default_value
-        topic = self.env.changelog_topic(spec.name)
+        topic = self.env.topic_names.changelog(spec.name)
         kind = spec.kind or self.env.default_store
         store: CachingKeyValueStore
         if kind == "memory" or self.task_dir is None:
@@ -154,7 +150,7 @@ class StreamTask:
             store = RocksDBKeyValueStore(spec.name, key, value, topic, self.record_context,
                                          path=self.task_dir / "rocksdb" / spec.name,
                                          max_cache_entries=self.env.cache_max_entries)  # fmt: skip
-        if spec.logged and self.env.logging_enabled:
+        if spec.logged:
             store.changelog = ChangelogWriter(self.env.send, topic, self.partition)
         return store
 
@@ -165,7 +161,7 @@ class StreamTask:
             if isinstance(node, SourceNode):
                 self.processors[node.name] = _SourceProcessor()
             elif isinstance(node, SinkNode):
-                topic = env.topic_name(node.topic, node.internal)
+                topic = env.topic_names.topic(node.topic, node.internal)
                 key = node.key if node.key is not None else topology.default_key
                 value = node.value if node.value is not None else topology.default_value
                 self.processors[node.name] = _SinkProcessor(node, topic, key, value, env, rc)
@@ -183,7 +179,7 @@ class StreamTask:
             source = self.processors[node.name]
             assert isinstance(source, _SourceProcessor)
             for t in node.topics:
-                topic = env.topic_name(t, node.internal)
+                topic = env.topic_names.topic(t, node.internal)
                 tp = TopicPartition(topic, self.partition)
                 self._inputs[topic] = _Input(tp, source, bind_deserializer(key, topic, True),
                                              bind_deserializer(value, topic, False))  # fmt: skip
@@ -246,7 +242,6 @@ class StreamTask:
                 f"task {self.id}: processing the record at {rec.topic}[{rec.partition}] offset {offset} "
                 f"failed: {type(exc).__name__}: {exc}"
             ) from exc
-        self.processed += 1
         if self._stream_puncts:
             self._punctuate_stream()
 
@@ -329,9 +324,6 @@ class StreamTask:
                 )
         if offsets:
             write_checkpoint(self.task_dir, offsets)
-
-    def needs_commit(self) -> bool:
-        return any(store.dirty_count for store in self.stores.values()) or bool(self.offsets_to_commit())
 
     def close(self, clean: bool) -> None:
         """Close processors and stores. ``clean``: the caller committed, so the local state is persisted."""

@@ -1,19 +1,17 @@
 """The task manager of one stream thread: turns assigned partitions into tasks, restores their stores,
-suspends tasks on revocation (eager rebalances revoke everything) and closes those not assigned back."""
+commits them, suspends tasks on revocation (eager rebalances revoke everything) and closes those not
+assigned back. It reports every change of its task set to a ``TaskListener``."""
 
 from __future__ import annotations
 
 import logging
-import time
-from typing import TYPE_CHECKING
 
-from streams.changelog import RestoreJob, checkpoint_key, read_checkpoint
+from streams.changelog import ChangelogReader, RestoreJob, checkpoint_key, read_checkpoint
 from streams.errors import StreamsError
-from streams.log.base import TopicPartition
-from streams.task import StreamTask
-
-if TYPE_CHECKING:
-    from streams.stream_thread import StreamThread
+from streams.listeners import TaskListener
+from streams.log.base import Consumer, Producer, TopicPartition
+from streams.metadata import Metadata
+from streams.task import StreamTask, TaskEnv
 
 __all__ = ["TaskManager"]
 
@@ -21,55 +19,88 @@ log = logging.getLogger("streams.task_manager")
 
 
 class TaskManager:
-    def __init__(self, thread: StreamThread) -> None:
-        self.thread = thread
-        self.app = thread.app
-        self.tasks: dict[str, StreamTask] = {}
-        self.suspended: dict[str, StreamTask] = {}
+    """The tasks of the thread ``thread_name``. ``consumer`` is the thread's group member (its committed
+    offsets are where tasks start and what a commit writes); ``producer`` is what the tasks send through."""
+
+    def __init__(
+        self,
+        thread_name: str,
+        metadata: Metadata,
+        env: TaskEnv,
+        producer: Producer,
+        consumer: Consumer,
+        reader: ChangelogReader,
+        listener: TaskListener,
+    ) -> None:
+        self._thread_name = thread_name
+        self._metadata = metadata
+        self._env = env
+        self._producer = producer
+        self._consumer = consumer
+        self._reader = reader
+        self._listener = listener
+        self._active: dict[str, StreamTask] = {}
+        self._suspended: dict[str, StreamTask] = {}
+        #: topic -> partition -> the active task reading it: the thread's per-record look-up.
         self.by_topic: dict[str, dict[int, StreamTask]] = {}
+        self.commits = 0
+
+    # -- what runs -------------------------------------------------------------------------------------
+
+    def task_ids(self) -> list[str]:
+        """Ids of the active tasks (restored and running), sorted."""
+        return sorted(list(self._active))
+
+    def active_tasks(self) -> list[StreamTask]:
+        """The active tasks; safe to call from other threads (interactive queries)."""
+        return list(self._active.values())
 
     @property
     def wall_clock_tasks(self) -> list[StreamTask]:
         """Tasks with wall-clock punctuators (a processor may schedule one at any time)."""
-        return [t for t in self.tasks.values() if t.wall_puncts]
+        return [t for t in self._active.values() if t.wall_puncts]
+
+    def commit_requested(self) -> bool:
+        return any(t.commit_requested for t in self._active.values())
 
     def _index(self) -> None:
         by_topic: dict[str, dict[int, StreamTask]] = {}
-        for task in self.tasks.values():
+        for task in self._active.values():
             for tp in task.input_partitions:
                 by_topic.setdefault(tp.topic, {})[tp.partition] = task
         self.by_topic = by_topic
 
-    def task_ids(self, partitions: list[TopicPartition]) -> dict[str, tuple[int, int]]:
+    def _tasks_of(self, partitions: list[TopicPartition]) -> dict[str, tuple[int, int]]:
+        """Task id -> (sub-topology, partition) of the tasks that read ``partitions``."""
         ids: dict[str, tuple[int, int]] = {}
         for tp in partitions:
-            sub = self.app.metadata.sub_of_topic.get(tp.topic)
+            sub = self._metadata.sub_of_topic.get(tp.topic)
             if sub is None:
                 log.warning("ignoring assigned partition %s[%d]: no sub-topology reads it", tp.topic, tp.partition)
                 continue
             ids[f"{sub}_{tp.partition}"] = (sub, tp.partition)
         return ids
 
+    # -- rebalances ------------------------------------------------------------------------------------
+
     def assign(self, partitions: list[TopicPartition]) -> None:
         """Partitions were assigned: resume or create their tasks (restoring stores) and close the
         suspended tasks that did not come back."""
-        wanted = self.task_ids(partitions)
-        for task_id in list(self.suspended):
+        wanted = self._tasks_of(partitions)
+        for task_id in list(self._suspended):
             if task_id not in wanted:
-                task = self.suspended.pop(task_id)
+                task = self._suspended.pop(task_id)
                 log.info("closing task %s: it moved to another member", task_id)
                 task.close(clean=True)
         new: list[StreamTask] = []
         for task_id, (sub, partition) in sorted(wanted.items()):
-            if task_id in self.tasks:
+            if task_id in self._active:
                 continue
-            if task_id in self.suspended:
-                task = self.suspended.pop(task_id)
-                task.suspended = False
-                self.tasks[task_id] = task
+            if task_id in self._suspended:
+                self._active[task_id] = self._suspended.pop(task_id)
                 continue
             try:
-                new.append(StreamTask(self.app.metadata.sub_topologies[sub], partition, self.thread.task_env))
+                new.append(StreamTask(self._metadata.sub_topologies[sub], partition, self._env))
             except BaseException:
                 for task in new:
                     task.close(clean=False)
@@ -83,14 +114,14 @@ class TaskManager:
                 raise
             # Visible (to commits, queries and metrics) only once restored and initialized.
             for task in new:
-                self.tasks[task.id] = task
+                self._active[task.id] = task
         self._index()
-        self.app._tasks_changed()
-        log.info("thread %s runs tasks %s", self.thread.name, sorted(self.tasks))
+        self._listener.on_tasks_changed()
+        log.info("thread %s runs tasks %s", self._thread_name, self.task_ids())
 
     def _initialize(self, tasks: list[StreamTask]) -> None:
         inputs = [tp for task in tasks for tp in task.input_partitions]
-        committed = self.thread.committed(inputs)
+        committed = self._consumer.committed(inputs) if inputs else {}
         jobs: list[RestoreJob] = []
         for task in tasks:
             task.set_committed(committed)
@@ -106,53 +137,69 @@ class TaskManager:
                         store.wipe()  # local data of unknown age: rebuild it from the changelog
                     start = 0
                 jobs.append(RestoreJob(task.id, store, tp, start, task_committed))
-        started = time.monotonic()
-        self.thread.reader.restore(jobs)
-        self.app._record_restore_time(time.monotonic() - started)
-        for job in jobs:
-            self.app._record_restore(job.task_id, job.store.name, job.restored)
+        self._reader.restore(jobs)
         for task in tasks:
             task.write_checkpoint()
             task.init_processors()
 
-    def revoke(self, partitions: list[TopicPartition], commit: bool = True) -> None:
+    def revoke(self, partitions: list[TopicPartition]) -> None:
         """Partitions are being taken away: commit everything, then suspend the tasks that lost them."""
-        revoked = self.task_ids(partitions)
+        revoked = self._tasks_of(partitions)
         if not revoked:
             return
         clean = True
-        if commit:
-            try:
-                self.thread.commit()
-            except StreamsError:
-                raise
-            except Exception as exc:
-                # The partitions were lost (e.g. the session expired): their offsets cannot be committed;
-                # the new owner redoes the work since the last commit.
-                log.warning("commit during revocation failed (%s); closing revoked tasks without committing", exc)
-                clean = False
+        try:
+            self.commit()
+        except StreamsError:
+            raise
+        except Exception as exc:
+            # The partitions were lost (e.g. the session expired): their offsets cannot be committed;
+            # the new owner redoes the work since the last commit.
+            log.warning("commit during revocation failed (%s); closing revoked tasks without committing", exc)
+            clean = False
         for task_id in revoked:
-            task = self.tasks.pop(task_id, None)
+            task = self._active.pop(task_id, None)
             if task is None:
                 continue
             if clean:
-                task.suspended = True
-                self.suspended[task_id] = task
+                self._suspended[task_id] = task
             else:
                 task.close(clean=False)
         self._index()
-        self.app._tasks_changed()
+        self._listener.on_tasks_changed()
+
+    # -- commit and close ------------------------------------------------------------------------------
+
+    def commit(self) -> None:
+        """Flush stores (changelog + downstream), make every sent record durable, commit the input
+        offsets, then persist local state and checkpoints."""
+        tasks = list(self._active.values())
+        if not tasks:
+            return
+        for task in tasks:
+            task.flush()
+        self._producer.flush()
+        per_task = []
+        offsets: dict[TopicPartition, int] = {}
+        for task in tasks:
+            task_offsets = task.offsets_to_commit()
+            offsets.update(task_offsets)
+            per_task.append((task, task_offsets))
+        if offsets:
+            self._consumer.commit(offsets)
+        for task, task_offsets in per_task:
+            task.commit_requested = False
+            task.committed(task_offsets)
+        self.commits += 1
 
     def close_all(self, clean: bool) -> None:
-        for task in [*self.tasks.values(), *self.suspended.values()]:
+        """Close every task, active or suspended; ``clean``: they were just committed."""
+        for task in [*self._active.values(), *self._suspended.values()]:
             try:
                 task.close(clean=clean)
             except Exception:
                 log.exception("closing task %s failed", task.id)
-        self.tasks.clear()
-        self.suspended.clear()
+        self._active.clear()
+        self._suspended.clear()
         self._index()
-        self.app._tasks_changed()
-
-    def commit_requested(self) -> bool:
-        return any(t.commit_requested for t in self.tasks.values())
+        self._listener.on_tasks_changed()

@@ -15,14 +15,15 @@ time is simulated: ``advance_wall_clock(ms)`` fires wall-clock punctuators.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from streams.errors import StreamsError, TopologyError
 from streams.handlers import handler_from
-from streams.log.base import Record
+from streams.log.base import Headers, Record
+from streams.metadata import TopicNames
 from streams.serdes import bind_deserializer, bind_serializer, serde_from
 from streams.state.cache import CachingKeyValueStore
 from streams.task import StreamTask, TaskEnv
@@ -59,8 +60,9 @@ class TopologyTestDriver:
         self._changelogs: dict[str, list[Record]] = {}
         self._pending: deque[Record] = deque()
         self._offsets: dict[str, int] = {}
-        internal = {f"{application_id}-{name}-repartition" for name in topology.repartition_topics}
-        self._changelog_topics = {f"{application_id}-{name}-changelog": name for name in topology.stores}
+        names = TopicNames(application_id)
+        internal = {names.topic(name, True) for name in topology.repartition_topics}
+        self._changelog_topics = {names.changelog(name): name for name in topology.stores}
         env = TaskEnv(
             application_id=application_id,
             topology=topology,
@@ -70,8 +72,7 @@ class TopologyTestDriver:
             default_store="memory" if state_dir is None else "rocksdb",
             cache_max_entries=100_000,
             deserialization_handler=handler_from(deserialization_error_handler),
-            topic_name=lambda name, is_internal: f"{application_id}-{name}-repartition" if is_internal else name,
-            changelog_topic=lambda store: f"{application_id}-{store}-changelog",
+            topic_names=names,
             partitions_of=lambda topic: 1,
         )
         self.tasks: list[StreamTask] = []
@@ -100,10 +101,11 @@ class TopologyTestDriver:
             )
         key = serde_from(key) or self.topology.default_key
         value = serde_from(value) or self.topology.default_value
-        return TestInputTopic(self, topic, key, value, start_timestamp, auto_advance_ms)
+        return TestInputTopic(self._pipe, topic, key, value, start_timestamp, auto_advance_ms)
 
     def output_topic(self, topic: str, *, key: Any = None, value: Any = None) -> TestOutputTopic:
-        return TestOutputTopic(self, topic, serde_from(key) or self.topology.default_key,
+        records = self._outputs.setdefault(topic, deque())
+        return TestOutputTopic(records, topic, serde_from(key) or self.topology.default_key,
                                serde_from(value) or self.topology.default_value)  # fmt: skip
 
     def _send(self, topic: str, value: bytes | None, key: bytes | None = None, *, partition: int | None = None,
@@ -177,11 +179,16 @@ class TopologyTestDriver:
         self.close()
 
 
+Pipe = Callable[[str, bytes | None, bytes | None, int, Headers], None]
+
+
 class TestInputTopic:
+    """Serializes records into the driver (``pipe``), which processes each at once."""
+
     __test__ = False
 
-    def __init__(self, driver: TopologyTestDriver, topic: str, key: Any, value: Any, start: int, advance: int) -> None:
-        self._driver = driver
+    def __init__(self, pipe: Pipe, topic: str, key: Any, value: Any, start: int, advance: int) -> None:
+        self._pipe = pipe
         self.topic = topic
         self._kser = bind_serializer(key, topic, True)
         self._vser = bind_serializer(value, topic, False)
@@ -193,11 +200,11 @@ class TestInputTopic:
         if timestamp is None:
             timestamp = self._time
             self._time += self._advance
-        self._driver._pipe(self.topic, self._kser(key), self._vser(value), timestamp, tuple(headers))
+        self._pipe(self.topic, self._kser(key), self._vser(value), timestamp, tuple(headers))
 
     def pipe_raw(self, key: bytes | None, value: bytes | None, *, timestamp: int = 0) -> None:
         """Pipe bytes as they are (e.g. to test deserialization errors)."""
-        self._driver._pipe(self.topic, key, value, timestamp, ())
+        self._pipe(self.topic, key, value, timestamp, ())
 
     def pipe_value(self, value: Any, *, timestamp: int | None = None) -> None:
         self.pipe_input(None, value, timestamp=timestamp)
@@ -215,22 +222,20 @@ class TestInputTopic:
 
 
 class TestOutputTopic:
+    """Deserializes what the topology wrote to ``topic``: ``records``, which the driver appends to."""
+
     __test__ = False
 
-    def __init__(self, driver: TopologyTestDriver, topic: str, key: Any, value: Any) -> None:
-        self._driver = driver
+    def __init__(self, records: deque[Record], topic: str, key: Any, value: Any) -> None:
+        self._records = records
         self.topic = topic
         self._kde = bind_deserializer(key, topic, True)
         self._vde = bind_deserializer(value, topic, False)
 
-    def _queue(self) -> deque[Record]:
-        return self._driver._outputs.setdefault(self.topic, deque())
-
     def read_record(self) -> TestRecord:
-        queue = self._queue()
-        if not queue:
+        if not self._records:
             raise StreamsError(f"output topic {self.topic!r} is empty")
-        rec = queue.popleft()
+        rec = self._records.popleft()
         return TestRecord(self._kde(rec.key), self._vde(rec.value), rec.timestamp, rec.headers)
 
     def read_key_value(self) -> tuple[Any, Any]:
@@ -242,7 +247,7 @@ class TestOutputTopic:
 
     def read_records(self) -> list[TestRecord]:
         out = []
-        while self._queue():
+        while self._records:
             out.append(self.read_record())
         return out
 
@@ -262,7 +267,7 @@ class TestOutputTopic:
         return out
 
     def is_empty(self) -> bool:
-        return not self._queue()
+        return not self._records
 
     def queue_size(self) -> int:
-        return len(self._queue())
+        return len(self._records)

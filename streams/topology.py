@@ -2,8 +2,9 @@
 sub-topologies (parts connected only through topics). ``StreamsBuilder`` builds one; the processor API
 can also build one by hand with ``add_source`` / ``add_processor`` / ``add_sink`` / ``add_state_store``.
 
-Internal topics (repartition topics, changelogs) are named without the application id; the app adds
-it: ``<application_id>-<name>-repartition`` and ``<application_id>-<store>-changelog``.
+Internal topics (repartition topics, changelogs) are named without the application id, which
+``streams.metadata.TopicNames`` adds: ``<application_id>-<name>-repartition`` and
+``<application_id>-<store>-changelog``.
 """
 
 from __future__ import annotations

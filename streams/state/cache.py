@@ -27,7 +27,8 @@ FlushListener = Callable[[Any, Any, int], None]
 class CachingKeyValueStore:
     """Base of the key-value stores: typed access through serdes plus the per-commit record cache.
 
-    Subclasses keep the data (``_lookup`` / ``_store`` / ``_remove``) and may persist after a commit."""
+    Subclasses keep the data (``_lookup`` / ``_store`` / ``_items``, ``restore_batch`` / ``wipe``) and may
+    persist after a commit."""
 
     persistent = False
 
@@ -36,7 +37,8 @@ class CachingKeyValueStore:
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.topic = topic  # the changelog topic name, which is also what the serdes are bound to
-        self._kser = bind_serializer(key_serde, topic, True)
+        #: The bound key serializer; it raises the serde's own errors, ``key_bytes`` wraps them in ``SerdeError``.
+        self.key_serializer = bind_serializer(key_serde, topic, True)
         self._kde = bind_deserializer(key_serde, topic, True)
         self._vser = bind_serializer(value_serde, topic, False)
         self._vde = bind_deserializer(value_serde, topic, False)
@@ -44,14 +46,13 @@ class CachingKeyValueStore:
         self._dirty: dict[bytes, tuple[Any, int]] = {}
         self.listener: FlushListener | None = None
         self.changelog: ChangelogWriter | None = None
-        self.restored = 0
         self.closed = False
 
     # -- key handling ----------------------------------------------------------------------------------
 
     def key_bytes(self, key: Any) -> bytes:
         try:
-            kb = self._kser(key)
+            kb = self.key_serializer(key)
         except Exception as exc:
             raise SerdeError(
                 f"store {self.name!r}: cannot serialize key {key!r} ({type(key).__name__}) with "
@@ -72,23 +73,19 @@ class CachingKeyValueStore:
 
     def put(self, key: Any, value: Any) -> None:
         """Set ``key`` to ``value``; ``None`` deletes it."""
-        kb = self.key_bytes(key)
-        self._store(kb, value)
-        self._dirty[kb] = (key, self._rc.timestamp)
+        self.put_serialized(self.key_bytes(key), key, value)
 
     def put_if_absent(self, key: Any, value: Any) -> Any:
         kb = self.key_bytes(key)
         old = self._lookup(kb)
         if old is None:
-            self._store(kb, value)
-            self._dirty[kb] = (key, self._rc.timestamp)
+            self.put_serialized(kb, key, value)
         return old
 
     def delete(self, key: Any) -> Any:
         kb = self.key_bytes(key)
         old = self._lookup(kb)
-        self._store(kb, None)
-        self._dirty[kb] = (key, self._rc.timestamp)
+        self.put_serialized(kb, key, None)
         return old
 
     def __getitem__(self, key: Any) -> Any:
@@ -112,12 +109,14 @@ class CachingKeyValueStore:
     def approximate_num_entries(self) -> int:
         return sum(1 for _ in self._items())
 
-    # -- the fast path for built-in processors (key serialized once per record) ----------------------------
+    # -- by serialized key: a processor that reads and writes one key per record serializes it once ---------
 
-    def _get_kb(self, kb: bytes) -> Any:
+    def get_serialized(self, kb: bytes) -> Any:
+        """The value of the key whose bytes (``key_bytes(key)``) are ``kb``."""
         return self._lookup(kb)
 
-    def _put_kb(self, kb: bytes, key: Any, value: Any) -> None:
+    def put_serialized(self, kb: bytes, key: Any, value: Any) -> None:
+        """``put(key, value)`` for a key already serialized to ``kb``; ``key`` is what a flush forwards."""
         self._store(kb, value)
         self._dirty[kb] = (key, self._rc.timestamp)
 

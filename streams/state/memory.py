@@ -21,21 +21,11 @@ class InMemoryKeyValueStore(CachingKeyValueStore):
     def _lookup(self, kb: bytes) -> Any:
         return self._data.get(kb)
 
-    def _get_kb(self, kb: bytes) -> Any:
-        return self._data.get(kb)
-
     def _store(self, kb: bytes, value: Any) -> None:
         if value is None:
             self._data.pop(kb, None)
         else:
             self._data[kb] = value
-
-    def _put_kb(self, kb: bytes, key: Any, value: Any) -> None:
-        if value is None:
-            self._data.pop(kb, None)
-        else:
-            self._data[kb] = value
-        self._dirty[kb] = (key, self._rc.timestamp)
 
     def _items(self) -> Iterator[tuple[bytes, Any]]:
         return iter(list(self._data.items()))

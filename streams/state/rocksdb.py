@@ -11,7 +11,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 try:
     from rocksdict import Options, Rdict, WriteBatch
@@ -66,8 +66,6 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
             cache[kb] = value
         return value
 
-    _get_kb = _lookup
-
     def peek(self, key: Any) -> Any:
         kb = self.key_bytes(key)
         value = self._cache.get(kb, _MISSING)
@@ -88,18 +86,13 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
     def _store(self, kb: bytes, value: Any) -> None:
         self._cache[kb] = value
 
-    def _put_kb(self, kb: bytes, key: Any, value: Any) -> None:
-        self._cache[kb] = value
-        self._dirty[kb] = (key, self._rc.timestamp)
-
     def _current(self, kb: bytes) -> Any:
         return self._cache.get(kb)
 
     def _items(self) -> Iterator[tuple[bytes, Any]]:
-        merged: dict[bytes, Any] = {}
         vde = self._vde
-        for kb, vb in self._db.items():
-            merged[kb] = vde(vb)
+        # raw_mode: rocksdict's keys are bytes, which its type hints do not say
+        merged = cast("dict[bytes, Any]", {kb: vde(vb) for kb, vb in self._db.items()})
         for kb in list(self._dirty):
             merged[kb] = self._cache.get(kb)
         for kb in [kb for kb, _ in self._pending]:

@@ -1,0 +1,127 @@
+"""The topology resolved against the log: real topic names, partition counts and the tasks of each
+sub-topology.
+
+``resolve`` runs once when an application starts: it checks that the user's topics exist, sizes and
+creates the internal topics (repartition topics, changelogs) and refuses sub-topologies whose input topics
+are not co-partitioned. ``TopicNames`` is the one place internal topic names are made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from streams.errors import CoPartitioningError, MissingTopicError, StreamsError
+from streams.log.base import Log, TopicPartition
+from streams.topology import SubTopology, Topology
+
+__all__ = ["Metadata", "TopicNames", "resolve"]
+
+
+@dataclass(frozen=True)
+class TopicNames:
+    """Internal topics carry the application id, so that applications sharing a log do not collide."""
+
+    application_id: str
+
+    def topic(self, name: str, internal: bool) -> str:
+        """The real name of a topology topic; ``internal``: a repartition topic."""
+        return f"{self.application_id}-{name}-repartition" if internal else name
+
+    def changelog(self, store: str) -> str:
+        return f"{self.application_id}-{store}-changelog"
+
+
+@dataclass
+class Metadata:
+    """Real topic names, partition counts, tasks per sub-topology."""
+
+    names: TopicNames
+    sub_topologies: dict[int, SubTopology] = field(default_factory=dict)
+    partitions: dict[str, int] = field(default_factory=dict)  # topic -> partition count
+    sub_of_topic: dict[str, int] = field(default_factory=dict)
+    tasks_per_sub: dict[int, int] = field(default_factory=dict)
+    source_topics: list[str] = field(default_factory=list)
+    store_sub: dict[str, int] = field(default_factory=dict)
+
+    def input_partitions(self, sub_id: int, partition: int) -> list[TopicPartition]:
+        """The partitions task ``<sub_id>_<partition>`` reads."""
+        return [TopicPartition(self.names.topic(t, s.internal), partition)
+                for s in self.sub_topologies[sub_id].sources for t in s.topics]  # fmt: skip
+
+
+    def store_partitions(self, store: str) -> int:
+        """How many tasks, and so partitions, store ``store`` is split into."""
+        return self.tasks_per_sub[self.store_sub[store]]
+
+
+def resolve(topology: Topology, log: Log, names: TopicNames, dead_letter_topic: str | None = None) -> Metadata:
+    """Check user topics (and the dead-letter topic), size and create internal topics, check co-partitioning."""
+    md = Metadata(names)
+
+    def partitions_of_existing(topic: str, role: str) -> int:
+        info = log.describe_topic(topic)
+        if info is None:
+            raise MissingTopicError(
+                f"{role} topic {topic!r} does not exist in {log.url}: create it before starting "
+                f"application {names.application_id!r}"
+            )
+        return info.partitions
+
+    subs = topology.sub_topologies()
+    md.sub_topologies = {s.id: s for s in subs}
+    for sub in subs:
+        for src in sub.sources:
+            for t in src.topics:
+                md.sub_of_topic[names.topic(t, src.internal)] = sub.id
+                if not src.internal:
+                    md.partitions[t] = partitions_of_existing(t, "source")
+    # Repartition topics: the partition count given, else the max over the writing sub-topology's inputs.
+    writers: dict[str, SubTopology] = {}
+    for sub in subs:
+        for sink in sub.sinks:
+            if sink.internal:
+                writers[sink.topic] = sub
+    unresolved = dict(topology.repartition_topics)
+    while unresolved:
+        progress = False
+        for name, rt in list(unresolved.items()):
+            topic = names.topic(name, True)
+            if rt.partitions is not None:
+                md.partitions[topic] = rt.partitions
+            else:
+                writer = writers[name]
+                inputs = [names.topic(t, s.internal) for s in writer.sources for t in s.topics]
+                if any(t not in md.partitions for t in inputs):
+                    continue
+                md.partitions[topic] = max(md.partitions[t] for t in inputs)
+            del unresolved[name]
+            progress = True
+        if not progress:
+            raise StreamsError(f"cannot size repartition topics {sorted(unresolved)}: they feed each other")
+    for sub in subs:
+        widths = {tp.topic: md.partitions[tp.topic] for tp in md.input_partitions(sub.id, 0)}
+        counts = set(widths.values())
+        if len(counts) > 1:
+            detail = ", ".join(f"{t} has {n}" for t, n in sorted(widths.items()))
+            raise CoPartitioningError(
+                f"sub-topology {sub.id} reads topics that are not co-partitioned ({detail}); every topic "
+                "read by one sub-topology must have the same number of partitions: repartition one side "
+                "with .repartition(partitions=N)"
+            )
+        md.tasks_per_sub[sub.id] = counts.pop()
+        for store in sub.stores:
+            md.store_sub[store] = sub.id
+    for sub in subs:
+        for sink in sub.sinks:
+            if not sink.internal:
+                md.partitions.setdefault(sink.topic, partitions_of_existing(sink.topic, "sink"))
+    if dead_letter_topic is not None:
+        partitions_of_existing(dead_letter_topic, "dead-letter")
+    for name in topology.repartition_topics:
+        topic = names.topic(name, True)
+        log.ensure_topic(topic, md.partitions[topic])
+    for store, sub_id in md.store_sub.items():
+        if topology.stores[store].logged:
+            log.ensure_topic(names.changelog(store), md.tasks_per_sub[sub_id], compacted=True)
+    md.source_topics = sorted(md.sub_of_topic)
+    return md
