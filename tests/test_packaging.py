@@ -121,7 +121,8 @@ def test_the_runtime_runs_on_memory_stores_without_the_streams_extra(bare_venv: 
     probe = (
         "from streams import StreamsBuilder, TopologyTestDriver\n"
         "b = StreamsBuilder()\n"
-        "b.stream('words', key=str, value=str).group_by_key().count(store='c').to_stream().to('out', key=str, value=int)\n"
+        "counts = b.stream('words', key=str, value=str).group_by_key().count(store='c')\n"
+        "counts.to_stream().to('out', key=str, value=int)\n"
         "with TopologyTestDriver(b.build()) as d:\n"
         "    src = d.input_topic('words', key=str, value=str)\n"
         "    for w in ('a', 'b', 'a'):\n"
