@@ -18,7 +18,7 @@ import fastavro
 from confluent_kafka.serialization import SerializationContext
 from fastavro.validation import ValidationError, validate
 
-from serdes import _fastavro, wire
+from serdes import fastavro_core, wire
 from serdes.avro_codegen import compile_reader, compile_writer
 from serdes.base import SubjectPlans, fetch_writer_schema, topic_of
 from serdes.client import RegistryClient
@@ -31,9 +31,9 @@ __all__ = ["AvroDeserializer", "AvroSerializer", "parse_avro_schema"]
 
 _BytesIO = io.BytesIO
 _PREFIX = wire.PREFIX_SIZE
-_write_data = _fastavro.write_data
-_read_data = _fastavro.read_data
-_WRITE_OPTIONS = _fastavro.WRITE_OPTIONS
+_write_data = fastavro_core.write_data
+_read_data = fastavro_core.read_data
+_WRITE_OPTIONS = fastavro_core.WRITE_OPTIONS
 
 
 def _as_schema(schema: Any) -> tuple[Schema, type | None]:
@@ -270,7 +270,7 @@ class AvroDeserializer:
         typed = self._cls is not None
         # Typed records: several record branches in one union come back as (name, dict) so the converter
         # knows which class to build; unions with one record come back plain.
-        self._options = _fastavro.read_options(return_record_name or typed, typed and not return_record_name)
+        self._options = fastavro_core.read_options(return_record_name or typed, typed and not return_record_name)
         self._decode = avro_decoder(self._cls) if typed else None
         self._reader_parsed: tuple[Any, dict] | None = None
         self._plans: dict[Any, tuple] = {}

@@ -26,7 +26,7 @@ from typing import Any
 
 from fastavro._write import LOGICAL_WRITERS
 
-from serdes import _fastavro
+from serdes import fastavro_core
 
 __all__ = ["compile_reader", "compile_writer"]
 
@@ -81,8 +81,8 @@ class CodeWriter:
 class _Gen(CodeWriter):
     def __init__(self, named: dict[str, Any]) -> None:
         super().__init__(named, {"T": _VARINT, "big": _big_varint, "F": struct.Struct("<f").pack,
-                                 "D": struct.Struct("<d").pack, "wd": _fastavro.write_data,
-                                 "named": named, "opts": _fastavro.WRITE_OPTIONS})
+                                 "D": struct.Struct("<d").pack, "wd": fastavro_core.write_data,
+                                 "named": named, "opts": fastavro_core.WRITE_OPTIONS})
 
     def length(self, n: str, ind: int) -> None:
         self.emit(f"z = {n} << 1", ind)
@@ -251,7 +251,7 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
 class _ReadGen(CodeWriter):
     def __init__(self, named: dict[str, Any], options: dict[str, Any]) -> None:
         super().__init__(named, {"rv": _read_varint, "UD": _UNPACK_D, "UF": _UNPACK_F,
-                                 "rd": _fastavro.read_data, "BIO": io.BytesIO,
+                                 "rd": fastavro_core.read_data, "BIO": io.BytesIO,
                                  "NAMED": {"writer": named, "reader": {}}, "OPTS": options})
 
     def long(self, target: str, ind: int) -> None:

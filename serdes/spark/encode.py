@@ -19,7 +19,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
-from serdes import _fastavro, wire
+from serdes import fastavro_core, wire
 from serdes.avro import parse_avro_schema
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
@@ -106,8 +106,8 @@ def _avro_encoder(spec: EncoderSpec) -> Callable[[Any], bytes]:
         avro_datum_converter(json.loads(text), names)
     parsed, named = parse_avro_schema(Schema(spec.schema), None, named)
     convert = avro_datum_converter(json.loads(spec.schema), names)
-    write = _fastavro.write_data
-    options = _fastavro.WRITE_OPTIONS
+    write = fastavro_core.write_data
+    options = fastavro_core.WRITE_OPTIONS
     header = spec.header
 
     def encode(row: Any) -> bytes:

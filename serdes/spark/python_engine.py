@@ -33,7 +33,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.message_factory import GetMessageClass
 from pyspark.sql.pandas.types import to_arrow_type
 
-from serdes import _fastavro, wire
+from serdes import fastavro_core, wire
 from serdes.avro import parse_avro_schema
 from serdes.base import fetch_writer_schema
 from serdes.client import RegistryClient
@@ -212,7 +212,7 @@ class AvroBatchDecoder(BatchDecoder):
         for text in spec.named:
             avro_converter(json.loads(text), names)
         self._convert = avro_converter(self._reader_doc, names)
-        self._read_options = _fastavro.read_options(*(2 * [avro_needs_record_names(self._reader_doc, names)]))
+        self._read_options = fastavro_core.read_options(*(2 * [avro_needs_record_names(self._reader_doc, names)]))
         self._plans: dict[int, tuple] = {}
 
     def _plan(self, schema_id: int) -> tuple:
@@ -254,7 +254,7 @@ class AvroBatchDecoder(BatchDecoder):
                 return True
             except Exception:  # some row is not plain: fastavro reads the batch, row by row
                 pass
-        read = _fastavro.read_data
+        read = fastavro_core.read_data
         options = self._read_options
         bio = io.BytesIO(data)
         seek = bio.seek
@@ -299,7 +299,7 @@ class AvroBatchDecoder(BatchDecoder):
             return
         valid = values.is_valid().to_pylist() if values.null_count else None
         plans = self._plans
-        read = _fastavro.read_data
+        read = fastavro_core.read_data
         options = self._read_options
         convert = self._convert
         rows = out.rows
