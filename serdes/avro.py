@@ -24,8 +24,8 @@ from serdes.base import SubjectPlans, fetch_writer_schema, topic_of
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import Schema
-from serdes.records import avro_decoder, avro_encoder, avro_schema, is_record_type
 from serdes.strategies import SubjectNameStrategy
+from serdes.typed_records import avro_decoder, avro_encoder, avro_schema, is_record_type
 
 __all__ = ["AvroDeserializer", "AvroSerializer", "parse_avro_schema"]
 

@@ -22,8 +22,8 @@ from serdes.base import SubjectPlans, fetch_writer_schema, topic_of
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import Schema
-from serdes.records import is_record_type, json_decoder, json_encoder, json_schema
 from serdes.strategies import SubjectNameStrategy
+from serdes.typed_records import is_record_type, json_decoder, json_encoder, json_schema
 
 __all__ = ["JsonSchemaDeserializer", "JsonSchemaSerializer"]
 
