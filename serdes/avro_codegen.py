@@ -28,7 +28,7 @@ from fastavro._write import LOGICAL_WRITERS
 
 from serdes import fastavro_core
 
-__all__ = ["compile_reader", "compile_writer"]
+__all__ = ["UNPACK_DOUBLE", "UNPACK_FLOAT", "CodeWriter", "compile_reader", "compile_writer"]
 
 _TABLE_SIZE = 8192
 # Varint bytes of every zig-zagged value below _TABLE_SIZE: one list index instead of a loop.
@@ -227,8 +227,9 @@ def compile_writer(schema: Any, named: dict[str, Any]) -> Callable[[Any, bytearr
 
 # -- reader ---------------------------------------------------------------------------------------------------
 
-_UNPACK_D = struct.Struct("<d").unpack_from
-_UNPACK_F = struct.Struct("<f").unpack_from
+# Avro's little-endian double / float at an offset, without a slice; the Spark column decoder uses them too.
+UNPACK_DOUBLE = struct.Struct("<d").unpack_from
+UNPACK_FLOAT = struct.Struct("<f").unpack_from
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -250,7 +251,7 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
 
 class _ReadGen(CodeWriter):
     def __init__(self, named: dict[str, Any], options: dict[str, Any]) -> None:
-        super().__init__(named, {"rv": _read_varint, "UD": _UNPACK_D, "UF": _UNPACK_F,
+        super().__init__(named, {"rv": _read_varint, "UD": UNPACK_DOUBLE, "UF": UNPACK_FLOAT,
                                  "rd": fastavro_core.read_data, "BIO": io.BytesIO,
                                  "NAMED": {"writer": named, "reader": {}}, "OPTS": options})
 

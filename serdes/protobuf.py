@@ -27,7 +27,7 @@ from serdes.errors import RegistryError, SerializationError
 from serdes.models import Schema, SchemaReference
 from serdes.strategies import SubjectNameStrategy
 
-__all__ = ["ProtobufDeserializer", "ProtobufSerializer", "is_builtin_proto", "message_indexes"]
+__all__ = ["ProtobufDeserializer", "ProtobufSerializer", "RegisteredProtoFile", "is_builtin_proto", "message_indexes"]
 
 _PREFIX = wire.PREFIX_SIZE
 
@@ -133,8 +133,14 @@ class ProtobufSerializer:
                                      schema_id=int.from_bytes(head[1:5], "big")) from e
 
 
-class _WriterFile:
-    """A writer schema turned into descriptors: its own pool, built once per schema id."""
+class RegisteredProtoFile:
+    """A registered Protobuf schema loaded into a descriptor pool of its own, with everything it imports.
+
+    References are fetched from the registry (as serialized ``FileDescriptorProto``s) and added first;
+    well-known imports (``google/protobuf/...``) come from the generated modules. ``file`` is the schema's own
+    ``FileDescriptor``, ``message(indexes)`` finds a message by its wire-format index path. The deserializer
+    builds one per writer schema id; ``serdes.spark`` uses it to find reader messages.
+    """
 
     def __init__(self, client: RegistryClient, schema_id: int, schema: Schema) -> None:
         self.schema_id = schema_id
@@ -172,6 +178,7 @@ class _WriterFile:
         self.pool.Add(fdp)
 
     def message(self, indexes: list[int]) -> Descriptor:
+        """The message at ``indexes`` (top-level index, then nested); IndexError when the path does not exist."""
         types = list(self.file.message_types_by_name.values())
         desc = None
         for i in indexes:
@@ -196,7 +203,7 @@ class ProtobufDeserializer:
             raise TypeError(f"ProtobufDeserializer needs a generated message class, not {message_type!r}")
         self._client = client
         self._cls = message_type
-        self._files: dict[int, _WriterFile] = {}
+        self._files: dict[int, RegisteredProtoFile] = {}
         # (prefix bytes + index bytes) -> (message class, payload start, schema id)
         self._plans: dict[bytes, tuple[Any, int, int]] = {}
         self._lock = threading.Lock()
@@ -232,7 +239,7 @@ class ProtobufDeserializer:
                     raise SerializationError(f"schema {schema_id} is {writer.schema_type}, not PROTOBUF",
                                              topic=topic, offset=1, schema_id=schema_id)
                 try:
-                    wf = self._files[schema_id] = _WriterFile(self._client, schema_id, writer)
+                    wf = self._files[schema_id] = RegisteredProtoFile(self._client, schema_id, writer)
                 except (ValueError, TypeError, RegistryError) as e:
                     raise SerializationError(f"cannot load Protobuf writer schema {schema_id}: {e}",
                                              topic=topic, schema_id=schema_id) from e

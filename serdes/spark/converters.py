@@ -18,15 +18,15 @@ from typing import Any
 
 import orjson
 
-from serdes.avro_codegen import _UNPACK_D, _UNPACK_F, CodeWriter
+from serdes.avro_codegen import UNPACK_DOUBLE, UNPACK_FLOAT, CodeWriter
 from serdes.spark.types import (
     TIMESTAMP,
     AvroNames,
-    _json_is_null,
-    _json_pointer,
     avro_decimal_type,
     avro_union_branches,
     is_map_field,
+    json_is_null,
+    json_pointer,
 )
 
 Converter = Callable[[Any], Any] | None
@@ -271,10 +271,10 @@ def json_converter(node: Any, root: Any = None, _refs: tuple[str, ...] = ()) -> 
         return lambda v: v if type(v) is str else _json_text(v)
     if "$ref" in node:
         ref = node["$ref"]
-        return json_converter(_json_pointer(root, ref), root, (*_refs, ref))
+        return json_converter(json_pointer(root, ref), root, (*_refs, ref))
     for key in ("oneOf", "anyOf"):
         if key in node:
-            members = [m for m in node[key] if not _json_is_null(m)]
+            members = [m for m in node[key] if not json_is_null(m)]
             if len(members) == 1:
                 return json_converter(members[0], root, _refs)
             return _json_text
@@ -282,7 +282,7 @@ def json_converter(node: Any, root: Any = None, _refs: tuple[str, ...] = ()) -> 
         props: dict[str, Any] = dict(node.get("properties", {}))
         for member in node["allOf"]:
             while isinstance(member, dict) and "$ref" in member:
-                member = _json_pointer(root, member["$ref"])
+                member = json_pointer(root, member["$ref"])
             if not isinstance(member, dict) or not (member.get("type") == "object" or "properties" in member):
                 return _json_text
             props.update(member.get("properties", {}))
@@ -445,16 +445,16 @@ def json_value_converter(node: Any, root: Any = None) -> Converter:
     if node is True or node == {} or not isinstance(node, dict):
         return _from_text
     if "$ref" in node:
-        return json_value_converter(_json_pointer(root, node["$ref"]), root)
+        return json_value_converter(json_pointer(root, node["$ref"]), root)
     for key in ("oneOf", "anyOf"):
         if key in node:
-            members = [m for m in node[key] if not _json_is_null(m)]
+            members = [m for m in node[key] if not json_is_null(m)]
             return json_value_converter(members[0], root) if len(members) == 1 else _from_text
     if "allOf" in node:
         props: dict[str, Any] = dict(node.get("properties", {}))
         for member in node["allOf"]:
             while isinstance(member, dict) and "$ref" in member:
-                member = _json_pointer(root, member["$ref"])
+                member = json_pointer(root, member["$ref"])
             if not isinstance(member, dict):
                 return _from_text
             props.update(member.get("properties", {}))
@@ -597,7 +597,7 @@ class _ColumnGen(CodeWriter):
     leaf value to its own list (no dict per record), plus a tree saying how the lists become Arrow arrays."""
 
     def __init__(self, named: dict[str, Any]) -> None:
-        super().__init__(named, {"rv": _read_long, "UD": _UNPACK_D, "UF": _UNPACK_F})
+        super().__init__(named, {"rv": _read_long, "UD": UNPACK_DOUBLE, "UF": UNPACK_FLOAT})
         self.lists: list[tuple[str, str]] = []  # (name, initial value)
         self.counters: list[str] = []
 

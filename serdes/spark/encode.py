@@ -24,9 +24,9 @@ from serdes.avro import parse_avro_schema
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import Schema
-from serdes.protobuf import ProtobufSerializer
+from serdes.protobuf import ProtobufSerializer, message_indexes
 from serdes.spark.converters import avro_datum_converter, json_value_converter, protobuf_value_converter
-from serdes.spark.reader import _file_set, _protobuf_message
+from serdes.spark.reader import avro_references, file_descriptor_set, protobuf_message
 from serdes.spark.types import AvroNames
 
 __all__ = ["EncoderSpec", "encode_batch", "encoder_spec"]
@@ -54,14 +54,12 @@ def encoder_spec(registry: str, *, subject: str, version: int | str | None = Non
 
 def _encoder_spec(client: RegistryClient, subject: str, version: int | str | None, schema: Any,
                   schema_type: str | None, auto_register: bool, message: str | None) -> EncoderSpec:
-    from serdes.spark.reader import _avro_refs
-
     if isinstance(schema, type) and issubclass(schema, Message):
         ser = ProtobufSerializer(client, schema, subject=subject, auto_register=auto_register)
         header = ser(schema())  # an empty message serializes to nothing: what is left is the frame header
         assert header is not None
         desc = schema.DESCRIPTOR
-        return EncoderSpec("PROTOBUF", header, desc.full_name, (), _file_set(desc.file))
+        return EncoderSpec("PROTOBUF", header, desc.full_name, (), file_descriptor_set(desc.file))
     if schema is not None:
         if isinstance(schema, Schema):
             registered_schema = schema
@@ -78,15 +76,13 @@ def _encoder_spec(client: RegistryClient, subject: str, version: int | str | Non
         registered_schema, schema_id = registered.schema, registered.schema_id
         if registered_schema.schema_type == "PROTOBUF":
             serialized = client.get_version(subject, registered.version, fmt="serialized").schema
-            desc = _protobuf_message(client, schema_id, serialized, message)
-            from serdes.protobuf import message_indexes
-
+            desc = protobuf_message(client, schema_id, serialized, message)
             header = wire.frame(schema_id, b"", message_indexes(desc))
-            return EncoderSpec("PROTOBUF", header, desc.full_name, (), _file_set(desc.file))
+            return EncoderSpec("PROTOBUF", header, desc.full_name, (), file_descriptor_set(desc.file))
     kind = registered_schema.schema_type
     if kind == "AVRO":
         named: list[str] = []
-        _avro_refs(client, registered_schema, named, set())
+        avro_references(client, registered_schema, named, set())
         return EncoderSpec("AVRO", wire.prefix(schema_id), registered_schema.schema_str, tuple(named))
     if kind == "JSON":
         return EncoderSpec("JSON", wire.prefix(schema_id), registered_schema.schema_str)

@@ -140,10 +140,10 @@ class BatchDecoder:
         self.options = json.loads(options) if options else {}
         self.arrow_type = to_arrow_type(spec.spark_type, timezone="UTC")
         self.error_type = pa.struct([pa.field("value", self.arrow_type), pa.field("error", pa.string())])
-        self._unknown: dict[int, SerializationError] = {}  # ids the registry said it does not have
+        self.unknown_ids: dict[int, SerializationError] = {}  # ids the registry said it does not have
 
     def writer_schema(self, schema_id: int, fmt: str | None = None) -> Schema:
-        known = self._unknown.get(schema_id)
+        known = self.unknown_ids.get(schema_id)
         if known is not None:
             raise known
         try:
@@ -151,7 +151,7 @@ class BatchDecoder:
         except SerializationError as e:
             cause = e.__cause__
             if isinstance(cause, RegistryError) and cause.status == 404:
-                self._unknown[schema_id] = e  # a missing id stays missing: do not ask again for every row
+                self.unknown_ids[schema_id] = e  # a missing id stays missing: do not ask again for every row
             elif isinstance(cause, RegistryError) and (cause.status < 0 or cause.status >= 500):
                 raise RegistryUnreachable(f"from_registry: cannot fetch writer schema {schema_id}: {cause}") from e
             raise
@@ -383,7 +383,7 @@ class _CachedClient:
         self._client = decoder.client
 
     def get_schema(self, schema_id: int, subject: str | None = None, fmt: str | None = None) -> Schema:
-        known = self._decoder._unknown.get(schema_id)
+        known = self._decoder.unknown_ids.get(schema_id)
         if known is not None:
             raise known.__cause__ if isinstance(known.__cause__, RegistryError) else known
         try:
@@ -395,7 +395,7 @@ class _CachedClient:
                 err = SerializationError(f"schema id {schema_id} is not known to the registry ({e.message})",
                                          offset=1, schema_id=schema_id)
                 err.__cause__ = e
-                self._decoder._unknown[schema_id] = err
+                self._decoder.unknown_ids[schema_id] = err
             raise
 
     def __getattr__(self, name: str) -> Any:
