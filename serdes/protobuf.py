@@ -12,7 +12,7 @@ import base64
 import importlib
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple, TypeGuard
 
 from confluent_kafka.serialization import SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool
@@ -27,9 +27,15 @@ from serdes.errors import RegistryError, SerializationError
 from serdes.models import Schema, SchemaReference
 from serdes.strategies import SubjectNameStrategy
 
-__all__ = ["ProtobufDeserializer", "ProtobufSerializer", "RegisteredProtoFile", "is_builtin_proto", "message_indexes"]
+__all__ = ["ProtobufDeserializer", "ProtobufSerializer", "RegisteredProtoFile", "is_builtin_proto", "is_message_class",
+           "message_indexes"]
 
 _PREFIX = wire.PREFIX_SIZE
+
+
+def is_message_class(t: Any) -> TypeGuard[type[Message]]:
+    """A generated Protobuf message class (not an instance)."""
+    return isinstance(t, type) and issubclass(t, Message)
 
 
 def is_builtin_proto(path: str) -> bool:
@@ -71,7 +77,7 @@ class ProtobufSerializer:
                  skip_known_types: bool = True,
                  reference_subject_strategy: Callable[[SerializationContext | None, FileDescriptor], str]
                  = reference_subject_name) -> None:
-        if not (isinstance(message_type, type) and issubclass(message_type, Message)):
+        if not is_message_class(message_type):
             raise TypeError(f"ProtobufSerializer needs a generated message class, not {message_type!r}")
         if auto_register and use_latest_version:
             raise ValueError("auto_register and use_latest_version exclude each other")
@@ -84,7 +90,8 @@ class ProtobufSerializer:
         self._normalize = normalize
         self._skip_known = skip_known_types
         self._ref_subject = reference_subject_strategy
-        self._plans = SubjectPlans(client, strategy, subject, self._desc.full_name)
+        # A plan here is the frame header alone: prefix + message indexes, to which the message bytes are appended.
+        self._plans: SubjectPlans[bytes] = SubjectPlans(client, strategy, subject, self._desc.full_name)
         self._ctx = threading.local()
 
     def _references(self, ctx: SerializationContext | None, fd: FileDescriptor) -> tuple[SchemaReference, ...]:
@@ -119,9 +126,8 @@ class ProtobufSerializer:
             raise SerializationError(f"expected a {self._desc.full_name} message, got {type(message).__name__}",
                                      topic=topic_of(ctx))
         plans = self._plans
-        if plans.single is not None:
-            head = plans.single
-        else:
+        head = plans.single
+        if head is None:
             head = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None and plans.per_topic else None
             if head is None:
                 self._ctx.value = ctx
@@ -190,6 +196,14 @@ class RegisteredProtoFile:
         return desc
 
 
+class _ReadPlan(NamedTuple):
+    """What the deserializer resolved for one frame header (schema id + message-index path)."""
+
+    message_class: type[Message]
+    payload_start: int  # where the message bytes begin: after prefix and index path
+    schema_id: int
+
+
 class ProtobufDeserializer:
     """``(bytes, ctx) -> message``.
 
@@ -199,13 +213,12 @@ class ProtobufDeserializer:
     """
 
     def __init__(self, client: RegistryClient, message_type: type[Message] | None = None) -> None:
-        if message_type is not None and not (isinstance(message_type, type) and issubclass(message_type, Message)):
+        if message_type is not None and not is_message_class(message_type):
             raise TypeError(f"ProtobufDeserializer needs a generated message class, not {message_type!r}")
         self._client = client
         self._cls = message_type
         self._files: dict[int, RegisteredProtoFile] = {}
-        # (prefix bytes + index bytes) -> (message class, payload start, schema id)
-        self._plans: dict[bytes, tuple[Any, int, int]] = {}
+        self._plans: dict[bytes, _ReadPlan] = {}  # keyed by prefix + index-path bytes
         self._lock = threading.Lock()
 
     def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Message | None:
@@ -217,14 +230,13 @@ class ProtobufDeserializer:
         plan = self._plans.get(data[:6])
         if plan is None:
             plan = self._plan(data, ctx)
-        cls, start, schema_id = plan
         try:
-            return cls.FromString(data[start:])
+            return plan.message_class.FromString(data[plan.payload_start:])
         except (DecodeError, RuntimeError, ValueError) as e:
-            raise SerializationError(f"cannot decode Protobuf {cls.DESCRIPTOR.full_name}: {e}",
-                                     topic=topic_of(ctx), offset=start, schema_id=schema_id) from e
+            raise SerializationError(f"cannot decode Protobuf {plan.message_class.DESCRIPTOR.full_name}: {e}",
+                                     topic=topic_of(ctx), offset=plan.payload_start, schema_id=plan.schema_id) from e
 
-    def _plan(self, data: bytes, ctx: SerializationContext | None) -> tuple[Any, int, int]:
+    def _plan(self, data: bytes, ctx: SerializationContext | None) -> _ReadPlan:
         topic = topic_of(ctx)
         schema_id = wire.read_schema_id(data, topic)
         if len(data) == _PREFIX:
@@ -251,7 +263,7 @@ class ProtobufDeserializer:
         except IndexError as e:
             raise SerializationError(str(e), topic=topic, offset=_PREFIX, schema_id=schema_id) from e
         cls = self._cls if self._cls is not None else GetMessageClass(desc)
-        plan = (cls, start, schema_id)
+        plan = _ReadPlan(cls, start, schema_id)
         # Keyed by frame header + index bytes: for the common [0] path that is the 6 bytes the fast path
         # looks up; longer paths are found here after decoding their indexes.
         self._plans[data[:start]] = plan

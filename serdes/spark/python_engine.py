@@ -24,7 +24,7 @@ import io
 import json
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -198,6 +198,15 @@ class BatchDecoder:
         return pa.array(out.rows, type=self.arrow_type)
 
 
+class _WriterPlan(NamedTuple):
+    """How to read the bodies written with one writer schema id."""
+
+    writer: Any  # fastavro-parsed writer schema
+    named: dict  # {"writer": ..., "reader": ...} named types, as fastavro's _read_data takes them
+    reader: Any  # parsed reader schema, None when the writer schema equals it
+    columns: Callable[[bytes, list, list], pa.Array] | None  # the column decoder, when the batch can use one
+
+
 class AvroBatchDecoder(BatchDecoder):
     def __init__(self, spec: ReaderSpec, client: RegistryClient, options: str) -> None:
         super().__init__(spec, client, options)
@@ -213,9 +222,9 @@ class AvroBatchDecoder(BatchDecoder):
             avro_converter(json.loads(text), names)
         self._convert = avro_converter(self._reader_doc, names)
         self._read_options = fastavro_core.read_options(*(2 * [avro_needs_record_names(self._reader_doc, names)]))
-        self._plans: dict[int, tuple] = {}
+        self._plans: dict[int, _WriterPlan] = {}
 
-    def _plan(self, schema_id: int) -> tuple:
+    def _plan(self, schema_id: int) -> _WriterPlan:
         writer = self.writer_schema(schema_id)
         if writer.schema_type != "AVRO":
             raise SerializationError(f"schema {schema_id} is {writer.schema_type}, not AVRO", schema_id=schema_id)
@@ -232,7 +241,7 @@ class AvroBatchDecoder(BatchDecoder):
                 columns = avro_column_decoder(w_parsed, w_named, self.arrow_type)
             except (Unsupported, ValueError, KeyError, TypeError, SyntaxError, RecursionError):
                 columns = None
-        plan = (w_parsed, {"writer": w_named, "reader": self._reader_named}, reader, columns)
+        plan = _WriterPlan(w_parsed, {"writer": w_named, "reader": self._reader_named}, reader, columns)
         self._plans[schema_id] = plan
         return plan
 
@@ -245,21 +254,21 @@ class AvroBatchDecoder(BatchDecoder):
                 plan = self._plan(schema_id)
             except SerializationError:
                 return False
-        writer, named, reader, columns = plan
         starts_l = (starts + _PREFIX).tolist()
         ends_l = ends.tolist()
-        if columns is not None:
+        if plan.columns is not None:
             try:
-                out.array = columns(data, starts_l, ends_l)
+                out.array = plan.columns(data, starts_l, ends_l)
                 return True
             except Exception:  # some row is not plain: fastavro reads the batch, row by row
                 pass
         read = fastavro_core.read_data
         options = self._read_options
+        writer, named, reader = plan.writer, plan.named, plan.reader
         bio = io.BytesIO(data)
         seek = bio.seek
         tell = bio.tell
-        rows = []
+        rows: list[Any] = []
         append = rows.append
         try:
             for start, end in zip(starts_l, ends_l, strict=True):
@@ -327,7 +336,7 @@ class AvroBatchDecoder(BatchDecoder):
                     continue
             seek(start + _PREFIX)
             try:
-                record = read(bio, plan[0], plan[1], plan[2], options)
+                record = read(bio, plan.writer, plan.named, plan.reader, options)
             except Exception as e:  # fastavro raises EOFError, ValueError, IndexError... on a bad body
                 out.fail(i, sid, f"cannot decode Avro payload with writer schema {sid}: {type(e).__name__}: {e}")
                 continue
