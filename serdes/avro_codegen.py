@@ -24,7 +24,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from fastavro._write import LOGICAL_WRITERS
+from fastavro.logical_writers import LOGICAL_WRITERS
 
 from serdes import fastavro_core
 
@@ -221,7 +221,7 @@ def compile_writer(schema: Any, named: dict[str, Any]) -> Callable[[Any, bytearr
     namespace = dict(gen.consts)
     exec(compile(source, "<serdes avro encoder>", "exec"), namespace)
     encode = namespace["encode"]
-    encode.source = source  # type: ignore[attr-defined]  # for debugging
+    encode.source = source  # for debugging
     return encode
 
 
@@ -376,5 +376,5 @@ def compile_reader(schema: Any, named: dict[str, Any],
     namespace = dict(gen.consts)
     exec(compile(source, "<serdes avro decoder>", "exec"), namespace)
     decode = namespace["decode"]
-    decode.source = source  # type: ignore[attr-defined]
+    decode.source = source
     return decode

@@ -74,8 +74,8 @@ def _container(kind: str, schema: dict, child: Callable[[Any], Converter]) -> An
     """The converter of a record, array or map, built from its children's (None when no child converts);
     ``_NOT_A_CONTAINER`` for other kinds. Shared by both directions, which differ only at the leaves."""
     if kind in ("record", "error"):
-        convs = [(f["name"], child(f["type"])) for f in schema.get("fields", [])]
-        convs = [(n, c) for n, c in convs if c is not None]
+        children = [(f["name"], child(f["type"])) for f in schema.get("fields", [])]
+        convs = [(n, c) for n, c in children if c is not None]
         if not convs:
             return None
 
@@ -304,9 +304,9 @@ def json_converter(node: Any, root: Any = None, _refs: tuple[str, ...] = ()) -> 
     if kind is None and "properties" in node:
         kind = "object"
     if kind == "object":
-        props = node.get("properties")
-        if props:
-            convs = [(name, json_converter(sub, root, _refs)) for name, sub in props.items()]
+        properties = node.get("properties")
+        if properties:
+            convs = [(name, json_converter(sub, root, _refs)) for name, sub in properties.items()]
 
             def obj(v: Any) -> dict:
                 if type(v) is not dict:
@@ -474,9 +474,9 @@ def json_value_converter(node: Any, root: Any = None) -> Converter:
     if kind is None and "properties" in node:
         kind = "object"
     if kind == "object":
-        props = node.get("properties")
-        if props:
-            convs = [(name, json_value_converter(sub, root)) for name, sub in props.items()]
+        properties = node.get("properties")
+        if properties:
+            convs = [(name, json_value_converter(sub, root)) for name, sub in properties.items()]
 
             def obj(v: dict) -> dict:
                 # absent (null) properties are left out: JSON Schema's "not required" is "may be missing"
@@ -485,8 +485,9 @@ def json_value_converter(node: Any, root: Any = None) -> Converter:
             return obj
         extra = node.get("additionalProperties")
         if isinstance(extra, dict) and extra:
-            conv = json_value_converter(extra, root)
-            return None if conv is None else (lambda v: {k: None if x is None else conv(x) for k, x in v.items()})
+            value_conv = json_value_converter(extra, root)
+            return None if value_conv is None else (
+                lambda v: {k: None if x is None else value_conv(x) for k, x in v.items()})
         return _from_text
     if kind == "array":
         items = node.get("items")

@@ -16,7 +16,6 @@ from typing import Any
 import orjson
 import pyarrow as pa
 from google.protobuf import descriptor_pb2, descriptor_pool
-from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
 from serdes import fastavro_core, wire
@@ -24,7 +23,7 @@ from serdes.avro import parse_avro_schema
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import Schema
-from serdes.protobuf import ProtobufSerializer, message_indexes
+from serdes.protobuf import ProtobufSerializer, is_message_class, message_indexes
 from serdes.spark.converters import avro_datum_converter, json_value_converter, protobuf_value_converter
 from serdes.spark.reader import avro_references, file_descriptor_set, protobuf_message
 from serdes.spark.types import AvroNames
@@ -54,7 +53,7 @@ def encoder_spec(registry: str, *, subject: str, version: int | str | None = Non
 
 def _encoder_spec(client: RegistryClient, subject: str, version: int | str | None, schema: Any,
                   schema_type: str | None, auto_register: bool, message: str | None) -> EncoderSpec:
-    if isinstance(schema, type) and issubclass(schema, Message):
+    if is_message_class(schema):
         ser = ProtobufSerializer(client, schema, subject=subject, auto_register=auto_register)
         header = ser(schema())  # an empty message serializes to nothing: what is left is the frame header
         assert header is not None
@@ -72,7 +71,7 @@ def _encoder_spec(client: RegistryClient, subject: str, version: int | str | Non
             schema_id = client.lookup(subject, registered_schema).schema_id
     else:
         registered = (client.get_latest_version(subject) if version in (None, "latest")
-                      else client.get_version(subject, version))  # type: ignore[arg-type]
+                      else client.get_version(subject, version))
         registered_schema, schema_id = registered.schema, registered.schema_id
         if registered_schema.schema_type == "PROTOBUF":
             serialized = client.get_version(subject, registered.version, fmt="serialized").schema

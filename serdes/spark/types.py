@@ -67,7 +67,7 @@ _AVRO_PRIMITIVES: dict[str, DataType] = {
     "null": NullType(), "boolean": BooleanType(), "int": IntegerType(), "long": LongType(),
     "float": FloatType(), "double": DoubleType(), "bytes": BinaryType(), "string": StringType(),
 }
-_AVRO_LOGICAL: dict[tuple[str, str], DataType] = {
+_AVRO_LOGICAL: dict[tuple[str, str | None], DataType] = {
     ("int", "date"): DateType(),
     ("int", "time-millis"): IntegerType(),
     ("long", "time-micros"): LongType(),
