@@ -25,7 +25,18 @@ _available: dict[int, bool] = {}
 
 
 def _jvm(spark: SparkSession) -> Any:
+    """The session's py4j view of the JVM. pyspark has no public API for py4j; ``SparkContext._jvm`` and
+    ``_gateway`` are what its own JVM-backed functions use."""
     return spark.sparkContext._jvm
+
+
+def _java_strings(spark: SparkSession, items: tuple[str, ...]) -> Any:
+    """A Java ``String[]`` (py4j converts Python lists to ``java.util.List``, not to arrays)."""
+    gateway: Any = spark.sparkContext._gateway
+    array = gateway.new_array(_jvm(spark).String, len(items))
+    for i, item in enumerate(items):
+        array[i] = item
+    return array
 
 
 def available(spark: SparkSession) -> bool:
@@ -56,11 +67,7 @@ def decode_column(spark: SparkSession, col: Column, spec: ReaderSpec, mode: str,
 
     from serdes.spark.functions import result_type
 
-    jvm = _jvm(spark)
-    gateway = spark.sparkContext._gateway
-    named = gateway.new_array(jvm.String, len(spec.named))
-    for i, text in enumerate(spec.named):
-        named[i] = text
-    decoder = jvm.schemakit.spark.AvroRegistryDecoder(spec.registry, spec.reader, named, mode == "FAILFAST",
-                                                      error_column)
+    named = _java_strings(spark, spec.named)
+    decoder = _jvm(spark).schemakit.spark.AvroRegistryDecoder(spec.registry, spec.reader, named, mode == "FAILFAST",
+                                                              error_column)
     return ClassicColumn(decoder.column(_to_java_column(col), result_type(spec, error_column).json()))

@@ -13,13 +13,12 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FileDescriptor
-from google.protobuf.message import Message
-from pyspark.sql.types import DataType, StructType, _parse_datatype_json_string
+from pyspark.sql.types import DataType, StructField, StructType
 
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError
 from serdes.models import Schema
-from serdes.protobuf import RegisteredProtoFile
+from serdes.protobuf import RegisteredProtoFile, is_message_class
 from serdes.spark.types import AvroNames, avro_to_spark, json_schema_to_spark, protobuf_to_spark
 
 __all__ = ["ReaderSpec", "avro_references", "file_descriptor_set", "protobuf_message", "resolve_reader"]
@@ -40,7 +39,9 @@ class ReaderSpec:
 
     @property
     def spark_type(self) -> DataType:
-        return _parse_datatype_json_string(self.spark_type_json)
+        # StructField.fromJson is pyspark's public parser for a type's JSON: read it as a field's type
+        field = {"name": "value", "type": json.loads(self.spark_type_json), "nullable": True, "metadata": {}}
+        return StructField.fromJson(field).dataType
 
 
 def avro_references(client: RegistryClient, schema: Schema, out: list[str], seen: set[str]) -> None:
@@ -109,7 +110,7 @@ def resolve_reader(registry: str, *, subject: str | None = None, version: int | 
 
 def _resolve(client: RegistryClient, registry: str, subject: str | None, version: int | str | None,
              reader_schema: Any, schema_type: str | None, message: str | None) -> ReaderSpec:
-    if isinstance(reader_schema, type) and issubclass(reader_schema, Message):
+    if is_message_class(reader_schema):
         desc = reader_schema.DESCRIPTOR
         return _protobuf_spec(registry, desc)
     if reader_schema is not None:
