@@ -1,10 +1,11 @@
 """Avro serializer and deserializer (fastavro), byte-compatible with confluent-kafka's.
 
-Per subject (serializer) or per writer schema id (deserializer) everything is resolved once: registry id,
-5-byte prefix, fastavro-parsed schemas and named types, the reader schema, the typed-record converter and a
-generated encoder/decoder for the schema (``avro_codegen``). The per-record path is a dict lookup and one
-call of the generated function; records it cannot take canonically, and reads that need writer -> reader
-schema resolution, go through fastavro's compiled ``write_data`` / ``_read_data``, which decide the result.
+Per subject (serializer, ``_WritePlan``) or per writer schema id (deserializer, ``_ReadPlan``) everything is
+resolved once: registry id, 5-byte prefix, fastavro-parsed schemas and named types, the reader schema, the
+typed-record converter and a generated encoder/decoder for the schema (``avro_codegen``). The per-record path is
+a dict lookup and one call of the generated function; records it cannot take canonically, and reads that need
+writer -> reader schema resolution, go through fastavro's compiled ``write_data`` / ``_read_data``
+(``fastavro_core``), which decide the result.
 """
 
 from __future__ import annotations

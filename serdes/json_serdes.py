@@ -1,8 +1,9 @@
 """JSON Schema serializer and deserializer (jsonschema + referencing), byte-compatible with confluent-kafka's.
 
-The payload after the 5-byte frame is the UTF-8 JSON document. Records are validated against the schema by
-default (writing: the schema written with; reading: the reader schema if given, else the writer's). The
-validator is compiled once per schema.
+The payload after the 5-byte frame is the UTF-8 JSON document (orjson). Records are validated against the schema
+by default (writing: the schema written with; reading: the subject's latest version with ``use_latest_version``,
+else the reader schema if given, else the writer's). The validator is compiled once per schema, with
+jsonschema-rs deciding validity when it is installed and the schema has no references.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Frame: 5-byte prefix, the message-index path of the type inside its .proto file, then the message bytes.
 Schemas travel as base64 ``FileDescriptorProto``s, as confluent-kafka's serializer sends them: each
 imported file is registered first (recursively) under the subject named by its import path, except the
-well-known ``google/protobuf/``, ``google/type/`` and ``confluent/`` files.
+well-known ``google/protobuf/``, ``google/type/`` and ``confluent/`` files. Reading, a writer schema and its
+imports are loaded into a descriptor pool of their own (``RegisteredProtoFile``), once per schema id.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ class ProtobufSerializer:
             return head + message.SerializeToString()
         except Exception as e:  # e.g. proto2 required fields missing
             raise SerializationError(f"cannot serialize {self._desc.full_name}: {e}", topic=topic_of(ctx),
-                                     schema_id=int.from_bytes(head[1:5], "big")) from e
+                                     schema_id=wire.read_schema_id(head)) from e
 
 
 class RegisteredProtoFile:

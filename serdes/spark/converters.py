@@ -1,10 +1,17 @@
-"""Python values as the decoders return them -> values ``pyarrow.array`` accepts for the mapped Spark type.
+"""Value converters between decoded records and the Spark types of ``types.py``, both directions.
 
-Built once per reader schema. A converter is ``None`` where the decoded value already fits (most of an Avro
-record), so the per-row work is only where the mapping in ``types.py`` changes a value's shape: Avro uuid ->
-str, time-* -> int, non-null unions -> ``{"memberN": value}``; Protobuf messages -> dicts, enums -> names,
-Timestamp -> microseconds; JSON strings with a date/date-time/base64 format -> date/datetime/bytes, and JSON
-text for untyped values.
+Decoding (``from_registry``): ``avro_converter``, ``json_converter`` and ``protobuf_converter`` turn values as
+the decoders return them into values ``pyarrow.array`` accepts for the mapped type. Built once per reader
+schema; a converter is ``None`` where the decoded value already fits (most of an Avro record), so the per-row
+work is only where the mapping changes a value's shape: Avro uuid -> str, time-* -> int, non-null unions ->
+``{"memberN": value}``; Protobuf messages -> dicts, enums -> names, Timestamp -> microseconds; JSON strings
+with a date/date-time/base64 format -> date/datetime/bytes, and JSON text for untyped values.
+
+Encoding (``to_registry``): ``avro_datum_converter``, ``json_value_converter`` and ``protobuf_value_converter``
+map Spark rows (as ``pyarrow`` gives them) back to what fastavro, orjson and the message classes take.
+
+``avro_column_decoder`` generates, per Avro schema, a decoder that reads a batch of bodies straight into Arrow
+columns (the Python engine's fast path; see its docstring for when it applies).
 """
 
 from __future__ import annotations

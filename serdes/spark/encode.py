@@ -1,8 +1,8 @@
 """``to_registry``'s engine: Spark struct rows -> Confluent-framed payloads, one Arrow batch per call.
 
 The writer schema is resolved (and registered, with ``auto_register``) once on the driver; the spec shipped to
-executors holds the frame header and the schema, so executors never call the registry. Records go through
-the same compiled fastavro writer serdes' AvroSerializer uses, protobuf's ``SerializeToString`` and orjson.
+executors holds the frame header and the schema, so executors never call the registry. Records are written by
+fastavro's compiled ``write_data`` (``serdes.fastavro_core``), protobuf's ``SerializeToString`` or orjson.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def encode_batch(spec: EncoderSpec, values: pa.Array) -> pa.Array:
         try:
             out.append(encode(row))
         except Exception as e:  # fastavro / protobuf / orjson each raise their own types for a bad value
-            schema_id = int.from_bytes(spec.header[1:5], "big")
+            schema_id = wire.read_schema_id(spec.header)
             raise SerializationError(f"to_registry: row {i} of the Arrow batch does not fit schema id {schema_id} "
                                      f"({spec.kind}): {type(e).__name__}: {e}", schema_id=schema_id) from e
     return pa.array(out, pa.binary())

@@ -7,10 +7,10 @@ streaming queries). Decoding runs in one of two engines:
   with the reader schema and registry URL and applied as a JVM column expression; executors fetch writer
   schemas by id over HTTP into a per-JVM cache and decode with Avro's ``GenericDatumReader``. Avro only.
 * ``engine="python"``: an Arrow UDF (``pyspark.sql.functions.arrow_udf``, Spark >= 4.1) that gets a whole
-  Arrow batch (``spark.sql.execution.arrow.maxRecordsPerBatch`` rows) per call and returns a struct array.
-  We chose the Arrow UDF over ``mapInArrow`` because it is a Column (``mapInArrow`` is a DataFrame-to-
-  DataFrame API and cannot be used inside ``select``); spark-decoding.md measured it at ~85-90% of
-  ``mapInArrow``'s throughput and ~1.6-1.9x a plain UDF. ``pandas_udf`` cannot return a null struct.
+  Arrow batch (``spark.sql.execution.arrow.maxRecordsPerBatch`` rows) per call and returns a struct array
+  (``python_engine.py``). An Arrow UDF rather than ``mapInArrow`` because it is a Column (``mapInArrow`` is a
+  DataFrame-to-DataFrame API and cannot be used inside ``select``); rather than ``pandas_udf`` because that
+  cannot return a null struct.
 * ``engine="auto"`` (default): JVM for Avro when the session's JVM can load the jar's class, else Python.
 """
 

@@ -1,8 +1,9 @@
 """The JVM engine: ``from_registry`` as a Java UDF column (Avro only).
 
 The decoder object (``schemakit.spark.AvroRegistryDecoder``, source in ``java/``) is created in the driver's
-JVM through py4j with the reader schema and registry URL, wrapped by ``org.apache.spark.sql.functions.udf``
-with the mapped Spark type, and applied to the column. It is serialized to the executors with the plan; each
+JVM through py4j with the reader schema and registry URL; its Java ``column`` method wraps it with
+``org.apache.spark.sql.functions.udf`` and the mapped Spark type (in Java, so that javac rather than py4j picks
+the typed overload) and applies it to the column. It is serialized to the executors with the plan; each
 executor JVM fetches writer schemas by id itself and caches them (a static map), so it works the same in local
 and cluster mode as long as the jar is on the session's classpath (``spark.jars``).
 """
