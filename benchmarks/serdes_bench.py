@@ -36,6 +36,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from own_registry import own_registry
 
 import serdes
+from serdes.typed_records import avro_decoder
 
 ORDER_SCHEMA = {
     "type": "record", "name": "Order", "namespace": "bench",
@@ -163,7 +164,7 @@ def bench_avro(url: str, records: list[dict], repeat: int) -> list[tuple[str, fl
     raw = [raw_write_one(r) for r in records]
     assert ck_de(frames[1], ctx) == ours_de(frames[1], ctx)
 
-    typed = [serdes.records.avro_decoder(Order)(dict(r, address=dict(r["address"]))) for r in records]
+    typed = [avro_decoder(Order)(dict(r, address=dict(r["address"]))) for r in records]
     t_ser = serdes.AvroSerializer(client, Order, subject=f"bench-typed-{os.getpid()}")
     t_de = serdes.AvroDeserializer(client, Order)
     t_frames = [t_ser(o) for o in typed]

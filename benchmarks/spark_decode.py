@@ -2,11 +2,10 @@
 
     .venv/bin/python benchmarks/spark_decode.py [--rows 1000000] [--reps 3] [--registry URL] [--only avro|protobuf]
 
-Workload (spark-decoding.md): 1M Confluent-framed records of an 8-field schema (long, string, double, boolean,
+Workload: 1M (``--rows``) Confluent-framed records of an 8-field schema (long, string, double, boolean,
 nullable string, enum, array<int>, nested record with a nullable field) in 8 uncompressed parquet files, read
 once and cached, then decoded on ``local[2]`` by
-  (a) a plain row-at-a-time Python UDF with fastavro (what users write today; ``useArrow=False``, the faster
-      of the two plain-UDF flavours measured in spark-decoding.md),
+  (a) a plain row-at-a-time Python UDF with fastavro (what users write today; ``useArrow=False``),
   (b) ``from_registry`` with the JVM engine,
   (c) ``from_registry`` with the Python engine (Arrow UDF);
 and the same record as Protobuf: (d) a plain UDF parsing with the generated class and building the dict by hand,
@@ -16,7 +15,7 @@ Each run aggregates over the decoded fields (so Spark cannot prune the decode) a
 values computed while generating the data. Reps are interleaved across methods (the two cores are shared with
 other work) and round 0 is a warm-up; prints rows/s (best and median of the timed rounds) and the ratios.
 Without ``--registry`` it starts ``python -m registry serve`` on a temporary SQLite log and a free port.
-Without the jar (no javac), (b) is skipped.
+Without the jar (`python -m serdes.spark.build_jar`, needs javac), (b) is skipped.
 """
 
 from __future__ import annotations

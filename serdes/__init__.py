@@ -17,13 +17,13 @@ from serdes.errors import RegistryError, RegistryUnavailableError, Serialization
 from serdes.json_serdes import JsonSchemaDeserializer, JsonSchemaSerializer
 from serdes.models import RegisteredSchema, Schema, SchemaReference
 from serdes.protobuf import ProtobufDeserializer, ProtobufSerializer
-from serdes.records import DecimalSpec, avro_schema, json_schema, record_fullname
 from serdes.serde import AvroSerde, JsonSchemaSerde, ProtobufSerde, Serde
 from serdes.strategies import (
     record_subject_name_strategy,
     topic_record_subject_name_strategy,
     topic_subject_name_strategy,
 )
+from serdes.typed_records import DecimalSpec, avro_schema, json_schema, record_fullname
 
 __all__ = [
     "AvroDeserializer",

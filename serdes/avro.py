@@ -1,10 +1,11 @@
 """Avro serializer and deserializer (fastavro), byte-compatible with confluent-kafka's.
 
-Per subject (serializer) or per writer schema id (deserializer) everything is resolved once: registry id,
-5-byte prefix, fastavro-parsed schemas and named types, the reader schema, the typed-record converter and a
-generated encoder/decoder for the schema (``avro_codegen``). The per-record path is a dict lookup and one
-call of the generated function; records it cannot take canonically, and reads that need writer -> reader
-schema resolution, go through fastavro's compiled ``write_data`` / ``_read_data``, which decide the result.
+Per subject (serializer, ``_WritePlan``) or per writer schema id (deserializer, ``_ReadPlan``) everything is
+resolved once: registry id, 5-byte prefix, fastavro-parsed schemas and named types, the reader schema, the
+typed-record converter and a generated encoder/decoder for the schema (``avro_codegen``). The per-record path is
+a dict lookup and one call of the generated function; records it cannot take canonically, and reads that need
+writer -> reader schema resolution, go through fastavro's compiled ``write_data`` / ``_read_data``
+(``fastavro_core``), which decide the result.
 """
 
 from __future__ import annotations
@@ -12,28 +13,28 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import fastavro
 from confluent_kafka.serialization import SerializationContext
 from fastavro.validation import ValidationError, validate
 
-from serdes import _fastavro, wire
+from serdes import fastavro_core, wire
 from serdes.avro_codegen import compile_reader, compile_writer
 from serdes.base import SubjectPlans, fetch_writer_schema, topic_of
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import Schema
-from serdes.records import avro_decoder, avro_encoder, avro_schema, is_record_type
 from serdes.strategies import SubjectNameStrategy
+from serdes.typed_records import avro_decoder, avro_encoder, avro_schema, is_record_type
 
 __all__ = ["AvroDeserializer", "AvroSerializer", "parse_avro_schema"]
 
 _BytesIO = io.BytesIO
 _PREFIX = wire.PREFIX_SIZE
-_write_data = _fastavro.write_data
-_read_data = _fastavro.read_data
-_WRITE_OPTIONS = _fastavro.WRITE_OPTIONS
+_write_data = fastavro_core.write_data
+_read_data = fastavro_core.read_data
+_WRITE_OPTIONS = fastavro_core.WRITE_OPTIONS
 
 
 def _as_schema(schema: Any) -> tuple[Schema, type | None]:
@@ -109,6 +110,28 @@ def _identity(x: Any) -> Any:
     return x
 
 
+class _WritePlan(NamedTuple):
+    """What the serializer resolved for one subject (or one latest schema id)."""
+
+    prefix: bytes  # the 5-byte frame header
+    schema_id: int
+    schema: Any  # fastavro-parsed writer schema
+    named: dict  # its named types, as fastavro's write_data takes them
+    encode: Callable[[Any, bytearray], None]  # the generated encoder, or _no_fast_path
+
+
+class _ReadPlan(NamedTuple):
+    """What the deserializer resolved for one writer schema id (and topic, when the reader depends on it)."""
+
+    writer: Any  # fastavro-parsed writer schema
+    named: dict  # {"writer": ..., "reader": ...} named types, as fastavro's _read_data takes them
+    reader: Any  # parsed reader schema, None when the writer's is read as it is
+    options: dict  # fastavro read options
+    post: Callable[[Any], Any] | None  # record -> typed record / from_dict input; None returns the dict
+    schema_id: int
+    decode: Callable[[bytes, int], tuple[Any, int]]  # the generated decoder, or _no_fast_path
+
+
 def _label(schema: Any) -> str:
     """A short name for a (parsed) schema in error messages."""
     if isinstance(schema, dict):
@@ -156,28 +179,28 @@ class AvroSerializer:
         if schema is not None:
             self._schema, self._cls = _as_schema(schema)
             self._parsed, self._named = parse_avro_schema(self._schema, client)
-            self._fast = _fast_writer(self._parsed, self._named)
+            self._fast = _fast_writer(self._parsed, self._named)  # compiled once, shared by every subject
             record_name = _record_name(self._schema)
         self._encode: Callable[[Any], Any] | None = avro_encoder(self._cls) if self._cls is not None else None
         self._to_dict = to_dict
         if to_dict is not None and self._encode is None:
             self._encode = dict  # placeholder: marks "convert non-dicts"; _to_dict does the work
-        self._plans = SubjectPlans(client, strategy, subject, record_name)
-        self._latest_plans: dict[int, tuple] = {}
+        self._plans: SubjectPlans[_WritePlan] = SubjectPlans(client, strategy, subject, record_name)
+        self._latest_plans: dict[int, _WritePlan] = {}
 
     @property
     def schema(self) -> Schema | None:
         return self._schema
 
-    def _build(self, subject: str) -> tuple[bytes, Any, dict, Callable]:
+    def _build(self, subject: str) -> _WritePlan:
         assert self._schema is not None
         if self._auto_register:
             schema_id = self._client.register(subject, self._schema, self._normalize)
         else:
             schema_id = self._client.lookup(subject, self._schema, self._normalize).schema_id
-        return wire.prefix(schema_id), self._parsed, self._named, self._fast
+        return _WritePlan(wire.prefix(schema_id), schema_id, self._parsed, self._named, self._fast)
 
-    def _latest_plan(self, ctx: SerializationContext | None) -> tuple[bytes, Any, dict, Callable]:
+    def _latest_plan(self, ctx: SerializationContext | None) -> _WritePlan:
         subject = self._plans.subject_for(ctx)
         try:
             latest = self._client.get_latest_version(subject)  # TTL-cached in the client
@@ -186,8 +209,8 @@ class AvroSerializer:
         plan = self._latest_plans.get(latest.schema_id)
         if plan is None:
             parsed, named = parse_avro_schema(latest.schema, self._client)
-            plan = self._latest_plans[latest.schema_id] = (wire.prefix(latest.schema_id), parsed, named,
-                                                           _fast_writer(parsed, named))
+            plan = self._latest_plans[latest.schema_id] = _WritePlan(
+                wire.prefix(latest.schema_id), latest.schema_id, parsed, named, _fast_writer(parsed, named))
         return plan
 
     def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
@@ -207,30 +230,29 @@ class AvroSerializer:
                 datum = encode(obj) if self._to_dict is None else self._to_dict(obj, ctx)
             except Exception as e:
                 raise self._write_error(obj, obj, plan, ctx, e) from e
-        buf = bytearray(plan[0])
+        buf = bytearray(plan.prefix)
         try:
-            plan[3](datum, buf)  # the generated encoder: canonical values only, raises on anything else
+            plan.encode(datum, buf)  # the generated encoder: canonical values only, raises on anything else
         except Exception:
-            buf = bytearray(plan[0])  # fastavro decides: defaults, coercions, or the error
+            buf = bytearray(plan.prefix)  # fastavro decides: defaults, coercions, or the error
             try:
-                _write_data(buf, datum, plan[1], plan[2], "", _WRITE_OPTIONS)
+                _write_data(buf, datum, plan.schema, plan.named, "", _WRITE_OPTIONS)
             except Exception as e:
                 raise self._write_error(obj, datum, plan, ctx, e) from e
         return bytes(buf)
 
-    def _resolve(self, ctx: SerializationContext | None) -> tuple[bytes, Any, dict, Callable]:
+    def _resolve(self, ctx: SerializationContext | None) -> _WritePlan:
         if self._use_latest:
             return self._latest_plan(ctx)
         return self._plans.get(ctx, self._build)
 
-    def _write_error(self, obj: Any, datum: Any, plan: tuple, ctx: SerializationContext | None,
+    def _write_error(self, obj: Any, datum: Any, plan: _WritePlan, ctx: SerializationContext | None,
                      cause: Exception) -> SerializationError:
-        schema_id = int.from_bytes(plan[0][1:5], "big")
         if self._cls is not None and not isinstance(obj, (self._cls, dict)):
             why = f"expected {self._cls.__name__} or dict, got {type(obj).__name__}"
         else:
             try:  # fastavro's validator names the offending field; the compiled writer does not
-                validate(datum, plan[1], raise_errors=True)
+                validate(datum, plan.schema, raise_errors=True)
                 why = f"{type(cause).__name__}: {cause}"
             except ValidationError as ve:
                 why = "; ".join(f"field {err.field or '(root)'}: {err.datum!r} is not a valid {_label(err.schema)}"
@@ -238,7 +260,7 @@ class AvroSerializer:
             except Exception as ve:
                 why = f"{type(ve).__name__}: {ve}"
         return SerializationError(f"record does not match the Avro schema: {why}", topic=topic_of(ctx),
-                                  schema_id=schema_id)
+                                  schema_id=plan.schema_id)
 
 
 class AvroDeserializer:
@@ -264,16 +286,16 @@ class AvroDeserializer:
         if reader is not None:
             self._reader, self._cls = _as_schema(reader)
         self._use_latest = use_latest_version
-        self._subjects = SubjectPlans(client, strategy, subject, None)
+        self._subjects: SubjectPlans[None] = SubjectPlans(client, strategy, subject, None)
         self._per_topic = use_latest_version and self._subjects.per_topic
         self._from_dict = from_dict
         typed = self._cls is not None
         # Typed records: several record branches in one union come back as (name, dict) so the converter
         # knows which class to build; unions with one record come back plain.
-        self._options = _fastavro.read_options(return_record_name or typed, typed and not return_record_name)
-        self._decode = avro_decoder(self._cls) if typed else None
+        self._options = fastavro_core.read_options(return_record_name or typed, typed and not return_record_name)
+        self._decode = avro_decoder(self._cls) if self._cls is not None else None
         self._reader_parsed: tuple[Any, dict] | None = None
-        self._plans: dict[Any, tuple] = {}
+        self._plans: dict[Any, _ReadPlan] = {}
 
     def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         if data is None:
@@ -286,12 +308,12 @@ class AvroDeserializer:
         if plan is None:
             plan = self._plan(data, ctx, key)
         try:
-            record, end = plan[6](data, _PREFIX)  # generated decoder; raises on anything unexpected
+            record, end = plan.decode(data, _PREFIX)  # generated decoder; raises on anything unexpected
             if end != len(data):
                 raise ValueError("trailing bytes")
         except Exception:
             record = self._read_slow(data, ctx, plan)
-        post = plan[4]
+        post = plan.post
         if post is None:
             return record
         try:
@@ -299,15 +321,15 @@ class AvroDeserializer:
         except Exception as e:
             what = self._cls.__name__ if self._cls is not None else "the object"
             raise SerializationError(f"cannot build {what} from the record read: {type(e).__name__}: {e}",
-                                     topic=topic_of(ctx), schema_id=plan[5]) from e
+                                     topic=topic_of(ctx), schema_id=plan.schema_id) from e
 
-    def _read_slow(self, data: bytes, ctx: SerializationContext | None, plan: tuple) -> Any:
+    def _read_slow(self, data: bytes, ctx: SerializationContext | None, plan: _ReadPlan) -> Any:
         """fastavro's reader: schema resolution, and the exact result or error for odd payloads."""
-        writer, named, reader, options, _post, schema_id, _fast = plan
+        schema_id = plan.schema_id
         bio = _BytesIO(data)
         bio.seek(_PREFIX)
         try:
-            record = _read_data(bio, writer, named, reader, options)
+            record = _read_data(bio, plan.writer, plan.named, plan.reader, plan.options)
         except Exception as e:
             raise SerializationError(f"cannot decode Avro payload with writer schema {schema_id}: "
                                      f"{type(e).__name__}: {e}", topic=topic_of(ctx), offset=bio.tell(),
@@ -318,7 +340,7 @@ class AvroDeserializer:
                                      offset=bio.tell(), schema_id=schema_id)
         return record
 
-    def _plan(self, data: bytes, ctx: SerializationContext | None, key: Any) -> tuple:
+    def _plan(self, data: bytes, ctx: SerializationContext | None, key: Any) -> _ReadPlan:
         topic = topic_of(ctx)
         schema_id = wire.read_schema_id(data, topic)
         writer = fetch_writer_schema(self._client, schema_id, topic)
@@ -337,14 +359,15 @@ class AvroDeserializer:
         post = self._decode
         if post is None and self._from_dict is not None:
             post = _identity
-        fast = _no_fast_path
+        fast: Callable[[bytes, int], tuple[Any, int]] = _no_fast_path
         plain_unions = not self._options["return_record_name"] or self._options["return_record_name_override"]
         if r_parsed is None and plain_unions:  # no resolution: the generated decoder reads what fastavro would
             try:
                 fast = compile_reader(w_parsed, w_named, self._options)
             except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
                 fast = _no_fast_path
-        plan = (w_parsed, {"writer": w_named, "reader": r_named}, r_parsed, self._options, post, schema_id, fast)
+        plan = _ReadPlan(w_parsed, {"writer": w_named, "reader": r_named}, r_parsed, self._options, post, schema_id,
+                         fast)
         self._plans[key] = plan
         return plan
 

@@ -24,11 +24,11 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from fastavro._write import LOGICAL_WRITERS
+from fastavro.logical_writers import LOGICAL_WRITERS
 
-from serdes import _fastavro
+from serdes import fastavro_core
 
-__all__ = ["compile_reader", "compile_writer"]
+__all__ = ["UNPACK_DOUBLE", "UNPACK_FLOAT", "CodeWriter", "compile_reader", "compile_writer"]
 
 _TABLE_SIZE = 8192
 # Varint bytes of every zig-zagged value below _TABLE_SIZE: one list index instead of a loop.
@@ -81,8 +81,8 @@ class CodeWriter:
 class _Gen(CodeWriter):
     def __init__(self, named: dict[str, Any]) -> None:
         super().__init__(named, {"T": _VARINT, "big": _big_varint, "F": struct.Struct("<f").pack,
-                                 "D": struct.Struct("<d").pack, "wd": _fastavro.write_data,
-                                 "named": named, "opts": _fastavro.WRITE_OPTIONS})
+                                 "D": struct.Struct("<d").pack, "wd": fastavro_core.write_data,
+                                 "named": named, "opts": fastavro_core.WRITE_OPTIONS})
 
     def length(self, n: str, ind: int) -> None:
         self.emit(f"z = {n} << 1", ind)
@@ -221,14 +221,15 @@ def compile_writer(schema: Any, named: dict[str, Any]) -> Callable[[Any, bytearr
     namespace = dict(gen.consts)
     exec(compile(source, "<serdes avro encoder>", "exec"), namespace)
     encode = namespace["encode"]
-    encode.source = source  # type: ignore[attr-defined]  # for debugging
+    encode.source = source  # for debugging
     return encode
 
 
 # -- reader ---------------------------------------------------------------------------------------------------
 
-_UNPACK_D = struct.Struct("<d").unpack_from
-_UNPACK_F = struct.Struct("<f").unpack_from
+# Avro's little-endian double / float at an offset, without a slice; the Spark column decoder uses them too.
+UNPACK_DOUBLE = struct.Struct("<d").unpack_from
+UNPACK_FLOAT = struct.Struct("<f").unpack_from
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -250,8 +251,8 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
 
 class _ReadGen(CodeWriter):
     def __init__(self, named: dict[str, Any], options: dict[str, Any]) -> None:
-        super().__init__(named, {"rv": _read_varint, "UD": _UNPACK_D, "UF": _UNPACK_F,
-                                 "rd": _fastavro.read_data, "BIO": io.BytesIO,
+        super().__init__(named, {"rv": _read_varint, "UD": UNPACK_DOUBLE, "UF": UNPACK_FLOAT,
+                                 "rd": fastavro_core.read_data, "BIO": io.BytesIO,
                                  "NAMED": {"writer": named, "reader": {}}, "OPTS": options})
 
     def long(self, target: str, ind: int) -> None:
@@ -375,5 +376,5 @@ def compile_reader(schema: Any, named: dict[str, Any],
     namespace = dict(gen.consts)
     exec(compile(source, "<serdes avro decoder>", "exec"), namespace)
     decode = namespace["decode"]
-    decode.source = source  # type: ignore[attr-defined]
+    decode.source = source
     return decode

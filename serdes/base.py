@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 from confluent_kafka.serialization import SerializationContext
 
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
+from serdes.models import Schema
 from serdes.strategies import SubjectNameStrategy, resolve_strategy
 
 
@@ -16,11 +18,15 @@ def topic_of(ctx: SerializationContext | None) -> str | None:
     return ctx.topic if ctx is not None else None
 
 
-class SubjectPlans:
+P = TypeVar("P")
+
+
+class SubjectPlans(Generic[P]):
     """Plans (everything resolved for one subject: id, prefix, parsed schema...) cached per subject.
 
     A plan is built once, under a lock, by ``build(subject)``; when the subject depends on the topic the cache is
-    keyed by (topic, key/value field), otherwise one plan serves every call.
+    keyed by (topic, key/value field), otherwise one plan serves every call. Serializers read ``single`` and
+    ``by_ctx`` themselves on the hot path and call ``get`` only on a miss.
     """
 
     def __init__(self, client: RegistryClient, strategy: str | SubjectNameStrategy, subject: str | None,
@@ -32,22 +38,24 @@ class SubjectPlans:
             self.per_topic = False
         self.record_name = record_name
         self.lock = threading.Lock()
-        self.by_ctx: dict[tuple[str, str], Any] = {}
-        self.single: Any = None
+        self.by_ctx: dict[tuple[str, str], P] = {}
+        self.single: P | None = None
 
     def subject_for(self, ctx: SerializationContext | None, record_name: str | None = None) -> str:
         if self.fixed_subject is not None:
             return self.fixed_subject
         return self.strategy(ctx, record_name or self.record_name)
 
-    def get(self, ctx: SerializationContext | None, build: Any) -> Any:
+    def get(self, ctx: SerializationContext | None, build: Callable[[str], P]) -> P:
         """The plan for ``ctx``, building it on first use (slow path; the hot path reads the caches itself)."""
         if not self.per_topic:
-            if self.single is None:
+            single = self.single
+            if single is None:
                 with self.lock:
-                    if self.single is None:
-                        self.single = self._build(ctx, build)
-            return self.single
+                    single = self.single
+                    if single is None:
+                        single = self.single = self._build(ctx, build)
+            return single
         if ctx is None:
             raise SerializationError("this serializer's subject depends on the topic: pass a SerializationContext "
                                      "(topic, MessageField.KEY/VALUE), or use strategy='record' or subject=...")
@@ -60,7 +68,7 @@ class SubjectPlans:
                     plan = self.by_ctx[key] = self._build(ctx, build)
         return plan
 
-    def _build(self, ctx: SerializationContext | None, build: Any) -> Any:
+    def _build(self, ctx: SerializationContext | None, build: Callable[[str], P]) -> P:
         subject = self.subject_for(ctx)
         try:
             return build(subject)
@@ -70,7 +78,7 @@ class SubjectPlans:
 
 
 def fetch_writer_schema(client: RegistryClient, schema_id: int, topic: str | None, fmt: str | None = None,
-                        subject: str | None = None) -> Any:
+                        subject: str | None = None) -> Schema:
     """The writer schema for ``schema_id``; an unknown id becomes a SerializationError naming it."""
     try:
         return client.get_schema(schema_id, subject, fmt)

@@ -14,7 +14,7 @@ import ssl
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import httpx
@@ -52,6 +52,15 @@ def _strip_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), (
         unquote(parts.username), unquote(parts.password or ""))
+
+
+_Key = TypeVar("_Key", bound=tuple)
+
+
+def _drop_subject(cache: dict[_Key, Any], subject: str) -> None:
+    """Remove a cache's entries for ``subject`` (the first element of their keys)."""
+    for key in [k for k in cache if k[0] == subject]:
+        del cache[key]
 
 
 def _seg(value: str | int) -> str:
@@ -333,9 +342,9 @@ class RegistryClient:
 
     def _forget(self, subject: str) -> None:
         with self._lock:
-            for cache in (self._ids, self._lookups, self._versions):
-                for key in [k for k in cache if k[0] == subject]:
-                    del cache[key]
+            _drop_subject(self._ids, subject)
+            _drop_subject(self._lookups, subject)
+            _drop_subject(self._versions, subject)
             for key in [k for k in self._latest if k.split("\x00", 1)[0] == subject]:
                 del self._latest[key]
 

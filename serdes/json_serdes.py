@@ -1,14 +1,16 @@
 """JSON Schema serializer and deserializer (jsonschema + referencing), byte-compatible with confluent-kafka's.
 
-The payload after the 5-byte frame is the UTF-8 JSON document. Records are validated against the schema by
-default (writing: the schema written with; reading: the reader schema if given, else the writer's). The
-validator is compiled once per schema.
+The payload after the 5-byte frame is the UTF-8 JSON document (orjson). Records are validated against the schema
+by default (writing: the schema written with; reading: the subject's latest version with ``use_latest_version``,
+else the reader schema if given, else the writer's). The validator is compiled once per schema, with
+jsonschema-rs deciding validity when it is installed and the schema has no references.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
+from typing import Any, NamedTuple
 
 import orjson
 from confluent_kafka.serialization import SerializationContext
@@ -22,11 +24,12 @@ from serdes.base import SubjectPlans, fetch_writer_schema, topic_of
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import Schema
-from serdes.records import is_record_type, json_decoder, json_encoder, json_schema
 from serdes.strategies import SubjectNameStrategy
+from serdes.typed_records import is_record_type, json_decoder, json_encoder, json_schema
 
 __all__ = ["JsonSchemaDeserializer", "JsonSchemaSerializer"]
 
+_rs: ModuleType | None
 try:  # optional accelerator (a Rust validator); results are the same, only faster
     import jsonschema_rs as _rs
 except ImportError:  # pragma: no cover - depends on the environment
@@ -106,6 +109,21 @@ def _validation_message(validator: Any, value: Any) -> str:
     return f"at {where}: {error.message}"
 
 
+class _WritePlan(NamedTuple):
+    """What the serializer resolved for one subject (or one latest schema id)."""
+
+    prefix: bytes  # the 5-byte frame header
+    schema_id: int
+    validator: _Validator | None  # None when not validating
+
+
+class _ReadPlan(NamedTuple):
+    """What the deserializer resolved for one writer schema id (and topic, when the reader depends on it)."""
+
+    validator: _Validator | None  # None when not validating
+    schema_id: int
+
+
 class JsonSchemaSerializer:
     """``(obj, ctx) -> bytes``: JSON with the Confluent frame.
 
@@ -131,7 +149,7 @@ class JsonSchemaSerializer:
         self._schema: Schema | None = None
         self._cls: type | None = None
         record_name = None
-        self._validator = None
+        self._validator: _Validator | None = None
         if schema is not None:
             self._schema, self._cls = _as_schema(schema)
             doc = orjson.loads(self._schema.schema_str)
@@ -139,22 +157,22 @@ class JsonSchemaSerializer:
             self._validator = compile_validator(self._schema, client) if validate else None
         self._encode = json_encoder(self._cls) if self._cls is not None else None
         self._user_to_dict = to_dict
-        self._plans = SubjectPlans(client, strategy, subject, record_name)
-        self._latest_plans: dict[int, tuple[bytes, Any]] = {}
+        self._plans: SubjectPlans[_WritePlan] = SubjectPlans(client, strategy, subject, record_name)
+        self._latest_plans: dict[int, _WritePlan] = {}
 
     @property
     def schema(self) -> Schema | None:
         return self._schema
 
-    def _build(self, subject: str) -> tuple[bytes, Any]:
+    def _build(self, subject: str) -> _WritePlan:
         assert self._schema is not None
         if self._auto_register:
             schema_id = self._client.register(subject, self._schema, self._normalize)
         else:
             schema_id = self._client.lookup(subject, self._schema, self._normalize).schema_id
-        return wire.prefix(schema_id), self._validator
+        return _WritePlan(wire.prefix(schema_id), schema_id, self._validator)
 
-    def _latest_plan(self, ctx: SerializationContext | None) -> tuple[bytes, Any]:
+    def _latest_plan(self, ctx: SerializationContext | None) -> _WritePlan:
         subject = self._plans.subject_for(ctx)
         try:
             latest = self._client.get_latest_version(subject)
@@ -163,18 +181,16 @@ class JsonSchemaSerializer:
         plan = self._latest_plans.get(latest.schema_id)
         if plan is None:
             validator = compile_validator(latest.schema, self._client) if self._validate else None
-            plan = self._latest_plans[latest.schema_id] = (wire.prefix(latest.schema_id), validator)
+            plan = self._latest_plans[latest.schema_id] = _WritePlan(wire.prefix(latest.schema_id), latest.schema_id,
+                                                                     validator)
         return plan
 
     def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
         if obj is None:
             return None
         plans = self._plans
-        if self._use_latest:
-            plan = self._latest_plan(ctx)
-        elif plans.single is not None:
-            plan = plans.single
-        else:
+        plan = self._latest_plan(ctx) if self._use_latest else plans.single
+        if plan is None:
             plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None and plans.per_topic else None
             if plan is None:
                 plan = plans.get(ctx, self._build)
@@ -187,12 +203,12 @@ class JsonSchemaSerializer:
             body = _dumps(value)
         except Exception as e:
             raise SerializationError(f"cannot encode {type(obj).__name__} as JSON: {type(e).__name__}: {e}",
-                                     topic=topic_of(ctx), schema_id=int.from_bytes(plan[0][1:5], "big")) from e
-        validator = plan[1]
+                                     topic=topic_of(ctx), schema_id=plan.schema_id) from e
+        validator = plan.validator
         if validator is not None and not validator.is_valid(value):
             raise SerializationError(f"record does not match the JSON Schema {_validation_message(validator, value)}",
-                                     topic=topic_of(ctx), schema_id=int.from_bytes(plan[0][1:5], "big"))
-        return plan[0] + body
+                                     topic=topic_of(ctx), schema_id=plan.schema_id)
+        return plan.prefix + body
 
 
 class JsonSchemaDeserializer:
@@ -211,17 +227,17 @@ class JsonSchemaDeserializer:
         self._validate = validate
         self._cls: type | None = None
         self._reader: Schema | None = None
-        self._reader_validator = None
+        self._reader_validator: _Validator | None = None
         if reader is not None:
             self._reader, self._cls = _as_schema(reader)
             if validate:
                 self._reader_validator = compile_validator(self._reader, client)
         self._use_latest = use_latest_version
-        self._subjects = SubjectPlans(client, strategy, subject, None)
+        self._subjects: SubjectPlans[None] = SubjectPlans(client, strategy, subject, None)
         self._per_topic = use_latest_version and self._subjects.per_topic
         self._decode = json_decoder(self._cls) if self._cls is not None else None
         self._from_dict = from_dict
-        self._plans: dict[Any, tuple[Any, int]] = {}
+        self._plans: dict[Any, _ReadPlan] = {}
 
     def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         if data is None:
@@ -236,30 +252,31 @@ class JsonSchemaDeserializer:
             value = _loads(memoryview(data)[_PREFIX:])
         except orjson.JSONDecodeError as e:
             raise SerializationError(f"payload is not valid JSON: {e.msg}", topic=topic_of(ctx),
-                                     offset=_PREFIX + e.pos, schema_id=plan[1]) from e
-        validator = plan[0]
+                                     offset=_PREFIX + e.pos, schema_id=plan.schema_id) from e
+        validator = plan.validator
         if validator is not None and not validator.is_valid(value):
             raise SerializationError(
                 f"record does not match the JSON Schema {_validation_message(validator, value)}",
-                topic=topic_of(ctx), offset=_PREFIX, schema_id=plan[1])
+                topic=topic_of(ctx), offset=_PREFIX, schema_id=plan.schema_id)
         if self._decode is not None:
             try:
                 value = self._decode(value)
             except Exception as e:
-                raise SerializationError(f"cannot build {self._cls.__name__} from the JSON read: "  # type: ignore
-                                         f"{type(e).__name__}: {e}", topic=topic_of(ctx), schema_id=plan[1]) from e
+                what = self._cls.__name__ if self._cls is not None else "the object"
+                raise SerializationError(f"cannot build {what} from the JSON read: {type(e).__name__}: {e}",
+                                         topic=topic_of(ctx), schema_id=plan.schema_id) from e
         if self._from_dict is not None:
             value = self._from_dict(value, ctx)
         return value
 
-    def _plan(self, data: bytes, ctx: SerializationContext | None, key: Any) -> tuple[Any, int]:
+    def _plan(self, data: bytes, ctx: SerializationContext | None, key: Any) -> _ReadPlan:
         topic = topic_of(ctx)
         schema_id = wire.read_schema_id(data, topic)
         writer = fetch_writer_schema(self._client, schema_id, topic)
         if writer.schema_type != "JSON":
             raise SerializationError(f"schema {schema_id} is {writer.schema_type}, not JSON", topic=topic,
                                      offset=1, schema_id=schema_id)
-        validator = None
+        validator: _Validator | None = None
         if self._validate:
             try:
                 if self._use_latest:
@@ -272,6 +289,6 @@ class JsonSchemaDeserializer:
             except (ValueError, RegistryError) as e:
                 raise SerializationError(f"cannot compile the JSON Schema for id {schema_id}: {e}", topic=topic,
                                          schema_id=schema_id) from e
-        plan = (validator, schema_id)
+        plan = _ReadPlan(validator, schema_id)
         self._plans[key] = plan
         return plan

@@ -3,7 +3,8 @@
 Frame: 5-byte prefix, the message-index path of the type inside its .proto file, then the message bytes.
 Schemas travel as base64 ``FileDescriptorProto``s, as confluent-kafka's serializer sends them: each
 imported file is registered first (recursively) under the subject named by its import path, except the
-well-known ``google/protobuf/``, ``google/type/`` and ``confluent/`` files.
+well-known ``google/protobuf/``, ``google/type/`` and ``confluent/`` files. Reading, a writer schema and its
+imports are loaded into a descriptor pool of their own (``RegisteredProtoFile``), once per schema id.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import base64
 import importlib
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple, TypeGuard
 
 from confluent_kafka.serialization import SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool
@@ -27,9 +28,15 @@ from serdes.errors import RegistryError, SerializationError
 from serdes.models import Schema, SchemaReference
 from serdes.strategies import SubjectNameStrategy
 
-__all__ = ["ProtobufDeserializer", "ProtobufSerializer", "is_builtin_proto", "message_indexes"]
+__all__ = ["ProtobufDeserializer", "ProtobufSerializer", "RegisteredProtoFile", "is_builtin_proto", "is_message_class",
+           "message_indexes"]
 
 _PREFIX = wire.PREFIX_SIZE
+
+
+def is_message_class(t: Any) -> TypeGuard[type[Message]]:
+    """A generated Protobuf message class (not an instance)."""
+    return isinstance(t, type) and issubclass(t, Message)
 
 
 def is_builtin_proto(path: str) -> bool:
@@ -71,7 +78,7 @@ class ProtobufSerializer:
                  skip_known_types: bool = True,
                  reference_subject_strategy: Callable[[SerializationContext | None, FileDescriptor], str]
                  = reference_subject_name) -> None:
-        if not (isinstance(message_type, type) and issubclass(message_type, Message)):
+        if not is_message_class(message_type):
             raise TypeError(f"ProtobufSerializer needs a generated message class, not {message_type!r}")
         if auto_register and use_latest_version:
             raise ValueError("auto_register and use_latest_version exclude each other")
@@ -84,7 +91,8 @@ class ProtobufSerializer:
         self._normalize = normalize
         self._skip_known = skip_known_types
         self._ref_subject = reference_subject_strategy
-        self._plans = SubjectPlans(client, strategy, subject, self._desc.full_name)
+        # A plan here is the frame header alone: prefix + message indexes, to which the message bytes are appended.
+        self._plans: SubjectPlans[bytes] = SubjectPlans(client, strategy, subject, self._desc.full_name)
         self._ctx = threading.local()
 
     def _references(self, ctx: SerializationContext | None, fd: FileDescriptor) -> tuple[SchemaReference, ...]:
@@ -119,9 +127,8 @@ class ProtobufSerializer:
             raise SerializationError(f"expected a {self._desc.full_name} message, got {type(message).__name__}",
                                      topic=topic_of(ctx))
         plans = self._plans
-        if plans.single is not None:
-            head = plans.single
-        else:
+        head = plans.single
+        if head is None:
             head = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None and plans.per_topic else None
             if head is None:
                 self._ctx.value = ctx
@@ -130,11 +137,17 @@ class ProtobufSerializer:
             return head + message.SerializeToString()
         except Exception as e:  # e.g. proto2 required fields missing
             raise SerializationError(f"cannot serialize {self._desc.full_name}: {e}", topic=topic_of(ctx),
-                                     schema_id=int.from_bytes(head[1:5], "big")) from e
+                                     schema_id=wire.read_schema_id(head)) from e
 
 
-class _WriterFile:
-    """A writer schema turned into descriptors: its own pool, built once per schema id."""
+class RegisteredProtoFile:
+    """A registered Protobuf schema loaded into a descriptor pool of its own, with everything it imports.
+
+    References are fetched from the registry (as serialized ``FileDescriptorProto``s) and added first;
+    well-known imports (``google/protobuf/...``) come from the generated modules. ``file`` is the schema's own
+    ``FileDescriptor``, ``message(indexes)`` finds a message by its wire-format index path. The deserializer
+    builds one per writer schema id; ``serdes.spark`` uses it to find reader messages.
+    """
 
     def __init__(self, client: RegistryClient, schema_id: int, schema: Schema) -> None:
         self.schema_id = schema_id
@@ -172,6 +185,7 @@ class _WriterFile:
         self.pool.Add(fdp)
 
     def message(self, indexes: list[int]) -> Descriptor:
+        """The message at ``indexes`` (top-level index, then nested); IndexError when the path does not exist."""
         types = list(self.file.message_types_by_name.values())
         desc = None
         for i in indexes:
@@ -183,6 +197,14 @@ class _WriterFile:
         return desc
 
 
+class _ReadPlan(NamedTuple):
+    """What the deserializer resolved for one frame header (schema id + message-index path)."""
+
+    message_class: type[Message]
+    payload_start: int  # where the message bytes begin: after prefix and index path
+    schema_id: int
+
+
 class ProtobufDeserializer:
     """``(bytes, ctx) -> message``.
 
@@ -192,13 +214,12 @@ class ProtobufDeserializer:
     """
 
     def __init__(self, client: RegistryClient, message_type: type[Message] | None = None) -> None:
-        if message_type is not None and not (isinstance(message_type, type) and issubclass(message_type, Message)):
+        if message_type is not None and not is_message_class(message_type):
             raise TypeError(f"ProtobufDeserializer needs a generated message class, not {message_type!r}")
         self._client = client
         self._cls = message_type
-        self._files: dict[int, _WriterFile] = {}
-        # (prefix bytes + index bytes) -> (message class, payload start, schema id)
-        self._plans: dict[bytes, tuple[Any, int, int]] = {}
+        self._files: dict[int, RegisteredProtoFile] = {}
+        self._plans: dict[bytes, _ReadPlan] = {}  # keyed by prefix + index-path bytes
         self._lock = threading.Lock()
 
     def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Message | None:
@@ -210,14 +231,13 @@ class ProtobufDeserializer:
         plan = self._plans.get(data[:6])
         if plan is None:
             plan = self._plan(data, ctx)
-        cls, start, schema_id = plan
         try:
-            return cls.FromString(data[start:])
+            return plan.message_class.FromString(data[plan.payload_start:])
         except (DecodeError, RuntimeError, ValueError) as e:
-            raise SerializationError(f"cannot decode Protobuf {cls.DESCRIPTOR.full_name}: {e}",
-                                     topic=topic_of(ctx), offset=start, schema_id=schema_id) from e
+            raise SerializationError(f"cannot decode Protobuf {plan.message_class.DESCRIPTOR.full_name}: {e}",
+                                     topic=topic_of(ctx), offset=plan.payload_start, schema_id=plan.schema_id) from e
 
-    def _plan(self, data: bytes, ctx: SerializationContext | None) -> tuple[Any, int, int]:
+    def _plan(self, data: bytes, ctx: SerializationContext | None) -> _ReadPlan:
         topic = topic_of(ctx)
         schema_id = wire.read_schema_id(data, topic)
         if len(data) == _PREFIX:
@@ -232,7 +252,7 @@ class ProtobufDeserializer:
                     raise SerializationError(f"schema {schema_id} is {writer.schema_type}, not PROTOBUF",
                                              topic=topic, offset=1, schema_id=schema_id)
                 try:
-                    wf = self._files[schema_id] = _WriterFile(self._client, schema_id, writer)
+                    wf = self._files[schema_id] = RegisteredProtoFile(self._client, schema_id, writer)
                 except (ValueError, TypeError, RegistryError) as e:
                     raise SerializationError(f"cannot load Protobuf writer schema {schema_id}: {e}",
                                              topic=topic, schema_id=schema_id) from e
@@ -244,7 +264,7 @@ class ProtobufDeserializer:
         except IndexError as e:
             raise SerializationError(str(e), topic=topic, offset=_PREFIX, schema_id=schema_id) from e
         cls = self._cls if self._cls is not None else GetMessageClass(desc)
-        plan = (cls, start, schema_id)
+        plan = _ReadPlan(cls, start, schema_id)
         # Keyed by frame header + index bytes: for the common [0] path that is the 6 bytes the fast path
         # looks up; longer paths are found here after decoding their indexes.
         self._plans[data[:start]] = plan

@@ -2,7 +2,8 @@
 
 A framed payload is ``0x00`` (magic byte), the schema id as a 4-byte big-endian signed int, then for Protobuf
 the message-index path as zig-zag varints (count, then each index; the common ``[0]`` is the single byte
-``0x00``), then the encoded record. Every reader and writer in serdes goes through this module.
+``0x00``), then the encoded record. serdes builds and checks frames with this module; the Spark Python engine also reads
+the headers of a whole Arrow batch at once with numpy.
 """
 
 from __future__ import annotations

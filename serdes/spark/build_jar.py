@@ -34,10 +34,8 @@ def up_to_date() -> bool:
 
 
 def pyspark_jars() -> Path:
-    try:
-        import pyspark
-    except ImportError:
-        raise SystemExit("pyspark is not installed: pip install 'schemakit[spark]'") from None
+    import pyspark  # here, not at the top: checking up_to_date() needs no pyspark (serdes.spark checked it is there)
+
     jars = Path(pyspark.__file__).parent / "jars"
     if not any(jars.glob("avro-1.*.jar")) or not any(jars.glob("spark-sql-api_*.jar")):
         raise SystemExit(f"{jars} does not hold pyspark's jars (spark-sql-api, avro): is pyspark a full install?")

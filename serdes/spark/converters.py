@@ -1,10 +1,17 @@
-"""Python values as the decoders return them -> values ``pyarrow.array`` accepts for the mapped Spark type.
+"""Value converters between decoded records and the Spark types of ``types.py``, both directions.
 
-Built once per reader schema. A converter is ``None`` where the decoded value already fits (most of an Avro
-record), so the per-row work is only where the mapping in ``types.py`` changes a value's shape: Avro uuid ->
-str, time-* -> int, non-null unions -> ``{"memberN": value}``; Protobuf messages -> dicts, enums -> names,
-Timestamp -> microseconds; JSON strings with a date/date-time/base64 format -> date/datetime/bytes, and JSON
-text for untyped values.
+Decoding (``from_registry``): ``avro_converter``, ``json_converter`` and ``protobuf_converter`` turn values as
+the decoders return them into values ``pyarrow.array`` accepts for the mapped type. Built once per reader
+schema; a converter is ``None`` where the decoded value already fits (most of an Avro record), so the per-row
+work is only where the mapping changes a value's shape: Avro uuid -> str, time-* -> int, non-null unions ->
+``{"memberN": value}``; Protobuf messages -> dicts, enums -> names, Timestamp -> microseconds; JSON strings
+with a date/date-time/base64 format -> date/datetime/bytes, and JSON text for untyped values.
+
+Encoding (``to_registry``): ``avro_datum_converter``, ``json_value_converter`` and ``protobuf_value_converter``
+map Spark rows (as ``pyarrow`` gives them) back to what fastavro, orjson and the message classes take.
+
+``avro_column_decoder`` generates, per Avro schema, a decoder that reads a batch of bodies straight into Arrow
+columns (the Python engine's fast path; see its docstring for when it applies).
 """
 
 from __future__ import annotations
@@ -18,15 +25,15 @@ from typing import Any
 
 import orjson
 
-from serdes.avro_codegen import _UNPACK_D, _UNPACK_F, CodeWriter
+from serdes.avro_codegen import UNPACK_DOUBLE, UNPACK_FLOAT, CodeWriter
 from serdes.spark.types import (
     TIMESTAMP,
     AvroNames,
-    _json_is_null,
-    _json_pointer,
     avro_decimal_type,
     avro_union_branches,
     is_map_field,
+    json_is_null,
+    json_pointer,
 )
 
 Converter = Callable[[Any], Any] | None
@@ -74,8 +81,8 @@ def _container(kind: str, schema: dict, child: Callable[[Any], Converter]) -> An
     """The converter of a record, array or map, built from its children's (None when no child converts);
     ``_NOT_A_CONTAINER`` for other kinds. Shared by both directions, which differ only at the leaves."""
     if kind in ("record", "error"):
-        convs = [(f["name"], child(f["type"])) for f in schema.get("fields", [])]
-        convs = [(n, c) for n, c in convs if c is not None]
+        children = [(f["name"], child(f["type"])) for f in schema.get("fields", [])]
+        convs = [(n, c) for n, c in children if c is not None]
         if not convs:
             return None
 
@@ -271,10 +278,10 @@ def json_converter(node: Any, root: Any = None, _refs: tuple[str, ...] = ()) -> 
         return lambda v: v if type(v) is str else _json_text(v)
     if "$ref" in node:
         ref = node["$ref"]
-        return json_converter(_json_pointer(root, ref), root, (*_refs, ref))
+        return json_converter(json_pointer(root, ref), root, (*_refs, ref))
     for key in ("oneOf", "anyOf"):
         if key in node:
-            members = [m for m in node[key] if not _json_is_null(m)]
+            members = [m for m in node[key] if not json_is_null(m)]
             if len(members) == 1:
                 return json_converter(members[0], root, _refs)
             return _json_text
@@ -282,7 +289,7 @@ def json_converter(node: Any, root: Any = None, _refs: tuple[str, ...] = ()) -> 
         props: dict[str, Any] = dict(node.get("properties", {}))
         for member in node["allOf"]:
             while isinstance(member, dict) and "$ref" in member:
-                member = _json_pointer(root, member["$ref"])
+                member = json_pointer(root, member["$ref"])
             if not isinstance(member, dict) or not (member.get("type") == "object" or "properties" in member):
                 return _json_text
             props.update(member.get("properties", {}))
@@ -304,9 +311,9 @@ def json_converter(node: Any, root: Any = None, _refs: tuple[str, ...] = ()) -> 
     if kind is None and "properties" in node:
         kind = "object"
     if kind == "object":
-        props = node.get("properties")
-        if props:
-            convs = [(name, json_converter(sub, root, _refs)) for name, sub in props.items()]
+        properties = node.get("properties")
+        if properties:
+            convs = [(name, json_converter(sub, root, _refs)) for name, sub in properties.items()]
 
             def obj(v: Any) -> dict:
                 if type(v) is not dict:
@@ -445,16 +452,16 @@ def json_value_converter(node: Any, root: Any = None) -> Converter:
     if node is True or node == {} or not isinstance(node, dict):
         return _from_text
     if "$ref" in node:
-        return json_value_converter(_json_pointer(root, node["$ref"]), root)
+        return json_value_converter(json_pointer(root, node["$ref"]), root)
     for key in ("oneOf", "anyOf"):
         if key in node:
-            members = [m for m in node[key] if not _json_is_null(m)]
+            members = [m for m in node[key] if not json_is_null(m)]
             return json_value_converter(members[0], root) if len(members) == 1 else _from_text
     if "allOf" in node:
         props: dict[str, Any] = dict(node.get("properties", {}))
         for member in node["allOf"]:
             while isinstance(member, dict) and "$ref" in member:
-                member = _json_pointer(root, member["$ref"])
+                member = json_pointer(root, member["$ref"])
             if not isinstance(member, dict):
                 return _from_text
             props.update(member.get("properties", {}))
@@ -474,9 +481,9 @@ def json_value_converter(node: Any, root: Any = None) -> Converter:
     if kind is None and "properties" in node:
         kind = "object"
     if kind == "object":
-        props = node.get("properties")
-        if props:
-            convs = [(name, json_value_converter(sub, root)) for name, sub in props.items()]
+        properties = node.get("properties")
+        if properties:
+            convs = [(name, json_value_converter(sub, root)) for name, sub in properties.items()]
 
             def obj(v: dict) -> dict:
                 # absent (null) properties are left out: JSON Schema's "not required" is "may be missing"
@@ -485,8 +492,9 @@ def json_value_converter(node: Any, root: Any = None) -> Converter:
             return obj
         extra = node.get("additionalProperties")
         if isinstance(extra, dict) and extra:
-            conv = json_value_converter(extra, root)
-            return None if conv is None else (lambda v: {k: None if x is None else conv(x) for k, x in v.items()})
+            value_conv = json_value_converter(extra, root)
+            return None if value_conv is None else (
+                lambda v: {k: None if x is None else value_conv(x) for k, x in v.items()})
         return _from_text
     if kind == "array":
         items = node.get("items")
@@ -597,7 +605,7 @@ class _ColumnGen(CodeWriter):
     leaf value to its own list (no dict per record), plus a tree saying how the lists become Arrow arrays."""
 
     def __init__(self, named: dict[str, Any]) -> None:
-        super().__init__(named, {"rv": _read_long, "UD": _UNPACK_D, "UF": _UNPACK_F})
+        super().__init__(named, {"rv": _read_long, "UD": UNPACK_DOUBLE, "UF": UNPACK_FLOAT})
         self.lists: list[tuple[str, str]] = []  # (name, initial value)
         self.counters: list[str] = []
 

@@ -1,8 +1,8 @@
 """``to_registry``'s engine: Spark struct rows -> Confluent-framed payloads, one Arrow batch per call.
 
 The writer schema is resolved (and registered, with ``auto_register``) once on the driver; the spec shipped to
-executors holds the frame header and the schema, so executors never call the registry. Records go through
-the same compiled fastavro writer serdes' AvroSerializer uses, protobuf's ``SerializeToString`` and orjson.
+executors holds the frame header and the schema, so executors never call the registry. Records are written by
+fastavro's compiled ``write_data`` (``serdes.fastavro_core``), protobuf's ``SerializeToString`` or orjson.
 """
 
 from __future__ import annotations
@@ -16,17 +16,16 @@ from typing import Any
 import orjson
 import pyarrow as pa
 from google.protobuf import descriptor_pb2, descriptor_pool
-from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
-from serdes import _fastavro, wire
+from serdes import fastavro_core, wire
 from serdes.avro import parse_avro_schema
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import Schema
-from serdes.protobuf import ProtobufSerializer
+from serdes.protobuf import ProtobufSerializer, is_message_class, message_indexes
 from serdes.spark.converters import avro_datum_converter, json_value_converter, protobuf_value_converter
-from serdes.spark.reader import _file_set, _protobuf_message
+from serdes.spark.reader import avro_references, file_descriptor_set, protobuf_message
 from serdes.spark.types import AvroNames
 
 __all__ = ["EncoderSpec", "encode_batch", "encoder_spec"]
@@ -54,14 +53,12 @@ def encoder_spec(registry: str, *, subject: str, version: int | str | None = Non
 
 def _encoder_spec(client: RegistryClient, subject: str, version: int | str | None, schema: Any,
                   schema_type: str | None, auto_register: bool, message: str | None) -> EncoderSpec:
-    from serdes.spark.reader import _avro_refs
-
-    if isinstance(schema, type) and issubclass(schema, Message):
+    if is_message_class(schema):
         ser = ProtobufSerializer(client, schema, subject=subject, auto_register=auto_register)
         header = ser(schema())  # an empty message serializes to nothing: what is left is the frame header
         assert header is not None
         desc = schema.DESCRIPTOR
-        return EncoderSpec("PROTOBUF", header, desc.full_name, (), _file_set(desc.file))
+        return EncoderSpec("PROTOBUF", header, desc.full_name, (), file_descriptor_set(desc.file))
     if schema is not None:
         if isinstance(schema, Schema):
             registered_schema = schema
@@ -74,19 +71,17 @@ def _encoder_spec(client: RegistryClient, subject: str, version: int | str | Non
             schema_id = client.lookup(subject, registered_schema).schema_id
     else:
         registered = (client.get_latest_version(subject) if version in (None, "latest")
-                      else client.get_version(subject, version))  # type: ignore[arg-type]
+                      else client.get_version(subject, version))
         registered_schema, schema_id = registered.schema, registered.schema_id
         if registered_schema.schema_type == "PROTOBUF":
             serialized = client.get_version(subject, registered.version, fmt="serialized").schema
-            desc = _protobuf_message(client, schema_id, serialized, message)
-            from serdes.protobuf import message_indexes
-
+            desc = protobuf_message(client, schema_id, serialized, message)
             header = wire.frame(schema_id, b"", message_indexes(desc))
-            return EncoderSpec("PROTOBUF", header, desc.full_name, (), _file_set(desc.file))
+            return EncoderSpec("PROTOBUF", header, desc.full_name, (), file_descriptor_set(desc.file))
     kind = registered_schema.schema_type
     if kind == "AVRO":
         named: list[str] = []
-        _avro_refs(client, registered_schema, named, set())
+        avro_references(client, registered_schema, named, set())
         return EncoderSpec("AVRO", wire.prefix(schema_id), registered_schema.schema_str, tuple(named))
     if kind == "JSON":
         return EncoderSpec("JSON", wire.prefix(schema_id), registered_schema.schema_str)
@@ -106,8 +101,8 @@ def _avro_encoder(spec: EncoderSpec) -> Callable[[Any], bytes]:
         avro_datum_converter(json.loads(text), names)
     parsed, named = parse_avro_schema(Schema(spec.schema), None, named)
     convert = avro_datum_converter(json.loads(spec.schema), names)
-    write = _fastavro.write_data
-    options = _fastavro.WRITE_OPTIONS
+    write = fastavro_core.write_data
+    options = fastavro_core.WRITE_OPTIONS
     header = spec.header
 
     def encode(row: Any) -> bytes:
@@ -159,7 +154,7 @@ def encode_batch(spec: EncoderSpec, values: pa.Array) -> pa.Array:
         try:
             out.append(encode(row))
         except Exception as e:  # fastavro / protobuf / orjson each raise their own types for a bad value
-            schema_id = int.from_bytes(spec.header[1:5], "big")
+            schema_id = wire.read_schema_id(spec.header)
             raise SerializationError(f"to_registry: row {i} of the Arrow batch does not fit schema id {schema_id} "
                                      f"({spec.kind}): {type(e).__name__}: {e}", schema_id=schema_id) from e
     return pa.array(out, pa.binary())

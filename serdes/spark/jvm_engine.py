@@ -1,8 +1,9 @@
 """The JVM engine: ``from_registry`` as a Java UDF column (Avro only).
 
 The decoder object (``schemakit.spark.AvroRegistryDecoder``, source in ``java/``) is created in the driver's
-JVM through py4j with the reader schema and registry URL, wrapped by ``org.apache.spark.sql.functions.udf``
-with the mapped Spark type, and applied to the column. It is serialized to the executors with the plan; each
+JVM through py4j with the reader schema and registry URL; its Java ``column`` method wraps it with
+``org.apache.spark.sql.functions.udf`` and the mapped Spark type (in Java, so that javac rather than py4j picks
+the typed overload) and applies it to the column. It is serialized to the executors with the plan; each
 executor JVM fetches writer schemas by id itself and caches them (a static map), so it works the same in local
 and cluster mode as long as the jar is on the session's classpath (``spark.jars``).
 """
@@ -25,7 +26,18 @@ _available: dict[int, bool] = {}
 
 
 def _jvm(spark: SparkSession) -> Any:
+    """The session's py4j view of the JVM. pyspark has no public API for py4j; ``SparkContext._jvm`` and
+    ``_gateway`` are what its own JVM-backed functions use."""
     return spark.sparkContext._jvm
+
+
+def _java_strings(spark: SparkSession, items: tuple[str, ...]) -> Any:
+    """A Java ``String[]`` (py4j converts Python lists to ``java.util.List``, not to arrays)."""
+    gateway: Any = spark.sparkContext._gateway
+    array = gateway.new_array(_jvm(spark).String, len(items))
+    for i, item in enumerate(items):
+        array[i] = item
+    return array
 
 
 def available(spark: SparkSession) -> bool:
@@ -56,11 +68,7 @@ def decode_column(spark: SparkSession, col: Column, spec: ReaderSpec, mode: str,
 
     from serdes.spark.functions import result_type
 
-    jvm = _jvm(spark)
-    gateway = spark.sparkContext._gateway
-    named = gateway.new_array(jvm.String, len(spec.named))
-    for i, text in enumerate(spec.named):
-        named[i] = text
-    decoder = jvm.schemakit.spark.AvroRegistryDecoder(spec.registry, spec.reader, named, mode == "FAILFAST",
-                                                      error_column)
+    named = _java_strings(spark, spec.named)
+    decoder = _jvm(spark).schemakit.spark.AvroRegistryDecoder(spec.registry, spec.reader, named, mode == "FAILFAST",
+                                                              error_column)
     return ClassicColumn(decoder.column(_to_java_column(col), result_type(spec, error_column).json()))

@@ -13,15 +13,15 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, FileDescriptor
-from google.protobuf.message import Message
-from pyspark.sql.types import DataType, StructType, _parse_datatype_json_string
+from pyspark.sql.types import DataType, StructField, StructType
 
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError
 from serdes.models import Schema
+from serdes.protobuf import RegisteredProtoFile, is_message_class
 from serdes.spark.types import AvroNames, avro_to_spark, json_schema_to_spark, protobuf_to_spark
 
-__all__ = ["ReaderSpec", "resolve_reader"]
+__all__ = ["ReaderSpec", "avro_references", "file_descriptor_set", "protobuf_message", "resolve_reader"]
 
 KINDS = ("AVRO", "JSON", "PROTOBUF")
 
@@ -39,20 +39,23 @@ class ReaderSpec:
 
     @property
     def spark_type(self) -> DataType:
-        return _parse_datatype_json_string(self.spark_type_json)
+        # StructField.fromJson is pyspark's public parser for a type's JSON: read it as a field's type
+        field = {"name": "value", "type": json.loads(self.spark_type_json), "nullable": True, "metadata": {}}
+        return StructField.fromJson(field).dataType
 
 
-def _avro_refs(client: RegistryClient, schema: Schema, out: list[str], seen: set[str]) -> None:
+def avro_references(client: RegistryClient, schema: Schema, out: list[str], seen: set[str]) -> None:
+    """Append the text of every schema ``schema`` references (transitively) to ``out``, dependencies first."""
     for ref in schema.references:
         if ref.name in seen:
             continue
         seen.add(ref.name)
         target = client.get_version(ref.subject, ref.version).schema
-        _avro_refs(client, target, out, seen)
+        avro_references(client, target, out, seen)
         out.append(target.schema_str)
 
 
-def _file_set(fd: FileDescriptor) -> bytes:
+def file_descriptor_set(fd: FileDescriptor) -> bytes:
     """The file and everything it imports, dependencies first, as a FileDescriptorSet."""
     files: list[FileDescriptor] = []
     seen: set[str] = set()
@@ -72,14 +75,13 @@ def _file_set(fd: FileDescriptor) -> bytes:
     return fds.SerializeToString()
 
 
-def _protobuf_message(client: RegistryClient, schema_id: int, schema: Schema, message: str | None) -> Descriptor:
-    from serdes.protobuf import _WriterFile  # the descriptor-pool builder the deserializer uses
-
-    wf = _WriterFile(client, schema_id, schema)
+def protobuf_message(client: RegistryClient, schema_id: int, schema: Schema, message: str | None) -> Descriptor:
+    """Message ``message`` (full name; None: the file's first) of a registered schema in serialized form."""
+    proto_file = RegisteredProtoFile(client, schema_id, schema)
     if message is None:
-        return wf.message([0])
+        return proto_file.message([0])
     try:
-        return wf.pool.FindMessageTypeByName(message)
+        return proto_file.pool.FindMessageTypeByName(message)
     except KeyError:
         raise ValueError(f"message {message!r} is not defined in schema id {schema_id}") from None
 
@@ -108,7 +110,7 @@ def resolve_reader(registry: str, *, subject: str | None = None, version: int | 
 
 def _resolve(client: RegistryClient, registry: str, subject: str | None, version: int | str | None,
              reader_schema: Any, schema_type: str | None, message: str | None) -> ReaderSpec:
-    if isinstance(reader_schema, type) and issubclass(reader_schema, Message):
+    if is_message_class(reader_schema):
         desc = reader_schema.DESCRIPTOR
         return _protobuf_spec(registry, desc)
     if reader_schema is not None:
@@ -130,7 +132,7 @@ def _resolve(client: RegistryClient, registry: str, subject: str | None, version
         registered = client.get_version(subject, version)
     if registered.schema.schema_type == "PROTOBUF":
         serialized = client.get_version(subject, registered.version, fmt="serialized")
-        return _protobuf_spec(registry, _protobuf_message(client, registered.schema_id, serialized.schema, message))
+        return _protobuf_spec(registry, protobuf_message(client, registered.schema_id, serialized.schema, message))
     return _text_spec(client, registry, registered.schema)
 
 
@@ -145,7 +147,7 @@ def _text_spec(client: RegistryClient, registry: str, schema: Schema) -> ReaderS
     doc = json.loads(schema.schema_str)
     if kind == "AVRO":
         named: list[str] = []
-        _avro_refs(client, schema, named, set())
+        avro_references(client, schema, named, set())
         names = AvroNames()
         for text in named:
             avro_to_spark(json.loads(text), names)
@@ -159,4 +161,4 @@ def _text_spec(client: RegistryClient, registry: str, schema: Schema) -> ReaderS
 def _protobuf_spec(registry: str, desc: Descriptor) -> ReaderSpec:
     spark_type = protobuf_to_spark(desc)
     assert isinstance(spark_type, StructType)
-    return ReaderSpec("PROTOBUF", registry, desc.full_name, (), _file_set(desc.file), spark_type.json())
+    return ReaderSpec("PROTOBUF", registry, desc.full_name, (), file_descriptor_set(desc.file), spark_type.json())

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,24 +36,29 @@ def jar_path() -> str:
     return str(JAR)
 
 
-def with_jar(builder: SparkSession.Builder) -> SparkSession.Builder:
-    """Add the jar to a builder's ``spark.jars`` (keeping jars already listed there)."""
-    existing = builder._options.get("spark.jars", "")  # type: ignore[attr-defined]
-    jars = [j for j in existing.split(",") if j] + [jar_path()]
-    return builder.config("spark.jars", ",".join(dict.fromkeys(jars)))
+def with_jar(builder: SparkSession.Builder, jars: str | Iterable[str] = ()) -> SparkSession.Builder:
+    """Set the builder's ``spark.jars`` to ``jars`` (a comma-separated string or a list) plus the JVM engine's jar.
+
+    A builder's settings cannot be read back through pyspark's public API, so pass the other jars the session
+    needs here: a ``config("spark.jars", ...)`` before or after this call would replace the whole list.
+    """
+    listed = jars.split(",") if isinstance(jars, str) else list(jars)
+    return builder.config("spark.jars", ",".join(dict.fromkeys([*filter(None, listed), jar_path()])))
 
 
 def spark_session(master: str = "local[2]", app_name: str = "schemakit", conf: dict[str, Any] | None = None,
                   jvm_engine: bool = True) -> SparkSession:
     """A session for ``from_registry``/``to_registry``: the jar on ``spark.jars`` (when ``jvm_engine`` and the
-    jar is built) and Python workers on this interpreter. ``conf`` adds Spark settings.
+    jar is built) and Python workers on this interpreter. ``conf`` adds Spark settings; jars in its
+    ``spark.jars`` are kept next to the engine's.
 
     Like every ``getOrCreate``, an already running session is returned as it is (its classpath cannot change).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    conf = dict(conf or {})
     builder = SparkSession.builder.master(master).appName(app_name)
     if jvm_engine and Path(JAR).exists():
-        builder = with_jar(builder)
-    for key, value in (conf or {}).items():
+        builder = with_jar(builder, conf.pop("spark.jars", ""))
+    for key, value in conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

@@ -53,7 +53,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-__all__ = ["SchemaMappingError", "avro_to_spark", "json_schema_to_spark", "protobuf_to_spark"]
+__all__ = ["TIMESTAMP", "AvroNames", "SchemaMappingError", "avro_decimal_type", "avro_to_spark", "avro_union_branches",
+           "is_map_field", "json_is_null", "json_pointer", "json_schema_to_spark", "protobuf_to_spark"]
 
 
 class SchemaMappingError(ValueError):
@@ -66,7 +67,7 @@ _AVRO_PRIMITIVES: dict[str, DataType] = {
     "null": NullType(), "boolean": BooleanType(), "int": IntegerType(), "long": LongType(),
     "float": FloatType(), "double": DoubleType(), "bytes": BinaryType(), "string": StringType(),
 }
-_AVRO_LOGICAL: dict[tuple[str, str], DataType] = {
+_AVRO_LOGICAL: dict[tuple[str, str | None], DataType] = {
     ("int", "date"): DateType(),
     ("int", "time-millis"): IntegerType(),
     ("long", "time-micros"): LongType(),
@@ -184,7 +185,8 @@ def _avro_union(schema: list[Any], names: AvroNames, namespace: str | None,
 
 # -- JSON Schema ---------------------------------------------------------------------------------------------
 
-def _json_pointer(root: Any, ref: str) -> Any:
+def json_pointer(root: Any, ref: str) -> Any:
+    """The node a local ``$ref`` (``#/definitions/X``) points to in ``root``."""
     if not ref.startswith("#"):
         raise SchemaMappingError(f"JSON Schema $ref {ref!r} is not local to the schema (only '#/...' is mapped)")
     node = root
@@ -197,7 +199,8 @@ def _json_pointer(root: Any, ref: str) -> Any:
     return node
 
 
-def _json_is_null(node: Any) -> bool:
+def json_is_null(node: Any) -> bool:
+    """Whether a union member (``anyOf``/``oneOf`` entry) only admits null."""
     return isinstance(node, dict) and (node.get("type") == "null" or node.get("const", 0) is None)
 
 
@@ -210,10 +213,10 @@ def json_schema_to_spark(node: Any, root: Any = None, _refs: tuple[str, ...] = (
         ref = node["$ref"]
         if ref in _refs:
             raise SchemaMappingError(f"recursive JSON Schema $ref {ref!r} has no Spark equivalent")
-        return json_schema_to_spark(_json_pointer(root, ref), root, (*_refs, ref))
+        return json_schema_to_spark(json_pointer(root, ref), root, (*_refs, ref))
     for key in ("oneOf", "anyOf"):
         if key in node:
-            members = [m for m in node[key] if not _json_is_null(m)]
+            members = [m for m in node[key] if not json_is_null(m)]
             if len(members) == 1:
                 return json_schema_to_spark(members[0], root, _refs)
             return StringType()
@@ -268,7 +271,7 @@ def _json_all_of(node: dict[str, Any], root: Any, refs: tuple[str, ...]) -> Data
     props: dict[str, Any] = dict(node.get("properties", {}))
     for member in node["allOf"]:
         while isinstance(member, dict) and "$ref" in member:
-            member = _json_pointer(root, member["$ref"])
+            member = json_pointer(root, member["$ref"])
         if not isinstance(member, dict) or not (member.get("type") == "object" or "properties" in member):
             return StringType()
         props.update(member.get("properties", {}))

@@ -163,14 +163,14 @@ def test_serializer_matches_fastavro_on_odd_records(client, topic) -> None:
 
 
 def fastavro_read(parsed, data: bytes, options: dict | None = None):
-    from serdes import _fastavro
+    from serdes import fastavro_core
 
     named: dict = {}
     parsed = fastavro.parse_schema(parsed, named)
     bio = io.BytesIO(data)
     try:
-        value = _fastavro.read_data(bio, parsed, {"writer": named, "reader": {}}, None,
-                                    options or _fastavro.read_options())
+        value = fastavro_core.read_data(bio, parsed, {"writer": named, "reader": {}}, None,
+                                    options or fastavro_core.read_options())
     except Exception as e:
         return type(e), None
     return value, bio.tell()
@@ -178,13 +178,13 @@ def fastavro_read(parsed, data: bytes, options: dict | None = None):
 
 @pytest.mark.parametrize("kind", list(SCHEMAS))
 def test_generated_decoder_reads_what_fastavro_reads_or_steps_aside(kind: str) -> None:
-    from serdes import _fastavro
+    from serdes import fastavro_core
     from serdes.avro_codegen import compile_reader
 
     r = random.Random(f"decoder-{kind}")
     named: dict = {}
     parsed = fastavro.parse_schema(SCHEMAS[kind], named)
-    decode = compile_reader(parsed, named, _fastavro.read_options())
+    decode = compile_reader(parsed, named, fastavro_core.read_options())
     fast_hits = 0
     for i in range(600):
         buf = io.BytesIO()

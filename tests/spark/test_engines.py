@@ -21,6 +21,28 @@ def test_jar_holds_the_decoder_and_the_session_loads_it(spark) -> None:
     assert jar_path() in spark.sparkContext.getConf().get("spark.jars")
 
 
+class _RecordingBuilder:
+    """Stands in for SparkSession.Builder: records what is configured."""
+
+    def __init__(self) -> None:
+        self.conf: dict[str, str] = {}
+
+    def config(self, key: str, value: str) -> _RecordingBuilder:
+        self.conf[key] = value
+        return self
+
+
+def test_with_jar_keeps_the_jars_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    from serdes.spark import session
+
+    monkeypatch.setattr(session, "jar_path", lambda: "/x/schemakit-spark.jar")
+    builder = _RecordingBuilder()
+    session.with_jar(builder, "a.jar,,b.jar")
+    assert builder.conf == {"spark.jars": "a.jar,b.jar,/x/schemakit-spark.jar"}
+    session.with_jar(builder, ["/x/schemakit-spark.jar"])
+    assert builder.conf == {"spark.jars": "/x/schemakit-spark.jar"}
+
+
 def test_auto_picks_the_jvm_for_avro_and_python_otherwise(spark, client, registry_url, subject) -> None:
     frame = AvroSerializer(client, SCHEMA, subject=subject)({"n": 1, "label": None})
     df = spark.createDataFrame([(frame,)], "value binary")

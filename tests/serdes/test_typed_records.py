@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from serdes import DecimalSpec, avro_schema, json_schema, record_fullname
-from serdes.records import avro_decoder, avro_encoder, json_decoder, json_encoder
+from serdes.typed_records import avro_decoder, avro_encoder, json_decoder, json_encoder
 
 
 class Status(enum.Enum):

@@ -167,7 +167,9 @@ def avro_schema(cls: type) -> dict[str, Any]:
 def _avro_schema(cls: type) -> dict[str, Any]:
     if not is_record_type(cls):
         raise TypeError(f"avro_schema needs a dataclass or pydantic model class, not {cls!r}")
-    return _avro_record(cls, set())
+    schema = _avro_record(cls, set())
+    assert isinstance(schema, dict)  # with no names defined yet the record is spelled out, not referred to
+    return schema
 
 
 def _avro_record(cls: type, named: set[str]) -> dict[str, Any] | str:
@@ -274,8 +276,9 @@ def _avro_default(value: Any) -> Any:
         return [_avro_default(v) for v in value]
     if isinstance(value, dict):
         return {k: _avro_default(v) for k, v in value.items()}
-    if is_record_type(type(value)):
-        return {f.name: _avro_default(getattr(value, f.name)) for f in _fields(type(value))}
+    cls: type = type(value)
+    if is_record_type(cls):
+        return {f.name: _avro_default(getattr(value, f.name)) for f in _fields(cls)}
     raise TypeError(f"cannot express default {value!r} in an Avro schema")
 
 
@@ -387,18 +390,18 @@ def _encoder(hint: Any, codec: str) -> Converter | None:
         return encode_union
     item = _seq_item(hint)
     if item is not None:
-        c = _encoder(item, codec)
-        if c is None:
+        item_enc = _encoder(item, codec)
+        if item_enc is None:
             # fastavro writes any sized iterable; JSON needs a real list (sets are not JSON, tuples fail
             # jsonschema's "array" check).
             return None if codec == "avro" or (typing.get_origin(hint) or hint) is list else list
-        return lambda v: [c(x) for x in v]
+        return lambda v: [item_enc(x) for x in v]
     value = _map_value(hint)
     if value is not None:
-        c = _encoder(value, codec)
-        if c is None:
+        value_enc = _encoder(value, codec)
+        if value_enc is None:
             return None
-        return lambda v: {k: c(x) for k, x in v.items()}
+        return lambda v: {k: value_enc(x) for k, x in v.items()}
     return None
 
 
@@ -478,7 +481,7 @@ def _builder(cls: type) -> Callable[[dict[str, Any]], Any]:
     def build(d: dict[str, Any]) -> Any:
         if d.keys() != names:  # missing or extra fields: let __init__ report it
             return cls(**d)
-        obj = new(cls)
+        obj: Any = new(cls)
         obj.__dict__.update(d)
         return obj
 
@@ -515,9 +518,10 @@ def _decoder(hint: Any, codec: str) -> Converter | None:
         if all(c is None for _, c in decs):
             return None
         if len(decs) == 1:
-            c = decs[0][1]
-            return lambda v: None if v is None else c(v)
-        by_name = {record_fullname(a): c for a, c in decs if is_record_type(a)}
+            only = decs[0][1]
+            assert only is not None  # not all of them are None
+            return lambda v: None if v is None else only(v)
+        by_name = {record_fullname(a): c for a, c in decs if c is not None and is_record_type(a)}
         others = [(a, c) for a, c in decs if not is_record_type(a)]
 
         def decode_union(v: Any) -> Any:
@@ -536,20 +540,20 @@ def _decoder(hint: Any, codec: str) -> Converter | None:
         return decode_union
     item = _seq_item(hint)
     if item is not None:
-        c = _decoder(item, codec)
+        item_dec = _decoder(item, codec)
         origin = typing.get_origin(hint) or hint
         wrap = origin if origin in (tuple, set, frozenset) else None
-        if c is None:
+        if item_dec is None:
             return wrap
         if wrap is None:
-            return lambda v: [c(x) for x in v]
-        return lambda v: wrap(c(x) for x in v)
+            return lambda v: [item_dec(x) for x in v]
+        return lambda v: wrap(item_dec(x) for x in v)
     value = _map_value(hint)
     if value is not None:
-        c = _decoder(value, codec)
-        if c is None:
+        value_dec = _decoder(value, codec)
+        if value_dec is None:
             return None
-        return lambda v: {k: c(x) for k, x in v.items()}
+        return lambda v: {k: value_dec(x) for k, x in v.items()}
     return None
 
 
@@ -650,6 +654,7 @@ def _json_default(value: Any) -> Any:
         return [_json_default(v) for v in value]
     if isinstance(value, dict):
         return {k: _json_default(v) for k, v in value.items()}
-    if is_record_type(type(value)):
-        return {f.name: _json_default(getattr(value, f.name)) for f in _fields(type(value))}
+    cls: type = type(value)
+    if is_record_type(cls):
+        return {f.name: _json_default(getattr(value, f.name)) for f in _fields(cls)}
     raise TypeError(f"cannot express default {value!r} in a JSON Schema")
