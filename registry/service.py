@@ -15,8 +15,7 @@ from typing import Any, Generic, TypeVar
 import orjson
 
 from compat import CompatibilityLevel, Incompatibility, check_levels
-from registry import errors, records
-from registry.records import Key
+from registry import errors, schemas_topic
 from registry.schema_types import (
     InvalidSchemaError,
     ParsedSchema,
@@ -25,6 +24,7 @@ from registry.schema_types import (
     SchemaType,
     get_schema_type,
 )
+from registry.schemas_topic import Key
 from registry.state import SchemaContent, State, Version, content_digest
 from registry.store import Store
 
@@ -719,7 +719,7 @@ class Service:
                 while schema_id in st.contents:  # never hand out an id that names something else
                     schema_id += 1
 
-        value = records.schema_value(
+        value = schemas_topic.schema_value(
             subject=subject,
             version=version,
             schema_id=schema_id,
@@ -730,7 +730,7 @@ class Service:
             rule_set=req.rule_set,
             deleted=False,
         )
-        await self.store.write(Key(records.SCHEMA, subject, version).encode(), value, "Register")
+        await self.store.write(Key(schemas_topic.SCHEMA, subject, version).encode(), value, "Register")
         written = st.subjects.get(subject, {}).get(version)
         if written is None or written.id != schema_id:
             raise errors.store_error("Register schema operation failed: the record was rejected by the store")
@@ -741,14 +741,14 @@ class Service:
         return schema_id
 
     async def _tombstone_version(self, v: Version) -> None:
-        for raw in sorted(self.state.raw_keys(Key(records.SCHEMA, v.subject, v.version))):
+        for raw in sorted(self.state.raw_keys(Key(schemas_topic.SCHEMA, v.subject, v.version))):
             await self.store.write(raw, None, "Delete")
 
     async def _tombstone_subject_settings(self, subject: str) -> None:
         st = self.state
         for keytype, present in (
-            (records.CONFIG, subject in st.configs),
-            (records.MODE, subject in st.modes),
+            (schemas_topic.CONFIG, subject in st.configs),
+            (schemas_topic.MODE, subject in st.modes),
         ):
             if present:
                 for raw in sorted(st.raw_keys(Key(keytype, subject))):
@@ -781,8 +781,8 @@ class Service:
                 if ref is not None:
                     raise errors.reference_exists(f"{{subject={subject},version={ref.version}}}")
                 await self._write(
-                    Key(records.DELETE_SUBJECT, subject).encode(),
-                    records.delete_subject_value(subject, all_versions[-1].version),
+                    Key(schemas_topic.DELETE_SUBJECT, subject).encode(),
+                    schemas_topic.delete_subject_value(subject, all_versions[-1].version),
                     "Delete subject",
                 )
                 return [v.version for v in live]
@@ -821,7 +821,7 @@ class Service:
                 if target.deleted:
                     raise errors.version_soft_deleted(subject, target.version)
                 c = target.content
-                value = records.schema_value(
+                value = schemas_topic.schema_value(
                     subject=subject,
                     version=target.version,
                     schema_id=target.id,
@@ -832,7 +832,7 @@ class Service:
                     rule_set=c.rule_set,
                     deleted=True,
                 )
-                await self._write(Key(records.SCHEMA, subject, target.version).encode(), value, "Delete")
+                await self._write(Key(schemas_topic.SCHEMA, subject, target.version).encode(), value, "Delete")
                 return target.version
             if not target.deleted:
                 raise errors.version_not_soft_deleted(subject, target.version)
@@ -868,7 +868,7 @@ class Service:
                 update["compatibilityLevel"] = CompatibilityLevel.parse(str(level)).value
             except ValueError:
                 raise errors.invalid_compatibility_level() from None
-        for k in records.CONFIG_FIELDS[1:]:
+        for k in schemas_topic.CONFIG_FIELDS[1:]:
             if body.get(k) is not None:
                 update[k] = body[k]
         for k in ("normalize", "validateFields", "validateRules"):
@@ -888,7 +888,9 @@ class Service:
             self._check_not_readonly(subject)
             merged = {**(self.state.configs.get(subject) or {}), **update}
             await self._write(
-                Key(records.CONFIG, subject).encode(), records.config_value(subject, merged), "Update config"
+                Key(schemas_topic.CONFIG, subject).encode(),
+                schemas_topic.config_value(subject, merged),
+                "Update config",
             )
         echo: dict[str, Any] = {}
         if "compatibilityLevel" in update:
@@ -904,7 +906,7 @@ class Service:
             previous = self.get_config(subject, default_to_global=True)
             self._check_not_readonly(subject)
             if subject in st.configs:
-                for raw in sorted(st.raw_keys(Key(records.CONFIG, subject))):
+                for raw in sorted(st.raw_keys(Key(schemas_topic.CONFIG, subject))):
                     await self._write(raw, None, "Delete config")
             return previous
 
@@ -935,7 +937,7 @@ class Service:
                 if any(st.versions(s) for s in scope):
                     raise errors.operation_not_permitted("Cannot import since found existing subjects")
             await self._write(
-                Key(records.MODE, subject).encode(), records.mode_value(subject, mode), "Update mode"
+                Key(schemas_topic.MODE, subject).encode(), schemas_topic.mode_value(subject, mode), "Update mode"
             )
         return {"mode": mode}
 
@@ -946,6 +948,6 @@ class Service:
                 raise errors.subject_not_found(subject)
             previous = self.get_mode(subject, default_to_global=True)
             if subject in st.modes:
-                for raw in sorted(st.raw_keys(Key(records.MODE, subject))):
+                for raw in sorted(st.raw_keys(Key(schemas_topic.MODE, subject))):
                     await self._write(raw, None, "Delete mode")
             return {"mode": previous}

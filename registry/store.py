@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from registry import errors
-from registry.records import Key
+from registry.schemas_topic import Key
 from registry.state import State
 from streams.log import (
     OFFSET_BEGINNING,
