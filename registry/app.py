@@ -39,10 +39,8 @@ CACHE_SIZE = 50_000  # cached read answers (then no more until the next change e
 
 @dataclass(slots=True)
 class Request:
-    method: str
     params: dict[str, str]  # path parameters, percent-decoded
     query: dict[str, list[str]]
-    headers: list[tuple[bytes, bytes]]
     body: bytes
 
     def q(self, name: str, default: str | None = None) -> str | None:
@@ -80,7 +78,6 @@ class Route:
     parts: tuple[str, ...]  # literal segments, or "{name}" for a parameter
     handler: Handler
     write: bool = False  # a mutating route: only the leader executes it
-    raw_text: bool = False  # the body is plain schema text, not JSON
     cached: bool = False  # a read answered from the response cache (every GET, and POST lookup)
 
 
@@ -89,12 +86,9 @@ class Router:
         self._by_shape: dict[tuple[int, str], list[Route]] = {}
         self.routes: list[Route] = []
 
-    def add(
-        self, method: str, path: str, handler: Handler, *, write: bool = False, raw_text: bool = False,
-        cached: bool = False,
-    ) -> None:
+    def add(self, method: str, path: str, handler: Handler, *, write: bool = False, cached: bool = False) -> None:
         parts = tuple(p for p in path.split("/") if p)
-        route = Route(method, parts, handler, write, raw_text, cached or method == "GET")
+        route = Route(method, parts, handler, write, cached or method == "GET")
         self.routes.append(route)
         first = parts[0] if parts else ""
         self._by_shape.setdefault((len(parts), first), []).append(route)
@@ -124,11 +118,9 @@ class Router:
 router = Router()
 
 
-def route(
-    method: str, path: str, *, write: bool = False, raw_text: bool = False, cached: bool = False
-) -> Callable[[Handler], Handler]:
+def route(method: str, path: str, *, write: bool = False, cached: bool = False) -> Callable[[Handler], Handler]:
     def deco(fn: Handler) -> Handler:
-        router.add(method, path, fn, write=write, raw_text=raw_text, cached=cached)
+        router.add(method, path, fn, write=write, cached=cached)
         return fn
 
     return deco
@@ -221,7 +213,7 @@ class RegistryApp:
             elif route_.cached:
                 cache_key = (raw_path, qs, b"")
             query = parse_qs(qs.decode("latin-1"), keep_blank_values=True) if qs else {}
-            req = Request(method, params, query, headers, body)
+            req = Request(params, query, body)
             if route_.write and self.forwarder is not None:
                 forwarded = await self.forwarder.maybe_forward(method, raw_path, qs, headers, body)
                 if forwarded is not None:

@@ -249,15 +249,9 @@ class State:
         vs = self.versions(subject, deleted=deleted)
         return vs[-1] if vs else None
 
-    def subject_exists(self, subject: str, *, deleted: bool = False) -> bool:
-        return bool(self.versions(subject, deleted=deleted))
-
     def next_version(self, subject: str) -> int:
         vs = self.subjects.get(subject)
         return max(vs) + 1 if vs else 1
-
-    def live_subjects(self) -> list[str]:
-        return sorted(s for s, vs in self.subjects.items() if any(not v.deleted for v in vs.values()))
 
     def raw_keys(self, key: Key) -> set[bytes]:
         """Every byte form of ``key`` seen in the log, plus today's form: what a tombstone must cover."""

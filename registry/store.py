@@ -46,7 +46,6 @@ class Store:
         self._stop = threading.Event()
         self._reader: threading.Thread | None = None
         self._producer = None
-        self.on_applied: list[Callable[[list[Record]], None]] = []
         self.records_replayed = 0
         #: Kafka HA: only the elected leader writes, through ``writer`` (its fenced transactional producer,
         #: called as ``writer(topic, value, key, timeout)``); without one, writes fail with 50004.
@@ -122,8 +121,6 @@ class Store:
         for r in batch:
             if r.offset > st.offset:
                 st.apply(r.offset, r.key, r.value, r.timestamp)
-        for cb in self.on_applied:
-            cb(batch)
         if self._waiters:
             ready = [w for w in self._waiters if w[0] <= st.offset]
             if ready:
