@@ -16,6 +16,7 @@ from registry.leader import (
     ELECTION_GROUP_SETTINGS,
     ELECTION_SESSION_TIMEOUT,
     Election,
+    WriterSlot,
     election_topic_for,
 )
 from registry.schema_types import schema_types
@@ -98,16 +99,19 @@ def _check_topic(log_backend: Log, name: str) -> None:
 
 def build_app(settings: Settings) -> RegistryApp:
     log_backend = open_backend(settings)
-    store = Store(log_backend, settings.topic, timeout=settings.store_timeout)
+    # Several instances can share a log with group membership: then only the elected leader writes (through
+    # the writer the election puts in the slot), and the others forward writes to it.
+    writers = WriterSlot() if log_backend.capabilities.group_membership else None
+    store = Store(log_backend, settings.topic, timeout=settings.store_timeout, writers=writers)
     service = Service(store, default_compatibility=settings.compatibility)
     election: Election | None = None
     forwarder: Forwarder | None = None
-    if log_backend.capabilities.group_membership:
-        # Several instances share the log: only the elected leader writes, the others forward to it.
+    if writers is not None:
         election_log = open_log(settings.log_url, groups=ELECTION_GROUP_SETTINGS)
         election = Election(
             election_log,
             store,
+            writers,
             topic=settings.leader_topic,
             group=settings.group_id,
             url=settings.url,
@@ -115,7 +119,6 @@ def build_app(settings: Settings) -> RegistryApp:
             timeout=settings.store_timeout,
             session_timeout=election_log.group_session_timeout or ELECTION_SESSION_TIMEOUT,
         )
-        store.exclusive = True
         logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per forwarded request
         forwarder = Forwarder(
             election,
@@ -135,7 +138,7 @@ def build_app(settings: Settings) -> RegistryApp:
             log.info("leader: this node (single-node embedded log)")
         else:
             await asyncio.to_thread(election.ensure_topic)
-            election.start(asyncio.get_running_loop())
+            election.start()
             log.info(
                 "leader election: group %r on topic %r, this node %s; leader announced on that topic once elected",
                 settings.group_id,

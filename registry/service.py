@@ -287,8 +287,9 @@ class Service:
         # stays proportional to the stored text, not to every parse tree ever built.
         self._parsed: Lru[tuple[Any, ...], ParsedSchema] = Lru(PARSE_CACHE_SIZE)
         self._parsed_by_id: Lru[int, ParsedSchema] = Lru(PARSE_CACHE_SIZE)
-        #: set when another node may have written since our last write (startup, leadership change)
-        self.needs_barrier = True
+        # Until the first write, another instance may have written since we read the log; a node that
+        # becomes leader later catches up in ``Election._become_leader`` before it takes writes.
+        self._needs_barrier = True
 
     @property
     def state(self) -> State:
@@ -622,10 +623,10 @@ class Service:
     # ---- writes -----------------------------------------------------------------------------------------
 
     async def _catch_up(self) -> None:
-        """Before the first write (or after another node may have written): read the log to its end."""
-        if self.needs_barrier:
+        """Before the first write: read the log to its end."""
+        if self._needs_barrier:
             await self.store.barrier()
-            self.needs_barrier = False
+            self._needs_barrier = False
 
     async def _write(self, key: bytes, value: bytes | None, operation: str) -> None:
         await self._catch_up()
