@@ -222,11 +222,11 @@ class RegistryApp:
                     return
             result = await route_.handler(self, req)
         except ApiError as e:
-            await _send(send, e.status, dumps({"error_code": e.error_code, "message": e.message}), CT_V1)
+            await _send_error(send, e)
             return
         except Exception:
             log.exception("internal error on %s %s", method, raw_path)
-            await _send(send, 500, dumps({"error_code": 500, "message": "Internal server error"}), CT_V1)
+            await _send_error(send, errors.internal_server_error())
             return
         if type(result) is bytes:
             out = result
@@ -277,6 +277,10 @@ def _content_type(headers: list[tuple[bytes, bytes]]) -> bytes:
     if CT_JSON in accept:
         return CT_JSON
     return CT_V1
+
+
+async def _send_error(send: Any, e: ApiError) -> None:
+    await _send(send, e.status, dumps({"error_code": e.error_code, "message": e.message}), CT_V1)
 
 
 async def _send(send: Any, status: int, body: bytes, content_type: bytes) -> None:

@@ -16,6 +16,7 @@ import orjson
 
 from compat import CompatibilityLevel, Incompatibility, check_levels
 from registry import errors, schemas_topic
+from registry.modes import IMPORT_MODES, READ_ONLY_MODES, Mode
 from registry.schema_types import (
     InvalidSchemaError,
     ParsedSchema,
@@ -31,8 +32,6 @@ from registry.store import Store
 log = logging.getLogger(__name__)
 
 DEFAULT_COMPATIBILITY = "BACKWARD"
-DEFAULT_MODE = "READWRITE"
-MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT", "FORWARD")
 MAX_VERSION = 2**31 - 1
 LATEST = -1
 
@@ -80,11 +79,6 @@ def page(items: Sequence[Any], offset: int, limit: int) -> list[Any]:
     return list(items[offset:] if limit < 0 else items[offset : offset + limit])
 
 
-def _unprocessable(message: str) -> errors.ApiError:
-    # Jackson binding errors (a field of the wrong type) answer 422 with the status as code, as rest-utils does.
-    return errors.ApiError(422, 422, message)
-
-
 PARSE_CACHE_SIZE = 2048
 K = TypeVar("K")
 V = TypeVar("V")
@@ -117,18 +111,18 @@ class SchemaRequest:
 
     def __init__(self, body: Any) -> None:
         if not isinstance(body, dict):
-            raise _unprocessable("Request body must be a JSON object")
+            raise errors.unprocessable_entity("Request body must be a JSON object")
         schema = body.get("schema")
         if schema is not None and not isinstance(schema, str):
-            raise _unprocessable("Field 'schema' must be a string")
+            raise errors.unprocessable_entity("Field 'schema' must be a string")
         self.schema: str | None = schema
         st = body.get("schemaType")
         if st is not None and not isinstance(st, str):
-            raise _unprocessable("Field 'schemaType' must be a string")
+            raise errors.unprocessable_entity("Field 'schemaType' must be a string")
         self.schema_type = (st or "AVRO").upper()
         refs = body.get("references") or []
         if not isinstance(refs, list):
-            raise _unprocessable("Field 'references' must be an array")
+            raise errors.unprocessable_entity("Field 'references' must be an array")
         parsed_refs = []
         for r in refs:
             if (
@@ -138,7 +132,7 @@ class SchemaRequest:
                 or not isinstance(r.get("version"), int)
                 or isinstance(r.get("version"), bool)
             ):
-                raise _unprocessable(
+                raise errors.unprocessable_entity(
                     "Each reference needs 'name' (string), 'subject' (string), 'version' (integer)"
                 )
             parsed_refs.append(Reference(r["name"], normalize_subject(r["subject"]), r["version"]))
@@ -155,9 +149,9 @@ def _opt_int(body: dict[str, Any], name: str) -> int | None:
     if v is None:
         return None
     if not isinstance(v, int) or isinstance(v, bool):
-        raise _unprocessable(f"Field '{name}' must be an integer")
+        raise errors.unprocessable_entity(f"Field '{name}' must be an integer")
     if not -(2**31) <= v <= 2**31 - 1:
-        raise _unprocessable(f"Field '{name}' is out of the 32-bit integer range: {v}")
+        raise errors.unprocessable_entity(f"Field '{name}' is out of the 32-bit integer range: {v}")
     return v
 
 
@@ -170,14 +164,14 @@ def check_metadata(md: Any, field: str) -> dict[str, Any] | None:
     if md is None:
         return None
     if not isinstance(md, dict):
-        raise _unprocessable(f"Field '{field}' must be an object")
+        raise errors.unprocessable_entity(f"Field '{field}' must be an object")
     tags, props, sensitive = md.get("tags"), md.get("properties"), md.get("sensitive")
     if tags is not None and not (isinstance(tags, dict) and all(_is_str_list(v) for v in tags.values())):
-        raise _unprocessable(f"Field '{field}.tags' must map paths to arrays of strings")
+        raise errors.unprocessable_entity(f"Field '{field}.tags' must map paths to arrays of strings")
     if props is not None and not (isinstance(props, dict) and all(isinstance(v, str) for v in props.values())):
-        raise _unprocessable(f"Field '{field}.properties' must map keys to strings")
+        raise errors.unprocessable_entity(f"Field '{field}.properties' must map keys to strings")
     if sensitive is not None and not _is_str_list(sensitive):
-        raise _unprocessable(f"Field '{field}.sensitive' must be an array of strings")
+        raise errors.unprocessable_entity(f"Field '{field}.sensitive' must be an array of strings")
     return md or None
 
 
@@ -189,29 +183,29 @@ def check_rule_set_shape(rs: Any, field: str) -> dict[str, Any] | None:
     if rs is None:
         return None
     if not isinstance(rs, dict):
-        raise _unprocessable(f"Field '{field}' must be an object")
+        raise errors.unprocessable_entity(f"Field '{field}' must be an object")
     for group in ("migrationRules", "domainRules", "encodingRules"):
         rules = rs.get(group)
         if rules is None:
             continue
         if not isinstance(rules, list):
-            raise _unprocessable(f"Field '{field}.{group}' must be an array")
+            raise errors.unprocessable_entity(f"Field '{field}.{group}' must be an array")
         for i, rule in enumerate(rules):
             where = f"{field}.{group}[{i}]"
             if not isinstance(rule, dict):
-                raise _unprocessable(f"Field '{where}' must be an object")
+                raise errors.unprocessable_entity(f"Field '{where}' must be an object")
             for k in _RULE_STRINGS:
                 if rule.get(k) is not None and not isinstance(rule[k], str):
-                    raise _unprocessable(f"Field '{where}.{k}' must be a string")
+                    raise errors.unprocessable_entity(f"Field '{where}.{k}' must be a string")
             if rule.get("tags") is not None and not _is_str_list(rule["tags"]):
-                raise _unprocessable(f"Field '{where}.tags' must be an array of strings")
+                raise errors.unprocessable_entity(f"Field '{where}.tags' must be an array of strings")
             params = rule.get("params")
             if params is not None and not (
                 isinstance(params, dict) and all(isinstance(v, str) for v in params.values())
             ):
-                raise _unprocessable(f"Field '{where}.params' must map names to strings")
+                raise errors.unprocessable_entity(f"Field '{where}.params' must map names to strings")
             if rule.get("disabled") is not None and not isinstance(rule["disabled"], bool):
-                raise _unprocessable(f"Field '{where}.disabled' must be a boolean")
+                raise errors.unprocessable_entity(f"Field '{where}.disabled' must be a boolean")
     return rs or None
 
 
@@ -314,7 +308,7 @@ class Service:
         modes = self.state.modes
         if subject is not None and subject in modes:
             return modes[subject]
-        return modes.get(None, DEFAULT_MODE)
+        return modes.get(None, Mode.READWRITE)
 
     # ---- schema parsing ---------------------------------------------------------------------------------
 
@@ -610,7 +604,7 @@ class Service:
                 raise errors.invalid_schema("Empty schema")
             parsed = await self.parse(req.schema_type, req.schema, req.references, normalize=normalize)
         except errors.ApiError as e:
-            if verbose and e.error_code == 42201:
+            if verbose and e.error_code == errors.ErrorCode.INVALID_SCHEMA:
                 return {"is_compatible": False, "messages": [e.message]}
             raise
         level = self.effective_level(subject)
@@ -641,7 +635,7 @@ class Service:
             normalize = bool(self.effective_config(subject).get("normalize", False))
         mode = self.effective_mode(subject)
         # Fast path before any mode check: an already registered schema answers with its id (even READONLY).
-        if req.schema is not None and mode not in ("IMPORT", "FORWARD"):
+        if req.schema is not None and mode not in IMPORT_MODES:
             existing = await self._match_in_subject(subject, req, normalize=normalize, deleted=False)
             if (
                 existing is not None
@@ -649,9 +643,9 @@ class Service:
                 and (req.version is None or req.version == existing.version)
             ):
                 return existing.id
-        if mode in ("READONLY", "READONLY_OVERRIDE"):
+        if mode in READ_ONLY_MODES:
             raise errors.operation_not_permitted(f"Subject {subject} in context . is in read-only mode")
-        importing = mode in ("IMPORT", "FORWARD")
+        importing = mode in IMPORT_MODES
         if req.id is not None and req.id >= 0 and not importing:
             raise errors.operation_not_permitted(f"Subject {subject} in context . is not in import mode")
         if importing and req.id is None:
@@ -756,7 +750,7 @@ class Service:
                     await self.store.write(raw, None, "Delete")
 
     def _check_not_readonly(self, subject: str | None) -> None:
-        if self.effective_mode(subject) in ("READONLY", "READONLY_OVERRIDE"):
+        if self.effective_mode(subject) in READ_ONLY_MODES:
             where = f"Subject {subject}" if subject is not None else "Global mode"
             raise errors.operation_not_permitted(f"{where} in context . is in read-only mode")
 
@@ -859,7 +853,7 @@ class Service:
 
     async def put_config(self, subject: str | None, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
-            raise _unprocessable("Request body must be a JSON object")
+            raise errors.unprocessable_entity("Request body must be a JSON object")
         if subject is not None:
             check_subject(subject)
         update: dict[str, Any] = {}
@@ -874,10 +868,10 @@ class Service:
                 update[k] = body[k]
         for k in ("normalize", "validateFields", "validateRules"):
             if k in update and not isinstance(update[k], bool):
-                raise _unprocessable(f"Field '{k}' must be a boolean")
+                raise errors.unprocessable_entity(f"Field '{k}' must be a boolean")
         for k in ("compatibilityGroup", "alias"):
             if k in update and not isinstance(update[k], str):
-                raise _unprocessable(f"Field '{k}' must be a string")
+                raise errors.unprocessable_entity(f"Field '{k}' must be a string")
         for k in ("defaultMetadata", "overrideMetadata"):
             if k in update:
                 check_metadata(update[k], k)
@@ -915,25 +909,28 @@ class Service:
 
     def get_mode(self, subject: str | None, *, default_to_global: bool) -> str:
         if subject is None:
-            return self.state.modes.get(None, DEFAULT_MODE)
+            return self.state.modes.get(None, Mode.READWRITE)
         m = self.state.modes.get(subject)
         if m is None:
             if default_to_global:
-                return self.state.modes.get(None, DEFAULT_MODE)
+                return self.state.modes.get(None, Mode.READWRITE)
             raise errors.subject_mode_not_found(subject)
         return m
 
     async def put_mode(self, subject: str | None, body: Any, *, force: bool) -> dict[str, Any]:
         if not isinstance(body, dict):
-            raise _unprocessable("Request body must be a JSON object")
+            raise errors.unprocessable_entity("Request body must be a JSON object")
         if subject is not None:
             check_subject(subject)
-        mode = str(body.get("mode", "")).strip().upper()
-        if mode not in MODES or (mode == "FORWARD" and subject is not None):
+        try:
+            mode = Mode(str(body.get("mode", "")).strip().upper())
+        except ValueError:
+            raise errors.invalid_mode() from None
+        if mode is Mode.FORWARD and subject is not None:
             raise errors.invalid_mode()
         async with self._write_lock:
             st = self.state
-            if mode == "IMPORT" and not force:
+            if mode is Mode.IMPORT and not force:
                 scope = [subject] if subject is not None else list(st.subjects)
                 if any(st.versions(s) for s in scope):
                     raise errors.operation_not_permitted("Cannot import since found existing subjects")
