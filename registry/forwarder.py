@@ -58,9 +58,7 @@ def operation_name(method: str, raw_path: bytes) -> str:
 
 
 class Forwarder:
-    def __init__(
-        self, election: LeaderView, store: Store, own_url: str, *, timeout: float = 60.0, leader_wait: float = 10.0
-    ) -> None:
+    def __init__(self, election: LeaderView, store: Store, own_url: str, *, timeout: float, leader_wait: float) -> None:
         self.election = election
         self.store = store
         self.own_url = own_url.rstrip("/")

@@ -40,20 +40,15 @@ log = logging.getLogger("registry.leader")
 
 ANNOUNCE_KEY = b"leader"
 PROBE_KEY = b"probe"
-DEFAULT_GROUP = "schema-registry"
 # Confluent's kafkagroup timing, and cooperative-sticky assignment so that a member joining does not move
 # leadership; a log URL that sets its own values (a test's faster ones) wins.
+ELECTION_SESSION_TIMEOUT_MS = 10000
 ELECTION_GROUP_SETTINGS = GroupSettings(
-    assignment="cooperative-sticky", session_timeout_ms=10000, heartbeat_interval_ms=3000
+    assignment="cooperative-sticky", session_timeout_ms=ELECTION_SESSION_TIMEOUT_MS, heartbeat_interval_ms=3000
 )
-ELECTION_SESSION_TIMEOUT = 10.0
+ELECTION_SESSION_TIMEOUT = ELECTION_SESSION_TIMEOUT_MS / 1000
 HEADER_LEADER = "schemakit.leader"
 HEADER_GENERATION = "schemakit.generation"
-
-
-def election_topic_for(topic: str) -> str:
-    """The default election topic of a store topic: ``_schemas`` -> ``_schemas_leader``."""
-    return f"{topic}_leader"
 
 
 def transactional_id_for(group: str) -> str:
@@ -205,7 +200,7 @@ class Election:
         url: str,
         eligible: bool,
         timeout: float,
-        session_timeout: float = 10.0,
+        session_timeout: float = ELECTION_SESSION_TIMEOUT,
     ) -> None:
         self.log = log_backend
         self.store = store

@@ -16,6 +16,7 @@ import orjson
 
 from compat import CompatibilityLevel, Incompatibility, check_levels
 from registry import errors, schemas_topic
+from registry.config import DEFAULTS
 from registry.modes import IMPORT_MODES, READ_ONLY_MODES, Mode
 from registry.schema_types import (
     InvalidSchemaError,
@@ -31,7 +32,6 @@ from registry.store import Store
 
 log = logging.getLogger(__name__)
 
-DEFAULT_COMPATIBILITY = "BACKWARD"
 MAX_VERSION = 2**31 - 1
 LATEST = -1
 
@@ -273,7 +273,9 @@ def dumps(obj: Any) -> bytes:
 
 
 class Service:
-    def __init__(self, store: Store, *, default_compatibility: str = DEFAULT_COMPATIBILITY) -> None:
+    def __init__(
+        self, store: Store, *, default_compatibility: CompatibilityLevel = DEFAULTS.compatibility
+    ) -> None:
         self.store = store
         self.default_compatibility = default_compatibility
         self._write_lock = asyncio.Lock()
