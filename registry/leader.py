@@ -1,4 +1,5 @@
-"""Leader election for the registry on Kafka, and the leader's fenced writer.
+"""Leader election for registry instances sharing a log with group membership (Kafka), and the leader's
+fenced writer.
 
 Every leader-eligible node's *member* consumer joins one group and subscribes to a one-partition election
 topic: the member that owns partition 0 is the leader. Owning it is not enough to write, though: the new
@@ -187,7 +188,7 @@ class WriterSlot:
 class Election:
     """This node's view of leadership: whether it leads, and where the leader is.
 
-    ``is_leader`` and ``leader_url`` are plain attributes, read by the forwarder on the event loop."""
+    ``is_leader`` and ``leader`` are plain attributes, read without a lock by the forwarder on the event loop."""
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""Wiring: log backend → store → service → ASGI app → uvicorn, with startup logging."""
+"""Wiring: log backend → store → service → ASGI app → uvicorn, with topic checks and startup logging."""
 
 from __future__ import annotations
 

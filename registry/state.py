@@ -1,7 +1,8 @@
 """The registry's state: a pure function of the ``_schemas`` log, rebuilt by applying records in order.
 
-``State.apply`` is the only mutator. It runs on the server's event-loop thread (the log reader hands
-records over), so reads never see a half-applied record and need no lock.
+``State.apply`` is the only mutator. Once the server serves, it runs on the event-loop thread (the log
+reader hands records over), so reads never see a half-applied record and need no lock; before that, the
+startup replay (``Store.open``) applies the log up to its end.
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ class Store:
         """Create or validate the topic and replay it to the end (blocking; call before serving)."""
         info = self.log.ensure_topic(self.topic, 1, compacted=True)
         log.info("store topic %r: %d partition, compacted=%s", info.name, info.partitions, info.compacted)
-        self.log.compact(self.topic)  # the embedded log compacts here; Kafka brokers do it themselves
+        self.log.compact(self.topic)  # a no-op where the backend compacts by itself
         self._producer = self.log.producer()
         self._consumer = self.log.consumer(None, client_id=f"KafkaStore-reader-{self.topic}")
         self._consumer.assign({self._tp: OFFSET_BEGINNING})
