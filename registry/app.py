@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote
 
 import orjson
@@ -27,6 +27,9 @@ from registry.service import (
     page,
     parse_bool,
 )
+
+if TYPE_CHECKING:
+    from registry.forwarder import Forwarder
 
 log = logging.getLogger(__name__)
 
@@ -98,18 +101,16 @@ class Router:
         candidates = self._by_shape.get((len(segments), first), ())
         path_matched = False
         for route in candidates:
-            params: dict[str, str] | None = {}
+            params: dict[str, str] = {}
             for pat, seg in zip(route.parts, segments, strict=True):
                 if pat[0] == "{":
-                    params[pat[1:-1]] = unquote(seg)  # type: ignore[index]
+                    params[pat[1:-1]] = unquote(seg)
                 elif pat != seg:
-                    params = None
                     break
-            if params is None:
-                continue
-            path_matched = True
-            if route.method == method:
-                return route, params
+            else:  # every literal segment matched
+                path_matched = True
+                if route.method == method:
+                    return route, params
         if first == "associations" and method == "GET" and len(segments) > 1:
             return Route("GET", (), _associations), {"resource": unquote(segments[-1])}
         raise errors.method_not_allowed() if path_matched else errors.not_found_route()
@@ -147,7 +148,7 @@ class RawText(str):
 class RegistryApp:
     """The ASGI application. ``forwarder`` (HA) sends writes to the leader when this node is not it."""
 
-    def __init__(self, service: Service, forwarder: Any = None, cluster_id: str = "schemakit") -> None:
+    def __init__(self, service: Service, forwarder: Forwarder | None = None, cluster_id: str = "schemakit") -> None:
         self.service = service
         self.forwarder = forwarder
         self.cluster_id = cluster_id

@@ -138,17 +138,18 @@ def serve(config: RegistryConfig) -> int:
     check_topics(config)
     app = build_app(config)
     asgi = LeaderOffsetHeader(app, app.service.store) if app.forwarder is not None else app
-    config = uvicorn.Config(
-        asgi,
-        host=config.host,
-        port=config.port,
-        lifespan="on",
-        access_log=False,
-        log_level="warning",
-        loop="auto",
-        http="auto",
-        timeout_keep_alive=30,
+    server = uvicorn.Server(
+        uvicorn.Config(
+            asgi,
+            host=config.host,
+            port=config.port,
+            lifespan="on",
+            access_log=False,
+            log_level="warning",
+            loop="auto",
+            http="auto",
+            timeout_keep_alive=30,
+        )
     )
-    server = uvicorn.Server(config)
     server.run()
     return 0 if server.started else 3

@@ -557,7 +557,7 @@ class Service:
         if not previous or level is CompatibilityLevel.NONE:
             return []
         t = self._type(new.schema_type)
-        parsed_prev = []
+        parsed_prev: list[ParsedSchema | None] = []  # None: a different schema type
         for v in previous:
             if v.content.schema_type != new.schema_type:
                 # A different schema type is never compatible (Confluent compares types first).
@@ -572,7 +572,7 @@ class Service:
                 ]
             return t.check(reader, writer)
 
-        result = check_levels(level, new, parsed_prev, checker)  # type: ignore[arg-type]
+        result = check_levels(level, new, parsed_prev, checker)
         if not result.incompatibilities:
             return []
         failed = previous[result.failed_index or 0]

@@ -250,8 +250,9 @@ def _reference_registry(
         )
         resource = spec.create_resource(contents)
         uris = {ref.name, urljoin(base_uri, ref.name)}
-        if resource.id():
-            uris.add(resource.id())
+        own_id = resource.id()
+        if own_id:
+            uris.add(own_id)
         for uri in uris:
             registry = registry.with_resource(uri, resource)
         stack.extend(ref.references)
