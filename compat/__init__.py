@@ -3,7 +3,7 @@
 Imports nothing else of schemakit (docs/architecture.md, the layers).
 """
 
-from compat.levels import CompatibilityLevel, check_levels
+from compat.levels import CompatibilityLevel, LevelResult, check_levels
 from compat.result import Incompatibility
 
-__all__ = ["CompatibilityLevel", "Incompatibility", "check_levels"]
+__all__ = ["CompatibilityLevel", "Incompatibility", "LevelResult", "check_levels"]

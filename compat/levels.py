@@ -15,7 +15,7 @@ S = TypeVar("S")
 Checker = Callable[[S, S], list[Incompatibility]]
 
 
-class CompatibilityLevel(enum.Enum):
+class CompatibilityLevel(enum.StrEnum):
     NONE = "NONE"
     BACKWARD = "BACKWARD"
     BACKWARD_TRANSITIVE = "BACKWARD_TRANSITIVE"

@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 from google.protobuf import descriptor_pb2
 
 from compat.result import Incompatibility
 
-FDP = descriptor_pb2.FieldDescriptorProto
+FDP: TypeAlias = descriptor_pb2.FieldDescriptorProto
 
 PACKAGE_CHANGED = "PACKAGE_CHANGED"
 MESSAGE_ADDED = "MESSAGE_ADDED"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote
 
 import orjson
@@ -28,6 +28,9 @@ from registry.service import (
     parse_bool,
 )
 
+if TYPE_CHECKING:
+    from registry.forwarder import Forwarder
+
 log = logging.getLogger(__name__)
 
 CT_V1 = b"application/vnd.schemaregistry.v1+json"
@@ -39,10 +42,8 @@ CACHE_SIZE = 50_000  # cached read answers (then no more until the next change e
 
 @dataclass(slots=True)
 class Request:
-    method: str
     params: dict[str, str]  # path parameters, percent-decoded
     query: dict[str, list[str]]
-    headers: list[tuple[bytes, bytes]]
     body: bytes
 
     def q(self, name: str, default: str | None = None) -> str | None:
@@ -80,7 +81,6 @@ class Route:
     parts: tuple[str, ...]  # literal segments, or "{name}" for a parameter
     handler: Handler
     write: bool = False  # a mutating route: only the leader executes it
-    raw_text: bool = False  # the body is plain schema text, not JSON
     cached: bool = False  # a read answered from the response cache (every GET, and POST lookup)
 
 
@@ -89,12 +89,9 @@ class Router:
         self._by_shape: dict[tuple[int, str], list[Route]] = {}
         self.routes: list[Route] = []
 
-    def add(
-        self, method: str, path: str, handler: Handler, *, write: bool = False, raw_text: bool = False,
-        cached: bool = False,
-    ) -> None:
+    def add(self, method: str, path: str, handler: Handler, *, write: bool = False, cached: bool = False) -> None:
         parts = tuple(p for p in path.split("/") if p)
-        route = Route(method, parts, handler, write, raw_text, cached or method == "GET")
+        route = Route(method, parts, handler, write, cached or method == "GET")
         self.routes.append(route)
         first = parts[0] if parts else ""
         self._by_shape.setdefault((len(parts), first), []).append(route)
@@ -104,18 +101,16 @@ class Router:
         candidates = self._by_shape.get((len(segments), first), ())
         path_matched = False
         for route in candidates:
-            params: dict[str, str] | None = {}
+            params: dict[str, str] = {}
             for pat, seg in zip(route.parts, segments, strict=True):
                 if pat[0] == "{":
-                    params[pat[1:-1]] = unquote(seg)  # type: ignore[index]
+                    params[pat[1:-1]] = unquote(seg)
                 elif pat != seg:
-                    params = None
                     break
-            if params is None:
-                continue
-            path_matched = True
-            if route.method == method:
-                return route, params
+            else:  # every literal segment matched
+                path_matched = True
+                if route.method == method:
+                    return route, params
         if first == "associations" and method == "GET" and len(segments) > 1:
             return Route("GET", (), _associations), {"resource": unquote(segments[-1])}
         raise errors.method_not_allowed() if path_matched else errors.not_found_route()
@@ -124,11 +119,9 @@ class Router:
 router = Router()
 
 
-def route(
-    method: str, path: str, *, write: bool = False, raw_text: bool = False, cached: bool = False
-) -> Callable[[Handler], Handler]:
+def route(method: str, path: str, *, write: bool = False, cached: bool = False) -> Callable[[Handler], Handler]:
     def deco(fn: Handler) -> Handler:
-        router.add(method, path, fn, write=write, raw_text=raw_text, cached=cached)
+        router.add(method, path, fn, write=write, cached=cached)
         return fn
 
     return deco
@@ -155,7 +148,7 @@ class RawText(str):
 class RegistryApp:
     """The ASGI application. ``forwarder`` (HA) sends writes to the leader when this node is not it."""
 
-    def __init__(self, service: Service, forwarder: Any = None, cluster_id: str = "schemakit") -> None:
+    def __init__(self, service: Service, forwarder: Forwarder | None = None, cluster_id: str = "schemakit") -> None:
         self.service = service
         self.forwarder = forwarder
         self.cluster_id = cluster_id
@@ -221,7 +214,7 @@ class RegistryApp:
             elif route_.cached:
                 cache_key = (raw_path, qs, b"")
             query = parse_qs(qs.decode("latin-1"), keep_blank_values=True) if qs else {}
-            req = Request(method, params, query, headers, body)
+            req = Request(params, query, body)
             if route_.write and self.forwarder is not None:
                 forwarded = await self.forwarder.maybe_forward(method, raw_path, qs, headers, body)
                 if forwarded is not None:
@@ -230,11 +223,11 @@ class RegistryApp:
                     return
             result = await route_.handler(self, req)
         except ApiError as e:
-            await _send(send, e.status, dumps({"error_code": e.error_code, "message": e.message}), CT_V1)
+            await _send_error(send, e)
             return
         except Exception:
             log.exception("internal error on %s %s", method, raw_path)
-            await _send(send, 500, dumps({"error_code": 500, "message": "Internal server error"}), CT_V1)
+            await _send_error(send, errors.internal_server_error())
             return
         if type(result) is bytes:
             out = result
@@ -285,6 +278,10 @@ def _content_type(headers: list[tuple[bytes, bytes]]) -> bytes:
     if CT_JSON in accept:
         return CT_JSON
     return CT_V1
+
+
+async def _send_error(send: Any, e: ApiError) -> None:
+    await _send(send, e.status, dumps({"error_code": e.error_code, "message": e.message}), CT_V1)
 
 
 async def _send(send: Any, status: int, body: bytes, content_type: bytes) -> None:

@@ -7,6 +7,9 @@ import logging
 import os
 import sys
 
+from compat import CompatibilityLevel
+from registry.config import DEFAULTS, RegistryConfig
+
 
 def _env(name: str, default: str) -> str:
     return os.environ.get(name, default)
@@ -27,21 +30,21 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="run the schema registry (Confluent REST API)")
     s.add_argument(
         "--log",
-        default=_env("SCHEMAKIT_LOG", "sqlite:///./data"),
-        help="log URL: sqlite:///DIR (embedded, default ./data) or kafka://host:port[,host:port] "
+        default=_env("SCHEMAKIT_LOG", DEFAULTS.log_url),
+        help=f"log URL: sqlite:///DIR (embedded, default {DEFAULTS.log_url}) or kafka://host:port[,host:port] "
         "[env SCHEMAKIT_LOG]",
     )
     s.add_argument(
-        "--host", default=_env("SCHEMAKIT_HOST", "127.0.0.1"), help="listen address [env SCHEMAKIT_HOST]"
+        "--host", default=_env("SCHEMAKIT_HOST", DEFAULTS.host), help="listen address [env SCHEMAKIT_HOST]"
     )
     s.add_argument(
         "--port",
         type=int,
-        default=int(_env("SCHEMAKIT_PORT", "8081")),
+        default=int(_env("SCHEMAKIT_PORT", str(DEFAULTS.port))),
         help="listen port [env SCHEMAKIT_PORT]",
     )
     s.add_argument(
-        "--topic", default=_env("SCHEMAKIT_TOPIC", "_schemas"), help="the store topic [env SCHEMAKIT_TOPIC]"
+        "--topic", default=_env("SCHEMAKIT_TOPIC", DEFAULTS.topic), help="the store topic [env SCHEMAKIT_TOPIC]"
     )
     s.add_argument(
         "--advertised-url",
@@ -51,12 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--leader-eligible",
         type=_bool,
-        default=_bool(_env("SCHEMAKIT_LEADER_ELIGIBLE", "true")),
+        default=_bool(_env("SCHEMAKIT_LEADER_ELIGIBLE", str(DEFAULTS.leader_eligible))),
         help="may this instance become leader (true/false) [env SCHEMAKIT_LEADER_ELIGIBLE]",
     )
     s.add_argument(
         "--group-id",
-        default=_env("SCHEMAKIT_GROUP_ID", "schema-registry"),
+        default=_env("SCHEMAKIT_GROUP_ID", DEFAULTS.group_id),
         help="Kafka only: the leader-election group; instances sharing a store topic must share it "
         "[env SCHEMAKIT_GROUP_ID]",
     )
@@ -68,13 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--compatibility",
-        default=_env("SCHEMAKIT_COMPATIBILITY", "BACKWARD"),
+        default=_env("SCHEMAKIT_COMPATIBILITY", DEFAULTS.compatibility),
         help="default compatibility level [env SCHEMAKIT_COMPATIBILITY]",
     )
     s.add_argument(
         "--store-timeout-ms",
         type=int,
-        default=int(_env("SCHEMAKIT_STORE_TIMEOUT_MS", "10000")),
+        default=int(_env("SCHEMAKIT_STORE_TIMEOUT_MS", str(round(DEFAULTS.store_timeout * 1000)))),
         help="how long a write waits for the log [env SCHEMAKIT_STORE_TIMEOUT_MS]",
     )
     s.add_argument(
@@ -100,15 +103,14 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     if args.command == "serve":
-        from compat import CompatibilityLevel
-        from registry.server import Settings, StartupError, serve
+        from registry.server import StartupError, serve
 
         try:
-            level = CompatibilityLevel.parse(args.compatibility).value
+            level = CompatibilityLevel.parse(args.compatibility)
         except ValueError:
             print(f"schemakit: unknown compatibility level {args.compatibility!r}", file=sys.stderr)
             return 2
-        settings = Settings(
+        config = RegistryConfig(
             log_url=args.log,
             host=args.host,
             port=args.port,
@@ -121,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             election_topic=args.election_topic,
         )
         try:
-            return serve(settings)
+            return serve(config)
         except StartupError as e:
             print(f"schemakit: cannot start: {e}", file=sys.stderr)
             return 2

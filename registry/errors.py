@@ -2,11 +2,49 @@
 
 from __future__ import annotations
 
+import enum
+
+
+class ErrorCode(enum.IntEnum):
+    """The ``error_code`` of an error body: Confluent's codes, or the HTTP status where rest-utils uses it."""
+
+    SUBJECT_NOT_FOUND = 40401
+    VERSION_NOT_FOUND = 40402
+    SCHEMA_NOT_FOUND = 40403
+    SUBJECT_SOFT_DELETED = 40404
+    SUBJECT_NOT_SOFT_DELETED = 40405
+    VERSION_SOFT_DELETED = 40406
+    VERSION_NOT_SOFT_DELETED = 40407
+    SUBJECT_COMPATIBILITY_NOT_CONFIGURED = 40408
+    SUBJECT_MODE_NOT_CONFIGURED = 40409
+    ASSOCIATION_NOT_FOUND = 40410
+    INCOMPATIBLE_SCHEMA = 409
+    INVALID_SCHEMA = 42201
+    INVALID_VERSION = 42202
+    INVALID_COMPATIBILITY_LEVEL = 42203
+    INVALID_MODE = 42204
+    OPERATION_NOT_PERMITTED = 42205
+    REFERENCE_EXISTS = 42206
+    INVALID_SUBJECT = 42208
+    SCHEMA_TOO_LARGE = 42209
+    INVALID_RULESET = 42210
+    STORE_ERROR = 50001
+    OPERATION_TIMEOUT = 50002
+    FORWARDING_FAILED = 50003
+    UNKNOWN_LEADER = 50004
+    # HTTP-level errors, where the status is the code
+    BAD_REQUEST = 400
+    NOT_FOUND = 404
+    METHOD_NOT_ALLOWED = 405
+    UNSUPPORTED_MEDIA_TYPE = 415
+    UNPROCESSABLE_ENTITY = 422
+    INTERNAL_SERVER_ERROR = 500
+
 
 class ApiError(Exception):
     """An error answer: HTTP status plus Confluent's ``{"error_code", "message"}`` body."""
 
-    def __init__(self, status: int, error_code: int, message: str) -> None:
+    def __init__(self, status: int, error_code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.status = status
         self.error_code = error_code
@@ -15,31 +53,39 @@ class ApiError(Exception):
 
 # 404s
 def subject_not_found(subject: str) -> ApiError:
-    return ApiError(404, 40401, f"Subject '{subject}' not found.")
+    return ApiError(404, ErrorCode.SUBJECT_NOT_FOUND, f"Subject '{subject}' not found.")
 
 
 def version_not_found(version: object) -> ApiError:
-    return ApiError(404, 40402, f"Version {version} not found.")
+    return ApiError(404, ErrorCode.VERSION_NOT_FOUND, f"Version {version} not found.")
 
 
 def schema_not_found(schema_id: int | None = None) -> ApiError:
-    return ApiError(404, 40403, "Schema not found" if schema_id is None else f"Schema {schema_id} not found")
+    return ApiError(
+        404, ErrorCode.SCHEMA_NOT_FOUND, "Schema not found" if schema_id is None else f"Schema {schema_id} not found"
+    )
 
 
 def subject_soft_deleted(subject: str) -> ApiError:
     return ApiError(
-        404, 40404, f"Subject '{subject}' was soft deleted.Set permanent=true to delete permanently"
+        404,
+        ErrorCode.SUBJECT_SOFT_DELETED,
+        f"Subject '{subject}' was soft deleted.Set permanent=true to delete permanently",
     )
 
 
 def subject_not_soft_deleted(subject: str) -> ApiError:
-    return ApiError(404, 40405, f"Subject '{subject}' was not deleted first before being permanently deleted")
+    return ApiError(
+        404,
+        ErrorCode.SUBJECT_NOT_SOFT_DELETED,
+        f"Subject '{subject}' was not deleted first before being permanently deleted",
+    )
 
 
 def version_soft_deleted(subject: str, version: int) -> ApiError:
     return ApiError(
         404,
-        40406,
+        ErrorCode.VERSION_SOFT_DELETED,
         f"Subject '{subject}' Version {version} was soft deleted.Set permanent=true to delete permanently",
     )
 
@@ -47,28 +93,34 @@ def version_soft_deleted(subject: str, version: int) -> ApiError:
 def version_not_soft_deleted(subject: str, version: int) -> ApiError:
     return ApiError(
         404,
-        40407,
+        ErrorCode.VERSION_NOT_SOFT_DELETED,
         f"Subject '{subject}' Version {version} was not deleted first before being permanently deleted",
     )
 
 
 def subject_config_not_found(subject: str) -> ApiError:
-    return ApiError(404, 40408, f"Subject '{subject}' does not have subject-level compatibility configured")
+    return ApiError(
+        404,
+        ErrorCode.SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
+        f"Subject '{subject}' does not have subject-level compatibility configured",
+    )
 
 
 def subject_mode_not_found(subject: str) -> ApiError:
-    return ApiError(404, 40409, f"Subject '{subject}' does not have subject-level mode configured")
+    return ApiError(
+        404, ErrorCode.SUBJECT_MODE_NOT_CONFIGURED, f"Subject '{subject}' does not have subject-level mode configured"
+    )
 
 
 def association_not_found(resource: str) -> ApiError:
-    return ApiError(404, 40410, f"Association for '{resource}' not found.")
+    return ApiError(404, ErrorCode.ASSOCIATION_NOT_FOUND, f"Association for '{resource}' not found.")
 
 
 # 409
 def incompatible_schema(subject: str, details: list[str]) -> ApiError:
     return ApiError(
         409,
-        409,
+        ErrorCode.INCOMPATIBLE_SCHEMA,
         f'Schema being registered is incompatible with an earlier schema for subject "{subject}", '
         f"details: [{', '.join(details)}]",
     )
@@ -76,13 +128,13 @@ def incompatible_schema(subject: str, details: list[str]) -> ApiError:
 
 # 422s
 def invalid_schema(message: str) -> ApiError:
-    return ApiError(422, 42201, message)
+    return ApiError(422, ErrorCode.INVALID_SCHEMA, message)
 
 
 def invalid_version(version: str) -> ApiError:
     return ApiError(
         422,
-        42202,
+        ErrorCode.INVALID_VERSION,
         f"The specified version '{version}' is not a valid version id. "
         'Allowed values are between [1, 2^31-1] and the string "latest"',
     )
@@ -91,65 +143,76 @@ def invalid_version(version: str) -> ApiError:
 def invalid_compatibility_level() -> ApiError:
     return ApiError(
         422,
-        42203,
+        ErrorCode.INVALID_COMPATIBILITY_LEVEL,
         "Invalid compatibility level. Valid values are none, backward, forward, full, backward_transitive, "
         "forward_transitive, and full_transitive",
     )
 
 
 def invalid_mode() -> ApiError:
-    return ApiError(422, 42204, "Invalid mode. Valid values are READWRITE, READONLY, IMPORT and FORWARD.")
+    return ApiError(
+        422, ErrorCode.INVALID_MODE, "Invalid mode. Valid values are READWRITE, READONLY, IMPORT and FORWARD."
+    )
 
 
 def operation_not_permitted(message: str) -> ApiError:
-    return ApiError(422, 42205, message)
+    return ApiError(422, ErrorCode.OPERATION_NOT_PERMITTED, message)
 
 
 def reference_exists(what: str) -> ApiError:
-    return ApiError(422, 42206, f"One or more references exist to the schema {what}.")
+    return ApiError(422, ErrorCode.REFERENCE_EXISTS, f"One or more references exist to the schema {what}.")
 
 
 def invalid_subject(subject: str) -> ApiError:
-    return ApiError(422, 42208, f"The specified subject '{subject}' is not a valid.")
+    return ApiError(422, ErrorCode.INVALID_SUBJECT, f"The specified subject '{subject}' is not a valid.")
 
 
 def schema_too_large() -> ApiError:
-    return ApiError(422, 42209, "Register operation failed because schema is too large")
+    return ApiError(422, ErrorCode.SCHEMA_TOO_LARGE, "Register operation failed because schema is too large")
 
 
 def invalid_ruleset(message: str) -> ApiError:
-    return ApiError(422, 42210, message)
+    return ApiError(422, ErrorCode.INVALID_RULESET, message)
 
 
 # 5xx
 def store_error(message: str) -> ApiError:
-    return ApiError(500, 50001, message)
+    return ApiError(500, ErrorCode.STORE_ERROR, message)
 
 
 def store_timeout(message: str) -> ApiError:
-    return ApiError(500, 50002, message)
+    return ApiError(500, ErrorCode.OPERATION_TIMEOUT, message)
 
 
 def forwarding_failed(message: str) -> ApiError:
-    return ApiError(500, 50003, message)
+    return ApiError(500, ErrorCode.FORWARDING_FAILED, message)
 
 
 def leader_not_known() -> ApiError:
-    return ApiError(500, 50004, "Leader not known.")
+    return ApiError(500, ErrorCode.UNKNOWN_LEADER, "Leader not known.")
 
 
 # HTTP-level errors (status used as error code, as rest-utils does)
+def unprocessable_entity(message: str) -> ApiError:
+    """A request body field of the wrong type (a Jackson binding error in Confluent's registry)."""
+    return ApiError(422, ErrorCode.UNPROCESSABLE_ENTITY, message)
+
+
 def bad_request(message: str) -> ApiError:
-    return ApiError(400, 400, message)
+    return ApiError(400, ErrorCode.BAD_REQUEST, message)
 
 
 def not_found_route() -> ApiError:
-    return ApiError(404, 404, "HTTP 404 Not Found")
+    return ApiError(404, ErrorCode.NOT_FOUND, "HTTP 404 Not Found")
 
 
 def method_not_allowed() -> ApiError:
-    return ApiError(405, 405, "HTTP 405 Method Not Allowed")
+    return ApiError(405, ErrorCode.METHOD_NOT_ALLOWED, "HTTP 405 Method Not Allowed")
 
 
 def unsupported_media_type() -> ApiError:
-    return ApiError(415, 415, "HTTP 415 Unsupported Media Type")
+    return ApiError(415, ErrorCode.UNSUPPORTED_MEDIA_TYPE, "HTTP 415 Unsupported Media Type")
+
+
+def internal_server_error() -> ApiError:
+    return ApiError(500, ErrorCode.INTERNAL_SERVER_ERROR, "Internal server error")

@@ -58,9 +58,7 @@ def operation_name(method: str, raw_path: bytes) -> str:
 
 
 class Forwarder:
-    def __init__(
-        self, election: LeaderView, store: Store, own_url: str, *, timeout: float = 60.0, leader_wait: float = 10.0
-    ) -> None:
+    def __init__(self, election: LeaderView, store: Store, own_url: str, *, timeout: float, leader_wait: float) -> None:
         self.election = election
         self.store = store
         self.own_url = own_url.rstrip("/")
@@ -138,10 +136,8 @@ class Forwarder:
         content = resp.content
         offset = resp.headers.get(OFFSET_HEADER.decode())
         if resp.status_code == 200 and offset is not None and offset.lstrip("-").isdigit():
-            try:
-                await self.store.wait_applied(int(offset))
-            except errors.ApiError:
-                pass  # the leader has it; our replica is only slow to show it
+            # Not reaching it in time is no error: the leader has it, our replica is only slow to show it.
+            await self.store.applied.wait(int(offset), self.store.timeout)
         return resp.status_code, content
 
 
@@ -161,7 +157,7 @@ class LeaderOffsetHeader:
         async def send_with_offset(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers") or ())
-                headers.append((OFFSET_HEADER, str(self.store.state.offset).encode()))
+                headers.append((OFFSET_HEADER, str(self.store.applied.offset).encode()))
                 message = {**message, "headers": headers}
             await send(message)
 

@@ -1,4 +1,5 @@
-"""Leader election for the registry on Kafka, and the leader's fenced writer.
+"""Leader election for registry instances sharing a log with group membership (Kafka), and the leader's
+fenced writer.
 
 Every leader-eligible node's *member* consumer joins one group and subscribes to a one-partition election
 topic: the member that owns partition 0 is the leader. Owning it is not enough to write, though: the new
@@ -9,12 +10,12 @@ any older producer with that id, i.e. a zombie leader, at the broker), catches u
 assignment (no group) and forwards writes to the announcement with the highest generation.
 
 Everything the leader writes goes through that producer, one transaction per write, so a deposed
-leader's next write fails with ``ProducerFencedError`` and the node steps down at once.
+leader's next write fails with ``ProducerFencedError`` and the node steps down at once. The store gets
+that writer from a ``WriterSlot`` the election fills while this node leads and empties when it steps down.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import threading
@@ -22,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from registry.offsets import OffsetWatcher
 from registry.store import NOOP_KEY, Store
 from streams.log import (
     OFFSET_BEGINNING,
@@ -39,20 +41,15 @@ log = logging.getLogger("registry.leader")
 
 ANNOUNCE_KEY = b"leader"
 PROBE_KEY = b"probe"
-DEFAULT_GROUP = "schema-registry"
 # Confluent's kafkagroup timing, and cooperative-sticky assignment so that a member joining does not move
 # leadership; a log URL that sets its own values (a test's faster ones) wins.
+ELECTION_SESSION_TIMEOUT_MS = 10000
 ELECTION_GROUP_SETTINGS = GroupSettings(
-    assignment="cooperative-sticky", session_timeout_ms=10000, heartbeat_interval_ms=3000
+    assignment="cooperative-sticky", session_timeout_ms=ELECTION_SESSION_TIMEOUT_MS, heartbeat_interval_ms=3000
 )
-ELECTION_SESSION_TIMEOUT = 10.0
+ELECTION_SESSION_TIMEOUT = ELECTION_SESSION_TIMEOUT_MS / 1000
 HEADER_LEADER = "schemakit.leader"
 HEADER_GENERATION = "schemakit.generation"
-
-
-def election_topic_for(topic: str) -> str:
-    """The default election topic of a store topic: ``_schemas`` -> ``_schemas_leader``."""
-    return f"{topic}_leader"
 
 
 def transactional_id_for(group: str) -> str:
@@ -169,25 +166,46 @@ def _close_in_background(producer: Producer) -> None:
     threading.Thread(target=_close, args=(producer,), name="leader-producer-close", daemon=True).start()
 
 
+class WriterSlot:
+    """The leader's writer while this node leads, else empty: the election fills and empties it, the store
+    writes through ``current()`` (it is the store's ``WriterProvider``)."""
+
+    def __init__(self) -> None:
+        self._writer: LeaderWriter | None = None
+
+    def current(self) -> LeaderWriter | None:
+        return self._writer
+
+    def hold(self, writer: LeaderWriter) -> None:
+        self._writer = writer
+
+    def take(self) -> LeaderWriter | None:
+        """Empty the slot; the writer it held, if any."""
+        writer, self._writer = self._writer, None
+        return writer
+
+
 class Election:
     """This node's view of leadership: whether it leads, and where the leader is.
 
-    ``is_leader`` and ``leader_url`` are plain attributes, read by the forwarder on the event loop."""
+    ``is_leader`` and ``leader`` are plain attributes, read without a lock by the forwarder on the event loop."""
 
     def __init__(
         self,
         log_backend: Log,
         store: Store,
+        writers: WriterSlot,
         *,
         topic: str,
         group: str,
         url: str,
         eligible: bool,
         timeout: float,
-        session_timeout: float = 10.0,
+        session_timeout: float = ELECTION_SESSION_TIMEOUT,
     ) -> None:
         self.log = log_backend
         self.store = store
+        self.writers = writers  # the store's WriterProvider
         self.topic = topic
         self.group = group
         self.url = url
@@ -197,13 +215,10 @@ class Election:
         self.is_leader = False
         self.leader: Announcement | None = None  # highest generation announced
         self._tp = TopicPartition(topic, 0)
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._watch_cond = threading.Condition()
-        self._watch_offset = -1  # last election-topic offset the watcher has read
+        self._watched = OffsetWatcher()  # how far the watcher has read the election topic
         self._owns_partition = False
-        self._writer: LeaderWriter | None = None
         self._retry_at = 0.0  # when the member may (again) try to take leadership
         self._session_timeout = session_timeout
         self._lock = threading.RLock()  # leadership changes come from the member thread and from writers
@@ -218,8 +233,7 @@ class Election:
         info = self.log.ensure_topic(self.topic, 1, compacted=True)
         log.info("election topic %r: %d partition, group %r", info.name, info.partitions, self.group)
 
-    def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+    def start(self) -> None:
         self._watcher = self.log.consumer(None, client_id=f"schemakit-leader-watch-{self.topic}")
         self._watcher.assign({self._tp: OFFSET_BEGINNING})
         self._spawn("election-watch", self._watch_forever)
@@ -256,10 +270,9 @@ class Election:
                     if r.key == ANNOUNCE_KEY:
                         self._announced(decode_announcement(r.value))
                 if batch:
-                    with self._watch_cond:
-                        self._watch_offset = batch[-1].offset
-                        self._watch_cond.notify_all()
+                    self._watched.advance(batch[-1].offset)
         finally:
+            self._watched.close()
             self._watcher.close()
 
     def _announced(self, a: Announcement | None) -> None:
@@ -268,15 +281,6 @@ class Election:
         self.leader = a
         who = "this node" if a.url == self.url else a.url
         log.info("leader: %s (generation %d)", who, a.generation)
-
-    def _wait_watched(self, offset: int) -> None:
-        deadline = time.monotonic() + self.timeout
-        with self._watch_cond:
-            while self._watch_offset < offset:
-                left = deadline - time.monotonic()
-                if left <= 0 or self._stop.is_set():
-                    raise LogError(f"election topic {self.topic!r}: did not read up to offset {offset} in time")
-                self._watch_cond.wait(left)
 
     # ---- the member: leading ----------------------------------------------------------------------------
 
@@ -299,7 +303,7 @@ class Election:
                     log.error("election group %r: %s; retrying", self.group, e)
                     time.sleep(0.5)
                     continue
-                if self._owns_partition and self._writer is None and time.monotonic() >= self._retry_at:
+                if self._owns_partition and self.writers.current() is None and time.monotonic() >= self._retry_at:
                     try:
                         self._become_leader()
                     except ProducerFencedError as e:
@@ -324,19 +328,20 @@ class Election:
             # 1. The highest generation so far: read the election topic up to a probe of our own.
             probe_writer = LeaderWriter(producer, [(HEADER_LEADER, self.url.encode())], self._fenced)
             (probe,) = probe_writer.write([(self.topic, PROBE_KEY, None)], self.timeout)
-            self._wait_watched(probe.offset)
+            if not self._watched.wait_blocking(probe.offset, self.timeout):
+                raise LogError(f"election topic {self.topic!r}: did not read up to offset {probe.offset} in time")
             generation = (self.leader.generation if self.leader is not None else 0) + 1
             headers = [(HEADER_LEADER, self.url.encode()), (HEADER_GENERATION, str(generation).encode())]
             writer = LeaderWriter(producer, headers, self._fenced)
             # 2. Catch up with _schemas before allocating ids: a NOOP barrier through the fenced producer.
             (noop,) = writer.write([(self.store.topic, NOOP_KEY, None)], self.timeout)
-            self._wait_applied(noop.offset)
+            if not self.store.applied.wait_blocking(noop.offset, self.timeout):
+                raise LogError(f"{self.store.topic!r}: not applied up to offset {noop.offset} in time")
             if not self._owns_partition or self._stop.is_set():
                 raise LogError("lost partition 0 while taking leadership")
             # 3. Take writes, then tell the others.
             with self._lock:
-                self._writer = writer
-                self.store.writer = writer
+                self.writers.hold(writer)
                 self.is_leader = True
             writer.write([(self.topic, ANNOUNCE_KEY, encode_announcement(Announcement(self.url, generation)))],
                          self.timeout)  # fmt: skip
@@ -352,11 +357,6 @@ class Election:
             time.monotonic() - started,
         )
 
-    def _wait_applied(self, offset: int) -> None:
-        assert self._loop is not None
-        fut = asyncio.run_coroutine_threadsafe(self.store.wait_applied(offset, self.timeout), self._loop)
-        fut.result(self.timeout + 1)
-
     def _fenced(self, why: str) -> None:
         log.warning("fenced by a newer leader, stepping down: %s", why)
         # If the group still says we own partition 0 after a session timeout, the fencing was not a
@@ -366,11 +366,9 @@ class Election:
 
     def _step_down(self, why: str) -> None:
         with self._lock:
-            writer, self._writer = self._writer, None
+            writer = self.writers.take()
             was_leader = self.is_leader
             self.is_leader = False
-            if writer is not None and self.store.writer is writer:
-                self.store.writer = None
         if writer is not None:
             writer.retire()
         if was_leader:

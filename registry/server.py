@@ -1,23 +1,17 @@
-"""Wiring: log backend → store → service → ASGI app → uvicorn, with startup logging."""
+"""Wiring: log backend → store → service → ASGI app → uvicorn, with topic checks and startup logging."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 
 import uvicorn
 
 from registry import __version__
 from registry.app import RegistryApp
+from registry.config import RegistryConfig
 from registry.forwarder import Forwarder, LeaderOffsetHeader
-from registry.leader import (
-    DEFAULT_GROUP,
-    ELECTION_GROUP_SETTINGS,
-    ELECTION_SESSION_TIMEOUT,
-    Election,
-    election_topic_for,
-)
+from registry.leader import ELECTION_GROUP_SETTINGS, ELECTION_SESSION_TIMEOUT, Election, WriterSlot
 from registry.schema_types import schema_types
 from registry.service import Service
 from registry.store import Store
@@ -26,51 +20,29 @@ from streams.log import Log, LogError, open_log
 log = logging.getLogger("registry")
 
 
-@dataclass
-class Settings:
-    log_url: str = "sqlite:///./data"
-    host: str = "127.0.0.1"
-    port: int = 8081
-    topic: str = "_schemas"
-    advertised_url: str | None = None
-    leader_eligible: bool = True
-    compatibility: str = "BACKWARD"
-    store_timeout: float = 10.0
-    group_id: str = DEFAULT_GROUP
-    election_topic: str | None = None  # default: "<topic>_leader"
-
-    @property
-    def url(self) -> str:
-        return self.advertised_url or f"http://{self.host}:{self.port}"
-
-    @property
-    def leader_topic(self) -> str:
-        return self.election_topic or election_topic_for(self.topic)
-
-
 class StartupError(Exception):
     """A reason not to start, worded for the operator (one line: what, where, how to fix)."""
 
 
-def open_backend(settings: Settings) -> Log:
-    """The log named by the settings, or a StartupError saying what is wrong with its URL."""
+def open_backend(config: RegistryConfig) -> Log:
+    """The log named by the config, or a StartupError saying what is wrong with its URL."""
     try:
-        return open_log(settings.log_url)
+        return open_log(config.log_url)
     except ValueError as e:
         raise StartupError(str(e)) from e
 
 
-def check_topics(settings: Settings) -> None:
+def check_topics(config: RegistryConfig) -> None:
     """Create the store topic (and, where instances elect a leader, the election topic) or refuse one that
     is wrong, before serving."""
-    log_backend = open_backend(settings)
+    log_backend = open_backend(config)
     try:
         elects = log_backend.capabilities.group_membership
-        wanted = [settings.topic] + ([settings.leader_topic] if elects else [])
+        wanted = [config.topic] + ([config.leader_topic] if elects else [])
         for name in wanted:
             _check_topic(log_backend, name)
     except LogError as e:
-        raise StartupError(f"cannot use the log at {settings.log_url}: {e}") from e
+        raise StartupError(f"cannot use the log at {config.log_url}: {e}") from e
     finally:
         log_backend.close()
 
@@ -96,38 +68,40 @@ def _check_topic(log_backend: Log, name: str) -> None:
         )
 
 
-def build_app(settings: Settings) -> RegistryApp:
-    log_backend = open_backend(settings)
-    store = Store(log_backend, settings.topic, timeout=settings.store_timeout)
-    service = Service(store, default_compatibility=settings.compatibility)
+def build_app(config: RegistryConfig) -> RegistryApp:
+    log_backend = open_backend(config)
+    # Several instances can share a log with group membership: then only the elected leader writes (through
+    # the writer the election puts in the slot), and the others forward writes to it.
+    writers = WriterSlot() if log_backend.capabilities.group_membership else None
+    store = Store(log_backend, config.topic, timeout=config.store_timeout, writers=writers)
+    service = Service(store, default_compatibility=config.compatibility)
     election: Election | None = None
     forwarder: Forwarder | None = None
-    if log_backend.capabilities.group_membership:
-        # Several instances share the log: only the elected leader writes, the others forward to it.
-        election_log = open_log(settings.log_url, groups=ELECTION_GROUP_SETTINGS)
+    if writers is not None:
+        election_log = open_log(config.log_url, groups=ELECTION_GROUP_SETTINGS)
         election = Election(
             election_log,
             store,
-            topic=settings.leader_topic,
-            group=settings.group_id,
-            url=settings.url,
-            eligible=settings.leader_eligible,
-            timeout=settings.store_timeout,
+            writers,
+            topic=config.leader_topic,
+            group=config.group_id,
+            url=config.url,
+            eligible=config.leader_eligible,
+            timeout=config.store_timeout,
             session_timeout=election_log.group_session_timeout or ELECTION_SESSION_TIMEOUT,
         )
-        store.exclusive = True
         logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per forwarded request
         forwarder = Forwarder(
             election,
             store,
-            settings.url,
-            timeout=max(60.0, 3 * settings.store_timeout),
-            leader_wait=settings.store_timeout,
+            config.url,
+            timeout=max(60.0, 3 * config.store_timeout),
+            leader_wait=config.store_timeout,
         )
     app = RegistryApp(service, forwarder=forwarder)
 
     async def startup() -> None:
-        log.info("schemakit registry %s: log backend %s, topic %s", __version__, log_backend.describe(), settings.topic)
+        log.info("schemakit registry %s: log backend %s, topic %s", __version__, log_backend.describe(), config.topic)
         log.info("schema types: %s", ", ".join(schema_types()))
         await asyncio.to_thread(store.open)
         store.start(asyncio.get_running_loop())
@@ -135,14 +109,14 @@ def build_app(settings: Settings) -> RegistryApp:
             log.info("leader: this node (single-node embedded log)")
         else:
             await asyncio.to_thread(election.ensure_topic)
-            election.start(asyncio.get_running_loop())
+            election.start()
             log.info(
                 "leader election: group %r on topic %r, this node %s; leader announced on that topic once elected",
-                settings.group_id,
-                settings.leader_topic,
-                "is eligible" if settings.leader_eligible else "is not eligible (--leader-eligible false)",
+                config.group_id,
+                config.leader_topic,
+                "is eligible" if config.leader_eligible else "is not eligible (--leader-eligible false)",
             )
-        log.info("serving the Confluent Schema Registry API at %s", settings.url)
+        log.info("serving the Confluent Schema Registry API at %s", config.url)
 
     async def shutdown() -> None:
         if election is not None:
@@ -159,22 +133,23 @@ def build_app(settings: Settings) -> RegistryApp:
     return app
 
 
-def serve(settings: Settings) -> int:
+def serve(config: RegistryConfig) -> int:
     """Run until stopped; the exit status (non-zero when startup failed)."""
-    check_topics(settings)
-    app = build_app(settings)
+    check_topics(config)
+    app = build_app(config)
     asgi = LeaderOffsetHeader(app, app.service.store) if app.forwarder is not None else app
-    config = uvicorn.Config(
-        asgi,
-        host=settings.host,
-        port=settings.port,
-        lifespan="on",
-        access_log=False,
-        log_level="warning",
-        loop="auto",
-        http="auto",
-        timeout_keep_alive=30,
+    server = uvicorn.Server(
+        uvicorn.Config(
+            asgi,
+            host=config.host,
+            port=config.port,
+            lifespan="on",
+            access_log=False,
+            log_level="warning",
+            loop="auto",
+            http="auto",
+            timeout_keep_alive=30,
+        )
     )
-    server = uvicorn.Server(config)
     server.run()
     return 0 if server.started else 3

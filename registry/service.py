@@ -15,8 +15,9 @@ from typing import Any, Generic, TypeVar
 import orjson
 
 from compat import CompatibilityLevel, Incompatibility, check_levels
-from registry import errors, records
-from registry.records import Key
+from registry import errors, schemas_topic
+from registry.config import DEFAULTS
+from registry.modes import IMPORT_MODES, READ_ONLY_MODES, Mode
 from registry.schema_types import (
     InvalidSchemaError,
     ParsedSchema,
@@ -25,14 +26,12 @@ from registry.schema_types import (
     SchemaType,
     get_schema_type,
 )
+from registry.schemas_topic import Key
 from registry.state import SchemaContent, State, Version, content_digest
 from registry.store import Store
 
 log = logging.getLogger(__name__)
 
-DEFAULT_COMPATIBILITY = "BACKWARD"
-DEFAULT_MODE = "READWRITE"
-MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT", "FORWARD")
 MAX_VERSION = 2**31 - 1
 LATEST = -1
 
@@ -80,11 +79,6 @@ def page(items: Sequence[Any], offset: int, limit: int) -> list[Any]:
     return list(items[offset:] if limit < 0 else items[offset : offset + limit])
 
 
-def _unprocessable(message: str) -> errors.ApiError:
-    # Jackson binding errors (a field of the wrong type) answer 422 with the status as code, as rest-utils does.
-    return errors.ApiError(422, 422, message)
-
-
 PARSE_CACHE_SIZE = 2048
 K = TypeVar("K")
 V = TypeVar("V")
@@ -117,18 +111,18 @@ class SchemaRequest:
 
     def __init__(self, body: Any) -> None:
         if not isinstance(body, dict):
-            raise _unprocessable("Request body must be a JSON object")
+            raise errors.unprocessable_entity("Request body must be a JSON object")
         schema = body.get("schema")
         if schema is not None and not isinstance(schema, str):
-            raise _unprocessable("Field 'schema' must be a string")
+            raise errors.unprocessable_entity("Field 'schema' must be a string")
         self.schema: str | None = schema
         st = body.get("schemaType")
         if st is not None and not isinstance(st, str):
-            raise _unprocessable("Field 'schemaType' must be a string")
+            raise errors.unprocessable_entity("Field 'schemaType' must be a string")
         self.schema_type = (st or "AVRO").upper()
         refs = body.get("references") or []
         if not isinstance(refs, list):
-            raise _unprocessable("Field 'references' must be an array")
+            raise errors.unprocessable_entity("Field 'references' must be an array")
         parsed_refs = []
         for r in refs:
             if (
@@ -138,7 +132,7 @@ class SchemaRequest:
                 or not isinstance(r.get("version"), int)
                 or isinstance(r.get("version"), bool)
             ):
-                raise _unprocessable(
+                raise errors.unprocessable_entity(
                     "Each reference needs 'name' (string), 'subject' (string), 'version' (integer)"
                 )
             parsed_refs.append(Reference(r["name"], normalize_subject(r["subject"]), r["version"]))
@@ -155,9 +149,9 @@ def _opt_int(body: dict[str, Any], name: str) -> int | None:
     if v is None:
         return None
     if not isinstance(v, int) or isinstance(v, bool):
-        raise _unprocessable(f"Field '{name}' must be an integer")
+        raise errors.unprocessable_entity(f"Field '{name}' must be an integer")
     if not -(2**31) <= v <= 2**31 - 1:
-        raise _unprocessable(f"Field '{name}' is out of the 32-bit integer range: {v}")
+        raise errors.unprocessable_entity(f"Field '{name}' is out of the 32-bit integer range: {v}")
     return v
 
 
@@ -170,14 +164,14 @@ def check_metadata(md: Any, field: str) -> dict[str, Any] | None:
     if md is None:
         return None
     if not isinstance(md, dict):
-        raise _unprocessable(f"Field '{field}' must be an object")
+        raise errors.unprocessable_entity(f"Field '{field}' must be an object")
     tags, props, sensitive = md.get("tags"), md.get("properties"), md.get("sensitive")
     if tags is not None and not (isinstance(tags, dict) and all(_is_str_list(v) for v in tags.values())):
-        raise _unprocessable(f"Field '{field}.tags' must map paths to arrays of strings")
+        raise errors.unprocessable_entity(f"Field '{field}.tags' must map paths to arrays of strings")
     if props is not None and not (isinstance(props, dict) and all(isinstance(v, str) for v in props.values())):
-        raise _unprocessable(f"Field '{field}.properties' must map keys to strings")
+        raise errors.unprocessable_entity(f"Field '{field}.properties' must map keys to strings")
     if sensitive is not None and not _is_str_list(sensitive):
-        raise _unprocessable(f"Field '{field}.sensitive' must be an array of strings")
+        raise errors.unprocessable_entity(f"Field '{field}.sensitive' must be an array of strings")
     return md or None
 
 
@@ -189,29 +183,29 @@ def check_rule_set_shape(rs: Any, field: str) -> dict[str, Any] | None:
     if rs is None:
         return None
     if not isinstance(rs, dict):
-        raise _unprocessable(f"Field '{field}' must be an object")
+        raise errors.unprocessable_entity(f"Field '{field}' must be an object")
     for group in ("migrationRules", "domainRules", "encodingRules"):
         rules = rs.get(group)
         if rules is None:
             continue
         if not isinstance(rules, list):
-            raise _unprocessable(f"Field '{field}.{group}' must be an array")
+            raise errors.unprocessable_entity(f"Field '{field}.{group}' must be an array")
         for i, rule in enumerate(rules):
             where = f"{field}.{group}[{i}]"
             if not isinstance(rule, dict):
-                raise _unprocessable(f"Field '{where}' must be an object")
+                raise errors.unprocessable_entity(f"Field '{where}' must be an object")
             for k in _RULE_STRINGS:
                 if rule.get(k) is not None and not isinstance(rule[k], str):
-                    raise _unprocessable(f"Field '{where}.{k}' must be a string")
+                    raise errors.unprocessable_entity(f"Field '{where}.{k}' must be a string")
             if rule.get("tags") is not None and not _is_str_list(rule["tags"]):
-                raise _unprocessable(f"Field '{where}.tags' must be an array of strings")
+                raise errors.unprocessable_entity(f"Field '{where}.tags' must be an array of strings")
             params = rule.get("params")
             if params is not None and not (
                 isinstance(params, dict) and all(isinstance(v, str) for v in params.values())
             ):
-                raise _unprocessable(f"Field '{where}.params' must map names to strings")
+                raise errors.unprocessable_entity(f"Field '{where}.params' must map names to strings")
             if rule.get("disabled") is not None and not isinstance(rule["disabled"], bool):
-                raise _unprocessable(f"Field '{where}.disabled' must be a boolean")
+                raise errors.unprocessable_entity(f"Field '{where}.disabled' must be a boolean")
     return rs or None
 
 
@@ -279,7 +273,9 @@ def dumps(obj: Any) -> bytes:
 
 
 class Service:
-    def __init__(self, store: Store, *, default_compatibility: str = DEFAULT_COMPATIBILITY) -> None:
+    def __init__(
+        self, store: Store, *, default_compatibility: CompatibilityLevel = DEFAULTS.compatibility
+    ) -> None:
         self.store = store
         self.default_compatibility = default_compatibility
         self._write_lock = asyncio.Lock()
@@ -287,8 +283,9 @@ class Service:
         # stays proportional to the stored text, not to every parse tree ever built.
         self._parsed: Lru[tuple[Any, ...], ParsedSchema] = Lru(PARSE_CACHE_SIZE)
         self._parsed_by_id: Lru[int, ParsedSchema] = Lru(PARSE_CACHE_SIZE)
-        #: set when another node may have written since our last write (startup, leadership change)
-        self.needs_barrier = True
+        # Until the first write, another instance may have written since we read the log; a node that
+        # becomes leader later catches up in ``Election._become_leader`` before it takes writes.
+        self._needs_barrier = True
 
     @property
     def state(self) -> State:
@@ -313,7 +310,7 @@ class Service:
         modes = self.state.modes
         if subject is not None and subject in modes:
             return modes[subject]
-        return modes.get(None, DEFAULT_MODE)
+        return modes.get(None, Mode.READWRITE)
 
     # ---- schema parsing ---------------------------------------------------------------------------------
 
@@ -560,7 +557,7 @@ class Service:
         if not previous or level is CompatibilityLevel.NONE:
             return []
         t = self._type(new.schema_type)
-        parsed_prev = []
+        parsed_prev: list[ParsedSchema | None] = []  # None: a different schema type
         for v in previous:
             if v.content.schema_type != new.schema_type:
                 # A different schema type is never compatible (Confluent compares types first).
@@ -575,7 +572,7 @@ class Service:
                 ]
             return t.check(reader, writer)
 
-        result = check_levels(level, new, parsed_prev, checker)  # type: ignore[arg-type]
+        result = check_levels(level, new, parsed_prev, checker)
         if not result.incompatibilities:
             return []
         failed = previous[result.failed_index or 0]
@@ -609,7 +606,7 @@ class Service:
                 raise errors.invalid_schema("Empty schema")
             parsed = await self.parse(req.schema_type, req.schema, req.references, normalize=normalize)
         except errors.ApiError as e:
-            if verbose and e.error_code == 42201:
+            if verbose and e.error_code == errors.ErrorCode.INVALID_SCHEMA:
                 return {"is_compatible": False, "messages": [e.message]}
             raise
         level = self.effective_level(subject)
@@ -622,10 +619,10 @@ class Service:
     # ---- writes -----------------------------------------------------------------------------------------
 
     async def _catch_up(self) -> None:
-        """Before the first write (or after another node may have written): read the log to its end."""
-        if self.needs_barrier:
+        """Before the first write: read the log to its end."""
+        if self._needs_barrier:
             await self.store.barrier()
-            self.needs_barrier = False
+            self._needs_barrier = False
 
     async def _write(self, key: bytes, value: bytes | None, operation: str) -> None:
         await self._catch_up()
@@ -640,7 +637,7 @@ class Service:
             normalize = bool(self.effective_config(subject).get("normalize", False))
         mode = self.effective_mode(subject)
         # Fast path before any mode check: an already registered schema answers with its id (even READONLY).
-        if req.schema is not None and mode not in ("IMPORT", "FORWARD"):
+        if req.schema is not None and mode not in IMPORT_MODES:
             existing = await self._match_in_subject(subject, req, normalize=normalize, deleted=False)
             if (
                 existing is not None
@@ -648,9 +645,9 @@ class Service:
                 and (req.version is None or req.version == existing.version)
             ):
                 return existing.id
-        if mode in ("READONLY", "READONLY_OVERRIDE"):
+        if mode in READ_ONLY_MODES:
             raise errors.operation_not_permitted(f"Subject {subject} in context . is in read-only mode")
-        importing = mode in ("IMPORT", "FORWARD")
+        importing = mode in IMPORT_MODES
         if req.id is not None and req.id >= 0 and not importing:
             raise errors.operation_not_permitted(f"Subject {subject} in context . is not in import mode")
         if importing and req.id is None:
@@ -719,7 +716,7 @@ class Service:
                 while schema_id in st.contents:  # never hand out an id that names something else
                     schema_id += 1
 
-        value = records.schema_value(
+        value = schemas_topic.schema_value(
             subject=subject,
             version=version,
             schema_id=schema_id,
@@ -730,7 +727,7 @@ class Service:
             rule_set=req.rule_set,
             deleted=False,
         )
-        await self.store.write(Key(records.SCHEMA, subject, version).encode(), value, "Register")
+        await self.store.write(Key(schemas_topic.SCHEMA, subject, version).encode(), value, "Register")
         written = st.subjects.get(subject, {}).get(version)
         if written is None or written.id != schema_id:
             raise errors.store_error("Register schema operation failed: the record was rejected by the store")
@@ -741,21 +738,21 @@ class Service:
         return schema_id
 
     async def _tombstone_version(self, v: Version) -> None:
-        for raw in sorted(self.state.raw_keys(Key(records.SCHEMA, v.subject, v.version))):
+        for raw in sorted(self.state.raw_keys(Key(schemas_topic.SCHEMA, v.subject, v.version))):
             await self.store.write(raw, None, "Delete")
 
     async def _tombstone_subject_settings(self, subject: str) -> None:
         st = self.state
         for keytype, present in (
-            (records.CONFIG, subject in st.configs),
-            (records.MODE, subject in st.modes),
+            (schemas_topic.CONFIG, subject in st.configs),
+            (schemas_topic.MODE, subject in st.modes),
         ):
             if present:
                 for raw in sorted(st.raw_keys(Key(keytype, subject))):
                     await self.store.write(raw, None, "Delete")
 
     def _check_not_readonly(self, subject: str | None) -> None:
-        if self.effective_mode(subject) in ("READONLY", "READONLY_OVERRIDE"):
+        if self.effective_mode(subject) in READ_ONLY_MODES:
             where = f"Subject {subject}" if subject is not None else "Global mode"
             raise errors.operation_not_permitted(f"{where} in context . is in read-only mode")
 
@@ -781,8 +778,8 @@ class Service:
                 if ref is not None:
                     raise errors.reference_exists(f"{{subject={subject},version={ref.version}}}")
                 await self._write(
-                    Key(records.DELETE_SUBJECT, subject).encode(),
-                    records.delete_subject_value(subject, all_versions[-1].version),
+                    Key(schemas_topic.DELETE_SUBJECT, subject).encode(),
+                    schemas_topic.delete_subject_value(subject, all_versions[-1].version),
                     "Delete subject",
                 )
                 return [v.version for v in live]
@@ -821,7 +818,7 @@ class Service:
                 if target.deleted:
                     raise errors.version_soft_deleted(subject, target.version)
                 c = target.content
-                value = records.schema_value(
+                value = schemas_topic.schema_value(
                     subject=subject,
                     version=target.version,
                     schema_id=target.id,
@@ -832,7 +829,7 @@ class Service:
                     rule_set=c.rule_set,
                     deleted=True,
                 )
-                await self._write(Key(records.SCHEMA, subject, target.version).encode(), value, "Delete")
+                await self._write(Key(schemas_topic.SCHEMA, subject, target.version).encode(), value, "Delete")
                 return target.version
             if not target.deleted:
                 raise errors.version_not_soft_deleted(subject, target.version)
@@ -858,7 +855,7 @@ class Service:
 
     async def put_config(self, subject: str | None, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
-            raise _unprocessable("Request body must be a JSON object")
+            raise errors.unprocessable_entity("Request body must be a JSON object")
         if subject is not None:
             check_subject(subject)
         update: dict[str, Any] = {}
@@ -868,15 +865,15 @@ class Service:
                 update["compatibilityLevel"] = CompatibilityLevel.parse(str(level)).value
             except ValueError:
                 raise errors.invalid_compatibility_level() from None
-        for k in records.CONFIG_FIELDS[1:]:
+        for k in schemas_topic.CONFIG_FIELDS[1:]:
             if body.get(k) is not None:
                 update[k] = body[k]
         for k in ("normalize", "validateFields", "validateRules"):
             if k in update and not isinstance(update[k], bool):
-                raise _unprocessable(f"Field '{k}' must be a boolean")
+                raise errors.unprocessable_entity(f"Field '{k}' must be a boolean")
         for k in ("compatibilityGroup", "alias"):
             if k in update and not isinstance(update[k], str):
-                raise _unprocessable(f"Field '{k}' must be a string")
+                raise errors.unprocessable_entity(f"Field '{k}' must be a string")
         for k in ("defaultMetadata", "overrideMetadata"):
             if k in update:
                 check_metadata(update[k], k)
@@ -888,7 +885,9 @@ class Service:
             self._check_not_readonly(subject)
             merged = {**(self.state.configs.get(subject) or {}), **update}
             await self._write(
-                Key(records.CONFIG, subject).encode(), records.config_value(subject, merged), "Update config"
+                Key(schemas_topic.CONFIG, subject).encode(),
+                schemas_topic.config_value(subject, merged),
+                "Update config",
             )
         echo: dict[str, Any] = {}
         if "compatibilityLevel" in update:
@@ -904,7 +903,7 @@ class Service:
             previous = self.get_config(subject, default_to_global=True)
             self._check_not_readonly(subject)
             if subject in st.configs:
-                for raw in sorted(st.raw_keys(Key(records.CONFIG, subject))):
+                for raw in sorted(st.raw_keys(Key(schemas_topic.CONFIG, subject))):
                     await self._write(raw, None, "Delete config")
             return previous
 
@@ -912,30 +911,33 @@ class Service:
 
     def get_mode(self, subject: str | None, *, default_to_global: bool) -> str:
         if subject is None:
-            return self.state.modes.get(None, DEFAULT_MODE)
+            return self.state.modes.get(None, Mode.READWRITE)
         m = self.state.modes.get(subject)
         if m is None:
             if default_to_global:
-                return self.state.modes.get(None, DEFAULT_MODE)
+                return self.state.modes.get(None, Mode.READWRITE)
             raise errors.subject_mode_not_found(subject)
         return m
 
     async def put_mode(self, subject: str | None, body: Any, *, force: bool) -> dict[str, Any]:
         if not isinstance(body, dict):
-            raise _unprocessable("Request body must be a JSON object")
+            raise errors.unprocessable_entity("Request body must be a JSON object")
         if subject is not None:
             check_subject(subject)
-        mode = str(body.get("mode", "")).strip().upper()
-        if mode not in MODES or (mode == "FORWARD" and subject is not None):
+        try:
+            mode = Mode(str(body.get("mode", "")).strip().upper())
+        except ValueError:
+            raise errors.invalid_mode() from None
+        if mode is Mode.FORWARD and subject is not None:
             raise errors.invalid_mode()
         async with self._write_lock:
             st = self.state
-            if mode == "IMPORT" and not force:
+            if mode is Mode.IMPORT and not force:
                 scope = [subject] if subject is not None else list(st.subjects)
                 if any(st.versions(s) for s in scope):
                     raise errors.operation_not_permitted("Cannot import since found existing subjects")
             await self._write(
-                Key(records.MODE, subject).encode(), records.mode_value(subject, mode), "Update mode"
+                Key(schemas_topic.MODE, subject).encode(), schemas_topic.mode_value(subject, mode), "Update mode"
             )
         return {"mode": mode}
 
@@ -946,6 +948,6 @@ class Service:
                 raise errors.subject_not_found(subject)
             previous = self.get_mode(subject, default_to_global=True)
             if subject in st.modes:
-                for raw in sorted(st.raw_keys(Key(records.MODE, subject))):
+                for raw in sorted(st.raw_keys(Key(schemas_topic.MODE, subject))):
                     await self._write(raw, None, "Delete mode")
             return {"mode": previous}

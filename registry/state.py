@@ -1,7 +1,8 @@
 """The registry's state: a pure function of the ``_schemas`` log, rebuilt by applying records in order.
 
-``State.apply`` is the only mutator. It runs on the server's event-loop thread (the log reader hands
-records over), so reads never see a half-applied record and need no lock.
+``State.apply`` is the only mutator. Once the server serves, it runs on the event-loop thread (the log
+reader hands records over), so reads never see a half-applied record and need no lock; before that, the
+startup replay (``Store.open``) applies the log up to its end.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from registry import records
-from registry.records import Key, RecordFormatError, decode_key, decode_value
+from registry import schemas_topic
 from registry.schema_types.base import Reference
+from registry.schemas_topic import Key, RecordFormatError, decode_key, decode_value
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +53,9 @@ def content_digest(
         h.update(r.subject.encode())
         h.update(r.version.to_bytes(4, "big", signed=True))
     if metadata:
-        h.update(b"\x01" + records.jdumps(_sorted(metadata)).encode())
+        h.update(b"\x01" + schemas_topic.jdumps(_sorted(metadata)).encode())
     if rule_set:
-        h.update(b"\x01" + records.jdumps(rule_set).encode())
+        h.update(b"\x01" + schemas_topic.jdumps(rule_set).encode())
     return h.digest()
 
 
@@ -121,34 +122,34 @@ class State:
 
     def _apply(self, key: Key, value: dict[str, Any] | None, timestamp: int) -> None:
         kt = key.keytype
-        if kt == records.NOOP or kt == records.CONTEXT:
+        if kt == schemas_topic.NOOP or kt == schemas_topic.CONTEXT:
             return
         self.generation += 1
-        if kt == records.SCHEMA:
+        if kt == schemas_topic.SCHEMA:
             if value is None:
                 self._tombstone_version(key)
             else:
                 self._put_version(key, value, timestamp)
-        elif kt == records.CONFIG:
+        elif kt == schemas_topic.CONFIG:
             self.key_raws.setdefault((kt, key.subject), set()).add(key.raw)
             if value is None:
                 self.configs.pop(key.subject, None)
             else:
-                self.configs[key.subject] = {k: v for k, v in value.items() if k in records.CONFIG_FIELDS}
-        elif kt == records.MODE:
+                self.configs[key.subject] = {k: v for k, v in value.items() if k in schemas_topic.CONFIG_FIELDS}
+        elif kt == schemas_topic.MODE:
             self.key_raws.setdefault((kt, key.subject), set()).add(key.raw)
             if value is None:
                 self.modes.pop(key.subject, None)
             else:
                 self.modes[key.subject] = str(value["mode"])
-        elif kt == records.DELETE_SUBJECT:
+        elif kt == schemas_topic.DELETE_SUBJECT:
             if value is not None:
                 upto = int(value["version"])
                 for v in self.subjects.get(key.subject or "", {}).values():
                     if v.version <= upto and not v.deleted:
                         v.deleted = True
                         v.rendered = None
-        elif kt == records.CLEAR_SUBJECT and value is not None and key.subject is not None:
+        elif kt == schemas_topic.CLEAR_SUBJECT and value is not None and key.subject is not None:
             for v in [v for v in self.subjects.get(key.subject, {}).values() if v.deleted]:
                 self._remove_version(v)
 
@@ -249,19 +250,13 @@ class State:
         vs = self.versions(subject, deleted=deleted)
         return vs[-1] if vs else None
 
-    def subject_exists(self, subject: str, *, deleted: bool = False) -> bool:
-        return bool(self.versions(subject, deleted=deleted))
-
     def next_version(self, subject: str) -> int:
         vs = self.subjects.get(subject)
         return max(vs) + 1 if vs else 1
 
-    def live_subjects(self) -> list[str]:
-        return sorted(s for s, vs in self.subjects.items() if any(not v.deleted for v in vs.values()))
-
     def raw_keys(self, key: Key) -> set[bytes]:
         """Every byte form of ``key`` seen in the log, plus today's form: what a tombstone must cover."""
-        if key.keytype == records.SCHEMA:
+        if key.keytype == schemas_topic.SCHEMA:
             v = self.subjects.get(key.subject or "", {}).get(key.version or 0)
             found = set(v.key_raws) if v is not None else set()
         else:

@@ -3,6 +3,10 @@
 A reader thread polls the log and hands batches to the event loop (``call_soon_threadsafe``), where
 ``State.apply`` runs; so state is only touched on the loop thread. A write produces in a worker thread and
 then awaits the moment its own reader has applied that offset (read-your-writes), never blocking the loop.
+
+Where several instances share the log, only the elected leader may write: such a store is given a
+``WriterProvider`` and writes through whatever writer it provides at the time (the leader's fenced
+producer), or refuses with 50004 while there is none.
 """
 
 from __future__ import annotations
@@ -12,16 +16,18 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from typing import Protocol
 
 from registry import errors
-from registry.records import Key
+from registry.offsets import OffsetWatcher
+from registry.schemas_topic import Key
 from registry.state import State
 from streams.log import (
     OFFSET_BEGINNING,
     Log,
     LogError,
     LogTimeoutError,
+    Producer,
     ProducerFencedError,
     Record,
     RecordMetadata,
@@ -34,24 +40,39 @@ log = logging.getLogger(__name__)
 NOOP_KEY = Key("NOOP").encode()
 
 
+class Writer(Protocol):
+    """Writes one record to partition 0 of ``topic`` and returns where it landed once it is durable."""
+
+    def __call__(self, topic: str, value: bytes | None, key: bytes, timeout: float) -> RecordMetadata: ...
+
+
+class WriterProvider(Protocol):
+    """Where a store that may not write on its own gets its writer (``registry.leader.WriterSlot``)."""
+
+    def current(self) -> Writer | None:
+        """The writer to use now; None while this node may not write (it is not the leader)."""
+        ...
+
+
 class Store:
-    def __init__(self, log_backend: Log, topic: str = "_schemas", timeout: float = 10.0) -> None:
+    def __init__(
+        self, log_backend: Log, topic: str, *, timeout: float, writers: WriterProvider | None = None
+    ) -> None:
+        """``writers``: None when this store is the log's only writer (it produces itself); otherwise every
+        write goes through ``writers.current()``."""
         self.log = log_backend
         self.topic = topic
         self.timeout = timeout
         self.state = State()
+        #: the offset up to which ``state`` has applied the log
+        self.applied = OffsetWatcher()
+        self.records_replayed = 0
+        self._writers = writers
         self._tp = TopicPartition(topic, 0)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._stop = threading.Event()
         self._reader: threading.Thread | None = None
-        self._producer = None
-        self.on_applied: list[Callable[[list[Record]], None]] = []
-        self.records_replayed = 0
-        #: Kafka HA: only the elected leader writes, through ``writer`` (its fenced transactional producer,
-        #: called as ``writer(topic, value, key, timeout)``); without one, writes fail with 50004.
-        self.exclusive = False
-        self.writer: Callable[[str, bytes | None, bytes, float], RecordMetadata] | None = None
+        self._producer: Producer | None = None
 
     # ---- lifecycle --------------------------------------------------------------------------------------
 
@@ -59,7 +80,7 @@ class Store:
         """Create or validate the topic and replay it to the end (blocking; call before serving)."""
         info = self.log.ensure_topic(self.topic, 1, compacted=True)
         log.info("store topic %r: %d partition, compacted=%s", info.name, info.partitions, info.compacted)
-        self.log.compact(self.topic)  # the embedded log compacts here; Kafka brokers do it themselves
+        self.log.compact(self.topic)  # a no-op where the backend compacts by itself
         self._producer = self.log.producer()
         self._consumer = self.log.consumer(None, client_id=f"KafkaStore-reader-{self.topic}")
         self._consumer.assign({self._tp: OFFSET_BEGINNING})
@@ -84,6 +105,7 @@ class Store:
             len(self.state.contents),
             self.state.max_id,
         )
+        self.applied.advance(self.state.offset)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start following the log; from now on state changes happen on ``loop``."""
@@ -95,6 +117,7 @@ class Store:
         self._stop.set()
         if self._reader is not None:
             self._reader.join(5)
+        self.applied.close()
         try:
             self._consumer.close()
         except LogError:
@@ -122,41 +145,26 @@ class Store:
         for r in batch:
             if r.offset > st.offset:
                 st.apply(r.offset, r.key, r.value, r.timestamp)
-        for cb in self.on_applied:
-            cb(batch)
-        if self._waiters:
-            ready = [w for w in self._waiters if w[0] <= st.offset]
-            if ready:
-                self._waiters = [w for w in self._waiters if w[0] > st.offset]
-                for _, fut in ready:
-                    if not fut.done():
-                        fut.set_result(None)
+        self.applied.advance(st.offset)
 
     # ---- writing ----------------------------------------------------------------------------------------
 
-    async def wait_applied(self, offset: int, timeout: float | None = None) -> None:
-        if self.state.offset >= offset:
-            return
-        assert self._loop is not None
-        fut: asyncio.Future[None] = self._loop.create_future()
-        self._waiters.append((offset, fut))
-        try:
-            await asyncio.wait_for(fut, timeout if timeout is not None else self.timeout)
-        except TimeoutError as e:
-            raise errors.store_timeout(
-                "KafkaStoreReaderThread failed to reach target offset within the timeout interval"
-            ) from e
+    def _writer(self) -> Writer:
+        if self._writers is None:
+            return self._produce
+        writer = self._writers.current()
+        if writer is None:
+            raise errors.leader_not_known()
+        return writer
+
+    def _produce(self, topic: str, value: bytes | None, key: bytes, timeout: float) -> RecordMetadata:
+        """The writer of a store that is the log's only writer: its own producer."""
+        assert self._producer is not None, "Store.open() first"
+        return self._producer.produce(topic, value, key, partition=0, timeout=timeout)
 
     async def write(self, key: bytes, value: bytes | None, operation: str = "Register") -> int:
         """Produce one record and return once this node's state includes it."""
-        assert self._producer is not None
-        writer = self.writer
-        if writer is not None:
-            call = functools.partial(writer, self.topic, value, key, self.timeout)
-        elif self.exclusive:
-            raise errors.leader_not_known()
-        else:
-            call = functools.partial(self._producer.produce, self.topic, value, key, partition=0, timeout=self.timeout)
+        call = functools.partial(self._writer(), self.topic, value, key, self.timeout)
         try:
             md = await asyncio.to_thread(call)
         except ProducerFencedError as e:  # a newer leader took over while this write was on its way
@@ -169,7 +177,10 @@ class Store:
             raise errors.store_error(
                 f"{operation} operation failed while writing to the Kafka store: {e}"
             ) from e
-        await self.wait_applied(md.offset)
+        if not await self.applied.wait(md.offset, self.timeout):
+            raise errors.store_timeout(
+                "KafkaStoreReaderThread failed to reach target offset within the timeout interval"
+            )
         return md.offset
 
     async def barrier(self) -> None:

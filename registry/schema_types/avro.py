@@ -31,7 +31,7 @@ import json
 import math
 import re
 import unicodedata
-from typing import Any
+from typing import Any, TypeGuard
 
 from compat import avro as avro_compat
 from compat.result import Incompatibility
@@ -93,7 +93,7 @@ def _text(obj: dict[str, Any], key: str) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def _is_int(v: Any, lo: int, hi: int) -> bool:
+def _is_int(v: Any, lo: int, hi: int) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
 
 
@@ -565,7 +565,8 @@ def _default_object(v: Any, node: dict[str, Any] | None) -> Any:
     """Java ``JacksonUtils.toObject(default, schema)`` then back to JSON; ``_DROP`` where Java gets null."""
     if node is not None and node["type"] == "union":
         node = node["types"][0] if node["types"] else None
-    t = node["type"] if node is not None else None
+    node = node or {}  # no schema: Java converts by the value's own type
+    t = node.get("type")
     if v is None or isinstance(v, bool):
         return v
     if isinstance(v, int):

@@ -1,4 +1,4 @@
-"""The schema-type plug-in interface: one module per type (``avro.py``, later ``json.py``, ``protobuf.py``).
+"""The schema-type plug-in interface: one module per type (``avro.py``, ``json_schema.py``, ``protobuf.py``).
 
 A type parses and validates schema text, renders the canonical string the registry stores (the
 string Confluent's Java registry would store, so ids and dedup agree), normalizes, and checks

@@ -16,11 +16,11 @@ own ``$id``, and under the name resolved against the root ``$id``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import unquote, urldefrag, urljoin
 
 import jsonschema
 import referencing
@@ -41,6 +41,15 @@ _DIALECTS: dict[str, type[jsonschema.protocols.Validator]] = {
     "json-schema.org/draft/2020-12/schema": validators.Draft202012Validator,
 }
 DEFAULT_VALIDATOR = validators.Draft7Validator
+#: every dialect referencing knows (a subschema's ``$schema`` may name one we do not validate with)
+_SPECIFICATIONS = (
+    referencing.jsonschema.DRAFT202012,
+    referencing.jsonschema.DRAFT201909,
+    referencing.jsonschema.DRAFT7,
+    referencing.jsonschema.DRAFT6,
+    referencing.jsonschema.DRAFT4,
+    referencing.jsonschema.DRAFT3,
+)
 
 #: keywords whose values are data, not subschemas: never walked for ``$ref``
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
@@ -160,8 +169,7 @@ class JsonSchemaDocument:
     def resolve(self, ref: str, base_uri: str) -> tuple[Any, str]:
         """The subschema ``ref`` points to from ``base_uri``, and the base URI that applies inside it."""
         resolved = self.registry.resolver(base_uri=base_uri).lookup(ref)
-        # referencing exposes no public getter for the base URI a resolved subschema lives under
-        return resolved.contents, resolved.resolver._base_uri
+        return resolved.contents, _base_uri_inside(self.registry, ref, base_uri)
 
     def validator(self) -> jsonschema.protocols.Validator:
         """A validator for instances, with references resolvable."""
@@ -242,12 +250,40 @@ def _reference_registry(
         )
         resource = spec.create_resource(contents)
         uris = {ref.name, urljoin(base_uri, ref.name)}
-        if resource.id():
-            uris.add(resource.id())
+        own_id = resource.id()
+        if own_id:
+            uris.add(own_id)
         for uri in uris:
             registry = registry.with_resource(uri, resource)
         stack.extend(ref.references)
     return registry
+
+
+def _base_uri_inside(registry: referencing.Registry, ref: str, base_uri: str) -> str:
+    """The base URI inside the subschema that ``ref`` (resolvable) points to from ``base_uri``, as referencing's
+    resolver tracks it without showing it: the URI of the document looked up, then, along a JSON-pointer
+    fragment, joined with the ``$id`` of every subschema (per the document's dialect) the pointer enters."""
+    uri, fragment = (base_uri, ref[1:]) if ref.startswith("#") else urldefrag(urljoin(base_uri, ref))
+    if not fragment.startswith("/"):
+        return uri  # the whole document, or an anchor in it
+    resource = registry[uri]
+    spec = _specification_of(resource)
+    resolver = registry.resolver(base_uri=uri)
+    base, contents, segments = uri, resource.contents, []
+    for part in unquote(fragment[1:]).split("/"):
+        segment: int | str = int(part) if isinstance(contents, Sequence) else part.replace("~1", "/").replace("~0", "~")
+        contents = contents[segment]
+        segments.append(segment)
+        subresource = spec.create_resource(contents)
+        entered = spec.maybe_in_subresource(segments=segments, resolver=resolver, subresource=subresource)
+        if entered is not resolver:  # a subschema with an id (else it is the same resolver): the base from here on
+            base, resolver, segments = urljoin(base, subresource.id() or ""), entered, []
+    return base
+
+
+def _specification_of(resource: referencing.Resource) -> referencing.Specification:
+    """The dialect a resource was created with (``Resource`` keeps it private, but compares it for equality)."""
+    return next(s for s in _SPECIFICATIONS if s.create_resource(resource.contents) == resource)
 
 
 def _check_refs(document: JsonSchemaDocument) -> None:

@@ -19,12 +19,14 @@ unknown fields); without those files they are left out of the text but stay in t
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any, TypeAlias
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_encoding, text_format
 from google.protobuf import unknown_fields as unknown_fields_module
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-FDP = descriptor_pb2.FieldDescriptorProto
+FDP: TypeAlias = descriptor_pb2.FieldDescriptorProto
 
 _SCALARS: dict[int, str] = {
     FDP.TYPE_DOUBLE: "double",
@@ -393,12 +395,13 @@ def _option_lines(options: Message, skip: frozenset[str] | set[str] = frozenset(
             if not fdesc.is_repeated:  # repeated standard ones (uninterpreted_option) have no text form
                 lines.append(f"{fdesc.name} = {_option_value(fdesc, value)}")
             continue
-        values = list(value) if fdesc.is_repeated else [value]  # type: ignore[call-overload]
+        values = list(value) if fdesc.is_repeated else [value]
         lines.extend(f"({fdesc.full_name}) = {_option_value(fdesc, v)}" for v in values)
     return lines
 
 
-def _option_value(fdesc, value: object) -> str:  # type: ignore[no-untyped-def]
+def _option_value(fdesc: FieldDescriptor, value: Any) -> str:
+    """``value`` is of the Python type protobuf uses for ``fdesc``'s type."""
     if fdesc.type == fdesc.TYPE_BOOL:
         return "true" if value else "false"
     if fdesc.type == fdesc.TYPE_ENUM:
@@ -407,11 +410,11 @@ def _option_value(fdesc, value: object) -> str:  # type: ignore[no-untyped-def]
     if fdesc.type == fdesc.TYPE_STRING:
         return quote(str(value))
     if fdesc.type == fdesc.TYPE_BYTES:
-        return '"' + text_encoding.CEscape(bytes(value), as_utf8=False) + '"'  # type: ignore[arg-type]
+        return '"' + text_encoding.CEscape(bytes(value), as_utf8=False) + '"'
     if fdesc.type == fdesc.TYPE_MESSAGE:
-        return "{ " + text_format.MessageToString(value, as_one_line=True) + " }"  # type: ignore[arg-type]
+        return "{ " + text_format.MessageToString(value, as_one_line=True) + " }"
     if fdesc.type in (fdesc.TYPE_FLOAT, fdesc.TYPE_DOUBLE):
-        return repr(float(value))  # type: ignore[arg-type]
+        return repr(float(value))
     return str(value)
 
 

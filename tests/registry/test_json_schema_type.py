@@ -142,6 +142,29 @@ def test_reference_to_a_fragment_of_a_referenced_schema() -> None:
     assert not parsed.parsed.validator().is_valid({})
 
 
+@pytest.mark.parametrize(
+    ("ref", "base"),
+    [
+        ("#/$defs/a", "http://x/sub/a.json"),  # the pointer enters a subschema with an $id
+        ("#/$defs/a/properties/p", "http://x/sub/deeper.json"),  # ids on the way join up
+        ("sub/a.json#/properties/p", "http://x/sub/deeper.json"),
+        ("#/properties/q", "http://x/root.json"),
+        ("other.json#/$defs/k", "http://x/k/"),  # a referenced schema, looked up under its name
+        ("http://y/other.json#/$defs/k", "http://y/k/"),  # ... and under its own $id
+    ],
+)
+def test_resolve_returns_the_base_uri_inside_the_target(ref: str, base: str) -> None:
+    other = {"$id": "http://y/other.json", "$defs": {"k": {"$id": "k/", "type": "string"}}}
+    root = {
+        "$schema": D2020,
+        "$id": "http://x/root.json",
+        "$defs": {"a": {"$id": "sub/a.json", "properties": {"p": {"$id": "deeper.json", "type": "string"}}}},
+        "properties": {"q": {"type": "integer"}},
+    }
+    document = schema_type.parse(json.dumps(root), (_ref("other.json", other),)).parsed
+    assert document.resolve(ref, document.base_uri)[1] == base
+
+
 def test_transitive_references() -> None:
     street = {"type": "string", "minLength": 1}
     address = {"type": "object", "properties": {"street": {"$ref": "street.json"}}}

@@ -11,11 +11,8 @@ Values are compact JSON with empty/null fields omitted (Jackson ``NON_EMPTY``); 
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass, field
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 SCHEMA = "SCHEMA"
 CONFIG = "CONFIG"
@@ -50,10 +47,6 @@ class Key:
         else:
             body = f'{{"keytype":"{self.keytype}","subject":{jdumps(self.subject)},"magic":0}}'
         return body.encode()
-
-    @property
-    def logical(self) -> tuple[str, str | None, int | None]:
-        return (self.keytype, self.subject, self.version)
 
 
 class RecordFormatError(ValueError):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from registry import records
-from registry.records import Key, RecordFormatError, decode_key
+from registry import schemas_topic
+from registry.schemas_topic import Key, RecordFormatError, decode_key
 from registry.state import State
 
 
@@ -25,20 +25,20 @@ def test_keys_are_confluent_bytes() -> None:
 
 
 def test_values_are_confluent_json() -> None:
-    v = records.schema_value(subject="s", version=1, schema_id=7, schema_type="AVRO", schema='"string"',
+    v = schemas_topic.schema_value(subject="s", version=1, schema_id=7, schema_type="AVRO", schema='"string"',
                              references=[], metadata=None, rule_set=None, deleted=False)
     assert v == b'{"subject":"s","version":1,"id":7,"schema":"\\"string\\"","deleted":false}'
-    v = records.schema_value(subject="s", version=2, schema_id=8, schema_type="PROTOBUF", schema="syntax",
+    v = schemas_topic.schema_value(subject="s", version=2, schema_id=8, schema_type="PROTOBUF", schema="syntax",
                              references=[{"name": "a.proto", "subject": "a", "version": 1}], metadata=None,
                              rule_set=None, deleted=True)
     assert v == (b'{"subject":"s","version":2,"id":8,"schemaType":"PROTOBUF","references":[{"name":"a.proto",'
                  b'"subject":"a","version":1}],"schema":"syntax","deleted":true}')
-    assert records.config_value(None, {"compatibilityLevel": "FULL"}) == b'{"compatibilityLevel":"FULL"}'
-    assert records.config_value("s", {"compatibilityLevel": "NONE", "normalize": True}) == (
+    assert schemas_topic.config_value(None, {"compatibilityLevel": "FULL"}) == b'{"compatibilityLevel":"FULL"}'
+    assert schemas_topic.config_value("s", {"compatibilityLevel": "NONE", "normalize": True}) == (
         b'{"subject":"s","compatibilityLevel":"NONE","normalize":true}'
     )
-    assert records.mode_value("s", "IMPORT") == b'{"subject":"s","mode":"IMPORT"}'
-    assert records.delete_subject_value("s", 3) == b'{"subject":"s","version":3}'
+    assert schemas_topic.mode_value("s", "IMPORT") == b'{"subject":"s","mode":"IMPORT"}'
+    assert schemas_topic.delete_subject_value("s", 3) == b'{"subject":"s","version":3}'
 
 
 def test_legacy_keys_decode_and_keep_raw_bytes() -> None:
@@ -55,8 +55,8 @@ def test_legacy_keys_decode_and_keep_raw_bytes() -> None:
 
 
 def schema_rec(subject: str, version: int, sid: int, schema: str, deleted: bool = False) -> bytes:
-    return records.schema_value(subject=subject, version=version, schema_id=sid, schema_type="AVRO", schema=schema,
-                                references=[], metadata=None, rule_set=None, deleted=deleted)
+    return schemas_topic.schema_value(subject=subject, version=version, schema_id=sid, schema_type="AVRO",
+                                      schema=schema, references=[], metadata=None, rule_set=None, deleted=deleted)
 
 
 def replay(log: list[tuple[bytes, bytes | None]]) -> State:
@@ -76,7 +76,7 @@ def test_replay_confluent_log() -> None:
         (Key("CONFIG", "a").encode(), b'{"compatibilityLevel":"NONE"}'),  # legacy value without subject
         (Key("MODE", "b").encode(), b'{"subject":"b","mode":"READONLY"}'),
         (Key("NOOP").encode(), None),
-        (Key("DELETE_SUBJECT", "b").encode(), records.delete_subject_value("b", 1)),
+        (Key("DELETE_SUBJECT", "b").encode(), schemas_topic.delete_subject_value("b", 1)),
         (b"garbage", b"garbage"),  # skipped, not fatal
         (Key("SCHEMA", "c", 1).encode(), schema_rec("c", 1, 2, '"long"')),  # id 2 already names "int": ignored
         (Key("SCHEMA", "a", 1).encode(), schema_rec("a", 1, 1, '"string"', deleted=True)),
@@ -102,6 +102,6 @@ def test_clear_subject_drops_soft_deleted() -> None:
     st = replay([
         (Key("SCHEMA", "a", 1).encode(), schema_rec("a", 1, 1, '"string"', deleted=True)),
         (Key("SCHEMA", "a", 2).encode(), schema_rec("a", 2, 2, '"int"')),
-        (Key("CLEAR_SUBJECT", "a").encode(), records.clear_subject_value("a")),
+        (Key("CLEAR_SUBJECT", "a").encode(), schemas_topic.clear_subject_value("a")),
     ])
     assert [v.version for v in st.versions("a", deleted=True)] == [2]

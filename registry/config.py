@@ -1,0 +1,40 @@
+"""How one registry instance runs: a ``RegistryConfig``, whose defaults are the only copy of each default.
+
+The command line (``cli.py``) shows and applies these defaults, ``server.py`` wires the instance from a
+config, and ``Service`` falls back to the default compatibility level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compat import CompatibilityLevel
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryConfig:
+    #: where the ``_schemas`` log lives: ``sqlite:///DIR`` (embedded) or ``kafka://host:port[,host:port]``
+    log_url: str = "sqlite:///./data"
+    host: str = "127.0.0.1"
+    port: int = 8081  # Confluent's
+    topic: str = "_schemas"  # Confluent's kafkastore.topic
+    #: the URL other instances forward writes to; default ``http://host:port``
+    advertised_url: str | None = None
+    leader_eligible: bool = True
+    compatibility: CompatibilityLevel = CompatibilityLevel.BACKWARD  # Confluent's default level
+    #: seconds a write waits for the log (and for this node to apply it)
+    store_timeout: float = 10.0
+    group_id: str = "schema-registry"  # Confluent's schema.registry.group.id
+    election_topic: str | None = None  # default: "<topic>_leader"
+
+    @property
+    def url(self) -> str:
+        return self.advertised_url or f"http://{self.host}:{self.port}"
+
+    @property
+    def leader_topic(self) -> str:
+        """The election topic: ``election_topic``, else the store topic's (``_schemas`` -> ``_schemas_leader``)."""
+        return self.election_topic or f"{self.topic}_leader"
+
+
+DEFAULTS = RegistryConfig()
