@@ -1,10 +1,9 @@
-"""The ``registry`` package root loads its modules on first use (its ``__all__`` is pinned in tests/test_public_api.py)."""
+"""The ``registry`` root loads its modules on first use (its ``__all__`` is pinned in tests/test_public_api.py)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-
 
 
 def test_small_modules_do_not_load_the_server() -> None:
