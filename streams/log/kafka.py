@@ -561,10 +561,10 @@ class KafkaProducer(Producer):
             raise
 
     def send_offsets_to_transaction(self, group: str, offsets: dict[TopicPartition, int]) -> None:
-        self.transaction.check_in_transaction("send_offsets_to_transaction")
         if not group:
             raise ValueError("send_offsets_to_transaction needs a consumer group name")
         check_offsets(offsets)
+        self.transaction.check_in_transaction("send_offsets_to_transaction")
         positions = [_ck_tp(tp, offset) for tp, offset in offsets.items()]
         if not positions:
             return

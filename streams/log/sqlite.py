@@ -667,10 +667,10 @@ class SqliteProducer(Producer):
         self._txn = _Txn()
 
     def send_offsets_to_transaction(self, group: str, offsets: dict[TopicPartition, int]) -> None:
-        self.transaction.check_in_transaction("send_offsets_to_transaction")
         if not group:
             raise ValueError("send_offsets_to_transaction needs a consumer group name")
         check_offsets(offsets)
+        self.transaction.check_in_transaction("send_offsets_to_transaction")
         assert self._txn is not None
         self._txn.offsets.setdefault(group, {}).update(offsets)
 
