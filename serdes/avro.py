@@ -13,7 +13,8 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 import fastavro
 from confluent_kafka.serialization import SerializationContext
@@ -110,7 +111,8 @@ def _identity(x: Any) -> Any:
     return x
 
 
-class _WritePlan(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _WritePlan:
     """What the serializer resolved for one subject (or one latest schema id)."""
 
     prefix: bytes  # the 5-byte frame header
@@ -120,7 +122,8 @@ class _WritePlan(NamedTuple):
     encode: Callable[[Any, bytearray], None]  # the generated encoder, or _no_fast_path
 
 
-class _ReadPlan(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _ReadPlan:
     """What the deserializer resolved for one writer schema id (and topic, when the reader depends on it)."""
 
     writer: Any  # fastavro-parsed writer schema

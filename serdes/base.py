@@ -27,6 +27,9 @@ class SubjectPlans(Generic[P]):
     A plan is built once, under a lock, by ``build(subject)``; when the subject depends on the topic the cache is
     keyed by (topic, key/value field), otherwise one plan serves every call. Serializers read ``single`` and
     ``by_ctx`` themselves on the hot path and call ``get`` only on a miss.
+
+    Plans throughout serdes are frozen dataclasses with ``slots=True``: named fields that read as fast as tuple
+    indexes on the per-record path (a NamedTuple's named field costs ~10x an index on CPython 3.11).
     """
 
     def __init__(self, client: RegistryClient, strategy: str | SubjectNameStrategy, subject: str | None,

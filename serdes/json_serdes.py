@@ -9,8 +9,9 @@ jsonschema-rs deciding validity when it is installed and the schema has no refer
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 from confluent_kafka.serialization import SerializationContext
@@ -109,7 +110,8 @@ def _validation_message(validator: Any, value: Any) -> str:
     return f"at {where}: {error.message}"
 
 
-class _WritePlan(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _WritePlan:
     """What the serializer resolved for one subject (or one latest schema id)."""
 
     prefix: bytes  # the 5-byte frame header
@@ -117,7 +119,8 @@ class _WritePlan(NamedTuple):
     validator: _Validator | None  # None when not validating
 
 
-class _ReadPlan(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _ReadPlan:
     """What the deserializer resolved for one writer schema id (and topic, when the reader depends on it)."""
 
     validator: _Validator | None  # None when not validating

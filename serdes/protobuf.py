@@ -13,7 +13,8 @@ import base64
 import importlib
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeGuard
+from dataclasses import dataclass
+from typing import Any, TypeGuard
 
 from confluent_kafka.serialization import SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool
@@ -197,7 +198,8 @@ class RegisteredProtoFile:
         return desc
 
 
-class _ReadPlan(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _ReadPlan:
     """What the deserializer resolved for one frame header (schema id + message-index path)."""
 
     message_class: type[Message]

@@ -34,7 +34,8 @@ import io
 import json
 import threading
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -208,7 +209,8 @@ class BatchDecoder:
         return pa.array(out.rows, type=self.arrow_type)
 
 
-class _WriterPlan(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _WriterPlan:
     """How to read the bodies written with one writer schema id."""
 
     writer: Any  # fastavro-parsed writer schema
