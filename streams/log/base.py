@@ -276,11 +276,14 @@ class TransactionState:
         if self.transactional_id is None:
             raise TransactionError(f"{what}: this producer has no transactional_id")
         if self.fenced:
-            raise ProducerFencedError(
-                f"producer {self.transactional_id!r}{self._fenced_as} was fenced by a newer producer with the "
-                "same transactional id"
-            )
+            raise self._fenced_error()
         return self.transactional_id
+
+    def _fenced_error(self) -> ProducerFencedError:
+        return ProducerFencedError(
+            f"producer {self.transactional_id!r}{self._fenced_as} was fenced by a newer producer with the "
+            "same transactional id"
+        )
 
     def init(self) -> None:
         tid = self._require("init_transactions")
@@ -315,11 +318,13 @@ class TransactionState:
         """The open transaction committed or aborted (or failed and is gone)."""
         self.open = False
 
-    def fence(self, which: str = "") -> None:
-        """The backend found a newer producer with this id; ``which`` names this one (e.g. its epoch)."""
+    def fence(self, which: str = "") -> ProducerFencedError:
+        """The backend found a newer producer with this id; ``which`` names this one (e.g. its epoch).
+        Returns the error every later call raises, for the backend to raise now."""
         self.fenced = True
         self.open = False
         self._fenced_as = f" ({which})" if which else ""
+        return self._fenced_error()
 
 
 class Consumer(abc.ABC):

@@ -640,8 +640,7 @@ class SqliteProducer(Producer):
         ).fetchone()
         if row is None or row[0] != self._epoch:
             self._txn = None
-            self.transaction.fence(f"epoch {self._epoch}")
-            self.transaction.check_send()  # raises ProducerFencedError
+            raise self.transaction.fence(f"epoch {self._epoch}")
 
     def init_transactions(self, timeout: float | None = None) -> None:
         self.transaction.init()
