@@ -22,11 +22,12 @@ from typing import Any
 
 from streams.config import StreamsConfig
 from streams.errors import IllegalStateError, InvalidStateStoreError
+from streams.extractors import extractor_from
 from streams.handlers import DeadLetterQueue, handler_from
 from streams.log import GroupSettings, Log, TopicPartition, open_log
 from streams.metadata import Metadata, TopicNames, resolve
 from streams.processor import SystemClock
-from streams.queries import ReadOnlyStore
+from streams.queries import View, read_only_store
 from streams.stream_thread import StreamThread
 from streams.task import StreamTask, TaskEnv
 from streams.topology import Topology
@@ -56,6 +57,8 @@ class StreamsApp:
     - ``cache_max_entries``: per persistent store, how many deserialized values stay cached.
     - ``deserialization_error_handler``: ``"fail"``, ``"skip"``, ``DeadLetterQueue(topic)`` or a callable.
     - ``processing_guarantee``: ``"at_least_once"``, the only one implemented.
+    - ``default_timestamp_extractor``: event time of records whose source has no extractor
+      (``streams.extractors``); default: the log timestamp.
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class StreamsApp:
         max_poll_records: int = 5000,
         progress_interval_s: float = 10.0,
         processing_guarantee: str = "at_least_once",
+        default_timestamp_extractor: Any = None,
     ) -> None:
         if processing_guarantee != "at_least_once":
             raise ValueError(
@@ -94,6 +98,7 @@ class StreamsApp:
         self.application_id = application_id
         self.clock = SystemClock()
         self._handler = handler_from(deserialization_error_handler)
+        self._extractor = extractor_from(default_timestamp_extractor, "default_timestamp_extractor")
         self._owns_log = isinstance(log, str)
         self.log: Log = self._open_log(log) if isinstance(log, str) else log
         self._names = TopicNames(application_id)
@@ -143,6 +148,7 @@ class StreamsApp:
             deserialization_handler=self._handler,
             topic_names=self._names,
             partitions_of=self.metadata.partitions.__getitem__,
+            default_timestamp_extractor=self._extractor,
         )
         return StreamThread(
             name,
@@ -280,6 +286,7 @@ class StreamsApp:
             "state": self.state,
             "tasks": self.tasks(),
             "processed": sum(t.processed for t in self._threads),
+            "dropped_records": sum(task.dropped_records for task in self._active_tasks()),
             "commits": sum(t.commits for t in self._threads),
             "restored": restored,
             "restores": restores,
@@ -296,9 +303,11 @@ class StreamsApp:
             time.sleep(0.05)
         return False
 
-    def store(self, name: str) -> ReadOnlyStore:
-        """A read-only view of store ``name`` across the tasks running on this instance."""
+    def store(self, name: str) -> View:
+        """A read-only view of store ``name`` (key-value, window or session) across the tasks running on
+        this instance."""
         if name not in self.topology.stores:
             raise InvalidStateStoreError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
-        return ReadOnlyStore(name, self._active_tasks, lambda: self.metadata.store_partitions(name))
+        return read_only_store(self.topology.stores[name], self._active_tasks,
+                               lambda: self.metadata.store_partitions(name))  # fmt: skip
 

@@ -22,16 +22,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from streams.errors import StateStoreError
 from streams.listeners import RestoreListener
 from streams.log.base import Consumer, Producer, Record, RecordMetadata, TopicPartition
-
-if TYPE_CHECKING:
-    from streams.state.cache import CachingKeyValueStore
+from streams.state.base import StateStore
 
 __all__ = [
     "BARRIER_KEY",
@@ -115,7 +113,7 @@ class RestoreJob:
     """One store of one task to bring up to date from its changelog partition."""
 
     task_id: str
-    store: CachingKeyValueStore
+    store: StateStore
     tp: TopicPartition
     start: int
     committed: dict[tuple[str, int], int | None]

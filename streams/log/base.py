@@ -417,12 +417,15 @@ class Log(abc.ABC):
     @abc.abstractmethod
     def list_topics(self) -> list[str]: ...
 
-    def ensure_topic(self, name: str, partitions: int = 1, *, compacted: bool = False) -> TopicInfo:
-        """Create the topic, or check that the existing one has exactly these properties."""
+    def ensure_topic(
+        self, name: str, partitions: int = 1, *, compacted: bool = False, config: dict[str, str] | None = None
+    ) -> TopicInfo:
+        """Create the topic (with ``config``, if given), or check that the existing one has exactly these
+        partitions and, if ``compacted``, is compacted."""
         info = self.describe_topic(name)
         if info is None:
             try:
-                return self.create_topic(name, partitions, compacted=compacted)
+                return self.create_topic(name, partitions, compacted=compacted, config=config)
             except TopicExistsError:
                 info = self.describe_topic(name)
                 assert info is not None

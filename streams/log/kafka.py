@@ -325,7 +325,7 @@ class KafkaLog(Log):
         check_topic_name(name)
         check_partitions(name, partitions)
         topic_config = {k: _option_value(v) for k, v in (config or {}).items()}
-        if compacted:
+        if compacted and "compact" not in topic_config.get("cleanup.policy", ""):
             topic_config["cleanup.policy"] = "compact"
         replication = min(len(self._metadata().brokers), 3)
         new = NewTopic(name, num_partitions=partitions, replication_factor=replication, config=topic_config)

@@ -14,14 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from streams.errors import SerdeError
 from streams.serdes import bind_deserializer, bind_serializer, serde_name
+from streams.state.base import ChangelogSink
 
 if TYPE_CHECKING:
-    from streams.changelog import ChangelogWriter
     from streams.processor import RecordContext
 
 __all__ = ["CachingKeyValueStore", "FlushListener"]
 
-FlushListener = Callable[[Any, Any, int], None]
+#: ``listener(key, new_value, old_value, timestamp)``: a flushed change; ``old_value`` is the value the
+#: previous flush sent (None unless ``track_old_values``).
+FlushListener = Callable[[Any, Any, Any, int], None]
 
 
 class CachingKeyValueStore:
@@ -31,6 +33,7 @@ class CachingKeyValueStore:
     persist after a commit."""
 
     persistent = False
+    stream_time = -1  # key-value stores keep no time
 
     def __init__(self, name: str, key_serde: Any, value_serde: Any, topic: str, record_context: RecordContext):
         self.name = name
@@ -43,9 +46,12 @@ class CachingKeyValueStore:
         self._vser = bind_serializer(value_serde, topic, False)
         self._vde = bind_deserializer(value_serde, topic, False)
         self._rc = record_context
-        self._dirty: dict[bytes, tuple[Any, int]] = {}
+        self._dirty: dict[bytes, tuple[Any, int, Any]] = {}
         self.listener: FlushListener | None = None
-        self.changelog: ChangelogWriter | None = None
+        #: Remember each key's value as of the last flush, for listeners that need (new, old) pairs
+        #: (a table that is re-grouped subtracts the old value from its old group).
+        self.track_old_values = False
+        self.changelog: ChangelogSink | None = None
         self.closed = False
 
     # -- key handling ----------------------------------------------------------------------------------
@@ -117,8 +123,10 @@ class CachingKeyValueStore:
 
     def put_serialized(self, kb: bytes, key: Any, value: Any) -> None:
         """``put(key, value)`` for a key already serialized to ``kb``; ``key`` is what a flush forwards."""
+        dirty = self._dirty
+        old = dirty[kb][2] if kb in dirty else (self._lookup(kb) if self.track_old_values else None)
         self._store(kb, value)
-        self._dirty[kb] = (key, self._rc.timestamp)
+        dirty[kb] = (key, self._rc.timestamp, old)
 
     # -- commit protocol -------------------------------------------------------------------------------
 
@@ -138,7 +146,7 @@ class CachingKeyValueStore:
         entries: list[tuple[bytes, bytes | None]] = []
         listener = self.listener
         rc = self._rc
-        for kb, (key, ts) in dirty.items():
+        for kb, (key, ts, old) in dirty.items():
             value = lookup(kb)
             try:
                 vb = vser(value)
@@ -154,7 +162,7 @@ class CachingKeyValueStore:
                 saved = rc.timestamp, rc.headers
                 rc.timestamp, rc.headers = ts, ()
                 try:
-                    listener(key, value, ts)
+                    listener(key, value, old, ts)
                 finally:
                     rc.timestamp, rc.headers = saved
         if self.changelog is not None:
