@@ -48,6 +48,7 @@ class StreamsBuilder:
         else:
             spec = StoreSpec(store or f"{topic}-STATE-STORE-{self._index:010d}", kind=kind, key=key, value=value,
                              cache=cache)  # fmt: skip
+        spec.timestamped = True
         node = self.new_name("KTABLE-SOURCE")
         use_cache = spec.cache
         options = TableOptions()

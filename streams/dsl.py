@@ -239,6 +239,7 @@ def _store_spec(builder: Builder, store: str | StoreSpec | None, key: Any, value
         spec = StoreSpec(store or builder.new_name("KSTREAM-AGGREGATE-STATE-STORE"), kind=kind, key=key, value=value)
     if cache is not None:
         spec.cache = cache
+    spec.timestamped = True
     return spec
 
 

@@ -3,6 +3,8 @@
 the DSL, as Kafka Streams' ``enableSendingOldValues``): a re-grouped table subtracts the old value from
 the group it leaves. ``to_stream`` hands on the new values.
 
+The stores are timestamped (``(value, timestamp)`` per key): an aggregate's timestamp is the largest of
+the records it has taken in, a table row's that of its last update, and updates go downstream with it.
 Aggregations serialize the key once per record. With its store's cache on, an aggregate forwards each
 key's update when the cache flushes (once per key per commit); otherwise at once.
 """
@@ -38,10 +40,28 @@ class TableOptions:
     send_old_values: bool = False
 
 
-def _cached_forwarder(forward: Callable[[Any, Any], None], send_old: bool) -> Callable[[Any, Any, Any, int], None]:
-    if send_old:
-        return lambda key, new, old, ts: forward(key, Change(new, old))
-    return lambda key, new, old, ts: forward(key, Change(new, None))
+def _cached_forwarder(context: ProcessorContext, forward: Callable[[Any, Any], None],
+                      send_old: bool) -> Callable[[Any, Any, Any, int], None]:  # fmt: skip
+    """The flush listener of a timestamped store: forwards each flushed update with its timestamp."""
+    rc = context.record_context
+
+    def flushed(key: Any, new: Any, old: Any, ts: int) -> None:
+        if new is not None:
+            rc.timestamp = new[1]  # the flush restores the record context afterwards
+        forward(key, Change(None if new is None else new[0], old[0] if send_old and old is not None else None))
+
+    return flushed
+
+
+def _emit(context: ProcessorContext, forward: Callable[[Any, Any], None], key: Any, change: Change, ts: int) -> None:
+    """Forward at once, with the aggregate's timestamp."""
+    rc = context.record_context
+    saved = rc.timestamp
+    rc.timestamp = ts
+    try:
+        forward(key, change)
+    finally:
+        rc.timestamp = saved
 
 
 class AggregateProcessor(Forwarding):
@@ -65,12 +85,11 @@ class AggregateProcessor(Forwarding):
         self._get = store.get_serialized
         self._put = store.put_serialized
         self._send_old = self.options.send_old_values
+        self._rc = context.record_context
+        self._emit_now = not self.cache
         if self.cache:
             store.track_old_values = self._send_old
-            store.listener = _cached_forwarder(self._forward, self._send_old)
-            self._emit = None
-        else:
-            self._emit = self._forward
+            store.listener = _cached_forwarder(context, self._forward, self._send_old)
 
     def process(self, key: Any, value: Any) -> None:
         if key is None or value is None:
@@ -80,14 +99,19 @@ class AggregateProcessor(Forwarding):
             kb = self._kser(key)
         except Exception:
             kb = self._kb(key)  # raises the error that names the store and the key
-        old = self._get(kb)
-        agg = old
-        if agg is None and self.initializer is not None:
-            agg = self.initializer()
+        ts = self._rc.timestamp
+        stored = self._get(kb)
+        if stored is None:
+            old = None
+            agg = self.initializer() if self.initializer is not None else None
+        else:
+            old = agg = stored[0]
+            if stored[1] > ts:
+                ts = stored[1]
         agg = self.adder(key, value, agg)
-        self._put(kb, key, agg)
-        if self._emit is not None:
-            self._emit(key, Change(agg, old if self._send_old else None))
+        self._put(kb, key, (agg, ts))
+        if self._emit_now:
+            _emit(self.context, self._forward, key, Change(agg, old if self._send_old else None), ts)
 
 
 class TableSourceProcessor(Forwarding):
@@ -104,7 +128,7 @@ class TableSourceProcessor(Forwarding):
         self._send_old = self.options.send_old_values
         if self.cache:
             self._store.track_old_values = self._send_old
-            self._store.listener = _cached_forwarder(self._forward, self._send_old)
+            self._store.listener = _cached_forwarder(context, self._forward, self._send_old)
             self._emit = None
         else:
             self._emit = self._forward
@@ -173,7 +197,8 @@ class ToStreamProcessor(Forwarding):
 
 
 class TableRepartitionMapProcessor(Forwarding):
-    """``KTable.group_by``: ``selector(key, value) -> (group key, value)`` for the new and the old value.
+    """``KTable.group_by``: ``selector(key, value) -> (group key, value)`` for the new and the old value
+    (a None pair, key or value: the row is in no group).
 
     An update whose group is unchanged travels as one ``Change(new, old)``; one that moves sends the
     subtraction to the old group first, then the addition to the new one (as Kafka Streams)."""
@@ -185,6 +210,8 @@ class TableRepartitionMapProcessor(Forwarding):
         if value is None:
             return None
         pair = self.selector(key, value)
+        if pair is None:
+            return None
         if not isinstance(pair, tuple) or len(pair) != 2:
             raise ProcessingError(f"KTable.group_by() selector must return a (key, value) tuple, got {pair!r:.80}")
         if pair[0] is None or pair[1] is None:
@@ -224,26 +251,28 @@ class TableAggregateProcessor(Forwarding):
         super().init(context)
         store = self._store = context.get_state_store(self.store_name)
         self._send_old = self.options.send_old_values
+        self._rc = context.record_context
+        self._emit_now = not self.cache
         if self.cache:
             store.track_old_values = self._send_old
-            store.listener = _cached_forwarder(self._forward, self._send_old)
-            self._emit = None
-        else:
-            self._emit = self._forward
+            store.listener = _cached_forwarder(context, self._forward, self._send_old)
 
     def process(self, key: Any, change: Change) -> None:
         if key is None:
             raise ProcessingError(f"a re-grouped table update for store {self.store_name!r} has a None key")
         store = self._store
         kb = store.key_bytes(key)
-        old_agg = store.get_serialized(kb)
-        agg = old_agg
+        ts = self._rc.timestamp
+        stored = store.get_serialized(kb)
+        old_agg = agg = None if stored is None else stored[0]
+        if stored is not None and stored[1] > ts:
+            ts = stored[1]
         if change.old is not None and agg is not None:
             agg = self.subtractor(key, change.old, agg)
         if change.new is not None:
             if agg is None and self.initializer is not None:
                 agg = self.initializer()
             agg = change.new if agg is None else self.adder(key, change.new, agg)
-        store.put_serialized(kb, key, agg)
-        if self._emit is not None:
-            self._emit(key, Change(agg, old_agg if self._send_old else None))
+        store.put_serialized(kb, key, None if agg is None else (agg, ts))
+        if self._emit_now:
+            _emit(self.context, self._forward, key, Change(agg, old_agg if self._send_old else None), ts)

@@ -21,9 +21,10 @@ from streams.handlers import DeserializationHandler
 from streams.log.base import Record, TopicPartition
 from streams.metadata import TopicNames
 from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType, RecordContext
-from streams.serdes import bind_deserializer, bind_serializer, serde_name
+from streams.serdes import TimestampedSerde, bind_deserializer, bind_serializer, serde_name
 from streams.state.base import StateStore
 from streams.state.buffer import SuppressionBuffer
+from streams.state.cache import CachingKeyValueStore
 from streams.state.memory import InMemoryKeyValueStore
 from streams.state.session import SessionStore
 from streams.state.window import WindowStore
@@ -173,12 +174,18 @@ class StreamTask:
             store = SessionStore(spec.name, key, value, topic, rc, spec.retention_ms, path, max_cache)
         elif isinstance(spec, SuppressionBufferSpec):
             store = SuppressionBuffer(spec.name, key, value, topic, rc, spec.count_bytes)
-        elif path is None:
-            store = InMemoryKeyValueStore(spec.name, key, value, topic, rc)
         else:
-            from streams.state.rocksdb import RocksDBKeyValueStore  # rocksdict is the [streams] extra
+            kv: CachingKeyValueStore
+            if spec.timestamped:
+                value = TimestampedSerde(value)
+            if path is None:
+                kv = InMemoryKeyValueStore(spec.name, key, value, topic, rc)
+            else:
+                from streams.state.rocksdb import RocksDBKeyValueStore  # rocksdict is the [streams] extra
 
-            store = RocksDBKeyValueStore(spec.name, key, value, topic, rc, path=path, max_cache_entries=max_cache)
+                kv = RocksDBKeyValueStore(spec.name, key, value, topic, rc, path=path, max_cache_entries=max_cache)
+            kv.timestamped = spec.timestamped
+            store = kv
         if spec.logged:
             store.changelog = ChangelogWriter(self.env.send, topic, self.partition)
         return store

@@ -54,6 +54,8 @@ class StoreSpec:
     value: Any = None
     logged: bool = True
     cache: bool = True
+    #: Keep each value's timestamp with it (the DSL's aggregations and tables do, for their results' timestamps).
+    timestamped: bool = False
 
     def __post_init__(self) -> None:
         _check_name("store", self.name)

@@ -29,11 +29,16 @@ FlushListener = Callable[[Any, Any, Any, int], None]
 class CachingKeyValueStore:
     """Base of the key-value stores: typed access through serdes plus the per-commit record cache.
 
+    A ``timestamped`` store (every store the DSL makes, as Kafka Streams' ``TimestampedKeyValueStore``)
+    keeps ``(value, timestamp)`` per key: the typed interface reads and writes values, the ``*_serialized``
+    methods and flush listeners see the pairs, and its value serde is ``TimestampedSerde(value serde)``.
+
     Subclasses keep the data (``_lookup`` / ``_store`` / ``_items``, ``restore_batch`` / ``wipe``) and may
     persist after a commit."""
 
     persistent = False
     stream_time = -1  # key-value stores keep no time
+    timestamped = False
 
     def __init__(self, name: str, key_serde: Any, value_serde: Any, topic: str, record_context: RecordContext):
         self.name = name
@@ -70,27 +75,39 @@ class CachingKeyValueStore:
 
     # -- the typed interface ---------------------------------------------------------------------------
 
+    def _value(self, stored: Any) -> Any:
+        """The value of what the store holds (a timestamped store holds ``(value, timestamp)``)."""
+        return stored[0] if self.timestamped and stored is not None else stored
+
+    def _stored(self, value: Any) -> Any:
+        return (value, self._rc.timestamp) if self.timestamped and value is not None else value
+
     def get(self, key: Any) -> Any:
-        return self._lookup(self.key_bytes(key))
+        return self._value(self._lookup(self.key_bytes(key)))
+
+    def get_with_timestamp(self, key: Any) -> tuple[Any, int] | None:
+        """``(value, timestamp)`` of a timestamped store (the timestamp of the value's last update)."""
+        stored = self._lookup(self.key_bytes(key))
+        return stored if self.timestamped or stored is None else (stored, -1)
 
     def peek(self, key: Any) -> Any:
         """Read without filling the cache (safe from other threads, e.g. interactive queries)."""
-        return self._lookup(self.key_bytes(key))
+        return self._value(self._lookup(self.key_bytes(key)))
 
     def put(self, key: Any, value: Any) -> None:
         """Set ``key`` to ``value``; ``None`` deletes it."""
-        self.put_serialized(self.key_bytes(key), key, value)
+        self.put_serialized(self.key_bytes(key), key, self._stored(value))
 
     def put_if_absent(self, key: Any, value: Any) -> Any:
         kb = self.key_bytes(key)
-        old = self._lookup(kb)
+        old = self._value(self._lookup(kb))
         if old is None:
-            self.put_serialized(kb, key, value)
+            self.put_serialized(kb, key, self._stored(value))
         return old
 
     def delete(self, key: Any) -> Any:
         kb = self.key_bytes(key)
-        old = self._lookup(kb)
+        old = self._value(self._lookup(kb))
         self.put_serialized(kb, key, None)
         return old
 
@@ -106,7 +123,7 @@ class CachingKeyValueStore:
     def all(self) -> Iterator[tuple[Any, Any]]:
         """Every (key, value), in key-byte order."""
         for kb, value in sorted(self._items(), key=lambda kv: kv[0]):
-            yield self._kde(kb), value
+            yield self._kde(kb), self._value(value)
 
     def keys(self) -> Iterator[Any]:
         for key, _ in self.all():

@@ -73,7 +73,7 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
         if value is _MISSING:
             vb = self._db.get(kb)
             value = None if vb is None else self._vde(vb)
-        return value
+        return self._value(value)
 
     def _shrink(self) -> None:
         # Drop clean entries; dirty and flushed-but-unpersisted ones are not in RocksDB yet, so they stay.

@@ -234,6 +234,9 @@ class TimeKeyedStore:
             vb = None if entry is None else self._encode(key, entry)
             out.append((kb + tsub(t, sub), vb))
             pending.append((kb, t, sub, entry, vb))
+            # A delete of what downstream never saw (made and removed since the last flush) is not news.
+            if entry is None and (old if self.track_old_values else self._inner.get(kb, t, sub)) is None:
+                continue
             if listener is not None:
                 saved = rc.timestamp, rc.headers
                 rc.timestamp, rc.headers = self._forward_timestamp(t, sub, entry, change_ts), ()
