@@ -140,8 +140,12 @@ class CachingKeyValueStore:
 
     def put_serialized(self, kb: bytes, key: Any, value: Any) -> None:
         """``put(key, value)`` for a key already serialized to ``kb``; ``key`` is what a flush forwards."""
+        # A changed key moves to the end: a flush forwards keys in the order of their last change, so
+        # the timestamps it forwards rise as the input's did (what keeps a suppression downstream from
+        # seeing a later time before an earlier window's last update).
         dirty = self._dirty
-        old = dirty[kb][2] if kb in dirty else (self._lookup(kb) if self.track_old_values else None)
+        prev = dirty.pop(kb, None)
+        old = prev[2] if prev is not None else (self._lookup(kb) if self.track_old_values else None)
         self._store(kb, value)
         dirty[kb] = (key, self._rc.timestamp, old)
 

@@ -76,7 +76,8 @@ class TimeKeyedStore:
         self._pending_meta: dict[str, int] | None = None
         # Uncommitted changes per key bytes: (time, sub) -> entry, None for a delete.
         self._overlay: dict[bytes, dict[tuple[int, int], Entry | None]] = {}
-        # Changed since the last flush, in order: (kb, time, sub) -> (key, old entry, timestamp of the change).
+        # Changed since the last flush, in the order of their last change: (kb, time, sub) -> (key, old entry,
+        # timestamp of the change).
         self._dirty: dict[tuple[bytes, int, int], tuple[Any, Entry | None, int]] = {}
         self._pending: list[WriteRow] = []
         self.listener: TimeKeyedListener | None = None
@@ -160,8 +161,8 @@ class TimeKeyedStore:
         k = (t, sub)
         dk = (kb, t, sub)
         dirty = self._dirty
-        if dk in dirty:
-            prev = dirty[dk]
+        prev = dirty.pop(dk, None)  # to the end: flushes go in the order of the last changes (see cache.py)
+        if prev is not None:
             dirty[dk] = (prev[0], prev[1], self._rc.timestamp)
         else:
             old = None

@@ -1,7 +1,8 @@
 """Runs one streams instance as a subprocess for the multi-instance tests; prints its metrics as JSON
 lines on stdout whenever they change, and exits 0 after a graceful SIGTERM shutdown.
 
-    python -m tests.streams.app_runner <log-url> <application-id> <state-dir> <orders-topic> <out-topic>
+    python -m tests.streams.app_runner <log-url> <application-id> <state-dir> <in-topic> <out-topic>
+        [<commit-interval-ms>] [<topology: order_totals | click_windows | click_windows_uncached>]
 """
 
 from __future__ import annotations
@@ -12,15 +13,22 @@ import sys
 import threading
 
 from streams.app import StreamsApp
-from tests.streams.topologies import order_totals
+from tests.streams.topologies import click_windows, order_totals
+
+TOPOLOGIES = {
+    "order_totals": order_totals,
+    "click_windows": click_windows,
+    "click_windows_uncached": lambda clicks, finals: click_windows(clicks, finals, cache=False),
+}
 
 
 def main() -> int:
     url, app_id, state_dir, orders, out = sys.argv[1:6]
     commit_ms = int(sys.argv[6]) if len(sys.argv) > 6 else 300
+    topology = TOPOLOGIES[sys.argv[7] if len(sys.argv) > 7 else "order_totals"]
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(process)d %(threadName)s %(name)s %(message)s")  # fmt: skip
-    app = StreamsApp(order_totals(orders, out), app_id, url, state_dir=state_dir, commit_interval_ms=commit_ms)
+    app = StreamsApp(topology(orders, out), app_id, url, state_dir=state_dir, commit_interval_ms=commit_ms)
     done = threading.Event()
 
     def report() -> None:
