@@ -149,6 +149,7 @@ class StreamsApp:
             topic_names=self._names,
             partitions_of=self.metadata.partitions.__getitem__,
             default_timestamp_extractor=self._extractor,
+            send_batch=producer.send_batch,
         )
         return StreamThread(
             name,

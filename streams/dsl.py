@@ -542,27 +542,17 @@ class KTable:
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress() needs a Suppressed (Suppressed.until_window_closes()), got {suppressed!r}")
         builder = self._builder
-        if suppressed.final:
-            windows = self.windows
-            if windows is None:
-                raise TopologyError("suppress(Suppressed.until_window_closes()) needs a windowed table (the result "
-                                    "of windowed_by(...) and an aggregation): only windows close")  # fmt: skip
-            w = windows
-
-            def due(key: Any, timestamp: int) -> int:
-                return w.closes_at(key.window.end)
-        else:
-            limit = suppressed.time_limit_ms
-
-            def due(key: Any, timestamp: int) -> int:
-                return timestamp + limit
+        if suppressed.final and self.windows is None:
+            raise TopologyError("suppress(Suppressed.until_window_closes()) needs a windowed table (the result "
+                                "of windowed_by(...) and an aggregation): only windows close")  # fmt: skip
+        offset = self.windows.close_offset if self.windows is not None else 0
 
         node = suppressed.name or builder.new_name("KTABLE-SUPPRESS")
         store = f"{suppressed.name}-store" if suppressed.name else builder.new_name("KTABLE-SUPPRESS-STATE-STORE")
         spec = SuppressionBufferSpec(store, key=self.key_serde, value=self.value_serde,
                                      count_bytes=suppressed.buffer.byte_limit is not None)  # fmt: skip
         options = TableOptions()
-        builder.topology.add_processor(node, lambda: SuppressProcessor(store, suppressed, due, options), self.node)
+        builder.topology.add_processor(node, lambda: SuppressProcessor(store, suppressed, offset, options), self.node)
         builder.topology.add_state_store(spec, node)
         return KTable(builder, node, None, self.key_serde, self.value_serde, options, parent=self, windows=self.windows)
 

@@ -17,7 +17,6 @@ Stream time here is the suppression's own: the largest timestamp of the updates 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -125,14 +124,15 @@ setattr(Suppressed, "BufferConfig", BufferConfig)  # noqa: B010 - a nested name 
 
 
 class SuppressProcessor(Forwarding):
-    """Buffers each update until it is due (``due_time(key, timestamp)``), then forwards the key's latest."""
+    """Buffers each update until it is due, then forwards the key's latest. Due: for final results the
+    window's end + ``close_offset`` (its close), otherwise the update's timestamp + the time limit."""
 
-    def __init__(self, store_name: str, suppressed: Suppressed, due_time: Callable[[Any, int], int],
-                 options: TableOptions) -> None:  # fmt: skip
+    def __init__(self, store_name: str, suppressed: Suppressed, close_offset: int, options: TableOptions) -> None:
         self.store_name = store_name
         self.suppressed = suppressed
-        self.due_time = due_time
         self.options = options
+        self._by_window = suppressed.final
+        self._offset = close_offset if suppressed.final else suppressed.time_limit_ms
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -151,9 +151,12 @@ class SuppressProcessor(Forwarding):
         if ts > self._observed:
             self._observed = ts
         buffer = self._buffer
-        buffer.put(buffer.key_bytes(key), key, change.new, change.old, ts, self.due_time(key, ts))
-        for update in buffer.pop_due(self._observed):
-            self._emit(update)
+        due = (key.window.end if self._by_window else ts) + self._offset
+        buffer.put(buffer.key_bytes(key), key, change.new, change.old, ts, due)
+        due = buffer.min_due
+        if due is not None and due <= self._observed:
+            for update in buffer.pop_due(self._observed):
+                self._emit(update)
         if self._over_capacity():
             if self._shut_down:
                 raise StreamsError(
@@ -173,9 +176,9 @@ class SuppressProcessor(Forwarding):
         if update.new is None and self._drop_deletes:
             return
         rc = self._rc
-        saved = rc.timestamp, rc.headers
+        saved_ts, saved_headers = rc.timestamp, rc.headers
         rc.timestamp, rc.headers = update.timestamp, ()
         try:
             self._forward(update.key, Change(update.new, update.prior if self._send_old else None))
         finally:
-            rc.timestamp, rc.headers = saved
+            rc.timestamp, rc.headers = saved_ts, saved_headers

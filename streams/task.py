@@ -61,6 +61,8 @@ class TaskEnv:
     partitions_of: Callable[[str], int]  # a sink topic's partition count, for custom partitioners
     #: For sources without their own extractor; None: the log timestamp (negative ones are an error).
     default_timestamp_extractor: TimestampExtractor | None = None
+    #: Producer.send_batch's signature, for changelog flushes (None: ``send`` per record).
+    send_batch: Callable[..., None] | None = None
 
 
 class _SourceProcessor(Processor):
@@ -187,7 +189,7 @@ class StreamTask:
             kv.timestamped = spec.timestamped
             store = kv
         if spec.logged:
-            store.changelog = ChangelogWriter(self.env.send, topic, self.partition)
+            store.changelog = ChangelogWriter(self.env.send, topic, self.partition, self.env.send_batch)
         return store
 
     def _build(self) -> None:

@@ -59,6 +59,7 @@ class _WindowAggregate(Forwarding):
         self._send_old = self.options.send_old_values
         self._emit_key = f"emit-final:{context.node_name}"
         self._last_emit = store.get_metadata(self._emit_key)
+        self._next_emit = self._next_emit_after(self._last_emit)
         # Updates go downstream when the cache flushes, at once, or (emitting final results) not at all.
         self._emit_now = not self.cache and not self.emit_final
         if self.cache and not self.emit_final:
@@ -73,6 +74,10 @@ class _WindowAggregate(Forwarding):
 
     def _window(self, t: int, sub: int) -> Any:
         raise NotImplementedError
+
+    def _next_emit_after(self, last: int) -> int:
+        """The smallest close time past ``last`` (the close of the last emission) that may close a window."""
+        return last + 1
 
     def _flushed(self, key: Any, t: int, sub: int, entry: Entry | None, old: Entry | None) -> None:
         self._forward(Windowed(key, self._window(t, sub)),
@@ -106,6 +111,7 @@ class _WindowAggregate(Forwarding):
         finally:
             rc.timestamp = saved
         self._last_emit = close
+        self._next_emit = self._next_emit_after(close)
         self._store.set_metadata(self._emit_key, close)
 
 
@@ -117,9 +123,20 @@ class TimeWindowAggregateProcessor(_WindowAggregate):
                  emit_final: bool, options: TableOptions) -> None:  # fmt: skip
         super().__init__(store_name, initializer, adder, cache, emit_final, options)
         self.windows = windows
+        self._size = windows.size_ms
 
     def _window(self, t: int, sub: int) -> TimeWindow:
         return TimeWindow(t, t + self.windows.size_ms)
+
+    def _flushed(self, key: Any, t: int, sub: int, entry: Entry | None, old: Entry | None) -> None:
+        self._forward(Windowed(key, TimeWindow(t, t + self._size)),
+                      Change(None if entry is None else entry[0], old[0] if old is not None else None))  # fmt: skip
+
+    def _next_emit_after(self, last: int) -> int:
+        size, advance = self.windows.size_ms, self.windows.advance_ms
+        if last < 0:
+            return size  # the window starting at 0
+        return ((last - size) // advance + 1) * advance + size  # the first window not closed by ``last``
 
     def process(self, key: Any, value: Any) -> None:
         if key is None:
@@ -130,9 +147,12 @@ class TimeWindowAggregateProcessor(_WindowAggregate):
             self._observed = ts
         size, advance, grace = self.windows.size_ms, self.windows.advance_ms, self.windows.grace_ms
         close = self._observed - grace
-        if self.emit_final:
+        if self.emit_final and close >= self._next_emit:
             self._maybe_emit_final(close)
-        kb = self._key_bytes(key)
+        try:
+            kb = self._kser(key)
+        except Exception:
+            kb = self._key_bytes(key)
         get, put, initializer, adder = self._get, self._put, self.initializer, self.adder
         first = ts - size + advance
         first = 0 if first < 0 else first - first % advance
@@ -195,7 +215,7 @@ class SlidingWindowAggregateProcessor(_WindowAggregate):
             self._observed = ts
         diff = self.windows.time_difference_ms
         close = self._observed - self.windows.grace_ms
-        if self.emit_final:
+        if self.emit_final and close >= self._next_emit:
             self._maybe_emit_final(close)
         if ts + diff < close:
             self._drop(f"a record for the closed window [{ts},{ts + diff}]")
@@ -330,7 +350,7 @@ class SessionWindowAggregateProcessor(_WindowAggregate):
             self._observed = ts
         gap = self.windows.inactivity_gap_ms
         close = self._observed - self.windows.grace_ms - gap
-        if self.emit_final:
+        if self.emit_final and close >= self._next_emit:
             self._maybe_emit_final(close)
         kb = self._key_bytes(key)
         overlapping = [(end, start, e) for end, start, e in self._store.entries(kb, ts - gap, MAX_TIME)

@@ -56,7 +56,7 @@ class Window:
     __slots__ = ("end", "start")
 
     def __init__(self, start: int, end: int) -> None:
-        if start < 0 or end < start:
+        if not 0 <= start <= end:
             raise ValueError(f"{type(self).__name__} needs 0 <= start <= end, got start={start} end={end}")
         self.start = start
         self.end = end
@@ -169,9 +169,14 @@ class TimeWindows:
         first = max(0, timestamp - self.size_ms + advance) // advance * advance
         return range(first, timestamp + 1, advance)
 
+    @property
+    def close_offset(self) -> int:
+        """``closes_at(end) - end``: how long after its end a window closes."""
+        return self.grace_ms
+
     def closes_at(self, window_end: int) -> int:
         """The stream time from which a window ending at ``window_end`` takes no more records."""
-        return window_end + self.grace_ms
+        return window_end + self.close_offset
 
     @property
     def default_retention_ms(self) -> int:
@@ -210,8 +215,12 @@ class SlidingWindows:
         """The span of a window, ``end - start`` (its key serde adds it to the start)."""
         return self.time_difference_ms
 
+    @property
+    def close_offset(self) -> int:
+        return self.grace_ms + 1  # the end is inclusive
+
     def closes_at(self, window_end: int) -> int:
-        return window_end + self.grace_ms + 1  # the end is inclusive
+        return window_end + self.close_offset
 
     @property
     def default_retention_ms(self) -> int:
@@ -248,9 +257,13 @@ class SessionWindows:
     def of_inactivity_gap_and_grace(cls, gap: timedelta | int, grace: timedelta | int) -> SessionWindows:
         return cls(to_millis(gap, "session inactivity gap"), to_millis(grace, "window grace"))
 
-    def closes_at(self, session_end: int) -> int:
+    @property
+    def close_offset(self) -> int:
         # A record up to a gap after the end still extends the session, and may be a grace late.
-        return session_end + self.inactivity_gap_ms + self.grace_ms + 1
+        return self.inactivity_gap_ms + self.grace_ms + 1
+
+    def closes_at(self, session_end: int) -> int:
+        return session_end + self.close_offset
 
     @property
     def default_retention_ms(self) -> int:

@@ -189,6 +189,22 @@ class Producer(abc.ABC):
         """Queue a record. With no partition, the key picks one (murmur2, as Kafka's Java client) or,
         without a key, any partition. ``on_delivery`` is called once the record is durable or failed."""
 
+    def send_batch(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[tuple[bytes | None, bytes | None]],
+        *,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        on_last_delivery: DeliveryCallback | None = None,
+    ) -> None:
+        """``send`` each ``(key, value)`` of ``records`` to ``partition``, all with ``headers``;
+        ``on_last_delivery`` reports the last one (a store's changelog flush). Backends may do it faster."""
+        last = len(records) - 1
+        for i, (key, value) in enumerate(records):
+            self.send(topic, value, key, partition=partition, headers=headers,
+                      on_delivery=on_last_delivery if i == last else None)  # fmt: skip
+
     @abc.abstractmethod
     def flush(self, timeout: float | None = None) -> None:
         """Block until every queued record is durable; raise the first delivery error, if any."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import heapq
 import struct
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -63,6 +62,9 @@ class SuppressionBuffer:
         self._heap: list[tuple[int, int, bytes]] = []
         self._seq = 0
         self._dirty: set[bytes] = set()
+        # Keys whose last changelog record holds an update (the buffer as of the last flush): a key buffered
+        # and evicted between two flushes never needs a record at all.
+        self._logged: set[bytes] = set()
         self._metadata: dict[str, int] = {}
         self._meta_dirty = False
         self.size_bytes = 0
@@ -113,14 +115,8 @@ class SuppressionBuffer:
 
     @property
     def min_due(self) -> int | None:
-        heap, entries = self._heap, self._entries
-        while heap:
-            due, seq, kb = heap[0]
-            u = entries.get(kb)
-            if u is not None and u.seq == seq:
-                return due
-            heapq.heappop(heap)  # superseded
-        return None
+        """The earliest due time (every buffered key has exactly one heap entry: evictions pop it)."""
+        return self._heap[0][0] if self._heap else None
 
     def put(self, kb: bytes, key: Any, new: Any, old: Any, timestamp: int, due: int) -> None:
         """Buffer an update of ``key`` (``old``: what downstream saw before it)."""
@@ -138,16 +134,15 @@ class SuppressionBuffer:
             self.size_bytes += u.size
         self._dirty.add(kb)
 
-    def pop_due(self, now: int) -> Iterator[BufferedUpdate]:
+    def pop_due(self, now: int) -> list[BufferedUpdate]:
         """Evict, in due order, every update due at or before ``now``."""
-        while True:
-            due = self.min_due
-            if due is None or due > now:
-                return
-            yield self.pop_oldest()
+        heap = self._heap
+        out = []
+        while heap and heap[0][0] <= now:
+            out.append(self.pop_oldest())
+        return out
 
     def pop_oldest(self) -> BufferedUpdate:
-        self.min_due  # noqa: B018 - drops superseded heap entries
         _, _, kb = heapq.heappop(self._heap)
         u = self._entries.pop(kb)
         self.size_bytes -= u.size
@@ -174,9 +169,15 @@ class SuppressionBuffer:
 
     def flush(self, headers: Headers | None) -> int:
         out: list[tuple[bytes, bytes | None]] = []
+        logged = self._logged
         for kb in self._dirty:
             u = self._entries.get(kb)
-            out.append((kb, None if u is None else self._encode(u)))
+            if u is not None:
+                out.append((kb, self._encode(u)))
+                logged.add(kb)
+            elif kb in logged:
+                out.append((kb, None))
+                logged.discard(kb)
         self._dirty = set()
         if self._meta_dirty:
             self._meta_dirty = False
@@ -212,11 +213,13 @@ class SuppressionBuffer:
                 self._entries[kb] = u
         self._heap = [(u.due, u.seq, kb) for kb, u in self._entries.items()]
         heapq.heapify(self._heap)
+        self._logged = set(self._entries)
 
     def wipe(self) -> None:
         self._entries.clear()
         self._heap = []
         self._dirty = set()
+        self._logged = set()
         self._metadata = {}
         self.size_bytes = 0
 

@@ -63,14 +63,22 @@ class RocksDBSegments:
 
     def get(self, kb: bytes, t: int, sub: int) -> Entry | None:
         ck = (kb, t, sub)
-        entry = self._cache.get(ck, _MISSING)
+        cache = self._cache
+        entry = cache.get(ck, _MISSING)
         if entry is _MISSING:
-            vb = self._db.get(self._key(kb, t, sub))
-            entry = None if vb is None else self._decode(vb)
-            if len(self._cache) >= self._max_cache:
-                self._cache = {}
+            vb = self._db.get(_SEG.pack(t // self.interval) + kb + self._sub.pack(t, sub))
+            if vb is None:
+                return None  # not cached: a window looked up and missing is about to be written
+            entry = self._decode(vb)
+            if len(cache) >= self._max_cache:
+                self._shrink()
             self._cache[ck] = entry
         return cast("Entry | None", entry)
+
+    def _shrink(self) -> None:
+        """Keep the newer half of the cached entries (a dict keeps insertion order)."""
+        items = list(self._cache.items())
+        self._cache = dict(items[len(items) // 2 :])
 
     def _scan(self, lower: bytes, upper: bytes) -> list[tuple[bytes, bytes]]:
         """Raw (key, value) pairs with ``lower <= key <= upper``."""
@@ -119,19 +127,28 @@ class RocksDBSegments:
 
     def write(self, rows: list[WriteRow], metadata: dict[str, int] | None, min_live: int) -> None:
         batch = WriteBatch(raw_mode=True)
-        cache = self._cache
-        for kb, t, sub, entry, vb in rows:
+        seg, pack_sub, interval = _SEG.pack, self._sub.pack, self.interval
+        segments = self._segment_ids
+        observed = self.observed
+        for kb, t, sub, _entry, vb in rows:
             if t < min_live:
                 continue
+            key = seg(t // interval) + kb + pack_sub(t, sub)
             if vb is None:
-                batch.delete(self._key(kb, t, sub))
+                batch.delete(key)
             else:
-                batch.put(self._key(kb, t, sub), vb)
-                self._segment_ids.add(t // self.interval)
-                if t > self.observed:
-                    self.observed = t
-            if (kb, t, sub) in cache or len(cache) < self._max_cache:
+                batch.put(key, vb)
+                segments.add(t // interval)
+                if t > observed:
+                    observed = t
+        self.observed = observed
+        # The written entries are the ones most likely read next (windows still open): cache them.
+        cache = self._cache
+        for kb, t, sub, entry, _ in rows[-self._max_cache :]:
+            if t >= min_live:
                 cache[(kb, t, sub)] = entry
+        if len(cache) > self._max_cache:
+            self._shrink()
         if metadata is not None:
             self.metadata = dict(metadata)
         batch.put(_META_KEY, orjson.dumps({**self.metadata, "_observed": self.observed}))

@@ -229,22 +229,27 @@ class TimeKeyedStore:
         out: list[tuple[bytes, bytes | None]] = []
         pending = self._pending
         listener = self.listener
+        overlay = self._overlay
+        encode = self._encode
+        forward_ts = self._forward_timestamp
         rc = self._rc
-        for (kb, t, sub), (key, old, change_ts) in dirty.items():
-            entry = self._overlay[kb][(t, sub)]
-            vb = None if entry is None else self._encode(key, entry)
-            out.append((kb + tsub(t, sub), vb))
-            pending.append((kb, t, sub, entry, vb))
-            # A delete of what downstream never saw (made and removed since the last flush) is not news.
-            if entry is None and (old if self.track_old_values else self._inner.get(kb, t, sub)) is None:
-                continue
-            if listener is not None:
-                saved = rc.timestamp, rc.headers
-                rc.timestamp, rc.headers = self._forward_timestamp(t, sub, entry, change_ts), ()
-                try:
-                    listener(key, t, sub, entry, old)
-                finally:
-                    rc.timestamp, rc.headers = saved
+        saved = rc.timestamp, rc.headers
+        rc.headers = ()  # what is forwarded is an aggregate, not an input record
+        try:
+            for (kb, t, sub), (key, old, change_ts) in dirty.items():
+                entry = overlay[kb][(t, sub)]
+                vb = None if entry is None else encode(key, entry)
+                out.append((kb + tsub(t, sub), vb))
+                pending.append((kb, t, sub, entry, vb))
+                if listener is None:
+                    continue
+                # A delete of what downstream never saw (made and removed since the last flush) is not news.
+                if entry is None and (old if self.track_old_values else self._inner.get(kb, t, sub)) is None:
+                    continue
+                rc.timestamp = forward_ts(t, sub, entry, change_ts)
+                listener(key, t, sub, entry, old)
+        finally:
+            rc.timestamp, rc.headers = saved
         if self._meta_dirty:
             self._meta_dirty = False
             self._pending_meta = dict(self._metadata)
