@@ -275,3 +275,38 @@ def test_key_value_cache_flushes_in_the_order_of_the_last_changes() -> None:
         store.put(key, 1)
     store.flush(None)
     assert flushed == ["b", "a"]
+
+
+def test_session_segments_expire_and_restore_from_the_changelog(kind: str, tmp_path: Path) -> None:
+    def s(start: int, end: int) -> Windowed:
+        return Windowed("a", SessionWindow(start, end))
+
+    # retention 120 s -> one segment per 60 s of session end
+    store = SessionStore("s", STRING, INT, "app-s-changelog", RecordContext(), 120_000,
+                         tmp_path / "s" if kind == "rocksdb" else None, 100)  # fmt: skip
+    log = Changelog()
+    store.changelog = log.writer
+    try:
+        store.put(s(0, 10), 1)
+        store.put(s(60_000, 60_010), 2)
+        commit(store)
+        assert store._inner.segment_ids == [0, 1]
+        store.put(s(180_000, 180_000), 3)
+        commit(store)
+        # the session that ended at 10 is older than 180 s - 120 s: its segment is dropped whole;
+        # the one that ended at 60_010 is 119_990 ms old and stays
+        assert store._inner.segment_ids == [1, 3]
+        assert store.fetch("a") == [(s(60_000, 60_010), 2), (s(180_000, 180_000), 3)]
+        store.remove(s(60_000, 60_010))
+        commit(store)
+    finally:
+        store.close()
+    assert [k for k, _ in log.records] == [b"a" + struct.pack(">qq", end, start)
+                                           for start, end in [(0, 10), (60_000, 60_010), (180_000, 180_000),
+                                                              (60_000, 60_010)]]  # fmt: skip
+    fresh = SessionStore("s", STRING, INT, "t", RecordContext(), 120_000, None, 100)
+    fresh.restore_batch(log.records[:3])  # expired on the way in: the first session is not kept
+    assert fresh._inner.segment_ids == [1, 3]
+    assert fresh.fetch("a") == [(s(60_000, 60_010), 2), (s(180_000, 180_000), 3)]
+    fresh.restore_batch(log.records[3:])
+    assert fresh.fetch("a") == [(s(180_000, 180_000), 3)]
