@@ -14,14 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from compat import CompatibilityLevel
 from schemakit.connection import UsageError
 from schemakit.output import add_output_options, error, print_json
 from schemakit.schema_files import EXTENSION_TYPES, SCHEMA_TYPES, SchemaFileError, SchemaLoader, type_of
 
 if TYPE_CHECKING:
-    from compat import CompatibilityLevel, Incompatibility
+    from compat import Incompatibility
 
-LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
+LEVELS = tuple(level.value for level in CompatibilityLevel)
 
 DESCRIPTION = """\
 Check that NEW can follow OLD (and the OLDER versions, for the _TRANSITIVE levels) at a compatibility level,
@@ -58,8 +59,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--type", choices=SCHEMA_TYPES, type=str.upper,
                    help="schema type; default from the extension (.avsc AVRO, .proto PROTOBUF, .json JSON). "
                    "With --against-dir types follow extensions and --type says what .json files hold")
-    p.add_argument("--level", default="BACKWARD", type=str.upper, choices=LEVELS,
-                   help="compatibility level (default BACKWARD)")
+    p.add_argument("--level", default="BACKWARD", type=str.upper, choices=LEVELS, metavar="LEVEL",
+                   help=f"compatibility level: {', '.join(LEVELS)} (default BACKWARD)")
     p.add_argument("--reference", action="append", default=[], metavar="NAME=FILE",
                    help="a referenced schema: NAME is the Avro full name, JSON Schema $ref or Protobuf import "
                    "path; repeat for several")
@@ -111,8 +112,6 @@ def check_files(loader: SchemaLoader, schema_type: str, level: CompatibilityLeve
 
 
 def run(args: argparse.Namespace) -> int:
-    from compat import CompatibilityLevel
-
     level = CompatibilityLevel.parse(args.level)
     try:
         if args.against_dir is not None:

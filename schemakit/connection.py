@@ -11,9 +11,15 @@ from __future__ import annotations
 import argparse
 import os
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 if TYPE_CHECKING:
     from serdes import RegistryClient
+
+
+def seg(value: str | int) -> str:
+    """One URL path segment (subjects may hold ``/``, ``%``, spaces)."""
+    return quote(str(value), safe="")
 
 
 class UsageError(Exception):

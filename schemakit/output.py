@@ -43,12 +43,14 @@ def pretty_schema(schema_type: str, text: str) -> str:
 
 
 def pretty_json(value: Any, width: int = 100, indent: int = 0) -> str:
-    """JSON laid out for reading and diffing: the top object and every list of objects (record fields, JSON
-    Schema ``oneOf``) one member a line, anything else on one line when it fits in ``width``."""
+    """JSON laid out for reading and diffing: the top object, every list of objects (Avro ``fields``, JSON
+    Schema ``oneOf``) and every object of objects (JSON Schema ``properties``, ``$defs``) one member a line,
+    anything else on one line when it fits in ``width``."""
     flat = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
     if not isinstance(value, dict | list) or not value:
         return flat
-    one_a_line = indent == 0 or (isinstance(value, list) and all(isinstance(v, dict) for v in value))
+    members = value.values() if isinstance(value, dict) else value
+    one_a_line = indent == 0 or all(isinstance(v, dict) for v in members)
     if not one_a_line and indent + len(flat) <= width:
         return flat
     pad = " " * (indent + 2)

@@ -10,15 +10,16 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from schemakit.connection import UsageError, add_connection_options, connect
+from registry.modes import Mode
+from schemakit.compat_cmd import LEVELS
+from schemakit.connection import UsageError, add_connection_options, connect, seg
 from schemakit.output import add_output_options, error, key_values, pretty_schema, print_json, table
 from schemakit.schema_files import SCHEMA_TYPES, SchemaFileError, read_text, type_of
 
 if TYPE_CHECKING:
     from serdes import RegistryClient
 
-MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT", "FORWARD")
-LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
+MODES = tuple(mode.value for mode in Mode)
 
 EPILOG = """\
 examples:
@@ -87,13 +88,15 @@ def add_parser(sub: Any) -> None:
     p = command("config", "show or change the compatibility config (global, or a subject's)", cmd_config)
     p.add_argument("subject", nargs="?", help="a subject (default: the global config)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--set", dest="level", type=str.upper, choices=LEVELS, help="set the compatibility level")
+    g.add_argument("--set", dest="level", type=str.upper, choices=LEVELS, metavar="LEVEL",
+                   help=f"set the compatibility level: {', '.join(LEVELS)}")
     g.add_argument("--delete", action="store_true", help="delete the subject's config (the global one applies)")
 
     p = command("mode", "show or change the mode (global, or a subject's)", cmd_mode)
     p.add_argument("subject", nargs="?", help="a subject (default: the global mode)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--set", dest="mode", type=str.upper, choices=MODES, help="set the mode")
+    g.add_argument("--set", dest="mode", type=str.upper, choices=MODES, metavar="MODE",
+                   help=f"set the mode: {', '.join(MODES)}")
     g.add_argument("--delete", action="store_true", help="delete the subject's mode (the global one applies)")
     p.add_argument("--force", action="store_true", help="with --set IMPORT: even if subjects exist")
 
@@ -141,12 +144,6 @@ def _guarded(handler: Any) -> Any:
 # ---- commands ----------------------------------------------------------------------------------------------
 
 
-def _seg(value: str | int) -> str:
-    from schemakit.snapshot import seg
-
-    return seg(value)
-
-
 def cmd_subjects(args: argparse.Namespace) -> int:
     with connect(args) as client:
         names = client.get_subjects(args.prefix, deleted=args.deleted)
@@ -175,7 +172,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
             live = set()
         rows = []
         for n in numbers:
-            body = client.request("GET", f"/subjects/{_seg(args.subject)}/versions/{n}",
+            body = client.request("GET", f"/subjects/{seg(args.subject)}/versions/{n}",
                                   params={"deleted": True} if n not in live else None)
             rows.append({"version": n, "id": body["id"], "schemaType": body.get("schemaType") or "AVRO",
                          "deleted": n not in live})
@@ -195,7 +192,7 @@ def cmd_get(args: argparse.Namespace) -> int:
             body = client.request("GET", f"/schemas/ids/{args.id}")
             body = {"id": args.id, **body}
         else:
-            body = client.request("GET", f"/subjects/{_seg(args.subject)}/versions/{_seg(args.version)}",
+            body = client.request("GET", f"/subjects/{seg(args.subject)}/versions/{seg(args.version)}",
                                   params={"deleted": args.deleted or None})
     if args.schema_only:
         print(body["schema"])
@@ -249,11 +246,11 @@ def _schema_body(args: argparse.Namespace, client: RegistryClient) -> dict[str, 
 def cmd_register(args: argparse.Namespace) -> int:
     with connect(args) as client:
         body = _schema_body(args, client)
-        path = f"/subjects/{_seg(args.subject)}/versions"
+        path = f"/subjects/{seg(args.subject)}/versions"
         answer = client.request("POST", path, body, params={"normalize": args.normalize or None})
         version = answer.get("version")
         if version is None:  # Confluent 7.x answers {"id": N} only; the lookup finds the version
-            found = client.request("POST", f"/subjects/{_seg(args.subject)}", body,
+            found = client.request("POST", f"/subjects/{seg(args.subject)}", body,
                                    params={"normalize": args.normalize or None})
             version = found["version"]
     result = {"subject": args.subject, "version": version, "id": answer["id"]}
@@ -269,9 +266,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     with connect(args) as client:
         body = _schema_body(args, client)
-        path = f"/compatibility/subjects/{_seg(args.subject)}/versions"
+        path = f"/compatibility/subjects/{seg(args.subject)}/versions"
         if args.version is not None:
-            path += f"/{_seg(args.version)}"
+            path += f"/{seg(args.version)}"
         try:
             answer = client.request("POST", path, body, params={"verbose": True})
         except RegistryError as e:
@@ -318,7 +315,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def _settings(args: argparse.Namespace, root: str, key: str, new_value: Any, force: bool = False) -> int:
     """``config`` and ``mode``: GET, PUT or DELETE on ``/<root>`` or ``/<root>/<subject>``."""
-    path = f"/{root}/{_seg(args.subject)}" if args.subject else f"/{root}"
+    path = f"/{root}/{seg(args.subject)}" if args.subject else f"/{root}"
     with connect(args) as client:
         if args.delete:
             if not args.subject:
@@ -346,9 +343,9 @@ def cmd_mode(args: argparse.Namespace) -> int:
 def cmd_delete(args: argparse.Namespace) -> int:
     from serdes import RegistryError
 
-    path = f"/subjects/{_seg(args.subject)}"
+    path = f"/subjects/{seg(args.subject)}"
     if args.version is not None:
-        path += f"/versions/{_seg(args.version)}"
+        path += f"/versions/{seg(args.version)}"
     with connect(args) as client:
         try:
             answer = client.request("DELETE", path)
@@ -359,7 +356,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
             answer = None
         if args.permanent:
             if args.version == "latest" and isinstance(answer, int):
-                path = f"/subjects/{_seg(args.subject)}/versions/{answer}"  # "latest" moved with the soft delete
+                path = f"/subjects/{seg(args.subject)}/versions/{answer}"  # "latest" moved with the soft delete
             answer = client.request("DELETE", path, params={"permanent": True})
     if args.output == "json":
         print_json(answer)

@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from schemakit.connection import seg
 from schemakit.progress import NoProgress, Progress
-from schemakit.snapshot import SchemaVersion, Snapshot, seg
+from schemakit.snapshot import SchemaVersion, Snapshot
 
 if TYPE_CHECKING:
     from serdes import RegistryClient

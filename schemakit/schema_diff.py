@@ -14,8 +14,8 @@ import difflib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from schemakit.connection import seg
 from schemakit.output import pretty_schema
-from schemakit.snapshot import seg
 
 if TYPE_CHECKING:
     from registry.schema_types import ParsedSchema, ResolvedReference

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import quote
 
+from schemakit.connection import seg
 from schemakit.output import pretty_schema
 from schemakit.progress import NoProgress, Progress
 from schemakit.schema_files import TYPE_EXTENSIONS
@@ -47,11 +47,6 @@ R = TypeVar("R")
 
 class SnapshotError(Exception):
     """An export directory that cannot be read or written; the message names the file (and line)."""
-
-
-def seg(value: str | int) -> str:
-    """One URL path segment (subjects may hold ``/``, ``%``, spaces)."""
-    return quote(str(value), safe="")
 
 
 @dataclass(frozen=True)

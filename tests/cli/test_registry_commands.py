@@ -121,6 +121,24 @@ def test_diff_shows_the_change_and_every_level(registry_url: str, subject: str, 
         assert levels[level] == server
 
 
+def test_diff_lists_confluents_change_kinds_for_json_schema(registry_url: str, subject: str,
+                                                            http: httpx.Client) -> None:
+    closed = {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False}
+    wider = {**closed, "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}
+    for schema in (closed, wider):
+        _ok = http.post(f"/subjects/{subject}/versions", json={"schema": json.dumps(schema), "schemaType": "JSON"})
+        assert _ok.status_code == 200, _ok.text
+    shown = run_process("registry", "--url", registry_url, "diff", subject, "1", "2")
+    assert shown.code == 0, shown.err
+    out = shown.out.splitlines()
+    assert out[2:10] == ["@@ -1,7 +1,8 @@", " {", '   "type": "object",', '   "properties": {',
+                         '-    "a": {"type": "string"}', '+    "a": {"type": "string"},', '+    "b": {"type": "integer"}',
+                         "   },"]
+    assert "changes (Confluent's kinds): OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/b" in out
+    assert "FORWARD              no          PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL #/properties/b" in out
+    assert "BACKWARD             yes" in out
+
+
 def _id(http: httpx.Client, subject: str, version: int) -> int:
     return http.get(f"/subjects/{subject}/versions/{version}").json()["id"]
 
