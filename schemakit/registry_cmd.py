@@ -17,7 +17,7 @@ from schemakit.output import add_output_options, error, key_values, pretty_schem
 from schemakit.schema_files import SCHEMA_TYPES, SchemaFileError, read_text, type_of
 
 if TYPE_CHECKING:
-    from serdes import RegistryClient
+    from serdes import RegistryClient, Schema
 
 MODES = tuple(mode.value for mode in Mode)
 
@@ -130,9 +130,7 @@ def _guarded(handler: Any) -> Any:
         name = f"registry {args.registry_command}"
         try:
             return int(handler(args))
-        except RegistryError as e:
-            error(name, str(e))
-        except (UsageError, SchemaFileError) as e:
+        except (RegistryError, UsageError, SchemaFileError) as e:
             error(name, str(e))
         except KeyboardInterrupt:
             error(name, "interrupted")
@@ -172,9 +170,8 @@ def cmd_versions(args: argparse.Namespace) -> int:
             live = set()
         rows = []
         for n in numbers:
-            body = client.request("GET", f"/subjects/{seg(args.subject)}/versions/{n}",
-                                  params={"deleted": True} if n not in live else None)
-            rows.append({"version": n, "id": body["id"], "schemaType": body.get("schemaType") or "AVRO",
+            found = client.get_version(args.subject, n, deleted=n not in live)
+            rows.append({"version": n, "id": found.schema_id, "schemaType": found.schema.schema_type,
                          "deleted": n not in live})
     if args.output == "json":
         print_json(rows)
@@ -219,12 +216,10 @@ def _compact(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
-def _schema_body(args: argparse.Namespace, client: RegistryClient) -> dict[str, Any]:
-    """The request body for a schema file: text, type, and ``--reference`` resolved to versions."""
-    schema_type = type_of(args.file, args.type)
-    body: dict[str, Any] = {"schema": read_text(args.file)}
-    if schema_type != "AVRO":
-        body["schemaType"] = schema_type
+def _schema_from_file(args: argparse.Namespace, client: RegistryClient) -> Schema:
+    """The schema in ``args.file``: text, type, and ``--reference`` resolved to versions."""
+    from serdes import Schema, SchemaReference
+
     refs = []
     for spec in args.reference:
         name, sep, rest = spec.partition("=")
@@ -237,27 +232,18 @@ def _schema_body(args: argparse.Namespace, client: RegistryClient) -> dict[str, 
             number = int(version)
         else:
             raise UsageError(f"--reference {spec!r}: the version must be a number or latest")
-        refs.append({"name": name, "subject": subject, "version": number})
-    if refs:
-        body["references"] = refs
-    return body
+        refs.append(SchemaReference(name, subject, number))
+    return Schema(read_text(args.file), type_of(args.file, args.type), tuple(refs))
 
 
 def cmd_register(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        body = _schema_body(args, client)
-        path = f"/subjects/{seg(args.subject)}/versions"
-        answer = client.request("POST", path, body, params={"normalize": args.normalize or None})
-        version = answer.get("version")
-        if version is None:  # Confluent 7.x answers {"id": N} only; the lookup finds the version
-            found = client.request("POST", f"/subjects/{seg(args.subject)}", body,
-                                   params={"normalize": args.normalize or None})
-            version = found["version"]
-    result = {"subject": args.subject, "version": version, "id": answer["id"]}
+        registered = client.register_full(args.subject, _schema_from_file(args, client), args.normalize)
+    result = {"subject": args.subject, "version": registered.version, "id": registered.schema_id}
     if args.output == "json":
         print_json(result)
     elif not args.quiet:
-        print(f"registered {args.subject} version {version}, id {answer['id']}")
+        print(f"registered {args.subject} version {registered.version}, id {registered.schema_id}")
     return 0
 
 
@@ -265,7 +251,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from serdes import RegistryError
 
     with connect(args) as client:
-        body = _schema_body(args, client)
+        body = _schema_from_file(args, client).to_json()
         path = f"/compatibility/subjects/{seg(args.subject)}/versions"
         if args.version is not None:
             path += f"/{seg(args.version)}"

@@ -132,8 +132,8 @@ def test_diff_lists_confluents_change_kinds_for_json_schema(registry_url: str, s
     assert shown.code == 0, shown.err
     out = shown.out.splitlines()
     assert out[2:10] == ["@@ -1,7 +1,8 @@", " {", '   "type": "object",', '   "properties": {',
-                         '-    "a": {"type": "string"}', '+    "a": {"type": "string"},', '+    "b": {"type": "integer"}',
-                         "   },"]
+                         '-    "a": {"type": "string"}', '+    "a": {"type": "string"},',
+                         '+    "b": {"type": "integer"}', "   },"]
     assert "changes (Confluent's kinds): OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/b" in out
     assert "FORWARD              no          PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL #/properties/b" in out
     assert "BACKWARD             yes" in out
