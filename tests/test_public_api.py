@@ -16,6 +16,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "serve",
     ],
     "compat": ["CompatibilityLevel", "Incompatibility", "LevelResult", "check_levels"],
+    "schemakit": ["main"],
     "serdes": [
         "AvroDeserializer", "AvroSerde", "AvroSerializer", "DecimalSpec", "JsonSchemaDeserializer", "JsonSchemaSerde",
         "JsonSchemaSerializer", "MessageField", "ProtobufDeserializer", "ProtobufSerde", "ProtobufSerializer",
