@@ -15,7 +15,10 @@ PUBLIC_API: dict[str, list[str]] = {
         "ApiError", "DEFAULTS", "ErrorCode", "Mode", "RegistryApp", "RegistryConfig", "StartupError", "build_app",
         "serve",
     ],
-    "compat": ["CompatibilityLevel", "Incompatibility", "LevelResult", "check_levels"],
+    "compat": [
+        "CompatibilityLevel", "CompatibilityPolicy", "Incompatibility", "LevelResult", "SchemaTooDeepError",
+        "check_levels",
+    ],
     "serdes": [
         "AvroDeserializer", "AvroSerde", "AvroSerializer", "DecimalSpec", "JsonSchemaDeserializer", "JsonSchemaSerde",
         "JsonSchemaSerializer", "MessageField", "ProtobufDeserializer", "ProtobufSerde", "ProtobufSerializer",

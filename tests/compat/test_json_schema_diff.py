@@ -125,11 +125,11 @@ CASES: list[tuple[str, object, object, list[str], bool]] = [
     ("string-to-oneof-without-it", STR, {"oneOf": [NUM, NUL]}, ["TYPE_CHANGED #/"], False),
     # -- objects: properties and content models
     ("properties-renamed-in-open-model", obj({"foo": STR}), obj({"bar": STR}),
-     ["PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL #/properties/bar",
+     ["OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL #/properties/bar",
       "PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL #/properties/foo"], False),
     ("property-type-changed", obj({"foo": STR}), obj({"foo": NUM}), ["TYPE_CHANGED #/properties/foo"], False),
     ("property-added-to-open-model", obj({"foo": STR}), obj({"foo": STR, "bar": NUM}),
-     ["PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL #/properties/bar"], False),
+     ["OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL #/properties/bar"], False),
     ("optional-property-added-to-closed-model", obj({"foo": STR}, additionalProperties=False),
      obj({"foo": STR, "bar": NUM}, additionalProperties=False),
      ["OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/bar"], True),
