@@ -37,7 +37,7 @@ from __future__ import annotations
 from typing import Any
 
 from compat.levels import CompatibilityPolicy
-from compat.limits import Depth, no_recursion_error
+from compat.limits import Walk, no_recursion_error
 from compat.result import Incompatibility
 
 Node = dict[str, Any]
@@ -98,7 +98,7 @@ class _Checker:
     def __init__(self) -> None:
         # (id(reader), id(writer)) -> result; the nodes stay alive in the caller's graphs
         self.memo: dict[tuple[int, int], list[Incompatibility]] = {}
-        self.depth = Depth()
+        self.walk = Walk()
 
     def top(self, reader: Node, writer: Node) -> list[Incompatibility]:
         return self.get("", reader, writer, [])
@@ -109,9 +109,9 @@ class _Checker:
         result = self.memo.get(key)
         if result is None:
             self.memo[key] = _IN_PROGRESS
-            self.depth.down(lambda: _path(location))
+            self.walk.down(lambda: _path(location))
             result = self.calculate(reader, writer, location)
-            self.depth.up()
+            self.walk.up()
             self.memo[key] = result
         elif result is _IN_PROGRESS:
             result = []  # compatible unless proven otherwise

@@ -27,6 +27,7 @@ than :data:`compat.limits.MAX_DEPTH` raise :class:`compat.limits.SchemaTooDeepEr
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from typing import Any, Final, Literal, Protocol
 from urllib.parse import urljoin
 
 from compat.levels import CompatibilityPolicy
-from compat.limits import Depth, no_recursion_error
+from compat.limits import Walk, no_recursion_error
 from compat.patterns import Patterns
 from compat.result import Incompatibility
 
@@ -189,8 +190,8 @@ def diff(
     it decides which subschemas of a combination match and whether a partial content model covers a
     property, and so which differences are found."""
     ctx = _Context(compatible_changes(policy))
-    _compare(ctx, _build(original, original.root, original.base_uri, ctx.depth),
-             _build(update, update.root, update.base_uri, ctx.depth))
+    _compare(ctx, _build(original, original.root, original.base_uri, ctx.walk),
+             _build(update, update.root, update.base_uri, ctx.walk))
     seen: set[tuple[str, str]] = set()
     out: list[Incompatibility] = []
     for d in ctx.diffs:  # metadata can be reached twice when a schema turns into a combination
@@ -220,6 +221,58 @@ _IMPLICIT = (("OBJECT", _OBJECT_KEYWORDS), ("ARRAY", _ARRAY_KEYWORDS), ("STRING"
 _CRITERIA = ("allOf", "anyOf", "oneOf")
 
 
+class _Walk(Walk):
+    """A check's walk and what it memoizes, so that a subschema reached along many paths (a diamond of
+    references) is resolved, built and compared once: ``$ref`` targets, nodes by (document, schema object,
+    base URI), and comparisons by node pair with their differences relative to where they were found.
+    A result that relied on a recursion being cut (``cuts`` moved meanwhile) is not memoized: it assumed
+    the pair in progress further up to be compatible."""
+
+    __slots__ = ("compared", "cuts", "fingerprints", "nodes", "resolved")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.resolved: dict[tuple[int, str, str], tuple[Any, str]] = {}
+        self.nodes: dict[tuple[int, int, str], _Node] = {}
+        # (id(original), id(update)) -> (original, update, [(kind, path below the pair)]); keeping the
+        # nodes keeps their ids unique
+        self.compared: dict[tuple[int, int], tuple[_Node, _Node, list[tuple[str, str]]]] = {}
+        self.cuts = 0
+        self.fingerprints: dict[int, bytes] = {}
+
+    def fingerprint(self, value: Any) -> bytes:
+        """A digest identifying a JSON value by content (object key order aside). Each object and array is
+        digested once per check, from its members' digests: identifying nested subschemas at every level
+        costs linear time in all, where ``repr`` at each level would cost depth x size."""
+        if isinstance(value, dict):
+            found = self.fingerprints.get(id(value))
+            if found is None:
+                members = sorted((self.fingerprint(k), self.fingerprint(v)) for k, v in value.items())
+                found = self.fingerprints[id(value)] = _digest(b"{", *(d for pair in members for d in pair))
+            return found
+        if isinstance(value, list):
+            found = self.fingerprints.get(id(value))
+            if found is None:
+                found = self.fingerprints[id(value)] = _digest(b"[", *(self.fingerprint(v) for v in value))
+            return found
+        return _digest(type(value).__name__.encode(), repr(value).encode("utf-8", "surrogatepass"))
+
+    def resolve(self, doc: JsonSchemaLike, ref: str, base: str) -> tuple[Any, str]:
+        key = (id(doc), ref, base)
+        found = self.resolved.get(key)
+        if found is None:
+            found = self.resolved[key] = doc.resolve(ref, base)
+        return found
+
+
+def _digest(*parts: bytes) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.digest()
+
+
 @dataclass(eq=False)
 class _Node:
     kind: str
@@ -232,11 +285,12 @@ class _Node:
     parts: list[_Node] = field(default_factory=list)  # combined subschemas
     values: list[Any] = field(default_factory=list)  # enum values
     meta: dict[str, Any] | None = None  # id/title/description/default owner
-    key: str = ""  # identity for de-duplicating combined subschemas
-    depth: Depth = field(default_factory=Depth)  # the walk's depth counter, shared by all its nodes
+    #: what identifies the node among combined subschemas: a tag and the JSON value it was made from
+    key: tuple[str, Any] = ("", None)
+    walk: _Walk = field(default_factory=_Walk)  # the check's walk (depth and comparisons), shared by all its nodes
 
     def sub(self, value: Any) -> _Node | None:
-        return None if value is None else _build(self.doc, value, self.base, self.depth)
+        return None if value is None else _build(self.doc, value, self.base, self.walk)
 
     @property
     def draft2020(self) -> bool:
@@ -247,51 +301,63 @@ class _Node:
         return "draft-04" in self.doc.draft
 
 
-def _build(doc: JsonSchemaLike, raw: Any, base: str, depth: Depth, refs: tuple[int, ...] = ()) -> _Node:
+def _build(doc: JsonSchemaLike, raw: Any, base: str, walk: _Walk, refs: tuple[int, ...] = ()) -> _Node:
     """The node for ``raw``; combined subschemas and ``$ref`` targets are built now, everything else
     (properties, items, ...) when a rule reaches it through :meth:`_Node.sub`."""
+    key = (id(doc), id(raw), base)
+    node = walk.nodes.get(key)
+    if node is None:
+        cuts = walk.cuts
+        node = _build_node(doc, raw, base, walk, refs)
+        if walk.cuts == cuts:
+            walk.nodes[key] = node
+    return node
+
+
+def _build_node(doc: JsonSchemaLike, raw: Any, base: str, walk: _Walk, refs: tuple[int, ...]) -> _Node:
     if raw is True or (isinstance(raw, dict) and not _has_assertions(raw)):
         meta = raw if isinstance(raw, dict) else None
-        return _Node("EMPTY", raw, base, doc, meta=meta, key=repr(raw), depth=depth)
+        return _Node("EMPTY", raw, base, doc, meta=meta, key=("", raw), walk=walk)
     if raw is False or not isinstance(raw, dict):
-        return _Node("FALSE", raw, base, doc, key="false", depth=depth)
+        return _Node("FALSE", raw, base, doc, key=("false", None), walk=walk)
     id_key = "id" if "draft-04" in doc.draft else "$id"
     if isinstance(raw.get(id_key), str) and not raw[id_key].startswith("#"):
         base = urljoin(base, raw[id_key])
     if isinstance(raw.get("$ref"), str):
         if id(raw) in refs:  # a $ref chain that loops without any schema in between accepts anything
-            return _Node("EMPTY", True, base, doc, key="True", depth=depth)
-        target, target_base = doc.resolve(raw["$ref"], base)
-        depth.down(lambda: raw["$ref"])
-        node = _build(doc, target, target_base, depth, (*refs, id(raw)))
-        depth.up()
+            walk.cuts += 1
+            return _Node("EMPTY", True, base, doc, key=("True", None), walk=walk)
+        target, target_base = walk.resolve(doc, raw["$ref"], base)
+        walk.down(lambda: raw["$ref"])
+        node = _build(doc, target, target_base, walk, (*refs, id(raw)))
+        walk.up()
         return node
     parts: list[_Node] = []
-    typed = _typed_part(doc, raw, base, depth)
+    typed = _typed_part(doc, raw, base, walk)
     if typed is not None:
         parts.append(typed)
     if "enum" in raw and isinstance(raw["enum"], list):
-        parts.append(_Node("ENUM", raw, base, doc, values=list(raw["enum"]), key="enum" + _key(raw["enum"]),
-                           depth=depth))
+        parts.append(_Node("ENUM", raw, base, doc, values=list(raw["enum"]), key=("enum", raw["enum"]),
+                           walk=walk))
     if "const" in raw:
-        parts.append(_Node("ENUM", raw, base, doc, values=[raw["const"]], key="const" + _key(raw["const"]),
-                           const=True, depth=depth))
+        parts.append(_Node("ENUM", raw, base, doc, values=[raw["const"]], key=("const", raw["const"]),
+                           const=True, walk=walk))
     if "not" in raw:
-        parts.append(_Node("NOT", raw, base, doc, key="not" + _key(raw["not"]), depth=depth))
+        parts.append(_Node("NOT", raw, base, doc, key=("not", raw["not"]), walk=walk))
     for criterion in _CRITERIA:
         if isinstance(raw.get(criterion), list):
-            depth.down(lambda: criterion)  # noqa: B023 (called at once)
-            subs = [_build(doc, s, base, depth, refs) for s in raw[criterion]]
-            depth.up()
+            walk.down(lambda: criterion)  # noqa: B023 (called at once)
+            subs = [_build(doc, s, base, walk, refs) for s in raw[criterion]]
+            walk.up()
             parts.append(_Node("COMBINED", raw, base, doc, criterion=criterion, parts=subs,
-                               key=criterion + _key(raw[criterion]), depth=depth))
+                               key=(criterion, raw[criterion]), walk=walk))
     if not parts:
-        return _Node("EMPTY", raw, base, doc, meta=raw, key=_key(raw), depth=depth)
+        return _Node("EMPTY", raw, base, doc, meta=raw, key=("", raw), walk=walk)
     # the parts of a synthetic allOf share the node's keywords; only the node itself owns metadata
     node = parts[0] if len(parts) == 1 else _Node("COMBINED", raw, base, doc, criterion="allOf", parts=parts,
-                                                  depth=depth)
+                                                  walk=walk)
     node.meta = raw
-    node.key = _key(raw)
+    node.key = ("", raw)
     return node
 
 
@@ -301,31 +367,29 @@ def _has_assertions(raw: dict[str, Any]) -> bool:
     return any(k not in annotations for k in raw)
 
 
-def _typed_part(doc: JsonSchemaLike, raw: dict[str, Any], base: str, depth: Depth) -> _Node | None:
+def _typed_part(doc: JsonSchemaLike, raw: dict[str, Any], base: str, walk: _Walk) -> _Node | None:
     declared = raw.get("type")
     if isinstance(declared, str):
-        return _typed(doc, raw, base, declared, depth)
+        return _typed(doc, raw, base, declared, walk)
     if isinstance(declared, list):
         # a type array is an anyOf even with one member (as everit loads it)
-        subs = [_typed(doc, raw, base, t, depth) for t in declared if isinstance(t, str)]
-        return _Node("COMBINED", raw, base, doc, criterion="anyOf", parts=subs, key="type" + _key(declared),
-                     depth=depth)
+        subs = [_typed(doc, raw, base, t, walk) for t in declared if isinstance(t, str)]
+        return _Node("COMBINED", raw, base, doc, criterion="anyOf", parts=subs, key=("type", declared),
+                     walk=walk)
     implicit = [kind for kind, keywords in _IMPLICIT if keywords & raw.keys()]
     if not implicit:
         return None
     if len(implicit) == 1:
-        return _Node(implicit[0], raw, base, doc, key=implicit[0], depth=depth)
-    subs = [_Node(kind, raw, base, doc, key=kind, depth=depth) for kind in implicit]
-    return _Node("COMBINED", raw, base, doc, criterion="anyOf", parts=subs, key="implicit", depth=depth)
+        return _Node(implicit[0], raw, base, doc, key=(implicit[0], None), walk=walk)
+    subs = [_Node(kind, raw, base, doc, key=(kind, None), walk=walk) for kind in implicit]
+    return _Node("COMBINED", raw, base, doc, criterion="anyOf", parts=subs, key=("implicit", None), walk=walk)
 
 
-def _typed(doc: JsonSchemaLike, raw: dict[str, Any], base: str, type_name: str, depth: Depth) -> _Node:
+def _typed(doc: JsonSchemaLike, raw: dict[str, Any], base: str, type_name: str, walk: _Walk) -> _Node:
     kind = _TYPE_KINDS.get(type_name, "EMPTY")
-    return _Node(kind, raw, base, doc, integer=type_name == "integer", key=type_name, depth=depth)
+    return _Node(kind, raw, base, doc, integer=type_name == "integer", key=(type_name, None), walk=walk)
 
 
-def _key(value: Any) -> str:
-    return repr(value)
 
 
 # -- context ------------------------------------------------------------------------------------
@@ -340,11 +404,11 @@ class _Context:
     path: list[str] = field(default_factory=list)
     diffs: list[Incompatibility] = field(default_factory=list)
     in_progress: set[tuple[int, int, str, str]] = field(default_factory=set)
-    depth: Depth = field(default_factory=Depth)
+    walk: _Walk = field(default_factory=_Walk)
     patterns: Patterns = field(default_factory=Patterns)
 
     def sub(self) -> _Context:
-        return _Context(self.allowed, list(self.path), [], self.in_progress, self.depth, self.patterns)
+        return _Context(self.allowed, list(self.path), [], self.in_progress, self.walk, self.patterns)
 
     @contextmanager
     def enter(self, *segments: str) -> Iterator[None]:
@@ -357,6 +421,7 @@ class _Context:
     def add(self, kind: str, attribute: str | None = None) -> None:
         segments = [*self.path, attribute] if attribute is not None else self.path
         path = "#/" + "/".join(segments)
+        self.walk.report(path)
         self.diffs.append(Incompatibility(kind, path, describe(kind, path), forward_message=describe(
             kind, path, new="old", old="new"), style="json"))
 
@@ -379,9 +444,21 @@ def _compare(ctx: _Context, original: _Node | None, update: _Node | None) -> Non
     if update is None:
         ctx.add("SCHEMA_REMOVED")
         return
-    ctx.depth.down(ctx.where)
+    walk = ctx.walk
+    key = (id(original), id(update))
+    found = walk.compared.get(key)
+    if found is not None:
+        walk.count(len(found[2]), ctx.where)
+        for kind, below in found[2]:
+            ctx.add(kind, below or None)
+        return
+    cuts, start = walk.cuts, len(ctx.diffs)
+    walk.down(ctx.where)
     _compare_nodes(ctx, original, update)
-    ctx.depth.up()
+    walk.up()
+    if walk.cuts == cuts:
+        prefix = len(ctx.where()) + (1 if ctx.path else 0)
+        walk.compared[key] = (original, update, [(d.kind, d.path[prefix:]) for d in ctx.diffs[start:]])
 
 
 def _compare_nodes(ctx: _Context, original: _Node, update: _Node) -> None:
@@ -396,6 +473,7 @@ def _compare_nodes(ctx: _Context, original: _Node, update: _Node) -> None:
         return
     pair = (id(original.raw), id(update.raw), original.kind, original.criterion)
     if pair in ctx.in_progress:  # a recursive schema reached the same pair again
+        ctx.walk.cuts += 1
         return
     ctx.in_progress.add(pair)
     _compare_meta(ctx, original, update)
@@ -536,8 +614,8 @@ def _compare_multiple_of(ctx: _Context, original: Any, update: Any) -> None:
 
 
 def _compare_enum(ctx: _Context, original: _Node, update: _Node) -> None:
-    o_values = {_key(v) for v in original.values}
-    u_values = {_key(v) for v in update.values}
+    o_values = {ctx.walk.fingerprint(v) for v in original.values}
+    u_values = {ctx.walk.fingerprint(v) for v in update.values}
     if o_values == u_values:
         return
     if original.const and update.const:
@@ -604,11 +682,13 @@ def _compare_combined(ctx: _Context, original: _Node, update: _Node) -> None:
 
 
 def _dedupe(parts: list[_Node]) -> list[_Node]:
-    seen: set[str] = set()
+    seen: set[tuple[str, bytes]] = set()
     out: list[_Node] = []
     for part in parts:
-        if part.key not in seen:
-            seen.add(part.key)
+        tag, value = part.key
+        key = (tag, part.walk.fingerprint(value))
+        if key not in seen:
+            seen.add(key)
             out.append(part)
     return out
 
@@ -833,7 +913,8 @@ def _compare_dependencies(ctx: _Context, original: _Node, update: _Node) -> None
             elif name not in o_arrays:
                 ctx.add("DEPENDENCY_ARRAY_ADDED", name)
             else:
-                o_set, u_set = {_key(v) for v in o_arrays[name]}, {_key(v) for v in u_arrays[name]}
+                o_set, u_set = {ctx.walk.fingerprint(v) for v in o_arrays[name]}, {
+                    ctx.walk.fingerprint(v) for v in u_arrays[name]}
                 if o_set != u_set:
                     kind = ("DEPENDENCY_ARRAY_EXTENDED" if u_set >= o_set
                             else "DEPENDENCY_ARRAY_NARROWED" if o_set >= u_set else "DEPENDENCY_ARRAY_CHANGED")

@@ -14,8 +14,8 @@ Paths are Confluent's: ``#/`` + message names + oneof name + field number, e.g. 
 
 Fields are compared by number across the whole message, whatever oneof they sit in (as current
 Confluent does), so a oneof renamed, merged or split cannot hide a type change or a dropped member.
-Walks through message-typed fields deeper than :data:`compat.limits.MAX_DEPTH` raise
-:class:`compat.limits.SchemaTooDeepError`.
+The comparison of two message types reached through fields is memoized (a type referenced from many
+places is compared once), and the walk is bounded by :mod:`compat.limits`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any, Protocol, TypeAlias
 from google.protobuf import descriptor_pb2
 
 from compat.levels import CompatibilityPolicy
-from compat.limits import Depth, no_recursion_error
+from compat.limits import Walk, no_recursion_error
 from compat.result import Incompatibility
 
 FDP: TypeAlias = descriptor_pb2.FieldDescriptorProto
@@ -215,10 +215,17 @@ class _Context:
     path: list[str] = field(default_factory=list)
     diffs: list[Incompatibility] = field(default_factory=list)
     in_progress: set[tuple[str, str]] = field(default_factory=set)
-    depth: Depth = field(default_factory=Depth)
+    walk: Walk = field(default_factory=Walk)
+    #: (original type, update type) -> compatible, for pairs compared through fields; their differences
+    #: were passed up the first time (every context's differences end up in the check's)
+    memo: dict[tuple[str, str], bool] = field(default_factory=dict)
+    #: how often a pair already in progress was skipped (a result computed meanwhile is not memoized:
+    #: it assumed that pair compatible)
+    cuts: list[int] = field(default_factory=lambda: [0])
 
     def sub(self, path: list[str]) -> _Context:
-        return _Context(self.original, self.update, list(path), [], self.in_progress, self.depth)
+        return _Context(self.original, self.update, list(path), [], self.in_progress, self.walk, self.memo,
+                        self.cuts)
 
     @contextmanager
     def enter(self, segment: str) -> Iterator[None]:
@@ -230,6 +237,7 @@ class _Context:
 
     def add(self, kind: str, segment: str | None = None) -> None:
         path = "#/" + "/".join([*self.path, segment] if segment is not None else self.path)
+        self.walk.report(path)
         template = _DESCRIPTIONS.get(kind, "Compatible change {kind} at '{path}'")
         backward = template.format(path=path, kind=kind, reader="new", writer="old")
         forward = template.format(path=path, kind=kind, reader="old", writer="new")
@@ -341,9 +349,10 @@ def _fields(msg: descriptor_pb2.DescriptorProto, syntax_proto3: bool) -> list[_F
 def _compare_message(ctx: _Context, o_full: str, original: Any, u_full: str, update: Any) -> None:
     key = (o_full, u_full)
     if key in ctx.in_progress:  # recursive types: the pair is being compared further up
+        ctx.cuts[0] += 1
         return
     ctx.in_progress.add(key)
-    ctx.depth.down(lambda: "#/" + "/".join(ctx.path))
+    ctx.walk.down(lambda: "#/" + "/".join(ctx.path))
     _compare_message_body(ctx, o_full, original, u_full, update)
     _compare_types(
         ctx,
@@ -354,7 +363,7 @@ def _compare_message(ctx: _Context, o_full: str, original: Any, u_full: str, upd
         list(update.nested_type),
         list(update.enum_type),
     )
-    ctx.depth.up()
+    ctx.walk.up()
     ctx.in_progress.discard(key)
 
 
@@ -502,8 +511,16 @@ def _compare_message_types(ctx: _Context, original: FDP, update: FDP) -> None:
     )
     if same_dependency:  # the same imported file on both sides: nothing can differ
         return
-    sub = ctx.sub(o_info.local_name.split("."))
-    _compare_message(sub, o_info.full_name, o_info.message, u_info.full_name, u_info.message)
-    ctx.diffs.extend(sub.diffs)
-    if not sub.compatible():
+    key = (o_info.full_name, u_info.full_name)
+    compatible = ctx.memo.get(key)
+    if compatible is None:
+        # paths inside a type start at its own name: its differences are the same wherever it is reached
+        sub = ctx.sub(o_info.local_name.split("."))
+        cuts = ctx.cuts[0]
+        _compare_message(sub, o_info.full_name, o_info.message, u_info.full_name, u_info.message)
+        ctx.diffs.extend(sub.diffs)
+        compatible = sub.compatible()
+        if ctx.cuts[0] == cuts:
+            ctx.memo[key] = compatible
+    if not compatible:
         ctx.add(FIELD_NAMED_TYPE_CHANGED)

@@ -16,8 +16,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "serve",
     ],
     "compat": [
-        "CompatibilityLevel", "CompatibilityPolicy", "Incompatibility", "LevelResult", "SchemaTooDeepError",
-        "check_levels",
+        "CheckLimitError", "CompatibilityLevel", "CompatibilityPolicy", "Incompatibility", "LevelResult",
+        "SchemaTooComplexError", "SchemaTooDeepError", "check_levels",
     ],
     "serdes": [
         "AvroDeserializer", "AvroSerde", "AvroSerializer", "DecimalSpec", "JsonSchemaDeserializer", "JsonSchemaSerde",
