@@ -14,7 +14,7 @@ references, combinations compared pairwise) is compared once per path. So every 
 - the text of the differences it reports, stopped at :data:`MAX_REPORT_CHARS` with the same error: paths
   repeat their property names, and one long name above many differences would otherwise fill memory.
 
-Both are :class:`CheckLimitError`, which the registry answers as an invalid schema (422, error code 42201)
+Both are :class:`CheckLimitError`, for the registry to answer as an invalid schema (422, error code 42201)
 with the error's text, which names the limit.
 """
 

@@ -77,7 +77,7 @@ class SchemaType(abc.ABC):
         self, reader: ParsedSchema, writer: ParsedSchema, policy: CompatibilityPolicy = CompatibilityPolicy.STRICT
     ) -> list[Incompatibility]:
         """Can ``reader`` read data written with ``writer`` under the subject's ``compatibilityPolicy``? Empty
-        list: yes. Raises ``compat.SchemaTooDeepError`` for schemas nested deeper than a check follows."""
+        list: yes. Raises ``compat.CheckLimitError`` past a check's bounds (depth, comparisons)."""
 
     def format(self, parsed: ParsedSchema, fmt: str) -> str | None:
         """The schema rendered in a ``format=`` variant (Avro ``resolved``, Protobuf ``serialized``...);
