@@ -83,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long a write waits for the log [env SCHEMAKIT_STORE_TIMEOUT_MS]",
     )
     s.add_argument(
+        "--protoc-timeout-ms",
+        type=int,
+        default=int(_env("SCHEMAKIT_PROTOC_TIMEOUT_MS", str(round(DEFAULTS.protoc_timeout * 1000)))),
+        help="how long compiling one Protobuf schema may take before it is refused with 42201 "
+        "[env SCHEMAKIT_PROTOC_TIMEOUT_MS]",
+    )
+    s.add_argument(
         "--log-level",
         default=_env("SCHEMAKIT_LOG_LEVEL", "INFO"),
         help="logging level [env SCHEMAKIT_LOG_LEVEL]",
@@ -116,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             store_timeout=args.store_timeout_ms / 1000,
             group_id=args.group_id,
             election_topic=args.election_topic,
+            protoc_timeout=args.protoc_timeout_ms / 1000,
         )
         try:
             return serve(config)

@@ -26,6 +26,8 @@ class RegistryConfig:
     store_timeout: float = 10.0
     group_id: str = "schema-registry"  # Confluent's schema.registry.group.id
     election_topic: str | None = None  # default: "<topic>_leader"
+    #: seconds one protoc run (compiling a Protobuf schema) may take before it is killed and the schema refused
+    protoc_timeout: float = 10.0
 
     @property
     def url(self) -> str:

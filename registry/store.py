@@ -7,6 +7,12 @@ then awaits the moment its own reader has applied that offset (read-your-writes)
 Where several instances share the log, only the elected leader may write: such a store is given a
 ``WriterProvider`` and writes through whatever writer it provides at the time (the leader's fenced
 producer), or refuses with 50004 while there is none.
+
+The reader never dies silently: a failing poll is logged (with its traceback when it is not the log's
+own error), retried with a growing pause, and after a few failures in a row the reader starts over on a
+new consumer from where it was. Meanwhile the store is not ``ready`` and refuses writes with 50001 naming
+the cause (a write it could not read back would only time out, after it had been applied). A record that
+cannot be applied is logged and skipped, as Confluent's reader does.
 """
 
 from __future__ import annotations
@@ -38,6 +44,18 @@ from streams.log import (
 log = logging.getLogger(__name__)
 
 NOOP_KEY = Key("NOOP").encode()
+#: consecutive failed polls after which the reader replaces its consumer
+REOPEN_AFTER = 3
+#: the longest pause between two failed polls, in seconds
+MAX_RETRY_PAUSE = 5.0
+
+
+def log_reader_failure(logger: logging.Logger, doing: str, e: Exception) -> None:
+    """A reader loop's failure: the log's own errors in one line, anything else with its traceback."""
+    if isinstance(e, LogError):
+        logger.error("%s failed: %s; retrying", doing, e)
+    else:
+        logger.exception("%s failed unexpectedly; retrying", doing)
 
 
 class Writer(Protocol):
@@ -73,6 +91,10 @@ class Store:
         self._stop = threading.Event()
         self._reader: threading.Thread | None = None
         self._producer: Producer | None = None
+        self._next_offset = 0  # the reader's position: the offset after the last record it handed over
+        self._replayed = False
+        #: why the reader cannot read the log right now (None while it can)
+        self.reader_failure: str | None = None
 
     # ---- lifecycle --------------------------------------------------------------------------------------
 
@@ -106,6 +128,13 @@ class Store:
             self.state.max_id,
         )
         self.applied.advance(self.state.offset)
+        self._next_offset = self.state.offset + 1
+        self._replayed = True
+
+    @property
+    def ready(self) -> bool:
+        """Replayed, and the reader follows the log: what a readiness check should report."""
+        return self._replayed and self.reader_failure is None
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start following the log; from now on state changes happen on ``loop``."""
@@ -127,24 +156,49 @@ class Store:
 
     def _read_forever(self) -> None:
         assert self._loop is not None
+        failures = 0
         while not self._stop.is_set():
             try:
+                if failures >= REOPEN_AFTER:
+                    self._reopen_consumer()
                 batch = self._consumer.poll(0.2, 1000)
-            except LogError as e:
-                log.error("reading %s failed: %s; retrying", self.topic, e)
-                time.sleep(0.5)
+            except Exception as e:
+                failures += 1
+                self.reader_failure = f"reading {self.topic} failed: {e}"
+                log_reader_failure(log, f"reading {self.topic} (attempt {failures})", e)
+                self._stop.wait(min(0.5 * failures, MAX_RETRY_PAUSE))
                 continue
+            if failures:
+                log.info("reading %s again after %d failed attempts", self.topic, failures)
+                failures = 0
+                self.reader_failure = None
             if batch:
+                self._next_offset = batch[-1].offset + 1
                 try:
                     self._loop.call_soon_threadsafe(self._apply_batch, batch)
                 except RuntimeError:  # loop closed during shutdown
                     return
 
+    def _reopen_consumer(self) -> None:
+        """A new consumer from where the reader was (the old one may be what fails)."""
+        old = self._consumer
+        try:
+            old.close()
+        except Exception as e:
+            log.debug("closing the failed reader consumer: %s", e)
+        self._consumer = self.log.consumer(None, client_id=f"KafkaStore-reader-{self.topic}")
+        self._consumer.assign({self._tp: self._next_offset})
+        log.info("reading %s with a new consumer from offset %d", self.topic, self._next_offset)
+
     def _apply_batch(self, batch: list[Record]) -> None:
         st = self.state
         for r in batch:
             if r.offset > st.offset:
-                st.apply(r.offset, r.key, r.value, r.timestamp)
+                try:
+                    st.apply(r.offset, r.key, r.value, r.timestamp)
+                except Exception:  # State.apply skips what it knows to be malformed; this is the backstop
+                    log.exception("skipping %s record at offset %d: applying it failed", self.topic, r.offset)
+                    st.offset = r.offset
         self.applied.advance(st.offset)
 
     # ---- writing ----------------------------------------------------------------------------------------
@@ -164,6 +218,9 @@ class Store:
 
     async def write(self, key: bytes, value: bytes | None, operation: str = "Register") -> int:
         """Produce one record and return once this node's state includes it."""
+        if self.reader_failure is not None:
+            cause = self.reader_failure
+            raise errors.store_error(f"{operation} operation failed: the store cannot read its log ({cause})")
         call = functools.partial(self._writer(), self.topic, value, key, self.timeout)
         try:
             md = await asyncio.to_thread(call)
@@ -177,6 +234,9 @@ class Store:
             raise errors.store_error(
                 f"{operation} operation failed while writing to the Kafka store: {e}"
             ) from e
+        except Exception as e:  # a backend bug must still answer Confluent's envelope, with the cause
+            log.exception("%s operation: writing to %s failed unexpectedly", operation, self.topic)
+            raise errors.store_error(f"{operation} operation failed while writing to the Kafka store: {e!r}") from e
         if not await self.applied.wait(md.offset, self.timeout):
             raise errors.store_timeout(
                 "KafkaStoreReaderThread failed to reach target offset within the timeout interval"
