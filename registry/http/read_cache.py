@@ -69,7 +69,8 @@ class GenerationSource(Protocol):
 @dataclass(slots=True)
 class _Entry:
     ticket: ReadTicket
-    bodies: dict[Hashable, bytes] = field(default_factory=dict)  # partition -> answer body
+    #: partition -> (content-length, answer body)
+    bodies: dict[Hashable, tuple[bytes, bytes]] = field(default_factory=dict)
 
 
 class ReadCache:
@@ -101,7 +102,6 @@ class ReadCache:
         body = b""
         if method == "POST":
             body = await _read_body(receive)
-            receive = _replay(body, receive)
         key = (method, scope.get("raw_path") or scope["path"].encode(), scope.get("query_string", b""), body)
         entry = self._entries.get(key)
         if entry is not None:
@@ -110,9 +110,16 @@ class ReadCache:
                 partition = SHARED if self.guard is None else await self.guard.admit(scope, entry.ticket)
                 hit = entry.bodies.get(partition) if partition is not None else None
                 if hit is not None:
-                    await _send(send, hit, media)
+                    await send(
+                        {
+                            "type": "http.response.start",
+                            "status": 200,
+                            "headers": [(b"content-type", media), (b"content-length", hit[0])],
+                        }
+                    )
+                    await send({"type": "http.response.body", "body": hit[1]})
                     return
-        await self._miss(scope, receive, send, key, generation)
+        await self._miss(scope, _replay(body, receive) if method == "POST" else receive, send, key, generation)
 
     async def _miss(
         self, scope: Scope, receive: Any, send: Any, key: tuple[str, bytes, bytes, bytes], generation: int
@@ -140,7 +147,8 @@ class ReadCache:
             if len(self._entries) >= self.max_entries:
                 return
             entry = self._entries[key] = _Entry(ticket)
-        entry.bodies[ticket.partition] = b"".join(chunks)
+        body = b"".join(chunks)
+        entry.bodies[ticket.partition] = (str(len(body)).encode(), body)
 
 
 async def _read_body(receive: Any) -> bytes:
@@ -168,14 +176,3 @@ def _replay(body: bytes, receive: Any) -> Any:
         return message
 
     return replay
-
-
-async def _send(send: Any, body: bytes, media: bytes) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [(b"content-type", media), (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
