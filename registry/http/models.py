@@ -254,8 +254,9 @@ class SubjectVersion(BaseModel):
     version: int
 
 
-class Config(BaseModel):
-    compatibilityLevel: Level
+class _ConfigSettings(BaseModel):
+    """The settings of a config besides its level."""
+
     normalize: bool | SkipJsonSchema[None] = absent()
     compatibilityGroup: str | SkipJsonSchema[None] = absent()
     defaultMetadata: Metadata | SkipJsonSchema[None] = absent()
@@ -267,19 +268,14 @@ class Config(BaseModel):
     validateRules: bool | SkipJsonSchema[None] = absent()
 
 
-class ConfigUpdateResponse(BaseModel):
+class Config(_ConfigSettings):
+    compatibilityLevel: Level
+
+
+class ConfigUpdateResponse(_ConfigSettings):
     """The fields that were set (the level as ``compatibility``)."""
 
     compatibility: Level | SkipJsonSchema[None] = absent()
-    normalize: bool | SkipJsonSchema[None] = absent()
-    compatibilityGroup: str | SkipJsonSchema[None] = absent()
-    defaultMetadata: Metadata | SkipJsonSchema[None] = absent()
-    overrideMetadata: Metadata | SkipJsonSchema[None] = absent()
-    defaultRuleSet: RuleSet | SkipJsonSchema[None] = absent()
-    overrideRuleSet: RuleSet | SkipJsonSchema[None] = absent()
-    alias: str | SkipJsonSchema[None] = absent()
-    validateFields: bool | SkipJsonSchema[None] = absent()
-    validateRules: bool | SkipJsonSchema[None] = absent()
 
 
 class ModeResponse(BaseModel):

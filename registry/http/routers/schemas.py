@@ -12,11 +12,17 @@ from registry.http.models import Schema, SchemaString, SchemaTypeName, SubjectVe
 from registry.http.params import Deleted, Format, Limit, Offset, QueryBool, SchemaId, ServiceDep
 from registry.http.routing import RegistryRoute, ok, raw_text_doc
 from registry.schema_types import schema_types
-from registry.service import normalize_subject
+from registry.service import Service, normalize_subject
 
 router = APIRouter(route_class=RegistryRoute, tags=["schemas"])
 
 SubjectFilter = Annotated[str, Query(alias="subject", description="Only this subject.")]
+
+
+def _id_versions(service: Service, schema_id: int, deleted: bool, subject: str) -> list[tuple[str, int]]:
+    """The (subject, version) pairs holding the id, only ``subject``'s when one is given."""
+    pairs = service.id_versions(schema_id, deleted=deleted)
+    return [p for p in pairs if p[0] == normalize_subject(subject)] if subject else pairs
 
 
 @router.get(
@@ -108,9 +114,7 @@ async def get_subjects(
     offset: Offset = 0,
     limit: Limit = -1,
 ) -> Response:
-    subjects = sorted({s for s, _ in service.id_versions(id, deleted=deleted)})
-    if subject:
-        subjects = [s for s in subjects if s == normalize_subject(subject)]
+    subjects = sorted({s for s, _ in _id_versions(service, id, deleted, subject)})
     return ok(render.dumps(render.page(subjects, offset, limit)))
 
 
@@ -129,8 +133,5 @@ async def get_versions(
     offset: Offset = 0,
     limit: Limit = -1,
 ) -> Response:
-    pairs = service.id_versions(id, deleted=deleted)
-    if subject:
-        pairs = [p for p in pairs if p[0] == normalize_subject(subject)]
-    items = [{"subject": s, "version": v} for s, v in pairs]
+    items = [{"subject": s, "version": v} for s, v in _id_versions(service, id, deleted, subject)]
     return ok(render.dumps(render.page(items, offset, limit)))
