@@ -147,7 +147,11 @@ class RegisterSchemaRequest(BaseModel):
     metadata: Metadata | None = None
     ruleSet: RuleSet | None = None
 
-    def to_request(self) -> SchemaRequest:
+    def to_request(self, *, check_rules: bool = False) -> SchemaRequest:
+        """What ``Service`` takes; ``check_rules`` applies Confluent's rule checks (42210), as register does."""
+        rule_set = None
+        if self.ruleSet is not None:
+            rule_set = self.ruleSet.checked() if check_rules else _stored(self.ruleSet)
         return SchemaRequest(
             schema=self.schema_,
             schema_type=(self.schemaType or "AVRO").upper(),
@@ -155,7 +159,7 @@ class RegisterSchemaRequest(BaseModel):
             version=self.version,
             id=self.id if self.id is not None and self.id >= 0 else None,  # Confluent: id < 0 = no id
             metadata=_stored(self.metadata),
-            rule_set=self.ruleSet.checked() if self.ruleSet is not None else None,
+            rule_set=rule_set,
         )
 
 

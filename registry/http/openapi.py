@@ -115,6 +115,10 @@ def to_yaml(doc: dict[str, Any]) -> str:
         def ignore_aliases(self, data: Any) -> bool:
             return True  # write shared parts out in full: no &anchors in a file people read
 
+    def text(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
+
+    Dumper.add_representer(str, text)
     return yaml.dump(doc, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=120)
 
 

@@ -150,7 +150,7 @@ async def register(
     normalize: Normalize = None,
     force: Annotated[QueryBool, Query(description="Register without the compatibility check (Confluent 8.x).")] = False,
 ) -> Response:
-    schema_id = await service.register(subject, body.to_request(), normalize=normalize, force=force)
+    schema_id = await service.register(subject, body.to_request(check_rules=True), normalize=normalize, force=force)
     return ok(render.dumps({"id": schema_id}))
 
 
