@@ -89,9 +89,20 @@ Version = Annotated[int, Depends(_version)]
 #: the ``{id}`` path segment (not an integer: 404, as an unknown path)
 SchemaId = Annotated[int, Path(description="A schema id.", examples=[1])]
 
-Offset = Annotated[int, Query(description="Skip this many items (negative counts as 0); a non-integer is 400.")]
+def _blank_is(default: int) -> BeforeValidator:
+    """``?offset=`` (no value) is the default, not an error."""
+    return BeforeValidator(lambda v: default if v == "" else v)
+
+
+Offset = Annotated[
+    int,
+    _blank_is(0),
+    Query(description="Skip this many items (negative counts as 0); a non-integer is 400."),
+]
 Limit = Annotated[
-    int, Query(description="At most this many items; negative (the default) means all; a non-integer is 400.")
+    int,
+    _blank_is(-1),
+    Query(description="At most this many items; negative (the default) means all; a non-integer is 400."),
 ]
 Format = Annotated[
     str,

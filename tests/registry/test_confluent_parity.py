@@ -184,3 +184,15 @@ def test_subjects_with_slashes_and_percents_stay_one_path_segment(http: httpx.Cl
     assert sorted(listed) == sorted(names)
     assert error(http.get(f"/subjects/{subject}/a/b.proto/versions"))[:2] == (404, 404)  # unencoded: other path
     assert json.loads(http.get(f"/subjects/{quote(names[0], safe='')}/versions/").text) == [1]  # trailing "/"
+
+
+def test_paging_parameters(http: httpx.Client, subject: str) -> None:
+    """``offset``/``limit`` page every list; blank means the default; a non-integer is 400 naming it."""
+    for i in range(3):
+        register(http, f"{subject}-{i}", V1)
+    listed = http.get("/subjects", params={"subjectPrefix": subject, "offset": "", "limit": ""}).json()
+    assert listed == [f"{subject}-{i}" for i in range(3)]
+    assert http.get("/subjects", params={"subjectPrefix": subject, "offset": 1, "limit": 1}).json() == [f"{subject}-1"]
+    assert http.get("/subjects", params={"subjectPrefix": subject, "offset": -5}).json() == listed
+    r = http.get("/subjects", params={"limit": "ten"})
+    assert error(r) == (400, 400, "Query parameter 'limit' must be an integer, got 'ten'")
