@@ -117,7 +117,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
                 config.leader_topic,
                 "is eligible" if config.leader_eligible else "is not eligible (--leader-eligible false)",
             )
-        log.info("serving the Confluent Schema Registry API at %s", config.url)
+        log.info("serving the Confluent Schema Registry API at %s (API docs at %s/docs)", config.url, config.url)
 
     async def shutdown() -> None:
         if election is not None:
