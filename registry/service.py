@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from compat import CompatibilityLevel, Incompatibility, check_levels
+from compat import CompatibilityLevel
 from registry import errors, schemas_topic
 from registry.config import DEFAULTS
 from registry.modes import IMPORT_MODES, READ_ONLY_MODES, Mode
@@ -25,6 +25,7 @@ from registry.schema_types import (
     SchemaType,
     get_schema_type,
 )
+from registry.schema_types.compatibility import check_compatibility, compatibility_messages
 from registry.schemas_topic import Key
 from registry.state import SchemaContent, State, Version, content_digest
 from registry.store import Store
@@ -364,31 +365,24 @@ class Service:
         if not previous or level is CompatibilityLevel.NONE:
             return []
         t = self._type(new.schema_type)
-        parsed_prev: list[ParsedSchema | None] = []  # None: a different schema type
-        for v in previous:
-            if v.content.schema_type != new.schema_type:
-                # A different schema type is never compatible (Confluent compares types first).
-                parsed_prev.append(None)
-            else:
-                parsed_prev.append(await self.parsed_content(v.content, v.id))
-
-        def checker(reader: ParsedSchema | None, writer: ParsedSchema | None) -> list[Incompatibility]:
-            if reader is None or writer is None:
-                return [
-                    Incompatibility("TYPE_MISMATCH", "/", "Incompatible because of different schema type")
-                ]
-            return t.check(reader, writer)
-
-        result = check_levels(level, new, parsed_prev, checker)
+        parsed_prev = [
+            # another type is never compatible: only its type is compared, so it stays unparsed
+            await self.parsed_content(v.content, v.id)
+            if v.content.schema_type == new.schema_type
+            else ParsedSchema(v.content.schema_type, v.content.schema)
+            for v in previous
+        ]
+        result = check_compatibility(t, level, new, parsed_prev)
         if not result.incompatibilities:
             return []
         failed = previous[result.failed_index or 0]
-        msgs = [i.confluent_text() for i in result.incompatibilities]
-        msgs.append(f"{{oldSchemaVersion: {failed.version}}}")
-        msgs.append(f"{{oldSchema: '{failed.content.schema}'}}")
-        validate_fields = str(bool(self.effective_config(subject).get("validateFields", False))).lower()
-        msgs.append(f"{{validateFields: '{validate_fields}', compatibility: '{level.value}'}}")
-        return msgs
+        return compatibility_messages(
+            result.incompatibilities,
+            old_version=failed.version,
+            old_schema=failed.content.schema,
+            level=level,
+            validate_fields=bool(self.effective_config(subject).get("validateFields", False)),
+        )
 
     async def test_compatibility(
         self, subject: str, version: int | None, req: SchemaRequest, *, normalize: bool | None, verbose: bool
