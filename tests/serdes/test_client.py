@@ -312,7 +312,7 @@ def test_real_registry_failover_with_first_url_dead(registry_url: str, topic: st
     with RegistryClient([dead_url(), registry_url], max_retries=0) as c:
         schema_id = c.register(topic, Schema('"string"'))
         assert c.get_schema(schema_id) == Schema('"string"')
-        assert c.urls[c._preferred] == registry_url
+        assert c.preferred_url == registry_url
 
 
 def test_real_registry_restart_on_the_same_port_is_retried(start_registry) -> None:
