@@ -38,7 +38,7 @@ from serdes.base import (
     get_schema,
     load_references,
     lookup,
-    register_full,
+    register_or_lookup,
     register_references,
     run_plan,
     run_plan_async,
@@ -107,6 +107,9 @@ def parse_avro(schema: Schema, references: Iterable[Schema] = (), named: dict[st
     for text in [*(r.schema_str for r in references), schema.schema_str]:
         try:
             parsed = fastavro.parse_schema(json.loads(text), named_schemas=named)
+        except fastavro.schema.UnknownType as e:
+            raise ValueError(f"invalid Avro schema: unknown type {e.name!r} (a named type from another schema is "
+                             f"given as a reference)") from e
         except (fastavro.schema.SchemaParseException, ValueError, TypeError, KeyError) as e:
             raise ValueError(f"invalid Avro schema: {e}") from e
     return parsed, named
@@ -267,7 +270,7 @@ class _AvroWriter:
             ref_schemas = [_reference_schema(r, classes) for r in references]
             self._local_refs, self._main_uses = local_references(self._schema, ref_schemas)
             if not self._schema.references:  # nothing to load from the registry: parse now, fail early
-                self._writer = _writer(*parse_avro(self._schema, ref_schemas))
+                self._writer = _writer(*parse_avro(self._schema, [r.schema for r in self._local_refs]))
             record_name = _record_name(self._schema)
         elif references:
             raise ValueError("references need the schema that uses them")
@@ -307,9 +310,8 @@ class _AvroWriter:
                                                   self._auto_register, self._normalize)
             schema = dataclasses.replace(schema, references=(*schema.references,
                                                              *(done[n] for n in self._main_uses)))
-        registered = yield from (register_full(subject, schema, self._normalize) if self._auto_register
-                                 else lookup(subject, schema, self._normalize))
-        return _write_plan(registered.schema_id, writer)
+        schema_id = yield from register_or_lookup(subject, schema, self._auto_register, self._normalize)
+        return _write_plan(schema_id, writer)
 
     def _plan_for(self, schema_id: int, schema: Schema, ctx: SerializationContext | None) -> Plan[_WritePlan]:
         """The plan writing with registered schema ``schema_id`` (latest version, or ``use_schema_id``)."""

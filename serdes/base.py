@@ -59,12 +59,24 @@ def get_version(subject: str, version: int, fmt: str | None = None) -> Plan[Regi
     return (yield ClientCall("get_version", (subject, version, fmt)))
 
 
+def register(subject: str, schema: Schema, normalize: bool) -> Plan[int]:
+    return (yield ClientCall("register", (subject, schema, normalize)))
+
+
 def register_full(subject: str, schema: Schema, normalize: bool) -> Plan[RegisteredSchema]:
     return (yield ClientCall("register_full", (subject, schema, normalize)))
 
 
 def lookup(subject: str, schema: Schema, normalize: bool, deleted: bool = False) -> Plan[RegisteredSchema]:
     return (yield ClientCall("lookup", (subject, schema, normalize, deleted)))
+
+
+def register_or_lookup(subject: str, schema: Schema, auto_register: bool, normalize: bool) -> Plan[int]:
+    """The id of ``schema`` in ``subject``: registered there on first use, or (without ``auto_register``) found
+    there (40401/40403 when it is not)."""
+    if auto_register:
+        return (yield from register(subject, schema, normalize))
+    return (yield from lookup(subject, schema, normalize)).schema_id
 
 
 def run_plan(client: Any, plan: Plan[T]) -> T:

@@ -81,7 +81,7 @@ def _number(conf: dict[str, Any], key: str) -> float | None:
 
 
 def _required(conf: dict[str, Any], source: str, *keys: str) -> list[Any]:
-    missing = [k for k in keys if not conf.get(k)]
+    missing = [k for k in keys if conf.get(k) in (None, "")]
     if missing:
         raise ValueError(f"bearer.auth.credentials.source {source} needs {', '.join(missing)}")
     return [conf.pop(k) for k in keys]

@@ -32,7 +32,7 @@ from serdes.base import (
     get_schema,
     load_references,
     lookup,
-    register_full,
+    register_or_lookup,
     run_plan,
     run_plan_async,
     topic_of,
@@ -213,9 +213,8 @@ class _JsonWriter:
         assert self._schema is not None
         if self._validate and self._validator is None:
             self._validator = yield from load_validator(self._schema)
-        registered = yield from (register_full(subject, self._schema, self._normalize) if self._auto_register
-                                 else lookup(subject, self._schema, self._normalize))
-        return _WritePlan(wire.prefix(registered.schema_id), registered.schema_id, self._validator)
+        schema_id = yield from register_or_lookup(subject, self._schema, self._auto_register, self._normalize)
+        return _WritePlan(wire.prefix(schema_id), schema_id, self._validator)
 
     def _plan_for(self, schema_id: int, schema: Schema, ctx: SerializationContext | None) -> Plan[_WritePlan]:
         """The plan writing with registered schema ``schema_id`` (latest version, or ``use_schema_id``)."""

@@ -34,7 +34,7 @@ from serdes.base import (
     get_schema,
     load_references,
     lookup,
-    register_full,
+    register_or_lookup,
     register_references,
     run_plan,
     run_plan_async,
@@ -165,9 +165,7 @@ class _ProtoWriter:
                 self._local_refs, lambda name: self._ref_subject(ctx, self._files[name]), self._auto_register,
                 self._normalize)
             schema = Schema(_b64(self._desc.file), "PROTOBUF", tuple(done[n] for n in self._main_uses))
-            registered = yield from (register_full(subject, schema, self._normalize) if self._auto_register
-                                     else lookup(subject, schema, self._normalize))
-            schema_id = registered.schema_id
+            schema_id = yield from register_or_lookup(subject, schema, self._auto_register, self._normalize)
         return wire.prefix(schema_id) + self._indexes
 
     def _write(self, message: Message, head: bytes, ctx: SerializationContext | None) -> bytes:

@@ -112,6 +112,7 @@ class RegistryApi:
         self.preferred = 0  # index of the URL that answered last
         # Answers that never change are kept until evicted; "latest" answers for latest_ttl seconds.
         self._by_id: LruCache[tuple[int, str | None], Schema] = LruCache(cache_capacity)
+        self._registered_ids: LruCache[tuple[str, Schema, bool], int] = LruCache(cache_capacity)
         self._registrations: LruCache[tuple[str, Schema, bool], RegisteredSchema] = LruCache(cache_capacity)
         self._lookups: LruCache[tuple[str, Schema, bool, bool], RegisteredSchema] = LruCache(cache_capacity)
         self._versions: LruCache[tuple[str, int, str | None], RegisteredSchema] = LruCache(cache_capacity)
@@ -159,24 +160,32 @@ class RegistryApi:
 
     def register(self, subject: str, schema: Schema, normalize: bool = False) -> Call[int]:
         """Register ``schema`` under ``subject`` (or find it there); returns its global id. Cached."""
-        registered = yield from self.register_full(subject, schema, normalize)
-        return registered.schema_id
-
-    def register_full(self, subject: str, schema: Schema, normalize: bool = False) -> Call[RegisteredSchema]:
-        """Register and return id and version. The version comes from a lookup when the server omits it."""
         key = (subject, schema, normalize)
-        hit = self._registrations.get(key)
+        hit = self._registered_ids.get(key)
         if hit is not None:
             return hit
         body = yield from self.exchange("POST", f"/subjects/{_seg(subject)}/versions", schema.to_json(),
                                         {"normalize": normalize})
         schema_id = int(body["id"])
-        version = body.get("version")
-        if version is None:
-            version = (yield from self.lookup(subject, schema, normalize)).version
-        registered = RegisteredSchema(schema_id, schema, subject, int(version), body.get("guid"))
         self._by_id.setdefault((schema_id, None), schema)
-        return self._registrations.put(key, registered)
+        if body.get("version") is not None:
+            self._registrations.put(key, RegisteredSchema(schema_id, schema, subject, int(body["version"]),
+                                                          body.get("guid")))
+        return self._registered_ids.put(key, schema_id)
+
+    def register_full(self, subject: str, schema: Schema, normalize: bool = False) -> Call[RegisteredSchema]:
+        """Register and return id and version. The version comes from a lookup when the server omits it (as
+        Confluent 7.x does)."""
+        key = (subject, schema, normalize)
+        hit = self._registrations.get(key)
+        if hit is not None:
+            return hit
+        schema_id = yield from self.register(subject, schema, normalize)
+        hit = self._registrations.get(key)
+        if hit is not None:
+            return hit
+        found = yield from self.lookup(subject, schema, normalize)
+        return self._registrations.put(key, RegisteredSchema(schema_id, schema, subject, found.version, found.guid))
 
     def lookup(self, subject: str, schema: Schema, normalize: bool = False,
                deleted: bool = False) -> Call[RegisteredSchema]:
@@ -265,7 +274,8 @@ class RegistryApi:
 
     def forget(self, subject: str) -> None:
         """Drop every cached answer about ``subject`` (after a delete)."""
-        for cache in (self._registrations, self._lookups, self._versions, self._latest, self._latest_meta):
+        for cache in (self._registered_ids, self._registrations, self._lookups, self._versions, self._latest,
+                      self._latest_meta):
             cache.discard_where(lambda key: key[0] == subject)
 
     # -- config and compatibility -------------------------------------------------------------------

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 
 import pytest
-from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer as CkProtobufDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer as CkProtobufSerializer
 from google.protobuf import descriptor_pb2
@@ -28,11 +27,6 @@ CK_TOPIC = {"subject.name.strategy.type": "TOPIC"}
 @pytest.fixture(autouse=True)
 def _needs_protobuf(require_type) -> None:
     require_type("PROTOBUF")
-
-
-@pytest.fixture
-def ck_client(registry_url: str) -> SchemaRegistryClient:
-    return SchemaRegistryClient({"url": registry_url})
 
 
 def make_order(pb):
