@@ -30,18 +30,17 @@ from serdes.async_client import AsyncRegistryClient
 from serdes.avro_codegen import compile_reader, compile_writer
 from serdes.avro_references import local_references
 from serdes.base import (
+    AsyncReader,
+    AsyncWriter,
     LatestSchema,
-    Plan,
+    Reader,
     SubjectPlans,
+    SyncReader,
+    SyncWriter,
+    Writer,
+    WriterSchema,
     cache_capacity,
     check_client,
-    get_schema,
-    load_references,
-    lookup,
-    register_or_lookup,
-    register_references,
-    run_plan,
-    run_plan_async,
     topic_of,
     writer_schema,
 )
@@ -49,6 +48,7 @@ from serdes.caches import BoundedDict
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import RegisteredSchema, Schema
+from serdes.plans import Plan, load_references, register_or_lookup, register_references, run_plan
 from serdes.strategies import SubjectNameStrategy
 from serdes.typed_records import avro_decoder, avro_encoder, avro_named_schema, avro_schema, is_record_type
 
@@ -209,7 +209,7 @@ def _by_full_name(ctx: SerializationContext | None, name: str) -> str:
     return name
 
 
-class _AvroWriter:
+class _AvroWriter(Writer[_WritePlan]):
     """``(obj, ctx) -> bytes``: Avro with the Confluent frame.
 
     Args:
@@ -233,8 +233,6 @@ class _AvroWriter:
         to_dict: optional ``(obj, ctx) -> dict`` for objects that are neither dicts nor typed records.
     """
 
-    _is_async: bool
-
     def __init__(self, client: RegistryClient | AsyncRegistryClient, schema: Any = None, *,
                  strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
                  auto_register: bool | None = None, use_latest_version: bool = False,
@@ -242,20 +240,11 @@ class _AvroWriter:
                  normalize: bool = False, references: Sequence[Any] = (),
                  reference_subject_strategy: ReferenceSubjectStrategy = _by_full_name,
                  to_dict: Callable[[Any, SerializationContext | None], dict] | None = None) -> None:
-        self._latest = LatestSchema(use_latest_version, use_latest_with_metadata)
-        chosen = self._latest.enabled or use_schema_id is not None
-        if self._latest.enabled and use_schema_id is not None:
-            raise ValueError("use_schema_id and use_latest_version/use_latest_with_metadata exclude each other")
-        if schema is None and not chosen:
-            raise ValueError("an Avro serializer needs a schema (class, JSON text, dict or Schema) unless it "
-                             "writes a registered one (use_latest_version, use_latest_with_metadata, use_schema_id)")
-        if auto_register and chosen:
-            raise ValueError("auto_register and use_latest_version/use_latest_with_metadata/use_schema_id "
-                             "exclude each other")
         check_client(client, self._is_async, self)
+        self._choice = WriterSchema(self, "AVRO", schema is not None, auto_register, use_latest_version,
+                                    use_latest_with_metadata, use_schema_id)
         self._client = client
-        self._use_schema_id = use_schema_id
-        self._auto_register = (not chosen) if auto_register is None else auto_register
+        self._auto_register = self._choice.auto_register
         self._normalize = normalize
         self._schema: Schema | None = None
         self._cls: type | None = None
@@ -280,7 +269,7 @@ class _AvroWriter:
             self._encode = dict  # placeholder: marks "convert non-dicts"; _to_dict does the work
         capacity = cache_capacity(client)
         self._plans: SubjectPlans[_WritePlan] = SubjectPlans(strategy, subject, record_name, capacity,
-                                                             cache=not self._latest.enabled)
+                                                             cache=not self._choice.latest.enabled)
         self._plans_by_id: BoundedDict[int, _WritePlan] = BoundedDict(capacity)  # registered schemas written
 
     @property
@@ -297,11 +286,10 @@ class _AvroWriter:
             self._writer = _writer(*parse_avro(self._schema, [*refs.values(), *local]))
         return self._writer
 
-    def _build(self, subject: str, ctx: SerializationContext | None) -> Plan[_WritePlan]:
-        if self._use_schema_id is not None:
-            schema = yield from get_schema(self._use_schema_id, subject)
-            yield from lookup(subject, schema, False, True)  # as confluent-kafka: the id must be in the subject
-            return (yield from self._plan_for(self._use_schema_id, schema, ctx))
+    def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[_WritePlan]:
+        if self._choice.chosen:
+            schema_id, schema = yield from self._choice.fetch(subject, ctx)
+            return (yield from self._plan_for(schema_id, schema, ctx))
         assert self._schema is not None
         writer = yield from self._own_writer()
         schema = self._schema
@@ -317,9 +305,6 @@ class _AvroWriter:
         """The plan writing with registered schema ``schema_id`` (latest version, or ``use_schema_id``)."""
         plan = self._plans_by_id.get(schema_id)
         if plan is None:
-            if schema.schema_type != "AVRO":
-                raise SerializationError(f"schema {schema_id} is {schema.schema_type}, not AVRO", topic=topic_of(ctx),
-                                         schema_id=schema_id)
             try:
                 parsed, named = yield from load_avro(schema)
             except (ValueError, RegistryError) as e:
@@ -327,12 +312,6 @@ class _AvroWriter:
                                          schema_id=schema_id) from e
             plan = self._plans_by_id.put(schema_id, _write_plan(schema_id, _writer(parsed, named)))
         return plan
-
-    def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[_WritePlan]:
-        if self._latest.enabled:  # asked every call; the client caches it for its latest_ttl
-            registered = yield from self._latest.fetch(subject)
-            return (yield from self._plan_for(registered.schema_id, registered.schema, ctx))
-        return (yield from self._build(subject, ctx))
 
     # -- one record ----------------------------------------------------------------------------------
 
@@ -373,41 +352,16 @@ class _AvroWriter:
                                   schema_id=plan.schema_id)
 
 
-class AvroSerializer(_AvroWriter):
+class AvroSerializer(_AvroWriter, SyncWriter[_WritePlan]):
     __doc__ = _AvroWriter.__doc__
-    _is_async = False
-
-    def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
-        if obj is None:
-            return None
-        plans = self._plans
-        plan = plans.single
-        if plan is None:
-            plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
-            if plan is None:
-                plan = plans.get(self._client, ctx, self._resolve)
-        return self._write(obj, plan, ctx)
 
 
-class AsyncAvroSerializer(_AvroWriter):
+class AsyncAvroSerializer(_AvroWriter, AsyncWriter[_WritePlan]):
     """``await serializer(obj, ctx) -> bytes``: ``AvroSerializer`` with an ``AsyncRegistryClient`` (same
     arguments, same bytes). Registry calls happen on first use of a subject; later calls do no I/O."""
 
-    _is_async = True
 
-    async def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
-        if obj is None:
-            return None
-        plans = self._plans
-        plan = plans.single
-        if plan is None:
-            plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
-            if plan is None:
-                plan = await plans.aget(self._client, ctx, self._resolve)
-        return self._write(obj, plan, ctx)
-
-
-class _AvroReader:
+class _AvroReader(Reader[_ReadPlan]):
     """``(bytes, ctx) -> dict | typed record``: reads Confluent-framed Avro.
 
     Args:
@@ -421,8 +375,6 @@ class _AvroReader:
         strategy / subject: how to name the subject, only used with ``use_latest_*``.
         from_dict: optional ``(dict, ctx) -> obj`` applied to every record read.
     """
-
-    _is_async: bool
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient, reader: Any = None, *,
                  use_latest_version: bool = False,
@@ -486,24 +438,6 @@ class _AvroReader:
                                      offset=bio.tell(), schema_id=schema_id)
         return record
 
-    def _resolve(self, data: bytes, ctx: SerializationContext | None) -> Plan[_ReadPlan]:
-        """The plan for this frame: cached by its header, or by (header, reader id) when following the latest
-        version of a subject (asked of the client every call: it caches for its latest_ttl)."""
-        key: Any = data[:_PREFIX]
-        latest = None
-        if self._follows_latest:
-            subject = self._subjects.subject_for(ctx)
-            try:
-                latest = yield from self._latest.fetch(subject)
-            except RegistryError as e:
-                raise SerializationError(f"cannot get the reader schema (latest of subject {subject!r}): {e}",
-                                         topic=topic_of(ctx)) from e
-            key = (key, latest.schema_id)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans.put(key, (yield from self._plan(data, ctx, latest)))
-        return plan
-
     def _plan(self, data: bytes, ctx: SerializationContext | None, latest: RegisteredSchema | None) -> Plan[_ReadPlan]:
         topic = topic_of(ctx)
         schema_id = wire.read_schema_id(data, topic)
@@ -540,33 +474,10 @@ class _AvroReader:
                          fast)
 
 
-class AvroDeserializer(_AvroReader):
+class AvroDeserializer(_AvroReader, SyncReader[_ReadPlan]):
     __doc__ = _AvroReader.__doc__
-    _is_async = False
-
-    def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
-        if data is None:
-            return None
-        if type(data) is not bytes:
-            data = bytes(data)
-        plan = None if self._follows_latest else self._plans.get(data[:_PREFIX])
-        if plan is None:
-            plan = run_plan(self._client, self._resolve(data, ctx))
-        return self._read(data, ctx, plan)
 
 
-class AsyncAvroDeserializer(_AvroReader):
+class AsyncAvroDeserializer(_AvroReader, AsyncReader[_ReadPlan]):
     """``await deserializer(data, ctx)``: ``AvroDeserializer`` with an ``AsyncRegistryClient`` (same arguments,
     same results). Registry calls happen for a schema id not seen before; later calls do no I/O."""
-
-    _is_async = True
-
-    async def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
-        if data is None:
-            return None
-        if type(data) is not bytes:
-            data = bytes(data)
-        plan = None if self._follows_latest else self._plans.get(data[:_PREFIX])
-        if plan is None:
-            plan = await run_plan_async(self._client, self._resolve(data, ctx))
-        return self._read(data, ctx, plan)

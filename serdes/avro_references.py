@@ -11,8 +11,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from serdes.base import LocalReference
 from serdes.models import Schema
+from serdes.plans import LocalReference
 
 __all__ = ["local_references", "named_type"]
 

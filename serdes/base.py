@@ -1,30 +1,23 @@
-"""What every serializer/deserializer shares, sync or async: registry calls as plan steps, subject naming, the
-per-subject plan cache, references, error wording.
-
-A *plan* is everything resolved once for a subject or a writer schema id (id, frame header, parsed schema, generated
-encoder...). Plans are built by generators (``Plan[T]``) that do no I/O: they yield ``ClientCall``s — the name and
-arguments of a registry-client method — and are sent back its result (or have its exception thrown in). The sync
-serializers run them with ``run_plan`` (calling the ``RegistryClient``), the async ones with ``run_plan_async``
-(awaiting the ``AsyncRegistryClient``), so plan building is written once. Because a ``ClientCall`` names a public
-client method, any object with those methods can stand in for the client.
+"""What every serializer/deserializer shares, sync or async: subject naming and the per-subject plan cache, which
+registered schema a serializer writes with, the per-record call paths (``SyncWriter`` / ``AsyncWriter``,
+``SyncReader`` / ``AsyncReader``), error wording. How plans reach the registry: ``serdes.plans``.
 """
 
 from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from confluent_kafka.serialization import SerializationContext
 
 from serdes.caches import DEFAULT_CAPACITY, BoundedDict
 from serdes.errors import RegistryError, SerializationError
-from serdes.models import RegisteredSchema, Schema, SchemaReference
+from serdes.models import RegisteredSchema, Schema
+from serdes.plans import ClientCall, Plan, get_schema, lookup, run_plan, run_plan_async
 from serdes.strategies import SubjectNameStrategy, resolve_strategy
 
-T = TypeVar("T")
 P = TypeVar("P")
 
 
@@ -35,124 +28,6 @@ def topic_of(ctx: SerializationContext | None) -> str | None:
 def cache_capacity(client: Any) -> int:
     """The client's ``cache_capacity`` (bounds the plan caches too)."""
     return int(getattr(client, "cache_capacity", DEFAULT_CAPACITY))
-
-
-# -- registry calls as plan steps ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ClientCall:
-    """Plan step: call the registry client's method ``method`` with ``args``."""
-
-    method: str
-    args: tuple[Any, ...]
-
-
-Plan = Generator[ClientCall, Any, T]
-
-
-def get_schema(schema_id: int, subject: str | None = None, fmt: str | None = None) -> Plan[Schema]:
-    return (yield ClientCall("get_schema", (schema_id, subject, fmt)))
-
-
-def get_version(subject: str, version: int, fmt: str | None = None) -> Plan[RegisteredSchema]:
-    return (yield ClientCall("get_version", (subject, version, fmt)))
-
-
-def register(subject: str, schema: Schema, normalize: bool) -> Plan[int]:
-    return (yield ClientCall("register", (subject, schema, normalize)))
-
-
-def register_full(subject: str, schema: Schema, normalize: bool) -> Plan[RegisteredSchema]:
-    return (yield ClientCall("register_full", (subject, schema, normalize)))
-
-
-def lookup(subject: str, schema: Schema, normalize: bool, deleted: bool = False) -> Plan[RegisteredSchema]:
-    return (yield ClientCall("lookup", (subject, schema, normalize, deleted)))
-
-
-def register_or_lookup(subject: str, schema: Schema, auto_register: bool, normalize: bool) -> Plan[int]:
-    """The id of ``schema`` in ``subject``: registered there on first use, or (without ``auto_register``) found
-    there (40401/40403 when it is not)."""
-    if auto_register:
-        return (yield from register(subject, schema, normalize))
-    return (yield from lookup(subject, schema, normalize)).schema_id
-
-
-def run_plan(client: Any, plan: Plan[T]) -> T:
-    """Build ``plan`` calling the sync ``client``."""
-    value: Any = None
-    error: Exception | None = None
-    while True:
-        try:
-            call = plan.send(value) if error is None else plan.throw(error)
-        except StopIteration as done:
-            return done.value
-        try:
-            value, error = getattr(client, call.method)(*call.args), None
-        except Exception as e:
-            value, error = None, e
-
-
-async def run_plan_async(client: Any, plan: Plan[T]) -> T:
-    """Build ``plan`` awaiting the async ``client``."""
-    value: Any = None
-    error: Exception | None = None
-    while True:
-        try:
-            call = plan.send(value) if error is None else plan.throw(error)
-        except StopIteration as done:
-            return done.value
-        try:
-            value, error = await getattr(client, call.method)(*call.args), None
-        except Exception as e:
-            value, error = None, e
-
-
-# -- references ------------------------------------------------------------------------------------------------
-
-
-def load_references(schema: Schema, fmt: str | None = None) -> Plan[dict[str, Schema]]:
-    """Every schema that ``schema`` references, transitively, by reference name, dependencies first."""
-    out: dict[str, Schema] = {}
-    yield from _load_into(schema, fmt, out, set())
-    return out
-
-
-def _load_into(schema: Schema, fmt: str | None, out: dict[str, Schema], seen: set[str]) -> Plan[None]:
-    for ref in schema.references:
-        if ref.name in seen:
-            continue
-        seen.add(ref.name)
-        target = (yield from get_version(ref.subject, ref.version, fmt)).schema
-        yield from _load_into(target, fmt, out, seen)
-        out[ref.name] = target
-
-
-@dataclass(frozen=True)
-class LocalReference:
-    """A schema the serializer registers before the schema that uses it (an imported .proto file, an Avro named
-    type): its reference ``name``, its ``schema`` (without references) and the names of the other local
-    references it uses itself."""
-
-    name: str
-    schema: Schema
-    uses: tuple[str, ...] = ()
-
-
-def register_references(local: Sequence[LocalReference], subject_for: Callable[[str], str], auto_register: bool,
-                        normalize: bool) -> Plan[dict[str, SchemaReference]]:
-    """Register (or, without ``auto_register``, look up) each local reference under ``subject_for(name)``,
-    dependencies first (``local`` is in that order), each with references to those it uses; returns the
-    ``SchemaReference`` of each by name."""
-    done: dict[str, SchemaReference] = {}
-    for ref in local:
-        schema = Schema(ref.schema.schema_str, ref.schema.schema_type, tuple(done[u] for u in ref.uses))
-        subject = subject_for(ref.name)
-        registered = yield from (register_full(subject, schema, normalize) if auto_register
-                                 else lookup(subject, schema, normalize))
-        done[ref.name] = SchemaReference(ref.name, subject, registered.version)
-    return done
 
 
 # -- subjects and plans ----------------------------------------------------------------------------------------
@@ -271,6 +146,46 @@ class LatestSchema:
         return (yield ClientCall("get_latest_version", (subject,)))
 
 
+class WriterSchema:
+    """Which registered schema a serializer writes with instead of its own, if any: the subject's latest version
+    (``use_latest_version``), its newest version with some metadata properties (``use_latest_with_metadata``), or
+    a fixed id (``use_schema_id``). Checks the options once; ``auto_register`` is what they leave of it."""
+
+    def __init__(self, owner: object, schema_type: str, has_schema: bool, auto_register: bool | None,
+                 use_latest_version: bool, use_latest_with_metadata: dict[str, str] | None,
+                 use_schema_id: int | None) -> None:
+        self.schema_type = schema_type
+        self.latest = LatestSchema(use_latest_version, use_latest_with_metadata)
+        self.schema_id = use_schema_id
+        self.chosen = self.latest.enabled or use_schema_id is not None
+        name = type(owner).__name__
+        if self.latest.enabled and use_schema_id is not None:
+            raise ValueError("use_schema_id and use_latest_version/use_latest_with_metadata exclude each other")
+        if not has_schema and not self.chosen:
+            raise ValueError(f"{name} needs a schema unless it writes a registered one (use_latest_version, "
+                             f"use_latest_with_metadata or use_schema_id)")
+        if auto_register and self.chosen:
+            raise ValueError("auto_register and use_latest_version/use_latest_with_metadata/use_schema_id "
+                             "exclude each other")
+        self.auto_register = (not self.chosen) if auto_register is None else auto_register
+
+    def fetch(self, subject: str, ctx: SerializationContext | None) -> Plan[tuple[int, Schema]]:
+        """(id, schema) to write with (only when ``chosen``). The latest is asked every call: the client caches it
+        for its latest_ttl."""
+        if self.latest.enabled:
+            registered = yield from self.latest.fetch(subject)
+            schema_id, schema = registered.schema_id, registered.schema
+        else:
+            assert self.schema_id is not None
+            schema_id = self.schema_id
+            schema = yield from get_schema(schema_id, subject)
+            yield from lookup(subject, schema, False, True)  # as confluent-kafka: the id must be in the subject
+        if schema.schema_type != self.schema_type:
+            raise SerializationError(f"schema {schema_id} is {schema.schema_type}, not {self.schema_type}",
+                                     topic=topic_of(ctx), schema_id=schema_id)
+        return schema_id, schema
+
+
 def check_client(client: Any, is_async: bool, owner: object) -> None:
     """A sync serde needs a sync client and an async one an async client: say so at construction."""
     get = getattr(client, "get_schema", None)
@@ -279,3 +194,119 @@ def check_client(client: Any, is_async: bool, owner: object) -> None:
     if inspect.iscoroutinefunction(get) != is_async:
         wanted = "an AsyncRegistryClient" if is_async else "a RegistryClient (not an async one)"
         raise TypeError(f"{type(owner).__name__} needs {wanted}, not {type(client).__name__}")
+
+
+# -- the per-record call paths -------------------------------------------------------------------------------
+
+
+class Writer(Generic[P]):
+    """A serializer: plans per subject (``_plans``, built by ``_resolve(subject, ctx)``), and ``_write(obj, plan,
+    ctx)`` for one record. ``SyncWriter`` / ``AsyncWriter`` add the call path."""
+
+    _is_async: bool
+    _client: Any
+    _plans: SubjectPlans[P]
+
+    def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[P]:
+        raise NotImplementedError
+
+    def _write(self, obj: Any, plan: P, ctx: SerializationContext | None) -> bytes:
+        raise NotImplementedError
+
+
+class SyncWriter(Writer[P]):
+    _is_async = False
+
+    def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
+        if obj is None:
+            return None
+        plans = self._plans
+        plan = plans.single
+        if plan is None:
+            plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
+            if plan is None:
+                plan = plans.get(self._client, ctx, self._resolve)
+        return self._write(obj, plan, ctx)
+
+
+class AsyncWriter(Writer[P]):
+    _is_async = True
+
+    async def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
+        if obj is None:
+            return None
+        plans = self._plans
+        plan = plans.single
+        if plan is None:
+            plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
+            if plan is None:
+                plan = await plans.aget(self._client, ctx, self._resolve)
+        return self._write(obj, plan, ctx)
+
+
+class Reader(Generic[P]):
+    """A deserializer: plans keyed by the first ``_key_size`` bytes of the frame (``_plans``, built by
+    ``_resolve(data, ctx)``), and ``_read(data, ctx, plan)`` for one payload. ``SyncReader`` / ``AsyncReader`` add
+    the call path.
+
+    The default ``_resolve`` serves readers whose plan depends on the writer schema id and, with ``use_latest_*``,
+    on the reader schema: ``_plan(data, ctx, latest)`` builds one, cached by header or by (header, reader id).
+    """
+
+    _is_async: bool
+    _client: Any
+    _plans: BoundedDict[Any, P]
+    _key_size = 5  # magic byte + schema id
+    _follows_latest = False  # True: ask the latest reader schema every call (no plan lookup by header alone)
+    _latest: LatestSchema
+    _subjects: SubjectPlans[None]
+
+    def _read(self, data: bytes, ctx: SerializationContext | None, plan: P) -> Any:
+        raise NotImplementedError
+
+    def _plan(self, data: bytes, ctx: SerializationContext | None, latest: RegisteredSchema | None) -> Plan[P]:
+        raise NotImplementedError
+
+    def _resolve(self, data: bytes, ctx: SerializationContext | None) -> Plan[P]:
+        key: Any = data[:self._key_size]
+        latest = None
+        if self._follows_latest:
+            subject = self._subjects.subject_for(ctx)
+            try:
+                latest = yield from self._latest.fetch(subject)
+            except RegistryError as e:
+                raise SerializationError(f"cannot get the reader schema (latest of subject {subject!r}): {e}",
+                                         topic=topic_of(ctx)) from e
+            key = (key, latest.schema_id)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans.put(key, (yield from self._plan(data, ctx, latest)))
+        return plan
+
+
+class SyncReader(Reader[P]):
+    _is_async = False
+
+    def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
+        if data is None:
+            return None
+        if type(data) is not bytes:
+            data = bytes(data)
+        plan = None if self._follows_latest else self._plans.get(data[:self._key_size])
+        if plan is None:
+            plan = run_plan(self._client, self._resolve(data, ctx))
+        return self._read(data, ctx, plan)
+
+
+class AsyncReader(Reader[P]):
+    _is_async = True
+
+    async def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
+        if data is None:
+            return None
+        if type(data) is not bytes:
+            data = bytes(data)
+        plan = None if self._follows_latest else self._plans.get(data[:self._key_size])
+        if plan is None:
+            plan = await run_plan_async(self._client, self._resolve(data, ctx))
+        return self._read(data, ctx, plan)

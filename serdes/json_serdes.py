@@ -24,17 +24,17 @@ from referencing.jsonschema import DRAFT7
 from serdes import wire
 from serdes.async_client import AsyncRegistryClient
 from serdes.base import (
+    AsyncReader,
+    AsyncWriter,
     LatestSchema,
-    Plan,
+    Reader,
     SubjectPlans,
+    SyncReader,
+    SyncWriter,
+    Writer,
+    WriterSchema,
     cache_capacity,
     check_client,
-    get_schema,
-    load_references,
-    lookup,
-    register_or_lookup,
-    run_plan,
-    run_plan_async,
     topic_of,
     writer_schema,
 )
@@ -42,6 +42,7 @@ from serdes.caches import BoundedDict
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import RegisteredSchema, Schema
+from serdes.plans import Plan, load_references, register_or_lookup
 from serdes.strategies import SubjectNameStrategy
 from serdes.typed_records import is_record_type, json_decoder, json_encoder, json_schema
 
@@ -148,7 +149,7 @@ class _ReadPlan:
     schema_id: int
 
 
-class _JsonWriter:
+class _JsonWriter(Writer[_WritePlan]):
     """``(obj, ctx) -> bytes``: JSON with the Confluent frame.
 
     ``schema`` is a dataclass/pydantic class (objects of it are written), or a JSON Schema as text, dict or
@@ -157,8 +158,6 @@ class _JsonWriter:
     (default True): check each record against the schema before writing.
     """
 
-    _is_async: bool
-
     def __init__(self, client: RegistryClient | AsyncRegistryClient, schema: Any = None, *,
                  strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
                  auto_register: bool | None = None, use_latest_version: bool = False,
@@ -166,19 +165,10 @@ class _JsonWriter:
                  normalize: bool = False, validate: bool = True,
                  to_dict: Callable[[Any, SerializationContext | None], Any] | None = None) -> None:
         check_client(client, self._is_async, self)
-        self._latest = LatestSchema(use_latest_version, use_latest_with_metadata)
-        chosen = self._latest.enabled or use_schema_id is not None
-        if self._latest.enabled and use_schema_id is not None:
-            raise ValueError("use_schema_id and use_latest_version/use_latest_with_metadata exclude each other")
-        if schema is None and not chosen:
-            raise ValueError("a JSON Schema serializer needs a schema unless it writes a registered one "
-                             "(use_latest_version, use_latest_with_metadata, use_schema_id)")
-        if auto_register and chosen:
-            raise ValueError("auto_register and use_latest_version/use_latest_with_metadata/use_schema_id "
-                             "exclude each other")
+        self._choice = WriterSchema(self, "JSON", schema is not None, auto_register, use_latest_version,
+                                    use_latest_with_metadata, use_schema_id)
         self._client = client
-        self._use_schema_id = use_schema_id
-        self._auto_register = (not chosen) if auto_register is None else auto_register
+        self._auto_register = self._choice.auto_register
         self._normalize = normalize
         self._validate = validate
         self._schema: Schema | None = None
@@ -195,7 +185,7 @@ class _JsonWriter:
         self._user_to_dict = to_dict
         capacity = cache_capacity(client)
         self._plans: SubjectPlans[_WritePlan] = SubjectPlans(strategy, subject, record_name, capacity,
-                                                             cache=not self._latest.enabled)
+                                                             cache=not self._choice.latest.enabled)
         self._plans_by_id: BoundedDict[int, _WritePlan] = BoundedDict(capacity)
 
     @property
@@ -203,13 +193,9 @@ class _JsonWriter:
         return self._schema
 
     def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[_WritePlan]:
-        if self._latest.enabled:  # asked every call; the client caches it for its latest_ttl
-            registered = yield from self._latest.fetch(subject)
-            return (yield from self._plan_for(registered.schema_id, registered.schema, ctx))
-        if self._use_schema_id is not None:
-            schema = yield from get_schema(self._use_schema_id, subject)
-            yield from lookup(subject, schema, False, True)  # as confluent-kafka: the id must be in the subject
-            return (yield from self._plan_for(self._use_schema_id, schema, ctx))
+        if self._choice.chosen:
+            schema_id, schema = yield from self._choice.fetch(subject, ctx)
+            return (yield from self._plan_for(schema_id, schema, ctx))
         assert self._schema is not None
         if self._validate and self._validator is None:
             self._validator = yield from load_validator(self._schema)
@@ -220,9 +206,6 @@ class _JsonWriter:
         """The plan writing with registered schema ``schema_id`` (latest version, or ``use_schema_id``)."""
         plan = self._plans_by_id.get(schema_id)
         if plan is None:
-            if schema.schema_type != "JSON":
-                raise SerializationError(f"schema {schema_id} is {schema.schema_type}, not JSON", topic=topic_of(ctx),
-                                         schema_id=schema_id)
             try:
                 validator = (yield from load_validator(schema)) if self._validate else None
             except (ValueError, RegistryError) as e:
@@ -249,40 +232,15 @@ class _JsonWriter:
         return plan.prefix + body
 
 
-class JsonSchemaSerializer(_JsonWriter):
+class JsonSchemaSerializer(_JsonWriter, SyncWriter[_WritePlan]):
     __doc__ = _JsonWriter.__doc__
-    _is_async = False
-
-    def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
-        if obj is None:
-            return None
-        plans = self._plans
-        plan = plans.single
-        if plan is None:
-            plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None and plans.per_topic else None
-            if plan is None:
-                plan = plans.get(self._client, ctx, self._resolve)
-        return self._write(obj, plan, ctx)
 
 
-class AsyncJsonSchemaSerializer(_JsonWriter):
+class AsyncJsonSchemaSerializer(_JsonWriter, AsyncWriter[_WritePlan]):
     """``await serializer(obj, ctx) -> bytes``: ``JsonSchemaSerializer`` with an ``AsyncRegistryClient``."""
 
-    _is_async = True
 
-    async def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
-        if obj is None:
-            return None
-        plans = self._plans
-        plan = plans.single
-        if plan is None:
-            plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None and plans.per_topic else None
-            if plan is None:
-                plan = await plans.aget(self._client, ctx, self._resolve)
-        return self._write(obj, plan, ctx)
-
-
-class _JsonReader:
+class _JsonReader(Reader[_ReadPlan]):
     """``(bytes, ctx) -> value``: reads Confluent-framed JSON.
 
     ``reader``: None (plain JSON values), a dataclass/pydantic class (instances are built) or a JSON Schema
@@ -290,8 +248,6 @@ class _JsonReader:
     writer's when there is none. ``use_latest_version`` / ``use_latest_with_metadata`` take the subject's latest
     version (with those metadata properties) as reader schema.
     """
-
-    _is_async: bool
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient, reader: Any = None, *, validate: bool = True,
                  use_latest_version: bool = False, use_latest_with_metadata: dict[str, str] | None = None,
@@ -336,24 +292,6 @@ class _JsonReader:
             value = self._from_dict(value, ctx)
         return value
 
-    def _resolve(self, data: bytes, ctx: SerializationContext | None) -> Plan[_ReadPlan]:
-        """The plan for this frame: cached by its header, or by (header, reader id) when following the latest
-        version of a subject."""
-        key: Any = data[:_PREFIX]
-        latest = None
-        if self._follows_latest:
-            subject = self._subjects.subject_for(ctx)
-            try:
-                latest = yield from self._latest.fetch(subject)
-            except RegistryError as e:
-                raise SerializationError(f"cannot get the reader schema (latest of subject {subject!r}): {e}",
-                                         topic=topic_of(ctx)) from e
-            key = (key, latest.schema_id)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans.put(key, (yield from self._plan(data, ctx, latest)))
-        return plan
-
     def _plan(self, data: bytes, ctx: SerializationContext | None, latest: RegisteredSchema | None) -> Plan[_ReadPlan]:
         topic = topic_of(ctx)
         schema_id = wire.read_schema_id(data, topic)
@@ -378,32 +316,9 @@ class _JsonReader:
         return _ReadPlan(validator, schema_id)
 
 
-class JsonSchemaDeserializer(_JsonReader):
+class JsonSchemaDeserializer(_JsonReader, SyncReader[_ReadPlan]):
     __doc__ = _JsonReader.__doc__
-    _is_async = False
-
-    def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
-        if data is None:
-            return None
-        if type(data) is not bytes:
-            data = bytes(data)
-        plan = None if self._follows_latest else self._plans.get(data[:_PREFIX])
-        if plan is None:
-            plan = run_plan(self._client, self._resolve(data, ctx))
-        return self._read(data, ctx, plan)
 
 
-class AsyncJsonSchemaDeserializer(_JsonReader):
+class AsyncJsonSchemaDeserializer(_JsonReader, AsyncReader[_ReadPlan]):
     """``await deserializer(data, ctx)``: ``JsonSchemaDeserializer`` with an ``AsyncRegistryClient``."""
-
-    _is_async = True
-
-    async def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
-        if data is None:
-            return None
-        if type(data) is not bytes:
-            data = bytes(data)
-        plan = None if self._follows_latest else self._plans.get(data[:_PREFIX])
-        if plan is None:
-            plan = await run_plan_async(self._client, self._resolve(data, ctx))
-        return self._read(data, ctx, plan)

@@ -25,19 +25,16 @@ from google.protobuf.message_factory import GetMessageClass
 from serdes import wire
 from serdes.async_client import AsyncRegistryClient
 from serdes.base import (
-    LatestSchema,
-    LocalReference,
-    Plan,
+    AsyncReader,
+    AsyncWriter,
+    Reader,
     SubjectPlans,
+    SyncReader,
+    SyncWriter,
+    Writer,
+    WriterSchema,
     cache_capacity,
     check_client,
-    get_schema,
-    load_references,
-    lookup,
-    register_or_lookup,
-    register_references,
-    run_plan,
-    run_plan_async,
     topic_of,
     writer_schema,
 )
@@ -45,6 +42,7 @@ from serdes.caches import BoundedDict
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import Schema
+from serdes.plans import LocalReference, Plan, load_references, register_or_lookup, register_references, run_plan
 from serdes.strategies import SubjectNameStrategy
 
 __all__ = ["AsyncProtobufDeserializer", "AsyncProtobufSerializer", "ProtobufDeserializer", "ProtobufSerializer",
@@ -109,7 +107,7 @@ def _local_references(fd: FileDescriptor, skip_known: bool) -> tuple[list[LocalR
     return order, registered(fd.dependencies), files
 
 
-class _ProtoWriter:
+class _ProtoWriter(Writer[bytes]):
     """``(message, ctx) -> bytes`` for one generated message class.
 
     Arguments as for ``AvroSerializer`` (``use_latest_version``, ``use_latest_with_metadata``, ``use_schema_id``
@@ -117,8 +115,6 @@ class _ProtoWriter:
     ``reference_subject_strategy(ctx, file_descriptor) -> subject`` names imported files (default: the import
     path).
     """
-
-    _is_async: bool
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient, message_type: type[Message], *,
                  strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
@@ -130,36 +126,24 @@ class _ProtoWriter:
         check_client(client, self._is_async, self)
         if not is_message_class(message_type):
             raise TypeError(f"{type(self).__name__} needs a generated message class, not {message_type!r}")
-        self._latest = LatestSchema(use_latest_version, use_latest_with_metadata)
-        chosen = self._latest.enabled or use_schema_id is not None
-        if self._latest.enabled and use_schema_id is not None:
-            raise ValueError("use_schema_id and use_latest_version/use_latest_with_metadata exclude each other")
-        if auto_register and chosen:
-            raise ValueError("auto_register and use_latest_version/use_latest_with_metadata/use_schema_id "
-                             "exclude each other")
+        self._choice = WriterSchema(self, "PROTOBUF", True, auto_register, use_latest_version,
+                                    use_latest_with_metadata, use_schema_id)
         self._client = client
+        self._auto_register = self._choice.auto_register
         self._cls = message_type
         self._desc = message_type.DESCRIPTOR
         self._indexes = wire.encode_message_indexes(message_indexes(self._desc))
-        self._use_schema_id = use_schema_id
-        self._auto_register = (not chosen) if auto_register is None else auto_register
         self._normalize = normalize
         self._local_refs, self._main_uses, self._files = _local_references(self._desc.file, skip_known_types)
         self._ref_subject = reference_subject_strategy
         # A plan here is the frame header alone: prefix + message indexes, to which the message bytes are appended.
         self._plans: SubjectPlans[bytes] = SubjectPlans(strategy, subject, self._desc.full_name,
-                                                        cache_capacity(client), cache=not self._latest.enabled)
+                                                        cache_capacity(client),
+                                                        cache=not self._choice.latest.enabled)
 
     def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[bytes]:
-        if self._latest.enabled:  # asked every call; the client caches it for its latest_ttl
-            schema_id = (yield from self._latest.fetch(subject)).schema_id
-        elif self._use_schema_id is not None:
-            schema = yield from get_schema(self._use_schema_id, subject)
-            if schema.schema_type != "PROTOBUF":
-                raise SerializationError(f"schema {self._use_schema_id} is {schema.schema_type}, not PROTOBUF",
-                                         topic=topic_of(ctx), schema_id=self._use_schema_id)
-            yield from lookup(subject, schema, False, True)  # as confluent-kafka: the id must be in the subject
-            schema_id = self._use_schema_id
+        if self._choice.chosen:
+            schema_id, _ = yield from self._choice.fetch(subject, ctx)
         else:
             done = yield from register_references(
                 self._local_refs, lambda name: self._ref_subject(ctx, self._files[name]), self._auto_register,
@@ -179,37 +163,12 @@ class _ProtoWriter:
                                      schema_id=wire.read_schema_id(head)) from e
 
 
-class ProtobufSerializer(_ProtoWriter):
+class ProtobufSerializer(_ProtoWriter, SyncWriter[bytes]):
     __doc__ = _ProtoWriter.__doc__
-    _is_async = False
-
-    def __call__(self, message: Message | None, ctx: SerializationContext | None = None) -> bytes | None:
-        if message is None:
-            return None
-        plans = self._plans
-        head = plans.single
-        if head is None:
-            head = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None and plans.per_topic else None
-            if head is None:
-                head = plans.get(self._client, ctx, self._resolve)
-        return self._write(message, head, ctx)
 
 
-class AsyncProtobufSerializer(_ProtoWriter):
+class AsyncProtobufSerializer(_ProtoWriter, AsyncWriter[bytes]):
     """``await serializer(message, ctx) -> bytes``: ``ProtobufSerializer`` with an ``AsyncRegistryClient``."""
-
-    _is_async = True
-
-    async def __call__(self, message: Message | None, ctx: SerializationContext | None = None) -> bytes | None:
-        if message is None:
-            return None
-        plans = self._plans
-        head = plans.single
-        if head is None:
-            head = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None and plans.per_topic else None
-            if head is None:
-                head = await plans.aget(self._client, ctx, self._resolve)
-        return self._write(message, head, ctx)
 
 
 class RegisteredProtoFile:
@@ -286,7 +245,7 @@ class _ReadPlan:
     schema_id: int
 
 
-class _ProtoReader:
+class _ProtoReader(Reader[_ReadPlan]):
     """``(bytes, ctx) -> message``.
 
     With ``message_type`` every payload is parsed as that class (Protobuf's own field-number evolution rules
@@ -294,7 +253,7 @@ class _ProtoReader:
     registry and returned.
     """
 
-    _is_async: bool
+    _key_size = 6  # the common single-zero index path makes the first 6 bytes identify the plan
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient,
                  message_type: type[Message] | None = None) -> None:
@@ -345,36 +304,12 @@ class _ProtoReader:
         return self._plans.put(data[:start], _ReadPlan(cls, start, schema_id))
 
 
-class ProtobufDeserializer(_ProtoReader):
+class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
     __doc__ = _ProtoReader.__doc__
-    _is_async = False
-
-    def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Message | None:
-        if data is None:
-            return None
-        if type(data) is not bytes:
-            data = bytes(data)
-        # Fast path: the common single-zero index path makes the first 6 bytes identify the plan.
-        plan = self._plans.get(data[:6])
-        if plan is None:
-            plan = run_plan(self._client, self._resolve(data, ctx))
-        return self._read(data, ctx, plan)
 
 
-class AsyncProtobufDeserializer(_ProtoReader):
+class AsyncProtobufDeserializer(_ProtoReader, AsyncReader[_ReadPlan]):
     """``await deserializer(data, ctx)``: ``ProtobufDeserializer`` with an ``AsyncRegistryClient``."""
-
-    _is_async = True
-
-    async def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Message | None:
-        if data is None:
-            return None
-        if type(data) is not bytes:
-            data = bytes(data)
-        plan = self._plans.get(data[:6])
-        if plan is None:
-            plan = await run_plan_async(self._client, self._resolve(data, ctx))
-        return self._read(data, ctx, plan)
 
 
 def _import_known(path: str) -> FileDescriptor:

@@ -131,17 +131,17 @@ def test_static_bearer_sends_the_same_headers_as_confluent_kafka(gateway) -> Non
 # -- OAuth 2 client credentials ----------------------------------------------------------------------------------
 
 
-def test_oauth_token_is_fetched_and_refreshed_before_it_expires(gateway, token_endpoint, topic: str) -> None:
-    tokens = token_endpoint(expires_in=1)  # refreshed after 0.8 s, at 80% of its life (confluent-kafka's rule)
+def test_oauth_token_is_fetched_and_refreshed_before_it_expires(gateway, token_endpoint) -> None:
+    tokens = token_endpoint(expires_in=2)  # due for refresh after 1.6 s, 80% of its life (confluent-kafka's rule)
     gw = gateway(lambda h: tokens.valid(h.get("Authorization")))
     with RegistryClient.from_config(oauth_conf(tokens.url, gw.url)) as c:
-        AvroSerializer(c, SCHEMA)({"n": 1}, SerializationContext(topic, MessageField.VALUE))
         c.get_subjects()
-        assert list(tokens.issued) == ["tok-1"]
-        time.sleep(0.85)  # tok-1 is still valid for 0.15 s, but due for refresh
+        c.get_subjects()
+        issued, expiry = tokens.issued["tok-1"]
+        time.sleep(max(0.0, issued + 1.65 - time.monotonic()))  # tok-1 is still valid for 0.35 s
         c.get_subjects()
     assert list(tokens.issued) == ["tok-1", "tok-2"]
-    assert tokens.issued["tok-2"][0] < tokens.issued["tok-1"][1]  # fetched while tok-1 was still valid
+    assert tokens.issued["tok-2"][0] < expiry  # fetched while tok-1 was still valid
     assert gw.authorizations() == ["Bearer tok-1", "Bearer tok-1", "Bearer tok-2"]
     assert gw.rejected == 0
     method, _, headers, body = tokens.requests[0]

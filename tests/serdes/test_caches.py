@@ -89,13 +89,13 @@ def test_a_serializer_following_the_latest_version_picks_up_a_new_one(registry_u
     v1 = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}
     v2 = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"},
                                                     {"name": "b", "type": "int", "default": 0}]}
-    with RegistryClient(registry_url, latest_ttl=0.3) as c:
+    with RegistryClient(registry_url, latest_ttl=0.5) as c:
         id1 = c.register(subject, Schema(json.dumps(v1)))
         ser = AvroSerializer(c, use_latest_version=True)
         assert ser({"a": 1}, ctx)[1:5] == id1.to_bytes(4, "big")
         id2 = c.register(subject, Schema(json.dumps(v2)))
         assert ser({"a": 1, "b": 2}, ctx)[1:5] == id1.to_bytes(4, "big")
-        time.sleep(0.35)
+        time.sleep(0.55)
         assert ser({"a": 1, "b": 2}, ctx)[1:5] == id2.to_bytes(4, "big")
 
 
