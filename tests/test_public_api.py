@@ -16,6 +16,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "serve",
     ],
     "compat": ["CompatibilityLevel", "Incompatibility", "LevelResult", "check_levels"],
+    "schemakit": ["main"],
     "serdes": [
         "AsyncAvroDeserializer", "AsyncAvroSerializer", "AsyncJsonSchemaDeserializer", "AsyncJsonSchemaSerializer",
         "AsyncProtobufDeserializer", "AsyncProtobufSerializer", "AsyncRegistryClient", "AvroDeserializer",

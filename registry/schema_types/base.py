@@ -18,6 +18,10 @@ class InvalidSchemaError(Exception):
     """The schema text is not a valid schema of its type; ``str()`` is the detail Confluent puts after
     ``Invalid schema of type X, details: ``."""
 
+    def api_message(self, schema_type: str) -> str:
+        """The message of Confluent's 42201 answer for this error."""
+        return f"Invalid schema of type {schema_type}, details: {self}"
+
 
 @dataclass(frozen=True, slots=True)
 class Reference:
