@@ -393,6 +393,7 @@ class _AvroReader(Reader[_ReadPlan]):
                 self._reader_parsed = parse_avro(self._reader)  # fail early on a bad reader schema
         self._latest = LatestSchema(use_latest_version, use_latest_with_metadata)
         self._follows_latest = self._latest.enabled
+        self._key_size = _PREFIX
         self._subjects: SubjectPlans[None] = SubjectPlans(strategy, subject, None)
         self._from_dict = from_dict
         typed = self._cls is not None

@@ -256,8 +256,9 @@ class Reader(Generic[P]):
     _is_async: bool
     _client: Any
     _plans: BoundedDict[Any, P]
-    _key_size = 5  # magic byte + schema id
-    _follows_latest = False  # True: ask the latest reader schema every call (no plan lookup by header alone)
+    # Set by each reader's __init__ (instance attributes: CPython 3.11 reads those fastest on the per-record path):
+    _key_size: int  # frame bytes that key a plan: magic byte + schema id (5), or those + the index byte (6)
+    _follows_latest: bool  # True: ask for the latest reader schema every call (no plan lookup by header alone)
     _latest: LatestSchema
     _subjects: SubjectPlans[None]
 
@@ -266,6 +267,10 @@ class Reader(Generic[P]):
 
     def _plan(self, data: bytes, ctx: SerializationContext | None, latest: RegisteredSchema | None) -> Plan[P]:
         raise NotImplementedError
+
+    def _lookup(self, data: bytes, ctx: SerializationContext | None) -> P | None:
+        """A cached plan the first lookup missed (a longer key), found without I/O; None when there is none."""
+        return None
 
     def _resolve(self, data: bytes, ctx: SerializationContext | None) -> Plan[P]:
         key: Any = data[:self._key_size]
@@ -294,7 +299,9 @@ class SyncReader(Reader[P]):
             data = bytes(data)
         plan = None if self._follows_latest else self._plans.get(data[:self._key_size])
         if plan is None:
-            plan = run_plan(self._client, self._resolve(data, ctx))
+            plan = self._lookup(data, ctx)
+            if plan is None:
+                plan = run_plan(self._client, self._resolve(data, ctx))
         return self._read(data, ctx, plan)
 
 
@@ -308,5 +315,7 @@ class AsyncReader(Reader[P]):
             data = bytes(data)
         plan = None if self._follows_latest else self._plans.get(data[:self._key_size])
         if plan is None:
-            plan = await run_plan_async(self._client, self._resolve(data, ctx))
+            plan = self._lookup(data, ctx)
+            if plan is None:
+                plan = await run_plan_async(self._client, self._resolve(data, ctx))
         return self._read(data, ctx, plan)

@@ -235,6 +235,25 @@ class _JsonWriter(Writer[_WritePlan]):
 class JsonSchemaSerializer(_JsonWriter, SyncWriter[_WritePlan]):
     __doc__ = _JsonWriter.__doc__
 
+    def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
+        # SyncWriter's path with _write's common case (a valid dict) inlined: a Python call is ~7% of this path.
+        if obj is None:
+            return None
+        plans = self._plans
+        plan = plans.single
+        if plan is None:
+            plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
+            if plan is None:
+                plan = plans.get(self._client, ctx, self._resolve)
+        if type(obj) is dict and self._user_to_dict is None:
+            validator = plan.validator
+            if validator is None or validator.is_valid(obj):
+                try:
+                    return plan.prefix + _dumps(obj)
+                except Exception:
+                    pass  # _write raises it with the details
+        return self._write(obj, plan, ctx)
+
 
 class AsyncJsonSchemaSerializer(_JsonWriter, AsyncWriter[_WritePlan]):
     """``await serializer(obj, ctx) -> bytes``: ``JsonSchemaSerializer`` with an ``AsyncRegistryClient``."""
@@ -265,6 +284,7 @@ class _JsonReader(Reader[_ReadPlan]):
                 self._reader_validator = compile_validator(self._reader)
         self._latest = LatestSchema(use_latest_version, use_latest_with_metadata)
         self._follows_latest = self._latest.enabled
+        self._key_size = _PREFIX
         self._subjects: SubjectPlans[None] = SubjectPlans(strategy, subject, None)
         self._decode = json_decoder(self._cls) if self._cls is not None else None
         self._from_dict = from_dict
