@@ -123,7 +123,6 @@ class OAuthClientCredentials(httpx.Auth):
              "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"})
         self._token: str | None = None
         self._refresh_at = 0.0
-        self.fetches = 0  # tokens obtained so far
         self._lock = threading.Lock()
         self._alock: asyncio.Lock | None = None
         self._http: httpx.Client | None = None
@@ -175,7 +174,6 @@ class OAuthClientCredentials(httpx.Auth):
             lifetime = float("inf")  # no expiry given: kept until the registry answers 401
         self._token = token
         self._refresh_at = self._clock() + lifetime * self.refresh_ratio
-        self.fetches += 1
         return token
 
     def _needs_fetch(self, stale: str | None) -> bool:

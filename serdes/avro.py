@@ -48,7 +48,7 @@ from serdes.caches import BoundedDict
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import RegisteredSchema, Schema
-from serdes.plans import Plan, load_references, register_or_lookup, register_references, run_plan
+from serdes.plans import LocalReference, Plan, load_references, register_or_lookup, register_references, run_plan
 from serdes.strategies import SubjectNameStrategy
 from serdes.typed_records import avro_decoder, avro_encoder, avro_named_schema, avro_schema, is_record_type
 
@@ -249,7 +249,7 @@ class _AvroWriter(Writer[_WritePlan]):
         self._schema: Schema | None = None
         self._cls: type | None = None
         self._writer: _Writer | None = None  # our schema, parsed (None until loaded when it has references)
-        self._local_refs: list = []
+        self._local_refs: list[LocalReference] = []
         self._main_uses: tuple[str, ...] = ()
         self._ref_subject = reference_subject_strategy
         record_name = None
