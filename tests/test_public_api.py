@@ -15,7 +15,10 @@ PUBLIC_API: dict[str, list[str]] = {
         "ApiError", "DEFAULTS", "ErrorCode", "Mode", "RegistryApp", "RegistryConfig", "StartupError", "build_app",
         "serve",
     ],
-    "compat": ["CompatibilityLevel", "Incompatibility", "LevelResult", "check_levels"],
+    "compat": [
+        "CheckLimitError", "CompatibilityLevel", "CompatibilityPolicy", "Incompatibility", "LevelResult",
+        "SchemaTooComplexError", "SchemaTooDeepError", "check_levels",
+    ],
     "schemakit": ["main"],
     "serdes": [
         "AsyncAvroDeserializer", "AsyncAvroSerializer", "AsyncJsonSchemaDeserializer", "AsyncJsonSchemaSerializer",
