@@ -18,12 +18,14 @@ Failover. The group notices a dead member only when its session times out (``ses
 Kafka brokers refuse less than ``group.min.session.timeout.ms``, 6 s by default), and tansu then holds
 the rejoin for half of that again. A follower often knows sooner: forwarding a write to the leader fails
 (``leader_unreachable``, from the forwarder). It then probes the leader's address; when nothing has
-listened there for ``LEADER_DEAD_AFTER`` (connections *refused*: the host is up, the process is gone), it
-claims the takeover on the election topic; the first claim in the topic's order wins, and the winner takes
-leadership through the same fenced path, without waiting for the group. A leader that is only slow,
+listened there for ``takeover_after`` seconds (connections *refused*: the host is up, the process is
+gone), it claims the takeover on the election topic; the first claim in the topic's order wins, and the
+winner takes leadership through the same fenced path, without waiting for the group. A leader that is only slow,
 paused or cut off still accepts or times out connections, so it is left to the session timeout. When the
 group later gives partition 0 to another member, that member takes over as usual (fencing the interim
-leader): leadership may change hands once more, never with two writers at a time.
+leader): leadership may change hands once more, never with two writers at a time. A firewall that rejects
+(rather than drops) connections between instances looks like a dead leader: there set ``takeover_after``
+to 0 (``--takeover-after-ms 0``) and leave failover to the group.
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from registry.follower import PartitionFollower
 from registry.offsets import OffsetWatcher
-from registry.store import NOOP_KEY, Store, log_reader_failure
+from registry.store import NOOP_KEY, Store
 from streams.log import (
     OFFSET_BEGINNING,
     DeliveryCallback,
@@ -47,6 +50,7 @@ from streams.log import (
     LogError,
     Producer,
     ProducerFencedError,
+    Record,
     RecordMetadata,
     TopicPartition,
 )
@@ -70,8 +74,6 @@ ELECTION_GROUP_SETTINGS = GroupSettings(
     heartbeat_interval_ms=ELECTION_HEARTBEAT_INTERVAL_MS,
 )
 ELECTION_SESSION_TIMEOUT = ELECTION_SESSION_TIMEOUT_MS / 1000
-#: seconds the announced leader's address must refuse connections before a follower claims the takeover
-LEADER_DEAD_AFTER = 1.0
 HEADER_LEADER = "schemakit.leader"
 HEADER_GENERATION = "schemakit.generation"
 
@@ -266,6 +268,7 @@ class Election:
         url: str,
         eligible: bool,
         timeout: float,
+        takeover_after: float,
         session_timeout: float = ELECTION_SESSION_TIMEOUT,
     ) -> None:
         self.log = log_backend
@@ -283,9 +286,12 @@ class Election:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._watched = OffsetWatcher()  # how far the watcher has read the election topic
+        self._watcher: PartitionFollower | None = None
         self._owns_partition = False
         self._retry_at = 0.0  # when the member may (again) try to take leadership
         self._session_timeout = session_timeout
+        #: seconds the leader's address must refuse connections before this node claims the takeover; 0: never
+        self.takeover_after = takeover_after
         self._suspect: _Suspicion | None = None  # set by the forwarder (event loop), acted on by the member
         self._claims: dict[int, str] = {}  # generation -> the first node that claimed to replace its leader
         self._claim_producer: Producer | None = None
@@ -299,7 +305,7 @@ class Election:
         """The forwarder could not reach the leader at ``url``: if this node may lead, it starts checking
         whether that leader is gone (see the module docstring). Cheap and non-blocking."""
         current = self.leader
-        if not self.eligible or self.is_leader or current is None or current.url != url:
+        if not self.takeover_after or not self.eligible or self.is_leader or current is None or current.url != url:
             return
         if self._suspect is not None and self._suspect.leader == current:
             return
@@ -312,9 +318,13 @@ class Election:
         log.info("election topic %r: %d partition, group %r", info.name, info.partitions, self.group)
 
     def start(self) -> None:
-        self._watcher = self.log.consumer(None, client_id=f"schemakit-leader-watch-{self.topic}")
-        self._watcher.assign({self._tp: OFFSET_BEGINNING})
-        self._spawn("election-watch", self._watch_forever)
+        client_id = f"schemakit-leader-watch-{self.topic}"
+        consumer = self.log.consumer(None, client_id=client_id)
+        consumer.assign({self._tp: OFFSET_BEGINNING})
+        self._watcher = PartitionFollower(
+            self.log, self._tp, self._read, consumer=consumer, offset=0, client_id=client_id, max_records=500
+        )
+        self._watcher.start("election-watch")
         if not self.eligible:
             log.info("not leader-eligible: this node never leads; it forwards writes to the announced leader")
             return
@@ -332,28 +342,21 @@ class Election:
         self._stop.set()
         for t in self._threads:
             t.join(self.timeout)
+        if self._watcher is not None:
+            self._watcher.close()
+        self._watched.close()
 
     # ---- the watcher: who leads -------------------------------------------------------------------------
 
-    def _watch_forever(self) -> None:
-        try:
-            while not self._stop.is_set():
-                try:
-                    batch = self._watcher.poll(0.2, 500)
-                except Exception as e:  # never die silently: a reader that stops leaves a stale leader
-                    log_reader_failure(log, f"reading election topic {self.topic}", e)
-                    time.sleep(0.5)
-                    continue
-                for r in batch:
-                    if r.key == ANNOUNCE_KEY:
-                        self._announced(decode_announcement(r.value))
-                    elif r.key == CLAIM_KEY and (claim := decode_claim(r.value)) is not None:
-                        self._claims.setdefault(*claim)
-                if batch:
-                    self._watched.advance(batch[-1].offset)
-        finally:
-            self._watched.close()
-            self._watcher.close()
+    def _read(self, batch: list[Record]) -> bool:
+        """The watcher's batch of election records (in the watcher's thread)."""
+        for r in batch:
+            if r.key == ANNOUNCE_KEY:
+                self._announced(decode_announcement(r.value))
+            elif r.key == CLAIM_KEY and (claim := decode_claim(r.value)) is not None:
+                self._claims.setdefault(*claim)
+        self._watched.advance(batch[-1].offset)
+        return True
 
     def _announced(self, a: Announcement | None) -> None:
         if a is None or (self.leader is not None and a.generation <= self.leader.generation):
@@ -362,7 +365,9 @@ class Election:
         who = "this node" if a.url == self.url else a.url
         log.info("leader: %s (generation %d)", who, a.generation)
         if a.url != self.url and self.is_leader:
-            # Whoever announced a newer generation fenced our producer first; stop before a write finds out.
+            # Whoever announced a newer generation fenced our producer first; stop before a write finds out,
+            # and (should the group still give us partition 0) let things settle before leading again.
+            self._retry_at = time.monotonic() + 2 * self._session_timeout
             self._step_down(f"{a.url} leads now (generation {a.generation})")
 
     # ---- the member: leading ----------------------------------------------------------------------------
@@ -382,8 +387,12 @@ class Election:
             while not self._stop.is_set():
                 try:
                     self._member.poll(0.2, 100)  # records are irrelevant: ownership is the signal
-                except Exception as e:  # never die silently: a member that stops polling leaves the group
-                    log_reader_failure(log, f"election group {self.group!r}", e)
+                except LogError as e:
+                    log.error("election group %r: %s; retrying", self.group, e)
+                    time.sleep(0.5)
+                    continue
+                except Exception:  # never die silently: a member that stops polling leaves the group
+                    log.exception("election group %r: polling failed unexpectedly; retrying", self.group)
                     time.sleep(0.5)
                     continue
                 if self._owns_partition and self.writers.current() is None and time.monotonic() >= self._retry_at:
@@ -414,7 +423,7 @@ class Election:
             self._suspect = None  # a newer leader, or the old one answers (or cannot be judged): not our call
             return
         waited = time.monotonic() - suspect.since
-        if waited < LEADER_DEAD_AFTER:
+        if waited < self.takeover_after:
             return
         self._suspect = None
         dead = suspect.leader

@@ -107,6 +107,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             url=config.url,
             eligible=config.leader_eligible,
             timeout=config.store_timeout,
+            takeover_after=config.takeover_after,
             session_timeout=election_log.group_session_timeout or ELECTION_SESSION_TIMEOUT,
         )
         logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per forwarded request
@@ -122,6 +123,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
     async def startup() -> None:
         log.info("schemakit registry %s: log backend %s, topic %s", __version__, log_backend.describe(), config.topic)
         log.info("schema types: %s", ", ".join(schema_types()))
+        await asyncio.to_thread(protoc.include_roots)  # its imports now, not in the first Protobuf request
         await asyncio.to_thread(store.open)
         store.start(asyncio.get_running_loop())
         if election is None:
