@@ -26,6 +26,10 @@ class RegistryConfig:
     store_timeout: float = 10.0
     group_id: str = "schema-registry"  # Confluent's schema.registry.group.id
     election_topic: str | None = None  # default: "<topic>_leader"
+    #: seconds a stopping instance gives the requests in flight to finish (then they are cancelled)
+    shutdown_timeout: float = 30.0
+    #: log line format: ``text`` or ``json`` (one object per line)
+    log_format: str = "text"
 
     @property
     def url(self) -> str:

@@ -11,7 +11,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from compat import CompatibilityLevel
 from registry import contexts, errors, schemas_topic
@@ -106,6 +106,13 @@ class SchemaRequest:
     rule_set: dict[str, Any] | None = None
 
 
+class CheckListener(Protocol):
+    """Told the outcome of every compatibility check the service runs (``registry.metrics.Metrics``)."""
+
+    def compatibility_checked(self, result: str) -> None:
+        """``"compatible"``, ``"incompatible"``, or ``"error"`` (the check itself failed)."""
+
+
 @dataclass(frozen=True, slots=True)
 class CompatibilityVerdict:
     is_compatible: bool
@@ -114,10 +121,15 @@ class CompatibilityVerdict:
 
 class Service:
     def __init__(
-        self, store: Store, *, default_compatibility: CompatibilityLevel = DEFAULTS.compatibility
+        self,
+        store: Store,
+        *,
+        default_compatibility: CompatibilityLevel = DEFAULTS.compatibility,
+        checks: CheckListener | None = None,
     ) -> None:
         self.store = store
         self.default_compatibility = default_compatibility
+        self.checks = checks
         self._write_lock = asyncio.Lock()
         # Parsed schemas are only needed to register, look up and check compatibility; bounded so that memory
         # stays proportional to the stored text, not to every parse tree ever built.
@@ -461,7 +473,12 @@ class Service:
             else ParsedSchema(v.content.schema_type, v.content.schema)
             for v in previous
         ]
-        result = check_compatibility(t, level, new, parsed_prev)
+        try:
+            result = check_compatibility(t, level, new, parsed_prev)
+        except Exception:
+            self._checked("error")
+            raise
+        self._checked("incompatible" if result.incompatibilities else "compatible")
         if not result.incompatibilities:
             return []
         failed = previous[result.failed_index or 0]
@@ -472,6 +489,10 @@ class Service:
             level=level,
             validate_fields=bool(self.effective_config(subject).get("validateFields", False)),
         )
+
+    def _checked(self, result: str) -> None:
+        if self.checks is not None:
+            self.checks.compatibility_checked(result)
 
     async def test_compatibility(
         self, subject: str, version: int | None, req: SchemaRequest, *, normalize: bool | None, verbose: bool
