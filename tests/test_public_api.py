@@ -36,7 +36,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "TestInputTopic", "TestOutputTopic", "TestRecord", "Topology", "TopologyError", "TopologyTestDriver",
     ],
     "streams.log": [
-        "BACKENDS", "Capabilities", "Consumer", "DeliveryCallback", "GroupSettings", "Log", "LogError",
+        "BACKENDS", "Capabilities", "Consumer", "DeliveryCallback", "GroupSettings", "Lease", "Log", "LogError",
         "LogTimeoutError", "OFFSET_BEGINNING", "OFFSET_END", "Producer", "ProducerFencedError", "Record",
         "RecordMetadata", "RecordTooLargeError", "TopicConfigError", "TopicExistsError", "TopicInfo", "TopicPartition",
         "TransactionError", "TransactionState", "UnknownTopicError", "open_log",

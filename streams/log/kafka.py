@@ -202,7 +202,7 @@ class KafkaLog(Log):
     ``groups`` gives consumer-group defaults; the URL's and ``client_options``' own settings win."""
 
     capabilities = Capabilities(
-        group_membership=True, transactions=True, compacts_itself=True, buffers_until_flush=False
+        group_membership=True, transactions=True, compacts_itself=True, buffers_until_flush=False, leases=True
     )
 
     def __init__(
@@ -399,10 +399,12 @@ class KafkaLog(Log):
             raise LogError(f"the Kafka log {self.url!r} is closed")
         return KafkaProducer(self, transactional_id)
 
-    def consumer(self, group: str | None = None, *, client_id: str | None = None) -> KafkaConsumer:
+    def consumer(
+        self, group: str | None = None, *, client_id: str | None = None, read_committed: bool = True
+    ) -> KafkaConsumer:
         if self._closed:
             raise LogError(f"the Kafka log {self.url!r} is closed")
-        consumer = KafkaConsumer(self, group, client_id)
+        consumer = KafkaConsumer(self, group, client_id, read_committed)
         with self._lock:
             self._consumers.add(consumer)
         return consumer
@@ -602,10 +604,12 @@ class KafkaConsumer(Consumer):
     consumer tracks "next offset" itself: from ``assign``/``seek`` (logical offsets resolved through the
     watermarks), from the committed offset after a group assignment, and from every record returned."""
 
-    def __init__(self, log: KafkaLog, group: str | None, client_id: str | None) -> None:
+    def __init__(self, log: KafkaLog, group: str | None, client_id: str | None, read_committed: bool = True) -> None:
         self._log = log
         self.group = group
         conf = log.client_config("consumer")
+        if not read_committed:
+            conf["isolation.level"] = "read_uncommitted"
         # confluent-kafka insists on a group.id; a consumer without a group uses a unique one it never
         # joins and never commits to.
         conf["group.id"] = group if group is not None else f"schemakit-nogroup-{uuid.uuid4().hex}"
