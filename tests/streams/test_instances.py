@@ -303,8 +303,9 @@ def test_clean_rebalances_move_tasks_without_redoing_work(
             assert not set(first.tasks()) & set(second.tasks())
             feed(700)
             wait_for(all_committed, what="the second batch")
-            # The second instance restored the first one's stores for the tasks it took over.
-            assert second.metrics()["restored"]["totals"] > 0
+            # The second instance got the first one's state of the tasks it took over: tailed by a standby
+            # while the first one let go (cooperative hand-over), then at most a tail restored.
+            assert second.metrics()["restored"]["totals"] + second.metrics()["standby_records"] > 0
         wait_for(lambda: len(first.tasks()) == 8, what="the first instance to take all tasks back")
         feed(1400)
         wait_for(all_committed, what="the third batch")
