@@ -152,7 +152,7 @@ def _error(err: KafkaError, context: str) -> LogError:
     text = f"{context}: {err.str()} ({err.name()})"
     if code in _FENCED_CODES:
         return ProducerFencedError(text)
-    if err.fatal():
+    if err.fatal() or code == KafkaError._FATAL:
         # A fatal error ends the producer for good; callers must do what they do when fenced: start anew.
         return ProducerFencedError(f"{text}; the producer is unusable (fatal error)")
     if code in _STATE_CODES:
@@ -495,15 +495,20 @@ class KafkaProducer(Producer):
             kwargs["headers"] = list(headers)
         if timestamp is not None:
             kwargs["timestamp"] = timestamp
-        while True:
-            try:
-                self._producer.produce(topic, value, **kwargs)
-                break
-            except BufferError:
-                self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
-            except KafkaException as exc:
-                raise _exc_error(exc, f"send to topic {topic!r}") from exc
-        self._producer.poll(0)
+        try:
+            while True:
+                try:
+                    self._producer.produce(topic, value, **kwargs)
+                    break
+                except BufferError:
+                    self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
+            self._producer.poll(0)
+        except KafkaException as exc:
+            # e.g. a fatal error (a fenced transactional producer) that librdkafka raises from poll
+            error = _exc_error(exc, f"send to topic {topic!r}")
+            if isinstance(error, ProducerFencedError) and self.transactional_id is not None:
+                self.transaction.fence()
+            raise error from exc
 
     def _delivery_callback(
         self, topic: str, on_delivery: DeliveryCallback | None
@@ -526,6 +531,8 @@ class KafkaProducer(Producer):
         with self._lock:
             error, self._first_error = self._first_error, None
         if error is not None:
+            if isinstance(error, ProducerFencedError) and self.transactional_id is not None:
+                self.transaction.fence()
             raise error
 
     def flush(self, timeout: float | None = None) -> None:
@@ -593,8 +600,13 @@ class KafkaProducer(Producer):
         if self._closed:
             return
         self._closed = True
-        # Deliver what is queued (their callbacks report failures); a fenced producer cannot, so bound it.
-        self._producer.flush(self._log.timeout)
+        if self.transaction.fenced:
+            return  # a fenced producer can deliver nothing more (librdkafka raises from flush)
+        # Deliver what is queued (their callbacks report failures), within the log's timeout.
+        try:
+            self._producer.flush(self._log.timeout)
+        except KafkaException as exc:
+            _librdkafka_log.warning("closing producer %r: %s", self.transactional_id, exc)
 
 
 class KafkaConsumer(Consumer):
