@@ -1,4 +1,6 @@
-"""``schemakit`` command line. Every option can also come from an environment variable (shown in --help)."""
+"""``schemakit serve``: the registry's command line. Every option can also come from an environment variable
+(shown in --help). ``schemakit.cli`` hands ``schemakit serve …`` to ``main`` here; ``python -m registry serve``
+works too."""
 
 from __future__ import annotations
 
@@ -85,18 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=_env("SCHEMAKIT_LOG_LEVEL", "INFO"),
         help="logging level [env SCHEMAKIT_LOG_LEVEL]",
     )
-    from streams.cli import add_subcommand  # `schemakit streams run module:app`
-
-    add_subcommand(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "streams":
-        from streams.cli import run
-
-        return run(args)
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

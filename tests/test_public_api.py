@@ -15,7 +15,11 @@ PUBLIC_API: dict[str, list[str]] = {
         "ApiError", "DEFAULTS", "ErrorCode", "Mode", "RegistryApp", "RegistryConfig", "StartupError", "build_app",
         "serve",
     ],
-    "compat": ["CompatibilityLevel", "Incompatibility", "LevelResult", "check_levels"],
+    "compat": [
+        "CheckLimitError", "CompatibilityLevel", "CompatibilityPolicy", "Incompatibility", "LevelResult",
+        "SchemaTooComplexError", "SchemaTooDeepError", "check_levels",
+    ],
+    "schemakit": ["main"],
     "serdes": [
         "AvroDeserializer", "AvroSerde", "AvroSerializer", "DecimalSpec", "JsonSchemaDeserializer", "JsonSchemaSerde",
         "JsonSchemaSerializer", "MessageField", "ProtobufDeserializer", "ProtobufSerde", "ProtobufSerializer",
