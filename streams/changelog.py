@@ -198,6 +198,11 @@ class ChangelogReader:
         self._batch_size = batch_size
         self.restore_seconds = 0.0  # time spent in restore(), barriers included
 
+    def prepare(self) -> None:
+        """Create the restore consumer now, so that the first restore does not wait for it to connect."""
+        if self._consumer is None:
+            self._consumer = self._consumer_factory()
+
     def _place_barriers(self, jobs: list[RestoreJob]) -> None:
         """Barriers for jobs whose owner did not write one itself (``end`` not set)."""
         jobs = [job for job in jobs if job.end < 0]
@@ -249,9 +254,9 @@ class ChangelogReader:
         if active:
             total = sum(j.end - j.start for j in active.values())
             log.info("restoring %d store partition(s), up to %d changelog records", len(active), total)
+            self.prepare()
             consumer = self._consumer
-            if consumer is None:
-                consumer = self._consumer = self._consumer_factory()
+            assert consumer is not None
             consumer.assign({tp: job.start for tp, job in active.items()})
             self._read(consumer, active, total)
             consumer.assign({})

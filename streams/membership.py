@@ -47,6 +47,7 @@ log = logging.getLogger("streams.membership")
 ASSIGNMENT_KEY = b"assignment"
 BARRIER_KEY = b"barrier"
 _LOOP_SECONDS = 0.05
+_COMPACT_SECONDS = 300.0  # how often a leader compacts the group's topics on a log that does not by itself
 
 
 def encode_status(status: MemberStatus) -> bytes:
@@ -141,6 +142,7 @@ class Membership(threading.Thread):
         self._catch_up_to: int | None = None  # the barrier a new leader reads up to before it leads
         self._heartbeats = 0
         self._lead_after = 0.0  # no leading before (after being expelled or fenced: let the lease settle)
+        self._compact_at = 0.0
         self.ready = threading.Event()  # the first status is written
 
     # -- what the app calls ------------------------------------------------------------------------------
@@ -286,6 +288,14 @@ class Membership(threading.Thread):
         assignment = leader.tick(now)
         if assignment is not None:
             self._publish(assignment)
+        if not self._log.capabilities.compacts_itself and now >= self._compact_at:
+            # Heartbeats pile up in the membership topic; keep only each instance's newest.
+            self._compact_at = now + _COMPACT_SECONDS
+            for tp in (self._membership_tp, self._assignment_tp):
+                try:
+                    self._log.compact(tp.topic)
+                except LogError as exc:
+                    log.warning("compacting %s failed: %s", tp.topic, exc)
 
     def _start_leading(self) -> None:
         """Fence the previous leader's writer, then read the assignment topic up to a barrier of our own."""

@@ -126,6 +126,7 @@ class StreamThread(threading.Thread):
             self.tasks.apply(*target)
 
     def _run(self) -> None:
+        self._reader.prepare()
         config = self._config
         consumer, tasks, clock = self._consumer, self.tasks, self._clock
         standbys = self._standbys

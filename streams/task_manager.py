@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -180,6 +181,7 @@ class TaskManager:
                 checkpoint = read_checkpoint(task.task_dir) if task.task_dir is not None else {}
                 standby = StandbyTask(task, role, checkpoint)
                 self._standbys.add(standby)
+                self._producers[task_id].prepare()
             standby.role = role
             self._set_state(task_id, role)
 
@@ -202,13 +204,16 @@ class TaskManager:
         """Fence, then restore up to the barriers, then start. ``starts``: where a promoted replica got to."""
         for task, _ in new:
             self._set_state(task.id, TaskState.RESTORING)
+        phases = _Phases()
         lost: dict[str, BaseException] = {}
         for (task, _), error in _each(new, lambda entry: self._producers[entry[0].id].activate()):
             lost[task.id] = error
+        phases.done("fence")
         started = [(task, starts) for task, starts in new if task.id not in lost]
         inputs = [tp for task, _ in started for tp in task.input_partitions]
         # Read after the fence: the previous owner can no longer commit.
         committed = self._consumer.committed(inputs) if inputs else {}
+        phases.done("committed offsets")
         jobs: list[RestoreJob] = []
         barriers: dict[str, list[tuple[TopicPartition, bytes, Iterable[tuple[str, bytes | None]]]]] = {}
         for task, starts in started:
@@ -233,10 +238,12 @@ class TaskManager:
 
         for task_id, error in _each(sorted(barriers), write):
             lost[task_id] = error
+        phases.done("barriers")
         jobs = [job for job in jobs if job.task_id not in lost]
         for job in jobs:
             job.end = landed[job.task_id][job.tp]
         self._reader.restore(jobs)
+        phases.done(f"restore of {sum(job.restored for job in jobs)} records")
         for task_id, task in by_id.items():
             if task_id in lost:
                 continue
@@ -247,6 +254,7 @@ class TaskManager:
         for task, _ in new:
             if task.id in lost:
                 self._drop(task, lost[task.id])
+        log.info("thread %s: started task(s) %s in %s", self._thread_name, sorted(by_id), phases)
 
     @staticmethod
     def _checkpointed_start(store: CachingKeyValueStore, tp: TopicPartition, checkpoint: dict[str, int]) -> int:
@@ -356,6 +364,22 @@ class TaskManager:
         self._active.clear()
         self._index()
         self._listener.on_tasks_changed()
+
+
+class _Phases:
+    """How long each step of starting tasks took, for the log line."""
+
+    def __init__(self) -> None:
+        self._start = self._last = time.monotonic()
+        self._parts: list[str] = []
+
+    def done(self, what: str) -> None:
+        now = time.monotonic()
+        self._parts.append(f"{what} {now - self._last:.3f}s")
+        self._last = now
+
+    def __str__(self) -> str:
+        return f"{time.monotonic() - self._start:.3f}s ({', '.join(self._parts)})"
 
 
 def _each(items: Sequence[_T], call: Callable[[_T], None]) -> list[tuple[_T, BaseException]]:

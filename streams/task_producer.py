@@ -53,16 +53,23 @@ class TaskProducer:
         self.group = application_id
         self.transactional_id = transactional_id_for(application_id, task_id)
         self._producer: Producer | None = None
+        self._prepared: Producer | None = None
         self.open = False  # a transaction is open (records or offsets pending)
         self.fenced = False
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
+    def prepare(self) -> None:
+        """Create the producer ahead of ``activate`` (a standby's, so that taking over does not wait for
+        the client to connect); it fences nobody until activated."""
+        if self._prepared is None and self._producer is None:
+            self._prepared = self._log.producer(self.transactional_id)
+
     def activate(self) -> None:
         """Register the task's transactional id, fencing every earlier owner's producer."""
         if self._producer is not None:
             return
-        producer = self._log.producer(self.transactional_id)
+        producer, self._prepared = self._prepared or self._log.producer(self.transactional_id), None
         try:
             producer.init_transactions()
         except BaseException as exc:
@@ -76,6 +83,9 @@ class TaskProducer:
 
     def close(self) -> None:
         """Give the producer up; an open transaction is aborted (by the next owner's fence at the latest)."""
+        if self._prepared is not None:
+            _close_quietly(self._prepared)
+            self._prepared = None
         producer, self._producer = self._producer, None
         if producer is None:
             return

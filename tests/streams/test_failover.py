@@ -74,10 +74,20 @@ class Feed:
             self._thread.join()
 
 
-def start(name: str, log_url: str, app_id: str, tmp_path: Path, src: str, out: str, *options: str) -> Instance:
-    args = [log_url, app_id, str(tmp_path / f"state-{name}"), src, out, "200", "--topology", "key_counts",
-            "--name", name, "--session-ms", str(SESSION_MS), *options]  # fmt: skip
-    return Instance(name, args, tmp_path)
+class Group:
+    """One application's topics, its input feed, and its instances started as processes."""
+
+    def __init__(self, log: Log, log_url: str, tmp_path: Path, names: Callable[[str], str], kind: str) -> None:
+        self.log, self.log_url, self.tmp_path = log, log_url, tmp_path
+        self.src, self.out, self.app_id = names("events"), names("counts"), names(kind)
+        log.create_topic(self.src, PARTITIONS)
+        log.create_topic(self.out, PARTITIONS)
+        self.feed = Feed(log, self.src)
+
+    def start(self, name: str, *options: str) -> Instance:
+        args = [self.log_url, self.app_id, str(self.tmp_path / f"state-{name}"), self.src, self.out, "200",
+                "--topology", "key_counts", "--name", name, "--session-ms", str(SESSION_MS), *options]  # fmt: skip
+        return Instance(name, args, self.tmp_path)
 
 
 def all_committed(log: Log, app_id: str, src: str, feed: Feed) -> Callable[[], bool]:
@@ -110,12 +120,9 @@ def changelog_size(log: Log, app_id: str, partitions: set[int]) -> int:
 def test_kill_9_with_standbys_restores_only_the_tail(
     log_url: str, log: Log, names: Callable[[str], str], tmp_path: Path
 ) -> None:
-    src, out, app_id = names("events"), names("counts"), names("standbys")
-    log.create_topic(src, PARTITIONS)
-    log.create_topic(out, PARTITIONS)
-    feed = Feed(log, src)
-    a = start("a", log_url, app_id, tmp_path, src, out, "--standbys", "1")
-    b = start("b", log_url, app_id, tmp_path, src, out, "--standbys", "1")
+    group = Group(log, log_url, tmp_path, names, "standbys")
+    src, out, app_id, feed = group.src, group.out, group.app_id, group.feed
+    a, b = group.start("a", "--standbys", "1"), group.start("b", "--standbys", "1")
     try:
         # Two tasks each, and each holds a standby of the other's two.
         wait_for(lambda: len(a.tasks()) == 2 and len(b.tasks()) == 2 and sorted(a.tasks() + b.tasks()) == TASKS
@@ -156,13 +163,10 @@ def test_kill_9_with_standbys_restores_only_the_tail(
 def test_a_new_instance_takes_tasks_only_after_warming_up(
     log_url: str, log: Log, names: Callable[[str], str], tmp_path: Path
 ) -> None:
-    src, out, app_id = names("events"), names("counts"), names("warmup")
-    log.create_topic(src, PARTITIONS)
-    log.create_topic(out, PARTITIONS)
-    feed = Feed(log, src)
+    group = Group(log, log_url, tmp_path, names, "warmup")
+    src, out, app_id, feed = group.src, group.out, group.app_id, group.feed
     options = ("--recovery-lag", "150", "--warmups", "1", "--probing-ms", "1000")
-    a = start("a", log_url, app_id, tmp_path, src, out, *options)
-    b = start("b", log_url, app_id, tmp_path, src, out, *options)
+    a, b = group.start("a", *options), group.start("b", *options)
     c: Instance | None = None
     try:
         wait_for(lambda: sorted(a.tasks() + b.tasks()) == TASKS and a.tasks() and b.tasks(), what="a and b to start")
@@ -173,7 +177,7 @@ def test_a_new_instance_takes_tasks_only_after_warming_up(
         before = {t: ("a" if t in a.tasks() else "b") for t in TASKS}
         joined_at = time.time()
         with feed.continuously():
-            c = start("c", log_url, app_id, tmp_path, src, out, *options)
+            c = group.start("c", *options)
             wait_for(lambda: c is not None and len(c.tasks()) == 1, timeout=90, what="c to run one task")
             time.sleep(0.5)
         wait_for(all_committed(log, app_id, src, feed), what="everything to be committed")
@@ -207,12 +211,9 @@ def test_a_new_instance_takes_tasks_only_after_warming_up(
 def test_a_zombie_cannot_produce_or_commit_for_tasks_it_lost(
     log_url: str, log: Log, names: Callable[[str], str], tmp_path: Path
 ) -> None:
-    src, out, app_id = names("events"), names("counts"), names("zombie")
-    log.create_topic(src, PARTITIONS)
-    log.create_topic(out, PARTITIONS)
-    feed = Feed(log, src)
-    a = start("a", log_url, app_id, tmp_path, src, out)
-    b = start("b", log_url, app_id, tmp_path, src, out)
+    group = Group(log, log_url, tmp_path, names, "zombie")
+    src, out, app_id, feed = group.src, group.out, group.app_id, group.feed
+    a, b = group.start("a"), group.start("b")
     inputs = [TopicPartition(src, p) for p in range(PARTITIONS)]
     try:
         wait_for(lambda: sorted(a.tasks() + b.tasks()) == TASKS and a.tasks() and b.tasks(), what="a and b to start")

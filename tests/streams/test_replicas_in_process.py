@@ -11,7 +11,7 @@ import pytest
 from streams import InvalidStateStoreError, StreamsApp
 from streams.log import Log, open_log
 from streams.log.partitioner import partition_for_key
-from tests.streams.conftest import produce, wait_for
+from tests.streams.conftest import produce, read_all, wait_for
 from tests.streams.topologies import key_counts
 
 TASKS = ["0_0", "0_1"]
@@ -76,4 +76,25 @@ def test_standbys_in_metrics_listener_and_stale_reads(tmp_path: Path, names: Cal
         wait_for(lambda: first.tasks() == TASKS, what="the first instance to take both tasks")
         assert (theirs, "STANDBY", "RESTORING") in recorder.tasks
         assert first.store("counts").get(theirs_key) == 1 and first.standby_tasks() == []
+    lg.close()
+
+
+def test_the_leader_compacts_the_group_topics_where_the_log_does_not(
+    tmp_path: Path, names: Callable[[str], str]
+) -> None:
+    """SQLite compacts only when asked: the leader keeps the heartbeat topic from growing forever."""
+    url = f"sqlite:///{tmp_path / 'log'}"
+    lg: Log = open_log(url)
+    src, out, app_id = names("in"), names("out"), names("compact")
+    lg.create_topic(src, 1)
+    lg.create_topic(out, 1)
+    membership = f"{app_id}-membership"
+    lg.create_topic(membership, 1, compacted=True)
+    with lg.producer() as p:
+        for _ in range(5):  # an old instance that left, five times over
+            p.produce(membership, None, b"ghost", partition=0)
+    with StreamsApp(key_counts(src, out), app_id, url, state_dir=tmp_path / "s", session_timeout_ms=2000) as app:
+        wait_for(lambda: app.tasks() == ["0_0"], what="the app to run")
+        ghosts = [r for r in read_all(lg, membership, quiet=0.3) if r.key == b"ghost"]
+        assert len(ghosts) == 1
     lg.close()
