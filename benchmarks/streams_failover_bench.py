@@ -140,8 +140,10 @@ def wait(predicate: Any, timeout: float, what: str) -> None:
 
 def produce(bootstrap: str, topic: str, keys: range, prefix: str) -> dict[int, int]:
     """One record per key; returns the end offset of every partition."""
-    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 10_000,
-                                         "queue.buffering.max.messages": 500_000, "partitioner": "murmur2_random"})  # fmt: skip
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 10_000,
+        "queue.buffering.max.messages": 500_000, "partitioner": "murmur2_random",
+    })  # fmt: skip
     ends: dict[int, int] = {p: 0 for p in range(PARTITIONS)}
 
     def done(err: Any, msg: Any) -> None:
@@ -228,8 +230,8 @@ def scenario(broker: TansuBroker, url: str, work: Path, keys: int, standbys: int
                             quiet = time.monotonic()
             stop_probe = threading.Event()
             found: list[float] = []
-            prober = threading.Thread(target=first_output_after,
-                                      args=(broker.bootstrap, out, moved_partitions, output_starts, stop_probe, found))  # fmt: skip
+            probe_args = (broker.bootstrap, out, moved_partitions, output_starts, stop_probe, found)
+            prober = threading.Thread(target=first_output_after, args=probe_args)
             prober.start()
             killed_at = time.time()
             victim.proc.kill()
@@ -287,7 +289,8 @@ def main() -> int:
     none, one = results[0], results[1]
     print(f"\nkill -9 of one of two instances, count store of {args.keys:,} keys, 4 partitions, RocksDB, "
           f"session timeout 2 s, commit {COMMIT_MS} ms; numbers for the killed instance's tasks")  # fmt: skip
-    print("| standbys | (a) detection + rebalance | (b) restore | records restored / changelog | (c) kill -> first output |")
+    print("| standbys | (a) detection + rebalance | (b) restore | records restored / changelog "
+          "| (c) kill -> first output |")
     print("|---:|---:|---:|---:|---:|")
     for n, r in results.items():
         share = r["restored"] / r["changelog"] if r["changelog"] else 0.0

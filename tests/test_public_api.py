@@ -36,8 +36,9 @@ PUBLIC_API: dict[str, list[str]] = {
         "BYTES", "Cancellable", "CoPartitioningError", "DeadLetterQueue", "DeserializationError", "FLOAT", "INT",
         "InvalidStateStoreError", "JSON", "KGroupedStream", "KStream", "KTable", "LogAndContinue", "LogAndFail",
         "MissingTopicError", "ProcessingError", "Processor", "ProcessorContext", "PunctuationType", "STRING", "Serde",
-        "SerdeError", "StateStoreError", "StoreSpec", "StreamsApp", "StreamsBuilder", "StreamsError",
-        "TestInputTopic", "TestOutputTopic", "TestRecord", "Topology", "TopologyError", "TopologyTestDriver",
+        "SerdeError", "StateListener", "StateStoreError", "StoreSpec", "StreamsApp", "StreamsBuilder",
+        "StreamsError", "TaskState", "TestInputTopic", "TestOutputTopic", "TestRecord", "Topology", "TopologyError",
+        "TopologyTestDriver",
     ],
     "streams.log": [
         "BACKENDS", "Capabilities", "Consumer", "DeliveryCallback", "GroupSettings", "Lease", "Log", "LogError",
