@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from streams import InvalidStateStoreError, StreamsApp
+from streams import InvalidStateStoreError, StreamsApp, StreamsError
 from streams.log import Log, open_log
 from streams.log.partitioner import partition_for_key
 from tests.streams.conftest import produce, read_all, wait_for
@@ -97,4 +97,22 @@ def test_the_leader_compacts_the_group_topics_where_the_log_does_not(
         wait_for(lambda: app.tasks() == ["0_0"], what="the app to run")
         ghosts = [r for r in read_all(lg, membership, quiet=0.3) if r.key == b"ghost"]
         assert len(ghosts) == 1
+    lg.close()
+
+
+def test_one_instance_per_state_directory(tmp_path: Path, names: Callable[[str], str]) -> None:
+    url = f"sqlite:///{tmp_path / 'log'}"
+    lg: Log = open_log(url)
+    src, out, app_id = names("in"), names("out"), names("locked")
+    lg.create_topic(src, 1)
+    lg.create_topic(out, 1)
+    with StreamsApp(key_counts(src, out), app_id, url, state_dir=tmp_path / "s") as first:
+        second = StreamsApp(key_counts(src, out), app_id, url, state_dir=tmp_path / "s")
+        with pytest.raises(StreamsError, match=f"state directory .*{app_id} is in use by another instance"):
+            second.start()
+        second.close()
+        instance_id = first.instance_id
+    # The id outlives the process: a restarted instance is recognised (and its local state with it).
+    with StreamsApp(key_counts(src, out), app_id, url, state_dir=tmp_path / "s") as again:
+        assert again.instance_id == instance_id
     lg.close()
