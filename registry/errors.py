@@ -28,6 +28,7 @@ class ErrorCode(enum.IntEnum):
     INVALID_SUBJECT = 42208
     SCHEMA_TOO_LARGE = 42209
     INVALID_RULESET = 42210
+    CONTEXT_NOT_EMPTY = 42211
     STORE_ERROR = 50001
     OPERATION_TIMEOUT = 50002
     FORWARDING_FAILED = 50003
@@ -36,6 +37,7 @@ class ErrorCode(enum.IntEnum):
     BAD_REQUEST = 400
     NOT_FOUND = 404
     METHOD_NOT_ALLOWED = 405
+    NOT_ACCEPTABLE = 406
     UNSUPPORTED_MEDIA_TYPE = 415
     UNPROCESSABLE_ENTITY = 422
     INTERNAL_SERVER_ERROR = 500
@@ -44,7 +46,7 @@ class ErrorCode(enum.IntEnum):
 class ApiError(Exception):
     """An error answer: HTTP status plus Confluent's ``{"error_code", "message"}`` body."""
 
-    def __init__(self, status: int, error_code: ErrorCode, message: str) -> None:
+    def __init__(self, status: int, error_code: int, message: str) -> None:
         super().__init__(message)
         self.status = status
         self.error_code = error_code
@@ -159,8 +161,10 @@ def operation_not_permitted(message: str) -> ApiError:
     return ApiError(422, ErrorCode.OPERATION_NOT_PERMITTED, message)
 
 
-def reference_exists(what: str) -> ApiError:
-    return ApiError(422, ErrorCode.REFERENCE_EXISTS, f"One or more references exist to the schema {what}.")
+def reference_exists(subject: str, version: int) -> ApiError:
+    """Names the referenced version as Confluent prints its ``SchemaKey``."""
+    key = f"{{magic=1,keytype=SCHEMA,subject={subject},version={version}}}"
+    return ApiError(422, ErrorCode.REFERENCE_EXISTS, f"One or more references exist to the schema {key}.")
 
 
 def invalid_subject(subject: str) -> ApiError:
@@ -173,6 +177,10 @@ def schema_too_large() -> ApiError:
 
 def invalid_ruleset(message: str) -> ApiError:
     return ApiError(422, ErrorCode.INVALID_RULESET, message)
+
+
+def context_not_empty(context: str) -> ApiError:
+    return ApiError(422, ErrorCode.CONTEXT_NOT_EMPTY, f"The specified context '{context}' is not empty.")
 
 
 # 5xx
@@ -208,6 +216,11 @@ def not_found_route() -> ApiError:
 
 def method_not_allowed() -> ApiError:
     return ApiError(405, ErrorCode.METHOD_NOT_ALLOWED, "HTTP 405 Method Not Allowed")
+
+
+def not_acceptable() -> ApiError:
+    """No type the ``Accept`` header allows is one the registry produces (Jersey's answer in Confluent's)."""
+    return ApiError(406, ErrorCode.NOT_ACCEPTABLE, "HTTP 406 Not Acceptable")
 
 
 def unsupported_media_type() -> ApiError:

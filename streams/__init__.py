@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
         "streams.errors",
     ),
     **dict.fromkeys(["DeadLetterQueue", "LogAndContinue", "LogAndFail"], "streams.handlers"),
+    **dict.fromkeys(["StateListener", "TaskState"], "streams.listeners"),
     **dict.fromkeys(["Cancellable", "Processor", "ProcessorContext", "PunctuationType"], "streams.processor"),
     **dict.fromkeys(["BYTES", "FLOAT", "INT", "JSON", "STRING", "Serde"], "streams.serdes"),
     **dict.fromkeys(["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"], "streams.test_driver"),
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
         WallclockTimestampExtractor,
     )
     from streams.handlers import DeadLetterQueue, LogAndContinue, LogAndFail
+    from streams.listeners import StateListener, TaskState
     from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
     from streams.serdes import BYTES, FLOAT, INT, JSON, STRING, Serde
     from streams.suppress import BufferConfig, Suppressed
@@ -141,12 +143,14 @@ __all__ = [
     "SessionWindowedSerde",
     "SessionWindows",
     "SlidingWindows",
+    "StateListener",
     "StateStoreError",
     "StoreSpec",
     "StreamsApp",
     "StreamsBuilder",
     "StreamsError",
     "Suppressed",
+    "TaskState",
     "TestInputTopic",
     "TestOutputTopic",
     "TestRecord",

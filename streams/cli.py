@@ -3,7 +3,7 @@
 ``module:app`` names a ``StreamsApp`` (or a zero-argument callable returning one) importable from the
 current directory. The app runs until SIGTERM/SIGINT, then commits and closes; progress is logged
 (records processed, restore progress, task assignment) at ``--log-level`` (default INFO).
-``registry/cli.py`` wires ``add_subcommand`` into ``schemakit``; ``python -m streams run module:app`` also works.
+``schemakit/cli.py`` wires ``add_subcommand`` into ``schemakit``; ``python -m streams run module:app`` also works.
 """
 
 from __future__ import annotations

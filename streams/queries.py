@@ -3,7 +3,8 @@
 ``read_only_store`` gives the view that fits the store: ``ReadOnlyStore`` (key-value), ``ReadOnlyWindowStore``
 or ``ReadOnlySessionStore``. A key's partition (of the store's sub-topology's task count) says which task
 holds it; queries over all keys ask every task. Reads run on the caller's thread while stream threads
-write, so a read that meets a store mid-change is retried.
+write, so a read that meets a store mid-change is retried. With standby tasks, partitions whose active task
+runs elsewhere are answered from a standby or warm-up replica here, which may be behind (``is_stale``).
 """
 
 from __future__ import annotations
@@ -33,29 +34,48 @@ def _retrying(read: Callable[[], T]) -> T:
 
 
 class _View:
-    """Store ``name`` over ``active_tasks()``; both it and ``partitions()`` are asked on every read: tasks move."""
+    """Store ``name`` over ``active_tasks()`` (and, if given, ``standby_tasks()`` for the partitions not
+    active here); they and ``partitions()`` are asked on every read: tasks move."""
 
-    def __init__(self, name: str, active_tasks: Callable[[], Iterable[StreamTask]], partitions: Callable[[], int]):
+    def __init__(
+        self,
+        name: str,
+        active_tasks: Callable[[], Iterable[StreamTask]],
+        partitions: Callable[[], int],
+        standby_tasks: Callable[[], Iterable[StreamTask]] | None = None,
+    ):
         self.name = name
         self._active_tasks = active_tasks
         self._partitions = partitions
+        self._standby_tasks = standby_tasks
 
-    def _stores(self) -> dict[int, Any]:
-        out = {}
+    def _stores(self) -> tuple[dict[int, Any], set[int]]:
+        """Partition -> store, and the partitions served by replicas."""
+        out: dict[int, Any] = {}
         for task in self._active_tasks():
             store = task.stores.get(self.name)
             if store is not None and not store.closed:
                 out[task.partition] = store
-        return out
+        stale: set[int] = set()
+        if self._standby_tasks is not None:
+            for task in self._standby_tasks():
+                store = task.stores.get(self.name)
+                if store is not None and not store.closed and task.partition not in out:
+                    out[task.partition] = store
+                    stale.add(task.partition)
+        return out, stale
+
+    def _partition(self, stores: dict[int, Any], key: Any) -> int:
+        some = next(iter(stores.values()))
+        return partition_for_key(some.key_bytes(key), self._partitions())
 
     def _read_key(self, key: Any, read: Callable[[Any], T], empty: T) -> T:
         """``read(store)`` on the store holding ``key`` (or, if a custom partitioner put it elsewhere, the
         first other store where it is not ``empty``)."""
-        stores = self._stores()
+        stores, _ = self._stores()
         if not stores:
             raise InvalidStateStoreError(f"store {self.name!r} has no running task on this instance")
-        some = next(iter(stores.values()))
-        partition = partition_for_key(some.key_bytes(key), self._partitions())
+        partition = self._partition(stores, key)
         store = stores.get(partition)
         if store is not None:
             return _retrying(lambda: read(store))
@@ -69,9 +89,17 @@ class _View:
 
     def _read_all(self, read: Callable[[Any], list[T]]) -> list[T]:
         out: list[T] = []
-        for store in self._stores().values():
+        for store in self._stores()[0].values():
             out.extend(_retrying(lambda store=store: read(store)))  # type: ignore[misc]
         return out
+
+    def is_stale(self, key: Any) -> bool:
+        """Whether reads of ``key`` are answered by a replica (possibly behind) rather than by the active task."""
+        stores, stale = self._stores()
+        return bool(stores) and self._partition(stores, key) in stale
+
+    def approximate_num_entries(self) -> int:
+        return sum(s.approximate_num_entries() for s in self._stores()[0].values())
 
 
 class ReadOnlyStore(_View):
@@ -82,9 +110,6 @@ class ReadOnlyStore(_View):
 
     def all(self) -> list[tuple[Any, Any]]:
         return self._read_all(lambda s: list(s.all()))
-
-    def approximate_num_entries(self) -> int:
-        return sum(s.approximate_num_entries() for s in self._stores().values())
 
 
 class ReadOnlyWindowStore(_View):
@@ -109,9 +134,6 @@ class ReadOnlyWindowStore(_View):
     def all(self) -> list[tuple[Windowed, Any]]:
         return sorted(self._read_all(lambda s: s.all()), key=lambda row: row[0].window.start)
 
-    def approximate_num_entries(self) -> int:
-        return sum(s.approximate_num_entries() for s in self._stores().values())
-
 
 class ReadOnlySessionStore(_View):
     """A session store (Kafka Streams' ``ReadOnlySessionStore``)."""
@@ -128,19 +150,15 @@ class ReadOnlySessionStore(_View):
     def all(self) -> list[tuple[Windowed, Any]]:
         return sorted(self._read_all(lambda s: s.all()), key=lambda row: row[0].window.end)
 
-    def approximate_num_entries(self) -> int:
-        return sum(s.approximate_num_entries() for s in self._stores().values())
-
 
 View = ReadOnlyStore | ReadOnlyWindowStore | ReadOnlySessionStore
 
 
-def read_only_store(spec: StoreSpec, active_tasks: Callable[[], Iterable[StreamTask]],
-                    partitions: Callable[[], int]) -> View:  # fmt: skip
-    """The read-only view of the store ``spec`` describes."""
+def read_only_store(spec: StoreSpec, active_tasks: Callable[[], Iterable[StreamTask]], partitions: Callable[[], int],
+                    standby_tasks: Callable[[], Iterable[StreamTask]] | None = None) -> View:  # fmt: skip
+    """The read-only view of the store ``spec`` describes (``standby_tasks``: also answer from replicas)."""
     if isinstance(spec, WindowStoreSpec):
-        return ReadOnlyWindowStore(spec.name, active_tasks, partitions)
+        return ReadOnlyWindowStore(spec.name, active_tasks, partitions, standby_tasks)
     if isinstance(spec, SessionStoreSpec):
-        return ReadOnlySessionStore(spec.name, active_tasks, partitions)
-    return ReadOnlyStore(spec.name, active_tasks, partitions)
-
+        return ReadOnlySessionStore(spec.name, active_tasks, partitions, standby_tasks)
+    return ReadOnlyStore(spec.name, active_tasks, partitions, standby_tasks)

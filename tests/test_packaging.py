@@ -22,7 +22,7 @@ from tests.server import free_port
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("registry", "serdes", "compat", "streams")
+PACKAGES = ("registry", "serdes", "compat", "streams", "schemakit")
 
 
 def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
@@ -85,6 +85,19 @@ def test_bare_install_serves_the_registry(bare_venv: Path, tmp_path: Path) -> No
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_the_command_line_loads_only_what_a_command_needs(bare_venv: Path) -> None:
+    # `schemakit serve` goes through schemakit.cli: the admin commands' dependencies stay unloaded
+    probe = (
+        "import sys, schemakit.cli\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'serdes', 'streams', 'httpx', 'confluent_kafka'}))"
+    )
+    out = _run([str(bare_venv / "bin" / "python"), "-c", probe], cwd="/")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+    checked = _run([str(bare_venv / "bin" / "schemakit"), "compat", "check", "--help"], cwd="/")
+    assert checked.returncode == 0 and "--against-dir DIR" in checked.stdout, checked.stderr
 
 
 def test_log_layer_imports_no_runtime(bare_venv: Path) -> None:

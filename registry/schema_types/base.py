@@ -11,12 +11,17 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any
 
+from compat.levels import CompatibilityPolicy
 from compat.result import Incompatibility
 
 
 class InvalidSchemaError(Exception):
     """The schema text is not a valid schema of its type; ``str()`` is the detail Confluent puts after
     ``Invalid schema of type X, details: ``."""
+
+    def api_message(self, schema_type: str) -> str:
+        """The message of Confluent's 42201 answer for this error."""
+        return f"Invalid schema of type {schema_type}, details: {self}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +77,11 @@ class SchemaType(abc.ABC):
         """The normalized form (``normalize=true``): semantically equal schemas get equal canonical strings."""
 
     @abc.abstractmethod
-    def check(self, reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
-        """Can ``reader`` read data written with ``writer``? Empty list: yes."""
+    def check(
+        self, reader: ParsedSchema, writer: ParsedSchema, policy: CompatibilityPolicy = CompatibilityPolicy.STRICT
+    ) -> list[Incompatibility]:
+        """Can ``reader`` read data written with ``writer`` under the subject's ``compatibilityPolicy``? Empty
+        list: yes. Raises ``compat.CheckLimitError`` past a check's bounds (depth, comparisons)."""
 
     def format(self, parsed: ParsedSchema, fmt: str) -> str | None:
         """The schema rendered in a ``format=`` variant (Avro ``resolved``, Protobuf ``serialized``...);

@@ -26,7 +26,7 @@ from streams import WindowedSerdes
 from streams.app import StreamsApp
 from streams.log import Log, TopicPartition
 from tests.streams.conftest import read_all, wait_for
-from tests.streams.test_instances import Instance
+from tests.streams.instances import Instance
 from tests.streams.topologies import CLICK_WINDOWS, click_windows, make_clicks, reference_window_counts
 
 KEYS = WindowedSerdes.time_windowed(str, CLICK_WINDOWS.size_ms)
@@ -147,7 +147,8 @@ def test_suppressed_finals_after_kill_9(log: Log, log_url: str, names: Callable[
     # Uncached, so that finals are emitted as records arrive, and the killed instance commits every
     # second: the kill usually lands after it emitted finals it had not committed (then they are written
     # twice). With the cache, finals reach the output only at commits, just before the offsets.
-    args = [log_url, app_id, str(state), clicks_topic, finals_topic, "1000", "click_windows_uncached"]
+    args = [log_url, app_id, str(state), clicks_topic, finals_topic, "1000", "--topology",
+            "click_windows_uncached"]
     first = make_clicks(1500, start_ms=1_000)
     second = make_clicks(3000, start_ms=30_000)
     produce_clicks(log, clicks_topic, first, produced)

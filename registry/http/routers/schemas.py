@@ -1,0 +1,153 @@
+"""``/schemas``: schemas by id, every schema, the schema types."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from registry.http import render
+from registry.http.errors import Doc
+from registry.http.models import Schema, SchemaString, SchemaTypeName, SubjectVersion
+from registry.http.params import Deleted, Format, Limit, Offset, QueryBool, SchemaId, ServiceDep
+from registry.http.routing import RegistryRoute, ok, raw_text_doc
+from registry.schema_types import schema_types
+from registry.service import Service
+
+router = APIRouter(route_class=RegistryRoute, tags=["schemas"])
+
+SubjectContext = Annotated[
+    str,
+    Query(
+        alias="subject",
+        description="Look the id up in this subject's context (ids are per context): a qualified subject "
+        "(`:.ctx:orders`) or a context (`:.ctx:`) names it; an unqualified subject that does not hold the id is "
+        "looked for in every context. Without it: the default context.",
+    ),
+]
+
+
+def _id_versions(service: Service, schema_id: int, deleted: bool, subject: str) -> list[tuple[str, int]]:
+    """The (subject, version) pairs holding the id in the context ``subject`` selects."""
+    return service.id_versions(schema_id, deleted=deleted, context=service.id_context(schema_id, subject))
+
+
+@router.get(
+    "/schemas",
+    operation_id="getSchemas",
+    summary="Every version of every subject (matching the prefix), as Schema objects.",
+    response_model=list[Schema],
+    responses={**Doc.bad_request},
+)
+async def list_schemas(
+    service: ServiceDep,
+    subject_prefix: Annotated[
+        str,
+        Query(
+            alias="subjectPrefix",
+            description="Only subjects starting with this prefix. Empty (the default) or a prefix without a context "
+            "means the default context; `:*:` every context, `:.ctx:` the context `.ctx`.",
+        ),
+    ] = "",
+    deleted: Deleted = False,
+    latest_only: Annotated[
+        QueryBool, Query(alias="latestOnly", description="Only the latest version of each subject.")
+    ] = False,
+    offset: Offset = 0,
+    limit: Limit = -1,
+) -> Response:
+    versions = service.all_schemas(subject_prefix, deleted=deleted, latest_only=latest_only)
+    chosen = render.page(versions, offset, limit)
+    return ok(b"[" + b",".join(render.version_body(v) for v in chosen) + b"]")
+
+
+@router.get(
+    "/schemas/types",
+    operation_id="getSchemaTypes",
+    summary="The schema types this server supports.",
+    response_model=list[SchemaTypeName],
+)
+async def get_schema_types() -> Response:
+    return ok(render.dumps(schema_types()))
+
+
+@router.get(
+    "/schemas/ids/{id}",
+    operation_id="getSchemaById",
+    summary="The schema with this id.",
+    response_model=SchemaString,
+    responses={**Doc.schema_not_found, **Doc.stored_schema_unparsable},
+)
+async def get_schema(
+    service: ServiceDep,
+    id: SchemaId,
+    fmt: Format = "",
+    fetch_max_id: Annotated[
+        QueryBool, Query(alias="fetchMaxId", description="Add `maxId`, the highest id in use in the context.")
+    ] = False,
+    subject: SubjectContext = "",
+) -> Response:
+    context = service.id_context(id, subject)
+    content = service.schema(id, context)
+    if not fmt and not fetch_max_id:
+        return ok(render.id_body(content))
+    body = render.id_dict(content, await service.formatted(content, id, fmt, context))
+    if fetch_max_id:
+        body["maxId"] = service.max_id(context)
+    return ok(render.dumps(body))
+
+
+@router.get(
+    "/schemas/ids/{id}/schema",
+    operation_id="getSchemaTextById",
+    summary="The schema text with this id, not wrapped in JSON.",
+    response_model=None,
+    responses={
+        **raw_text_doc("The schema text itself (JSON for Avro and JSON Schema, `.proto` source for Protobuf)."),
+        **Doc.schema_not_found,
+        **Doc.stored_schema_unparsable,
+    },
+)
+async def get_schema_text(
+    service: ServiceDep, id: SchemaId, fmt: Format = "", subject: SubjectContext = ""
+) -> Response:
+    context = service.id_context(id, subject)
+    return ok((await service.formatted(service.schema(id, context), id, fmt, context)).encode())
+
+
+@router.get(
+    "/schemas/ids/{id}/subjects",
+    operation_id="getSubjectsById",
+    summary="Subjects that have a version with this id.",
+    response_model=list[str],
+    responses={**Doc.bad_request, **Doc.schema_not_found},
+)
+async def get_subjects(
+    service: ServiceDep,
+    id: SchemaId,
+    deleted: Deleted = False,
+    subject: SubjectContext = "",
+    offset: Offset = 0,
+    limit: Limit = -1,
+) -> Response:
+    subjects = sorted({s for s, _ in _id_versions(service, id, deleted, subject)})
+    return ok(render.dumps(render.page(subjects, offset, limit)))
+
+
+@router.get(
+    "/schemas/ids/{id}/versions",
+    operation_id="getVersionsById",
+    summary="Subject-version pairs that hold this id.",
+    response_model=list[SubjectVersion],
+    responses={**Doc.bad_request, **Doc.schema_not_found},
+)
+async def get_versions(
+    service: ServiceDep,
+    id: SchemaId,
+    deleted: Deleted = False,
+    subject: SubjectContext = "",
+    offset: Offset = 0,
+    limit: Limit = -1,
+) -> Response:
+    items = [{"subject": s, "version": v} for s, v in _id_versions(service, id, deleted, subject)]
+    return ok(render.dumps(render.page(items, offset, limit)))

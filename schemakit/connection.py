@@ -1,0 +1,91 @@
+"""Where a ``schemakit registry`` command connects: URL, credentials and TLS, as options and environment.
+
+Options are accepted before and after the subcommand (``schemakit registry --url U subjects`` and
+``schemakit registry subjects --url U``): the ``registry`` parser holds them with their defaults and every
+subcommand holds them again with ``argparse.SUPPRESS``, so a value given after the subcommand wins and an
+absent one leaves the first alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from serdes import RegistryClient
+
+
+def seg(value: str | int) -> str:
+    """One URL path segment (subjects may hold ``/``, ``%``, spaces)."""
+    return quote(str(value), safe="")
+
+
+class UsageError(Exception):
+    """A command line that cannot work (a missing URL, a malformed option); exit status 2."""
+
+
+def add_connection_options(p: argparse.ArgumentParser, *, suppress: bool = False, url_flag: str = "--url",
+                           prefix: str = "", role: str = "") -> None:
+    """``--url``, ``--user``, ``--token``, ``--ca``/``--cert``/``--key``, ``--timeout``. With ``prefix``
+    (``to-``) the options of a second registry: ``--to-user`` … (no environment variables for those)."""
+
+    def default(env: str | None, value: object = None) -> object:
+        if suppress:
+            return argparse.SUPPRESS
+        return os.environ.get(env, value) if env and not prefix else value
+
+    dest = prefix.replace("-", "_")
+
+    def tag(env: str) -> str:
+        return "" if prefix else f" [env {env}]"
+
+    g = p.add_argument_group(f"the {role} registry" if role else "connection")
+    g.add_argument(url_flag, dest=f"{dest}url", metavar="URL", default=default("SCHEMAKIT_REGISTRY_URL"),
+                   help="registry URL; several comma-separated for failover; http://user:pw@host sets basic auth"
+                   + tag("SCHEMAKIT_REGISTRY_URL"))
+    g.add_argument(f"--{prefix}user", dest=f"{dest}user", metavar="USER:PASSWORD",
+                   default=default("SCHEMAKIT_REGISTRY_USER"), help="HTTP basic auth" + tag("SCHEMAKIT_REGISTRY_USER"))
+    g.add_argument(f"--{prefix}token", dest=f"{dest}token", metavar="TOKEN",
+                   default=default("SCHEMAKIT_REGISTRY_TOKEN"),
+                   help="bearer token, sent as 'Authorization: Bearer TOKEN'" + tag("SCHEMAKIT_REGISTRY_TOKEN"))
+    g.add_argument(f"--{prefix}ca", dest=f"{dest}ca", metavar="FILE", default=default(None),
+                   help="CA bundle (PEM) to verify the registry's certificate")
+    g.add_argument(f"--{prefix}cert", dest=f"{dest}cert", metavar="FILE", default=default(None),
+                   help="client certificate (PEM) for mutual TLS")
+    g.add_argument(f"--{prefix}key", dest=f"{dest}key", metavar="FILE", default=default(None),
+                   help="the client certificate's private key (PEM), when --cert does not hold it")
+    if not prefix:
+        g.add_argument("--timeout", type=float, metavar="SECONDS", default=default(None, 30.0),
+                       help="seconds per request (default 30)")
+
+
+def connect(args: argparse.Namespace, *, prefix: str = "", url_flag: str = "--url") -> RegistryClient:
+    """A ``RegistryClient`` for the registry the options name; ``prefix`` picks the second registry's options
+    (``to_`` for ``--to-user`` …), which never fall back to the first's: credentials go where they are given."""
+    from serdes import RegistryClient
+
+    def opt(name: str) -> str | None:
+        return getattr(args, f"{prefix}{name}", None)
+
+    target = opt("url")
+    if not target:
+        raise UsageError(f"no registry URL: pass {url_flag} URL")
+    user, token = opt("user"), opt("token")
+    if user is not None and ":" not in user:
+        raise UsageError(f"--{prefix.replace('_', '-')}user takes USER:PASSWORD")
+    if user is not None and token is not None:
+        raise UsageError("--user and --token are alternatives: pass one")
+    cert, key = opt("cert"), opt("key")
+    if key is not None and cert is None:
+        raise UsageError("--key needs --cert")
+    # A bearer token travels as a header the client sends with every request.
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    try:
+        return RegistryClient(
+            target, user_info=user, timeout=float(getattr(args, "timeout", 30.0)), max_retries=2,
+            verify=opt("ca") or True, cert=(cert, key) if cert and key else cert, headers=headers,
+        )  # fmt: skip
+    except (ValueError, OSError) as e:
+        raise UsageError(str(e)) from None
