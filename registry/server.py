@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import uvicorn
 
@@ -14,6 +15,9 @@ from registry.forwarder import Forwarder, LeaderOffsetHeader
 from registry.http.app import RegistryApp
 from registry.leader import ELECTION_GROUP_SETTINGS, ELECTION_SESSION_TIMEOUT, Election, WriterSlot
 from registry.schema_types import schema_types
+from registry.security import Security, build_security, tls
+from registry.security.passwords import MissingExtraError
+from registry.security.users_file import UsersFileError
 from registry.service import Service
 from registry.store import Store
 from streams.log import Log, LogError, open_log
@@ -69,11 +73,24 @@ def _check_topic(log_backend: Log, name: str) -> None:
         )
 
 
+def open_security(config: RegistryConfig, several_instances: bool) -> Security | None:
+    """The instance's authentication and authorization, or a StartupError naming what is wrong."""
+    problems = config.security.problems(several_instances=several_instances)
+    if problems:
+        raise StartupError("; ".join(problems))
+    try:
+        return build_security(config.security)
+    except (UsersFileError, MissingExtraError, ValueError, OSError) as e:
+        raise StartupError(str(e)) from e
+
+
 def build_app(config: RegistryConfig) -> RegistryApp:
     log_backend = open_backend(config)
     # Several instances can share a log with group membership: then only the elected leader writes (through
     # the writer the election puts in the slot), and the others forward writes to it.
     writers = WriterSlot() if log_backend.capabilities.group_membership else None
+    protection = open_security(config, several_instances=writers is not None)
+    sec = config.security
     store = Store(log_backend, config.topic, timeout=config.store_timeout, writers=writers)
     service = Service(store, default_compatibility=config.compatibility)
     election: Election | None = None
@@ -98,8 +115,10 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             config.url,
             timeout=max(60.0, 3 * config.store_timeout),
             leader_wait=config.store_timeout,
+            # an https leader is verified with --inter-node-ca; this node's certificate answers its client check
+            tls=tls.client_context(sec.inter_node_ca, sec.tls_cert, sec.tls_key) if sec.tls else True,
         )
-    app = RegistryApp(service, forwarder=forwarder)
+    app = RegistryApp(service, forwarder=forwarder, security=protection)
 
     async def startup() -> None:
         log.info("schemakit registry %s: log backend %s, topic %s", __version__, log_backend.describe(), config.topic)
@@ -117,9 +136,17 @@ def build_app(config: RegistryConfig) -> RegistryApp:
                 config.leader_topic,
                 "is eligible" if config.leader_eligible else "is not eligible (--leader-eligible false)",
             )
+        if protection is not None:
+            await protection.start()
+            for line in protection.describe():
+                log.info("%s", line)
+        if sec.tls:
+            log.info("TLS: certificate %s, client certificates %s", sec.tls_cert, sec.client_auth)
         log.info("serving the Confluent Schema Registry API at %s (API docs at %s/docs)", config.url, config.url)
 
     async def shutdown() -> None:
+        if protection is not None:
+            await protection.stop()
         if election is not None:
             await asyncio.to_thread(election.close)
             election.log.close()
@@ -148,9 +175,23 @@ def serve(config: RegistryConfig) -> int:
             access_log=False,
             log_level="warning",
             loop="auto",
-            http="auto",
             timeout_keep_alive=30,
+            **tls_options(config),
         )
     )
     server.run()
     return 0 if server.started else 3
+
+
+def tls_options(config: RegistryConfig) -> dict[str, Any]:
+    """uvicorn's HTTPS settings; with client certificates, the protocol that puts them into the ASGI scope."""
+    sec = config.security
+    if not sec.tls:
+        return {"http": "auto"}
+    return {
+        "ssl_certfile": sec.tls_cert,
+        "ssl_keyfile": sec.tls_key,
+        "ssl_ca_certs": sec.tls_client_ca,
+        "ssl_cert_reqs": tls.cert_reqs(sec.client_auth),
+        "http": tls.protocol_class() if sec.client_auth != "none" else "auto",
+    }

@@ -28,18 +28,24 @@ from registry.http import errors
 from registry.http.openapi import TITLE, document
 from registry.http.read_cache import ReadCache, ReadGuard
 from registry.http.routers import ROUTERS
+from registry.http.security import Authenticated, SecurityGuard
 
 if TYPE_CHECKING:
     from registry.forwarder import Forwarder
+    from registry.security import Security
     from registry.service import Service
 
 DOCS_ASSETS = "/docs/assets"
 
 
 def build_api(
-    service: Service | None = None, forwarder: Forwarder | None = None, cluster_id: str = "schemakit"
+    service: Service | None = None,
+    forwarder: Forwarder | None = None,
+    cluster_id: str = "schemakit",
+    security: Security | None = None,
 ) -> FastAPI:
-    """The FastAPI app (routes, error handlers, docs). Without a service it can only describe itself."""
+    """The FastAPI app (routes, error handlers, docs). Without a service it can only describe itself; without
+    ``security`` (no ``--auth``) every route is open."""
     api = FastAPI(
         title=TITLE,
         version=__version__,
@@ -51,9 +57,10 @@ def build_api(
     api.state.service = service
     api.state.forwarder = forwarder
     api.state.cluster_id = cluster_id
+    api.state.security = security
     errors.install(api)
     for router in ROUTERS:
-        api.include_router(router)
+        api.include_router(router, dependencies=[Authenticated])  # every API route: 401 unless authenticated
     _add_docs(api)
 
     def openapi() -> dict[str, Any]:
@@ -100,8 +107,9 @@ class RegistryApp(ReadCache):
     """The ASGI application of one registry instance: the read cache in front of the API (a subclass rather
     than a wrapper, so a hit costs no extra call).
 
-    ``forwarder`` (several instances) sends writes to the leader when this node is not it; ``guard`` is the
-    security layer's check in front of cached answers (``read_cache.ReadGuard``). ``on_startup`` and
+    ``forwarder`` (several instances) sends writes to the leader when this node is not it; ``security``
+    (``--auth``) authenticates and authorizes every API request, and guards cached answers
+    (``http/security.py``; ``guard`` replaces that check in front of the cache). ``on_startup`` and
     ``on_shutdown`` hold coroutines run by the ASGI lifespan (the server opens and closes the log there)."""
 
     def __init__(
@@ -110,13 +118,17 @@ class RegistryApp(ReadCache):
         forwarder: Forwarder | None = None,
         cluster_id: str = "schemakit",
         *,
+        security: Security | None = None,
         guard: ReadGuard | None = None,
     ) -> None:
         self.service = service
         self.forwarder = forwarder
+        self.security = security
         self.on_startup: list[Callable[[], Awaitable[None]]] = []
         self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
-        self.api = build_api(service, forwarder, cluster_id)
+        self.api = build_api(service, forwarder, cluster_id, security)
+        if guard is None and security is not None:
+            guard = SecurityGuard(security)
         self.api.router.lifespan_context = self._lifespan
         super().__init__(KeepEncodedSlashes(self.api), service.state, guard=guard)
 

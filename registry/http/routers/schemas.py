@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
@@ -11,6 +12,7 @@ from registry.http.errors import Doc
 from registry.http.models import Schema, SchemaString, SchemaTypeName, SubjectVersion
 from registry.http.params import Deleted, Format, Limit, Offset, QueryBool, SchemaId, ServiceDep
 from registry.http.routing import RegistryRoute, ok, raw_text_doc
+from registry.http.security import Readable, ReadSchemaId
 from registry.schema_types import schema_types
 from registry.service import Service, normalize_subject
 
@@ -19,9 +21,11 @@ router = APIRouter(route_class=RegistryRoute, tags=["schemas"])
 SubjectFilter = Annotated[str, Query(alias="subject", description="Only this subject.")]
 
 
-def _id_versions(service: Service, schema_id: int, deleted: bool, subject: str) -> list[tuple[str, int]]:
-    """The (subject, version) pairs holding the id, only ``subject``'s when one is given."""
-    pairs = service.id_versions(schema_id, deleted=deleted)
+def _id_versions(
+    service: Service, schema_id: int, deleted: bool, subject: str, readable: Callable[[str], bool]
+) -> list[tuple[str, int]]:
+    """The (subject, version) pairs holding the id that the caller may read, only ``subject``'s when one is given."""
+    pairs = [p for p in service.id_versions(schema_id, deleted=deleted) if readable(p[0])]
     return [p for p in pairs if p[0] == normalize_subject(subject)] if subject else pairs
 
 
@@ -34,6 +38,7 @@ def _id_versions(service: Service, schema_id: int, deleted: bool, subject: str) 
 )
 async def list_schemas(
     service: ServiceDep,
+    readable: Readable,
     subject_prefix: Annotated[
         str,
         Query(alias="subjectPrefix", description="Only subjects starting with this prefix; empty or `:*:` means all."),
@@ -46,6 +51,7 @@ async def list_schemas(
     limit: Limit = -1,
 ) -> Response:
     versions = service.all_schemas(subject_prefix, deleted=deleted, latest_only=latest_only)
+    versions = [v for v in versions if readable(v.subject)]
     chosen = render.page(versions, offset, limit)
     return ok(b"[" + b",".join(render.version_body(v) for v in chosen) + b"]")
 
@@ -63,6 +69,7 @@ async def get_schema_types() -> Response:
 @router.get(
     "/schemas/ids/{id}",
     operation_id="getSchemaById",
+    dependencies=[ReadSchemaId],
     summary="The schema with this id.",
     response_model=SchemaString,
     responses={**Doc.schema_not_found, **Doc.stored_schema_unparsable},
@@ -87,6 +94,7 @@ async def get_schema(
 @router.get(
     "/schemas/ids/{id}/schema",
     operation_id="getSchemaTextById",
+    dependencies=[ReadSchemaId],
     summary="The schema text with this id, not wrapped in JSON.",
     response_model=None,
     responses={
@@ -102,36 +110,40 @@ async def get_schema_text(service: ServiceDep, id: SchemaId, fmt: Format = "") -
 @router.get(
     "/schemas/ids/{id}/subjects",
     operation_id="getSubjectsById",
+    dependencies=[ReadSchemaId],
     summary="Subjects that have a version with this id.",
     response_model=list[str],
     responses={**Doc.bad_request, **Doc.schema_not_found},
 )
 async def get_subjects(
     service: ServiceDep,
+    readable: Readable,
     id: SchemaId,
     deleted: Deleted = False,
     subject: SubjectFilter = "",
     offset: Offset = 0,
     limit: Limit = -1,
 ) -> Response:
-    subjects = sorted({s for s, _ in _id_versions(service, id, deleted, subject)})
+    subjects = sorted({s for s, _ in _id_versions(service, id, deleted, subject, readable)})
     return ok(render.dumps(render.page(subjects, offset, limit)))
 
 
 @router.get(
     "/schemas/ids/{id}/versions",
     operation_id="getVersionsById",
+    dependencies=[ReadSchemaId],
     summary="Subject-version pairs that hold this id.",
     response_model=list[SubjectVersion],
     responses={**Doc.bad_request, **Doc.schema_not_found},
 )
 async def get_versions(
     service: ServiceDep,
+    readable: Readable,
     id: SchemaId,
     deleted: Deleted = False,
     subject: SubjectFilter = "",
     offset: Offset = 0,
     limit: Limit = -1,
 ) -> Response:
-    items = [{"subject": s, "version": v} for s, v in _id_versions(service, id, deleted, subject)]
+    items = [{"subject": s, "version": v} for s, v in _id_versions(service, id, deleted, subject, readable)]
     return ok(render.dumps(render.page(items, offset, limit)))
