@@ -110,7 +110,7 @@ class JwtValidator:
         audience: str | None = None,
         principal_claim: str = "sub",
         roles_claim: str | None = "roles",
-        refresh_interval: float = 10.0,
+        refresh_interval: float = 5.0,
         verify: bool | str = True,
     ) -> None:
         if jwks_url is None and not static_keys:
