@@ -79,6 +79,8 @@ def open_security(config: RegistryConfig, several_instances: bool) -> Security |
     if problems:
         raise StartupError("; ".join(problems))
     try:
+        if config.security.client_auth != "none":
+            tls.require_x509()
         return build_security(config.security)
     except (UsersFileError, MissingExtraError, ValueError, OSError) as e:
         raise StartupError(str(e)) from e

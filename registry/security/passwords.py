@@ -26,7 +26,7 @@ _BCRYPT_PREFIXES = ("$2a$", "$2b$", "$2y$")
 AUTH_EXTRA = "pip install 'schemakit[auth]'"
 
 
-class MissingExtraError(RuntimeError):
+class MissingExtraError(ValueError):
     """An optional package for authentication is not installed (the message names the extra)."""
 
 
@@ -42,8 +42,10 @@ class StoredPassword:
 def parse_stored(password_hash: str, algorithm: str | None, salt: str | None) -> StoredPassword:
     """The stored password of a users-file entry; ValueError names what is wrong."""
     if password_hash.startswith("$argon2"):
+        _argon2()  # a missing extra is reported when the file is loaded, not at the first login
         return StoredPassword("argon2", password_hash)
     if password_hash.startswith(_BCRYPT_PREFIXES):
+        _bcrypt()
         return StoredPassword("bcrypt", password_hash)
     if algorithm is None:
         raise ValueError(

@@ -25,6 +25,16 @@ def cert_reqs(client_auth: str) -> ssl.VerifyMode:
     return _CERT_REQS[client_auth]
 
 
+def require_x509() -> None:
+    """Client certificates are read with ``cryptography``: fail at startup, not at the first connection."""
+    try:
+        import cryptography.x509  # noqa: F401
+    except ImportError:
+        from registry.security.passwords import AUTH_EXTRA, MissingExtraError
+
+        raise MissingExtraError(f"client certificates need cryptography: {AUTH_EXTRA}") from None
+
+
 def subject_name(der: bytes) -> str:
     """The certificate's subject as an RFC 4514 string (most specific attribute first: ``CN=…,O=…``)."""
     from cryptography import x509

@@ -33,7 +33,12 @@ KARAPACE_AUTH_FILE = {
             "salt": "salt",
             "password_hash": "uofa7Uw+IolY0GDeCQApTVAUPlBthFYPFQ+QN+kKtXBzSwddiyLrNnIC2UQcA5X+hCL/mHNNqEMA30oIM4oqxA==",
         },
-        {"username": "reader", "algorithm": "sha1", "salt": "third-salt", "password_hash": "SeUTCvKCE8rj6lHFkyFkhopktuY="},
+        {
+            "username": "reader",
+            "algorithm": "sha1",
+            "salt": "third-salt",
+            "password_hash": "SeUTCvKCE8rj6lHFkyFkhopktuY=",
+        },
         {
             "username": "user",
             "algorithm": "sha512",
@@ -109,8 +114,10 @@ def test_unauthenticated_is_401_with_a_challenge(as_user: Callable[..., httpx.Cl
     assert as_user(("nobody", "x")).get("/config").status_code == 401
     bearer = as_user(None).get("/subjects", headers={"Authorization": "Bearer abc"})
     assert bearer.status_code == 401
-    assert bearer.json()["message"] == "Unauthorized: unsupported authorization scheme 'bearer'; authentication " \
+    assert (
+        bearer.json()["message"] == "Unauthorized: unsupported authorization scheme 'bearer'; authentication "
         "required: basic credentials"
+    )
 
 
 def test_confluent_client_with_basic_auth_user_info(karapace_registry: RegistryProcess) -> None:
@@ -135,9 +142,14 @@ def test_subject_rules_read_and_write(as_user: Callable[..., httpx.Client]) -> N
     body = {"schema": AVRO}
     # Write implies Read (aladdin: Write on Subject:cave-.*)
     assert aladdin.post(f"/subjects/{cave}/versions", json=body).status_code == 200
-    for path in (f"/subjects/{cave}/versions", f"/subjects/{cave}/versions/1", f"/subjects/{cave}/versions/1/schema",
-                 f"/subjects/{cave}/versions/1/referencedby", f"/config/{cave}?defaultToGlobal=true",
-                 f"/mode/{cave}?defaultToGlobal=true"):
+    for path in (
+        f"/subjects/{cave}/versions",
+        f"/subjects/{cave}/versions/1",
+        f"/subjects/{cave}/versions/1/schema",
+        f"/subjects/{cave}/versions/1/referencedby",
+        f"/config/{cave}?defaultToGlobal=true",
+        f"/mode/{cave}?defaultToGlobal=true",
+    ):
         assert aladdin.get(path).status_code == 200, path
     assert aladdin.post(f"/subjects/{cave}", json=body).status_code == 200  # lookup
     assert aladdin.post(f"/compatibility/subjects/{cave}/versions/latest", json=body).json() == {"is_compatible": True}
@@ -185,8 +197,10 @@ def test_listings_show_only_what_the_caller_may_read(as_user: Callable[..., http
     cave_id = admin.post(f"/subjects/{cave}/versions", json={"schema": avro}).json()["id"]
     carpet_id = admin.post(f"/subjects/{carpet}/versions", json={"schema": '"long"'}).json()["id"]
     for _ in range(2):  # the second round is served from the read cache: still each caller's own listing
-        subjects = {name: set(c.get("/subjects").json()) for name, c in
-                    (("admin", admin), ("aladdin", aladdin), ("reader", reader), ("user", user))}
+        subjects = {
+            name: set(c.get("/subjects").json())
+            for name, c in (("admin", admin), ("aladdin", aladdin), ("reader", reader), ("user", user))
+        }
         assert {cave, carpet} <= subjects["admin"]
         assert cave in subjects["aladdin"] and all(s.startswith("cave-") for s in subjects["aladdin"])
         assert carpet in subjects["reader"] and all(s.startswith("carpet-") for s in subjects["reader"])
@@ -229,7 +243,9 @@ def test_cached_reads_are_still_authorized(as_user: Callable[..., httpx.Client])
     _denied(reader.post(f"/subjects/{cave}", json=lookup), "Read", f"Subject: {cave}")
 
 
-def test_audit_lines_for_writes_and_denials(karapace_registry: RegistryProcess, as_user: Callable[..., httpx.Client]) -> None:
+def test_audit_lines_for_writes_and_denials(
+    karapace_registry: RegistryProcess, as_user: Callable[..., httpx.Client]
+) -> None:
     cave, carpet = _name("cave-"), _name("carpet-")
     as_user(ALADDIN).post(f"/subjects/{cave}/versions", json={"schema": '"string"'})
     as_user(ALADDIN).post(f"/subjects/{carpet}/versions", json={"schema": '"string"'})

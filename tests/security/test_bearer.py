@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from tests.security.conftest import Issuer, UsersFile, wait_for
+from tests.credentials import Issuer, UsersFile, wait_for
 from tests.server import RegistryProcess
 
 
@@ -50,7 +50,11 @@ def _rejected(resp: httpx.Response, reason: str) -> None:
 
 
 def test_confluent_client_with_a_bearer_token(registry: RegistryProcess, issuer: Issuer) -> None:
-    conf = {"url": registry.url, "bearer.auth.credentials.source": "STATIC_TOKEN", "bearer.auth.logical.cluster": "lsrc-1"}
+    conf = {
+        "url": registry.url,
+        "bearer.auth.credentials.source": "STATIC_TOKEN",
+        "bearer.auth.logical.cluster": "lsrc-1",
+    }
     producer = SchemaRegistryClient({**conf, "bearer.auth.token": issuer.token("alice", roles=["producers"])})
     schema_id = producer.register_schema("orders-value", Schema('"string"', "AVRO"))
     assert producer.get_latest_version("orders-value").schema_id == schema_id
@@ -73,15 +77,21 @@ def test_confluent_client_with_a_bearer_token(registry: RegistryProcess, issuer:
 
 def test_tokens_that_are_refused(registry: RegistryProcess, issuer: Issuer) -> None:
     _rejected(_get(registry, "/subjects", issuer.token("alice", ttl=-120)), "token expired")
-    _rejected(_get(registry, "/subjects", issuer.token("alice", aud="another-api")), "invalid token: Audience doesn't match")
-    _rejected(_get(registry, "/subjects", issuer.token("alice", iss="https://evil.test")), "invalid token: Invalid issuer")
+    _rejected(
+        _get(registry, "/subjects", issuer.token("alice", aud="another-api")), "invalid token: Audience doesn't match"
+    )
+    _rejected(
+        _get(registry, "/subjects", issuer.token("alice", iss="https://evil.test")), "invalid token: Invalid issuer"
+    )
     unsigned = jwt.encode({"sub": "alice", "exp": int(time.time()) + 60}, key=None, algorithm="none")
     _rejected(
         _get(registry, "/subjects", unsigned),
         "token algorithm 'none' is not accepted (one of ES256, ES384, ES512, EdDSA, PS256, PS384, PS512, RS256, "
         "RS384, RS512)",
     )
-    shared_secret = jwt.encode({"sub": "alice", "exp": int(time.time()) + 60}, "a-shared-secret-of-32-bytes-or-more", algorithm="HS256")
+    shared_secret = jwt.encode(
+        {"sub": "alice", "exp": int(time.time()) + 60}, "a-shared-secret-of-32-bytes-or-more", algorithm="HS256"
+    )
     assert _get(registry, "/subjects", shared_secret).status_code == 401
     head, payload, signature = issuer.token("alice").split(".")
     claims = json.loads(base64.urlsafe_b64decode(payload + "=="))
@@ -92,7 +102,10 @@ def test_tokens_that_are_refused(registry: RegistryProcess, issuer: Issuer) -> N
     assert httpx.get(registry.url + "/subjects", auth=("ops", "ops-pw")).status_code == 200
     missing = httpx.get(registry.url + "/subjects")
     assert missing.json()["message"] == "Unauthorized: authentication required: basic credentials or a bearer token"
-    assert missing.headers.get_list("www-authenticate") == ['Basic realm="schemakit", charset="UTF-8"', 'Bearer realm="schemakit"']
+    assert missing.headers.get_list("www-authenticate") == [
+        'Basic realm="schemakit", charset="UTF-8"',
+        'Bearer realm="schemakit"',
+    ]
 
 
 def test_a_rotated_key_is_fetched_on_its_first_token(registry: RegistryProcess, issuer: Issuer) -> None:
@@ -101,7 +114,10 @@ def test_a_rotated_key_is_fetched_on_its_first_token(registry: RegistryProcess, 
     _rejected(_get(registry, "/subjects", issuer.token("svc-reader", kid="k2")), "no key for the token's kid 'k2'")
     issuer.published.append("k2")  # the issuer rotates: k2 is in its JWKS now
     # the registry fetches the JWKS again for the unknown kid (at most every few seconds, whatever tokens arrive)
-    wait_for(lambda: _get(registry, "/subjects", issuer.token("svc-reader", kid="k2")).status_code == 200,
-             timeout=20, what="the rotated key")
+    wait_for(
+        lambda: _get(registry, "/subjects", issuer.token("svc-reader", kid="k2")).status_code == 200,
+        timeout=20,
+        what="the rotated key",
+    )
     assert issuer.fetches - fetches <= 6
     assert _get(registry, "/subjects", issuer.token("svc-reader", kid="k1")).status_code == 200

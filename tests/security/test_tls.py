@@ -12,7 +12,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from serdes import RegistryClient, RegistryError
 from serdes import Schema as SerdesSchema
-from tests.security.conftest import Pki, UsersFile
+from tests.credentials import Pki, UsersFile
 from tests.server import RegistryProcess
 
 APP = "CN=orders-app,O=Acme"
@@ -46,7 +46,9 @@ def test_serdes_client_with_a_client_certificate(mtls_registry: RegistryProcess,
         assert (e.value.status, e.value.error_code) == (403, 40301)
         assert str(e.value.message) == "User is denied operation Write on Subject: payments-value"
     log = mtls_registry.log_file.read_text()
-    assert f'audit outcome=denied principal="{APP}" mechanism=mtls operation=Write resource=Subject:payments-value' in log
+    assert (
+        f'audit outcome=denied principal="{APP}" mechanism=mtls operation=Write resource=Subject:payments-value' in log
+    )
 
 
 def test_confluent_client_with_tls_and_a_client_certificate(mtls_registry: RegistryProcess, pki: Pki) -> None:
@@ -58,15 +60,21 @@ def test_confluent_client_with_tls_and_a_client_certificate(mtls_registry: Regis
     assert client.get_schema(schema_id).schema_str == '"long"'
     other_cert, other_key = pki.client("billing-app")
     other = SchemaRegistryClient(
-        {"url": mtls_registry.url, "ssl.ca.location": pki.ca, "ssl.certificate.location": other_cert,
-         "ssl.key.location": other_key}
+        {
+            "url": mtls_registry.url,
+            "ssl.ca.location": pki.ca,
+            "ssl.certificate.location": other_cert,
+            "ssl.key.location": other_key,
+        }
     )
     with pytest.raises(SchemaRegistryError) as e:
         other.get_latest_version("orders-key")
     assert (e.value.http_status_code, e.value.error_code) == (403, 40301)
     assert e.value.error_message == "User is denied operation Read on Subject: orders-key"
     # TLS with basic credentials instead of a certificate
-    basic = SchemaRegistryClient({"url": mtls_registry.url, "ssl.ca.location": pki.ca, "basic.auth.user.info": "ops:ops-pw"})
+    basic = SchemaRegistryClient(
+        {"url": mtls_registry.url, "ssl.ca.location": pki.ca, "basic.auth.user.info": "ops:ops-pw"}
+    )
     assert "orders-key" in basic.get_subjects()
 
 

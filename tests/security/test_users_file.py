@@ -16,7 +16,7 @@ from registry.security.passwords import hash_password, parse_stored, verify
 from registry.security.permissions import Authorizer, Operation
 from registry.security.principal import Principal
 from registry.security.users_file import UsersFileError, load, parse
-from tests.security.conftest import UsersFile, wait_for
+from tests.credentials import UsersFile, wait_for
 from tests.server import RegistryProcess
 
 
@@ -32,17 +32,31 @@ def test_every_hash_verifies_its_password_only(algorithm: str) -> None:
 def test_bad_entries_are_named() -> None:
     cases = [
         ({"users": [{"username": "a", "password_hash": "x"}]}, "users[0] (a): password_hash is neither an argon2"),
-        ({"users": [{"username": "a", "password_hash": "x", "algorithm": "md5", "salt": "s"}]},
-         "users[0] (a): unknown algorithm 'md5' (Karapace's: sha1, sha256, sha512, scrypt)"),
-        ({"users": [{"username": "a", "password_hash": "x", "algorithm": "sha1"}]}, "users[0] (a): algorithm 'sha1' needs a 'salt'"),
-        ({"permissions": [{"username": "a", "operation": "Delete", "resource": ".*"}]},
-         "permissions[0]: operation must be 'Read' or 'Write', got 'Delete'"),
-        ({"permissions": [{"operation": "Read", "resource": ".*"}]}, "permissions[0]: give exactly one of 'username' and 'role'"),
+        (
+            {"users": [{"username": "a", "password_hash": "x", "algorithm": "md5", "salt": "s"}]},
+            "users[0] (a): unknown algorithm 'md5' (Karapace's: sha1, sha256, sha512, scrypt)",
+        ),
+        (
+            {"users": [{"username": "a", "password_hash": "x", "algorithm": "sha1"}]},
+            "users[0] (a): algorithm 'sha1' needs a 'salt'",
+        ),
+        (
+            {"permissions": [{"username": "a", "operation": "Delete", "resource": ".*"}]},
+            "permissions[0]: operation must be 'Read' or 'Write', got 'Delete'",
+        ),
+        (
+            {"permissions": [{"operation": "Read", "resource": ".*"}]},
+            "permissions[0]: give exactly one of 'username' and 'role'",
+        ),
         # Python's re would take these; RE2 refuses what it cannot run in linear time
-        ({"permissions": [{"username": "a", "operation": "Read", "resource": "Subject:(a)\\1"}]},
-         "permissions[0]: resource: invalid or unsupported regular expression 'Subject:(a)\\\\1': invalid escape"),
-        ({"permissions": [{"username": "a", "operation": "Read", "resource": "Subject:(?!secret).*"}]},
-         "permissions[0]: resource: invalid or unsupported regular expression"),
+        (
+            {"permissions": [{"username": "a", "operation": "Read", "resource": "Subject:(a)\\1"}]},
+            "permissions[0]: resource: invalid or unsupported regular expression 'Subject:(a)\\\\1': invalid escape",
+        ),
+        (
+            {"permissions": [{"username": "a", "operation": "Read", "resource": "Subject:(?!secret).*"}]},
+            "permissions[0]: resource: invalid or unsupported regular expression",
+        ),
         ({"users": [], "acl": []}, "unknown keys ['acl']"),
     ]
     for data, message in cases:
@@ -87,23 +101,42 @@ def test_load_reports_unreadable_and_invalid_files(tmp_path: Path) -> None:
         load(str(tmp_path / "missing.json"))
     bad = tmp_path / "bad.json"
     bad.write_text("{users: []}")
-    with pytest.raises(UsersFileError, match="bad.json: not valid JSON"):
+    with pytest.raises(UsersFileError, match=r"bad\.json: not valid JSON"):
         load(str(bad))
 
 
 def test_hash_password_command_makes_entries_the_server_accepts() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "schemakit", "hash-password", "--user", "carol"],
-        input="pa ss\n", capture_output=True, text=True, check=True,
+        input="pa ss\n",
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     entry = json.loads(out)
     assert set(entry) == {"username", "password_hash"} and entry["password_hash"].startswith("$argon2id$")
     users = parse({"users": [entry]}).users
     assert verify(users["carol"].password, "pa ss") and not verify(users["carol"].password, "pass")
-    karapace = json.loads(subprocess.run(
-        [sys.executable, "-m", "schemakit", "hash-password", "-a", "sha512", "-u", "user", "--salt", "iuLouaExTeg9ypqTxqP-dw"],
-        input="secret\n", capture_output=True, text=True, check=True,
-    ).stdout)
+    karapace = json.loads(
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "schemakit",
+                "hash-password",
+                "-a",
+                "sha512",
+                "-u",
+                "user",
+                "--salt",
+                "iuLouaExTeg9ypqTxqP-dw",
+            ],
+            input="secret\n",
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     # the same entry as Karapace's README shows for `karapace_mkpasswd -u user -a sha512 secret`
     assert karapace == {
         "username": "user",
@@ -117,7 +150,9 @@ def test_users_file_is_reloaded_without_restart(
     start_registry: Callable[..., RegistryProcess], users_file: UsersFile
 ) -> None:
     users_file.user("admin", "admin-pw").user("bob", "bob-pw", roles=["team"]).allow("admin", "Write", ".*")
-    rp = start_registry(None, "--auth", "basic", "--users-file", users_file.save(), probe={"auth": ("admin", "admin-pw")})
+    rp = start_registry(
+        None, "--auth", "basic", "--users-file", users_file.save(), probe={"auth": ("admin", "admin-pw")}
+    )
     bob = httpx.Client(base_url=rp.url, auth=("bob", "bob-pw"), timeout=30)
     register = lambda c: c.post("/subjects/team-a/versions", json={"schema": '"string"'})  # noqa: E731
     assert register(bob).status_code == 403

@@ -1,5 +1,5 @@
-"""Fixtures for the registry's security: certificates made here with ``cryptography``, a JWKS served by a real HTTP
-server in the test process, users files, and registries started with authentication and TLS."""
+"""Fixtures for the registry's security (tests/security, tests/ha): certificates made here with ``cryptography``, a
+JWKS served by a real HTTP server in the test process, and users files."""
 
 from __future__ import annotations
 
@@ -33,9 +33,7 @@ def _name(cn: str, org: str = "Acme") -> x509.Name:
 def _write(path: Path, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> tuple[str, str]:
     path.with_suffix(".pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     path.with_suffix(".key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
     return str(path.with_suffix(".pem")), str(path.with_suffix(".key"))
 
@@ -51,8 +49,14 @@ class Pki:
     _ca_cert: Any = None
     _ca_key: Any = None
 
-    def _issue(self, name: x509.Name, *, ca: bool = False, sans: list[x509.GeneralName] | None = None,
-               issuer: tuple[Any, Any] | None = None) -> tuple[x509.Certificate, Any]:
+    def _issue(
+        self,
+        name: x509.Name,
+        *,
+        ca: bool = False,
+        sans: list[x509.GeneralName] | None = None,
+        issuer: tuple[Any, Any] | None = None,
+    ) -> tuple[x509.Certificate, Any]:
         key = ec.generate_private_key(ec.SECP256R1())
         signer_cert, signer_key = issuer or (self._ca_cert, self._ca_key)
         now = datetime.datetime.now(datetime.UTC)
@@ -133,7 +137,7 @@ class Issuer:
         issuer_self = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 issuer_self.fetches += 1
                 body = json.dumps(issuer_self.jwks()).encode()
                 self.send_response(200)
@@ -162,7 +166,9 @@ class Issuer:
             out.append({**jwk, "kid": kid, "use": "sig", "alg": "RS256"})
         return {"keys": out}
 
-    def token(self, sub: str, *, roles: list[str] | None = None, kid: str = "k1", ttl: float = 300, **claims: Any) -> str:
+    def token(
+        self, sub: str, *, roles: list[str] | None = None, kid: str = "k1", ttl: float = 300, **claims: Any
+    ) -> str:
         now = int(time.time())
         payload = {"iss": self.issuer, "aud": self.audience, "sub": sub, "iat": now, "exp": now + int(ttl), **claims}
         if roles is not None:
