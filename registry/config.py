@@ -27,6 +27,11 @@ class RegistryConfig:
     store_timeout: float = 10.0
     group_id: str = "schema-registry"  # Confluent's schema.registry.group.id
     election_topic: str | None = None  # default: "<topic>_leader"
+    #: Kafka only: seconds the leader's address must refuse connections before a follower replaces it
+    #: without waiting for the group's session timeout; 0 leaves failover to the group
+    takeover_after: float = 1.0
+    #: seconds one protoc run (compiling a Protobuf schema) may take before it is killed and the schema refused
+    protoc_timeout: float = 10.0
     #: authentication, authorization and TLS (``registry/security``); the default is none of them
     security: SecurityConfig = field(default_factory=SecurityConfig)
 

@@ -13,14 +13,15 @@ from registry import __version__
 from registry.config import RegistryConfig
 from registry.forwarder import Forwarder, LeaderOffsetHeader
 from registry.http.app import RegistryApp
+from registry.instance_lock import InstanceLock, LockHeldError
 from registry.leader import ELECTION_GROUP_SETTINGS, ELECTION_SESSION_TIMEOUT, Election, WriterSlot
-from registry.schema_types import schema_types
+from registry.schema_types import protoc, schema_types
 from registry.security import Security, build_security, tls
 from registry.security.passwords import MissingExtraError
 from registry.security.users_file import UsersFileError
 from registry.service import Service
 from registry.store import Store
-from streams.log import Log, LogError, open_log
+from streams.log import Log, LogError, open_log, redact_url
 
 log = logging.getLogger("registry")
 
@@ -47,7 +48,7 @@ def check_topics(config: RegistryConfig) -> None:
         for name in wanted:
             _check_topic(log_backend, name)
     except LogError as e:
-        raise StartupError(f"cannot use the log at {config.log_url}: {e}") from e
+        raise StartupError(f"cannot use the log at {redact_url(config.log_url)}: {e}") from e
     finally:
         log_backend.close()
 
@@ -86,6 +87,21 @@ def open_security(config: RegistryConfig, several_instances: bool) -> Security |
         raise StartupError(str(e)) from e
 
 
+def _lock_store(log_backend: Log, config: RegistryConfig) -> InstanceLock | None:
+    """Where this registry is its log's only writer and the log is a local file, make sure no other
+    registry serves the same store topic from it (``instance_lock``)."""
+    if log_backend.local_path is None:
+        return None
+    try:
+        return InstanceLock.acquire(log_backend.local_path, config.topic, config.url)
+    except LockHeldError as e:
+        log_backend.close()
+        raise StartupError(str(e)) from e
+    except OSError as e:
+        log_backend.close()
+        raise StartupError(f"cannot lock the log at {log_backend.local_path} for this registry: {e}") from e
+
+
 def build_app(config: RegistryConfig) -> RegistryApp:
     log_backend = open_backend(config)
     # Several instances can share a log with group membership: then only the elected leader writes (through
@@ -93,6 +109,8 @@ def build_app(config: RegistryConfig) -> RegistryApp:
     writers = WriterSlot() if log_backend.capabilities.group_membership else None
     protection = open_security(config, several_instances=writers is not None)
     sec = config.security
+    lock = _lock_store(log_backend, config) if writers is None else None
+    protoc.configure(timeout=config.protoc_timeout)
     store = Store(log_backend, config.topic, timeout=config.store_timeout, writers=writers)
     service = Service(store, default_compatibility=config.compatibility)
     election: Election | None = None
@@ -108,6 +126,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             url=config.url,
             eligible=config.leader_eligible,
             timeout=config.store_timeout,
+            takeover_after=config.takeover_after,
             session_timeout=election_log.group_session_timeout or ELECTION_SESSION_TIMEOUT,
         )
         logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per forwarded request
@@ -125,6 +144,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
     async def startup() -> None:
         log.info("schemakit registry %s: log backend %s, topic %s", __version__, log_backend.describe(), config.topic)
         log.info("schema types: %s", ", ".join(schema_types()))
+        await asyncio.to_thread(protoc.include_roots)  # its imports now, not in the first Protobuf request
         await asyncio.to_thread(store.open)
         store.start(asyncio.get_running_loop())
         if election is None:
@@ -133,9 +153,11 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             await asyncio.to_thread(election.ensure_topic)
             election.start()
             log.info(
-                "leader election: group %r on topic %r, this node %s; leader announced on that topic once elected",
+                "leader election: group %r on topic %r (session timeout %gs), this node %s; leader announced on "
+                "that topic once elected",
                 config.group_id,
                 config.leader_topic,
+                election.log.group_session_timeout,
                 "is eligible" if config.leader_eligible else "is not eligible (--leader-eligible false)",
             )
         if protection is not None:
@@ -156,6 +178,8 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             await forwarder.aclose()
         store.close()
         log_backend.close()
+        if lock is not None:
+            lock.release()
         log.info("stopped")
 
     app.on_startup.append(startup)

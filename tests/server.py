@@ -39,6 +39,8 @@ class RegistryProcess:
     log_file: Path
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    #: a command the server runs under (it must exec the rest of its arguments), e.g. in a namespace
+    wrapper: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
     #: ``https`` for a server started with ``--tls-cert``
     scheme: str = "http"
@@ -51,6 +53,7 @@ class RegistryProcess:
 
     def start(self, timeout: float = 30.0) -> RegistryProcess:
         cmd = [
+            *self.wrapper,
             sys.executable,
             "-m",
             "registry",
@@ -109,6 +112,7 @@ def start_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         *extra_args: str,
         port: int | None = None,
         env: dict[str, str] | None = None,
+        wrapper: list[str] | None = None,
         scheme: str = "http",
         probe: dict[str, Any] | None = None,
     ) -> RegistryProcess:
@@ -119,6 +123,7 @@ def start_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
             d / "server.log",
             list(extra_args),
             env or {},
+            wrapper or [],
             scheme=scheme,
             probe=probe or {},
         )

@@ -21,9 +21,12 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "schemakit": ["main"],
     "serdes": [
-        "AvroDeserializer", "AvroSerde", "AvroSerializer", "DecimalSpec", "JsonSchemaDeserializer", "JsonSchemaSerde",
-        "JsonSchemaSerializer", "MessageField", "ProtobufDeserializer", "ProtobufSerde", "ProtobufSerializer",
-        "RegisteredSchema", "RegistryClient", "RegistryError", "RegistryUnavailableError", "Schema",
+        "AsyncAvroDeserializer", "AsyncAvroSerializer", "AsyncJsonSchemaDeserializer", "AsyncJsonSchemaSerializer",
+        "AsyncProtobufDeserializer", "AsyncProtobufSerializer", "AsyncRegistryClient", "AvroDeserializer",
+        "AvroSerde", "AvroSerializer", "BearerAuth", "CustomBearerAuth", "DecimalSpec", "JsonSchemaDeserializer",
+        "JsonSchemaSerde", "JsonSchemaSerializer", "MessageField", "Metadata", "OAuthClientCredentials",
+        "OAuthTokenError", "ProtobufDeserializer", "ProtobufSerde", "ProtobufSerializer", "RegisteredSchema",
+        "RegistryClient", "RegistryError", "RegistryUnavailableError", "Rule", "RuleSet", "Schema",
         "SchemaReference", "Serde", "SerializationContext", "SerializationError", "avro_schema", "json_schema",
         "record_fullname", "record_subject_name_strategy", "topic_record_subject_name_strategy",
         "topic_subject_name_strategy", "wire",
@@ -42,8 +45,9 @@ PUBLIC_API: dict[str, list[str]] = {
     "streams.log": [
         "BACKENDS", "Capabilities", "Consumer", "DeliveryCallback", "GroupSettings", "Log", "LogError",
         "LogTimeoutError", "OFFSET_BEGINNING", "OFFSET_END", "Producer", "ProducerFencedError", "Record",
-        "RecordMetadata", "RecordTooLargeError", "TopicConfigError", "TopicExistsError", "TopicInfo", "TopicPartition",
-        "TransactionError", "TransactionState", "UnknownTopicError", "open_log",
+        "RecordMetadata", "RecordTooLargeError", "StorageError", "StorageFullError", "TopicConfigError",
+        "TopicExistsError", "TopicInfo", "TopicPartition", "TransactionError", "TransactionState", "UnknownTopicError",
+        "open_log", "redact_url",
     ],
 }  # fmt: skip
 
