@@ -263,3 +263,32 @@ def test_audit_lines_for_writes_and_denials(
         f"registry.audit: audit outcome=denied principal=reader mechanism=basic operation=Read "
         f'resource=Subject:{cave} request="GET /subjects/{cave}/versions" client=127.0.0.1'
     ) in log
+
+
+def test_the_command_line_works_on_the_same_checks(
+    karapace_registry: RegistryProcess, as_user: Callable[..., httpx.Client], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from schemakit.cli import main
+
+    cave, carpet = _name("cave-"), _name("carpet-")
+    as_user(ADMIN).post(f"/subjects/{carpet}/versions", json={"schema": '"long"'})
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(["registry", "--url", karapace_registry.url, *args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    assert run("--user", "aladdin:opensesame", "config", cave, "--set", "FULL")[0] == 0
+    assert as_user(ALADDIN).get(f"/config/{cave}").json() == {"compatibilityLevel": "FULL"}
+    code, out, _ = run("--user", "aladdin:opensesame", "subjects", "-o", "json")
+    assert code == 0 and carpet not in json.loads(out)  # the listing is the caller's own
+    assert run("--user", "aladdin:opensesame", "versions", carpet) == (
+        2, "", f"schemakit registry versions: User is denied operation Read on Subject: {carpet} "
+        "(HTTP 403, error code 40301)\n",
+    )  # fmt: skip
+    assert run("--user", "reader:secret", "mode", "--set", "READONLY") == (
+        2, "", "schemakit registry mode: User is denied operation Write on Mode (HTTP 403, error code 40301)\n",
+    )  # fmt: skip
+    code, _, err = run("--user", "reader:wrong", "subjects")
+    assert code == 2 and err.startswith("schemakit registry subjects: Unauthorized: ") and "error code 401)" in err

@@ -7,6 +7,7 @@ import base64
 import json
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 import jwt
@@ -121,3 +122,42 @@ def test_a_rotated_key_is_fetched_on_its_first_token(registry: RegistryProcess, 
     )
     assert issuer.fetches - fetches <= 6
     assert _get(registry, "/subjects", issuer.token("svc-reader", kid="k1")).status_code == 200
+
+
+def test_a_static_pem_key_and_nested_claims(
+    start_registry: Callable[..., RegistryProcess], issuer: Issuer, users_file: UsersFile, tmp_path: Path
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    pem = tmp_path / "idp.pem"
+    pem.write_bytes(
+        issuer.keys["k1"]
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    users_file.allow("orders-team", "Write", "Subject:orders-", role=True)
+    rp = start_registry(
+        None,
+        "--auth", "bearer",
+        "--users-file", users_file.save(),
+        "--jwt-key", str(pem),
+        "--jwt-principal-claim", "preferred_username",
+        "--jwt-roles-claim", "realm_access.roles",
+        probe={"headers": {"Authorization": "Bearer " + issuer.token("probe", preferred_username="probe")}},
+    )  # fmt: skip
+    member = issuer.token("x1", preferred_username="alice", realm_access={"roles": ["orders-team"]})
+    outsider = issuer.token("x2", preferred_username="bob", realm_access={"roles": ["billing-team"]})
+    body = {"schema": '"string"'}
+    ok = httpx.post(rp.url + "/subjects/orders-v/versions", json=body, headers={"Authorization": f"Bearer {member}"})
+    assert ok.status_code == 200, ok.text
+    denied = httpx.post(
+        rp.url + "/subjects/orders-v/versions", json=body, headers={"Authorization": f"Bearer {outsider}"}
+    )
+    assert denied.json() == {"error_code": 40301, "message": "User is denied operation Write on Subject: orders-v"}
+    assert "audit outcome=allowed principal=alice mechanism=bearer operation=Write" in rp.log_file.read_text()
+    other_key = Issuer()  # same claims, signed by a key the registry does not hold
+    try:
+        forged = _get(rp, "/subjects", other_key.token("x1", preferred_username="alice"))
+        assert forged.status_code == 401 and forged.json()["message"].startswith("Unauthorized: invalid token")
+    finally:
+        other_key.close()
