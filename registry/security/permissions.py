@@ -83,7 +83,7 @@ class Authorizer:
 
     def __init__(self, rules: Sequence[Rule] | None = None) -> None:
         self._rules: tuple[Rule, ...] | None = None if rules is None else tuple(rules)
-        self._memo: dict[tuple[Principal, Operation, str], bool] = {}
+        self._memo: dict[tuple[str, frozenset[str], bool, str], bool] = {}
 
     @property
     def enforcing(self) -> bool:
@@ -96,7 +96,9 @@ class Authorizer:
     def allows(self, principal: Principal, operation: Operation, resource: str) -> bool:
         if self._rules is None:
             return True
-        key = (principal, operation, resource)
+        # keyed on plain values: the dataclass's and the enum's hashes are Python calls, and this runs on
+        # every cached read
+        key = (principal.name, principal.roles, operation is Operation.WRITE, resource)
         memo = self._memo
         found = memo.get(key)
         if found is None:
