@@ -5,6 +5,7 @@ Every API router is mounted with ``Authenticated`` (``app.py``): the caller's pr
 
 - ``ReadSubject`` / ``WriteSubject``: ``Read`` / ``Write`` on ``Subject:<subject>``;
 - ``ReadConfig`` / ``WriteConfig`` / ``WriteMode``: the global ``Config:`` / ``Mode:`` resources;
+- ``WriteContext``: deleting a context is ``Write`` on ``Subject::.ctx:`` (its subjects' prefix);
 - ``ImportIfId``: registering with an ``id`` also needs ``Write`` on ``Import:``;
 - ``ReadSchemaId``: reading an id needs ``Read`` on one of the subjects holding it;
 - ``Readable``: a predicate for listings (``GET /subjects``, ``/schemas``), which list only what the caller may read.
@@ -21,12 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, MutableMapping
 from typing import Annotated, Any
+from urllib.parse import unquote
 
 from fastapi import Depends, Request
 
-from registry import errors
+from registry import contexts, errors
 from registry.http.models import RegisterSchemaRequest
-from registry.http.params import JsonBody, SchemaId, ServiceDep, Subject
+from registry.http.params import ContextPath, JsonBody, SchemaId, ServiceDep, Subject
 from registry.http.read_cache import SHARED, TICKET, ReadTicket, Scope
 from registry.security import AuthenticationFailed, Operation, Principal, Security, audit, forwarded
 from registry.security.permissions import CONFIG, IMPORT, MODE, subject_resource
@@ -115,8 +117,22 @@ class _SubjectAccess:
     async def __call__(self, request: Request, subject: Subject) -> None:
         principal = await principal_of(request)
         if principal is not None:
-            resource = subject_resource(subject)
+            # the one spelling (``:.:orders`` is ``orders``), so a rule cannot be dodged by another spelling
+            resource = subject_resource(contexts.normalize(subject))
             check(request, principal, self.operation, (resource,), resource)
+
+
+async def _context_access(request: Request, context: ContextPath) -> None:
+    """Deleting a context is a write on its subjects' common prefix, ``Subject::.ctx:``."""
+    principal = await principal_of(request)
+    if principal is None:
+        return
+    try:
+        name = contexts.parse_context(unquote(context))
+    except ValueError:
+        return  # the route answers 400
+    resource = subject_resource(contexts.qualify(name, ""))
+    check(request, principal, Operation.WRITE, (resource,), resource)
 
 
 class _GlobalAccess:
@@ -134,7 +150,9 @@ async def _schema_id_access(request: Request, id: SchemaId, service: ServiceDep)
     principal = await principal_of(request)
     if principal is None:
         return
-    pairs = service.state.id_versions.get(id)
+    # the id in the context the route will look it up in (``?subject=`` may name another context)
+    context = service.id_context(id, request.query_params.get("subject", ""))
+    pairs = service.state.space(context).id_versions.get(id)
     if pairs is None:
         return  # no such id: the route answers 40403
     resources = tuple(sorted({subject_resource(s) for s, _ in pairs}))
@@ -174,6 +192,7 @@ WriteSubject = Depends(_SubjectAccess(Operation.WRITE))
 ReadConfig = Depends(_GlobalAccess(Operation.READ, CONFIG))
 WriteConfig = Depends(_GlobalAccess(Operation.WRITE, CONFIG))
 WriteMode = Depends(_GlobalAccess(Operation.WRITE, MODE))
+WriteContext = Depends(_context_access)
 ReadSchemaId = Depends(_schema_id_access)
 ImportIfId = Depends(_import_if_id)
 #: a route argument: ``readable(subject)`` is True for subjects the caller may read

@@ -292,3 +292,24 @@ def test_the_command_line_works_on_the_same_checks(
     )  # fmt: skip
     code, _, err = run("--user", "reader:wrong", "subjects")
     assert code == 2 and err.startswith("schemakit registry subjects: Unauthorized: ") and "error code 401)" in err
+
+
+def test_contexts_are_matched_by_qualified_name(as_user: Callable[..., httpx.Client]) -> None:
+    admin, aladdin, reader = as_user(ADMIN), as_user(ALADDIN), as_user(READER)
+    ctx = f".t{uuid.uuid4().hex[:8]}"
+    carpet = _name("carpet-")
+    body = {"schema": '"string"'}
+    assert admin.post(f"/subjects/{carpet}/versions", json=body).status_code == 200
+    # `:.:carpet-…` is `carpet-…`: the same permission, whatever the spelling
+    assert reader.get(f"/subjects/:.:{carpet}/versions").json() == [1]
+    _denied(aladdin.get(f"/subjects/:.:{carpet}/versions"), "Read", f"Subject: {carpet}")
+    # aladdin's `Subject:cave-.*` does not reach `cave-…` in another context
+    cave = f":{ctx}:{_name('cave-')}"
+    _denied(aladdin.post(f"/subjects/{cave}/versions", json=body), "Write", f"Subject: {cave}")
+    assert admin.post(f"/subjects/{cave}/versions", json=body).status_code == 200
+    assert cave not in aladdin.get("/subjects").json() and cave in admin.get("/subjects").json()
+    # deleting a context is a write on its prefix
+    assert admin.delete(f"/subjects/{cave}").status_code == 200
+    assert admin.delete(f"/subjects/{cave}?permanent=true").status_code == 200
+    _denied(aladdin.delete(f"/contexts/{ctx}"), "Write", f"Subject: :{ctx}:")
+    assert admin.delete(f"/contexts/{ctx}").status_code == 204
