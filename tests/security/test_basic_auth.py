@@ -308,6 +308,11 @@ def test_contexts_are_matched_by_qualified_name(as_user: Callable[..., httpx.Cli
     _denied(aladdin.post(f"/subjects/{cave}/versions", json=body), "Write", f"Subject: {cave}")
     assert admin.post(f"/subjects/{cave}/versions", json=body).status_code == 200
     assert cave not in aladdin.get("/subjects").json() and cave in admin.get("/subjects").json()
+    # an id read in that context (`?subject=` selects it) needs Read on one of the context's subjects holding it
+    schema_id = admin.post(f"/subjects/{cave}", json=body).json()["id"]
+    assert admin.get(f"/schemas/ids/{schema_id}?subject=:{ctx}:").json() == {"schema": '"string"'}
+    _denied(aladdin.get(f"/schemas/ids/{schema_id}?subject=:{ctx}:"), "Read", f"Schema: {schema_id}")
+    assert admin.get(f"/schemas/ids/{schema_id}/subjects?subject={cave}").json() == [cave]
     # deleting a context is a write on its prefix
     assert admin.delete(f"/subjects/{cave}").status_code == 200
     assert admin.delete(f"/subjects/{cave}?permanent=true").status_code == 200
