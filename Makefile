@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck format bench bench-spark spark-jar wheel clean
+.PHONY: install run test lint typecheck format openapi bench bench-spark spark-jar wheel clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ test: $(STAMP) spark-jar
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+# openapi.yaml is the app's own OpenAPI document; tests/registry/test_openapi.py fails when it is stale.
+openapi: $(STAMP)
+	$(PY) -m registry.http.openapi
 
 bench: $(STAMP)
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)

@@ -5,12 +5,15 @@ fastavro (the ceiling), on the same 8-field record and the same registry.
 
 Without ``--registry`` it starts ``python -m registry serve`` on a temporary SQLite log and a free port.
 Prints records/s (best of R runs) and the ratios ours / confluent-kafka. JSON Schema and Protobuf rows are
-added when the registry lists those types under /schemas/types.
+added when the registry lists those types under /schemas/types. A second table compares the asyncio serializers
+(``AsyncAvroSerializer`` & co. on ``AsyncRegistryClient``, awaited once per record in one coroutine) with our sync
+ones and with confluent-kafka's asyncio serializers, interleaved in the same rounds.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import enum
 import gc
@@ -23,13 +26,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import fastavro
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import AsyncSchemaRegistryClient, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer as CkAvroDeserializer
 from confluent_kafka.schema_registry.avro import AvroSerializer as CkAvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
@@ -134,6 +138,16 @@ def each(fn: Callable, items: list, *args: object) -> Callable[[], None]:
     return run
 
 
+def each_async(loop: asyncio.AbstractEventLoop, fn: Callable, items: list, *args: object) -> Callable[[], None]:
+    """``each`` for an async (de)serializer: one coroutine awaiting ``fn(item, *args)`` for every item."""
+
+    async def go() -> None:
+        for item in items:
+            await fn(item, *args)
+
+    return lambda: loop.run_until_complete(go())
+
+
 def schema_types(url: str) -> list[str]:
     try:
         r = httpx.get(url + "/schemas/types", timeout=5)
@@ -215,12 +229,15 @@ def _compile_proto(workdir: Path) -> object:
     return serdes_bench_order_pb2
 
 
-def bench_protobuf(url: str, records: list[dict], repeat: int) -> list[tuple[str, float, float, float | None]]:
-    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
-
-    n = len(records)
+def order_module() -> Any:
+    """The compiled ``Order`` Protobuf module (compiled once per process)."""
+    if "serdes_bench_order_pb2" in sys.modules:
+        return sys.modules["serdes_bench_order_pb2"]
     with tempfile.TemporaryDirectory() as d:
-        pb = _compile_proto(Path(d))
+        return _compile_proto(Path(d))
+
+
+def proto_messages(pb: Any, records: list[dict]) -> list:
     msgs = []
     for r in records:
         m = pb.Order(id=r["id"], qty=r["qty"], price=r["price"], paid=r["paid"], status=r["status"],
@@ -228,6 +245,15 @@ def bench_protobuf(url: str, records: list[dict], repeat: int) -> list[tuple[str
         if r["note"] is not None:
             m.note = r["note"]
         msgs.append(m)
+    return msgs
+
+
+def bench_protobuf(url: str, records: list[dict], repeat: int) -> list[tuple[str, float, float, float | None]]:
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+
+    n = len(records)
+    pb = order_module()
+    msgs = proto_messages(pb, records)
     ctx = SerializationContext(f"bench-proto-{os.getpid()}", MessageField.VALUE)
     client = serdes.RegistryClient(url)
     ck_client = SchemaRegistryClient({"url": url})
@@ -244,6 +270,70 @@ def bench_protobuf(url: str, records: list[dict], repeat: int) -> list[tuple[str
            ("protobuf deserialize", de["ours"], de["ck"], None)]
     client.close()
     return out
+
+
+AsyncRow = tuple[str, float, float, float]  # operation, ours sync, ours async, confluent-kafka async
+
+
+def bench_async(url: str, records: list[dict], repeat: int, types: list[str]) -> list[AsyncRow]:
+    """Our async serdes against our sync ones and confluent-kafka's async ones, same records, same rounds."""
+    from confluent_kafka.schema_registry._async.avro import AsyncAvroDeserializer, AsyncAvroSerializer
+    from confluent_kafka.schema_registry._async.json_schema import AsyncJSONDeserializer, AsyncJSONSerializer
+    from confluent_kafka.schema_registry._async.protobuf import AsyncProtobufDeserializer, AsyncProtobufSerializer
+
+    n = len(records)
+    loop = asyncio.new_event_loop()
+    client = serdes.RegistryClient(url)
+    aclient = serdes.AsyncRegistryClient(url)
+    ck_aclient = AsyncSchemaRegistryClient({"url": url})
+    topic_conf = {"subject.name.strategy.type": "TOPIC"}
+    rows: list[AsyncRow] = []
+
+    def race_pair(kind: str, items: list, ser: tuple, de: tuple, ctx: SerializationContext) -> None:
+        """ser / de: (ours sync, ours async, ck async); checks the bytes agree, then races both directions."""
+        frames = [ser[0](item, ctx) for item in items]
+        assert loop.run_until_complete(ser[1](items[0], ctx)) == frames[0], f"{kind}: async wrote other bytes"
+        assert loop.run_until_complete(ser[2](items[0], ctx)) == frames[0], f"{kind}: ck async wrote other bytes"
+        s = race({"sync": each(ser[0], items, ctx), "async": each_async(loop, ser[1], items, ctx),
+                  "ck": each_async(loop, ser[2], items, ctx)}, n, repeat)
+        d = race({"sync": each(de[0], frames, ctx), "async": each_async(loop, de[1], frames, ctx),
+                  "ck": each_async(loop, de[2], frames, ctx)}, n, repeat)
+        rows.append((f"{kind} serialize", s["sync"], s["async"], s["ck"]))
+        rows.append((f"{kind} deserialize", d["sync"], d["async"], d["ck"]))
+
+    async def ck(cls: type, *args: object, **kwargs: object) -> object:
+        return await cls(*args, **kwargs)
+
+    ctx = SerializationContext(f"bench-async-avro-{os.getpid()}", MessageField.VALUE)
+    text = json.dumps(ORDER_SCHEMA)
+    race_pair("avro", records,
+              (serdes.AvroSerializer(client, ORDER_SCHEMA), serdes.AsyncAvroSerializer(aclient, ORDER_SCHEMA),
+               loop.run_until_complete(ck(AsyncAvroSerializer, ck_aclient, text, conf=topic_conf))),
+              (serdes.AvroDeserializer(client), serdes.AsyncAvroDeserializer(aclient),
+               loop.run_until_complete(ck(AsyncAvroDeserializer, ck_aclient, conf=topic_conf))), ctx)
+    if "JSON" in types:
+        ctx = SerializationContext(f"bench-async-json-{os.getpid()}", MessageField.VALUE)
+        text = json.dumps(ORDER_JSON_SCHEMA)
+        race_pair("json", records,
+                  (serdes.JsonSchemaSerializer(client, text), serdes.AsyncJsonSchemaSerializer(aclient, text),
+                   loop.run_until_complete(ck(AsyncJSONSerializer, text, ck_aclient, conf=topic_conf))),
+                  (serdes.JsonSchemaDeserializer(client), serdes.AsyncJsonSchemaDeserializer(aclient),
+                   loop.run_until_complete(ck(AsyncJSONDeserializer, text, schema_registry_client=ck_aclient,
+                                              conf=topic_conf))), ctx)
+    if "PROTOBUF" in types:
+        pb = order_module()
+        msgs = proto_messages(pb, records)
+        ctx = SerializationContext(f"bench-async-proto-{os.getpid()}", MessageField.VALUE)
+        race_pair("protobuf", msgs,
+                  (serdes.ProtobufSerializer(client, pb.Order), serdes.AsyncProtobufSerializer(aclient, pb.Order),
+                   loop.run_until_complete(ck(AsyncProtobufSerializer, pb.Order, ck_aclient, conf=topic_conf))),
+                  (serdes.ProtobufDeserializer(client, pb.Order), serdes.AsyncProtobufDeserializer(aclient, pb.Order),
+                   loop.run_until_complete(ck(AsyncProtobufDeserializer, pb.Order, conf=topic_conf,
+                                              schema_registry_client=ck_aclient))), ctx)
+    loop.run_until_complete(aclient.aclose())
+    loop.close()
+    client.close()
+    return rows
 
 
 def main() -> None:
@@ -265,6 +355,7 @@ def main() -> None:
             rows += bench_json(url, records, args.repeat)
         if "PROTOBUF" in types:
             rows += bench_protobuf(url, records, args.repeat)
+        async_rows = bench_async(url, records, args.repeat, types)
 
     print(f"{args.records} records x best of {args.repeat}, Python {sys.version.split()[0]}, "
           f"fastavro {fastavro.__version__}")
@@ -275,6 +366,13 @@ def main() -> None:
         raw_s = f"{raw:>18,.0f}" if raw else f"{'-':>18}"
         pct = f"{100 * ours / raw:>7.0f}%" if raw else f"{'-':>8}"
         print(f"| {name:<30} | {ours:>15,.0f} | {ck:>21,.0f} | {ours / ck:>5.2f}x | {raw_s} | {pct} |")
+    print()
+    print(f"| {'asyncio':<30} | {'sync rec/s':>12} | {'async rec/s':>12} | {'async/sync':>10} | "
+          f"{'ck async rec/s':>14} | {'vs ck async':>11} |")
+    print(f"|{'-' * 32}|{'-' * 13}:|{'-' * 13}:|{'-' * 11}:|{'-' * 15}:|{'-' * 12}:|")
+    for name, sync, asy, ck_async in async_rows:
+        print(f"| {name:<30} | {sync:>12,.0f} | {asy:>12,.0f} | {asy / sync:>10.2f} | {ck_async:>14,.0f} | "
+              f"{asy / ck_async:>10.2f}x |")
 
 
 if __name__ == "__main__":

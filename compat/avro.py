@@ -27,12 +27,17 @@ Rules (Avro specification, "Schema Resolution"):
 Recursion: results are memoized per (reader node, writer node) identity; a pair met again while still
 being computed counts as compatible, as in Java. Java computes union branch checks with a fresh location
 stack and shares the memo, so nested findings there keep the path of their first computation; we do too.
+A walk deeper than :data:`compat.limits.MAX_DEPTH` (records reached through named types can nest far
+deeper than the schema text) raises :class:`compat.limits.SchemaTooDeepError`. The compatibility policy
+does not change Avro checks (as in Confluent).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from compat.levels import CompatibilityPolicy
+from compat.limits import Walk, no_recursion_error
 from compat.result import Incompatibility
 
 Node = dict[str, Any]
@@ -93,6 +98,7 @@ class _Checker:
     def __init__(self) -> None:
         # (id(reader), id(writer)) -> result; the nodes stay alive in the caller's graphs
         self.memo: dict[tuple[int, int], list[Incompatibility]] = {}
+        self.walk = Walk()
 
     def top(self, reader: Node, writer: Node) -> list[Incompatibility]:
         return self.get("", reader, writer, [])
@@ -103,7 +109,9 @@ class _Checker:
         result = self.memo.get(key)
         if result is None:
             self.memo[key] = _IN_PROGRESS
+            self.walk.down(lambda: _path(location))
             result = self.calculate(reader, writer, location)
+            self.walk.up()
             self.memo[key] = result
         elif result is _IN_PROGRESS:
             result = []  # compatible unless proven otherwise
@@ -210,8 +218,12 @@ class _Checker:
         return result
 
 
-def check(reader: Node, writer: Node) -> list[Incompatibility]:
-    """Incompatibilities found when ``reader`` reads data written with ``writer`` (empty: compatible)."""
+@no_recursion_error
+def check(
+    reader: Node, writer: Node, policy: CompatibilityPolicy = CompatibilityPolicy.STRICT
+) -> list[Incompatibility]:
+    """Incompatibilities found when ``reader`` reads data written with ``writer`` (empty: compatible).
+    ``policy`` is accepted for a uniform signature: Avro checks are the same under all policies."""
     try:
         return list(_Checker().top(reader, writer))
     except _MultipleWriterFields as e:

@@ -16,18 +16,28 @@ array is an ``anyOf``; ``$ref`` is followed (recursion is cut when a pair is alr
 Inputs are duck-typed (this package imports nothing of schemakit): ``root`` (the schema),
 ``base_uri``, ``draft`` (the ``$schema`` URI of the dialect) and ``resolve(ref, base_uri) ->
 (subschema, base_uri)``. Paths are Confluent's (``#/properties/foo/maxLength``).
+
+Policy. Under ``CompatibilityPolicy.LENIENT`` the changes in :data:`COMPATIBLE_CHANGES_LENIENT` count as
+compatible too; the policy also decides which subschemas match inside combinations and content models.
+
+Hostile input. ``patternProperties`` patterns run on RE2 (:mod:`compat.patterns`, linear time); a pattern
+RE2 cannot run is never assumed to cover a property (the change is reported as not covered). Walks deeper
+than :data:`compat.limits.MAX_DEPTH` raise :class:`compat.limits.SchemaTooDeepError`.
 """
 
 from __future__ import annotations
 
-import re
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, Protocol
+from typing import Any, Final, Literal, Protocol
 from urllib.parse import urljoin
 
+from compat.levels import CompatibilityPolicy
+from compat.limits import Walk, no_recursion_error
+from compat.patterns import Patterns
 from compat.result import Incompatibility
 
 # -- change kinds (Confluent's Difference.Type names) -------------------------------------------
@@ -68,6 +78,23 @@ COMPATIBLE_CHANGES: frozenset[str] = frozenset(
     }
 )
 
+#: LENIENT adds changes that only reject data outside what the old schema declared: properties added to
+#: an open object (optional, or required with a default), properties removed from a closed one, and
+#: narrowed or forbidden additional/unevaluated properties (Confluent's ``COMPATIBLE_CHANGES_LENIENT``)
+COMPATIBLE_CHANGES_LENIENT: frozenset[str] = COMPATIBLE_CHANGES | {
+    "ADDITIONAL_PROPERTIES_NARROWED", "ADDITIONAL_PROPERTIES_REMOVED",
+    "UNEVALUATED_PROPERTIES_NARROWED", "UNEVALUATED_PROPERTIES_REMOVED",
+    "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL",
+    "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL",
+    "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+    "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+}
+
+
+def compatible_changes(policy: CompatibilityPolicy = CompatibilityPolicy.STRICT) -> frozenset[str]:
+    """The change kinds that count as compatible under ``policy``."""
+    return COMPATIBLE_CHANGES_LENIENT if policy is CompatibilityPolicy.LENIENT else COMPATIBLE_CHANGES
+
 _KEYWORD_ADDED_OR_REMOVED = {
     "MAXIMUM_ADDED", "MINIMUM_ADDED", "EXCLUSIVE_MAXIMUM_ADDED", "EXCLUSIVE_MINIMUM_ADDED",
     "MULTIPLE_OF_ADDED", "MAX_LENGTH_ADDED", "MIN_LENGTH_ADDED", "PATTERN_ADDED",
@@ -90,6 +117,8 @@ _VALUE_CHANGED = {"PATTERN_CHANGED", "MULTIPLE_OF_CHANGED", "DEPENDENCY_ARRAY_CH
 _TYPE_CHANGED = {"TYPE_CHANGED", "TYPE_NARROWED", "COMBINED_TYPE_CHANGED", "COMBINED_TYPE_SUBSCHEMAS_CHANGED",
                  "ENUM_ARRAY_CHANGED"}
 _EXTENDED = {"DEPENDENCY_ARRAY_EXTENDED", "PRODUCT_TYPE_EXTENDED", "SUM_TYPE_EXTENDED", "NOT_TYPE_EXTENDED"}
+_ADDED_TO_OPEN = {"OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", "REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL",
+                  "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL", "ITEM_ADDED_TO_OPEN_CONTENT_MODEL"}
 
 
 def describe(kind: str, path: str, new: str = "new", old: str = "old") -> str:
@@ -110,14 +139,15 @@ def describe(kind: str, path: str, new: str = "new", old: str = "old") -> str:
                 f"than the {old} schema")
     if kind in _TYPE_CHANGED:
         return f"A type at path '{path}' is different between the {new} schema and the {old} schema"
-    if kind in ("PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", "ITEM_ADDED_TO_OPEN_CONTENT_MODEL"):
-        return (f"The {old} schema has an open content model and the {new} schema has a property or item "
-                f"at path '{path}' which is missing in the {old} schema")
+    if kind in _ADDED_TO_OPEN:
+        return (f"The {new} schema has an open content model and has a property or item at path '{path}' "
+                f"which is missing in the {old} schema")
     if kind == "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL":
         return (f"The {new} schema has an unopen content model and has a required property at path "
                 f"'{path}' which is missing in the {old} schema")
     if kind in ("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL", "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL"):
-        return (f"The {new} schema has a closed content model and is missing a property or item present "
+        # sic: Confluent's sentence lacks "schema" after the first name
+        return (f"The {new} has a closed content model and is missing a property or item present "
                 f"at path '{path}' in the {old} schema")
     if kind in ("PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
                 "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"):
@@ -140,20 +170,28 @@ class JsonSchemaLike(Protocol):
     def resolve(self, ref: str, base_uri: str) -> tuple[Any, str]: ...
 
 
-def is_compatible_change(kind: str) -> bool:
-    return kind in COMPATIBLE_CHANGES
+def is_compatible_change(kind: str, policy: CompatibilityPolicy = CompatibilityPolicy.STRICT) -> bool:
+    return kind in compatible_changes(policy)
 
 
-def check(reader: JsonSchemaLike, writer: JsonSchemaLike) -> list[Incompatibility]:
-    """Incompatibilities preventing ``reader`` from reading data written with ``writer``."""
-    return [d for d in diff(writer, reader) if d.kind not in COMPATIBLE_CHANGES]
+def check(
+    reader: JsonSchemaLike, writer: JsonSchemaLike, policy: CompatibilityPolicy = CompatibilityPolicy.STRICT
+) -> list[Incompatibility]:
+    """Incompatibilities preventing ``reader`` from reading data written with ``writer`` under ``policy``."""
+    allowed = compatible_changes(policy)
+    return [d for d in diff(writer, reader, policy) if d.kind not in allowed]
 
 
-def diff(original: JsonSchemaLike, update: JsonSchemaLike) -> list[Incompatibility]:
-    """Every difference (compatible or not) from ``original`` to ``update``."""
-    ctx = _Context()
-    _compare(ctx, _build(original, original.root, original.base_uri),
-             _build(update, update.root, update.base_uri))
+@no_recursion_error
+def diff(
+    original: JsonSchemaLike, update: JsonSchemaLike, policy: CompatibilityPolicy = CompatibilityPolicy.STRICT
+) -> list[Incompatibility]:
+    """Every difference (compatible or not) from ``original`` to ``update``. The policy matters here too:
+    it decides which subschemas of a combination match and whether a partial content model covers a
+    property, and so which differences are found."""
+    ctx = _Context(compatible_changes(policy))
+    _compare(ctx, _build(original, original.root, original.base_uri, ctx.walk),
+             _build(update, update.root, update.base_uri, ctx.walk))
     seen: set[tuple[str, str]] = set()
     out: list[Incompatibility] = []
     for d in ctx.diffs:  # metadata can be reached twice when a schema turns into a combination
@@ -183,6 +221,58 @@ _IMPLICIT = (("OBJECT", _OBJECT_KEYWORDS), ("ARRAY", _ARRAY_KEYWORDS), ("STRING"
 _CRITERIA = ("allOf", "anyOf", "oneOf")
 
 
+class _Walk(Walk):
+    """A check's walk and what it memoizes, so that a subschema reached along many paths (a diamond of
+    references) is resolved, built and compared once: ``$ref`` targets, nodes by (document, schema object,
+    base URI), and comparisons by node pair with their differences relative to where they were found.
+    A result that relied on a recursion being cut (``cuts`` moved meanwhile) is not memoized: it assumed
+    the pair in progress further up to be compatible."""
+
+    __slots__ = ("compared", "cuts", "fingerprints", "nodes", "resolved")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.resolved: dict[tuple[int, str, str], tuple[Any, str]] = {}
+        self.nodes: dict[tuple[int, int, str], _Node] = {}
+        # (id(original), id(update)) -> (original, update, [(kind, path below the pair)]); keeping the
+        # nodes keeps their ids unique
+        self.compared: dict[tuple[int, int], tuple[_Node, _Node, list[tuple[str, str]]]] = {}
+        self.cuts = 0
+        self.fingerprints: dict[int, bytes] = {}
+
+    def fingerprint(self, value: Any) -> bytes:
+        """A digest identifying a JSON value by content (object key order aside). Each object and array is
+        digested once per check, from its members' digests: identifying nested subschemas at every level
+        costs linear time in all, where ``repr`` at each level would cost depth x size."""
+        if isinstance(value, dict):
+            found = self.fingerprints.get(id(value))
+            if found is None:
+                members = sorted((self.fingerprint(k), self.fingerprint(v)) for k, v in value.items())
+                found = self.fingerprints[id(value)] = _digest(b"{", *(d for pair in members for d in pair))
+            return found
+        if isinstance(value, list):
+            found = self.fingerprints.get(id(value))
+            if found is None:
+                found = self.fingerprints[id(value)] = _digest(b"[", *(self.fingerprint(v) for v in value))
+            return found
+        return _digest(type(value).__name__.encode(), repr(value).encode("utf-8", "surrogatepass"))
+
+    def resolve(self, doc: JsonSchemaLike, ref: str, base: str) -> tuple[Any, str]:
+        key = (id(doc), ref, base)
+        found = self.resolved.get(key)
+        if found is None:
+            found = self.resolved[key] = doc.resolve(ref, base)
+        return found
+
+
+def _digest(*parts: bytes) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        h.update(len(part).to_bytes(8, "little"))
+        h.update(part)
+    return h.digest()
+
+
 @dataclass(eq=False)
 class _Node:
     kind: str
@@ -190,14 +280,17 @@ class _Node:
     base: str
     doc: JsonSchemaLike
     integer: bool = False
+    const: bool = False  # an ENUM node made from ``const``
     criterion: str = ""
     parts: list[_Node] = field(default_factory=list)  # combined subschemas
     values: list[Any] = field(default_factory=list)  # enum values
     meta: dict[str, Any] | None = None  # id/title/description/default owner
-    key: str = ""  # identity for de-duplicating combined subschemas
+    #: what identifies the node among combined subschemas: a tag and the JSON value it was made from
+    key: tuple[str, Any] = ("", None)
+    walk: _Walk = field(default_factory=_Walk)  # the check's walk (depth and comparisons), shared by all its nodes
 
     def sub(self, value: Any) -> _Node | None:
-        return None if value is None else _build(self.doc, value, self.base)
+        return None if value is None else _build(self.doc, value, self.base, self.walk)
 
     @property
     def draft2020(self) -> bool:
@@ -208,40 +301,63 @@ class _Node:
         return "draft-04" in self.doc.draft
 
 
-def _build(doc: JsonSchemaLike, raw: Any, base: str, refs: tuple[int, ...] = ()) -> _Node:
+def _build(doc: JsonSchemaLike, raw: Any, base: str, walk: _Walk, refs: tuple[int, ...] = ()) -> _Node:
+    """The node for ``raw``; combined subschemas and ``$ref`` targets are built now, everything else
+    (properties, items, ...) when a rule reaches it through :meth:`_Node.sub`."""
+    key = (id(doc), id(raw), base)
+    node = walk.nodes.get(key)
+    if node is None:
+        cuts = walk.cuts
+        node = _build_node(doc, raw, base, walk, refs)
+        if walk.cuts == cuts:
+            walk.nodes[key] = node
+    return node
+
+
+def _build_node(doc: JsonSchemaLike, raw: Any, base: str, walk: _Walk, refs: tuple[int, ...]) -> _Node:
     if raw is True or (isinstance(raw, dict) and not _has_assertions(raw)):
-        return _Node("EMPTY", raw, base, doc, meta=raw if isinstance(raw, dict) else None, key=repr(raw))
+        meta = raw if isinstance(raw, dict) else None
+        return _Node("EMPTY", raw, base, doc, meta=meta, key=("", raw), walk=walk)
     if raw is False or not isinstance(raw, dict):
-        return _Node("FALSE", raw, base, doc, key="false")
+        return _Node("FALSE", raw, base, doc, key=("false", None), walk=walk)
     id_key = "id" if "draft-04" in doc.draft else "$id"
     if isinstance(raw.get(id_key), str) and not raw[id_key].startswith("#"):
         base = urljoin(base, raw[id_key])
     if isinstance(raw.get("$ref"), str):
         if id(raw) in refs:  # a $ref chain that loops without any schema in between accepts anything
-            return _Node("EMPTY", True, base, doc, key="True")
-        target, target_base = doc.resolve(raw["$ref"], base)
-        return _build(doc, target, target_base, (*refs, id(raw)))
+            walk.cuts += 1
+            return _Node("EMPTY", True, base, doc, key=("True", None), walk=walk)
+        target, target_base = walk.resolve(doc, raw["$ref"], base)
+        walk.down(lambda: raw["$ref"])
+        node = _build(doc, target, target_base, walk, (*refs, id(raw)))
+        walk.up()
+        return node
     parts: list[_Node] = []
-    typed = _typed_part(doc, raw, base)
+    typed = _typed_part(doc, raw, base, walk)
     if typed is not None:
         parts.append(typed)
     if "enum" in raw and isinstance(raw["enum"], list):
-        parts.append(_Node("ENUM", raw, base, doc, values=list(raw["enum"]), key="enum" + _key(raw["enum"])))
+        parts.append(_Node("ENUM", raw, base, doc, values=list(raw["enum"]), key=("enum", raw["enum"]),
+                           walk=walk))
     if "const" in raw:
-        parts.append(_Node("ENUM", raw, base, doc, values=[raw["const"]], key="const" + _key(raw["const"])))
+        parts.append(_Node("ENUM", raw, base, doc, values=[raw["const"]], key=("const", raw["const"]),
+                           const=True, walk=walk))
     if "not" in raw:
-        parts.append(_Node("NOT", raw, base, doc, key="not" + _key(raw["not"])))
+        parts.append(_Node("NOT", raw, base, doc, key=("not", raw["not"]), walk=walk))
     for criterion in _CRITERIA:
         if isinstance(raw.get(criterion), list):
-            subs = [_build(doc, s, base, refs) for s in raw[criterion]]
+            walk.down(lambda: criterion)  # noqa: B023 (called at once)
+            subs = [_build(doc, s, base, walk, refs) for s in raw[criterion]]
+            walk.up()
             parts.append(_Node("COMBINED", raw, base, doc, criterion=criterion, parts=subs,
-                               key=criterion + _key(raw[criterion])))
+                               key=(criterion, raw[criterion]), walk=walk))
     if not parts:
-        return _Node("EMPTY", raw, base, doc, meta=raw, key=_key(raw))
+        return _Node("EMPTY", raw, base, doc, meta=raw, key=("", raw), walk=walk)
     # the parts of a synthetic allOf share the node's keywords; only the node itself owns metadata
-    node = parts[0] if len(parts) == 1 else _Node("COMBINED", raw, base, doc, criterion="allOf", parts=parts)
+    node = parts[0] if len(parts) == 1 else _Node("COMBINED", raw, base, doc, criterion="allOf", parts=parts,
+                                                  walk=walk)
     node.meta = raw
-    node.key = _key(raw)
+    node.key = ("", raw)
     return node
 
 
@@ -251,31 +367,29 @@ def _has_assertions(raw: dict[str, Any]) -> bool:
     return any(k not in annotations for k in raw)
 
 
-def _typed_part(doc: JsonSchemaLike, raw: dict[str, Any], base: str) -> _Node | None:
+def _typed_part(doc: JsonSchemaLike, raw: dict[str, Any], base: str, walk: _Walk) -> _Node | None:
     declared = raw.get("type")
     if isinstance(declared, str):
-        return _typed(doc, raw, base, declared)
+        return _typed(doc, raw, base, declared, walk)
     if isinstance(declared, list):
-        subs = [_typed(doc, raw, base, t) for t in declared if isinstance(t, str)]
-        if len(subs) == 1:
-            return subs[0]
-        return _Node("COMBINED", raw, base, doc, criterion="anyOf", parts=subs, key="type" + _key(declared))
+        # a type array is an anyOf even with one member (as everit loads it)
+        subs = [_typed(doc, raw, base, t, walk) for t in declared if isinstance(t, str)]
+        return _Node("COMBINED", raw, base, doc, criterion="anyOf", parts=subs, key=("type", declared),
+                     walk=walk)
     implicit = [kind for kind, keywords in _IMPLICIT if keywords & raw.keys()]
     if not implicit:
         return None
     if len(implicit) == 1:
-        return _Node(implicit[0], raw, base, doc, key=implicit[0])
-    subs = [_Node(kind, raw, base, doc, key=kind) for kind in implicit]
-    return _Node("COMBINED", raw, base, doc, criterion="anyOf", parts=subs, key="implicit")
+        return _Node(implicit[0], raw, base, doc, key=(implicit[0], None), walk=walk)
+    subs = [_Node(kind, raw, base, doc, key=(kind, None), walk=walk) for kind in implicit]
+    return _Node("COMBINED", raw, base, doc, criterion="anyOf", parts=subs, key=("implicit", None), walk=walk)
 
 
-def _typed(doc: JsonSchemaLike, raw: dict[str, Any], base: str, type_name: str) -> _Node:
+def _typed(doc: JsonSchemaLike, raw: dict[str, Any], base: str, type_name: str, walk: _Walk) -> _Node:
     kind = _TYPE_KINDS.get(type_name, "EMPTY")
-    return _Node(kind, raw, base, doc, integer=type_name == "integer", key=type_name)
+    return _Node(kind, raw, base, doc, integer=type_name == "integer", key=(type_name, None), walk=walk)
 
 
-def _key(value: Any) -> str:
-    return repr(value)
 
 
 # -- context ------------------------------------------------------------------------------------
@@ -283,12 +397,18 @@ def _key(value: Any) -> str:
 
 @dataclass
 class _Context:
+    """Where a walk is and what it found; a sub-context shares the walk's state but collects its own
+    differences (to decide whether a candidate match is compatible before keeping them)."""
+
+    allowed: frozenset[str]  # the compatible change kinds under the check's policy
     path: list[str] = field(default_factory=list)
     diffs: list[Incompatibility] = field(default_factory=list)
     in_progress: set[tuple[int, int, str, str]] = field(default_factory=set)
+    walk: _Walk = field(default_factory=_Walk)
+    patterns: Patterns = field(default_factory=Patterns)
 
     def sub(self) -> _Context:
-        return _Context(list(self.path), [], self.in_progress)
+        return _Context(self.allowed, list(self.path), [], self.in_progress, self.walk, self.patterns)
 
     @contextmanager
     def enter(self, *segments: str) -> Iterator[None]:
@@ -301,10 +421,15 @@ class _Context:
     def add(self, kind: str, attribute: str | None = None) -> None:
         segments = [*self.path, attribute] if attribute is not None else self.path
         path = "#/" + "/".join(segments)
-        self.diffs.append(Incompatibility(kind, path, describe(kind, path)))
+        self.walk.report(path)
+        self.diffs.append(Incompatibility(kind, path, describe(kind, path), forward_message=describe(
+            kind, path, new="old", old="new"), style="json"))
 
     def compatible(self) -> bool:
-        return all(d.kind in COMPATIBLE_CHANGES for d in self.diffs)
+        return all(d.kind in self.allowed for d in self.diffs)
+
+    def where(self) -> str:
+        return "#/" + "/".join(self.path)
 
 
 # -- rules --------------------------------------------------------------------------------------
@@ -319,6 +444,24 @@ def _compare(ctx: _Context, original: _Node | None, update: _Node | None) -> Non
     if update is None:
         ctx.add("SCHEMA_REMOVED")
         return
+    walk = ctx.walk
+    key = (id(original), id(update))
+    found = walk.compared.get(key)
+    if found is not None:
+        walk.count(len(found[2]), ctx.where)
+        for kind, below in found[2]:
+            ctx.add(kind, below or None)
+        return
+    cuts, start = walk.cuts, len(ctx.diffs)
+    walk.down(ctx.where)
+    _compare_nodes(ctx, original, update)
+    walk.up()
+    if walk.cuts == cuts:
+        prefix = len(ctx.where()) + (1 if ctx.path else 0)
+        walk.compared[key] = (original, update, [(d.kind, d.path[prefix:]) for d in ctx.diffs[start:]])
+
+
+def _compare_nodes(ctx: _Context, original: _Node, update: _Node) -> None:
     if original.kind != "COMBINED" and update.kind == "COMBINED" and _single_into_combined(ctx, original, update):
         return
     if original.kind == "COMBINED" and update.kind != "COMBINED" and _combined_into_single(ctx, original, update):
@@ -330,55 +473,47 @@ def _compare(ctx: _Context, original: _Node | None, update: _Node | None) -> Non
         return
     pair = (id(original.raw), id(update.raw), original.kind, original.criterion)
     if pair in ctx.in_progress:  # a recursive schema reached the same pair again
+        ctx.walk.cuts += 1
         return
     ctx.in_progress.add(pair)
-    try:
-        _compare_meta(ctx, original, update)
-        _RULES.get(original.kind, _no_rules)(ctx, original, update)
-    finally:
-        ctx.in_progress.discard(pair)
+    _compare_meta(ctx, original, update)
+    _RULES.get(original.kind, _no_rules)(ctx, original, update)
+    ctx.in_progress.discard(pair)
 
 
 def _single_into_combined(ctx: _Context, original: _Node, update: _Node) -> bool:
+    """A schema turned into a combination: compatible when the combination is a singleton that accepts
+    the old schema, or an anyOf/oneOf one of whose branches does. False: not handled (a type change)."""
     _compare_meta(ctx, original, update)
     if len(update.parts) == 1:
-        sub = ctx.sub()
-        _compare(sub, original, update.parts[0])
-        if sub.compatible():
-            ctx.diffs.extend(sub.diffs)
-            return True
-        return False
+        return _first_compatible(ctx, [(original, update.parts[0])], None)
     if update.criterion in ("anyOf", "oneOf"):
-        for part in update.parts:
-            sub = ctx.sub()
-            _compare(sub, original, part)
-            if sub.compatible():
-                ctx.diffs.extend(sub.diffs)
-                ctx.add("SUM_TYPE_EXTENDED")
-                return True
-        return False
-    # a schema gaining allOf conditions: compare as a one-element allOf
-    _compare_combined(ctx, _wrap(original, update.criterion), update)
-    return True
+        return _first_compatible(ctx, [(original, part) for part in update.parts], "SUM_TYPE_EXTENDED")
+    return False  # gaining allOf conditions adds constraints: a type change, as in Confluent
 
 
 def _combined_into_single(ctx: _Context, original: _Node, update: _Node) -> bool:
+    """A combination turned into one schema: compatible when it was a singleton the schema accepts, or an
+    allOf one of whose parts the schema accepts (``allOf[A, B]`` only admits what ``A`` admits)."""
     _compare_meta(ctx, original, update)
     if len(original.parts) == 1:
+        return _first_compatible(ctx, [(original.parts[0], update)], None)
+    if original.criterion == "allOf":
+        return _first_compatible(ctx, [(part, update) for part in original.parts], "PRODUCT_TYPE_NARROWED")
+    return False
+
+
+def _first_compatible(ctx: _Context, pairs: list[tuple[_Node, _Node]], kind: str | None) -> bool:
+    """Keep the differences of the first compatible pair (and add ``kind``); False when none is."""
+    for original, update in pairs:
         sub = ctx.sub()
-        _compare(sub, original.parts[0], update)
+        _compare(sub, original, update)
         if sub.compatible():
             ctx.diffs.extend(sub.diffs)
+            if kind is not None:
+                ctx.add(kind)
             return True
-        if original.criterion != "allOf":
-            return False
-    # dropping conditions or alternatives: compare against a one-element combination
-    _compare_combined(ctx, original, _wrap(update, original.criterion))
-    return True
-
-
-def _wrap(node: _Node, criterion: str) -> _Node:
-    return _Node("COMBINED", node.raw, node.base, node.doc, criterion=criterion, parts=[node], key=node.key)
+    return False
 
 
 def _compare_meta(ctx: _Context, original: _Node, update: _Node) -> None:
@@ -479,11 +614,13 @@ def _compare_multiple_of(ctx: _Context, original: Any, update: Any) -> None:
 
 
 def _compare_enum(ctx: _Context, original: _Node, update: _Node) -> None:
-    o_values = {_key(v) for v in original.values}
-    u_values = {_key(v) for v in update.values}
+    o_values = {ctx.walk.fingerprint(v) for v in original.values}
+    u_values = {ctx.walk.fingerprint(v) for v in update.values}
     if o_values == u_values:
         return
-    if u_values >= o_values:
+    if original.const and update.const:
+        ctx.add("ENUM_ARRAY_CHANGED", "const")
+    elif u_values >= o_values:
         ctx.add("ENUM_ARRAY_EXTENDED", "enum")
     elif o_values >= u_values:
         ctx.add("ENUM_ARRAY_NARROWED", "enum")
@@ -500,13 +637,17 @@ def _compare_not(ctx: _Context, original: _Node, update: _Node) -> None:
 
 
 def _compare_criteria(ctx: _Context, original: _Node, update: _Node) -> str | None:
+    """``COMBINED_TYPE_EXTENDED`` when the new combiner accepts at least what the old one did: anything
+    to anyOf; singleton to singleton; a singleton to oneOf; allOf to a singleton (which admits at
+    most what one of the old conditions admitted). Otherwise ``COMBINED_TYPE_CHANGED``."""
     if original.criterion == update.criterion:
         return None
-    if update.criterion == "anyOf":
-        kind = "COMBINED_TYPE_EXTENDED"  # allOf/oneOf -> anyOf accepts more
-    elif update.criterion == "oneOf":
-        kind = "COMBINED_TYPE_EXTENDED" if len(original.parts) == 1 else "COMBINED_TYPE_CHANGED"
-    elif len(original.parts) == 1 and len(update.parts) == 1:
+    o_single, u_single = len(original.parts) == 1, len(update.parts) == 1
+    if (
+        update.criterion == "anyOf"
+        or (o_single and (u_single or update.criterion == "oneOf"))
+        or (u_single and original.criterion == "allOf")
+    ):
         kind = "COMBINED_TYPE_EXTENDED"
     else:
         kind = "COMBINED_TYPE_CHANGED"
@@ -519,11 +660,12 @@ def _compare_combined(ctx: _Context, original: _Node, update: _Node) -> None:
         return
     o_parts = _dedupe(original.parts)
     u_parts = _dedupe(update.parts)
-    product = update.criterion == "allOf"
+    # more parts: judged by the new combiner (more conditions / more alternatives); fewer parts: by the
+    # old one (allOf -> oneOf[A] dropped conditions, a widening; anyOf -> allOf[A] dropped alternatives)
     if len(o_parts) < len(u_parts):
-        ctx.add("PRODUCT_TYPE_EXTENDED" if product else "SUM_TYPE_EXTENDED")
+        ctx.add("PRODUCT_TYPE_EXTENDED" if update.criterion == "allOf" else "SUM_TYPE_EXTENDED")
     elif len(o_parts) > len(u_parts):
-        ctx.add("PRODUCT_TYPE_NARROWED" if product else "SUM_TYPE_NARROWED")
+        ctx.add("PRODUCT_TYPE_NARROWED" if original.criterion == "allOf" else "SUM_TYPE_NARROWED")
     edges: dict[tuple[int, int], list[Incompatibility]] = {}
     for i, o_part in enumerate(o_parts):
         with ctx.enter(f"{original.criterion}/{i}"):
@@ -540,11 +682,13 @@ def _compare_combined(ctx: _Context, original: _Node, update: _Node) -> None:
 
 
 def _dedupe(parts: list[_Node]) -> list[_Node]:
-    seen: set[str] = set()
+    seen: set[tuple[str, bytes]] = set()
     out: list[_Node] = []
     for part in parts:
-        if part.key not in seen:
-            seen.add(part.key)
+        tag, value = part.key
+        key = (tag, part.walk.fingerprint(value))
+        if key not in seen:
+            seen.add(key)
             out.append(part)
     return out
 
@@ -602,16 +746,20 @@ def _open_object(node: _Node) -> bool:
     return _unevaluated(node, "unevaluatedProperties") in (None, True, {})
 
 
-def _partial_schema(node: _Node, name: str) -> _Node | None:
-    """The schema a partially open object applies to an undeclared property ``name``."""
+_UNDECIDED: Final = "undecided"
+
+
+def _partial_schema(ctx: _Context, node: _Node, name: str) -> _Node | Literal["undecided"] | None:
+    """The schema a partially open object applies to an undeclared property ``name``; ``_UNDECIDED``
+    when a pattern before the first match cannot be run (RE2 rejects look-around and back-references)."""
     patterns = node.raw.get("patternProperties")
     if isinstance(patterns, dict):
         for pattern, schema in patterns.items():
-            try:
-                if re.search(pattern, name):
-                    return node.sub(schema)
-            except re.error:
-                continue
+            found = ctx.patterns.search(pattern, name)
+            if found is None:
+                return _UNDECIDED
+            if found:
+                return node.sub(schema)
     if "additionalProperties" in node.raw:
         return node.sub(_additional_schema(node, "additionalProperties"))
     uneval = _unevaluated(node, "unevaluatedProperties")
@@ -697,8 +845,10 @@ def _property_removed(ctx: _Context, removed: _Node | None, update: _Node, name:
     if _open_object(update):
         ctx.add("PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL")
         return
-    partial = _partial_schema(update, name)
-    if partial is not None:
+    partial = _partial_schema(ctx, update, name)
+    if partial == _UNDECIDED:
+        ctx.add("PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
+    elif isinstance(partial, _Node):
         sub = ctx.sub()
         _compare(sub, removed, partial)
         ctx.diffs.extend(sub.diffs)
@@ -716,11 +866,16 @@ def _property_added(ctx: _Context, original: _Node, update: _Node, name: str) ->
     if _open_object(original):
         if added is not None and added.kind == "EMPTY":
             ctx.add("PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL")
+        elif name in _required(update):
+            ctx.add("REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL" if _has_default(update, name)
+                    else "REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL")
         else:
-            ctx.add("PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL")
+            ctx.add("OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL")
         return
-    partial = _partial_schema(original, name)
-    if partial is not None:
+    partial = _partial_schema(ctx, original, name)
+    if partial == _UNDECIDED:
+        ctx.add("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
+    elif isinstance(partial, _Node):
         sub = ctx.sub()
         _compare(sub, partial, added)
         ctx.diffs.extend(sub.diffs)
@@ -758,7 +913,8 @@ def _compare_dependencies(ctx: _Context, original: _Node, update: _Node) -> None
             elif name not in o_arrays:
                 ctx.add("DEPENDENCY_ARRAY_ADDED", name)
             else:
-                o_set, u_set = {_key(v) for v in o_arrays[name]}, {_key(v) for v in u_arrays[name]}
+                o_set, u_set = {ctx.walk.fingerprint(v) for v in o_arrays[name]}, {
+                    ctx.walk.fingerprint(v) for v in u_arrays[name]}
                 if o_set != u_set:
                     kind = ("DEPENDENCY_ARRAY_EXTENDED" if u_set >= o_set
                             else "DEPENDENCY_ARRAY_NARROWED" if o_set >= u_set else "DEPENDENCY_ARRAY_CHANGED")

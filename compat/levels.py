@@ -42,6 +42,34 @@ class CompatibilityLevel(enum.StrEnum):
         return self.value.startswith(("FORWARD", "FULL"))
 
 
+class CompatibilityPolicy(enum.StrEnum):
+    """Confluent 8's ``compatibilityPolicy`` (subject or global config): which changes count as compatible.
+
+    STRICT (the default) is every check as it always was. LENIENT changes JSON Schema checks only: it also
+    accepts changes that reject some data an open content model used to allow, i.e. what a producer
+    *following the old schema's declared properties* would not have written — adding an optional property
+    (or a required one with a default) to an open object, removing a property from a closed one,
+    narrowing or removing ``additionalProperties`` / ``unevaluatedProperties``, and properties not covered
+    by a partially open model (``compat.json_schema.COMPATIBLE_CHANGES_LENIENT``). Avro and Protobuf
+    checks are the same under both policies, as in Confluent.
+    """
+
+    STRICT = "STRICT"
+    LENIENT = "LENIENT"
+
+    @classmethod
+    def for_name(cls, text: str | None) -> CompatibilityPolicy | None:
+        """Confluent's ``CompatibilityPolicy.forName``: case-insensitive; None for None or an unknown name
+        (Confluent stores such a value as absent, which checks as STRICT). Confluent's third value,
+        LOGICAL (extra Flink/Iceberg logical-type checks), is not supported and also gives None."""
+        if text is None:
+            return None
+        try:
+            return cls(text.upper())
+        except ValueError:
+            return None
+
+
 @dataclass(frozen=True, slots=True)
 class LevelResult(Generic[S]):
     """The incompatibilities of the first failing previous schema (empty list: compatible)."""

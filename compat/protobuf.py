@@ -11,17 +11,24 @@ Inputs are duck-typed (this package imports nothing of schemakit): any object wi
 Field type names in descriptors are fully qualified, so no scope resolution is needed.
 
 Paths are Confluent's: ``#/`` + message names + oneof name + field number, e.g. ``#/Outer/Inner/3``.
+
+Fields are compared by number across the whole message, whatever oneof they sit in (as current
+Confluent does), so a oneof renamed, merged or split cannot hide a type change or a dropped member.
+The comparison of two message types reached through fields is memoized (a type referenced from many
+places is compared once), and the walk is bounded by :mod:`compat.limits`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
 from google.protobuf import descriptor_pb2
 
+from compat.levels import CompatibilityPolicy
+from compat.limits import Walk, no_recursion_error
 from compat.result import Incompatibility
 
 FDP: TypeAlias = descriptor_pb2.FieldDescriptorProto
@@ -49,14 +56,15 @@ ONEOF_ADDED = "ONEOF_ADDED"
 ONEOF_REMOVED = "ONEOF_REMOVED"
 ONEOF_FIELD_ADDED = "ONEOF_FIELD_ADDED"
 ONEOF_FIELD_REMOVED = "ONEOF_FIELD_REMOVED"
+ONEOF_FIELD_MOVED_TO_TOP_LEVEL = "ONEOF_FIELD_MOVED_TO_TOP_LEVEL"
 MULTIPLE_FIELDS_MOVED_TO_ONEOF = "MULTIPLE_FIELDS_MOVED_TO_ONEOF"
 FIELD_MOVED_TO_EXISTING_ONEOF = "FIELD_MOVED_TO_EXISTING_ONEOF"
 
-#: Confluent's current set (its diff corpus marks a package change compatible: types are matched by
-#: their name within the package, and the wire format does not carry package names)
+#: Confluent's ``SchemaDiff.COMPATIBLE_CHANGES``. A package change is not in it: generated classes and
+#: the full names that ``Any`` fields and type URLs carry change with the package, so Confluent's corpus
+#: ("Detect package change") expects it to be incompatible.
 COMPATIBLE_CHANGES: frozenset[str] = frozenset(
     {
-        PACKAGE_CHANGED,
         MESSAGE_ADDED,
         MESSAGE_MOVED,
         ENUM_ADDED,
@@ -71,24 +79,35 @@ COMPATIBLE_CHANGES: frozenset[str] = frozenset(
         ONEOF_ADDED,
         ONEOF_REMOVED,
         ONEOF_FIELD_ADDED,
+        ONEOF_FIELD_MOVED_TO_TOP_LEVEL,
     }
 )
 
+#: Confluent's descriptions; ``{reader}`` is the schema that reads (the new one for BACKWARD)
 _DESCRIPTIONS = {
-    MESSAGE_REMOVED: "The message at '{path}' of the old schema is missing in the new schema",
-    FIELD_KIND_CHANGED: "The kind of the field at '{path}' (scalar, message or map) differs between "
-    "the new and the old schema",
-    FIELD_SCALAR_KIND_CHANGED: "The scalar type of the field at '{path}' in the new schema cannot read "
-    "the wire type of the old schema",
-    FIELD_NAMED_TYPE_CHANGED: "The named type of the field at '{path}' differs between the new and the old "
-    "schema or changed incompatibly",
-    FIELD_NUMERIC_LABEL_CHANGED: "The label of the numeric field at '{path}' changed between singular and "
-    "repeated",
-    REQUIRED_FIELD_ADDED: "The new schema has a required field at '{path}' that the old schema lacks",
-    REQUIRED_FIELD_REMOVED: "The new schema lacks the required field at '{path}' of the old schema",
-    ONEOF_FIELD_REMOVED: "The field at '{path}' was removed from its oneof in the new schema",
-    MULTIPLE_FIELDS_MOVED_TO_ONEOF: "Several existing fields were moved into the oneof at '{path}'",
-    FIELD_MOVED_TO_EXISTING_ONEOF: "An existing field was moved into the existing oneof at '{path}'",
+    PACKAGE_CHANGED: "The package at '{path}' in the {reader} schema does not match the package in the {writer} "
+    "schema",
+    MESSAGE_REMOVED: "The {reader} schema is missing a MESSAGE type at path '{path}' in the {writer} schema",
+    FIELD_KIND_CHANGED: "The type of a field at path '{path}' in the {reader} schema does not match the {writer} "
+    "schema",
+    FIELD_SCALAR_KIND_CHANGED: "The kind of a SCALAR field at path '{path}' in the {reader} schema does not match "
+    "its kind in the {writer} schema",
+    FIELD_NAMED_TYPE_CHANGED: "The type of a MESSAGE field at path '{path}' in the {reader} schema does not match "
+    "its type in the {writer} schema",
+    FIELD_NUMERIC_LABEL_CHANGED: "The label for a NUMERIC field at path '{path}' in the {reader} schema does not "
+    "match its label in the {writer} schema",
+    # sic: two spaces, as Confluent prints it
+    REQUIRED_FIELD_ADDED: "A required field  at path '{path}' in the {reader} schema is missing in the {writer} "
+    "schema",
+    REQUIRED_FIELD_REMOVED: "The {reader} schema is missing a required field at path: '{path}' in the {writer} "
+    "schema",
+    ONEOF_FIELD_REMOVED: "The {reader} schema is missing a oneof field at path '{path}' in the {writer} schema",
+    ONEOF_FIELD_MOVED_TO_TOP_LEVEL: "The oneof field at path '{path}' in the {reader} schema was moved out of its "
+    "oneof to a top-level field in the {writer} schema",
+    MULTIPLE_FIELDS_MOVED_TO_ONEOF: "Multiple fields in the oneof at path '{path}' in the {reader} schema are "
+    "outside a oneof in the {writer} schema",
+    FIELD_MOVED_TO_EXISTING_ONEOF: "A field in the oneof at path '{path}' in the {reader} schema is outside an "
+    "existing oneof in the {writer} schema",
 }
 
 
@@ -101,11 +120,15 @@ def is_compatible_change(kind: str) -> bool:
     return kind in COMPATIBLE_CHANGES
 
 
-def check(reader: ProtobufSchema, writer: ProtobufSchema) -> list[Incompatibility]:
-    """Incompatibilities preventing ``reader`` from reading data written with ``writer``."""
+def check(
+    reader: ProtobufSchema, writer: ProtobufSchema, policy: CompatibilityPolicy = CompatibilityPolicy.STRICT
+) -> list[Incompatibility]:
+    """Incompatibilities preventing ``reader`` from reading data written with ``writer``. ``policy`` (a
+    ``CompatibilityPolicy``) is accepted for a uniform signature: Protobuf checks are the same under all."""
     return [d for d in diff(writer, reader) if d.kind not in COMPATIBLE_CHANGES]
 
 
+@no_recursion_error
 def diff(original: ProtobufSchema, update: ProtobufSchema) -> list[Incompatibility]:
     """Every difference (compatible or not) from ``original`` to ``update``, in Confluent's kinds."""
     ctx = _Context(_TypeIndex(original), _TypeIndex(update))
@@ -158,16 +181,14 @@ class _TypeIndex:
         scope = fd.package
         for enum in fd.enum_type:
             self._add(_join(scope, enum.name), fd, name, None, enum)
-        for msg in fd.message_type:
-            self._add_message(scope, msg, fd, name)
-
-    def _add_message(self, scope: str, msg: descriptor_pb2.DescriptorProto, fd: Any, name: str) -> None:
-        full = _join(scope, msg.name)
-        self._add(full, fd, name, msg, None)
-        for enum in msg.enum_type:
-            self._add(_join(full, enum.name), fd, name, None, enum)
-        for nested in msg.nested_type:
-            self._add_message(full, nested, fd, name)
+        stack = [(scope, msg) for msg in reversed(fd.message_type)]
+        while stack:  # nested messages without recursion: their depth is the file's to choose
+            scope, msg = stack.pop()
+            full = _join(scope, msg.name)
+            self._add(full, fd, name, msg, None)
+            for enum in msg.enum_type:
+                self._add(_join(full, enum.name), fd, name, None, enum)
+            stack.extend((full, nested) for nested in reversed(msg.nested_type))
 
     def _add(self, full: str, fd: Any, file: str, msg: Any, enum: Any) -> None:
         self.types[full] = _TypeInfo(full, fd.package, file, msg, enum)
@@ -194,9 +215,17 @@ class _Context:
     path: list[str] = field(default_factory=list)
     diffs: list[Incompatibility] = field(default_factory=list)
     in_progress: set[tuple[str, str]] = field(default_factory=set)
+    walk: Walk = field(default_factory=Walk)
+    #: (original type, update type) -> compatible, for pairs compared through fields; their differences
+    #: were passed up the first time (every context's differences end up in the check's)
+    memo: dict[tuple[str, str], bool] = field(default_factory=dict)
+    #: how often a pair already in progress was skipped (a result computed meanwhile is not memoized:
+    #: it assumed that pair compatible)
+    cuts: list[int] = field(default_factory=lambda: [0])
 
     def sub(self, path: list[str]) -> _Context:
-        return _Context(self.original, self.update, list(path), [], self.in_progress)
+        return _Context(self.original, self.update, list(path), [], self.in_progress, self.walk, self.memo,
+                        self.cuts)
 
     @contextmanager
     def enter(self, segment: str) -> Iterator[None]:
@@ -208,8 +237,11 @@ class _Context:
 
     def add(self, kind: str, segment: str | None = None) -> None:
         path = "#/" + "/".join([*self.path, segment] if segment is not None else self.path)
+        self.walk.report(path)
         template = _DESCRIPTIONS.get(kind, "Compatible change {kind} at '{path}'")
-        self.diffs.append(Incompatibility(kind, path, template.format(path=path, kind=kind)))
+        backward = template.format(path=path, kind=kind, reader="new", writer="old")
+        forward = template.format(path=path, kind=kind, reader="old", writer="new")
+        self.diffs.append(Incompatibility(kind, path, backward, forward_message=forward, style="protobuf"))
 
     def compatible(self) -> bool:
         return all(d.kind in COMPATIBLE_CHANGES for d in self.diffs)
@@ -317,97 +349,89 @@ def _fields(msg: descriptor_pb2.DescriptorProto, syntax_proto3: bool) -> list[_F
 def _compare_message(ctx: _Context, o_full: str, original: Any, u_full: str, update: Any) -> None:
     key = (o_full, u_full)
     if key in ctx.in_progress:  # recursive types: the pair is being compared further up
+        ctx.cuts[0] += 1
         return
     ctx.in_progress.add(key)
-    try:
-        _compare_message_body(ctx, o_full, original, u_full, update)
-        _compare_types(
-            ctx,
-            o_full,
-            list(original.nested_type),
-            list(original.enum_type),
-            u_full,
-            list(update.nested_type),
-            list(update.enum_type),
-        )
-    finally:
-        ctx.in_progress.discard(key)
+    ctx.walk.down(lambda: "#/" + "/".join(ctx.path))
+    _compare_message_body(ctx, o_full, original, u_full, update)
+    _compare_types(
+        ctx,
+        o_full,
+        list(original.nested_type),
+        list(original.enum_type),
+        u_full,
+        list(update.nested_type),
+        list(update.enum_type),
+    )
+    ctx.walk.up()
+    ctx.in_progress.discard(key)
 
 
 def _compare_message_body(ctx: _Context, o_full: str, original: Any, u_full: str, update: Any) -> None:
-    o_fields = _fields(original, ctx.original.is_proto3(o_full))
-    u_fields = _fields(update, ctx.update.is_proto3(u_full))
-    o_top = {f.proto.number: f for f in o_fields if f.oneof is None}
-    u_top = {f.proto.number: f for f in u_fields if f.oneof is None}
-    o_all = {f.proto.number: f for f in o_fields}
-    u_all = {f.proto.number: f for f in u_fields}
-    o_oneofs = _group_oneofs(o_fields)
-    u_oneofs = _group_oneofs(u_fields)
-    o_in_oneof = {f.proto.number for f in o_fields if f.oneof is not None}
+    o_fields = {f.proto.number: f for f in _fields(original, ctx.original.is_proto3(o_full))}
+    u_fields = {f.proto.number: f for f in _fields(update, ctx.update.is_proto3(u_full))}
+    o_oneofs = _group_oneofs(o_fields.values())
+    u_oneofs = _group_oneofs(u_fields.values())
 
+    # a oneof removed with none of its members left anywhere is deleted whole (compatible); one whose
+    # members partly survive elsewhere reports the dropped ones below
+    deleted = {
+        name
+        for name, members in o_oneofs.items()
+        if name not in u_oneofs and not any(m.proto.number in u_fields for m in members)
+    }
+
+    # new mutual exclusivity: the old members of a oneof must all come from one old oneof, or be one
+    # old top-level field (new numbers are ignored: old data never set them)
     for name, members in u_oneofs.items():
-        moved = existing = 0
+        origins: set[str | int] = set()
+        from_top_level = 0
         for member in members:
-            if o_top.pop(member.proto.number, None) is not None:
-                moved += 1  # no FIELD_REMOVED for a field that moved into a oneof
-            elif member.proto.number in o_in_oneof:
-                existing += 1
-        with ctx.enter(name):
-            if moved > 1:
-                ctx.add(MULTIPLE_FIELDS_MOVED_TO_ONEOF)
-            elif moved == 1 and existing > 0:
-                ctx.add(FIELD_MOVED_TO_EXISTING_ONEOF)
+            old = o_fields.get(member.proto.number)
+            if old is None:
+                continue
+            if old.oneof is not None:
+                origins.add(old.oneof)
+            else:
+                origins.add(member.proto.number)
+                from_top_level += 1
+        if len(origins) > 1:
+            with ctx.enter(name):
+                ctx.add(MULTIPLE_FIELDS_MOVED_TO_ONEOF if from_top_level > 1 else FIELD_MOVED_TO_EXISTING_ONEOF)
 
     for name in sorted(o_oneofs.keys() | u_oneofs.keys()):
-        with ctx.enter(name):
-            if name not in u_oneofs:
-                ctx.add(ONEOF_REMOVED)
-            elif name not in o_oneofs:
-                ctx.add(ONEOF_ADDED)
-            else:
-                _compare_oneof(ctx, o_oneofs[name], u_oneofs[name], set(u_all))
+        if name not in u_oneofs:
+            ctx.add(ONEOF_REMOVED, name)
+        elif name not in o_oneofs:
+            ctx.add(ONEOF_ADDED, name)
 
-    for number in sorted(o_top.keys() | u_top.keys()):
-        with ctx.enter(str(number)):
-            o_field, u_field = o_top.get(number), u_top.get(number)
-            if u_field is None:
-                assert o_field is not None
-                ctx.add(REQUIRED_FIELD_REMOVED if o_field.label == "REQUIRED" else FIELD_REMOVED)
-            elif o_field is None:
-                ctx.add(REQUIRED_FIELD_ADDED if u_field.label == "REQUIRED" else FIELD_ADDED)
+    for number in sorted(o_fields.keys() | u_fields.keys()):
+        o_field, u_field = o_fields.get(number), u_fields.get(number)
+        if u_field is None:
+            assert o_field is not None
+            if o_field.oneof is None:
+                ctx.add(REQUIRED_FIELD_REMOVED if o_field.label == "REQUIRED" else FIELD_REMOVED, str(number))
+            elif o_field.oneof not in deleted:
+                ctx.add(ONEOF_FIELD_REMOVED, f"{o_field.oneof}/{number}")
+        elif o_field is None:
+            if u_field.oneof is not None:
+                ctx.add(ONEOF_FIELD_ADDED, f"{u_field.oneof}/{number}")
             else:
+                ctx.add(REQUIRED_FIELD_ADDED if u_field.label == "REQUIRED" else FIELD_ADDED, str(number))
+        else:
+            if o_field.oneof is not None and u_field.oneof is None:
+                ctx.add(ONEOF_FIELD_MOVED_TO_TOP_LEVEL, str(number))
+            # compared whatever oneof either sits in, at the field's place in the update
+            with ctx.enter(f"{u_field.oneof}/{number}" if u_field.oneof is not None else str(number)):
                 _compare_field(ctx, o_field, u_field)
 
-    # fields whose oneof membership changed are compared by number across the whole message
-    for number in sorted(o_all.keys() & u_all.keys()):
-        o_field, u_field = o_all[number], u_all[number]
-        if o_field.oneof == u_field.oneof:
-            continue  # compared above (both top level, or in the same oneof)
-        with ctx.enter(str(number)):
-            _compare_field(ctx, o_field, u_field)
 
-
-def _group_oneofs(fields: list[_Field]) -> dict[str, list[_Field]]:
+def _group_oneofs(fields: Iterable[_Field]) -> dict[str, list[_Field]]:
     groups: dict[str, list[_Field]] = {}
     for f in fields:
         if f.oneof is not None:
             groups.setdefault(f.oneof, []).append(f)
     return groups
-
-
-def _compare_oneof(ctx: _Context, original: list[_Field], update: list[_Field], update_all: set[int]) -> None:
-    o_by = {f.proto.number: f for f in original}
-    u_by = {f.proto.number: f for f in update}
-    for number in sorted(o_by.keys() | u_by.keys()):
-        with ctx.enter(str(number)):
-            if number not in u_by:
-                # a field that left the oneof but still exists elsewhere was moved, not removed
-                if number not in update_all:
-                    ctx.add(ONEOF_FIELD_REMOVED)
-            elif number not in o_by:
-                ctx.add(ONEOF_FIELD_ADDED)
-            else:
-                _compare_field(ctx, o_by[number], u_by[number])
 
 
 def _compare_field(ctx: _Context, original: _Field, update: _Field) -> None:
@@ -487,8 +511,16 @@ def _compare_message_types(ctx: _Context, original: FDP, update: FDP) -> None:
     )
     if same_dependency:  # the same imported file on both sides: nothing can differ
         return
-    sub = ctx.sub(o_info.local_name.split("."))
-    _compare_message(sub, o_info.full_name, o_info.message, u_info.full_name, u_info.message)
-    ctx.diffs.extend(sub.diffs)
-    if not sub.compatible():
+    key = (o_info.full_name, u_info.full_name)
+    compatible = ctx.memo.get(key)
+    if compatible is None:
+        # paths inside a type start at its own name: its differences are the same wherever it is reached
+        sub = ctx.sub(o_info.local_name.split("."))
+        cuts = ctx.cuts[0]
+        _compare_message(sub, o_info.full_name, o_info.message, u_info.full_name, u_info.message)
+        ctx.diffs.extend(sub.diffs)
+        compatible = sub.compatible()
+        if ctx.cuts[0] == cuts:
+            ctx.memo[key] = compatible
+    if not compatible:
         ctx.add(FIELD_NAMED_TYPE_CHANGED)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,9 @@ class Incompatibility:
     #: the message when the reader is the *old* schema (FORWARD direction), where Confluent swaps the
     #: words "new" and "old" in the description; empty: the message does not depend on the direction
     forward_message: str = ""
+    #: whose entry format :meth:`confluent_text` follows: Avro's ``Difference`` (the default), or the JSON
+    #: Schema / Protobuf diffs' ``Difference.toString`` (which differ from Avro's and from each other)
+    style: Literal["avro", "json", "protobuf"] = "avro"
 
     def for_forward(self) -> Incompatibility:
         """This incompatibility as found with the old schema reading data written with the new one."""
@@ -31,6 +35,10 @@ class Incompatibility:
 
     def confluent_text(self) -> str:
         """The entry as Confluent prints it inside a 409 message or a verbose compatibility answer."""
+        if self.style == "json":  # sic: Confluent closes the description with a single quote
+            return f'{{errorType:"{self.kind}", description:"{self.message}\'}}'
+        if self.style == "protobuf":
+            return f'{{errorType:"{self.kind}", description:"{self.message}"}}'
         return (
             f"{{errorType:'{self.kind}', description:'{self.message}', "
             f"additionalInfo:'{self.additional_info}'}}"

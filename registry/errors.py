@@ -36,6 +36,7 @@ class ErrorCode(enum.IntEnum):
     BAD_REQUEST = 400
     NOT_FOUND = 404
     METHOD_NOT_ALLOWED = 405
+    NOT_ACCEPTABLE = 406
     UNSUPPORTED_MEDIA_TYPE = 415
     UNPROCESSABLE_ENTITY = 422
     INTERNAL_SERVER_ERROR = 500
@@ -44,7 +45,7 @@ class ErrorCode(enum.IntEnum):
 class ApiError(Exception):
     """An error answer: HTTP status plus Confluent's ``{"error_code", "message"}`` body."""
 
-    def __init__(self, status: int, error_code: ErrorCode, message: str) -> None:
+    def __init__(self, status: int, error_code: int, message: str) -> None:
         super().__init__(message)
         self.status = status
         self.error_code = error_code
@@ -159,8 +160,10 @@ def operation_not_permitted(message: str) -> ApiError:
     return ApiError(422, ErrorCode.OPERATION_NOT_PERMITTED, message)
 
 
-def reference_exists(what: str) -> ApiError:
-    return ApiError(422, ErrorCode.REFERENCE_EXISTS, f"One or more references exist to the schema {what}.")
+def reference_exists(subject: str, version: int) -> ApiError:
+    """Names the referenced version as Confluent prints its ``SchemaKey``."""
+    key = f"{{magic=1,keytype=SCHEMA,subject={subject},version={version}}}"
+    return ApiError(422, ErrorCode.REFERENCE_EXISTS, f"One or more references exist to the schema {key}.")
 
 
 def invalid_subject(subject: str) -> ApiError:
@@ -208,6 +211,11 @@ def not_found_route() -> ApiError:
 
 def method_not_allowed() -> ApiError:
     return ApiError(405, ErrorCode.METHOD_NOT_ALLOWED, "HTTP 405 Method Not Allowed")
+
+
+def not_acceptable() -> ApiError:
+    """No type the ``Accept`` header allows is one the registry produces (Jersey's answer in Confluent's)."""
+    return ApiError(406, ErrorCode.NOT_ACCEPTABLE, "HTTP 406 Not Acceptable")
 
 
 def unsupported_media_type() -> ApiError:

@@ -1,10 +1,10 @@
 """Forwarding writes from a follower to the leader over HTTP, as Confluent's followers do.
 
-``RegistryApp`` asks ``Forwarder.maybe_forward`` before every write route: the leader executes locally
-(``None``); a follower sends the request (caller's headers, raw path and query, body) to the announced
-leader and answers with the leader's status and body unchanged. A follower then waits, briefly, until its
-own reader has applied the leader's record (the leader says which offset in ``X-Schemakit-Offset``), so a
-client that reads from the same follower right after sees its write.
+``RegistryRoute`` (``registry/http/routing.py``) asks ``Forwarder.maybe_forward`` before every write route:
+the leader executes locally (``None``); a follower sends the request (caller's headers, raw path and query,
+body) to the announced leader and answers with the leader's status and body unchanged. A follower then
+waits, briefly, until its own reader has applied the leader's record (the leader says which offset in
+``X-Schemakit-Offset``), so a client that reads from the same follower right after sees its write.
 
 While no leader is known, or the announced one does not accept connections (it died and the group has not
 elected the next one yet), a write waits up to ``leader_wait`` for a usable leader before it fails with

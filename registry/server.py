@@ -1,4 +1,5 @@
-"""Wiring: log backend → store → service → ASGI app → uvicorn, with topic checks and startup logging."""
+"""Wiring: log backend → store → service → HTTP app (``registry/http``) → uvicorn, with topic checks and startup
+logging."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import logging
 import uvicorn
 
 from registry import __version__
-from registry.app import RegistryApp
 from registry.config import RegistryConfig
 from registry.forwarder import Forwarder, LeaderOffsetHeader
+from registry.http.app import RegistryApp
 from registry.leader import ELECTION_GROUP_SETTINGS, ELECTION_SESSION_TIMEOUT, Election, WriterSlot
 from registry.schema_types import schema_types
 from registry.service import Service
@@ -116,7 +117,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
                 config.leader_topic,
                 "is eligible" if config.leader_eligible else "is not eligible (--leader-eligible false)",
             )
-        log.info("serving the Confluent Schema Registry API at %s", config.url)
+        log.info("serving the Confluent Schema Registry API at %s (API docs at %s/docs)", config.url, config.url)
 
     async def shutdown() -> None:
         if election is not None:

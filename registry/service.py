@@ -10,11 +10,10 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-import orjson
-
-from compat import CompatibilityLevel, Incompatibility, check_levels
+from compat import CompatibilityLevel
 from registry import errors, schemas_topic
 from registry.config import DEFAULTS
 from registry.modes import IMPORT_MODES, READ_ONLY_MODES, Mode
@@ -26,6 +25,7 @@ from registry.schema_types import (
     SchemaType,
     get_schema_type,
 )
+from registry.schema_types.compatibility import check_compatibility, compatibility_messages
 from registry.schemas_topic import Key
 from registry.state import SchemaContent, State, Version, content_digest
 from registry.store import Store
@@ -34,32 +34,6 @@ log = logging.getLogger(__name__)
 
 MAX_VERSION = 2**31 - 1
 LATEST = -1
-
-
-# ---- small parsers shared by the HTTP layer ------------------------------------------------------------
-
-
-def parse_bool(value: str | None, default: bool = False) -> bool:
-    """Query booleans: ``true``/``True``/``TRUE`` (Python clients send ``True``); anything else is false."""
-    if value is None:
-        return default
-    return value.strip().lower() == "true"
-
-
-def parse_version(text: str) -> int:
-    """``latest`` (any case) and ``-1`` mean latest (returned as -1); 1..2^31-1 otherwise; else 42202."""
-    t = text.strip()
-    if t.lower() == "latest":
-        return LATEST
-    try:
-        n = int(t)
-    except ValueError:
-        raise errors.invalid_version(text) from None
-    if n == LATEST:
-        return LATEST
-    if n < 1 or n > MAX_VERSION:
-        raise errors.invalid_version(text)
-    return n
 
 
 def normalize_subject(subject: str) -> str:
@@ -74,9 +48,9 @@ def check_subject(subject: str, *, for_register: bool = False) -> None:
         raise errors.invalid_subject(subject)
 
 
-def page(items: Sequence[Any], offset: int, limit: int) -> list[Any]:
-    offset = max(offset, 0)
-    return list(items[offset:] if limit < 0 else items[offset : offset + limit])
+def is_empty_schema(schema: str | None) -> bool:
+    """Confluent's test for "no schema given": null, empty or whitespace only."""
+    return schema is None or not schema.strip()
 
 
 PARSE_CACHE_SIZE = 2048
@@ -104,172 +78,23 @@ class Lru(Generic[K, V]):
             self._d.popitem(last=False)
 
 
+@dataclass(frozen=True, slots=True)
 class SchemaRequest:
-    """The body of register / lookup / compatibility requests, type-checked."""
+    """What register, lookup and the compatibility check are given (the HTTP layer builds it from the body)."""
 
-    __slots__ = ("id", "metadata", "references", "rule_set", "schema", "schema_type", "version")
-
-    def __init__(self, body: Any) -> None:
-        if not isinstance(body, dict):
-            raise errors.unprocessable_entity("Request body must be a JSON object")
-        schema = body.get("schema")
-        if schema is not None and not isinstance(schema, str):
-            raise errors.unprocessable_entity("Field 'schema' must be a string")
-        self.schema: str | None = schema
-        st = body.get("schemaType")
-        if st is not None and not isinstance(st, str):
-            raise errors.unprocessable_entity("Field 'schemaType' must be a string")
-        self.schema_type = (st or "AVRO").upper()
-        refs = body.get("references") or []
-        if not isinstance(refs, list):
-            raise errors.unprocessable_entity("Field 'references' must be an array")
-        parsed_refs = []
-        for r in refs:
-            if (
-                not isinstance(r, dict)
-                or not isinstance(r.get("name"), str)
-                or not isinstance(r.get("subject"), str)
-                or not isinstance(r.get("version"), int)
-                or isinstance(r.get("version"), bool)
-            ):
-                raise errors.unprocessable_entity(
-                    "Each reference needs 'name' (string), 'subject' (string), 'version' (integer)"
-                )
-            parsed_refs.append(Reference(r["name"], normalize_subject(r["subject"]), r["version"]))
-        self.references = tuple(parsed_refs)
-        self.version = _opt_int(body, "version")
-        schema_id = _opt_int(body, "id")
-        self.id = schema_id if schema_id is not None and schema_id >= 0 else None  # Confluent: id < 0 = no id
-        self.metadata = check_metadata(body.get("metadata"), "metadata")
-        self.rule_set = check_rule_set_shape(body.get("ruleSet"), "ruleSet")
+    schema: str | None
+    schema_type: str = "AVRO"
+    references: tuple[Reference, ...] = ()
+    version: int | None = None
+    id: int | None = None  # only in IMPORT mode; None: let the registry choose
+    metadata: dict[str, Any] | None = None
+    rule_set: dict[str, Any] | None = None
 
 
-def _opt_int(body: dict[str, Any], name: str) -> int | None:
-    v = body.get(name)
-    if v is None:
-        return None
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise errors.unprocessable_entity(f"Field '{name}' must be an integer")
-    if not -(2**31) <= v <= 2**31 - 1:
-        raise errors.unprocessable_entity(f"Field '{name}' is out of the 32-bit integer range: {v}")
-    return v
-
-
-def _is_str_list(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
-
-
-def check_metadata(md: Any, field: str) -> dict[str, Any] | None:
-    """Confluent's Metadata shape: tags {path: [tag]}, properties {key: value}, sensitive [key]."""
-    if md is None:
-        return None
-    if not isinstance(md, dict):
-        raise errors.unprocessable_entity(f"Field '{field}' must be an object")
-    tags, props, sensitive = md.get("tags"), md.get("properties"), md.get("sensitive")
-    if tags is not None and not (isinstance(tags, dict) and all(_is_str_list(v) for v in tags.values())):
-        raise errors.unprocessable_entity(f"Field '{field}.tags' must map paths to arrays of strings")
-    if props is not None and not (isinstance(props, dict) and all(isinstance(v, str) for v in props.values())):
-        raise errors.unprocessable_entity(f"Field '{field}.properties' must map keys to strings")
-    if sensitive is not None and not _is_str_list(sensitive):
-        raise errors.unprocessable_entity(f"Field '{field}.sensitive' must be an array of strings")
-    return md or None
-
-
-_RULE_STRINGS = ("name", "doc", "kind", "mode", "type", "expr", "onSuccess", "onFailure")
-
-
-def check_rule_set_shape(rs: Any, field: str) -> dict[str, Any] | None:
-    """Confluent's RuleSet shape; the rule semantics are checked by ``validate_rule_set``."""
-    if rs is None:
-        return None
-    if not isinstance(rs, dict):
-        raise errors.unprocessable_entity(f"Field '{field}' must be an object")
-    for group in ("migrationRules", "domainRules", "encodingRules"):
-        rules = rs.get(group)
-        if rules is None:
-            continue
-        if not isinstance(rules, list):
-            raise errors.unprocessable_entity(f"Field '{field}.{group}' must be an array")
-        for i, rule in enumerate(rules):
-            where = f"{field}.{group}[{i}]"
-            if not isinstance(rule, dict):
-                raise errors.unprocessable_entity(f"Field '{where}' must be an object")
-            for k in _RULE_STRINGS:
-                if rule.get(k) is not None and not isinstance(rule[k], str):
-                    raise errors.unprocessable_entity(f"Field '{where}.{k}' must be a string")
-            if rule.get("tags") is not None and not _is_str_list(rule["tags"]):
-                raise errors.unprocessable_entity(f"Field '{where}.tags' must be an array of strings")
-            params = rule.get("params")
-            if params is not None and not (
-                isinstance(params, dict) and all(isinstance(v, str) for v in params.values())
-            ):
-                raise errors.unprocessable_entity(f"Field '{where}.params' must map names to strings")
-            if rule.get("disabled") is not None and not isinstance(rule["disabled"], bool):
-                raise errors.unprocessable_entity(f"Field '{where}.disabled' must be a boolean")
-    return rs or None
-
-
-def validate_rule_set(rule_set: dict[str, Any] | None) -> None:
-    if not rule_set:
-        return
-    allowed = {
-        "migrationRules": {"UPGRADE", "DOWNGRADE", "UPDOWN"},
-        "domainRules": {"WRITE", "READ", "WRITEREAD"},
-        "encodingRules": {"WRITE", "READ", "WRITEREAD"},
-    }
-    seen: set[str] = set()
-    for group, modes in allowed.items():
-        rules = rule_set.get(group) or []
-        if not isinstance(rules, list):
-            raise errors.invalid_ruleset(f"{group} must be an array")
-        for rule in rules:
-            if not isinstance(rule, dict) or not isinstance(rule.get("name"), str) or not rule["name"]:
-                raise errors.invalid_ruleset("Rule name missing")
-            name = rule["name"]
-            if len(name) > 256:
-                raise errors.invalid_ruleset(f"Rule name too long: {name[:40]}...")
-            if name in seen:
-                raise errors.invalid_ruleset(f"Found rule with duplicate name '{name}'")
-            seen.add(name)
-            mode = str(rule.get("mode", "")).upper()
-            if mode not in modes:
-                raise errors.invalid_ruleset(
-                    f"Rule '{name}' in {group} has invalid mode '{rule.get('mode')}'"
-                )
-
-
-# ---- rendering ------------------------------------------------------------------------------------------
-
-
-def _content_fields(content: SchemaContent, schema_text: str) -> list[tuple[str, Any]]:
-    fields: list[tuple[str, Any]] = []
-    if content.schema_type != "AVRO":
-        fields.append(("schemaType", content.schema_type))
-    if content.references:
-        fields.append(("references", content.references_json()))
-    if content.metadata:
-        fields.append(("metadata", content.metadata))
-    if content.rule_set:
-        fields.append(("ruleSet", content.rule_set))
-    fields.append(("schema", schema_text))
-    return fields
-
-
-def version_dict(v: Version, schema_text: str | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"subject": v.subject, "version": v.version, "id": v.id}
-    body.update(_content_fields(v.content, v.content.schema if schema_text is None else schema_text))
-    return body
-
-
-def id_dict(content: SchemaContent, schema_text: str | None = None) -> dict[str, Any]:
-    fields = _content_fields(content, content.schema if schema_text is None else schema_text)
-    # SchemaString's order: schemaType, schema, references, metadata, ruleSet
-    order = {"schemaType": 0, "schema": 1, "references": 2, "metadata": 3, "ruleSet": 4}
-    return dict(sorted(fields, key=lambda kv: order[kv[0]]))
-
-
-def dumps(obj: Any) -> bytes:
-    return orjson.dumps(obj)
+@dataclass(frozen=True, slots=True)
+class CompatibilityVerdict:
+    is_compatible: bool
+    messages: list[str]  # Confluent's message entries (empty when compatible)
 
 
 class Service:
@@ -348,21 +173,22 @@ class Service:
         return self.state.subjects.get(subject, {}).get(version)
 
     async def parse(
-        self, schema_type: str, schema: str, refs: tuple[Reference, ...], *, normalize: bool
+        self, schema_type: str, schema: str, refs: tuple[Reference, ...], *, normalize: bool, validate: bool = True
     ) -> ParsedSchema:
         """Parse (cached by text and references) and optionally normalize; 42201 with the parser's detail.
+        ``validate=False`` skips the checks that apply only to new schemas (IMPORT, as Confluent does).
 
         A cache miss parses in a worker thread: parsing can be slow (Protobuf runs protoc) and must not stall
         the reads served by the event loop. References are resolved here, on the loop, where state lives."""
         t = self._type(schema_type)
         resolved = self.resolve_references(refs)
-        cache_key = (schema_type, schema, resolved, normalize)
+        cache_key = (schema_type, schema, resolved, normalize, validate)
         hit = self._parsed.get(cache_key)
         if hit is not None:
             return hit
 
         def work() -> ParsedSchema:
-            parsed = t.parse(schema, resolved)
+            parsed = t.parse(schema, resolved) if validate else t.parse_stored(schema, resolved)
             return t.normalize(parsed) if normalize else parsed
 
         try:
@@ -397,31 +223,12 @@ class Service:
 
     # ---- reads ------------------------------------------------------------------------------------------
 
-    def schema_by_id(self, schema_id: int) -> bytes:
-        """The hot path: pre-rendered bytes, no awaiting."""
+    def schema(self, schema_id: int) -> SchemaContent:
+        """What the id names (soft-deleted versions keep their id readable); 40403 if nothing."""
         st = self.state
         if schema_id not in st.id_versions:
             raise errors.schema_not_found(schema_id)
-        content = st.contents[schema_id]
-        body = content.rendered.get("")
-        if body is None:
-            body = content.rendered[""] = dumps(id_dict(content))
-        return body
-
-    async def schema_by_id_formatted(self, schema_id: int, *, fmt: str | None, fetch_max_id: bool) -> bytes:
-        st = self.state
-        if schema_id not in st.id_versions:
-            raise errors.schema_not_found(schema_id)
-        content = st.contents[schema_id]
-        d = id_dict(content, await self.formatted(content, schema_id, fmt))
-        if fetch_max_id:
-            d["maxId"] = st.max_id
-        return dumps(d)
-
-    async def schema_text_by_id(self, schema_id: int, fmt: str | None = None) -> str:
-        if schema_id not in self.state.id_versions:
-            raise errors.schema_not_found(schema_id)
-        return await self.formatted(self.state.contents[schema_id], schema_id, fmt)
+        return st.contents[schema_id]
 
     def id_versions(self, schema_id: int, *, deleted: bool) -> list[tuple[str, int]]:
         st = self.state
@@ -458,29 +265,19 @@ class Service:
         nums = [-v.version if (as_negative and v.deleted) else v.version for v in vs]
         return sorted(nums, key=abs)
 
-    def get_version(self, subject: str, version: str, *, deleted: bool) -> Version:
-        n = parse_version(version)
+    def get_version(self, subject: str, version: int, *, deleted: bool) -> Version:
+        """``version`` is a number or ``LATEST``; 40401 when the subject has no versions, else 40402."""
         vs = self.state.versions(subject, deleted=deleted)
         if not vs:
             raise errors.subject_not_found(subject)
-        if n == LATEST:
+        if version == LATEST:
             return vs[-1]
         for v in vs:
-            if v.version == n:
+            if v.version == version:
                 return v
-        raise errors.version_not_found(n)
+        raise errors.version_not_found(version)
 
-    def version_body(self, v: Version) -> bytes:
-        if v.rendered is None:
-            v.rendered = dumps(version_dict(v))
-        return v.rendered
-
-    async def version_body_formatted(self, v: Version, fmt: str | None) -> bytes:
-        if not fmt:
-            return self.version_body(v)
-        return dumps(version_dict(v, await self.formatted(v.content, v.id, fmt)))
-
-    def referenced_by(self, subject: str, version: str, *, deleted: bool = False) -> list[int]:
+    def referenced_by(self, subject: str, version: int, *, deleted: bool = False) -> list[int]:
         v = self.get_version(subject, version, deleted=True)
         st = self.state
         ids = set()
@@ -513,19 +310,30 @@ class Service:
             out.extend(vs[-1:] if latest_only else vs)
         return out
 
-    async def lookup(self, subject: str, req: SchemaRequest, *, normalize: bool, deleted: bool) -> Version:
-        if not self.state.versions(subject, deleted=True):
-            raise errors.subject_not_found(subject)
-        match = await self._match_in_subject(subject, req, normalize=normalize, deleted=deleted)
+    async def lookup(
+        self, subject: str, req: SchemaRequest, *, normalize: bool | None, deleted: bool
+    ) -> Version:
+        """The version of ``subject`` holding this schema. As Confluent: the schema is parsed first (42201),
+        an empty one matches nothing, and a miss is 40401 when the subject has no versions (soft-deleted ones
+        count only with ``deleted``), else 40403. ``normalize`` None: the subject's config decides."""
+        if normalize is None:
+            normalize = self.normalize_default(subject)
+        match = None
+        if not is_empty_schema(req.schema):
+            match = await self._match_in_subject(subject, req, normalize=normalize, deleted=deleted)
         if match is None:
+            if not self.state.versions(subject, deleted=deleted):
+                raise errors.subject_not_found(subject)
             raise errors.schema_not_found()
         return match
+
+    def normalize_default(self, subject: str) -> bool:
+        return bool(self.effective_config(subject).get("normalize", False))
 
     async def _match_in_subject(
         self, subject: str, req: SchemaRequest, *, normalize: bool, deleted: bool
     ) -> Version | None:
-        if req.schema is None:
-            raise errors.invalid_schema("Empty schema")
+        assert req.schema is not None  # callers check is_empty_schema first
         parsed = await self.parse(req.schema_type, req.schema, req.references, normalize=normalize)
         digest = content_digest(parsed.canonical, req.references, req.metadata, req.rule_set)
         candidates = list(reversed(self.state.versions(subject, deleted=deleted)))
@@ -557,64 +365,55 @@ class Service:
         if not previous or level is CompatibilityLevel.NONE:
             return []
         t = self._type(new.schema_type)
-        parsed_prev: list[ParsedSchema | None] = []  # None: a different schema type
-        for v in previous:
-            if v.content.schema_type != new.schema_type:
-                # A different schema type is never compatible (Confluent compares types first).
-                parsed_prev.append(None)
-            else:
-                parsed_prev.append(await self.parsed_content(v.content, v.id))
-
-        def checker(reader: ParsedSchema | None, writer: ParsedSchema | None) -> list[Incompatibility]:
-            if reader is None or writer is None:
-                return [
-                    Incompatibility("TYPE_MISMATCH", "/", "Incompatible because of different schema type")
-                ]
-            return t.check(reader, writer)
-
-        result = check_levels(level, new, parsed_prev, checker)
+        parsed_prev = [
+            # another type is never compatible: only its type is compared, so it stays unparsed
+            await self.parsed_content(v.content, v.id)
+            if v.content.schema_type == new.schema_type
+            else ParsedSchema(v.content.schema_type, v.content.schema)
+            for v in previous
+        ]
+        result = check_compatibility(t, level, new, parsed_prev)
         if not result.incompatibilities:
             return []
         failed = previous[result.failed_index or 0]
-        msgs = [i.confluent_text() for i in result.incompatibilities]
-        msgs.append(f"{{oldSchemaVersion: {failed.version}}}")
-        msgs.append(f"{{oldSchema: '{failed.content.schema}'}}")
-        validate_fields = str(bool(self.effective_config(subject).get("validateFields", False))).lower()
-        msgs.append(f"{{validateFields: '{validate_fields}', compatibility: '{level.value}'}}")
-        return msgs
+        return compatibility_messages(
+            result.incompatibilities,
+            old_version=failed.version,
+            old_schema=failed.content.schema,
+            level=level,
+            validate_fields=bool(self.effective_config(subject).get("validateFields", False)),
+        )
 
     async def test_compatibility(
-        self, subject: str, version: str | None, req: SchemaRequest, *, normalize: bool | None, verbose: bool
-    ) -> dict[str, Any]:
+        self, subject: str, version: int | None, req: SchemaRequest, *, normalize: bool | None, verbose: bool
+    ) -> CompatibilityVerdict:
+        """Against one live version (a number or ``LATEST``) or, with ``version`` None, against the versions
+        the subject's level names. As Confluent: a missing version is 40402 (also when the subject does not
+        exist), while ``latest`` of a missing subject is compatible; with ``verbose`` an invalid schema is a
+        verdict with its message instead of a 42201."""
         if normalize is None:
-            normalize = bool(self.effective_config(subject).get("normalize", False))
-        n = parse_version(version) if version is not None else None
+            normalize = self.normalize_default(subject)
         live = self.state.versions(subject)
-        if n is not None and n != LATEST:
-            match = [v for v in live if v.version == n]
-            if not match:
-                if not self.state.versions(subject, deleted=True):
-                    raise errors.subject_not_found(subject)
-                raise errors.version_not_found(n)
-            previous = match
-        elif n == LATEST:
+        if version is not None and version != LATEST:
+            previous = [v for v in live if v.version == version]
+            if not previous:
+                raise errors.version_not_found(version)
+        elif version == LATEST:
             previous = live[-1:]
         else:
             previous = live
         try:
-            if req.schema is None:
+            if is_empty_schema(req.schema):
                 raise errors.invalid_schema("Empty schema")
+            assert req.schema is not None
             parsed = await self.parse(req.schema_type, req.schema, req.references, normalize=normalize)
         except errors.ApiError as e:
             if verbose and e.error_code == errors.ErrorCode.INVALID_SCHEMA:
-                return {"is_compatible": False, "messages": [e.message]}
+                return CompatibilityVerdict(False, [e.message])
             raise
         level = self.effective_level(subject)
         messages = await self._incompatibilities(subject, parsed, previous, level)
-        out: dict[str, Any] = {"is_compatible": not messages}
-        if verbose:
-            out["messages"] = messages
-        return out
+        return CompatibilityVerdict(not messages, messages)
 
     # ---- writes -----------------------------------------------------------------------------------------
 
@@ -632,12 +431,11 @@ class Service:
         self, subject: str, req: SchemaRequest, *, normalize: bool | None, force: bool = False
     ) -> int:
         check_subject(subject, for_register=True)
-        validate_rule_set(req.rule_set)
         if normalize is None:
-            normalize = bool(self.effective_config(subject).get("normalize", False))
+            normalize = self.normalize_default(subject)
         mode = self.effective_mode(subject)
         # Fast path before any mode check: an already registered schema answers with its id (even READONLY).
-        if req.schema is not None and mode not in IMPORT_MODES:
+        if not is_empty_schema(req.schema) and mode not in IMPORT_MODES:
             existing = await self._match_in_subject(subject, req, normalize=normalize, deleted=False)
             if (
                 existing is not None
@@ -663,18 +461,16 @@ class Service:
     ) -> int:
         st = self.state
         schema, schema_type, refs = req.schema, req.schema_type, req.references
-        if not schema:
+        if is_empty_schema(schema):
             prev = st.latest(subject)
             if prev is None or importing:
                 raise errors.invalid_schema("Empty schema")
             schema, schema_type, refs = prev.content.schema, prev.content.schema_type, prev.content.references
-        if importing:
-            # IMPORT stores the schema as given: no validation, normalization or compatibility checks.
-            self._type(schema_type)
-            canonical = schema
-        else:
-            parsed = await self.parse(schema_type, schema, refs, normalize=normalize)
-            canonical = parsed.canonical
+        assert schema is not None
+        # IMPORT stores the canonical form too (Confluent canonicalizes in both paths); it only skips the checks
+        # for new schemas here, and the compatibility check and version rules below.
+        parsed = await self.parse(schema_type, schema, refs, normalize=normalize, validate=not importing)
+        canonical = parsed.canonical
         content = SchemaContent(schema_type, canonical, refs, req.metadata, req.rule_set)
         live = st.versions(subject)
         next_version = st.next_version(subject)
@@ -776,7 +572,7 @@ class Service:
                     raise errors.subject_soft_deleted(subject)
                 ref = self._referenced_from_outside(subject, live)
                 if ref is not None:
-                    raise errors.reference_exists(f"{{subject={subject},version={ref.version}}}")
+                    raise errors.reference_exists(subject, ref.version)
                 await self._write(
                     Key(schemas_topic.DELETE_SUBJECT, subject).encode(),
                     schemas_topic.delete_subject_value(subject, all_versions[-1].version),
@@ -787,33 +583,33 @@ class Service:
                 raise errors.subject_not_soft_deleted(subject)
             ref = self._referenced_from_outside(subject, all_versions)
             if ref is not None:
-                raise errors.reference_exists(f"{{subject={subject},version={ref.version}}}")
+                raise errors.reference_exists(subject, ref.version)
             await self._catch_up()
             for v in reversed(all_versions):  # descending, for references inside the subject
                 await self._tombstone_version(v)
             await self._tombstone_subject_settings(subject)
             return [v.version for v in all_versions]
 
-    async def delete_version(self, subject: str, version: str, *, permanent: bool) -> int:
-        n = parse_version(version)
+    async def delete_version(self, subject: str, version: int, *, permanent: bool) -> int:
+        """``version`` is a number or ``LATEST`` (the newest live version)."""
         async with self._write_lock:
             st = self.state
             all_versions = st.versions(subject, deleted=True)
             if not all_versions:
                 raise errors.subject_not_found(subject)
             self._check_not_readonly(subject)
-            if n == LATEST:
+            if version == LATEST:
                 live = [v for v in all_versions if not v.deleted]
                 if not live:
                     raise errors.version_not_found(version)
                 target = live[-1]
             else:
-                found = [v for v in all_versions if v.version == n]
+                found = [v for v in all_versions if v.version == version]
                 if not found:
-                    raise errors.version_not_found(n)
+                    raise errors.version_not_found(version)
                 target = found[0]
             if st.referrers.get(target.ref_key):
-                raise errors.reference_exists(f"{{subject={subject},version={target.version}}}")
+                raise errors.reference_exists(subject, target.version)
             if not permanent:
                 if target.deleted:
                     raise errors.version_soft_deleted(subject, target.version)
@@ -853,34 +649,10 @@ class Service:
             return {**cfg, "compatibilityLevel": self.global_config()["compatibilityLevel"]}
         return dict(cfg)
 
-    async def put_config(self, subject: str | None, body: Any) -> dict[str, Any]:
-        if not isinstance(body, dict):
-            raise errors.unprocessable_entity("Request body must be a JSON object")
+    async def put_config(self, subject: str | None, update: dict[str, Any]) -> None:
+        """Merge ``update`` (stored field names, values already checked) over the subject's (or global) config."""
         if subject is not None:
             check_subject(subject)
-        update: dict[str, Any] = {}
-        level = body.get("compatibility", body.get("compatibilityLevel"))
-        if level is not None:
-            try:
-                update["compatibilityLevel"] = CompatibilityLevel.parse(str(level)).value
-            except ValueError:
-                raise errors.invalid_compatibility_level() from None
-        for k in schemas_topic.CONFIG_FIELDS[1:]:
-            if body.get(k) is not None:
-                update[k] = body[k]
-        for k in ("normalize", "validateFields", "validateRules"):
-            if k in update and not isinstance(update[k], bool):
-                raise errors.unprocessable_entity(f"Field '{k}' must be a boolean")
-        for k in ("compatibilityGroup", "alias"):
-            if k in update and not isinstance(update[k], str):
-                raise errors.unprocessable_entity(f"Field '{k}' must be a string")
-        for k in ("defaultMetadata", "overrideMetadata"):
-            if k in update:
-                check_metadata(update[k], k)
-        for k in ("defaultRuleSet", "overrideRuleSet"):
-            if k in update:
-                check_rule_set_shape(update[k], k)
-                validate_rule_set(update[k])
         async with self._write_lock:
             self._check_not_readonly(subject)
             merged = {**(self.state.configs.get(subject) or {}), **update}
@@ -889,11 +661,6 @@ class Service:
                 schemas_topic.config_value(subject, merged),
                 "Update config",
             )
-        echo: dict[str, Any] = {}
-        if "compatibilityLevel" in update:
-            echo["compatibility"] = update.pop("compatibilityLevel")
-        echo.update(update)
-        return echo
 
     async def delete_config(self, subject: str | None) -> dict[str, Any]:
         async with self._write_lock:
@@ -919,15 +686,9 @@ class Service:
             raise errors.subject_mode_not_found(subject)
         return m
 
-    async def put_mode(self, subject: str | None, body: Any, *, force: bool) -> dict[str, Any]:
-        if not isinstance(body, dict):
-            raise errors.unprocessable_entity("Request body must be a JSON object")
+    async def put_mode(self, subject: str | None, mode: Mode, *, force: bool) -> Mode:
         if subject is not None:
             check_subject(subject)
-        try:
-            mode = Mode(str(body.get("mode", "")).strip().upper())
-        except ValueError:
-            raise errors.invalid_mode() from None
         if mode is Mode.FORWARD and subject is not None:
             raise errors.invalid_mode()
         async with self._write_lock:
@@ -939,9 +700,9 @@ class Service:
             await self._write(
                 Key(schemas_topic.MODE, subject).encode(), schemas_topic.mode_value(subject, mode), "Update mode"
             )
-        return {"mode": mode}
+        return mode
 
-    async def delete_mode(self, subject: str | None) -> dict[str, Any]:
+    async def delete_mode(self, subject: str | None) -> str:
         async with self._write_lock:
             st = self.state
             if subject is not None and subject not in st.modes and not st.versions(subject, deleted=True):
@@ -950,4 +711,4 @@ class Service:
             if subject in st.modes:
                 for raw in sorted(st.raw_keys(Key(schemas_topic.MODE, subject))):
                     await self._write(raw, None, "Delete mode")
-            return {"mode": previous}
+            return previous

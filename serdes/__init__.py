@@ -6,17 +6,26 @@ serializers and deserializers that plug into confluent-kafka producers and consu
     ser = AvroSerializer(client, Order)          # Order: a dataclass, or an Avro schema string/dict
     de = AvroDeserializer(client, Order)         # returns Order instances (dicts with no type)
     payload = ser(order, SerializationContext("orders", MessageField.VALUE))
+
+asyncio: ``AsyncRegistryClient`` and ``AsyncAvroSerializer`` & co. take the same arguments and write the same bytes.
 """
 
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from serdes import wire
-from serdes.avro import AvroDeserializer, AvroSerializer
+from serdes.async_client import AsyncRegistryClient
+from serdes.auth import BearerAuth, CustomBearerAuth, OAuthClientCredentials
+from serdes.avro import AsyncAvroDeserializer, AsyncAvroSerializer, AvroDeserializer, AvroSerializer
 from serdes.client import RegistryClient
-from serdes.errors import RegistryError, RegistryUnavailableError, SerializationError
-from serdes.json_serdes import JsonSchemaDeserializer, JsonSchemaSerializer
-from serdes.models import RegisteredSchema, Schema, SchemaReference
-from serdes.protobuf import ProtobufDeserializer, ProtobufSerializer
+from serdes.errors import OAuthTokenError, RegistryError, RegistryUnavailableError, SerializationError
+from serdes.json_serdes import (
+    AsyncJsonSchemaDeserializer,
+    AsyncJsonSchemaSerializer,
+    JsonSchemaDeserializer,
+    JsonSchemaSerializer,
+)
+from serdes.models import Metadata, RegisteredSchema, Rule, RuleSet, Schema, SchemaReference
+from serdes.protobuf import AsyncProtobufDeserializer, AsyncProtobufSerializer, ProtobufDeserializer, ProtobufSerializer
 from serdes.serde import AvroSerde, JsonSchemaSerde, ProtobufSerde, Serde
 from serdes.strategies import (
     record_subject_name_strategy,
@@ -26,14 +35,26 @@ from serdes.strategies import (
 from serdes.typed_records import DecimalSpec, avro_schema, json_schema, record_fullname
 
 __all__ = [
+    "AsyncAvroDeserializer",
+    "AsyncAvroSerializer",
+    "AsyncJsonSchemaDeserializer",
+    "AsyncJsonSchemaSerializer",
+    "AsyncProtobufDeserializer",
+    "AsyncProtobufSerializer",
+    "AsyncRegistryClient",
     "AvroDeserializer",
     "AvroSerde",
     "AvroSerializer",
+    "BearerAuth",
+    "CustomBearerAuth",
     "DecimalSpec",
     "JsonSchemaDeserializer",
     "JsonSchemaSerde",
     "JsonSchemaSerializer",
     "MessageField",
+    "Metadata",
+    "OAuthClientCredentials",
+    "OAuthTokenError",
     "ProtobufDeserializer",
     "ProtobufSerde",
     "ProtobufSerializer",
@@ -41,6 +62,8 @@ __all__ = [
     "RegistryClient",
     "RegistryError",
     "RegistryUnavailableError",
+    "Rule",
+    "RuleSet",
     "Schema",
     "SchemaReference",
     "Serde",

@@ -1,4 +1,4 @@
-"""Avro serializer and deserializer (fastavro), byte-compatible with confluent-kafka's.
+"""Avro serializers and deserializers (fastavro), byte-compatible with confluent-kafka's; sync and async.
 
 Per subject (serializer, ``_WritePlan``) or per writer schema id (deserializer, ``_ReadPlan``) everything is
 resolved once: registry id, 5-byte prefix, fastavro-parsed schemas and named types, the reader schema, the
@@ -6,13 +6,18 @@ typed-record converter and a generated encoder/decoder for the schema (``avro_co
 a dict lookup and one call of the generated function; records it cannot take canonically, and reads that need
 writer -> reader schema resolution, go through fastavro's compiled ``write_data`` / ``_read_data``
 (``fastavro_core``), which decide the result.
+
+``_AvroWriter`` / ``_AvroReader`` hold all of that; ``AvroSerializer`` / ``AvroDeserializer`` build plans with a
+``RegistryClient``, ``AsyncAvroSerializer`` / ``AsyncAvroDeserializer`` with an ``AsyncRegistryClient``
+(``serdes.base``), and write the same bytes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,15 +26,34 @@ from confluent_kafka.serialization import SerializationContext
 from fastavro.validation import ValidationError, validate
 
 from serdes import fastavro_core, wire
+from serdes.async_client import AsyncRegistryClient
 from serdes.avro_codegen import compile_reader, compile_writer
-from serdes.base import SubjectPlans, fetch_writer_schema, topic_of
+from serdes.avro_references import local_references
+from serdes.base import (
+    AsyncReader,
+    AsyncWriter,
+    LatestSchema,
+    Reader,
+    SubjectPlans,
+    SyncReader,
+    SyncWriter,
+    Writer,
+    WriterSchema,
+    cache_capacity,
+    check_client,
+    topic_of,
+    writer_schema,
+)
+from serdes.caches import BoundedDict
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
-from serdes.models import Schema
+from serdes.models import RegisteredSchema, Schema
+from serdes.plans import LocalReference, Plan, load_references, register_or_lookup, register_references, run_plan
 from serdes.strategies import SubjectNameStrategy
-from serdes.typed_records import avro_decoder, avro_encoder, avro_schema, is_record_type
+from serdes.typed_records import avro_decoder, avro_encoder, avro_named_schema, avro_schema, is_record_type
 
-__all__ = ["AvroDeserializer", "AvroSerializer", "parse_avro_schema"]
+__all__ = ["AsyncAvroDeserializer", "AsyncAvroSerializer", "AvroDeserializer", "AvroSerializer", "parse_avro",
+           "parse_avro_schema"]
 
 _BytesIO = io.BytesIO
 _PREFIX = wire.PREFIX_SIZE
@@ -37,13 +61,16 @@ _write_data = fastavro_core.write_data
 _read_data = fastavro_core.read_data
 _WRITE_OPTIONS = fastavro_core.WRITE_OPTIONS
 
+ReferenceSubjectStrategy = Callable[[SerializationContext | None, str], str]
 
-def _as_schema(schema: Any) -> tuple[Schema, type | None]:
-    """(registry Schema, record class or None) from a class, JSON text, dict/list or Schema."""
+
+def _as_schema(schema: Any, references: Sequence[type] = ()) -> tuple[Schema, type | None]:
+    """(registry Schema, record class or None) from a class, JSON text, dict/list or Schema. Classes in
+    ``references`` are named in a class's schema, not spelled out."""
     if isinstance(schema, Schema):
         return schema, None
     if is_record_type(schema):
-        return Schema(json.dumps(avro_schema(schema), separators=(",", ":"))), schema
+        return Schema(json.dumps(avro_schema(schema, references), separators=(",", ":"))), schema
     if isinstance(schema, str):
         try:
             json.loads(schema)
@@ -58,6 +85,12 @@ def _as_schema(schema: Any) -> tuple[Schema, type | None]:
                     f"not {type(schema).__name__}")
 
 
+def _reference_schema(item: Any, classes: Sequence[type]) -> Schema:
+    if isinstance(item, type):
+        return Schema(json.dumps(avro_named_schema(item, classes), separators=(",", ":")))
+    return _as_schema(item)[0]
+
+
 def _record_name(schema: Schema) -> str | None:
     doc = json.loads(schema.schema_str)
     if isinstance(doc, dict) and doc.get("type") in ("record", "enum", "fixed") and "name" in doc:
@@ -67,24 +100,34 @@ def _record_name(schema: Schema) -> str | None:
     return None
 
 
-def parse_avro_schema(schema: Schema, client: RegistryClient | None = None,
-                      named: dict[str, Any] | None = None, _seen: set[str] | None = None) -> tuple[Any, dict]:
-    """Parse with fastavro, loading referenced schemas (their named types) from the registry first."""
+def parse_avro(schema: Schema, references: Iterable[Schema] = (), named: dict[str, Any] | None = None
+               ) -> tuple[Any, dict]:
+    """Parse with fastavro after the schemas it references (dependencies first), which define its named types."""
     named = {} if named is None else named
-    seen = set() if _seen is None else _seen
-    for ref in schema.references:
-        if ref.name in seen:
-            continue
-        seen.add(ref.name)
-        if client is None:
-            raise ValueError(f"schema references {ref.name!r}: a registry client is needed to resolve it")
-        ref_schema = client.get_version(ref.subject, ref.version).schema
-        parse_avro_schema(ref_schema, client, named, seen)
-    try:
-        parsed = fastavro.parse_schema(json.loads(schema.schema_str), named_schemas=named)
-    except (fastavro.schema.SchemaParseException, ValueError, TypeError, KeyError) as e:
-        raise ValueError(f"invalid Avro schema: {e}") from e
+    for text in [*(r.schema_str for r in references), schema.schema_str]:
+        try:
+            parsed = fastavro.parse_schema(json.loads(text), named_schemas=named)
+        except fastavro.schema.UnknownType as e:
+            raise ValueError(f"invalid Avro schema: unknown type {e.name!r} (a named type from another schema is "
+                             f"given as a reference)") from e
+        except (fastavro.schema.SchemaParseException, ValueError, TypeError, KeyError) as e:
+            raise ValueError(f"invalid Avro schema: {e}") from e
     return parsed, named
+
+
+def load_avro(schema: Schema) -> Plan[tuple[Any, dict]]:
+    """``parse_avro`` with the schemas ``schema`` references loaded from the registry."""
+    refs = (yield from load_references(schema)) if schema.references else {}
+    return parse_avro(schema, refs.values())
+
+
+def parse_avro_schema(schema: Schema, client: RegistryClient | None = None,
+                      named: dict[str, Any] | None = None) -> tuple[Any, dict]:
+    """Parse with fastavro, loading referenced schemas (their named types) from the registry first."""
+    if schema.references and client is None:
+        raise ValueError(f"schema references {schema.references[0].name!r}: a registry client is needed to resolve it")
+    refs = run_plan(client, load_references(schema)) if schema.references else {}
+    return parse_avro(schema, refs.values(), named)
 
 
 def _strip(schema: Any) -> Any:
@@ -112,8 +155,21 @@ def _identity(x: Any) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
+class _Writer:
+    """A parsed writer schema with its generated encoder (shared by every subject written with it)."""
+
+    schema: Any  # fastavro-parsed
+    named: dict  # its named types, as fastavro's write_data takes them
+    encode: Callable[[Any, bytearray], None]  # the generated encoder, or _no_fast_path
+
+
+def _writer(parsed: Any, named: dict) -> _Writer:
+    return _Writer(parsed, named, _fast_writer(parsed, named))
+
+
+@dataclass(frozen=True, slots=True)
 class _WritePlan:
-    """What the serializer resolved for one subject (or one latest schema id)."""
+    """What the serializer resolved for one subject (or one schema id)."""
 
     prefix: bytes  # the 5-byte frame header
     schema_id: int
@@ -122,9 +178,13 @@ class _WritePlan:
     encode: Callable[[Any, bytearray], None]  # the generated encoder, or _no_fast_path
 
 
+def _write_plan(schema_id: int, writer: _Writer) -> _WritePlan:
+    return _WritePlan(wire.prefix(schema_id), schema_id, writer.schema, writer.named, writer.encode)
+
+
 @dataclass(frozen=True, slots=True)
 class _ReadPlan:
-    """What the deserializer resolved for one writer schema id (and topic, when the reader depends on it)."""
+    """What the deserializer resolved for one writer schema id (and reader schema id, with use_latest)."""
 
     writer: Any  # fastavro-parsed writer schema
     named: dict  # {"writer": ..., "reader": ...} named types, as fastavro's _read_data takes them
@@ -144,87 +204,118 @@ def _label(schema: Any) -> str:
     return repr(schema)
 
 
-class AvroSerializer:
+def _by_full_name(ctx: SerializationContext | None, name: str) -> str:
+    """Default subject of a referenced Avro named type: its full name."""
+    return name
+
+
+class _AvroWriter(Writer[_WritePlan]):
     """``(obj, ctx) -> bytes``: Avro with the Confluent frame.
 
     Args:
-        client: the registry client.
+        client: the registry client (``RegistryClient``; ``AsyncRegistryClient`` for the async serializer).
         schema: a dataclass/pydantic class (objects of it are written), an Avro schema as JSON text, dict or
-            ``Schema`` (dicts are written), or None with ``use_latest_version`` (write with the subject's latest).
+            ``Schema`` (dicts are written), or None with ``use_latest_version`` / ``use_latest_with_metadata`` /
+            ``use_schema_id`` (write with that registered schema).
         strategy: ``"topic"`` (default), ``"record"``, ``"topic_record"`` or a callable ``(ctx, record_name)``.
         subject: a fixed subject, overriding the strategy (then ``ctx`` is never needed).
-        auto_register: register the schema on first use (default True unless ``use_latest_version``);
-            False = look it up and fail if it is not registered.
-        use_latest_version: write with the subject's latest registered schema and id.
+        auto_register: register the schema (and its references) on first use (default True unless a registered
+            schema is chosen); False = look them up and fail if they are not registered.
+        use_latest_version: write with the subject's latest registered schema and id (``use.latest.version``).
+        use_latest_with_metadata: write with the subject's newest version whose metadata properties include
+            these (``use.latest.with.metadata``).
+        use_schema_id: write with this registered schema id (``use.schema.id``); it must be registered under
+            the subject.
         normalize: ask the registry to normalize the schema when registering / looking up.
+        references: Avro named types the schema uses without defining them: record/enum classes or named
+            schemas (JSON text, dict, ``Schema``). Each is registered under ``reference_subject_strategy(ctx,
+            full_name)`` (default: its full name) before the schema, which refers to them by name.
         to_dict: optional ``(obj, ctx) -> dict`` for objects that are neither dicts nor typed records.
     """
 
-    def __init__(self, client: RegistryClient, schema: Any = None, *,
+    def __init__(self, client: RegistryClient | AsyncRegistryClient, schema: Any = None, *,
                  strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
-                 auto_register: bool | None = None, use_latest_version: bool = False, normalize: bool = False,
+                 auto_register: bool | None = None, use_latest_version: bool = False,
+                 use_latest_with_metadata: dict[str, str] | None = None, use_schema_id: int | None = None,
+                 normalize: bool = False, references: Sequence[Any] = (),
+                 reference_subject_strategy: ReferenceSubjectStrategy = _by_full_name,
                  to_dict: Callable[[Any, SerializationContext | None], dict] | None = None) -> None:
-        if schema is None and not use_latest_version:
-            raise ValueError("AvroSerializer needs a schema (class, JSON text, dict or Schema) "
-                             "unless use_latest_version=True")
-        if auto_register and use_latest_version:
-            raise ValueError("auto_register and use_latest_version exclude each other")
+        check_client(client, self._is_async, self)
+        self._choice = WriterSchema(self, "AVRO", schema is not None, auto_register, use_latest_version,
+                                    use_latest_with_metadata, use_schema_id)
         self._client = client
-        self._use_latest = use_latest_version
-        self._auto_register = (not use_latest_version) if auto_register is None else auto_register
+        self._auto_register = self._choice.auto_register
         self._normalize = normalize
         self._schema: Schema | None = None
         self._cls: type | None = None
-        self._parsed: Any = None
-        self._fast: Callable[[Any, bytearray], None] = _no_fast_path
-        self._named: dict = {}
+        self._writer: _Writer | None = None  # our schema, parsed (None until loaded when it has references)
+        self._local_refs: list[LocalReference] = []
+        self._main_uses: tuple[str, ...] = ()
+        self._ref_subject = reference_subject_strategy
         record_name = None
         if schema is not None:
-            self._schema, self._cls = _as_schema(schema)
-            self._parsed, self._named = parse_avro_schema(self._schema, client)
-            self._fast = _fast_writer(self._parsed, self._named)  # compiled once, shared by every subject
+            classes = [r for r in references if isinstance(r, type)]
+            self._schema, self._cls = _as_schema(schema, classes)
+            ref_schemas = [_reference_schema(r, classes) for r in references]
+            self._local_refs, self._main_uses = local_references(self._schema, ref_schemas)
+            if not self._schema.references:  # nothing to load from the registry: parse now, fail early
+                self._writer = _writer(*parse_avro(self._schema, [r.schema for r in self._local_refs]))
             record_name = _record_name(self._schema)
+        elif references:
+            raise ValueError("references need the schema that uses them")
         self._encode: Callable[[Any], Any] | None = avro_encoder(self._cls) if self._cls is not None else None
         self._to_dict = to_dict
         if to_dict is not None and self._encode is None:
             self._encode = dict  # placeholder: marks "convert non-dicts"; _to_dict does the work
-        self._plans: SubjectPlans[_WritePlan] = SubjectPlans(client, strategy, subject, record_name)
-        self._latest_plans: dict[int, _WritePlan] = {}
+        capacity = cache_capacity(client)
+        self._plans: SubjectPlans[_WritePlan] = SubjectPlans(strategy, subject, record_name, capacity,
+                                                             cache=not self._choice.latest.enabled)
+        self._plans_by_id: BoundedDict[int, _WritePlan] = BoundedDict(capacity)  # registered schemas written
 
     @property
     def schema(self) -> Schema | None:
         return self._schema
 
-    def _build(self, subject: str) -> _WritePlan:
-        assert self._schema is not None
-        if self._auto_register:
-            schema_id = self._client.register(subject, self._schema, self._normalize)
-        else:
-            schema_id = self._client.lookup(subject, self._schema, self._normalize).schema_id
-        return _WritePlan(wire.prefix(schema_id), schema_id, self._parsed, self._named, self._fast)
+    # -- plans (no I/O: registry calls are yielded) ------------------------------------------------------
 
-    def _latest_plan(self, ctx: SerializationContext | None) -> _WritePlan:
-        subject = self._plans.subject_for(ctx)
-        try:
-            latest = self._client.get_latest_version(subject)  # TTL-cached in the client
-        except RegistryError as e:
-            raise SerializationError(f"no latest version for subject {subject!r}: {e}", topic=topic_of(ctx)) from e
-        plan = self._latest_plans.get(latest.schema_id)
+    def _own_writer(self) -> Plan[_Writer]:
+        if self._writer is None:
+            assert self._schema is not None
+            refs = yield from load_references(self._schema)
+            local = [r.schema for r in self._local_refs]
+            self._writer = _writer(*parse_avro(self._schema, [*refs.values(), *local]))
+        return self._writer
+
+    def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[_WritePlan]:
+        if self._choice.chosen:
+            schema_id, schema = yield from self._choice.fetch(subject, ctx)
+            return (yield from self._plan_for(schema_id, schema, ctx))
+        assert self._schema is not None
+        writer = yield from self._own_writer()
+        schema = self._schema
+        if self._local_refs:
+            done = yield from register_references(self._local_refs, lambda name: self._ref_subject(ctx, name),
+                                                  self._auto_register, self._normalize)
+            schema = dataclasses.replace(schema, references=(*schema.references,
+                                                             *(done[n] for n in self._main_uses)))
+        schema_id = yield from register_or_lookup(subject, schema, self._auto_register, self._normalize)
+        return _write_plan(schema_id, writer)
+
+    def _plan_for(self, schema_id: int, schema: Schema, ctx: SerializationContext | None) -> Plan[_WritePlan]:
+        """The plan writing with registered schema ``schema_id`` (latest version, or ``use_schema_id``)."""
+        plan = self._plans_by_id.get(schema_id)
         if plan is None:
-            parsed, named = parse_avro_schema(latest.schema, self._client)
-            plan = self._latest_plans[latest.schema_id] = _WritePlan(
-                wire.prefix(latest.schema_id), latest.schema_id, parsed, named, _fast_writer(parsed, named))
+            try:
+                parsed, named = yield from load_avro(schema)
+            except (ValueError, RegistryError) as e:
+                raise SerializationError(f"cannot write with schema {schema_id}: {e}", topic=topic_of(ctx),
+                                         schema_id=schema_id) from e
+            plan = self._plans_by_id.put(schema_id, _write_plan(schema_id, _writer(parsed, named)))
         return plan
 
-    def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
-        if obj is None:
-            return None
-        plans = self._plans
-        plan = plans.single
-        if plan is None:
-            plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
-            if plan is None:
-                plan = self._resolve(ctx)
+    # -- one record ----------------------------------------------------------------------------------
+
+    def _write(self, obj: Any, plan: _WritePlan, ctx: SerializationContext | None) -> bytes:
         encode = self._encode
         if encode is None or type(obj) is dict:
             datum = obj
@@ -244,11 +335,6 @@ class AvroSerializer:
                 raise self._write_error(obj, datum, plan, ctx, e) from e
         return bytes(buf)
 
-    def _resolve(self, ctx: SerializationContext | None) -> _WritePlan:
-        if self._use_latest:
-            return self._latest_plan(ctx)
-        return self._plans.get(ctx, self._build)
-
     def _write_error(self, obj: Any, datum: Any, plan: _WritePlan, ctx: SerializationContext | None,
                      cause: Exception) -> SerializationError:
         if self._cls is not None and not isinstance(obj, (self._cls, dict)):
@@ -266,50 +352,60 @@ class AvroSerializer:
                                   schema_id=plan.schema_id)
 
 
-class AvroDeserializer:
+class AvroSerializer(_AvroWriter, SyncWriter[_WritePlan]):
+    __doc__ = _AvroWriter.__doc__
+
+
+class AsyncAvroSerializer(_AvroWriter, AsyncWriter[_WritePlan]):
+    """``await serializer(obj, ctx) -> bytes``: ``AvroSerializer`` with an ``AsyncRegistryClient`` (same
+    arguments, same bytes). Registry calls happen on first use of a subject; later calls do no I/O."""
+
+
+class _AvroReader(Reader[_ReadPlan]):
     """``(bytes, ctx) -> dict | typed record``: reads Confluent-framed Avro.
 
     Args:
-        client: the registry client.
+        client: the registry client (``RegistryClient``; ``AsyncRegistryClient`` for the async deserializer).
         reader: None (return dicts in the writer's schema), a dataclass/pydantic class (return instances, the
             writer's data resolved to the class's schema) or a reader schema (JSON text, dict, ``Schema``).
         use_latest_version: use the subject's latest version as the reader schema (needs the subject: ``ctx``
-            with the topic strategy, or ``subject=``).
-        strategy / subject: how to name the subject, only used with ``use_latest_version``.
+            with the topic strategy, or ``subject=``); a newer version is picked up after the client's
+            ``latest_ttl``.
+        use_latest_with_metadata: use the subject's newest version whose metadata properties include these.
+        strategy / subject: how to name the subject, only used with ``use_latest_*``.
         from_dict: optional ``(dict, ctx) -> obj`` applied to every record read.
     """
 
-    def __init__(self, client: RegistryClient, reader: Any = None, *, use_latest_version: bool = False,
+    def __init__(self, client: RegistryClient | AsyncRegistryClient, reader: Any = None, *,
+                 use_latest_version: bool = False,
+                 use_latest_with_metadata: dict[str, str] | None = None,
                  strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
                  from_dict: Callable[[dict, SerializationContext | None], Any] | None = None,
                  return_record_name: bool = False) -> None:
+        check_client(client, self._is_async, self)
         self._client = client
         self._cls: type | None = None
         self._reader: Schema | None = None
+        self._reader_parsed: tuple[Any, dict] | None = None
         if reader is not None:
             self._reader, self._cls = _as_schema(reader)
-        self._use_latest = use_latest_version
-        self._subjects: SubjectPlans[None] = SubjectPlans(client, strategy, subject, None)
-        self._per_topic = use_latest_version and self._subjects.per_topic
+            if not self._reader.references:
+                self._reader_parsed = parse_avro(self._reader)  # fail early on a bad reader schema
+        self._latest = LatestSchema(use_latest_version, use_latest_with_metadata)
+        self._follows_latest = self._latest.enabled
+        self._key_size = _PREFIX
+        self._subjects: SubjectPlans[None] = SubjectPlans(strategy, subject, None)
         self._from_dict = from_dict
         typed = self._cls is not None
         # Typed records: several record branches in one union come back as (name, dict) so the converter
         # knows which class to build; unions with one record come back plain.
         self._options = fastavro_core.read_options(return_record_name or typed, typed and not return_record_name)
         self._decode = avro_decoder(self._cls) if self._cls is not None else None
-        self._reader_parsed: tuple[Any, dict] | None = None
-        self._plans: dict[Any, _ReadPlan] = {}
+        # Keyed by the frame header (magic + id), so a bad magic byte or unknown id simply misses; with
+        # use_latest_* by (header, reader schema id).
+        self._plans: BoundedDict[Any, _ReadPlan] = BoundedDict(cache_capacity(client))
 
-    def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
-        if data is None:
-            return None
-        if type(data) is not bytes:
-            data = bytes(data)
-        # The frame header (magic + id) keys the plan, so a bad magic byte or unknown id simply misses.
-        key = data[:_PREFIX] if not self._per_topic else (data[:_PREFIX], topic_of(ctx), ctx and ctx.field)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plan(data, ctx, key)
+    def _read(self, data: bytes, ctx: SerializationContext | None, plan: _ReadPlan) -> Any:
         try:
             record, end = plan.decode(data, _PREFIX)  # generated decoder; raises on anything unexpected
             if end != len(data):
@@ -343,17 +439,23 @@ class AvroDeserializer:
                                      offset=bio.tell(), schema_id=schema_id)
         return record
 
-    def _plan(self, data: bytes, ctx: SerializationContext | None, key: Any) -> _ReadPlan:
+    def _plan(self, data: bytes, ctx: SerializationContext | None, latest: RegisteredSchema | None) -> Plan[_ReadPlan]:
         topic = topic_of(ctx)
         schema_id = wire.read_schema_id(data, topic)
-        writer = fetch_writer_schema(self._client, schema_id, topic)
+        writer = yield from writer_schema(schema_id, topic)
         if writer.schema_type != "AVRO":
             raise SerializationError(f"schema {schema_id} is {writer.schema_type}, not AVRO", topic=topic,
                                      offset=1, schema_id=schema_id)
         try:
-            w_parsed, w_named = parse_avro_schema(writer, self._client)
-            reader = self._reader_schema(ctx)
-            r_parsed, r_named = (None, {}) if reader is None else reader
+            w_parsed, w_named = yield from load_avro(writer)
+            if latest is not None:
+                r_parsed, r_named = yield from load_avro(latest.schema)
+            elif self._reader is not None:
+                if self._reader_parsed is None:
+                    self._reader_parsed = yield from load_avro(self._reader)
+                r_parsed, r_named = self._reader_parsed
+            else:
+                r_parsed, r_named = None, {}
         except (ValueError, RegistryError) as e:
             raise SerializationError(f"cannot resolve schemas for id {schema_id}: {e}", topic=topic,
                                      schema_id=schema_id) from e
@@ -369,18 +471,14 @@ class AvroDeserializer:
                 fast = compile_reader(w_parsed, w_named, self._options)
             except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
                 fast = _no_fast_path
-        plan = _ReadPlan(w_parsed, {"writer": w_named, "reader": r_named}, r_parsed, self._options, post, schema_id,
+        return _ReadPlan(w_parsed, {"writer": w_named, "reader": r_named}, r_parsed, self._options, post, schema_id,
                          fast)
-        self._plans[key] = plan
-        return plan
 
-    def _reader_schema(self, ctx: SerializationContext | None) -> tuple[Any, dict] | None:
-        if self._use_latest:
-            subject = self._subjects.subject_for(ctx)
-            latest = self._client.get_latest_version(subject)
-            return parse_avro_schema(latest.schema, self._client)
-        if self._reader is None:
-            return None
-        if self._reader_parsed is None:
-            self._reader_parsed = parse_avro_schema(self._reader, self._client)
-        return self._reader_parsed
+
+class AvroDeserializer(_AvroReader, SyncReader[_ReadPlan]):
+    __doc__ = _AvroReader.__doc__
+
+
+class AsyncAvroDeserializer(_AvroReader, AsyncReader[_ReadPlan]):
+    """``await deserializer(data, ctx)``: ``AvroDeserializer`` with an ``AsyncRegistryClient`` (same arguments,
+    same results). Registry calls happen for a schema id not seen before; later calls do no I/O."""

@@ -1,47 +1,62 @@
-"""What every serializer/deserializer shares: subject naming, the per-subject plan cache, error wording."""
+"""What every serializer/deserializer shares, sync or async: subject naming and the per-subject plan cache, which
+registered schema a serializer writes with, the per-record call paths (``SyncWriter`` / ``AsyncWriter``,
+``SyncReader`` / ``AsyncReader``), error wording. How plans reach the registry: ``serdes.plans``.
+"""
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from confluent_kafka.serialization import SerializationContext
 
-from serdes.client import RegistryClient
+from serdes.caches import DEFAULT_CAPACITY, BoundedDict
 from serdes.errors import RegistryError, SerializationError
-from serdes.models import Schema
+from serdes.models import RegisteredSchema, Schema
+from serdes.plans import ClientCall, Plan, get_schema, lookup, run_plan, run_plan_async
 from serdes.strategies import SubjectNameStrategy, resolve_strategy
+
+P = TypeVar("P")
 
 
 def topic_of(ctx: SerializationContext | None) -> str | None:
     return ctx.topic if ctx is not None else None
 
 
-P = TypeVar("P")
+def cache_capacity(client: Any) -> int:
+    """The client's ``cache_capacity`` (bounds the plan caches too)."""
+    return int(getattr(client, "cache_capacity", DEFAULT_CAPACITY))
+
+
+# -- subjects and plans ----------------------------------------------------------------------------------------
 
 
 class SubjectPlans(Generic[P]):
-    """Plans (everything resolved for one subject: id, prefix, parsed schema...) cached per subject.
+    """Plans cached per subject.
 
-    A plan is built once, under a lock, by ``build(subject)``; when the subject depends on the topic the cache is
-    keyed by (topic, key/value field), otherwise one plan serves every call. Serializers read ``single`` and
-    ``by_ctx`` themselves on the hot path and call ``get`` only on a miss.
+    When the subject depends on the topic, plans are keyed by (topic, key/value field), at most the client's
+    ``cache_capacity`` of them; otherwise one plan serves every call. With ``cache=False`` nothing is kept here
+    and every call builds (serializers following the latest version; their builds hit caches). Serializers read
+    ``single`` and ``by_ctx`` themselves on the hot path and call ``get`` / ``aget`` only on a miss, which build
+    the plan with ``build(subject, ctx)``. A registry failure while building becomes a ``SerializationError``
+    naming the subject.
 
     Plans throughout serdes are frozen dataclasses with ``slots=True``: named fields that read as fast as tuple
     indexes on the per-record path (a NamedTuple's named field costs ~10x an index on CPython 3.11).
     """
 
-    def __init__(self, client: RegistryClient, strategy: str | SubjectNameStrategy, subject: str | None,
-                 record_name: str | None) -> None:
-        self.client = client
+    def __init__(self, strategy: str | SubjectNameStrategy, subject: str | None, record_name: str | None,
+                 capacity: int = DEFAULT_CAPACITY, cache: bool = True) -> None:
         self.fixed_subject = subject
+        self.cache = cache  # False: every call builds (plans that follow the subject's latest version)
         self.strategy, self.per_topic = resolve_strategy(strategy)
         if subject is not None:
             self.per_topic = False
         self.record_name = record_name
         self.lock = threading.Lock()
-        self.by_ctx: dict[tuple[str, str], P] = {}
+        self.by_ctx: BoundedDict[tuple[str, str], P] = BoundedDict(capacity)
         self.single: P | None = None
 
     def subject_for(self, ctx: SerializationContext | None, record_name: str | None = None) -> str:
@@ -49,45 +64,258 @@ class SubjectPlans(Generic[P]):
             return self.fixed_subject
         return self.strategy(ctx, record_name or self.record_name)
 
-    def get(self, ctx: SerializationContext | None, build: Callable[[str], P]) -> P:
-        """The plan for ``ctx``, building it on first use (slow path; the hot path reads the caches itself)."""
+    def cached(self, ctx: SerializationContext | None) -> P | None:
         if not self.per_topic:
-            single = self.single
-            if single is None:
-                with self.lock:
-                    single = self.single
-                    if single is None:
-                        single = self.single = self._build(ctx, build)
-            return single
+            return self.single
         if ctx is None:
             raise SerializationError("this serializer's subject depends on the topic: pass a SerializationContext "
                                      "(topic, MessageField.KEY/VALUE), or use strategy='record' or subject=...")
-        key = (ctx.topic, ctx.field)
-        plan = self.by_ctx.get(key)
-        if plan is None:
-            with self.lock:
-                plan = self.by_ctx.get(key)
-                if plan is None:
-                    plan = self.by_ctx[key] = self._build(ctx, build)
-        return plan
+        return self.by_ctx.get((ctx.topic, ctx.field))
 
-    def _build(self, ctx: SerializationContext | None, build: Callable[[str], P]) -> P:
+    def building(self, ctx: SerializationContext | None,
+                 build: Callable[[str, SerializationContext | None], Plan[P]]) -> Plan[P]:
+        """Build the plan for ``ctx`` and cache it."""
         subject = self.subject_for(ctx)
         try:
-            return build(subject)
+            plan = yield from build(subject, ctx)
         except RegistryError as e:
             raise SerializationError(f"schema registry call for subject {subject!r} failed: {e}",
                                      topic=topic_of(ctx)) from e
+        if not self.cache:
+            return plan
+        if not self.per_topic:
+            self.single = plan
+        else:
+            assert ctx is not None
+            self.by_ctx.put((ctx.topic, ctx.field), plan)
+        return plan
+
+    def get(self, client: Any, ctx: SerializationContext | None,
+            build: Callable[[str, SerializationContext | None], Plan[P]]) -> P:
+        """The plan for ``ctx``, built on first use with the sync ``client`` (one build at a time)."""
+        plan = self.cached(ctx)
+        if plan is None:
+            with self.lock:
+                plan = self.cached(ctx)
+                if plan is None:
+                    plan = run_plan(client, self.building(ctx, build))
+        return plan
+
+    async def aget(self, client: Any, ctx: SerializationContext | None,
+                   build: Callable[[str, SerializationContext | None], Plan[P]]) -> P:
+        """The plan for ``ctx``, built on first use with the async ``client``."""
+        plan = self.cached(ctx)
+        if plan is None:
+            plan = await run_plan_async(client, self.building(ctx, build))
+        return plan
 
 
-def fetch_writer_schema(client: RegistryClient, schema_id: int, topic: str | None, fmt: str | None = None,
-                        subject: str | None = None) -> Schema:
+def writer_schema(schema_id: int, topic: str | None, fmt: str | None = None,
+                  subject: str | None = None) -> Plan[Schema]:
     """The writer schema for ``schema_id``; an unknown id becomes a SerializationError naming it."""
     try:
-        return client.get_schema(schema_id, subject, fmt)
+        return (yield from get_schema(schema_id, subject, fmt))
     except RegistryError as e:
         if e.status == 404:
             raise SerializationError(f"schema id {schema_id} is not known to the registry ({e.message})",
                                      topic=topic, offset=1, schema_id=schema_id) from e
         raise SerializationError(f"could not fetch writer schema {schema_id}: {e}", topic=topic, offset=1,
                                  schema_id=schema_id) from e
+
+
+def fetch_writer_schema(client: Any, schema_id: int, topic: str | None, fmt: str | None = None,
+                        subject: str | None = None) -> Schema:
+    """``writer_schema`` with the sync ``client``."""
+    return run_plan(client, writer_schema(schema_id, topic, fmt, subject))
+
+
+class LatestSchema:
+    """How a serde finds "the latest" schema of a subject: ``use_latest_version`` (``versions/latest``) or
+    ``use_latest_with_metadata`` (the newest version whose metadata has those properties), both cached by the
+    client for its ``latest_ttl``."""
+
+    def __init__(self, use_latest_version: bool, use_latest_with_metadata: dict[str, str] | None) -> None:
+        if use_latest_with_metadata is not None and not isinstance(use_latest_with_metadata, dict):
+            raise TypeError("use_latest_with_metadata must be a dict of metadata properties")
+        self.metadata = use_latest_with_metadata
+        self.enabled = use_latest_version or use_latest_with_metadata is not None
+
+    def fetch(self, subject: str) -> Plan[RegisteredSchema]:
+        if self.metadata is not None:
+            return (yield ClientCall("get_latest_with_metadata", (subject, self.metadata, True)))
+        return (yield ClientCall("get_latest_version", (subject,)))
+
+
+class WriterSchema:
+    """Which registered schema a serializer writes with instead of its own, if any: the subject's latest version
+    (``use_latest_version``), its newest version with some metadata properties (``use_latest_with_metadata``), or
+    a fixed id (``use_schema_id``). Checks the options once; ``auto_register`` is what they leave of it."""
+
+    def __init__(self, owner: object, schema_type: str, has_schema: bool, auto_register: bool | None,
+                 use_latest_version: bool, use_latest_with_metadata: dict[str, str] | None,
+                 use_schema_id: int | None) -> None:
+        self.schema_type = schema_type
+        self.latest = LatestSchema(use_latest_version, use_latest_with_metadata)
+        self.schema_id = use_schema_id
+        self.chosen = self.latest.enabled or use_schema_id is not None
+        name = type(owner).__name__
+        if self.latest.enabled and use_schema_id is not None:
+            raise ValueError("use_schema_id and use_latest_version/use_latest_with_metadata exclude each other")
+        if not has_schema and not self.chosen:
+            raise ValueError(f"{name} needs a schema unless it writes a registered one (use_latest_version, "
+                             f"use_latest_with_metadata or use_schema_id)")
+        if auto_register and self.chosen:
+            raise ValueError("auto_register and use_latest_version/use_latest_with_metadata/use_schema_id "
+                             "exclude each other")
+        self.auto_register = (not self.chosen) if auto_register is None else auto_register
+
+    def fetch(self, subject: str, ctx: SerializationContext | None) -> Plan[tuple[int, Schema]]:
+        """(id, schema) to write with (only when ``chosen``). The latest is asked every call: the client caches it
+        for its latest_ttl."""
+        if self.latest.enabled:
+            registered = yield from self.latest.fetch(subject)
+            schema_id, schema = registered.schema_id, registered.schema
+        else:
+            assert self.schema_id is not None
+            schema_id = self.schema_id
+            schema = yield from get_schema(schema_id, subject)
+            yield from lookup(subject, schema, False, True)  # as confluent-kafka: the id must be in the subject
+        if schema.schema_type != self.schema_type:
+            raise SerializationError(f"schema {schema_id} is {schema.schema_type}, not {self.schema_type}",
+                                     topic=topic_of(ctx), schema_id=schema_id)
+        return schema_id, schema
+
+
+def check_client(client: Any, is_async: bool, owner: object) -> None:
+    """A sync serde needs a sync client and an async one an async client: say so at construction."""
+    get = getattr(client, "get_schema", None)
+    if get is None:
+        raise TypeError(f"{type(owner).__name__} needs a registry client, not {type(client).__name__}")
+    if inspect.iscoroutinefunction(get) != is_async:
+        wanted = "an AsyncRegistryClient" if is_async else "a RegistryClient (not an async one)"
+        raise TypeError(f"{type(owner).__name__} needs {wanted}, not {type(client).__name__}")
+
+
+# -- the per-record call paths -------------------------------------------------------------------------------
+
+
+class Writer(Generic[P]):
+    """A serializer: plans per subject (``_plans``, built by ``_resolve(subject, ctx)``), and ``_write(obj, plan,
+    ctx)`` for one record. ``SyncWriter`` / ``AsyncWriter`` add the call path."""
+
+    _is_async: bool
+    _client: Any
+    _plans: SubjectPlans[P]
+
+    def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[P]:
+        raise NotImplementedError
+
+    def _write(self, obj: Any, plan: P, ctx: SerializationContext | None) -> bytes:
+        raise NotImplementedError
+
+
+class SyncWriter(Writer[P]):
+    _is_async = False
+
+    def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
+        if obj is None:
+            return None
+        plans = self._plans
+        plan = plans.single
+        if plan is None:
+            plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
+            if plan is None:
+                plan = plans.get(self._client, ctx, self._resolve)
+        return self._write(obj, plan, ctx)
+
+
+class AsyncWriter(Writer[P]):
+    _is_async = True
+
+    async def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
+        if obj is None:
+            return None
+        plans = self._plans
+        plan = plans.single
+        if plan is None:
+            plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
+            if plan is None:
+                plan = await plans.aget(self._client, ctx, self._resolve)
+        return self._write(obj, plan, ctx)
+
+
+class Reader(Generic[P]):
+    """A deserializer: plans keyed by the first ``_key_size`` bytes of the frame (``_plans``, built by
+    ``_resolve(data, ctx)``), and ``_read(data, ctx, plan)`` for one payload. ``SyncReader`` / ``AsyncReader`` add
+    the call path.
+
+    The default ``_resolve`` serves readers whose plan depends on the writer schema id and, with ``use_latest_*``,
+    on the reader schema: ``_plan(data, ctx, latest)`` builds one, cached by header or by (header, reader id).
+    """
+
+    _is_async: bool
+    _client: Any
+    _plans: BoundedDict[Any, P]
+    # Set by each reader's __init__ (instance attributes: CPython 3.11 reads those fastest on the per-record path):
+    _key_size: int  # frame bytes that key a plan: magic byte + schema id (5), or those + the index byte (6)
+    _follows_latest: bool  # True: ask for the latest reader schema every call (no plan lookup by header alone)
+    _latest: LatestSchema
+    _subjects: SubjectPlans[None]
+
+    def _read(self, data: bytes, ctx: SerializationContext | None, plan: P) -> Any:
+        raise NotImplementedError
+
+    def _plan(self, data: bytes, ctx: SerializationContext | None, latest: RegisteredSchema | None) -> Plan[P]:
+        raise NotImplementedError
+
+    def _lookup(self, data: bytes, ctx: SerializationContext | None) -> P | None:
+        """A cached plan the first lookup missed (a longer key), found without I/O; None when there is none."""
+        return None
+
+    def _resolve(self, data: bytes, ctx: SerializationContext | None) -> Plan[P]:
+        key: Any = data[:self._key_size]
+        latest = None
+        if self._follows_latest:
+            subject = self._subjects.subject_for(ctx)
+            try:
+                latest = yield from self._latest.fetch(subject)
+            except RegistryError as e:
+                raise SerializationError(f"cannot get the reader schema (latest of subject {subject!r}): {e}",
+                                         topic=topic_of(ctx)) from e
+            key = (key, latest.schema_id)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans.put(key, (yield from self._plan(data, ctx, latest)))
+        return plan
+
+
+class SyncReader(Reader[P]):
+    _is_async = False
+
+    def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
+        if data is None:
+            return None
+        if type(data) is not bytes:
+            data = bytes(data)
+        plan = None if self._follows_latest else self._plans.get(data[:self._key_size])
+        if plan is None:
+            plan = self._lookup(data, ctx)
+            if plan is None:
+                plan = run_plan(self._client, self._resolve(data, ctx))
+        return self._read(data, ctx, plan)
+
+
+class AsyncReader(Reader[P]):
+    _is_async = True
+
+    async def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
+        if data is None:
+            return None
+        if type(data) is not bytes:
+            data = bytes(data)
+        plan = None if self._follows_latest else self._plans.get(data[:self._key_size])
+        if plan is None:
+            plan = self._lookup(data, ctx)
+            if plan is None:
+                plan = await run_plan_async(self._client, self._resolve(data, ctx))
+        return self._read(data, ctx, plan)

@@ -20,6 +20,11 @@ class RegistryUnavailableError(RegistryError):
     """No registry URL answered usefully after all retries (connection errors or 408/429/5xx)."""
 
 
+class OAuthTokenError(RegistryError):
+    """No OAuth access token could be obtained from the token endpoint (``status`` is its HTTP status, -1 when
+    it did not answer); no registry request was sent."""
+
+
 class SerializationError(_KafkaSerializationError):
     """A record could not be serialized or a payload could not be deserialized.
 

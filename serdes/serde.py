@@ -8,6 +8,7 @@ from typing import Any
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from serdes.avro import AvroDeserializer, AvroSerializer
+from serdes.caches import BoundedDict
 from serdes.client import RegistryClient
 from serdes.json_serdes import JsonSchemaDeserializer, JsonSchemaSerializer
 from serdes.protobuf import ProtobufDeserializer, ProtobufSerializer
@@ -25,13 +26,13 @@ class Serde:
     def __init__(self, serializer: Any, deserializer: Any) -> None:
         self.serializer = serializer
         self.deserializer = deserializer
-        self._contexts: dict[tuple[str, bool], SerializationContext] = {}
+        self._contexts: BoundedDict[tuple[str, bool], SerializationContext] = BoundedDict()
 
     def context(self, topic: str, is_key: bool = False) -> SerializationContext:
         ctx = self._contexts.get((topic, is_key))
         if ctx is None:
-            ctx = self._contexts[(topic, is_key)] = SerializationContext(
-                topic, MessageField.KEY if is_key else MessageField.VALUE)
+            ctx = self._contexts.put((topic, is_key), SerializationContext(
+                topic, MessageField.KEY if is_key else MessageField.VALUE))
         return ctx
 
     def serialize(self, obj: Any, topic: str, is_key: bool = False) -> bytes | None:

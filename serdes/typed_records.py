@@ -32,11 +32,11 @@ import functools
 import types
 import typing
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-__all__ = ["DecimalSpec", "avro_decoder", "avro_encoder", "avro_schema", "is_record_type", "json_decoder",
-           "json_encoder", "json_schema", "record_fullname"]
+__all__ = ["DecimalSpec", "avro_decoder", "avro_encoder", "avro_named_schema", "avro_schema", "is_record_type",
+           "json_decoder", "json_encoder", "json_schema", "record_fullname"]
 
 Converter = Callable[[Any], Any]
 
@@ -158,16 +158,24 @@ def _map_value(hint: Any) -> Any | None:
 # -- Avro schema ------------------------------------------------------------------------------------------
 
 
-def avro_schema(cls: type) -> dict[str, Any]:
-    """The Avro schema (as a JSON-able dict) of a dataclass or pydantic model. Cached per class."""
-    return _avro_schema(cls)
+def avro_schema(cls: type, references: Iterable[type] = ()) -> dict[str, Any]:
+    """The Avro schema (as a JSON-able dict) of a dataclass or pydantic model. Record and enum classes in
+    ``references`` are named, not spelled out (they are registered as schema references). Cached."""
+    return _avro_schema(cls, frozenset(record_fullname(r) for r in references) - {record_fullname(cls)})
+
+
+def avro_named_schema(t: type, references: Iterable[type] = ()) -> dict[str, Any]:
+    """The Avro schema of a record class (as ``avro_schema``) or of an enum class."""
+    if isinstance(t, type) and issubclass(t, enum.Enum):
+        return _avro_type(t, set())
+    return avro_schema(t, references)
 
 
 @functools.cache
-def _avro_schema(cls: type) -> dict[str, Any]:
+def _avro_schema(cls: type, external: frozenset[str]) -> dict[str, Any]:
     if not is_record_type(cls):
         raise TypeError(f"avro_schema needs a dataclass or pydantic model class, not {cls!r}")
-    schema = _avro_record(cls, set())
+    schema = _avro_record(cls, set(external))
     assert isinstance(schema, dict)  # with no names defined yet the record is spelled out, not referred to
     return schema
 

@@ -34,6 +34,7 @@ import unicodedata
 from typing import Any, TypeGuard
 
 from compat import avro as avro_compat
+from compat.levels import CompatibilityPolicy
 from compat.result import Incompatibility
 from registry.schema_types.avro_canonical import (
     NAMED,
@@ -55,7 +56,8 @@ _ORDERS = {"ASCENDING": "ascending", "DESCENDING": "descending", "IGNORE": "igno
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 _BARE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
-_JAVA_DOUBLE = re.compile(r"^[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)[fFdD]?$")
+# one way to read each digit run (``\d+\.?\d*`` would try every split of a long run: quadratic)
+_JAVA_DOUBLE = re.compile(r"^[+-]?(NaN|Infinity|(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?)[fFdD]?$")
 
 
 def _is_letter(c: str) -> bool:
@@ -141,17 +143,20 @@ def _java_type(node: dict[str, Any]) -> str:
 def load_json(text: str) -> Any:
     """The schema text as JSON (Jackson with comments allowed; a bare name is taken as a string)."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as e:
-        stripped = text.strip()
-        if _BARE_NAME.match(stripped):
-            return stripped
-        if "/*" in text or "//" in text:
-            try:
-                return json.loads(_strip_comments(text), parse_constant=_reject_constant)
-            except json.JSONDecodeError:
-                pass
-        raise InvalidSchemaError(f"Invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        try:
+            return json.loads(text, parse_constant=_reject_constant)
+        except json.JSONDecodeError as e:
+            stripped = text.strip()
+            if _BARE_NAME.match(stripped):
+                return stripped
+            if "/*" in text or "//" in text:
+                try:
+                    return json.loads(_strip_comments(text), parse_constant=_reject_constant)
+                except json.JSONDecodeError:
+                    pass
+            raise InvalidSchemaError(f"Invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except ValueError as e:  # an integer longer than Python converts (sys.get_int_max_str_digits)
+        raise InvalidSchemaError(f"Invalid JSON: {e}") from None
 
 
 def _reject_constant(name: str) -> Any:
@@ -495,8 +500,10 @@ class AvroType(SchemaType):
     def _parse_for(self, parsed: ParsedSchema) -> tuple[dict[str, Any], list[str], list[str], str]:
         return self._parse(parsed.canonical, parsed.references, False)
 
-    def check(self, reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
-        return avro_compat.check(reader.parsed, writer.parsed)
+    def check(
+        self, reader: ParsedSchema, writer: ParsedSchema, policy: CompatibilityPolicy = CompatibilityPolicy.STRICT
+    ) -> list[Incompatibility]:
+        return avro_compat.check(reader.parsed, writer.parsed, policy)
 
     def format(self, parsed: ParsedSchema, fmt: str) -> str | None:
         """``resolved``: referenced types inlined (Java ``toString()``); ``default``: the canonical string."""

@@ -11,6 +11,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any
 
+from compat.levels import CompatibilityPolicy
 from compat.result import Incompatibility
 
 
@@ -76,8 +77,11 @@ class SchemaType(abc.ABC):
         """The normalized form (``normalize=true``): semantically equal schemas get equal canonical strings."""
 
     @abc.abstractmethod
-    def check(self, reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
-        """Can ``reader`` read data written with ``writer``? Empty list: yes."""
+    def check(
+        self, reader: ParsedSchema, writer: ParsedSchema, policy: CompatibilityPolicy = CompatibilityPolicy.STRICT
+    ) -> list[Incompatibility]:
+        """Can ``reader`` read data written with ``writer`` under the subject's ``compatibilityPolicy``? Empty
+        list: yes. Raises ``compat.CheckLimitError`` past a check's bounds (depth, comparisons)."""
 
     def format(self, parsed: ParsedSchema, fmt: str) -> str | None:
         """The schema rendered in a ``format=`` variant (Avro ``resolved``, Protobuf ``serialized``...);

@@ -29,6 +29,7 @@ import referencing.jsonschema
 from jsonschema import validators
 
 from compat import json_schema as json_compat
+from compat.levels import CompatibilityPolicy
 from compat.result import Incompatibility
 from registry.schema_types.base import InvalidSchemaError, ParsedSchema, ResolvedReference, SchemaType
 
@@ -84,6 +85,8 @@ def loads(text: str) -> Any:
         )
     except json.JSONDecodeError as exc:
         raise InvalidSchemaError(f"Invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except ValueError as exc:  # an integer longer than Python converts (sys.get_int_max_str_digits)
+        raise InvalidSchemaError(f"Invalid JSON: {exc}") from None
 
 
 def _last_value_wins(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -216,8 +219,10 @@ class JsonSchemaType(SchemaType):
             names=parsed.names,
         )
 
-    def check(self, reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
-        return json_compat.check(reader.parsed, writer.parsed)
+    def check(
+        self, reader: ParsedSchema, writer: ParsedSchema, policy: CompatibilityPolicy = CompatibilityPolicy.STRICT
+    ) -> list[Incompatibility]:
+        return json_compat.check(reader.parsed, writer.parsed, policy)
 
 
 def _check_against_metaschema(cls: type[jsonschema.protocols.Validator], root: Any, where: str) -> None:

@@ -18,6 +18,7 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
 from compat import protobuf as protobuf_compat
+from compat.levels import CompatibilityPolicy
 from compat.result import Incompatibility
 from registry.schema_types import proto_printer
 from registry.schema_types.base import InvalidSchemaError, ParsedSchema, ResolvedReference, SchemaType
@@ -26,7 +27,9 @@ from registry.schema_types.protoc import MAIN_FILE, ProtocError, compile_files
 #: the file name given to a schema's own descriptor (what Confluent's Java client calls it too)
 DEFAULT_FILE_NAME = "default"
 
-_BASE64 = re.compile(r"[A-Za-z0-9+/\r\n]+={0,2}\s*")
+# matched against stripped text; no trailing ``\s*``: it would overlap the line breaks inside and make a
+# failing match quadratic
+_BASE64 = re.compile(r"[A-Za-z0-9+/\r\n]+={0,2}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +126,10 @@ class ProtobufType(SchemaType):
             names=parsed.names,
         )
 
-    def check(self, reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
-        return protobuf_compat.check(reader.parsed, writer.parsed)
+    def check(
+        self, reader: ParsedSchema, writer: ParsedSchema, policy: CompatibilityPolicy = CompatibilityPolicy.STRICT
+    ) -> list[Incompatibility]:
+        return protobuf_compat.check(reader.parsed, writer.parsed, policy)
 
     def format(self, parsed: ParsedSchema, fmt: str) -> str | None:
         document: ProtobufDocument = parsed.parsed

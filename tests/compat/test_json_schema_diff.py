@@ -13,6 +13,7 @@ import json
 
 import pytest
 
+from compat import CompatibilityPolicy
 from compat import json_schema as json_compat
 from registry.schema_types.json_schema import JsonSchemaType
 
@@ -125,11 +126,11 @@ CASES: list[tuple[str, object, object, list[str], bool]] = [
     ("string-to-oneof-without-it", STR, {"oneOf": [NUM, NUL]}, ["TYPE_CHANGED #/"], False),
     # -- objects: properties and content models
     ("properties-renamed-in-open-model", obj({"foo": STR}), obj({"bar": STR}),
-     ["PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL #/properties/bar",
+     ["OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL #/properties/bar",
       "PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL #/properties/foo"], False),
     ("property-type-changed", obj({"foo": STR}), obj({"foo": NUM}), ["TYPE_CHANGED #/properties/foo"], False),
     ("property-added-to-open-model", obj({"foo": STR}), obj({"foo": STR, "bar": NUM}),
-     ["PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL #/properties/bar"], False),
+     ["OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL #/properties/bar"], False),
     ("optional-property-added-to-closed-model", obj({"foo": STR}, additionalProperties=False),
      obj({"foo": STR, "bar": NUM}, additionalProperties=False),
      ["OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/bar"], True),
@@ -314,6 +315,26 @@ CASES: list[tuple[str, object, object, list[str], bool]] = [
      {"$defs": {"node": obj({"next": {"$ref": "#/$defs/node"}, "v": INT})}, "$ref": "#/$defs/node"},
      {"$defs": {"node": obj({"next": {"$ref": "#/$defs/node"}, "v": NUM})}, "$ref": "#/$defs/node"},
      ["TYPE_EXTENDED #/properties/v"], True),
+    # -- combiners changing (Confluent's diff-combined-schema-examples): more parts are judged by the new
+    #    combiner, fewer by the old one; allOf turned into a singleton only dropped conditions
+    ("allof-to-anyof-fewer", {"allOf": [NUM, STR]}, {"anyOf": [STR]},
+     ["COMBINED_TYPE_EXTENDED #/", "PRODUCT_TYPE_NARROWED #/"], True),
+    ("allof-to-oneof-fewer", {"allOf": [NUM, STR]}, {"oneOf": [STR]},
+     ["COMBINED_TYPE_EXTENDED #/", "PRODUCT_TYPE_NARROWED #/"], True),
+    ("oneof-to-anyof-fewer", {"oneOf": [NUM, STR]}, {"anyOf": [STR]},
+     ["COMBINED_TYPE_EXTENDED #/", "SUM_TYPE_NARROWED #/"], False),
+    ("anyof-to-oneof-fewer", {"anyOf": [NUM, STR]}, {"oneOf": [STR]}, ["COMBINED_TYPE_CHANGED #/"], False),
+    ("allof-to-oneof-more", {"allOf": [NUM]}, {"oneOf": [NUM, STR]},
+     ["COMBINED_TYPE_EXTENDED #/", "SUM_TYPE_EXTENDED #/"], True),
+    ("anyof-to-allof-more", {"anyOf": [STR]}, {"allOf": [NUM, STR]}, ["COMBINED_TYPE_CHANGED #/"], False),
+    ("string-to-allof-of-two", STR, {"allOf": [NUM, STR]}, ["TYPE_CHANGED #/"], False),
+    # a combination turned into one schema (Confluent's rule for a non-combined update)
+    ("allof-to-one-of-its-parts", {"allOf": [NUM, STR]}, STR, ["PRODUCT_TYPE_NARROWED #/"], True),
+    ("allof-to-its-base-type", {"allOf": [STR, {"maxLength": 3}]}, STR, ["PRODUCT_TYPE_NARROWED #/"], True),
+    ("anyof-to-one-of-its-branches", {"anyOf": [NUM, STR]}, STR, ["TYPE_CHANGED #/"], False),
+    ("single-type-array-to-type", {"type": ["string"]}, STR, [], True),
+    ("const-changed", obj({"foo": {"const": "red"}}), obj({"foo": {"const": "blue"}}),
+     ["ENUM_ARRAY_CHANGED #/properties/foo/const"], False),
     # -- nesting
     ("nested-property-bound", obj({"a": obj({"b": {"type": "string", "maxLength": 5}})}),
      obj({"a": obj({"b": {"type": "string", "maxLength": 4}})}),
@@ -343,3 +364,105 @@ def test_diff_kinds_paths_and_verdict(original: object, update: object, changes:
 
 def test_case_count() -> None:
     assert len(CASES) >= 60
+
+
+# -- compatibilityPolicy: (original, update, changes, compatible under STRICT, compatible under LENIENT), from
+#    Confluent's corpus ("compatible_lenient") and its add/remove x optional/required x open/closed matrix
+OPEN = {"additionalProperties": True}
+CLOSED = {"additionalProperties": False}
+NAME = {"name": STR}
+NAME_EMAIL = {"name": STR, "email": STR}
+POLICY_CASES: list[tuple[str, object, object, list[str], bool, bool]] = [
+    ("add-optional-to-closed", obj(NAME, required=["name"], **CLOSED), obj(NAME_EMAIL, required=["name"], **CLOSED),
+     ["OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/email"], True, True),
+    ("add-optional-to-open", obj(NAME, required=["name"], **OPEN), obj(NAME_EMAIL, required=["name"], **OPEN),
+     ["OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL #/properties/email"], False, True),
+    ("remove-optional-from-closed", obj(NAME_EMAIL, required=["name"], **CLOSED),
+     obj(NAME, required=["name"], **CLOSED),
+     ["PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL #/properties/email"], False, True),
+    ("remove-optional-from-open", obj(NAME_EMAIL, required=["name"], **OPEN), obj(NAME, required=["name"], **OPEN),
+     ["PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL #/properties/email"], True, True),
+    ("add-required-to-closed", obj(NAME, required=["name"], **CLOSED),
+     obj(NAME_EMAIL, required=["name", "email"], **CLOSED),
+     ["REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/email"], False, False),
+    ("add-required-to-open", obj(NAME, required=["name"], **OPEN), obj(NAME_EMAIL, required=["name", "email"], **OPEN),
+     ["REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL #/properties/email"], False, False),
+    ("add-required-with-default-to-open", obj(NAME, **OPEN),
+     obj({"name": STR, "email": {"type": "string", "default": ""}}, required=["email"], **OPEN),
+     ["REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL #/properties/email"], False, True),
+    ("remove-required-from-closed", obj(NAME_EMAIL, required=["name", "email"], **CLOSED),
+     obj(NAME, required=["name"], **CLOSED), ["PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL #/properties/email"],
+     False, True),
+    ("remove-required-from-open", obj(NAME_EMAIL, required=["name", "email"], **OPEN),
+     obj(NAME, required=["name"], **OPEN), ["PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL #/properties/email"], True, True),
+    ("additional-properties-forbidden", {"additionalProperties": True}, {"additionalProperties": False},
+     ["ADDITIONAL_PROPERTIES_REMOVED #/additionalProperties"], False, True),
+    ("additional-properties-narrowed", {"additionalProperties": True}, {"additionalProperties": NUM},
+     ["ADDITIONAL_PROPERTIES_NARROWED #/additionalProperties"], False, True),
+    ("unevaluated-properties-narrowed", {"$schema": D2020, "properties": {"a": STR}},
+     {"$schema": D2020, "properties": {"a": STR}, "unevaluatedProperties": NUM},
+     ["UNEVALUATED_PROPERTIES_NARROWED #/unevaluatedProperties"], False, True),
+    ("property-added-not-covered", obj({"a": STR}, additionalProperties=NUM), obj({"a": STR, "b": STR},
+                                                                                 additionalProperties=NUM),
+     ["TYPE_CHANGED #/properties/b", "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL #/properties/b",
+      "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/b"], False, False),
+    # lenient relaxes object content models only: types, bounds and arrays stay strict
+    ("type-changed", obj({"a": STR}), obj({"a": NUM}), ["TYPE_CHANGED #/properties/a"], False, False),
+    ("item-added-to-open-tuple", arr([STR]), arr([STR, NUM]), ["ITEM_ADDED_TO_OPEN_CONTENT_MODEL #/items/1"],
+     False, False),
+    # the policy also decides which alternatives match: under LENIENT the widened object still matches
+    ("oneof-branch-gains-optional-property", {"oneOf": [obj({"a": STR}), NUM]},
+     {"oneOf": [obj({"a": STR, "b": STR}), NUM]},
+     ["COMBINED_TYPE_SUBSCHEMAS_CHANGED #/"], False, True),
+]
+
+
+@pytest.mark.parametrize(
+    ("original", "update", "changes", "strict", "lenient"),
+    [case[1:] for case in POLICY_CASES],
+    ids=[case[0] for case in POLICY_CASES],
+)
+def test_compatibility_policy(
+    original: object, update: object, changes: list[str], strict: bool, lenient: bool
+) -> None:
+    old, new = _parse(original), _parse(update)
+    assert sorted(f"{d.kind} {d.path}" for d in json_compat.diff(old, new)) == sorted(changes)
+    assert (json_compat.check(reader=new, writer=old) == []) is strict
+    assert (json_compat.check(reader=new, writer=old, policy=CompatibilityPolicy.STRICT) == []) is strict
+    assert (json_compat.check(reader=new, writer=old, policy=CompatibilityPolicy.LENIENT) == []) is lenient
+    # the registry's entry point passes the policy through
+    assert (JsonSchemaType().check(_parsed(update), _parsed(original), CompatibilityPolicy.LENIENT) == []) is lenient
+
+
+def test_lenient_match_inside_a_combination_reports_the_matched_branch() -> None:
+    old = _parse({"oneOf": [obj({"a": STR}), NUM]})
+    new = _parse({"oneOf": [obj({"a": STR, "b": STR}), NUM]})
+    found = [f"{d.kind} {d.path}" for d in json_compat.diff(old, new, CompatibilityPolicy.LENIENT)]
+    assert found == ["OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL #/oneOf/0/properties/b"]
+
+
+def test_lenient_set_is_confluents() -> None:
+    assert {
+        "ADDITIONAL_PROPERTIES_NARROWED", "ADDITIONAL_PROPERTIES_REMOVED", "UNEVALUATED_PROPERTIES_NARROWED",
+        "UNEVALUATED_PROPERTIES_REMOVED", "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL",
+        "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL", "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL",
+        "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+        "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+    } == json_compat.COMPATIBLE_CHANGES_LENIENT - json_compat.COMPATIBLE_CHANGES
+
+
+def test_messages_as_confluent_prints_them_in_both_directions() -> None:
+    old, new = _parse(obj({"a": STR})), _parse(obj({"a": STR, "b": NUM}))
+    [found] = json_compat.check(reader=new, writer=old)
+    assert found.confluent_text() == (
+        '{errorType:"OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", description:"The new schema has an open '
+        "content model and has a property or item at path '#/properties/b' which is missing in the old schema'}"
+    )
+    assert found.for_forward().message == (
+        "The old schema has an open content model and has a property or item at path '#/properties/b' which is "
+        "missing in the new schema"
+    )
+
+
+def _parsed(schema: object):
+    return JsonSchemaType().parse(json.dumps(schema))

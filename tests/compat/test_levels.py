@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from compat.levels import CompatibilityLevel, check_levels
+from compat.levels import CompatibilityLevel, CompatibilityPolicy, check_levels
 from registry.schema_types.avro import AvroType
 from registry.schema_types.base import ParsedSchema
 
@@ -116,3 +116,13 @@ def test_levels_parse_case_insensitively() -> None:
     assert L.parse(" full_transitive ") is L.FULL_TRANSITIVE
     with pytest.raises(ValueError):
         L.parse("SIDEWAYS")
+
+
+@pytest.mark.parametrize(
+    ("text", "policy"),
+    [("STRICT", CompatibilityPolicy.STRICT), ("lenient", CompatibilityPolicy.LENIENT),
+     ("Lenient", CompatibilityPolicy.LENIENT), (None, None), ("", None), ("bogus", None),
+     ("LOGICAL", None)],  # Confluent's LOGICAL (Flink/Iceberg logical types) is not supported
+)
+def test_policy_for_name_is_confluents_for_name(text: str | None, policy: CompatibilityPolicy | None) -> None:
+    assert CompatibilityPolicy.for_name(text) is policy

@@ -108,13 +108,15 @@ CASES: list[tuple[str, str, str, list[str], bool]] = [
     ("proto3-implicit-to-optional", m3("int32 i = 1;"), m3("optional int32 i = 1;"), [], True),
     # -- oneofs
     ("field-moved-into-new-oneof", m3("string a = 1; string b = 2;"),
-     m3("string a = 1; oneof o { string b = 2; int32 c = 3; }"), ["ONEOF_ADDED #/TestMessage/o"], True),
+     m3("string a = 1; oneof o { string b = 2; int32 c = 3; }"),
+     ["ONEOF_ADDED #/TestMessage/o", "ONEOF_FIELD_ADDED #/TestMessage/o/3"], True),
     ("fields-moved-into-new-oneof", m3("string a = 1; string b = 2;"),
      m3("oneof o { string a = 1; string b = 2; int32 c = 3; }"),
-     ["MULTIPLE_FIELDS_MOVED_TO_ONEOF #/TestMessage/o", "ONEOF_ADDED #/TestMessage/o"], False),
+     ["MULTIPLE_FIELDS_MOVED_TO_ONEOF #/TestMessage/o", "ONEOF_ADDED #/TestMessage/o",
+      "ONEOF_FIELD_ADDED #/TestMessage/o/3"], False),
     ("field-moved-into-existing-oneof", m3("string a = 1; oneof o { string b = 2; }"),
      m3("oneof o { string a = 1; string b = 2; }"),
-     ["FIELD_MOVED_TO_EXISTING_ONEOF #/TestMessage/o", "ONEOF_FIELD_ADDED #/TestMessage/o/1"], False),
+     ["FIELD_MOVED_TO_EXISTING_ONEOF #/TestMessage/o"], False),
     ("oneof-field-added", m3("oneof o { string a = 1; string b = 2; }"),
      m3("oneof o { string a = 1; string b = 2; int32 c = 3; }"), ["ONEOF_FIELD_ADDED #/TestMessage/o/3"], True),
     ("oneof-field-removed", m3("oneof o { string a = 1; string b = 2; int32 c = 3; }"),
@@ -126,10 +128,50 @@ CASES: list[tuple[str, str, str, list[str], bool]] = [
      ["FIELD_SCALAR_KIND_CHANGED #/TestMessage/o/2"], False),
     ("field-moved-out-of-oneof", m3("oneof o { string a = 1; string b = 2; }"),
      m3("string a = 1; oneof o { string b = 2; }"),
-     ["FIELD_ADDED #/TestMessage/1"], True),
+     ["ONEOF_FIELD_MOVED_TO_TOP_LEVEL #/TestMessage/1"], True),
     ("oneof-renamed-with-type-change", m3("oneof o { int32 a = 1; }"), m3("oneof p { sint32 a = 1; }"),
-     ["ONEOF_REMOVED #/TestMessage/o", "ONEOF_ADDED #/TestMessage/p", "FIELD_SCALAR_KIND_CHANGED #/TestMessage/1"],
+     ["ONEOF_REMOVED #/TestMessage/o", "ONEOF_ADDED #/TestMessage/p", "FIELD_SCALAR_KIND_CHANGED #/TestMessage/p/1"],
      False),
+    # -- oneof membership changes: fields are compared by number across the whole message, whatever
+    #    oneof they sit in (Confluent's corpus, "Detect ... oneof ...")
+    ("field-moved-into-renamed-oneof", m3("string a = 1; oneof o { string b = 2; string c = 3; }"),
+     m3("oneof p { string a = 1; string b = 2; string c = 3; }"),
+     ["FIELD_MOVED_TO_EXISTING_ONEOF #/TestMessage/p", "ONEOF_REMOVED #/TestMessage/o", "ONEOF_ADDED #/TestMessage/p"],
+     False),
+    ("type-changed-in-renamed-oneof", m3("oneof o { float f = 1; int32 x = 2; }"),
+     m3("oneof p { float f = 1; string x = 2; }"),
+     ["ONEOF_REMOVED #/TestMessage/o", "ONEOF_ADDED #/TestMessage/p", "FIELD_SCALAR_KIND_CHANGED #/TestMessage/p/2"],
+     False),
+    ("type-changed-moving-out-of-removed-oneof", m3("oneof o { float f = 1; int32 x = 2; }"),
+     m3("float f = 1; sint64 x = 2;"),
+     ["ONEOF_REMOVED #/TestMessage/o", "ONEOF_FIELD_MOVED_TO_TOP_LEVEL #/TestMessage/1",
+      "ONEOF_FIELD_MOVED_TO_TOP_LEVEL #/TestMessage/2", "FIELD_SCALAR_KIND_CHANGED #/TestMessage/2"], False),
+    ("type-changed-moving-into-new-oneof", m3("float f = 1; int32 x = 2;"),
+     m3("float f = 1; oneof n { sint64 x = 2; }"),
+     ["ONEOF_ADDED #/TestMessage/n", "FIELD_SCALAR_KIND_CHANGED #/TestMessage/n/2"], False),
+    ("oneof-renamed-same-fields", m3("oneof o { float f = 1; int32 i = 2; }"),
+     m3("oneof p { float f = 1; int32 i = 2; }"),
+     ["ONEOF_REMOVED #/TestMessage/o", "ONEOF_ADDED #/TestMessage/p"], True),
+    ("field-moved-between-oneofs", m3("oneof a { int32 f1 = 1; int32 f2 = 2; } oneof b { int32 f3 = 3; }"),
+     m3("oneof a { int32 f1 = 1; } oneof b { int32 f3 = 3; int32 f2 = 2; }"),
+     ["FIELD_MOVED_TO_EXISTING_ONEOF #/TestMessage/b"], False),
+    ("field-moved-from-deleted-oneof-into-existing", m3("oneof a { int32 fa = 1; } oneof b { int32 fb = 3; }"),
+     m3("oneof b { int32 fb = 3; int32 fa = 1; }"),
+     ["FIELD_MOVED_TO_EXISTING_ONEOF #/TestMessage/b", "ONEOF_REMOVED #/TestMessage/a"], False),
+    ("oneofs-merged", m3("oneof a { int32 fa = 1; } oneof b { int32 fb = 2; }"),
+     m3("oneof c { int32 fa = 1; int32 fb = 2; }"),
+     ["FIELD_MOVED_TO_EXISTING_ONEOF #/TestMessage/c", "ONEOF_REMOVED #/TestMessage/a", "ONEOF_REMOVED #/TestMessage/b",
+      "ONEOF_ADDED #/TestMessage/c"], False),
+    ("oneof-split-into-singletons", m3("oneof a { int32 fa = 1; int32 fb = 2; }"),
+     m3("oneof a { int32 fb = 2; } oneof b { int32 fa = 1; }"), ["ONEOF_ADDED #/TestMessage/b"], True),
+    ("member-dropped-while-oneof-renamed", m3("oneof g { int32 a = 1; int32 b = 2; }"), m3("oneof g2 { int32 a = 1; }"),
+     ["ONEOF_REMOVED #/TestMessage/g", "ONEOF_ADDED #/TestMessage/g2", "ONEOF_FIELD_REMOVED #/TestMessage/g/2"], False),
+    ("member-moved-to-top-level", m3("oneof x { int32 a = 1; int32 b = 2; }"),
+     m3("oneof x { int32 a = 1; } int32 b = 2;"),
+     ["ONEOF_FIELD_MOVED_TO_TOP_LEVEL #/TestMessage/2"], True),
+    ("member-moved-to-top-level-with-type-change", m3("oneof x { int32 a = 1; int32 b = 2; }"),
+     m3("oneof x { int32 a = 1; } string b = 2;"),
+     ["ONEOF_FIELD_MOVED_TO_TOP_LEVEL #/TestMessage/2", "FIELD_SCALAR_KIND_CHANGED #/TestMessage/2"], False),
     # -- messages, enums, packages
     ("message-added", m3("string a = 1;"), m3("string a = 1;", "message TestMessage2 { string a = 1; }"),
      ["MESSAGE_ADDED #/TestMessage2"], True),
@@ -146,8 +188,9 @@ CASES: list[tuple[str, str, str, list[str], bool]] = [
      m3("Status s = 1;", "enum Status { ACTIVE = 0; INACTIVE = 1; GONE = 2; }"), ["ENUM_CONST_ADDED #/Status/2"], True),
     ("enum-const-removed", m3("Status s = 1;", STATUS_ENUM), m3("Status s = 1;", "enum Status { ACTIVE = 0; }"),
      ["ENUM_CONST_REMOVED #/Status/1"], True),
+    # not in Confluent's COMPATIBLE_CHANGES: its corpus ("Detect package change") expects incompatible
     ("package-changed", m3(f"string a = 1; .foo.TestMessage.Status s = 2; {NESTED}", package="foo"),
-     m3(f"string a = 1; .bar.TestMessage.Status s = 2; {NESTED}", package="bar"), ["PACKAGE_CHANGED #/"], True),
+     m3(f"string a = 1; .bar.TestMessage.Status s = 2; {NESTED}", package="bar"), ["PACKAGE_CHANGED #/"], False),
     ("recursive-message", m3("string a = 1; TestMessage next = 2;"),
      m3("string a = 1; TestMessage next = 2; int32 b = 3;"),
      ["FIELD_ADDED #/TestMessage/3"], True),
@@ -229,3 +272,15 @@ def test_text_and_base64_descriptor_of_one_schema_have_no_differences() -> None:
 
 def test_case_count() -> None:
     assert len(CASES) + len(REFERENCE_CASES) >= 50
+
+
+def test_package_change_is_reported_as_confluent_prints_it() -> None:
+    old, new = _parse(m3("string a = 1;", package="foo")), _parse(m3("string a = 1;", package="bar"))
+    [found] = proto_compat.check(reader=new, writer=old)
+    assert found.confluent_text() == (
+        '{errorType:"PACKAGE_CHANGED", description:"The package at \'#/\' in the new schema does not match the '
+        'package in the old schema"}'
+    )
+    assert found.for_forward().message == (
+        "The package at '#/' in the old schema does not match the package in the new schema"
+    )

@@ -1,8 +1,10 @@
-"""Fixtures for the serdes tests: a client on the shared registry, unique names, compiled test protos."""
+"""Fixtures for the serdes tests: a client on the shared registry, scripted HTTP servers, unique names, compiled
+test protos."""
 
 from __future__ import annotations
 
 import importlib
+import ssl
 import sys
 import uuid
 from collections.abc import Iterator
@@ -10,8 +12,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from serdes import MessageField, RegistryClient, SerializationContext
+from tests.serdes.http_servers import ScriptedRegistry
 
 PROTOS = {
     # An imported file (registered as a reference under its import path) ...
@@ -46,6 +50,27 @@ message Order {
 def client(registry_url: str) -> Iterator[RegistryClient]:
     with RegistryClient(registry_url) as c:
         yield c
+
+
+@pytest.fixture
+def ck_client(registry_url: str) -> SchemaRegistryClient:
+    """confluent-kafka's own client on the shared registry (the peer in interop tests)."""
+    return SchemaRegistryClient({"url": registry_url})
+
+
+@pytest.fixture
+def scripted() -> Iterator:
+    """A factory of ``ScriptedRegistry`` servers, all closed at teardown."""
+    servers: list[ScriptedRegistry] = []
+
+    def make(*script: tuple[int, object], tls: ssl.SSLContext | None = None) -> ScriptedRegistry:
+        s = ScriptedRegistry(list(script), tls)
+        servers.append(s)
+        return s
+
+    yield make
+    for s in servers:
+        s.close()
 
 
 @pytest.fixture

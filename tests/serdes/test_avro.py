@@ -8,7 +8,6 @@ import enum
 import json
 
 import pytest
-from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer as CkAvroDeserializer
 from confluent_kafka.schema_registry.avro import AvroSerializer as CkAvroSerializer
 
@@ -69,11 +68,6 @@ class Order:
 
 
 TYPED = Order("o-1", 3, 9.5, True, None, Status.PAID, [1, 2], Address("Berlin", 10115))
-
-
-@pytest.fixture
-def ck_client(registry_url: str) -> SchemaRegistryClient:
-    return SchemaRegistryClient({"url": registry_url})
 
 
 def test_round_trip_dicts_and_frame_layout(client: RegistryClient, value_ctx: SerializationContext) -> None:

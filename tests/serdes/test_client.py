@@ -3,82 +3,15 @@ here for exact status sequences, and the real registry)."""
 
 from __future__ import annotations
 
-import base64
 import json
-import socket
 import ssl
 import subprocess
 import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from serdes import AvroSerializer, RegistryClient, RegistryError, RegistryUnavailableError, Schema
-
-
-class ScriptedRegistry:
-    """An HTTP server answering from a script: a list of (status, body) popped per request (the last one
-    repeats), recording every request's method, path and headers."""
-
-    def __init__(self, script: list[tuple[int, object]], tls: ssl.SSLContext | None = None) -> None:
-        self.script = list(script)
-        self.requests: list[tuple[str, str, dict[str, str], bytes]] = []
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _answer(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                owner.requests.append((self.command, self.path, dict(self.headers), body))
-                status, payload = owner.script.pop(0) if len(owner.script) > 1 else owner.script[0]
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = do_DELETE = _answer
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        if tls is not None:
-            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
-        scheme = "https" if tls is not None else "http"
-        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def scripted() -> Iterator:
-    servers: list[ScriptedRegistry] = []
-
-    def make(*script: tuple[int, object], tls: ssl.SSLContext | None = None) -> ScriptedRegistry:
-        s = ScriptedRegistry(list(script), tls)
-        servers.append(s)
-        return s
-
-    yield make
-    for s in servers:
-        s.close()
-
-
-def dead_url() -> str:
-    """A URL nobody listens on (a port bound and released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
-
+from tests.serdes.http_servers import basic, dead_url
 
 SCHEMA_BODY = {"schema": '"string"'}
 
@@ -149,10 +82,6 @@ def test_no_url_answers(scripted) -> None:
         c.get_subjects()
     assert e.value.status == -1
     assert a in str(e.value) and b in str(e.value) and "ConnectError" in str(e.value)
-
-
-def basic(user: str, password: str) -> str:
-    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
 def test_basic_auth_from_user_info(scripted) -> None:
@@ -312,7 +241,7 @@ def test_real_registry_failover_with_first_url_dead(registry_url: str, topic: st
     with RegistryClient([dead_url(), registry_url], max_retries=0) as c:
         schema_id = c.register(topic, Schema('"string"'))
         assert c.get_schema(schema_id) == Schema('"string"')
-        assert c.urls[c._preferred] == registry_url
+        assert c.preferred_url == registry_url
 
 
 def test_real_registry_restart_on_the_same_port_is_retried(start_registry) -> None:

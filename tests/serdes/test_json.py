@@ -11,7 +11,6 @@ import json
 import uuid
 
 import pytest
-from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 
 from serdes import (
@@ -68,11 +67,6 @@ INVOICE = Invoice("i-1", Status.PAID, [Line("a", 2)], decimal.Decimal("10.50"),
 @pytest.fixture(autouse=True)
 def _needs_json(require_type) -> None:
     require_type("JSON")
-
-
-@pytest.fixture
-def ck_client(registry_url: str) -> SchemaRegistryClient:
-    return SchemaRegistryClient({"url": registry_url})
 
 
 def test_round_trip_and_frame(client: RegistryClient, value_ctx: SerializationContext) -> None:

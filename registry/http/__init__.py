@@ -1,0 +1,12 @@
+"""The HTTP layer of the registry: Confluent's REST API on FastAPI, behind a pure-ASGI read cache.
+
+- ``app.py``: ``RegistryApp`` (the ASGI stack) and ``build_api`` (the FastAPI app)
+- ``read_cache.py``: cached read answers, and the seam where authentication/authorization plug in
+- ``routing.py``: ``RegistryRoute``, what every route does around its endpoint (415/406, forwarding)
+- ``routers/``: one router per resource (subjects, schemas, config, mode, compatibility, contexts, metadata)
+- ``params.py`` / ``models.py``: typed parameters and request bodies; ``render.py``: answer bodies
+- ``content.py``: media types and ``Accept`` negotiation; ``errors.py``: Confluent's error envelope
+- ``openapi.py``: the OpenAPI document (``openapi.yaml`` is generated from it)
+
+Operations live in ``registry/service.py``; nothing here decides what a request does to the state.
+"""

@@ -1,0 +1,129 @@
+"""The registry's ASGI application: the read cache, then the FastAPI app with one router per resource.
+
+    uvicorn -> [LeaderOffsetHeader, HA only] -> ReadCache -> KeepEncodedSlashes -> FastAPI (routers/)
+
+``RegistryApp`` is what the server runs. Cached reads are answered by ``ReadCache`` without entering the
+framework; everything else goes through FastAPI: ``RegistryRoute`` (content types, forwarding of writes),
+the typed parameters and bodies of ``params.py`` / ``models.py``, the operations of ``Service``, the
+renderers of ``render.py``, and the error handlers of ``errors.py``. ``/docs`` serves the live API
+documentation (Swagger UI from the ``fastapi-offline`` package's files, no CDN), ``/openapi.json`` the
+document that ``openapi.yaml`` is a copy of.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+from registry import __version__
+from registry.http import errors
+from registry.http.openapi import TITLE, document
+from registry.http.read_cache import ReadCache, ReadGuard
+from registry.http.routers import ROUTERS
+
+if TYPE_CHECKING:
+    from registry.forwarder import Forwarder
+    from registry.service import Service
+
+DOCS_ASSETS = "/docs/assets"
+
+
+def build_api(
+    service: Service | None = None, forwarder: Forwarder | None = None, cluster_id: str = "schemakit"
+) -> FastAPI:
+    """The FastAPI app (routes, error handlers, docs). Without a service it can only describe itself."""
+    api = FastAPI(
+        title=TITLE,
+        version=__version__,
+        docs_url=None,
+        redoc_url=None,
+        redirect_slashes=False,
+        separate_input_output_schemas=False,
+    )
+    api.state.service = service
+    api.state.forwarder = forwarder
+    api.state.cluster_id = cluster_id
+    errors.install(api)
+    for router in ROUTERS:
+        api.include_router(router)
+    _add_docs(api)
+
+    def openapi() -> dict[str, Any]:
+        if api.openapi_schema is None:
+            api.openapi_schema = document(api)
+        return api.openapi_schema
+
+    api.openapi = openapi  # type: ignore[method-assign]
+    return api
+
+
+def _add_docs(api: FastAPI) -> None:
+    assets = importlib.resources.files("fastapi_offline") / "static"
+    api.mount(DOCS_ASSETS, StaticFiles(directory=str(assets)), name="docs-assets")
+
+    @api.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title=f"{TITLE} - API documentation",
+            swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon.png",
+        )
+
+
+class KeepEncodedSlashes:
+    """Routing sees the path with each segment decoded except ``/`` (and ``%``), so a subject containing
+    ``%2F`` (Protobuf import paths) stays one path parameter; ``params.Subject`` decodes the rest. Empty
+    segments are dropped (``/subjects/`` is ``/subjects``), as Confluent's server matches them."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            raw: bytes = scope.get("raw_path") or quote(scope["path"]).encode()
+            segments = [unquote(s) for s in raw.decode("latin-1").split("/") if s]
+            scope["path"] = "/" + "/".join(s.replace("%", "%25").replace("/", "%2F") for s in segments)
+        await self.app(scope, receive, send)
+
+
+class RegistryApp(ReadCache):
+    """The ASGI application of one registry instance: the read cache in front of the API (a subclass rather
+    than a wrapper, so a hit costs no extra call).
+
+    ``forwarder`` (several instances) sends writes to the leader when this node is not it; ``guard`` is the
+    security layer's check in front of cached answers (``read_cache.ReadGuard``). ``on_startup`` and
+    ``on_shutdown`` hold coroutines run by the ASGI lifespan (the server opens and closes the log there)."""
+
+    def __init__(
+        self,
+        service: Service,
+        forwarder: Forwarder | None = None,
+        cluster_id: str = "schemakit",
+        *,
+        guard: ReadGuard | None = None,
+    ) -> None:
+        self.service = service
+        self.forwarder = forwarder
+        self.on_startup: list[Callable[[], Awaitable[None]]] = []
+        self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
+        self.api = build_api(service, forwarder, cluster_id)
+        self.api.router.lifespan_context = self._lifespan
+        super().__init__(KeepEncodedSlashes(self.api), service.state, guard=guard)
+
+    @asynccontextmanager
+    async def _lifespan(self, _app: Any) -> AsyncIterator[None]:
+        for fn in self.on_startup:
+            await fn()
+        yield
+        for fn in self.on_shutdown:
+            await fn()

@@ -1,0 +1,124 @@
+"""Every error leaves as Confluent's ``{"error_code", "message"}`` with Confluent's status and code.
+
+``install(app)`` registers the handlers: ``ApiError`` (``registry/errors.py``, raised by operations and
+routes), the framework's own HTTP errors (unknown path 404, wrong method 405, with the status as the code,
+as rest-utils does) and parameters FastAPI could not convert (``params.query_error``). Anything else is
+turned into a 500 by ``RegistryRoute`` after logging it.
+
+``Doc`` lists the documented error answers each route declares, worded with the codes they carry.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from registry.errors import ApiError
+from registry.http.content import CT_V1
+from registry.http.models import ErrorMessage
+from registry.http.params import query_error
+from registry.http.render import dumps
+
+
+def error_response(e: ApiError) -> Response:
+    return Response(dumps({"error_code": e.error_code, "message": e.message}), e.status, media_type=CT_V1.decode())
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return error_response(exc)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    phrase = HTTPStatus(exc.status_code).phrase
+    return error_response(ApiError(exc.status_code, exc.status_code, f"HTTP {exc.status_code} {phrase}"))
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    first = exc.errors()[0]
+    return error_response(query_error(tuple(first["loc"]), first["type"], first.get("input")))
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+
+
+#: documented answers by status, as FastAPI's ``responses=`` takes them
+Responses = dict[int | str, dict[str, Any]]
+
+
+def _doc(status: int, description: str) -> Responses:
+    return {status: {"model": ErrorMessage, "description": description}}
+
+
+class Doc:
+    """Documented error answers; a route lists those it can give (``responses={**Doc.x, ...}``)."""
+
+    bad_request = _doc(400, "`400`: the body is not JSON, or an integer query parameter is not an integer.")
+    not_acceptable = _doc(406, "`406`: the `Accept` header allows none of the JSON types the registry answers with.")
+    unsupported_media_type = _doc(415, "`415`: the request `Content-Type` is not a JSON type the registry accepts.")
+    store_error = _doc(
+        500, "`50001` store write failed, `50002` timed out, `50003` forwarding failed, `50004` no leader."
+    )
+    subject_not_found = _doc(404, "`40401` subject not found.")
+    subject_or_version_not_found = _doc(404, "`40401` subject not found, `40402` version not found.")
+    version_not_found = _doc(404, "`40402` version not found.")
+    subject_or_schema_not_found = _doc(404, "`40401` subject not found, `40403` no matching schema.")
+    schema_not_found = _doc(404, "`40403` schema not found; `404` an id that is not an integer.")
+    delete_subject_not_found = _doc(
+        404, "`40401` not found, `40404` already soft-deleted, `40405` not soft-deleted before `permanent`."
+    )
+    delete_version_not_found = _doc(
+        404,
+        "`40401` subject not found, `40402` version not found, `40406` already soft-deleted, "
+        "`40407` not soft-deleted before `permanent`.",
+    )
+    subject_config_not_found = _doc(
+        404, "`40408` the subject has no config of its own (and `defaultToGlobal` is not set)."
+    )
+    subject_mode_not_found = _doc(404, "`40409` the subject has no mode of its own (and `defaultToGlobal` is not set).")
+    association_not_found = _doc(404, "`40410` association not found.")
+    incompatible_schema = _doc(
+        409, "`409` the schema is incompatible with an earlier version; `message` lists the differences."
+    )
+    invalid_schema = _doc(
+        422,
+        "`42201` invalid or empty schema, schema type or reference, or an invalid rule set (`42210`); "
+        "`422` a body field of the wrong type.",
+    )
+    register_unprocessable = _doc(
+        422,
+        "`42201` invalid schema / type / reference, empty schema, or a `version` that is not the next one; "
+        "`42202` an invalid imported version; `42205` read-only mode, an `id` outside IMPORT mode, no `id` in "
+        "IMPORT mode, or an id owned by another schema; `42208` invalid subject; `42210` invalid rule set; "
+        "`422` a body field of the wrong type.",
+    )
+    invalid_version = _doc(422, "`42202` invalid version; `42201` a stored schema cannot be parsed for `format`.")
+    stored_schema_unparsable = _doc(422, "`42201` a stored (imported) schema cannot be parsed to render `format`.")
+    delete_not_permitted = _doc(422, "`42205` read-only mode, `42206` another subject references a version.")
+    delete_version_not_permitted = _doc(
+        422, "`42202` invalid version, `42205` read-only mode, `42206` the version is referenced."
+    )
+    read_only = _doc(422, "`42205` read-only mode.")
+    config_unprocessable = _doc(
+        422,
+        "`42203` invalid compatibility level, `42205` read-only mode, `42208` invalid subject, "
+        "`42210` invalid rule set, `422` a body field of the wrong type.",
+    )
+    mode_unprocessable = _doc(
+        422,
+        "`42204` invalid mode (FORWARD is global only), `42205` IMPORT with existing subjects, "
+        "`42208` invalid subject, `422` a body field of the wrong type.",
+    )
+    compatibility_unprocessable = _doc(
+        422, "`42201` invalid or empty schema (unless `verbose`), `42202` invalid version, `422` a wrong-typed field."
+    )

@@ -1,0 +1,178 @@
+"""The read cache: a pure ASGI layer in front of the FastAPI app, so repeated reads never enter the framework.
+
+Reads are answered from state in memory, and an answer is a pure function of the request and the state. So
+the body of a 200 to a cacheable read (every GET of the API, and the lookup ``POST /subjects/{s}``) is kept,
+keyed by method, raw path, query string and request body, until the state changes: every applied record
+bumps ``State.generation`` and the cache empties. A hit is one dict lookup, the ``Accept`` negotiation
+(``content.py``, shared with the routes) and one ``send``.
+
+How an answer gets in: on a miss the layer puts a ``ReadTicket`` in the ASGI scope (``TICKET``) and calls the
+app. The route that serves the request marks the ticket ``cacheable`` (``RegistryRoute`` does so for the
+cacheable routes); a 200 to a marked ticket, computed while the generation did not move, is stored with its
+ticket. Anything else a hit cannot answer the same way goes to the app: an ``Accept`` the registry cannot
+satisfy (the app answers 406), a POST body type it does not take (415), a partition not cached yet.
+
+The security seam (authentication and authorization plug in here; nothing is checked by default):
+
+- ``ReadGuard.admit(scope, ticket)`` runs before every hit is served, with the ticket the answer was stored
+  with. It returns the *partition* to serve from, or None to let the app answer the request in full (the
+  caller is not authenticated, is denied, or the guard cannot decide cheaply): then the app's own
+  dependencies run and give the 401/403, and nothing is served from the cache. It is on the hot path:
+  memoize credential checks (per ``Authorization`` header value, per client certificate) there.
+- The partition says whom an answer is valid for: ``SHARED`` for answers that do not depend on the caller,
+  the principal (any hashable) for those that do, e.g. ``GET /subjects`` listing only what the caller may
+  read. The app decides it on the miss: its security dependencies set ``ticket.partition`` to the principal
+  where the answer was filtered for it, and ``ticket.access`` to what the answer requires (opaque here, e.g.
+  ``("read", "subject", "orders")``), which the guard checks on later hits. A guard therefore: finds the
+  principal (memoized), checks ``ticket.access`` for it (None if denied), and answers ``SHARED`` when
+  ``ticket.partition == SHARED``, else the principal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from registry.http.content import body_type_accepted, header, negotiate
+
+Scope = dict[str, Any]
+#: the scope key under which the app finds the ticket of the request
+TICKET = "schemakit.read_ticket"
+#: the partition of answers that are the same for every caller
+SHARED: Hashable = "*"
+MAX_ENTRIES = 50_000  # cached answers (then no more until the next change empties the cache)
+
+
+@dataclass(slots=True)
+class ReadTicket:
+    """Filled by the app while it answers a cache miss; stored with the answer."""
+
+    cacheable: bool = False  # the route's 200s may be served again from the cache
+    access: Hashable | None = None  # what serving this answer requires (for ``ReadGuard``)
+    partition: Hashable = SHARED  # whom the answer was computed for
+
+
+class ReadGuard(Protocol):
+    """Decides, before a hit is served, whether and from which partition (see the module docstring)."""
+
+    async def admit(self, scope: Scope, ticket: ReadTicket) -> Hashable | None: ...
+
+
+class GenerationSource(Protocol):
+    """Anything that tells when the state changed (``State``)."""
+
+    @property
+    def generation(self) -> int: ...
+
+
+@dataclass(slots=True)
+class _Entry:
+    ticket: ReadTicket
+    #: partition -> (content-length, answer body)
+    bodies: dict[Hashable, tuple[bytes, bytes]] = field(default_factory=dict)
+
+
+class ReadCache:
+    """ASGI middleware: ``ReadCache(app, state, guard=None)``."""
+
+    def __init__(
+        self, app: Any, state: GenerationSource, *, guard: ReadGuard | None = None, max_entries: int = MAX_ENTRIES
+    ) -> None:
+        self.app = app
+        self.state = state
+        self.guard = guard
+        self.max_entries = max_entries
+        self._entries: dict[tuple[str, bytes, bytes, bytes], _Entry] = {}
+        self._generation = -1
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        method = scope.get("method")
+        if scope["type"] != "http" or (method != "GET" and method != "POST"):
+            await self.app(scope, receive, send)
+            return
+        generation = self.state.generation
+        if generation != self._generation:
+            self._entries.clear()
+            self._generation = generation
+        headers = scope["headers"]
+        body = b""
+        if method == "POST":
+            body = await _read_body(receive)
+        key = (method, scope.get("raw_path") or scope["path"].encode(), scope.get("query_string", b""), body)
+        entry = self._entries.get(key)
+        if entry is not None:
+            media = negotiate(header(headers, b"accept"))
+            if media is not None and (method == "GET" or body_type_accepted(header(headers, b"content-type"))):
+                partition = SHARED if self.guard is None else await self.guard.admit(scope, entry.ticket)
+                hit = entry.bodies.get(partition) if partition is not None else None
+                if hit is not None:
+                    await send(
+                        {
+                            "type": "http.response.start",
+                            "status": 200,
+                            "headers": [(b"content-type", media), (b"content-length", hit[0])],
+                        }
+                    )
+                    await send({"type": "http.response.body", "body": hit[1]})
+                    return
+        await self._miss(scope, _replay(body, receive) if method == "POST" else receive, send, key, generation)
+
+    async def _miss(
+        self, scope: Scope, receive: Any, send: Any, key: tuple[str, bytes, bytes, bytes], generation: int
+    ) -> None:
+        ticket = ReadTicket()
+        scope[TICKET] = ticket
+        status = 0
+        chunks: list[bytes] = []
+
+        async def capture(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif status == 200 and ticket.cacheable:
+                chunks.append(message.get("body", b""))
+            await send(message)
+
+        await self.app(scope, receive, capture)
+        # Only keep what was computed from the state the request saw: a route that awaited may have seen a newer
+        # state (then the generation moved and the answer is not kept).
+        if status != 200 or not ticket.cacheable or self.state.generation != generation:
+            return
+        entry = self._entries.get(key)
+        if entry is None:
+            if len(self._entries) >= self.max_entries:
+                return
+            entry = self._entries[key] = _Entry(ticket)
+        body = b"".join(chunks)
+        entry.bodies[ticket.partition] = (str(len(body)).encode(), body)
+
+
+async def _read_body(receive: Any) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    """A ``receive`` that gives the app the body already read, then whatever the server sends next."""
+    pending = True
+
+    async def replay() -> dict[str, Any]:
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        message: dict[str, Any] = await receive()
+        return message
+
+    return replay

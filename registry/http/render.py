@@ -1,0 +1,67 @@
+"""Answer bodies in Confluent's shapes: subject versions, schemas by id, lists, pages.
+
+The default-format bodies are rendered once and kept on the state objects (``Version.rendered``,
+``SchemaContent.rendered``), which the state drops when the record changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from registry.state import SchemaContent, Version
+
+
+def dumps(obj: Any) -> bytes:
+    return orjson.dumps(obj)
+
+
+def page(items: Sequence[Any], offset: int, limit: int) -> list[Any]:
+    """Confluent's paging: a negative offset counts as 0, a negative limit means all."""
+    offset = max(offset, 0)
+    return list(items[offset:] if limit < 0 else items[offset : offset + limit])
+
+
+def _content_fields(content: SchemaContent, schema_text: str) -> list[tuple[str, Any]]:
+    fields: list[tuple[str, Any]] = []
+    if content.schema_type != "AVRO":
+        fields.append(("schemaType", content.schema_type))
+    if content.references:
+        fields.append(("references", content.references_json()))
+    if content.metadata:
+        fields.append(("metadata", content.metadata))
+    if content.rule_set:
+        fields.append(("ruleSet", content.rule_set))
+    fields.append(("schema", schema_text))
+    return fields
+
+
+def version_dict(v: Version, schema_text: str | None = None) -> dict[str, Any]:
+    """Confluent's ``Schema``: subject, version, id, then the content (``schema`` last)."""
+    body: dict[str, Any] = {"subject": v.subject, "version": v.version, "id": v.id}
+    body.update(_content_fields(v.content, v.content.schema if schema_text is None else schema_text))
+    return body
+
+
+_ID_ORDER = {"schemaType": 0, "schema": 1, "references": 2, "metadata": 3, "ruleSet": 4}
+
+
+def id_dict(content: SchemaContent, schema_text: str | None = None) -> dict[str, Any]:
+    """Confluent's ``SchemaString``: schemaType, schema, references, metadata, ruleSet."""
+    fields = _content_fields(content, content.schema if schema_text is None else schema_text)
+    return dict(sorted(fields, key=lambda kv: _ID_ORDER[kv[0]]))
+
+
+def version_body(v: Version) -> bytes:
+    if v.rendered is None:
+        v.rendered = dumps(version_dict(v))
+    return v.rendered
+
+
+def id_body(content: SchemaContent) -> bytes:
+    body = content.rendered.get("")
+    if body is None:
+        body = content.rendered[""] = dumps(id_dict(content))
+    return body

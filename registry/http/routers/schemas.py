@@ -1,0 +1,137 @@
+"""``/schemas``: schemas by id, every schema, the schema types."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from registry.http import render
+from registry.http.errors import Doc
+from registry.http.models import Schema, SchemaString, SchemaTypeName, SubjectVersion
+from registry.http.params import Deleted, Format, Limit, Offset, QueryBool, SchemaId, ServiceDep
+from registry.http.routing import RegistryRoute, ok, raw_text_doc
+from registry.schema_types import schema_types
+from registry.service import Service, normalize_subject
+
+router = APIRouter(route_class=RegistryRoute, tags=["schemas"])
+
+SubjectFilter = Annotated[str, Query(alias="subject", description="Only this subject.")]
+
+
+def _id_versions(service: Service, schema_id: int, deleted: bool, subject: str) -> list[tuple[str, int]]:
+    """The (subject, version) pairs holding the id, only ``subject``'s when one is given."""
+    pairs = service.id_versions(schema_id, deleted=deleted)
+    return [p for p in pairs if p[0] == normalize_subject(subject)] if subject else pairs
+
+
+@router.get(
+    "/schemas",
+    operation_id="getSchemas",
+    summary="Every version of every subject (matching the prefix), as Schema objects.",
+    response_model=list[Schema],
+    responses={**Doc.bad_request},
+)
+async def list_schemas(
+    service: ServiceDep,
+    subject_prefix: Annotated[
+        str,
+        Query(alias="subjectPrefix", description="Only subjects starting with this prefix; empty or `:*:` means all."),
+    ] = "",
+    deleted: Deleted = False,
+    latest_only: Annotated[
+        QueryBool, Query(alias="latestOnly", description="Only the latest version of each subject.")
+    ] = False,
+    offset: Offset = 0,
+    limit: Limit = -1,
+) -> Response:
+    versions = service.all_schemas(subject_prefix, deleted=deleted, latest_only=latest_only)
+    chosen = render.page(versions, offset, limit)
+    return ok(b"[" + b",".join(render.version_body(v) for v in chosen) + b"]")
+
+
+@router.get(
+    "/schemas/types",
+    operation_id="getSchemaTypes",
+    summary="The schema types this server supports.",
+    response_model=list[SchemaTypeName],
+)
+async def get_schema_types() -> Response:
+    return ok(render.dumps(schema_types()))
+
+
+@router.get(
+    "/schemas/ids/{id}",
+    operation_id="getSchemaById",
+    summary="The schema with this id.",
+    response_model=SchemaString,
+    responses={**Doc.schema_not_found, **Doc.stored_schema_unparsable},
+)
+async def get_schema(
+    service: ServiceDep,
+    id: SchemaId,
+    fmt: Format = "",
+    fetch_max_id: Annotated[
+        QueryBool, Query(alias="fetchMaxId", description="Add `maxId`, the highest id in use.")
+    ] = False,
+) -> Response:
+    content = service.schema(id)
+    if not fmt and not fetch_max_id:
+        return ok(render.id_body(content))
+    body = render.id_dict(content, await service.formatted(content, id, fmt))
+    if fetch_max_id:
+        body["maxId"] = service.state.max_id
+    return ok(render.dumps(body))
+
+
+@router.get(
+    "/schemas/ids/{id}/schema",
+    operation_id="getSchemaTextById",
+    summary="The schema text with this id, not wrapped in JSON.",
+    response_model=None,
+    responses={
+        **raw_text_doc("The schema text itself (JSON for Avro and JSON Schema, `.proto` source for Protobuf)."),
+        **Doc.schema_not_found,
+        **Doc.stored_schema_unparsable,
+    },
+)
+async def get_schema_text(service: ServiceDep, id: SchemaId, fmt: Format = "") -> Response:
+    return ok((await service.formatted(service.schema(id), id, fmt)).encode())
+
+
+@router.get(
+    "/schemas/ids/{id}/subjects",
+    operation_id="getSubjectsById",
+    summary="Subjects that have a version with this id.",
+    response_model=list[str],
+    responses={**Doc.bad_request, **Doc.schema_not_found},
+)
+async def get_subjects(
+    service: ServiceDep,
+    id: SchemaId,
+    deleted: Deleted = False,
+    subject: SubjectFilter = "",
+    offset: Offset = 0,
+    limit: Limit = -1,
+) -> Response:
+    subjects = sorted({s for s, _ in _id_versions(service, id, deleted, subject)})
+    return ok(render.dumps(render.page(subjects, offset, limit)))
+
+
+@router.get(
+    "/schemas/ids/{id}/versions",
+    operation_id="getVersionsById",
+    summary="Subject-version pairs that hold this id.",
+    response_model=list[SubjectVersion],
+    responses={**Doc.bad_request, **Doc.schema_not_found},
+)
+async def get_versions(
+    service: ServiceDep,
+    id: SchemaId,
+    deleted: Deleted = False,
+    subject: SubjectFilter = "",
+    offset: Offset = 0,
+    limit: Limit = -1,
+) -> Response:
+    items = [{"subject": s, "version": v} for s, v in _id_versions(service, id, deleted, subject)]
+    return ok(render.dumps(render.page(items, offset, limit)))
