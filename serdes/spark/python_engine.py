@@ -96,7 +96,7 @@ def registry_client(registry: RegistryOptions) -> RegistryClient:
         with _lock:
             client = _clients.get(registry)
             if client is None:
-                client = _clients[registry] = registry.client()
+                client = _clients[registry] = registry.client(keep_alive=False)
     return client
 
 

@@ -4,11 +4,11 @@
 the dict confluent-kafka's ``SchemaRegistryClient`` takes: ``url``, ``basic.auth.user.info``,
 ``bearer.auth.credentials.source`` STATIC_TOKEN / OAUTHBEARER with its ``bearer.auth.*`` keys,
 ``ssl.ca.location``, ``ssl.certificate.location``, ``ssl.key.location``, ``ssl.key.password``, ``timeout``, ...
-The same options reach both engines: the Python engine builds ``serdes.RegistryClient.from_config`` from them
-on the driver and in each Python worker; the JVM engine's executors read them in ``RegistryConnection.java``
-(which implements the keys above; a CUSTOM bearer provider is a Python function, so it needs the Python
-engine). File paths (CA bundle, client certificate and key) are read where the call runs, so they must exist on
-the executors too.
+The same options reach both engines: the Python engine builds a ``serdes.RegistryClient`` from them (as
+``from_config`` does) on the driver and in each Python worker; the JVM engine's executors read them in
+``RegistryConnection.java`` (which implements the keys above; a CUSTOM bearer provider is a Python function,
+so it needs the Python engine). File paths (CA bundle, client certificate and key) are read where the call runs,
+so they must exist on the executors too.
 
 Secrets: the options travel inside the serialized query plan to the executors (as any Spark closure does;
 turn on ``spark.network.crypto.enabled`` / ``spark.io.encryption.enabled`` to protect them in transit). They are
@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from serdes.client import RegistryClient
+from serdes.client_config import settings_from_config
 
 __all__ = ["RegistryOptions"]
 
@@ -79,8 +80,14 @@ class RegistryOptions:
             return "a CUSTOM bearer provider is a Python function"
         return None
 
-    def client(self) -> RegistryClient:
-        return RegistryClient.from_config(self.config)
+    def client(self, keep_alive: bool = True) -> RegistryClient:
+        """A client built from these options. Executors pass ``keep_alive=False``: they ask once per schema id,
+        and an idle keep-alive connection held by a long-lived Python worker would only delay the registry's
+        shutdown (a TLS server waits for the peer's close)."""
+        url, kwargs = settings_from_config(self.config)
+        if not keep_alive:
+            kwargs["headers"] = {**kwargs.get("headers", {}), "Connection": "close"}
+        return RegistryClient(url, **kwargs)
 
     def jvm_config(self) -> dict[str, str]:
         """The options as strings, for the JVM engine's ``RegistryConnection``."""

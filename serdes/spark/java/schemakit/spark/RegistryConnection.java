@@ -179,6 +179,8 @@ final class RegistryConnection {
     HttpURLConnection conn = (HttpURLConnection) URI.create(url).toURL().openConnection();
     conn.setConnectTimeout(timeoutMs);
     conn.setReadTimeout(timeoutMs);
+    // an executor asks once per schema id: no idle connections left open to the registry (or the token endpoint)
+    conn.setRequestProperty("Connection", "close");
     if (conn instanceof HttpsURLConnection) {
       SSLSocketFactory factory = socketFactory();
       if (factory != null) {
