@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck format openapi bench bench-spark spark-jar clean
+.PHONY: install run test lint typecheck format openapi bench bench-spark spark-jar browser clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,7 +29,16 @@ spark-jar: $(STAMP)
 	@if command -v javac >/dev/null; then $(PY) -m serdes.spark.build_jar; \
 	else echo "javac not found: Spark JVM engine not built, its tests skip. Install: apt-get install openjdk-17-jdk-headless"; fi
 
-test: $(STAMP) spark-jar
+# The UI tests (tests/ui) drive Debian's headless Chromium with Selenium; they skip, naming this target, where
+# it cannot be installed (not root, no apt).
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+		|| echo "chromium could not be installed: the UI tests skip"; \
+	else echo "chromium not found: the UI tests skip. Install: make browser (as root), or apt-get install chromium chromium-driver"; fi
+
+test: $(STAMP) spark-jar browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q $(PYTEST_ARGS)

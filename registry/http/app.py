@@ -34,6 +34,7 @@ from registry.http.openapi import TITLE, document
 from registry.http.read_cache import ReadCache, ReadGuard
 from registry.http.routers import ROUTERS, operations
 from registry.metrics import Metrics
+from registry.ui import mount as mount_ui
 
 if TYPE_CHECKING:
     from registry.forwarder import Forwarder
@@ -72,6 +73,7 @@ def build_api(
         api.include_router(router)
     api.include_router(operations.router)
     _add_docs(api)
+    mount_ui(api)
 
     def openapi() -> dict[str, Any]:
         if api.openapi_schema is None:
