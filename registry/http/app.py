@@ -8,7 +8,8 @@ the typed parameters and bodies of ``params.py`` / ``models.py``, the operations
 renderers of ``render.py``, and the error handlers of ``errors.py``. ``/docs`` serves the live API
 documentation (Swagger UI from the ``fastapi-offline`` package's files, no CDN), ``/openapi.json`` the
 document that ``openapi.yaml`` is a copy of. The operations endpoints (``routers/operations.py``: health,
-metrics) are routes of the same app, outside the API document. ``StartupGate`` answers 503 to the API while the
+metrics) are routes of the same app, outside the API document, and so is the schema browser (``registry/ui``:
+``/ui/`` and its ``/ui/api/`` helpers). ``StartupGate`` answers 503 to the API while the
 startup replay runs (only the operations endpoints answer then); it sits behind the cache, which is empty until
 then, so cached reads never pass it.
 """

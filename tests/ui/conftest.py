@@ -61,11 +61,12 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
-def screenshot(browser: Any, request: pytest.FixtureRequest) -> Callable[[str], Path]:
-    """Saves the page as ``test-artifacts/ui/<name>.png`` and returns the path."""
+def screenshot(browser: Any) -> Callable[[str], Path]:
+    """Saves the page (from its top) as ``test-artifacts/ui/<name>.png`` and returns the path."""
 
     def save(name: str) -> Path:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        browser.execute_script("window.scrollTo(0, 0)")
         path = ARTIFACTS / f"{name}.png"
         browser.save_screenshot(str(path))
         return path

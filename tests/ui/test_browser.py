@@ -195,3 +195,43 @@ def test_write_controls_are_hidden_where_the_caller_may_not_write(
     assert writes, "the page has write controls to hide"
     assert [w.text for w in writes if w.is_displayed()] == []
     assert css(browser, "#who")[0].text == "mode READONLY · read-only"
+
+
+def test_keyboard_alone_finds_and_opens_a_subject(browser: Any, registry: RegistryProcess, subjects: None) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get(registry.url + "/ui/")
+    wait(browser, lambda b: "orders-value" in listed(b))
+    active = browser.switch_to.active_element
+    active.send_keys("/")
+    assert browser.switch_to.active_element.get_attribute("id") == "search"
+    browser.switch_to.active_element.send_keys("orders")
+    wait_listed(browser, ["orders-value"])
+    for _ in range(4):  # type, compatibility, deleted, then the subject's link
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+    assert browser.switch_to.active_element.text == "orders-value"
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    wait(browser, lambda b: text(b, "h1") == "orders-value")
+    assert text(browser, "#version-title").startswith("Version 1 · id ")
+
+
+def test_dark_mode_follows_the_systems_preference(
+    browser: Any, registry: RegistryProcess, api: httpx.Client, screenshot: Callable[[str], Any]
+) -> None:
+    def background() -> str:
+        return str(browser.execute_script("return getComputedStyle(document.body).backgroundColor"))
+
+    register(api, "inventory-value", record("Item"))
+    register(api, "inventory-value", record("Item", {"name": "sku", "type": "string", "default": ""}))
+    register(api, "inventory-value", record("Item", {"name": "sku", "type": "string", "default": ""},
+                                            {"name": "count", "type": "int", "default": 0}))
+    browser.get(registry.url + "/ui/#/s/inventory-value")
+    wait(browser, lambda b: text(b, "#version-title").startswith("Version 3 "))
+    assert background() == "rgb(255, 255, 255)"
+    features = [{"name": "prefers-color-scheme", "value": "dark"}]
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": features})
+    try:
+        wait(browser, lambda b: background() == "rgb(21, 24, 29)")
+        screenshot("subject-dark")
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})

@@ -491,7 +491,11 @@ async function route() {
   document.title = `${path.startsWith("/s/") ? decodeURIComponent(path.split("/")[2]) + " · " : ""}schemakit registry`;
 }
 
-window.addEventListener("hashchange", () => { route().then(() => main().focus()); });
+// A new page starts at the top, with the focus on its content (where a screen reader reads on).
+window.addEventListener("hashchange", () => route().then(() => {
+  window.scrollTo(0, 0);
+  main().focus({ preventScroll: true });
+}));
 document.addEventListener("keydown", (e) => {
   const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
   if (e.key === "/" && !typing) {
