@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import importlib.resources
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from registry.ui import api
+from registry.http import render
+from registry.ui import access, api
 
 PREFIX = "/ui"
 
@@ -28,8 +29,13 @@ def mount(app: FastAPI) -> None:
 
     # The routing layer drops empty path segments (``/ui/`` arrives as ``/ui``), so the page is answered here
     # and refers to its assets by absolute paths.
+    # With authentication on, the page itself asks for credentials (the registry's challenge), so the browser
+    # signs in once and sends them with the pages' API requests.
     @app.get(PREFIX, include_in_schema=False)
-    async def ui_page() -> FileResponse:
+    async def ui_page(request: Request) -> Response:
+        if await access.identify(request) is None:
+            body = render.dumps({"error_code": 40101, "message": "Unauthorized: sign in to browse the registry"})
+            return Response(body, 401, headers=dict(access.challenges(request)), media_type="application/json")
         return FileResponse(f"{static}/index.html", headers={"cache-control": "no-cache"})
 
     app.mount(PREFIX, StaticFiles(directory=static), name="ui")

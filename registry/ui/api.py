@@ -11,16 +11,16 @@ requests. Not part of Confluent's API, so not in ``openapi.yaml``; errors are Co
   every change with Confluent's kind — the same rules as the registry and ``schemakit registry diff``;
 - ``GET /ui/api/whoami``: who the caller is and whether the pages should offer writes (never cached).
 
-The first three are cacheable reads (``RegistryRoute``): pure functions of the request and the state.
+The first three are cacheable reads (``RegistryRoute``): pure functions of the request and the state. They
+show only what the caller may read, by the registry's security rules when authentication is on (``access.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from importlib import import_module
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from registry import contexts, errors
 from registry.http import render
@@ -30,6 +30,7 @@ from registry.modes import READ_ONLY_MODES
 from registry.schema_types.compatibility import change_kinds, level_verdicts
 from registry.service import Service
 from registry.state import Version
+from registry.ui.access import CONFIG, READ, WRITE, Caller, caller, identify, subject_resource
 
 router = APIRouter(prefix="/ui/api", route_class=RegistryRoute, include_in_schema=False)
 #: the page size when the caller names none (and the largest one served)
@@ -44,11 +45,14 @@ DeletedFilter = Annotated[
     Query(alias="deleted", description="Subjects whose versions are all soft-deleted: hide, show, or only them."),
 ]
 VersionNumber = Annotated[int, Query(ge=1, description="A version number (soft-deleted ones too).")]
+#: who is calling (401 when authentication is on and the credentials do not authenticate)
+CallerDep = Annotated[Caller, Depends(caller)]
 
 
 @router.get("/subjects")
 async def subjects_page(
     service: ServiceDep,
+    who: CallerDep,
     q: Search = "",
     schema_type: TypeFilter = "",
     level: LevelFilter = "",
@@ -62,7 +66,7 @@ async def subjects_page(
     level = level.strip().upper()
     rows = []
     for subject in sorted(state.subjects):
-        if needle and needle not in subject.lower():
+        if (needle and needle not in subject.lower()) or not who.may(READ, subject_resource(subject)):
             continue
         every = state.versions(subject, deleted=True)
         live = [v for v in every if not v.deleted]
@@ -94,7 +98,8 @@ async def subjects_page(
 
 
 @router.get("/subjects/{subject}")
-async def subject_detail(service: ServiceDep, subject: Subject) -> Response:
+async def subject_detail(service: ServiceDep, who: CallerDep, subject: Subject) -> Response:
+    who.require(READ, subject_resource(subject))
     state = service.state
     every = state.versions(subject, deleted=True)
     if not every:
@@ -129,7 +134,10 @@ def _ref(v: Version) -> dict[str, Any]:
 
 
 @router.get("/subjects/{subject}/compare")
-async def compare(service: ServiceDep, subject: Subject, old: VersionNumber, new: VersionNumber) -> Response:
+async def compare(
+    service: ServiceDep, who: CallerDep, subject: Subject, old: VersionNumber, new: VersionNumber
+) -> Response:
+    who.require(READ, subject_resource(subject))
     state = service.state
     every = {v.version: v for v in state.versions(subject, deleted=True)}
     if not every:
@@ -166,27 +174,16 @@ whoami_router = APIRouter(prefix="/ui/api", include_in_schema=False)
 @whoami_router.get("/whoami")
 async def whoami(request: Request, subject: str = "") -> Response:
     """``{"principal", "canWrite", "mode"}``: whether to show write controls (for ``subject``, else the global
-    settings). ``canWrite`` is false in a read-only mode, and, with the security layer on
-    (``app.state.security``), when the caller's credentials do not authenticate or do not grant ``Write``. A
-    hint for the pages only: the API itself decides every write."""
+    settings). ``canWrite`` is false in a read-only mode, and, with authentication on, when the caller's
+    credentials do not authenticate or do not grant ``Write`` (``access.py``). A hint for the pages only: the
+    API itself decides every write."""
     service: Service = request.app.state.service
     mode = service.effective_mode(subject or None)
-    principal, may_write = await _caller(request, subject)
-    body = {"principal": principal, "canWrite": may_write and mode not in READ_ONLY_MODES, "mode": mode}
+    who = await identify(request)
+    may_write = who is not None and who.may(WRITE, subject_resource(subject) if subject else CONFIG)
+    body = {
+        "principal": who.name if who else None,
+        "canWrite": may_write and mode not in READ_ONLY_MODES,
+        "mode": mode,
+    }
     return Response(render.dumps(body), media_type="application/json", headers={"cache-control": "no-store"})
-
-
-async def _caller(request: Request, subject: str) -> tuple[str | None, bool]:
-    """(principal name, may write). Without a security layer anyone may; with one, its authenticator names
-    the caller and its authorizer answers for ``Write`` on the subject (or the global config)."""
-    security = getattr(request.app.state, "security", None)
-    if security is None:
-        return None, True
-    try:
-        principal = await security.authenticator.authenticate(request.scope, request.body)
-    except Exception:  # not authenticated (whatever the mechanism's error): read-only pages, the API asks again
-        return None, False
-    # the security package is there whenever ``app.state.security`` is set
-    operation = import_module("registry.security").Operation("Write")
-    resource = f"Subject:{subject}" if subject else "Config:"
-    return str(principal.name), bool(security.authorizer.allows_any(principal, operation, (resource,)))

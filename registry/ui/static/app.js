@@ -33,16 +33,24 @@ class ApiError extends Error {
   }
 }
 
-async function api(method, path, body) {
+async function api(method, path, body, retried) {
   const init = { method, headers: { Accept: JSON_TYPE }, credentials: "same-origin" };
   if (body !== undefined) {
     init.headers["Content-Type"] = JSON_TYPE;
     init.body = JSON.stringify(body);
   }
-  const resp = await fetch(path, init);
+  // An absolute URL: a page opened with credentials in its address (user:password@host) has a base that
+  // fetch refuses.
+  const resp = await fetch(location.origin + path, init);
   const text = await resp.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch (e) { data = { message: text }; }
+  if (resp.status === 401 && path.startsWith("/ui/api/") && !retried) {
+    // Not signed in: an API route answers with the registry's challenge, on which the browser asks for
+    // credentials (basic authentication) and then sends them with every request.
+    const signIn = await fetch(location.origin + "/config", { headers: { Accept: JSON_TYPE }, credentials: "same-origin" });
+    if (signIn.ok) return api(method, path, body, true);
+  }
   if (!resp.ok) {
     // A write refused for lack of rights: stop offering writes (the API decides; this only follows it).
     if (method !== "GET" && (resp.status === 401 || resp.status === 403)) setWritable(false);
