@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck format openapi bench bench-spark spark-jar browser clean
+.PHONY: install run test lint typecheck format openapi bench bench-spark spark-jar wheel browser clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ spark-jar: $(STAMP)
 	@if command -v javac >/dev/null; then $(PY) -m serdes.spark.build_jar; \
 	else echo "javac not found: Spark JVM engine not built, its tests skip. Install: apt-get install openjdk-17-jdk-headless"; fi
 
+# A wheel carrying the Spark JVM engine's jar (setup.py compiles it during the build; needs javac and this venv's
+# pyspark, hence no build isolation), so that its users need no JDK.
+wheel: $(STAMP)
+	SCHEMAKIT_SPARK_JAR=require $(PY) -m pip wheel --no-build-isolation --no-deps -w dist .
+
 # The UI tests (tests/ui) drive Debian's headless Chromium with Selenium; they skip, naming this target, where
 # it cannot be installed (not root, no apt).
 browser:
@@ -49,7 +54,7 @@ format: $(STAMP)
 
 # openapi.yaml is the app's own OpenAPI document; tests/registry/test_openapi.py fails when it is stale.
 openapi: $(STAMP)
-	$(PY) -m registry.http.openapi
+	$(PY) -m registry.http.openapi_file
 
 bench: $(STAMP)
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
