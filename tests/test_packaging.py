@@ -82,6 +82,9 @@ def test_bare_install_serves_the_registry(bare_venv: Path, tmp_path: Path) -> No
         )
         assert registered.status_code == 200, registered.text
         assert registered.json() == {"id": 1}
+        # the schema browser's files ship in the package
+        for asset in ("/ui", "/ui/app.js", "/ui/app.css"):
+            assert httpx.get(f"http://127.0.0.1:{port}{asset}").status_code == 200, asset
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.server import RegistryProcess, free_port
+from tests.server import RegistryProcess
 
 CHROMIUM = os.environ.get("SCHEMAKIT_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("SCHEMAKIT_TEST_CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -26,11 +26,8 @@ INSTALL_HINT = "make browser (as root), or apt-get install chromium chromium-dri
 
 
 @pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryProcess]:
-    d = tmp_path_factory.mktemp("ui-registry")
-    rp = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log").start()
-    yield rp
-    rp.stop()
+def registry(module_registry: RegistryProcess) -> RegistryProcess:
+    return module_registry
 
 
 @pytest.fixture(scope="module")
