@@ -178,15 +178,33 @@ def test_editor_reports_an_incompatible_change_and_registers_a_compatible_one(
     assert text(browser, "#editor-result .notice") == f"Registered: id {latest['id']}, version 2."
     assert [f["name"] for f in json.loads(latest["schema"])["fields"]] == ["id", "currency"]
 
+    # a new subject: named in the editor, compatible with nothing before it
+    browser.get(registry.url + "/ui/#/new")
+    wait(browser, lambda b: css(b, "#editor-subject"))[0].send_keys("refunds-value")
+    editor = css(browser, "#editor-schema")[0]
+    assert check(record("Refund")) == "Compatible with the versions the subject's compatibility level names."
+    css(browser, "#register")[0].click()
+    wait(browser, lambda b: "Registered" in text(b, "#editor-result .notice"))
+    created = api.get("/subjects/refunds-value/versions/latest").json()
+    assert text(browser, "#editor-result .notice") == f"Registered: id {created['id']}, version 1."
+
 
 def test_write_controls_are_hidden_where_the_caller_may_not_write(
     browser: Any, registry: RegistryProcess, api: httpx.Client
 ) -> None:
+    from selenium.webdriver.support.ui import Select
+
     register(api, "audit-value", record("Audit"))
     browser.get(registry.url + "/ui/#/s/audit-value")
     wait(browser, lambda b: css(b, "#version-title"))
     wait(browser, lambda b: "readonly" not in b.find_element("tag name", "body").get_attribute("class"))
     assert css(browser, 'a[href="#/s/audit-value/new"]')[0].is_displayed()
+
+    # the subject's own settings, changed from the page
+    Select(css(browser, "#subject-level")[0]).select_by_value("FULL")
+    next(b for b in css(browser, "button.write") if b.text == "Save compatibility").click()
+    wait(browser, lambda b: "Compatibility set to FULL." in text(b, ".notice"))
+    assert api.get("/config/audit-value").json() == {"compatibilityLevel": "FULL"}
 
     assert api.put("/mode/audit-value", json={"mode": "READONLY"}).status_code == 200
     browser.refresh()
