@@ -288,13 +288,16 @@ async function subjectPage(subject, params) {
       h("a", { href: `${base}?v=${v.version}`, "aria-current": v === current ? "true" : null },
         `Version ${v.version}`, v.deleted ? h("span", { class: "badge deleted" }, "deleted") : null,
         h("small", {}, `id ${v.id} · ${v.schemaType}`), h("small", {}, fmtTime(v.timestamp))))));
-  const live = versions.map((v) => v.version);
-  const older = live.filter((n) => n < current.version).pop();
-  const pick = (id, label, value) => select(id, label, live.map((n) => [String(n), `version ${n}`]), String(value));
+  const numbers = versions.map((v) => v.version);
+  // by default: this version against the one before it (the first version: against the one after it)
+  const older = numbers.filter((n) => n < current.version).pop();
+  const newer = numbers.find((n) => n > current.version);
+  const [cmpOld, cmpNew] = older ? [older, current.version] : [current.version, newer || current.version];
+  const pick = (id, label, value) => select(id, label, numbers.map((n) => [String(n), `version ${n}`]), String(value));
   const compare = h("form", { class: "row", onsubmit: (e) => {
     e.preventDefault();
     location.hash = `${base}/diff?old=${document.getElementById("cmp-old").value}&new=${document.getElementById("cmp-new").value}`;
-  } }, pick("cmp-old", "Old", older || current.version), pick("cmp-new", "New", current.version),
+  } }, pick("cmp-old", "Old", cmpOld), pick("cmp-new", "New", cmpNew),
   h("button", { type: "submit" }, "Compare"));
 
   const refLink = (r) => h("a", { href: `#/s/${enc(r.subject)}?v=${r.version}` }, `${r.subject} version ${r.version}`);
