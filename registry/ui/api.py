@@ -28,7 +28,7 @@ from registry.http.params import Limit, Offset, ServiceDep, Subject
 from registry.http.routing import RegistryRoute, ok
 from registry.modes import READ_ONLY_MODES
 from registry.schema_types.compatibility import change_kinds, level_verdicts
-from registry.service import Service
+from registry.service import Service, normalize_subject
 from registry.state import Version
 from registry.ui.access import CONFIG, READ, WRITE, Caller, caller, identify, subject_resource
 
@@ -178,6 +178,7 @@ async def whoami(request: Request, subject: str = "") -> Response:
     credentials do not authenticate or do not grant ``Write`` (``access.py``). A hint for the pages only: the
     API itself decides every write."""
     service: Service = request.app.state.service
+    subject = normalize_subject(subject) if subject else ""
     mode = service.effective_mode(subject or None)
     who = await identify(request)
     may_write = who is not None and who.may(WRITE, subject_resource(subject) if subject else CONFIG)
