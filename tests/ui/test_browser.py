@@ -24,7 +24,7 @@ def register(api: httpx.Client, subject: str, schema: str, schema_type: str = "A
     return int(resp.json()["id"])
 
 
-def wait(browser: Any, predicate: Callable[[Any], Any], timeout: float = 10) -> Any:
+def wait(browser: Any, predicate: Callable[[Any], Any], timeout: float = 20) -> Any:
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
