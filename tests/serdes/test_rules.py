@@ -1,0 +1,231 @@
+"""Data-contract rules run by the serializers and deserializers, side by side with confluent-kafka's serializers
+running the same rule set on the same registry: CEL conditions, CEL_FIELD transforms by tag, JSONata migrations
+across a major version, DLQ, disabled rules."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer as CkAvroDeserializer
+from confluent_kafka.schema_registry.avro import AvroSerializer as CkAvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer as CkJsonDeserializer
+from confluent_kafka.schema_registry.json_schema import JSONSerializer as CkJsonSerializer
+from confluent_kafka.schema_registry.rules.cel.cel_executor import CelExecutor
+from confluent_kafka.schema_registry.rules.cel.cel_field_executor import CelFieldExecutor
+from confluent_kafka.schema_registry.rules.jsonata.jsonata_executor import JsonataExecutor
+from confluent_kafka.serialization import SerializationError as CkSerializationError
+
+from serdes import (
+    AvroDeserializer,
+    AvroSerializer,
+    JsonSchemaDeserializer,
+    JsonSchemaSerializer,
+    MessageField,
+    RegistryClient,
+    RuleError,
+    SerializationContext,
+)
+
+CelExecutor.register()
+CelFieldExecutor.register()
+JsonataExecutor.register()
+
+CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
+
+ORDER_AVRO = {
+    "type": "record", "name": "Order", "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "qty", "type": "long"},
+        {"name": "ssn", "type": "string", "confluent:tags": ["PII"]},
+        {"name": "note", "type": ["null", "string"], "default": None},
+    ],
+}
+ORDER_JSON = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "qty": {"type": "integer"},
+        "ssn": {"type": "string", "confluent:tags": ["PII"]},
+    },
+    "required": ["id", "qty", "ssn"],
+}
+
+CHECK_QTY = {"name": "checkQty", "kind": "CONDITION", "mode": "WRITE", "type": "CEL", "expr": "message.qty > 0"}
+MASK_PII = {"name": "maskPii", "kind": "TRANSFORM", "mode": "WRITE", "type": "CEL_FIELD", "tags": ["PII"],
+            "expr": "typeName == 'STRING' ; value + '-masked'"}
+GOOD = {"id": "o-1", "qty": 3, "ssn": "123", "note": None}
+MASKED = {**GOOD, "ssn": "123-masked"}
+
+
+@pytest.fixture
+def http(registry_url: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=registry_url, timeout=30) as h:
+        yield h
+
+
+@pytest.fixture
+def ck(registry_url: str) -> SchemaRegistryClient:
+    return SchemaRegistryClient({"url": registry_url})
+
+
+def register(http: httpx.Client, subject: str, schema: Any, schema_type: str = "AVRO", **extra: Any) -> int:
+    body = {"schema": json.dumps(schema), **extra}
+    if schema_type != "AVRO":
+        body["schemaType"] = schema_type
+    r = http.post(f"/subjects/{subject}/versions", json=body, headers=CT)
+    assert r.status_code == 200, r.text
+    return int(r.json()["id"])
+
+
+def value_ctx(topic: str) -> SerializationContext:
+    return SerializationContext(topic, MessageField.VALUE)
+
+
+def _avro_pair(client: RegistryClient, ck: SchemaRegistryClient) -> tuple[Any, Any, Any, Any]:
+    ours_w = AvroSerializer(client, use_latest_version=True)
+    ours_r = AvroDeserializer(client)
+    ck_w = CkAvroSerializer(ck, conf={"auto.register.schemas": False, "use.latest.version": True})
+    ck_r = CkAvroDeserializer(ck)
+    return ours_w, ours_r, ck_w, ck_r
+
+
+def _json_pair(client: RegistryClient, ck: SchemaRegistryClient) -> tuple[Any, Any, Any, Any]:
+    ours_w = JsonSchemaSerializer(client, use_latest_version=True)
+    ours_r = JsonSchemaDeserializer(client)
+    ck_w = CkJsonSerializer(None, ck, conf={"auto.register.schemas": False, "use.latest.version": True})
+    ck_r = CkJsonDeserializer(None, schema_registry_client=ck)
+    return ours_w, ours_r, ck_w, ck_r
+
+
+FORMATS = {
+    "avro": (ORDER_AVRO, "AVRO", _avro_pair, {k: v for k, v in GOOD.items()}),
+    "json": (ORDER_JSON, "JSON", _json_pair, {k: v for k, v in GOOD.items() if k != "note"}),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_cel_condition_and_field_transform_match_confluent(
+    fmt: str, http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, topic: str
+) -> None:
+    schema, schema_type, pair, good = FORMATS[fmt]
+    register(http, f"{topic}-value", schema, schema_type, ruleSet={"domainRules": [CHECK_QTY, MASK_PII]})
+    ours_w, ours_r, ck_w, ck_r = pair(client, ck)
+    ctx = value_ctx(topic)
+    masked = {**good, "ssn": "123-masked"}
+
+    ours_bytes = ours_w(good, ctx)
+    ck_bytes = ck_w(dict(good), ctx)
+    assert ours_r(ours_bytes, ctx) == masked
+    assert ck_r(ours_bytes, ctx) == masked
+    assert ours_r(ck_bytes, ctx) == masked
+    if fmt == "avro":
+        assert ours_bytes == ck_bytes
+
+    bad = {**good, "qty": 0}
+    with pytest.raises(RuleError) as ours_err:
+        ours_w(bad, ctx)
+    assert ours_err.value.rule == "checkQty"
+    assert "checkQty" in str(ours_err.value) and "message.qty > 0" in str(ours_err.value)
+    with pytest.raises(CkSerializationError) as ck_err:
+        ck_w(dict(bad), ctx)
+    assert str(ck_err.value.__cause__) == "Rule expr failed: message.qty > 0"
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_read_rules_and_disabled_rules(
+    fmt: str, http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, topic: str
+) -> None:
+    schema, schema_type, pair, good = FORMATS[fmt]
+    read_check = {**CHECK_QTY, "name": "readQty", "mode": "READ", "expr": "message.qty < 10"}
+    disabled = {**MASK_PII, "name": "off", "mode": "WRITEREAD", "disabled": True}
+    register(http, f"{topic}-value", schema, schema_type, ruleSet={"domainRules": [read_check, disabled]})
+    ours_w, ours_r, ck_w, ck_r = pair(client, ck)
+    ctx = value_ctx(topic)
+    big = {**good, "qty": 12}
+    data = ours_w(big, ctx)  # READ rules do not run on write; the disabled transform never runs
+    assert data == ck_w(dict(big), ctx) or fmt == "json"
+    assert ours_r(ours_w(good, ctx), ctx) == good
+    with pytest.raises(RuleError) as ours_err:
+        ours_r(data, ctx)
+    assert (ours_err.value.rule, ours_err.value.mode) == ("readQty", "READ")
+    with pytest.raises(CkSerializationError) as ck_err:
+        ck_r(data, ctx)
+    assert str(ck_err.value.__cause__) == "Rule expr failed: message.qty < 10"
+
+
+WIDGET_V1 = {"type": "record", "name": "Widget", "fields": [
+    {"name": "name", "type": "string"}, {"name": "size", "type": "int"}]}
+WIDGET_V2 = {"type": "record", "name": "Widget", "fields": [
+    {"name": "name", "type": "string"}, {"name": "height", "type": "int"}]}
+UPGRADE = {"name": "sizeToHeight", "kind": "TRANSFORM", "type": "JSONATA", "mode": "UPGRADE",
+           "expr": "$merge([$sift($, function($v, $k) {$k != 'size'}), {'height': $.'size'}])"}
+DOWNGRADE = {"name": "heightToSize", "kind": "TRANSFORM", "type": "JSONATA", "mode": "DOWNGRADE",
+             "expr": "$merge([$sift($, function($v, $k) {$k != 'height'}), {'size': $.'height'}])"}
+
+
+def test_jsonata_migrations_across_a_compatibility_group_match_confluent(
+    http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, topic: str
+) -> None:
+    subject = f"{topic}-value"
+    assert http.put(f"/config/{subject}", json={"compatibility": "BACKWARD", "compatibilityGroup": "major"},
+                    headers=CT).status_code == 200
+    register(http, subject, WIDGET_V1, metadata={"properties": {"major": "1"}})
+    # renaming a field is incompatible, but v2 starts a new group: only versions with major=2 are checked
+    register(http, subject, WIDGET_V2, metadata={"properties": {"major": "2"}},
+             ruleSet={"migrationRules": [UPGRADE, DOWNGRADE]})
+    ctx = value_ctx(topic)
+    v1, v2 = {"major": "1"}, {"major": "2"}
+    old = {"name": "w", "size": 7}
+    new = {"name": "w", "height": 7}
+
+    ours_v1 = AvroSerializer(client, use_latest_with_metadata=v1)(old, ctx)
+    ck_v1 = CkAvroSerializer(ck, conf={"auto.register.schemas": False, "use.latest.with.metadata": v1})(old, ctx)
+    assert ours_v1 == ck_v1
+    ck_read_v2 = CkAvroDeserializer(ck, conf={"use.latest.with.metadata": v2})
+    assert AvroDeserializer(client, use_latest_with_metadata=v2)(ours_v1, ctx) == new  # UPGRADE
+    assert ck_read_v2(ours_v1, ctx) == new
+
+    ours_v2 = AvroSerializer(client, use_latest_with_metadata=v2)(new, ctx)
+    ck_read_v1 = CkAvroDeserializer(ck, conf={"use.latest.with.metadata": v1})
+    assert AvroDeserializer(client, use_latest_with_metadata=v1)(ours_v2, ctx) == old  # DOWNGRADE
+    assert ck_read_v1(ours_v2, ctx) == old
+    assert AvroDeserializer(client)(ours_v2, ctx) == new  # no reader version: no migration
+
+
+def test_dlq_action_produces_the_record_and_raises(
+    http: httpx.Client, client: RegistryClient, topic: str, kafka_bootstrap: str
+) -> None:
+    bootstrap = kafka_bootstrap
+    dlq_topic = f"{topic}-dlq"
+    rule = {**CHECK_QTY, "onFailure": "DLQ", "params": {"dlq.topic": dlq_topic}}
+    register(http, f"{topic}-value", ORDER_AVRO, ruleSet={"domainRules": [rule]})
+    rule_config = {"bootstrap.servers": bootstrap, "dlq.auto.flush": True}
+    writer = AvroSerializer(client, use_latest_version=True, rule_config=rule_config)
+    bad = {**GOOD, "qty": -1}
+    with pytest.raises(RuleError) as err:
+        writer(bad, value_ctx(topic))
+    assert err.value.rule == "checkQty"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(dlq_topic, 0, OFFSET_BEGINNING)])
+        msg = None
+        for _ in range(60):
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                break
+        assert msg is not None and msg.error() is None
+        assert json.loads(msg.value()) == bad
+        headers = {k: v.decode() for k, v in msg.headers() or [] if v is not None}
+        assert headers["__rule.name"] == "checkQty"
+        assert headers["__rule.mode"] == "WRITE"
+        assert headers["__rule.topic"] == topic
+        assert headers["__rule.subject"] == f"{topic}-value"
+    finally:
+        consumer.close()
