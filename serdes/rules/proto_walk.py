@@ -31,7 +31,10 @@ def _is_map(fd: FieldDescriptor) -> bool:
 
 
 def _is_repeated(fd: FieldDescriptor) -> bool:
-    return fd.label == FieldDescriptor.LABEL_REPEATED
+    repeated = getattr(fd, "is_repeated", None)  # protobuf 6 has is_repeated and no longer label
+    if repeated is not None:
+        return bool(repeated)
+    return bool(fd.label == FieldDescriptor.LABEL_REPEATED)
 
 
 def type_name(fd: FieldDescriptor) -> str:

@@ -16,6 +16,8 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer as CkAvroDeser
 from confluent_kafka.schema_registry.avro import AvroSerializer as CkAvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer as CkJsonDeserializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer as CkJsonSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer as CkProtobufDeserializer
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer as CkProtobufSerializer
 from confluent_kafka.schema_registry.rules.cel.cel_executor import CelExecutor
 from confluent_kafka.schema_registry.rules.cel.cel_field_executor import CelFieldExecutor
 from confluent_kafka.schema_registry.rules.jsonata.jsonata_executor import JsonataExecutor
@@ -27,6 +29,8 @@ from serdes import (
     JsonSchemaDeserializer,
     JsonSchemaSerializer,
     MessageField,
+    ProtobufDeserializer,
+    ProtobufSerializer,
     RegistryClient,
     RuleError,
     SerializationContext,
@@ -75,8 +79,9 @@ def ck(registry_url: str) -> SchemaRegistryClient:
     return SchemaRegistryClient({"url": registry_url})
 
 
-def register(http: httpx.Client, subject: str, schema: Any, schema_type: str = "AVRO", **extra: Any) -> int:
-    body = {"schema": json.dumps(schema), **extra}
+def register(http: httpx.Client, subject: str, schema: Any, schema_type: str = "AVRO",
+             schema_text: str | None = None, **extra: Any) -> int:
+    body = {"schema": json.dumps(schema) if schema_text is None else schema_text, **extra}
     if schema_type != "AVRO":
         body["schemaType"] = schema_type
     r = http.post(f"/subjects/{subject}/versions", json=body, headers=CT)
@@ -229,3 +234,36 @@ def test_dlq_action_produces_the_record_and_raises(
         assert headers["__rule.subject"] == f"{topic}-value"
     finally:
         consumer.close()
+
+
+def test_protobuf_rules_match_confluent(
+    http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, protos: Any, topic: str,
+    require_type: Any,
+) -> None:
+    require_type("PROTOBUF")
+    order_cls = protos.order.Order
+    ctx = value_ctx(topic)
+    subject = f"{topic}-value"
+    ProtobufSerializer(client, order_cls)(order_cls(id="o-1", qty=1), ctx)  # registers v1 and its import
+    v1 = http.get(f"/subjects/{subject}/versions/1").json()
+    register(http, subject, None, "PROTOBUF", schema_text=v1["schema"], references=v1["references"],
+             metadata={"tags": {"sktest.shop.Order.note": ["PII"]}},
+             ruleSet={"domainRules": [CHECK_QTY, {**MASK_PII, "mode": "WRITE"}]})
+    good = order_cls(id="o-1", qty=3, note="ring")
+    masked = order_cls(id="o-1", qty=3, note="ring-masked")
+    ck_conf = {"auto.register.schemas": False, "use.latest.version": True, "use.deprecated.format": False}
+    ours_bytes = ProtobufSerializer(client, order_cls, use_latest_version=True)(good, ctx)
+    assert good.note == "ring"  # our transform worked on a copy (confluent-kafka's changes the message given)
+    ck_bytes = CkProtobufSerializer(order_cls, ck, conf=ck_conf)(good, ctx)
+    assert ours_bytes == ck_bytes
+    ck_reader = CkProtobufDeserializer(order_cls, conf={"use.deprecated.format": False}, schema_registry_client=ck)
+    assert ck_reader(ours_bytes, ctx) == masked
+    assert ProtobufDeserializer(client, order_cls)(ck_bytes, ctx) == masked
+
+    bad = order_cls(id="o-1", qty=0)
+    with pytest.raises(RuleError) as err:
+        ProtobufSerializer(client, order_cls, use_latest_version=True)(bad, ctx)
+    assert err.value.rule == "checkQty"
+    with pytest.raises(CkSerializationError) as ck_err:
+        CkProtobufSerializer(order_cls, ck, conf=ck_conf)(bad, ctx)
+    assert str(ck_err.value.__cause__) == "Rule expr failed: message.qty > 0"
