@@ -51,6 +51,7 @@ from serdes.models import RegisteredSchema, Schema
 from serdes.plans import LocalReference, Plan, load_references, register_or_lookup, register_references, run_plan
 from serdes.rules import steps as rule_steps
 from serdes.rules.engine import RuleConfig, RuleTarget
+from serdes.schema_ids import IdHeaderWriter
 from serdes.strategies import SubjectNameStrategy
 from serdes.typed_records import avro_decoder, avro_encoder, avro_named_schema, avro_schema, is_record_type
 
@@ -259,6 +260,9 @@ class _AvroWriter(Writer[_WritePlan]):
         to_dict: optional ``(obj, ctx) -> dict`` for objects that are neither dicts nor typed records.
         rule_config: settings for the schema's data-contract rules, as confluent-kafka's ``rule.conf``
             (``dlq.topic``, ``bootstrap.servers`` or ``producer`` for the DLQ action).
+        schema_id_header: put the schema's GUID in the ``__value_schema_id`` / ``__key_schema_id`` record header
+            (``ctx.headers``, a list or dict) instead of the id in the payload prefix, as confluent-kafka's
+            ``header_schema_id_serializer`` (Confluent 8.x). Every deserializer reads both.
 
     The WRITE rules of the schema written with (its ``ruleSet``) run on every record before it is encoded.
     """
@@ -270,9 +274,10 @@ class _AvroWriter(Writer[_WritePlan]):
                  normalize: bool = False, references: Sequence[Any] = (),
                  reference_subject_strategy: ReferenceSubjectStrategy = _by_full_name,
                  to_dict: Callable[[Any, SerializationContext | None], dict] | None = None,
-                 rule_config: dict[str, Any] | None = None) -> None:
+                 rule_config: dict[str, Any] | None = None, schema_id_header: bool = False) -> None:
         check_client(client, self._is_async, self)
         self._rule_config = RuleConfig(rule_config)
+        self._id_header = IdHeaderWriter(protobuf=False) if schema_id_header else None
         self._choice = WriterSchema(self, "AVRO", schema is not None, auto_register, use_latest_version,
                                     use_latest_with_metadata, use_schema_id)
         self._client = client

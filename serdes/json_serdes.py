@@ -45,6 +45,7 @@ from serdes.models import RegisteredSchema, Schema
 from serdes.plans import Plan, load_references, register_or_lookup
 from serdes.rules import steps as rule_steps
 from serdes.rules.engine import RuleConfig, RuleTarget
+from serdes.schema_ids import IdHeaderWriter
 from serdes.strategies import SubjectNameStrategy
 from serdes.typed_records import is_record_type, json_decoder, json_encoder, json_schema
 
@@ -171,7 +172,8 @@ class _JsonWriter(Writer[_WritePlan]):
     ``Schema`` (dicts and other JSON values are written). Other arguments as for ``AvroSerializer``
     (``use_latest_version``, ``use_latest_with_metadata``, ``use_schema_id`` included), plus ``validate``
     (default True): check each record against the schema before writing, and ``rule_config`` (confluent-kafka's
-    ``rule.conf``). The WRITE rules of the schema written with run on each record before it is validated.
+    ``rule.conf``), ``schema_id_header`` (as for ``AvroSerializer``). The WRITE rules of the schema written with
+    run on each record before it is validated.
     """
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient, schema: Any = None, *,
@@ -180,9 +182,10 @@ class _JsonWriter(Writer[_WritePlan]):
                  use_latest_with_metadata: dict[str, str] | None = None, use_schema_id: int | None = None,
                  normalize: bool = False, validate: bool = True,
                  to_dict: Callable[[Any, SerializationContext | None], Any] | None = None,
-                 rule_config: dict[str, Any] | None = None) -> None:
+                 rule_config: dict[str, Any] | None = None, schema_id_header: bool = False) -> None:
         check_client(client, self._is_async, self)
         self._rule_config = RuleConfig(rule_config)
+        self._id_header = IdHeaderWriter(protobuf=False) if schema_id_header else None
         self._choice = WriterSchema(self, "JSON", schema is not None, auto_register, use_latest_version,
                                     use_latest_with_metadata, use_schema_id)
         self._client = client
@@ -276,6 +279,8 @@ class JsonSchemaSerializer(_JsonWriter, SyncWriter[_WritePlan]):
             plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
             if plan is None:
                 plan = plans.get(self._client, ctx, self._resolve)
+        if self._id_header is not None:
+            return self._id_header(self._client, self._write(obj, plan, ctx), ctx)
         if type(obj) is dict and self._user_to_dict is None and plan.rules is None:
             validator = plan.validator
             if validator is None or validator.is_valid(obj):

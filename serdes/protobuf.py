@@ -45,6 +45,7 @@ from serdes.models import Schema
 from serdes.plans import LocalReference, Plan, load_references, register_or_lookup, register_references, run_plan
 from serdes.rules import steps as rule_steps
 from serdes.rules.engine import RuleConfig, RuleTarget
+from serdes.schema_ids import IdHeaderWriter, Unframer
 from serdes.strategies import SubjectNameStrategy
 
 __all__ = ["AsyncProtobufDeserializer", "AsyncProtobufSerializer", "ProtobufDeserializer", "ProtobufSerializer",
@@ -128,8 +129,9 @@ class _ProtoWriter(Writer[bytes]):
     Arguments as for ``AvroSerializer`` (``use_latest_version``, ``use_latest_with_metadata``, ``use_schema_id``
     included); ``skip_known_types`` (default True) leaves well-known imports unregistered;
     ``reference_subject_strategy(ctx, file_descriptor) -> subject`` names imported files (default: the import
-    path); ``rule_config`` as confluent-kafka's ``rule.conf``. The WRITE rules of a registered schema written with
-    (``use_latest_*``, ``use_schema_id``) run on each message (a transform works on a copy).
+    path); ``rule_config`` as confluent-kafka's ``rule.conf``; ``schema_id_header`` as for ``AvroSerializer``.
+    The WRITE rules of a registered schema written with (``use_latest_*``, ``use_schema_id``) run on each message
+    (a transform works on a copy).
     """
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient, message_type: type[Message], *,
@@ -138,8 +140,10 @@ class _ProtoWriter(Writer[bytes]):
                  use_latest_with_metadata: dict[str, str] | None = None, use_schema_id: int | None = None,
                  normalize: bool = False, skip_known_types: bool = True,
                  reference_subject_strategy: Callable[[SerializationContext | None, FileDescriptor], str]
-                 = reference_subject_name, rule_config: dict[str, Any] | None = None) -> None:
+                 = reference_subject_name, rule_config: dict[str, Any] | None = None,
+                 schema_id_header: bool = False) -> None:
         check_client(client, self._is_async, self)
+        self._id_header = IdHeaderWriter(protobuf=True) if schema_id_header else None
         self._rule_config = RuleConfig(rule_config)
         self._rules: dict[bytes, rule_steps.Step] = {}  # frame header -> the WRITE rules of its schema
         if not is_message_class(message_type):
@@ -201,6 +205,8 @@ class ProtobufSerializer(_ProtoWriter, SyncWriter[bytes]):
             head = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
             if head is None:
                 head = plans.get(self._client, ctx, self._resolve)
+        if self._id_header is not None:
+            return self._id_header(self._client, self._write(message, head, ctx), ctx)
         if type(message) is self._cls and not self._rules:
             try:
                 return head + message.SerializeToString()
@@ -372,6 +378,8 @@ class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
             return None
         if type(data) is not bytes:
             data = bytes(data)
+        if Unframer.needed(data, ctx):
+            data = self._unframing()(self._client, data, ctx)
         plan = self._plans.get(data[:6])
         if plan is None:
             plan = self._lookup(data, ctx) or run_plan(self._client, self._resolve(data, ctx))

@@ -10,7 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer as CkAvroDeserializer
 from confluent_kafka.schema_registry.avro import AvroSerializer as CkAvroSerializer
@@ -209,6 +210,8 @@ def test_dlq_action_produces_the_record_and_raises(
 ) -> None:
     bootstrap = kafka_bootstrap
     dlq_topic = f"{topic}-dlq"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(dlq_topic, num_partitions=1, replication_factor=1)])[dlq_topic].result(timeout=15)
     rule = {**CHECK_QTY, "onFailure": "DLQ", "params": {"dlq.topic": dlq_topic}}
     register(http, f"{topic}-value", ORDER_AVRO, ruleSet={"domainRules": [rule]})
     rule_config = {"bootstrap.servers": bootstrap, "dlq.auto.flush": True}
@@ -217,12 +220,13 @@ def test_dlq_action_produces_the_record_and_raises(
     with pytest.raises(RuleError) as err:
         writer(bad, value_ctx(topic))
     assert err.value.rule == "checkQty"
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "enable.auto.commit": False})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "enable.auto.commit": False,
+                         "fetch.wait.max.ms": 100})
     try:
-        consumer.assign([TopicPartition(dlq_topic, 0, OFFSET_BEGINNING)])
+        consumer.assign([TopicPartition(dlq_topic, 0, 0)])
         msg = None
-        for _ in range(60):
-            msg = consumer.poll(0.5)
+        for _ in range(100):
+            msg = consumer.poll(0.2)
             if msg is not None and msg.error() is None:
                 break
         assert msg is not None and msg.error() is None
