@@ -43,6 +43,8 @@ class AsyncRegistryClient(ClientSettings):
 
     _http: httpx.AsyncClient
 
+    _is_async = True
+
     def _open(self, http_options: dict[str, Any]) -> None:
         self._http = httpx.AsyncClient(**http_options)
 
