@@ -49,7 +49,7 @@ class EmbeddedRegistry:
         self._stop: asyncio.Event | None = None
         self.run(self._start())
         self.users = 0
-        self._asgi = httpx.ASGITransport(app=self.app)
+        self._asgi = httpx.ASGITransport(app=self.app)  # type: ignore[arg-type]  # scope typed as dict there
 
     async def _start(self) -> None:
         self._started, self._stop = asyncio.Event(), asyncio.Event()
