@@ -16,7 +16,7 @@ from serdes.caches import DEFAULT_CAPACITY, BoundedDict
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import RegisteredSchema, Schema
 from serdes.plans import ClientCall, Plan, get_schema, lookup, run_plan, run_plan_async
-from serdes.schema_ids import IdHeaderWriter, Unframer
+from serdes.schema_ids import CLASSIC_MAGIC, IdHeaderWriter, Unframer
 from serdes.strategies import SubjectNameStrategy, resolve_strategy
 
 P = TypeVar("P")
@@ -309,7 +309,7 @@ class SyncReader(Reader[P]):
             return None
         if type(data) is not bytes:
             data = bytes(data)
-        if Unframer.needed(data, ctx):
+        if data[:1] != CLASSIC_MAGIC or (ctx is not None and getattr(ctx, "headers", None)):  # Unframer.needed
             data = self._unframing()(self._client, data, ctx)
         plan = None if self._follows_latest else self._plans.get(data[:self._key_size])
         if plan is None:
@@ -327,7 +327,7 @@ class AsyncReader(Reader[P]):
             return None
         if type(data) is not bytes:
             data = bytes(data)
-        if Unframer.needed(data, ctx):
+        if data[:1] != CLASSIC_MAGIC or (ctx is not None and getattr(ctx, "headers", None)):  # Unframer.needed
             data = await self._unframing().unframe_async(self._client, data, ctx)
         plan = None if self._follows_latest else self._plans.get(data[:self._key_size])
         if plan is None:

@@ -45,7 +45,7 @@ from serdes.models import Schema
 from serdes.plans import LocalReference, Plan, load_references, register_or_lookup, register_references, run_plan
 from serdes.rules import steps as rule_steps
 from serdes.rules.engine import RuleConfig, RuleTarget
-from serdes.schema_ids import IdHeaderWriter, Unframer
+from serdes.schema_ids import CLASSIC_MAGIC, IdHeaderWriter
 from serdes.strategies import SubjectNameStrategy
 
 __all__ = ["AsyncProtobufDeserializer", "AsyncProtobufSerializer", "ProtobufDeserializer", "ProtobufSerializer",
@@ -378,7 +378,7 @@ class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
             return None
         if type(data) is not bytes:
             data = bytes(data)
-        if Unframer.needed(data, ctx):
+        if data[:1] != CLASSIC_MAGIC or (ctx is not None and getattr(ctx, "headers", None)):  # Unframer.needed
             data = self._unframing()(self._client, data, ctx)
         plan = self._plans.get(data[:6])
         if plan is None:

@@ -23,6 +23,7 @@ from serdes.plans import ClientCall, Plan, run_plan, run_plan_async
 KEY_HEADER = "__key_schema_id"
 VALUE_HEADER = "__value_schema_id"
 MAGIC_GUID = 1
+CLASSIC_MAGIC = b"\x00"  # the first byte of a classic frame (magic byte 0 + id)
 _GUID_END = 17  # magic byte + 16-byte GUID
 
 
@@ -60,7 +61,7 @@ class Unframer:
     @staticmethod
     def needed(data: bytes, ctx: SerializationContext | None) -> bool:
         """Cheap test for the per-record path: the record is not (only) in the classic frame."""
-        return (data[:1] != b"\x00") or bool(getattr(ctx, "headers", None))
+        return data[:1] != CLASSIC_MAGIC or bool(getattr(ctx, "headers", None))
 
     def plan(self, data: bytes, ctx: SerializationContext | None) -> Plan[bytes]:
         topic = ctx.topic if ctx is not None else None
