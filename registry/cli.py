@@ -5,11 +5,11 @@ works too."""
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 
 from compat import CompatibilityLevel
+from registry import logs
 from registry.config import DEFAULTS, RegistryConfig
 
 
@@ -72,6 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
         "[env SCHEMAKIT_ELECTION_TOPIC]",
     )
     s.add_argument(
+        "--takeover-after-ms",
+        type=int,
+        default=int(_env("SCHEMAKIT_TAKEOVER_AFTER_MS", str(round(DEFAULTS.takeover_after * 1000)))),
+        help="Kafka only: a follower replaces a leader whose address has refused connections this long "
+        "(its process is gone) without waiting for the group's session timeout; 0: leave it to the group "
+        "[env SCHEMAKIT_TAKEOVER_AFTER_MS]",
+    )
+    s.add_argument(
         "--compatibility",
         default=_env("SCHEMAKIT_COMPATIBILITY", DEFAULTS.compatibility),
         help="default compatibility level [env SCHEMAKIT_COMPATIBILITY]",
@@ -83,20 +91,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long a write waits for the log [env SCHEMAKIT_STORE_TIMEOUT_MS]",
     )
     s.add_argument(
+        "--protoc-timeout-ms",
+        type=int,
+        default=int(_env("SCHEMAKIT_PROTOC_TIMEOUT_MS", str(round(DEFAULTS.protoc_timeout * 1000)))),
+        help="how long compiling one Protobuf schema may take before it is refused with 42201 "
+        "[env SCHEMAKIT_PROTOC_TIMEOUT_MS]",
+    )
+    s.add_argument(
         "--log-level",
         default=_env("SCHEMAKIT_LOG_LEVEL", "INFO"),
         help="logging level [env SCHEMAKIT_LOG_LEVEL]",
+    )
+    s.add_argument(
+        "--log-format",
+        choices=logs.FORMATS,
+        default=_env("SCHEMAKIT_LOG_FORMAT", DEFAULTS.log_format),
+        help="log lines as text, or as one JSON object per line (time, level, logger, message, extra fields) "
+        "[env SCHEMAKIT_LOG_FORMAT]",
+    )
+    s.add_argument(
+        "--shutdown-timeout-ms",
+        type=int,
+        default=int(_env("SCHEMAKIT_SHUTDOWN_TIMEOUT_MS", str(round(DEFAULTS.shutdown_timeout * 1000)))),
+        help="on SIGTERM, how long requests in flight may take to finish before they are cancelled "
+        "[env SCHEMAKIT_SHUTDOWN_TIMEOUT_MS]",
     )
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    logs.configure(str(args.log_level), args.log_format)
     if args.command == "serve":
         from registry.server import StartupError, serve
 
@@ -116,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
             store_timeout=args.store_timeout_ms / 1000,
             group_id=args.group_id,
             election_topic=args.election_topic,
+            protoc_timeout=args.protoc_timeout_ms / 1000,
+            takeover_after=args.takeover_after_ms / 1000,
+            shutdown_timeout=args.shutdown_timeout_ms / 1000,
+            log_format=args.log_format,
         )
         try:
             return serve(config)

@@ -26,6 +26,15 @@ class RegistryConfig:
     store_timeout: float = 10.0
     group_id: str = "schema-registry"  # Confluent's schema.registry.group.id
     election_topic: str | None = None  # default: "<topic>_leader"
+    #: Kafka only: seconds the leader's address must refuse connections before a follower replaces it
+    #: without waiting for the group's session timeout; 0 leaves failover to the group
+    takeover_after: float = 1.0
+    #: seconds one protoc run (compiling a Protobuf schema) may take before it is killed and the schema refused
+    protoc_timeout: float = 10.0
+    #: seconds a stopping instance gives the requests in flight to finish (then they are cancelled)
+    shutdown_timeout: float = 30.0
+    #: log line format: ``text`` or ``json`` (one object per line)
+    log_format: str = "text"
 
     @property
     def url(self) -> str:

@@ -39,14 +39,16 @@ PUBLIC_API: dict[str, list[str]] = {
         "BYTES", "Cancellable", "CoPartitioningError", "DeadLetterQueue", "DeserializationError", "FLOAT", "INT",
         "InvalidStateStoreError", "JSON", "KGroupedStream", "KStream", "KTable", "LogAndContinue", "LogAndFail",
         "MissingTopicError", "ProcessingError", "Processor", "ProcessorContext", "PunctuationType", "STRING", "Serde",
-        "SerdeError", "StateStoreError", "StoreSpec", "StreamsApp", "StreamsBuilder", "StreamsError",
-        "TestInputTopic", "TestOutputTopic", "TestRecord", "Topology", "TopologyError", "TopologyTestDriver",
+        "SerdeError", "StateListener", "StateStoreError", "StoreSpec", "StreamsApp", "StreamsBuilder",
+        "StreamsError", "TaskState", "TestInputTopic", "TestOutputTopic", "TestRecord", "Topology", "TopologyError",
+        "TopologyTestDriver",
     ],
     "streams.log": [
-        "BACKENDS", "Capabilities", "Consumer", "DeliveryCallback", "GroupSettings", "Log", "LogError",
+        "BACKENDS", "Capabilities", "Consumer", "DeliveryCallback", "GroupSettings", "Lease", "Log", "LogError",
         "LogTimeoutError", "OFFSET_BEGINNING", "OFFSET_END", "Producer", "ProducerFencedError", "Record",
-        "RecordMetadata", "RecordTooLargeError", "TopicConfigError", "TopicExistsError", "TopicInfo", "TopicPartition",
-        "TransactionError", "TransactionState", "UnknownTopicError", "open_log",
+        "RecordMetadata", "RecordTooLargeError", "StorageError", "StorageFullError", "TopicConfigError",
+        "TopicExistsError", "TopicInfo", "TopicPartition", "TransactionError", "TransactionState", "UnknownTopicError",
+        "open_log", "redact_url",
     ],
 }  # fmt: skip
 

@@ -26,15 +26,21 @@ The security seam (authentication and authorization plug in here; nothing is che
   ``("read", "subject", "orders")``), which the guard checks on later hits. A guard therefore: finds the
   principal (memoized), checks ``ticket.access`` for it (None if denied), and answers ``SHARED`` when
   ``ticket.partition == SHARED``, else the principal.
+
+Every HTTP request that passes is counted here (``registry/metrics.py``), hits included: a miss by the route
+template the app matched and the status it answered; a hit in the series resolved when its answer was stored
+(``_Entry.stats``), so a hit pays one ``perf_counter`` pair and two additions, never a label lookup.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any, Protocol
 
 from registry.http.content import body_type_accepted, header, negotiate
+from registry.metrics import UNMATCHED, RequestMetrics, RouteStats
 
 Scope = dict[str, Any]
 #: the scope key under which the app finds the ticket of the request
@@ -69,20 +75,28 @@ class GenerationSource(Protocol):
 @dataclass(slots=True)
 class _Entry:
     ticket: ReadTicket
+    stats: RouteStats  # the series a hit counts in
     #: partition -> (content-length, answer body)
     bodies: dict[Hashable, tuple[bytes, bytes]] = field(default_factory=dict)
 
 
 class ReadCache:
-    """ASGI middleware: ``ReadCache(app, state, guard=None)``."""
+    """ASGI middleware: ``ReadCache(app, state, guard=None, requests=None)``; ``requests`` counts every request."""
 
     def __init__(
-        self, app: Any, state: GenerationSource, *, guard: ReadGuard | None = None, max_entries: int = MAX_ENTRIES
+        self,
+        app: Any,
+        state: GenerationSource,
+        *,
+        guard: ReadGuard | None = None,
+        max_entries: int = MAX_ENTRIES,
+        requests: RequestMetrics | None = None,
     ) -> None:
         self.app = app
         self.state = state
         self.guard = guard
         self.max_entries = max_entries
+        self.requests = requests if requests is not None else RequestMetrics()
         self._entries: dict[tuple[str, bytes, bytes, bytes], _Entry] = {}
         self._generation = -1
 
@@ -90,9 +104,13 @@ class ReadCache:
         return len(self._entries)
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        method = scope.get("method")
-        if scope["type"] != "http" or (method != "GET" and method != "POST"):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        start = perf_counter()
+        method = scope["method"]
+        if method != "GET" and method != "POST":
+            await self._counted(scope, receive, send, start)
             return
         generation = self.state.generation
         if generation != self._generation:
@@ -118,15 +136,38 @@ class ReadCache:
                         }
                     )
                     await send({"type": "http.response.body", "body": hit[1]})
+                    entry.stats.observe(perf_counter() - start)
                     return
-        await self._miss(scope, _replay(body, receive) if method == "POST" else receive, send, key, generation)
+        receive = _replay(body, receive) if method == "POST" else receive
+        await self._miss(scope, receive, send, key, generation, start)
+
+    async def _counted(self, scope: Scope, receive: Any, send: Any, start: float) -> None:
+        """A request the cache does not take (PUT, DELETE, ...), counted."""
+        status = 500  # what the client gets if the app fails before answering
+
+        async def capture(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, capture)
+        finally:
+            self.requests.stats(scope["method"], _route(scope), status).observe(perf_counter() - start)
 
     async def _miss(
-        self, scope: Scope, receive: Any, send: Any, key: tuple[str, bytes, bytes, bytes], generation: int
+        self,
+        scope: Scope,
+        receive: Any,
+        send: Any,
+        key: tuple[str, bytes, bytes, bytes],
+        generation: int,
+        start: float,
     ) -> None:
         ticket = ReadTicket()
         scope[TICKET] = ticket
-        status = 0
+        status = 500  # what the client gets if the app fails before answering
         chunks: list[bytes] = []
 
         async def capture(message: dict[str, Any]) -> None:
@@ -137,7 +178,13 @@ class ReadCache:
                 chunks.append(message.get("body", b""))
             await send(message)
 
-        await self.app(scope, receive, capture)
+        method = key[0]
+        try:
+            await self.app(scope, receive, capture)
+        finally:
+            self.requests.stats(method, _route(scope), status).observe(perf_counter() - start)
+        if ticket.cacheable:
+            self.requests.cache_misses += 1
         # Only keep what was computed from the state the request saw: a route that awaited may have seen a newer
         # state (then the generation moved and the answer is not kept).
         if status != 200 or not ticket.cacheable or self.state.generation != generation:
@@ -146,9 +193,16 @@ class ReadCache:
         if entry is None:
             if len(self._entries) >= self.max_entries:
                 return
-            entry = self._entries[key] = _Entry(ticket)
+            stats = self.requests.stats(method, _route(scope), 200, cached=True)
+            entry = self._entries[key] = _Entry(ticket, stats)
         body = b"".join(chunks)
         entry.bodies[ticket.partition] = (str(len(body)).encode(), body)
+
+
+def _route(scope: Scope) -> str:
+    """The route template the app matched (Starlette leaves the route in the scope), else ``UNMATCHED``."""
+    path = getattr(scope.get("route"), "path", None)
+    return path if isinstance(path, str) else UNMATCHED
 
 
 async def _read_body(receive: Any) -> bytes:

@@ -18,7 +18,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
@@ -57,6 +57,8 @@ from streams.log.base import (
     check_partitions,
     check_topic_name,
 )
+from streams.log.lease import GroupLease
+from streams.log.redact import redact_url
 
 __all__ = ["KafkaLog", "parse_kafka_url"]
 
@@ -90,24 +92,39 @@ _UNKNOWN_TOPIC_CODES = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._
 
 
 def parse_kafka_url(url: str) -> tuple[str, dict[str, str]]:
-    """``kafka://h:p,h2:p2?k=v`` -> (``"h:p,h2:p2"``, ``{"k": "v"}``); ValueError names what is wrong."""
+    """``kafka://h:p,h2:p2?k=v`` -> (``"h:p,h2:p2"``, ``{"k": "v"}``); ValueError names what is wrong.
+
+    User info is SASL credentials: ``kafka://user:pw@h:p`` sets ``sasl.username`` and ``sasl.password`` (URL
+    decoded) and, unless the query says otherwise, ``security.protocol=SASL_SSL`` and ``sasl.mechanism=PLAIN``
+    (a password never travels in clear by default). Messages show the URL with its secrets redacted."""
+    shown = redact_url(url)
     parts = urlsplit(url)
     if parts.scheme != "kafka":
-        raise ValueError(f"not a Kafka log URL: {url!r} (expected kafka://host:port[,host:port][?option=value])")
+        raise ValueError(f"not a Kafka log URL: {shown!r} (expected kafka://host:port[,host:port][?option=value])")
     if parts.path not in ("", "/") or parts.fragment:
-        raise ValueError(f"Kafka log URL {url!r} must not have a path or fragment, only hosts and ?options")
-    hosts = [h.strip() for h in parts.netloc.split(",")]
-    if not parts.netloc or not all(hosts):
-        raise ValueError(f"Kafka log URL {url!r} names no bootstrap server (expected kafka://host:port)")
+        raise ValueError(f"Kafka log URL {shown!r} must not have a path or fragment, only hosts and ?options")
+    userinfo, at, netloc = parts.netloc.rpartition("@")
+    hosts = [h.strip() for h in netloc.split(",")]
+    if not netloc or not all(hosts):
+        raise ValueError(f"Kafka log URL {shown!r} names no bootstrap server (expected kafka://host:port)")
     for hostport in hosts:
         host, sep, port = hostport.rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"bootstrap server {hostport!r} in {url!r} is not host:port with a port in 1-65535")
+            raise ValueError(f"bootstrap server {hostport!r} in {shown!r} is not host:port with a port in 1-65535")
     options: dict[str, str] = {}
     for key, value in parse_qsl(parts.query, keep_blank_values=True, strict_parsing=False):
         if not key:
-            raise ValueError(f"Kafka log URL {url!r} has an option without a name")
+            raise ValueError(f"Kafka log URL {shown!r} has an option without a name")
         options[key] = value
+    if at:
+        user, colon, password = userinfo.partition(":")
+        if not user or not colon:
+            raise ValueError(f"Kafka log URL {shown!r}: user info must be user:password (SASL credentials)")
+        options.setdefault("sasl.username", unquote(user))
+        options.setdefault("sasl.password", unquote(password))
+        options.setdefault("security.protocol", "SASL_SSL")
+        if "sasl.mechanisms" not in options:
+            options.setdefault("sasl.mechanism", "PLAIN")
     return ",".join(hosts), options
 
 
@@ -152,7 +169,7 @@ def _error(err: KafkaError, context: str) -> LogError:
     text = f"{context}: {err.str()} ({err.name()})"
     if code in _FENCED_CODES:
         return ProducerFencedError(text)
-    if err.fatal():
+    if err.fatal() or code == KafkaError._FATAL:
         # A fatal error ends the producer for good; callers must do what they do when fenced: start anew.
         return ProducerFencedError(f"{text}; the producer is unusable (fatal error)")
     if code in _STATE_CODES:
@@ -202,7 +219,7 @@ class KafkaLog(Log):
     ``groups`` gives consumer-group defaults; the URL's and ``client_options``' own settings win."""
 
     capabilities = Capabilities(
-        group_membership=True, transactions=True, compacts_itself=True, buffers_until_flush=False
+        group_membership=True, transactions=True, compacts_itself=True, buffers_until_flush=False, leases=True
     )
 
     def __init__(
@@ -263,7 +280,7 @@ class KafkaLog(Log):
     @property
     def _admin(self) -> AdminClient:
         if self._closed:
-            raise LogError(f"the Kafka log {self.url!r} is closed")
+            raise LogError(f"the Kafka log {self.safe_url!r} is closed")
         with self._lock:
             if self._admin_client is None:
                 self._admin_client = AdminClient(self._admin_conf)
@@ -394,15 +411,20 @@ class KafkaLog(Log):
 
     # -- clients -------------------------------------------------------------------------------------
 
+    def lease(self, name: str, holder: str, timeout: float) -> GroupLease:
+        return GroupLease(self, name, holder)  # the group's session timeout decides, not ``timeout``
+
     def producer(self, transactional_id: str | None = None) -> KafkaProducer:
         if self._closed:
-            raise LogError(f"the Kafka log {self.url!r} is closed")
+            raise LogError(f"the Kafka log {self.safe_url!r} is closed")
         return KafkaProducer(self, transactional_id)
 
-    def consumer(self, group: str | None = None, *, client_id: str | None = None) -> KafkaConsumer:
+    def consumer(
+        self, group: str | None = None, *, client_id: str | None = None, read_committed: bool = True
+    ) -> KafkaConsumer:
         if self._closed:
-            raise LogError(f"the Kafka log {self.url!r} is closed")
-        consumer = KafkaConsumer(self, group, client_id)
+            raise LogError(f"the Kafka log {self.safe_url!r} is closed")
+        consumer = KafkaConsumer(self, group, client_id, read_committed)
         with self._lock:
             self._consumers.add(consumer)
         return consumer
@@ -493,15 +515,20 @@ class KafkaProducer(Producer):
             kwargs["headers"] = list(headers)
         if timestamp is not None:
             kwargs["timestamp"] = timestamp
-        while True:
-            try:
-                self._producer.produce(topic, value, **kwargs)
-                break
-            except BufferError:
-                self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
-            except KafkaException as exc:
-                raise _exc_error(exc, f"send to topic {topic!r}") from exc
-        self._producer.poll(0)
+        try:
+            while True:
+                try:
+                    self._producer.produce(topic, value, **kwargs)
+                    break
+                except BufferError:
+                    self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
+            self._producer.poll(0)
+        except KafkaException as exc:
+            # e.g. a fatal error (a fenced transactional producer) that librdkafka raises from poll
+            error = _exc_error(exc, f"send to topic {topic!r}")
+            if isinstance(error, ProducerFencedError) and self.transactional_id is not None:
+                self.transaction.fence()
+            raise error from exc
 
     def _delivery_callback(
         self, topic: str, on_delivery: DeliveryCallback | None
@@ -524,6 +551,8 @@ class KafkaProducer(Producer):
         with self._lock:
             error, self._first_error = self._first_error, None
         if error is not None:
+            if isinstance(error, ProducerFencedError) and self.transactional_id is not None:
+                self.transaction.fence()
             raise error
 
     def flush(self, timeout: float | None = None) -> None:
@@ -591,8 +620,13 @@ class KafkaProducer(Producer):
         if self._closed:
             return
         self._closed = True
-        # Deliver what is queued (their callbacks report failures); a fenced producer cannot, so bound it.
-        self._producer.flush(self._log.timeout)
+        if self.transaction.fenced:
+            return  # a fenced producer can deliver nothing more (librdkafka raises from flush)
+        # Deliver what is queued (their callbacks report failures), within the log's timeout.
+        try:
+            self._producer.flush(self._log.timeout)
+        except KafkaException as exc:
+            _librdkafka_log.warning("closing producer %r: %s", self.transactional_id, exc)
 
 
 class KafkaConsumer(Consumer):
@@ -602,10 +636,12 @@ class KafkaConsumer(Consumer):
     consumer tracks "next offset" itself: from ``assign``/``seek`` (logical offsets resolved through the
     watermarks), from the committed offset after a group assignment, and from every record returned."""
 
-    def __init__(self, log: KafkaLog, group: str | None, client_id: str | None) -> None:
+    def __init__(self, log: KafkaLog, group: str | None, client_id: str | None, read_committed: bool = True) -> None:
         self._log = log
         self.group = group
         conf = log.client_config("consumer")
+        if not read_committed:
+            conf["isolation.level"] = "read_uncommitted"
         # confluent-kafka insists on a group.id; a consumer without a group uses a unique one it never
         # joins and never commits to.
         conf["group.id"] = group if group is not None else f"schemakit-nogroup-{uuid.uuid4().hex}"

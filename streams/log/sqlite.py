@@ -13,19 +13,25 @@ fresh), one row per partition holding its next offset, and one ``records`` table
 - Group membership: on SQLite one consumer instance owns all partitions of the topics it subscribes
   to (two members of a group each get everything). ``on_assign`` runs inside the first ``poll`` after
   ``subscribe``, as with Kafka, so callers written against one backend work on the other.
+- Leases (``Log.lease``): a row per name holding the holder and the wall-clock time its lease expires
+  (the processes share one machine, so they share the clock). The holder renews it every quarter of the
+  timeout; anyone takes a row that expired or was released.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
 import struct
 import threading
 import time
-from collections.abc import Iterable, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from streams.log.base import (
     OFFSET_BEGINNING,
@@ -35,13 +41,17 @@ from streams.log.base import (
     DeliveryCallback,
     GroupSettings,
     Headers,
+    Lease,
     Log,
     LogError,
+    LogTimeoutError,
     Producer,
     RebalanceCallback,
     Record,
     RecordMetadata,
     RecordTooLargeError,
+    StorageError,
+    StorageFullError,
     TopicExistsError,
     TopicInfo,
     TopicPartition,
@@ -93,6 +103,11 @@ CREATE TABLE IF NOT EXISTS group_offsets (
 CREATE TABLE IF NOT EXISTS transactional_producers (
     transactional_id TEXT PRIMARY KEY,
     epoch INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
 """
 
@@ -172,6 +187,45 @@ def _normalize_headers(headers: Iterable[tuple[str, bytes | None]] | None) -> He
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+# --- SQLite's errors as the log's own ---------------------------------------------------------
+
+# SQLite's primary result codes this backend tells apart (https://sqlite.org/rescode.html)
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_FULL = 5, 6, 13
+
+
+def _storage_error(path: Path, doing: str, e: sqlite3.Error) -> LogError:
+    """The ``LogError`` that says what ``e`` means for the caller (``doing`` names the operation)."""
+    code = getattr(e, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    text = f"SQLite log {path}: {doing} failed: {e}"
+    if primary == _SQLITE_FULL:
+        return StorageFullError(f"{text} (no room left for the log's file; nothing was written)")
+    if primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return LogTimeoutError(f"{text} (another connection held the database for longer than busy_timeout)")
+    return StorageError(text)
+
+
+class _OnFile(Protocol):
+    _db: _Db
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _translated(method: _F) -> _F:
+    """Public methods wear this: an ``sqlite3.Error`` leaves as the log's own error (``_storage_error``), so
+    callers handle one family of exceptions whatever the backend."""
+
+    @functools.wraps(method)
+    def call(self: _OnFile, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as e:
+            raise _storage_error(self._db.path, method.__name__, e) from e
+
+    return call  # type: ignore[return-value]
 
 
 # --- per-file shared state ---------------------------------------------------------------------
@@ -260,11 +314,17 @@ class _WriteTxn:
         return self.db.conn
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        conn = self.db.conn
         try:
             if exc_type is None:
-                self.db.conn.execute("COMMIT")
-            else:
-                self.db.conn.execute("ROLLBACK")
+                conn.execute("COMMIT")
+            elif conn.in_transaction:
+                # SQLite may have rolled back by itself (e.g. on SQLITE_FULL); the error that got us here
+                # is the one to report, not a failing ROLLBACK.
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
         finally:
             self.db.shared.write_lock.release()
             self.db.lock.release()
@@ -281,7 +341,7 @@ class SqliteLog(Log):
     accepted for symmetry with Kafka and has no effect: there is no group membership to tune."""
 
     capabilities = Capabilities(
-        group_membership=False, transactions=True, compacts_itself=False, buffers_until_flush=True
+        group_membership=False, transactions=True, compacts_itself=False, buffers_until_flush=True, leases=True
     )
 
     def __init__(
@@ -295,16 +355,22 @@ class SqliteLog(Log):
     ) -> None:
         self.url = url
         self.path = path_from_url(url)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.max_record_bytes = max_record_bytes
         self.poll_interval = poll_interval
         self.busy_timeout = busy_timeout
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StorageError(f"SQLite log {self.path}: cannot create its directory: {e}") from e
         self._shared = _shared_for(self.path)
-        self._db = self._connect()
-        with self._db.write() as conn:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+        try:
+            self._db = self._connect()
+            with self._db.write() as conn:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+        except sqlite3.Error as e:
+            raise _storage_error(self.path, "opening", e) from e
         self._closed = False
 
     def _connect(self) -> _Db:
@@ -313,8 +379,13 @@ class SqliteLog(Log):
     def describe(self) -> str:
         return f"sqlite (embedded), data at {self.path.resolve()}"
 
+    @property
+    def local_path(self) -> Path:
+        return self.path
+
     # topics
 
+    @_translated
     def create_topic(
         self, name: str, partitions: int = 1, *, compacted: bool = False, config: dict[str, str] | None = None
     ) -> TopicInfo:
@@ -338,6 +409,7 @@ class SqliteLog(Log):
             )
         return TopicInfo(name, partitions, compacted, config)
 
+    @_translated
     def describe_topic(self, name: str) -> TopicInfo | None:
         with self._db.lock:
             row = self._db.conn.execute(
@@ -347,6 +419,7 @@ class SqliteLog(Log):
             return None
         return TopicInfo(name, row[0], bool(row[1]), json.loads(row[2]))
 
+    @_translated
     def delete_topic(self, name: str) -> None:
         with self._db.write() as conn:
             row = conn.execute("SELECT id FROM topics WHERE name = ?", (name,)).fetchone()
@@ -358,20 +431,30 @@ class SqliteLog(Log):
             # As on Kafka, a deleted topic's committed offsets go with it.
             conn.execute("DELETE FROM group_offsets WHERE topic = ?", (name,))
 
+    @_translated
     def list_topics(self) -> list[str]:
         with self._db.lock:
             return [r[0] for r in self._db.conn.execute("SELECT name FROM topics ORDER BY name")]
 
     # clients
 
+    @_translated
     def producer(self, transactional_id: str | None = None) -> SqliteProducer:
         return SqliteProducer(self, transactional_id)
 
-    def consumer(self, group: str | None = None, *, client_id: str | None = None) -> SqliteConsumer:
+    @_translated
+    def consumer(
+        self, group: str | None = None, *, client_id: str | None = None, read_committed: bool = True
+    ) -> SqliteConsumer:
+        # read_committed changes nothing: a transaction's records are written only when it commits.
         return SqliteConsumer(self, group, client_id)
+
+    def lease(self, name: str, holder: str, timeout: float) -> SqliteLease:
+        return SqliteLease(self, name, holder, timeout)
 
     # offsets
 
+    @_translated
     def end_offsets(self, topic: str) -> dict[int, int]:
         with self._db.lock:
             rows = self._db.conn.execute(
@@ -383,11 +466,13 @@ class SqliteLog(Log):
             raise UnknownTopicError(f"topic {topic!r} does not exist")
         return dict(rows)
 
+    @_translated
     def committed(self, group: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         return _read_committed(self._db, group, partitions)
 
     # compaction
 
+    @_translated
     def compact(self, topic: str) -> int:
         """Delete every record superseded by a later record with the same key in the same partition
         (the newest per key stays, tombstones included). Offsets are never reused. Returns how many
@@ -418,6 +503,7 @@ class SqliteLog(Log):
                 deleted += len(doomed)
         return deleted
 
+    @_translated
     def close(self) -> None:
         if not self._closed:
             self._closed = True
@@ -444,6 +530,71 @@ def _write_group_offsets(conn: sqlite3.Connection, group: str, offsets: dict[Top
         "ON CONFLICT (group_id, topic, partition) DO UPDATE SET offset = excluded.offset",
         [(group, tp.topic, tp.partition, off) for tp, off in offsets.items()],
     )
+
+
+# --- leases ----------------------------------------------------------------------------------------
+
+
+class SqliteLease(Lease):
+    """A row in ``leases``. Each lease object has its own token, so two objects of one holder name (a
+    restarted process) never mistake each other's lease for their own."""
+
+    def __init__(self, log: SqliteLog, name: str, holder: str, timeout: float) -> None:
+        if not name:
+            raise ValueError("a lease needs a name")
+        if timeout <= 0:
+            raise ValueError(f"lease timeout must be > 0 seconds, got {timeout!r}")
+        self.name = name
+        self.holder = holder
+        self.timeout = timeout
+        self._token = f"{holder}#{uuid.uuid4().hex[:12]}"
+        self._db = log._connect()
+        self._expires = 0.0  # wall-clock seconds until which this object holds the lease
+        self._renew_at = 0.0
+        self._closed = False
+
+    @property
+    def held(self) -> bool:
+        return not self._closed and time.time() < self._expires
+
+    @_translated
+    def poll(self) -> bool:
+        if self._closed:
+            return False
+        now = time.time()
+        if now < self._renew_at and now < self._expires:
+            return True
+        now_ms = int(now * 1000)
+        with self._db.lock:
+            row = self._db.conn.execute("SELECT holder, expires_ms FROM leases WHERE name = ?", (self.name,)).fetchone()
+        if row is not None and row[0] != self._token and row[1] > now_ms:
+            self._expires = 0.0
+            return False  # someone else holds it: no write, so waiting members cost no fsync
+        with self._db.write() as conn:
+            row = conn.execute("SELECT holder, expires_ms FROM leases WHERE name = ?", (self.name,)).fetchone()
+            if row is not None and row[0] != self._token and row[1] > now_ms:
+                self._expires = 0.0
+                return False
+            conn.execute(
+                "INSERT INTO leases (name, holder, expires_ms) VALUES (?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms",
+                (self.name, self._token, now_ms + int(self.timeout * 1000)),
+            )
+        self._expires = now + self.timeout
+        self._renew_at = now + self.timeout / 4
+        return True
+
+    @_translated
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            with self._db.write() as conn:
+                conn.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (self.name, self._token))
+        finally:
+            self._expires = 0.0
+            self._db.close()
 
 
 # --- producer --------------------------------------------------------------------------------------
@@ -485,6 +636,7 @@ class SqliteProducer(Producer):
 
     # record intake
 
+    @_translated
     def send(
         self,
         topic: str,
@@ -544,6 +696,7 @@ class SqliteProducer(Producer):
             self._topics[name] = meta
         return meta
 
+    @_translated
     def flush(self, timeout: float | None = None) -> None:
         """Write everything sent so far in one transaction. Inside a transaction this does nothing: the
         records wait for ``commit_transaction``."""
@@ -555,6 +708,7 @@ class SqliteProducer(Producer):
                     results = self._insert(conn, batch)
                 self._report(results)
 
+    @_translated
     def produce(
         self,
         topic: str,
@@ -642,6 +796,7 @@ class SqliteProducer(Producer):
             self._txn = None
             raise self.transaction.fence(f"epoch {self._epoch}")
 
+    @_translated
     def init_transactions(self, timeout: float | None = None) -> None:
         self.transaction.init()
         tid = self._transactional_id
@@ -658,6 +813,7 @@ class SqliteProducer(Producer):
         self._epoch = epoch
         self.transaction.mark_initialized()
 
+    @_translated
     def begin_transaction(self) -> None:
         self.transaction.begin()
         # One cheap read per transaction, so a zombie learns it was fenced before it buffers more work.
@@ -673,6 +829,7 @@ class SqliteProducer(Producer):
         assert self._txn is not None
         self._txn.offsets.setdefault(group, {}).update(offsets)
 
+    @_translated
     def commit_transaction(self, timeout: float | None = None) -> None:
         self.transaction.check_in_transaction("commit_transaction")
         txn = self._txn
@@ -696,6 +853,7 @@ class SqliteProducer(Producer):
         self._txn = None
         self.transaction.end()
 
+    @_translated
     def close(self) -> None:
         if self._closed:
             return
@@ -761,6 +919,7 @@ class SqliteConsumer(Consumer):
             )
         return offset
 
+    @_translated
     def assign(self, partitions: dict[TopicPartition, int]) -> None:
         self._check_open()
         if self._subscribed is not None:
@@ -778,6 +937,7 @@ class SqliteConsumer(Consumer):
         self._topic_ids = topic_ids
         self._data_version = None
 
+    @_translated
     def subscribe(
         self,
         topics: Sequence[str],
@@ -811,6 +971,7 @@ class SqliteConsumer(Consumer):
             return []
         return list(self._positions)
 
+    @_translated
     def poll(self, timeout: float = 1.0, max_records: int = 500) -> list[Record]:
         self._check_open()
         if max_records < 1:
@@ -870,6 +1031,7 @@ class SqliteConsumer(Consumer):
             self._data_version = None if out else version
         return out
 
+    @_translated
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self._check_open()
         if tp not in self._positions:
@@ -883,6 +1045,7 @@ class SqliteConsumer(Consumer):
             raise LogError(f"position of {tp.topic}[{tp.partition}], which is not assigned to this consumer")
         return self._positions[tp]
 
+    @_translated
     def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
         self._check_open()
         if self.group is None:
@@ -895,12 +1058,14 @@ class SqliteConsumer(Consumer):
         with self._db.write() as conn:
             _write_group_offsets(conn, self.group, offsets)
 
+    @_translated
     def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         self._check_open()
         if self.group is None:
             raise LogError(f"committed() {_NEEDS_GROUP}")
         return _read_committed(self._db, self.group, partitions)
 
+    @_translated
     def close(self) -> None:
         if self._closed:
             return
@@ -911,4 +1076,4 @@ class SqliteConsumer(Consumer):
             self._db.close()
 
 
-__all__ = ["SqliteConsumer", "SqliteLog", "SqliteProducer", "path_from_url"]
+__all__ = ["SqliteConsumer", "SqliteLease", "SqliteLog", "SqliteProducer", "path_from_url"]
