@@ -57,6 +57,12 @@ class EmbeddedRegistry:
         await self._started.wait()
         if self._lifespan.done():
             self._lifespan.result()  # startup failed: raise it here
+        # the replay of the (empty) log runs in the background: answer only once the registry serves
+        while not self.app.health.serving:
+            why = self.app.failed or self.app.health.unhealthy()
+            if why:
+                raise RuntimeError(f"the in-process registry did not start: {why}")
+            await asyncio.sleep(0.005)
 
     async def _serve_lifespan(self) -> None:
         assert self._started is not None and self._stop is not None
