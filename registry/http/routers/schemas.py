@@ -12,7 +12,7 @@ from registry.http.errors import Doc
 from registry.http.models import ContextId, Schema, SchemaString, SchemaTypeName, SubjectVersion
 from registry.http.params import Deleted, Format, Limit, Offset, QueryBool, SchemaId, ServiceDep
 from registry.http.routing import RegistryRoute, ok, raw_text_doc
-from registry.http.security import Readable, ReadSchemaId
+from registry.http.security import Readable, ReadSchemaGuid, ReadSchemaId
 from registry.schema_types import schema_types
 from registry.service import Service
 
@@ -170,6 +170,7 @@ async def get_versions(
 @router.get(
     "/schemas/guids/{guid}",
     operation_id="getSchemaByGuid",
+    dependencies=[ReadSchemaGuid],
     summary="The schema with this GUID (Confluent 8).",
     response_model=SchemaString,
     responses={**Doc.schema_not_found, **Doc.stored_schema_unparsable},
@@ -185,6 +186,7 @@ async def get_schema_by_guid(service: ServiceDep, guid: Guid, fmt: Format = "") 
 @router.get(
     "/schemas/guids/{guid}/ids",
     operation_id="getIdsByGuid",
+    dependencies=[ReadSchemaGuid],
     summary="The ids of the schema with this GUID, per context (Confluent 8; only the default context here).",
     response_model=list[ContextId],
     responses={**Doc.schema_not_found},
