@@ -7,6 +7,7 @@ versions from the caught-up state, write records through the ``Store`` and retur
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -14,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from compat import CompatibilityLevel
-from registry import contexts, errors, schemas_topic
+from registry import contexts, contracts, errors, schemas_topic
 from registry.config import DEFAULTS
+from registry.contracts import content_digest
 from registry.modes import IMPORT_MODES, READ_ONLY_MODES, Mode
 from registry.schema_types import (
     InvalidSchemaError,
@@ -27,7 +29,7 @@ from registry.schema_types import (
 )
 from registry.schema_types.compatibility import check_compatibility, compatibility_messages
 from registry.schemas_topic import Key
-from registry.state import IdSpace, SchemaContent, State, Version, content_digest
+from registry.state import IdSpace, SchemaContent, State, Version
 from registry.store import Store
 
 log = logging.getLogger(__name__)
@@ -111,6 +113,18 @@ class CheckListener(Protocol):
 
     def compatibility_checked(self, result: str) -> None:
         """``"compatible"``, ``"incompatible"``, or ``"error"`` (the check itself failed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """What a registration stored (or found): the id, the version and its content. ``populated`` is True when
+    the stored metadata or rule set is not what the request sent (merged from the config's defaults and
+    overrides, or carried over from the previous version), so the answer shows what was stored."""
+
+    id: int
+    version: int
+    content: SchemaContent
+    populated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +296,14 @@ class Service:
             raise errors.schema_not_found(schema_id)
         return space.contents[schema_id]
 
+    def id_of_guid(self, guid: str) -> int:
+        """The id of the schema with this GUID (Confluent 8); 40403 when no live-or-soft-deleted version has it."""
+        digest = contracts.digest_of_guid(guid)
+        schema_id = self.state.digest_to_id.get(digest) if digest is not None else None
+        if schema_id is None or schema_id not in self.state.id_versions:
+            raise errors.schema_not_found(guid)
+        return schema_id
+
     def id_versions(
         self, schema_id: int, *, deleted: bool, context: str = contexts.DEFAULT_CONTEXT
     ) -> list[tuple[str, int]]:
@@ -414,6 +436,13 @@ class Service:
             for candidate in self._using_contexts(subject):
                 try:
                     match = await self._match_in_subject(candidate, req, normalize=normalize, deleted=deleted)
+                    if match is None:
+                        # As Confluent: look again with the metadata and rule set a registration would store.
+                        completed = self._with_contract(candidate, req, None)
+                        if completed != req:
+                            match = await self._match_in_subject(
+                                candidate, completed, normalize=normalize, deleted=deleted
+                            )
                 except errors.ApiError:
                     if candidate == subject:
                         raise
@@ -425,6 +454,21 @@ class Service:
                 raise errors.subject_not_found(subject)
             raise errors.schema_not_found()
         return match
+
+    def _with_contract(self, subject: str, req: SchemaRequest, new_version: int | None) -> SchemaRequest:
+        """``req`` with the metadata and rule set a registration stores (``contracts.merged_contract``)."""
+        prev = self.state.latest(subject)
+        metadata, rule_set = contracts.merged_contract(
+            self.effective_config(subject),
+            req.metadata,
+            req.rule_set,
+            (prev.content.metadata, prev.content.rule_set) if prev is not None else None,
+            new_version,
+            req.version is not None and req.version != 0,
+        )
+        if (metadata, rule_set) == (req.metadata, req.rule_set):
+            return req
+        return dataclasses.replace(req, metadata=metadata, rule_set=rule_set)
 
     def normalize_default(self, subject: str) -> bool:
         return bool(self.effective_config(subject).get("normalize", False))
@@ -460,9 +504,21 @@ class Service:
     # ---- compatibility ----------------------------------------------------------------------------------
 
     async def _incompatibilities(
-        self, subject: str, new: ParsedSchema, previous: list[Version], level: CompatibilityLevel
+        self,
+        subject: str,
+        new: ParsedSchema,
+        previous: list[Version],
+        level: CompatibilityLevel,
+        metadata: dict[str, Any] | None = None,
     ) -> list[str]:
-        """Confluent's message entries for the first failing previous version (empty: compatible)."""
+        """Confluent's message entries for the first failing previous version (empty: compatible). With a
+        ``compatibilityGroup`` in the subject's config, only versions whose metadata property of that name has the
+        new schema's value (``metadata``; absent matches absent) are checked: a new major version starts a new
+        lineage."""
+        group = self.effective_config(subject).get("compatibilityGroup")
+        if group:
+            value = contracts.group_value(metadata, group)
+            previous = [v for v in previous if contracts.group_value(v.content.metadata, group) == value]
         if not previous or level is CompatibilityLevel.NONE:
             return []
         t = self._type(new.schema_type)
@@ -524,7 +580,7 @@ class Service:
                 return CompatibilityVerdict(False, [e.message])
             raise
         level = self.effective_level(subject)
-        messages = await self._incompatibilities(subject, parsed, previous, level)
+        messages = await self._incompatibilities(subject, parsed, previous, level, req.metadata)
         return CompatibilityVerdict(not messages, messages)
 
     # ---- writes -----------------------------------------------------------------------------------------
@@ -541,20 +597,25 @@ class Service:
 
     async def register(
         self, subject: str, req: SchemaRequest, *, normalize: bool | None, force: bool = False
-    ) -> int:
+    ) -> Registered:
         check_subject(subject, for_register=True)
         if normalize is None:
             normalize = self.normalize_default(subject)
         mode = self.effective_mode(subject)
         # Fast path before any mode check: an already registered schema answers with its id (even READONLY).
-        if not is_empty_schema(req.schema) and mode not in IMPORT_MODES:
+        # Not when the config has default/override metadata or rule sets: those may make it a new version.
+        if (
+            not is_empty_schema(req.schema)
+            and mode not in IMPORT_MODES
+            and not contracts.has_defaults_or_overrides(self.effective_config(subject))
+        ):
             existing = await self._match_in_subject(subject, req, normalize=normalize, deleted=False)
             if (
                 existing is not None
                 and (req.id is None or req.id == existing.id)
                 and (req.version is None or req.version == existing.version)
             ):
-                return existing.id
+                return Registered(existing.id, existing.version, existing.content)
         where = f"Subject {subject} in context {_in_context(subject)}"
         if mode in READ_ONLY_MODES:
             raise errors.operation_not_permitted(f"{where} is in read-only mode")
@@ -571,8 +632,12 @@ class Service:
 
     async def _register_locked(
         self, subject: str, req: SchemaRequest, *, normalize: bool, importing: bool, force: bool
-    ) -> int:
+    ) -> Registered:
         st = self.state
+        next_version = st.next_version(subject)
+        sent = (req.metadata, req.rule_set)
+        if not importing:  # as Confluent: IMPORT stores the metadata and rule set as sent
+            req = self._with_contract(subject, req, next_version)
         schema, schema_type, refs = req.schema, req.schema_type, req.references
         if is_empty_schema(schema):
             prev = st.latest(subject)
@@ -588,14 +653,16 @@ class Service:
         canonical = parsed.canonical
         content = SchemaContent(schema_type, canonical, refs, req.metadata, req.rule_set)
         live = st.versions(subject)
-        next_version = st.next_version(subject)
+        populated = (req.metadata, req.rule_set) != sent
 
         if not importing:
             for v in reversed(live):
                 if v.content.digest == content.digest and v.content.schema_type == schema_type:
-                    return v.id  # registered meanwhile (or normalize made them equal)
+                    return Registered(v.id, v.version, v.content, populated)  # registered meanwhile, or equal
             if not force:  # 8.x's ?force=true skips the compatibility check
-                msgs = await self._incompatibilities(subject, parsed, live, self.effective_level(subject))
+                msgs = await self._incompatibilities(
+                    subject, parsed, live, self.effective_level(subject), req.metadata
+                )
                 if msgs:
                     raise errors.incompatible_schema(subject, msgs)
             if req.version is not None and req.version != next_version:
@@ -648,7 +715,7 @@ class Service:
         for v in st.versions(subject, deleted=True):
             if v.deleted and v.id == schema_id and v.version != version and not st.referrers.get(v.ref_key):
                 await self._tombstone_version(v)
-        return schema_id
+        return Registered(schema_id, version, written.content, populated)
 
     async def _tombstone_version(self, v: Version) -> None:
         for raw in sorted(self.state.raw_keys(Key(schemas_topic.SCHEMA, v.subject, v.version))):

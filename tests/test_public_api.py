@@ -26,7 +26,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "AvroSerde", "AvroSerializer", "BearerAuth", "CustomBearerAuth", "DecimalSpec", "JsonSchemaDeserializer",
         "JsonSchemaSerde", "JsonSchemaSerializer", "MessageField", "Metadata", "OAuthClientCredentials",
         "OAuthTokenError", "ProtobufDeserializer", "ProtobufSerde", "ProtobufSerializer", "RegisteredSchema",
-        "RegistryClient", "RegistryError", "RegistryUnavailableError", "Rule", "RuleSet", "Schema",
+        "RegistryClient", "RegistryError", "RegistryUnavailableError", "Rule", "RuleError", "RuleSet", "Schema",
         "SchemaReference", "Serde", "SerializationContext", "SerializationError", "avro_schema", "json_schema",
         "record_fullname", "record_subject_name_strategy", "topic_record_subject_name_strategy",
         "topic_subject_name_strategy", "wire",
