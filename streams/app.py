@@ -133,7 +133,9 @@ class StreamsApp:
         self._owns_log = isinstance(log, str)
         self.log: Log = self._open_log(log) if isinstance(log, str) else log
         if not self.log.capabilities.leases:
-            raise ValueError(f"log {self.log.safe_url!r} has no leases: instances of an application cannot elect a leader")
+            raise ValueError(
+                f"log {self.log.safe_url!r} has no leases: instances of an application cannot elect a leader"
+            )
         self._names = TopicNames(application_id)
         self.metadata = Metadata(self._names)  # resolved against the log by start()
         self.state = AppState.CREATED
