@@ -102,12 +102,25 @@ class CachingKeyValueStore:
         for kb, value in sorted(self._items(), key=lambda kv: kv[0]):
             yield self._kde(kb), value
 
+    def range(self, key_from: Any = None, key_to: Any = None) -> Iterator[tuple[Any, Any]]:
+        """(key, value) with ``key_from <= key <= key_to`` compared as serialized keys (Kafka Streams'
+        ``range``), in key-byte order; ``None`` leaves that end open."""
+        low = None if key_from is None else self.key_bytes(key_from)
+        high = None if key_to is None else self.key_bytes(key_to)
+        items = ((kb, v) for kb, v in self._items() if (low is None or kb >= low) and (high is None or kb <= high))
+        for kb, value in sorted(items, key=lambda kv: kv[0]):
+            yield self._kde(kb), value
+
     def keys(self) -> Iterator[Any]:
         for key, _ in self.all():
             yield key
 
     def approximate_num_entries(self) -> int:
         return sum(1 for _ in self._items())
+
+    def estimate_num_entries(self) -> int:
+        """A cheap size estimate (metrics scrape it): exact where counting is cheap."""
+        return self.approximate_num_entries()
 
     # -- by serialized key: a processor that reads and writes one key per record serializes it once ---------
 

@@ -142,6 +142,11 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
     def approximate_num_entries(self) -> int:
         return sum(1 for _ in self._items())
 
+    def estimate_num_entries(self) -> int:
+        # RocksDB's own estimate, plus the writes not flushed to it yet (may count a key twice).
+        estimate = self._db.property_int_value("rocksdb.estimate-num-keys") or 0
+        return estimate + len(self._dirty) + len(self._pending)
+
     def close(self) -> None:
         if not self.closed:
             super().close()
