@@ -13,9 +13,10 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 
-from streams import StreamsApp
+from streams import StreamsApp, StreamsBuilder
 from streams.log import Log, open_log
 from streams.log.partitioner import partition_for_key
 from streams.query_server import to_json
@@ -123,6 +124,48 @@ class Total:
     count: int
     amount: float
     tags: frozenset[str]
+
+
+def _decode_total(raw: bytes) -> Total:
+    data = orjson.loads(raw)
+    return Total(data["count"], data["amount"], frozenset(data["tags"]))
+
+
+def test_int_keys_and_dataclass_values_over_http(tmp_path: Path, names: Callable[[str], str]) -> None:
+    url = f"sqlite:///{tmp_path / 'log'}"
+    lg = open_log(url)
+    src, app_id = names("orders"), names("typed")
+    lg.create_topic(src, 2)
+    orders = [(7, 10.0), (7, 2.5), (12, 1.0)]
+    produce(lg, src, orders, key=lambda k: k.to_bytes(8, "big"), value=lambda v: orjson.dumps({"amount": v}))
+    produce(lg, src, [(b"bad", 1.0)], key=bytes, value=lambda v: orjson.dumps({"amount": v}))  # not an 8-byte key
+    b = StreamsBuilder()
+    (b.stream(src, key=int, value="json").group_by_key()
+     .aggregate(initial=lambda: Total(0, 0.0, frozenset()),
+                add=lambda _, o, t: Total(t.count + 1, t.amount + o["amount"], t.tags | {"paid"}),
+                store="totals", value=(to_json, _decode_total)))  # fmt: skip
+    app = StreamsApp(b.build(), app_id, url, state_dir=tmp_path / "state", commit_interval_ms=100,
+                     deserialization_error_handler="skip",
+                     application_server=f"http://127.0.0.1:{free_port()}")  # fmt: skip
+    with app, httpx.Client(timeout=10) as client:
+        base = f"{app.config.application_server}/v1/stores/totals"
+        wait_for(lambda: client.get(f"{base}/keys/12").status_code == 200, what="the totals")
+        wait_for(lambda: client.get(f"{base}/keys/7").json().get("value", {}).get("count") == 2, what="key 7")
+        assert client.get(f"{base}/keys/7").json()["value"] == {"count": 2, "amount": 12.5, "tags": ["paid"]}
+        assert [i["key"] for i in client.get(f"{base}/all").json()["items"]] == [7, 12]
+        assert [i["key"] for i in client.get(f"{base}/range", params={"from": "8"}).json()["items"]] == [12]
+        r = client.get(f"{base}/keys/seven")
+        assert (r.status_code, r.json()["error_code"]) == (422, 42201)
+        assert "'seven' is not a IntSerde key" in r.json()["message"]
+        # The poison record was dropped, and counted where it landed.
+        dropped = {t: m["dropped"] for t, m in app.metrics()["task_states"].items()}
+        assert sorted(dropped.values()) == [0, 1]
+        (task,) = [t for t, n in dropped.items() if n == 1]
+        text = client.get(f"{app.config.application_server}/metrics").text
+        assert (f'schemakit_streams_task_records_dropped_total{{application_id="{app_id}",'
+                f'reason="deserialization_error",task="{task}",thread="{app_id}-StreamThread-0"}} 1.0'
+                ) in text.splitlines()  # fmt: skip
+    lg.close()
 
 
 def test_typed_values_render_as_json() -> None:
