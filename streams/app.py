@@ -252,6 +252,7 @@ class StreamsApp:
             except BaseException:
                 for thread in threads:
                     thread.close_clients()
+                self._threads = []
                 self._state_dir.close()
                 raise
             self._query_server = server

@@ -7,6 +7,7 @@ instance kill -9'd): 503 with ``Retry-After`` while its tasks have no live owner
 from __future__ import annotations
 
 import dataclasses
+import socket
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -16,7 +17,7 @@ import httpx
 import orjson
 import pytest
 
-from streams import StreamsApp, StreamsBuilder
+from streams import StreamsApp, StreamsBuilder, StreamsError
 from streams.log import Log, open_log
 from streams.log.partitioner import partition_for_key
 from streams.query_server import to_json
@@ -165,6 +166,26 @@ def test_int_keys_and_dataclass_values_over_http(tmp_path: Path, names: Callable
         assert (f'schemakit_streams_task_records_dropped_total{{application_id="{app_id}",'
                 f'reason="deserialization_error",task="{task}",thread="{app_id}-StreamThread-0"}} 1.0'
                 ) in text.splitlines()  # fmt: skip
+    lg.close()
+
+
+def test_query_server_address_errors(tmp_path: Path, names: Callable[[str], str]) -> None:
+    url = f"sqlite:///{tmp_path / 'log'}"
+    lg = open_log(url)
+    src, out = names("in"), names("out")
+    lg.create_topic(src, 1)
+    lg.create_topic(out, 1)
+    with pytest.raises(ValueError, match=r"application_server must be http://host:port, got 'localhost'"):
+        StreamsApp(key_counts(src, out), names("app"), url, application_server="localhost")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        app = StreamsApp(key_counts(src, out), names("app"), url, state_dir=tmp_path / "s",
+                         application_server=f"http://127.0.0.1:{port}")  # fmt: skip
+        with pytest.raises(StreamsError, match=rf"the query server could not listen on 127.0.0.1:{port}"):
+            app.start()
+        app.close()
     lg.close()
 
 
