@@ -557,6 +557,7 @@ class SqliteLease(Lease):
     def held(self) -> bool:
         return not self._closed and time.time() < self._expires
 
+    @_translated
     def poll(self) -> bool:
         if self._closed:
             return False
@@ -583,6 +584,7 @@ class SqliteLease(Lease):
         self._renew_at = now + self.timeout / 4
         return True
 
+    @_translated
     def close(self) -> None:
         if self._closed:
             return
