@@ -10,7 +10,8 @@ possibly stale (``"stale": true``); without it such a query fails with 503 and `
 a partial answer.
 
 Errors are Confluent-style ``{"error_code", "message"}`` bodies: 40401 store not found, 40402 key not found,
-42201 a key the store's key serde cannot take, 50301 not available now (``Retry-After`` in seconds).
+42201 a key the store's key serde cannot take, 50301 not available now (``Retry-After`` in seconds), 50001 a
+value that could not be read or rendered.
 
 Window and session stores get ``/v1/stores/{store}/keys/{key}/windows?from=&to=`` and ``/sessions`` in the
 same scheme (routing by key, the fan-out for ranges) once the runtime has them.
@@ -48,6 +49,7 @@ log = logging.getLogger("streams.query_server")
 STORE_NOT_FOUND = 40401
 KEY_NOT_FOUND = 40402
 INVALID_KEY = 42201
+INTERNAL = 50001
 NOT_AVAILABLE = 50301
 
 
@@ -143,7 +145,7 @@ def _flag(query: dict[bytes, list[bytes]], name: bytes) -> bool:
 
 class _KeyLookups:
     """The hot path as plain ASGI in front of FastAPI: ``GET /v1/stores/{store}/keys/{key}`` never enters
-    FastAPI's routing and parameter parsing (a third of a lookup's time); everything else does."""
+    FastAPI's routing and parameter validation; everything else does."""
 
     def __init__(self, server: QueryServer, app: FastAPI) -> None:
         self._server = server
@@ -164,6 +166,10 @@ class _KeyLookups:
                     status, body = exc.status, orjson.dumps({"error_code": exc.code, "message": exc.message})
                     if exc.retry_after is not None:
                         headers.append((b"retry-after", str(exc.retry_after).encode()))
+                except Exception as exc:  # a value that does not deserialize or render: say which
+                    log.warning("query %s failed: %s", scope["path"], exc, exc_info=True)
+                    message = f"{type(exc).__name__}: {exc}"
+                    status, body = 500, orjson.dumps({"error_code": INTERNAL, "message": message})
                 headers.append((b"content-length", str(len(body)).encode()))
                 await send({"type": "http.response.start", "status": status, "headers": headers})
                 await send({"type": "http.response.body", "body": body})
