@@ -584,6 +584,11 @@ class StreamsApp:
         """Every instance of the application and its tasks (``metadataForAllStreamsClients``)."""
         return self.query_metadata.all_instances()
 
+    def task_lags(self) -> dict[str, dict[str, int]]:
+        """Instance -> task -> changelog records behind, for the tasks each instance runs or replicates, as the
+        instances last reported (``GET /v1/metadata``)."""
+        return self._membership.lags() if self._membership is not None else {}
+
     @property
     def retry_after_s(self) -> int:
         """The session timeout in whole seconds: by then a dead owner's tasks have moved."""

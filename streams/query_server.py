@@ -64,6 +64,8 @@ class QuerySource(Protocol):
 
     def assignment(self) -> Assignment: ...
 
+    def task_lags(self) -> dict[str, dict[str, int]]: ...
+
     def metrics_exposition(self) -> tuple[bytes, str]:
         """The Prometheus text and its content type."""
         ...
@@ -249,7 +251,9 @@ class QueryServer:
         @app.get("/v1/metadata")
         async def metadata() -> Response:
             source = self.source
-            instances = [dataclasses.asdict(m) for m in source.query_metadata.all_instances()]
+            lags = source.task_lags()
+            instances = [{**dataclasses.asdict(m), "lags": lags.get(m.host.instance, {})}
+                         for m in source.query_metadata.all_instances()]  # fmt: skip
             return _json({"application_id": source.application_id, "instance": source.instance_id,
                           "generation": source.assignment().generation, "instances": instances})  # fmt: skip
 

@@ -99,6 +99,12 @@ def test_every_key_from_either_instance_and_complete_ranges(two_instances: tuple
         standbys = sorted(t for m in body["instances"] for t in m["standby_tasks"])
         assert tasks == standbys == [f"0_{p}" for p in range(PARTITIONS)]
         assert all(m["stores"] == ["counts"] == m["standby_stores"] for m in body["instances"])
+
+        def lags_reported() -> bool:
+            instances = client.get(f"{first.config.application_server}/v1/metadata").json()["instances"]
+            return all(m["lags"] == dict.fromkeys(m["tasks"] + m["standby_tasks"], 0) for m in instances)
+
+        wait_for(lags_reported, what="every task's lag reported, standbys caught up")
         assert first.all_metadata_for_store("counts") == first.all_metadata()
 
         # Client mistakes get Confluent-style errors.
