@@ -107,8 +107,7 @@ class CachingKeyValueStore:
         ``range``), in key-byte order; ``None`` leaves that end open."""
         low = None if key_from is None else self.key_bytes(key_from)
         high = None if key_to is None else self.key_bytes(key_to)
-        items = ((kb, v) for kb, v in self._items() if (low is None or kb >= low) and (high is None or kb <= high))
-        for kb, value in sorted(items, key=lambda kv: kv[0]):
+        for kb, value in sorted(self._items_between(low, high), key=lambda kv: kv[0]):
             yield self._kde(kb), value
 
     def keys(self) -> Iterator[Any]:
@@ -194,6 +193,10 @@ class CachingKeyValueStore:
     def wipe(self) -> None:
         """Drop all local data (the checkpoint did not match the changelog)."""
         raise NotImplementedError
+
+    def _items_between(self, low: bytes | None, high: bytes | None) -> Iterator[tuple[bytes, Any]]:
+        """``_items()`` with ``low <= key bytes <= high`` (``None``: open); a store that can seek overrides it."""
+        return ((kb, v) for kb, v in self._items() if (low is None or kb >= low) and (high is None or kb <= high))
 
     # -- subclass hooks --------------------------------------------------------------------------------
 
