@@ -15,6 +15,7 @@ The app creates each thread's clients and task environment, and hears back from 
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import tempfile
 import threading
@@ -591,8 +592,11 @@ class StreamsApp:
 
     @property
     def retry_after_s(self) -> int:
-        """The session timeout in whole seconds: by then a dead owner's tasks have moved."""
-        return max(1, -(-self.config.session_timeout_ms // 1000))
+        """The session timeout in whole seconds (the log's own where it has one): by then a dead owner's tasks
+        have moved."""
+        membership = self._membership
+        seconds = membership.session_timeout if membership is not None else self.config.session_timeout_ms / 1000
+        return max(1, math.ceil(seconds))
 
     def store(self, name: str, include_standby: bool = False) -> ReadOnlyStore:
         """A read-only view of store ``name`` across the tasks on this instance. ``include_standby``: also
