@@ -124,6 +124,12 @@ def test_every_key_from_either_instance_and_complete_ranges(two_instances: tuple
                     f'task="{task}",thread="{first.application_id}-StreamThread-0"}} {float(processed)}')
             assert line in text.splitlines()
         assert f'schemakit_streams_rebalances_total{{application_id="{first.application_id}"' in text
+        thread = m["threads"][f"{first.application_id}-StreamThread-0"]
+        assert thread["commits"] > 0 and thread["commit_seconds"] > 0
+        assert f'schemakit_streams_thread_commits_total{{application_id="{first.application_id}"' in text
+        for task in first.standby_tasks():  # caught up (waited for above)
+            assert (f'schemakit_streams_task_standby_lag_records{{application_id="{first.application_id}",'
+                    f'task="{task}",thread="{first.application_id}-StreamThread-0"}} 0.0') in text.splitlines()
 
 
 @dataclasses.dataclass
