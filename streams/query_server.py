@@ -348,6 +348,7 @@ class QueryServer:
     ) -> tuple[int, bytes]:
         hosts, why = self._candidates(store, partition, include_standby)
         reasons = [why] if why else []
+        owner_restoring = False  # the owner is alive, only not ready: worth asking again soon
         path = f"/v1/stores/{quote(store, safe='')}/keys/{quote(text, safe='')}"
         for host, standby in hosts:
             if host.instance == self.source.instance_id:
@@ -357,6 +358,7 @@ class QueryServer:
                     if exc.code != NOT_AVAILABLE:
                         raise
                     reasons.append(exc.message)
+                    owner_restoring |= not standby
                     continue
             if host.server is None:
                 reasons.append(f"instance {host.instance} has no application_server")
@@ -369,12 +371,13 @@ class QueryServer:
                 continue
             if status == 503:
                 reasons.append(_message(body))
+                owner_restoring |= not standby
                 continue
             return status, body
         hint = "" if include_standby else "; include_standby=true reads a standby's copy, possibly stale"
         why = "; ".join(reasons) or "no instance holds it"
-        raise _unavailable(self.source, f"key {key!r} of store {store!r} (partition {partition}) cannot be "
-                                        f"answered now: {why}{hint}")  # fmt: skip
+        message = f"key {key!r} of store {store!r} (partition {partition}) cannot be answered now: {why}{hint}"
+        raise QueryError(503, NOT_AVAILABLE, message, 1 if owner_restoring else self.source.retry_after_s)
 
     def _local_scan(self, store: str, low: Any, high: Any, partitions: list[int],
                     include_standby: bool) -> tuple[list[tuple[Any, Any]], list[int]]:  # fmt: skip
