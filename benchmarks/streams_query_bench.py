@@ -37,14 +37,13 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-async def load(server: str, keys: list[str], rate: int, seconds: float) -> tuple[list[float], int]:
+async def load(pool: HttpPool, server: str, keys: list[str], rate: int, seconds: float) -> tuple[list[float], int]:
     """Latencies in ms of ``rate * seconds`` requests sent on schedule; and how many failed. The requests go
     through the same keep-alive pool the query servers forward with (httpx's async pool is the bottleneck
     at this rate, not the server)."""
     interval = 1 / rate
     latencies: list[float] = []
     failures = 0
-    pool = HttpPool(timeout=5, max_per_host=64)
 
     async def one(i: int, scheduled: float) -> None:
         nonlocal failures
@@ -65,8 +64,19 @@ async def load(server: str, keys: list[str], rate: int, seconds: float) -> tuple
             await asyncio.sleep(delay)
         pending.append(asyncio.create_task(one(i, scheduled)))
     await asyncio.gather(*pending)
-    await pool.aclose()
     return sorted(latencies), failures
+
+
+async def measure(server: str, remote: list[str], local: list[str], rate: int, seconds: float) -> None:
+    # One client pool for the warm-up and the runs: connections are opened once, as a long-lived client would.
+    pool = HttpPool(timeout=5, max_per_host=64)
+    await load(pool, server, remote + local, rate, 2.0)
+    for what, subset in (("routed to the other instance", remote), ("answered locally", local)):
+        latencies, failures = await load(pool, server, subset, rate, seconds)
+        print(f"GET keys/{{k}} {what}: {len(latencies)} requests at {rate}/s, {failures} failed; "
+              f"p50 {percentile(latencies, 0.50):.2f} ms, p99 {percentile(latencies, 0.99):.2f} ms, "
+              f"max {latencies[-1]:.2f} ms")  # fmt: skip
+    await pool.aclose()
 
 
 def main() -> int:
@@ -109,12 +119,7 @@ def main() -> int:
                          for k in keys}  # fmt: skip
             remote = [k for k in keys if owner[k] != me]
             local = [k for k in keys if owner[k] == me]
-            asyncio.run(load(servers[0], remote, args.rate, 1.0))  # warm-up: connections, caches
-            for what, subset in (("routed to the other instance", remote), ("answered locally", local)):
-                latencies, failures = asyncio.run(load(servers[0], subset, args.rate, args.seconds))
-                print(f"GET keys/{{k}} {what}: {len(latencies)} requests at {args.rate}/s, {failures} failed; "
-                      f"p50 {percentile(latencies, 0.50):.2f} ms, p99 {percentile(latencies, 0.99):.2f} ms, "
-                      f"max {latencies[-1]:.2f} ms")  # fmt: skip
+            asyncio.run(measure(servers[0], remote, local, args.rate, args.seconds))
         finally:
             for instance in instances:
                 instance.stop()
