@@ -4,12 +4,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck format openapi bench bench-spark spark-jar clean
+.PHONY: install run test lint typecheck format openapi bench bench-spark spark-jar wheel browser clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -U pip wheel setuptools
-	$(PY) -m pip install -q -e '.[test,streams,spark]'
+	$(PY) -m pip install -q -e '.[test,streams,spark,auth]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -29,7 +29,21 @@ spark-jar: $(STAMP)
 	@if command -v javac >/dev/null; then $(PY) -m serdes.spark.build_jar; \
 	else echo "javac not found: Spark JVM engine not built, its tests skip. Install: apt-get install openjdk-17-jdk-headless"; fi
 
-test: $(STAMP) spark-jar
+# A wheel carrying the Spark JVM engine's jar (setup.py compiles it during the build; needs javac and this venv's
+# pyspark, hence no build isolation), so that its users need no JDK.
+wheel: $(STAMP)
+	SCHEMAKIT_SPARK_JAR=require $(PY) -m pip wheel --no-build-isolation --no-deps -w dist .
+
+# The UI tests (tests/ui) drive Debian's headless Chromium with Selenium; they skip, naming this target, where
+# it cannot be installed (not root, no apt).
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+		|| echo "chromium could not be installed: the UI tests skip"; \
+	else echo "chromium not found: the UI tests skip. Install: make browser (as root), or apt-get install chromium chromium-driver"; fi
+
+test: $(STAMP) spark-jar browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q $(PYTEST_ARGS)
@@ -59,7 +73,7 @@ BENCH_STAMP := $(BENCH_VENV)/.installed
 $(BENCH_STAMP): pyproject.toml
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install -q -U pip wheel setuptools
-	$(BENCH_VENV)/bin/python -m pip install -q -e '.[test,streams]' quixstreams
+	$(BENCH_VENV)/bin/python -m pip install -q -e '.[test,streams,auth]' quixstreams
 	$(BENCH_VENV)/bin/python -m pip install -q --no-deps --force-reinstall 'confluent-kafka>=2.16'
 	touch $(BENCH_STAMP)
 

@@ -6,9 +6,10 @@ config, and ``Service`` falls back to the default compatibility level.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from compat import CompatibilityLevel
+from registry.security.config import SecurityConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +19,7 @@ class RegistryConfig:
     host: str = "127.0.0.1"
     port: int = 8081  # Confluent's
     topic: str = "_schemas"  # Confluent's kafkastore.topic
-    #: the URL other instances forward writes to; default ``http://host:port``
+    #: the URL other instances forward writes to; default ``http://host:port`` (``https`` with TLS)
     advertised_url: str | None = None
     leader_eligible: bool = True
     compatibility: CompatibilityLevel = CompatibilityLevel.BACKWARD  # Confluent's default level
@@ -35,10 +36,13 @@ class RegistryConfig:
     shutdown_timeout: float = 30.0
     #: log line format: ``text`` or ``json`` (one object per line)
     log_format: str = "text"
+    #: authentication, authorization and TLS (``registry/security``); the default is none of them
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
     @property
     def url(self) -> str:
-        return self.advertised_url or f"http://{self.host}:{self.port}"
+        scheme = "https" if self.security.tls else "http"
+        return self.advertised_url or f"{scheme}://{self.host}:{self.port}"
 
     @property
     def leader_topic(self) -> str:

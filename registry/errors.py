@@ -41,16 +41,35 @@ class ErrorCode(enum.IntEnum):
     UNSUPPORTED_MEDIA_TYPE = 415
     UNPROCESSABLE_ENTITY = 422
     INTERNAL_SERVER_ERROR = 500
+    UNAUTHORIZED = 401
+    # Confluent's security plugin
+    FORBIDDEN = 40301
 
 
 class ApiError(Exception):
     """An error answer: HTTP status plus Confluent's ``{"error_code", "message"}`` body."""
 
-    def __init__(self, status: int, error_code: int, message: str) -> None:
+    def __init__(
+        self, status: int, error_code: int, message: str, headers: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.error_code = error_code
         self.message = message
+        #: extra response headers (``WWW-Authenticate`` of a 401)
+        self.headers = headers
+
+
+# 401 / 403
+def unauthorized(reason: str, challenges: list[str]) -> ApiError:
+    return ApiError(
+        401, ErrorCode.UNAUTHORIZED, f"Unauthorized: {reason}", tuple(("www-authenticate", c) for c in challenges)
+    )
+
+
+def forbidden(operation: str, resource: str) -> ApiError:
+    """Confluent's security plugin's wording: ``User is denied operation Write on Subject: orders``."""
+    return ApiError(403, ErrorCode.FORBIDDEN, f"User is denied operation {operation} on {resource}")
 
 
 # 404s

@@ -2,9 +2,12 @@
 
 Fixtures:
 - ``registry_url`` (session): one server on a fresh SQLite log, shared by tests that use unique subjects.
+- ``module_registry`` (module): a server of the test module's own, for tests that need an empty registry.
 - ``schema_types`` / ``require_type``: what ``GET /schemas/types`` lists, and a probe that skips a test without it.
-- ``start_registry`` (function): a factory ``start_registry(log_url=None, **env) -> RegistryProcess`` for tests that
-  need their own server (restart tests, several instances); every process started is stopped at teardown.
+- ``start_registry`` (function): a factory ``start_registry(log_url=None, *args, env=, scheme=, probe=) ->
+  RegistryProcess`` for tests that need their own server (restart tests, several instances, TLS and
+  authentication: ``scheme="https"``, ``probe`` the httpx options of the readiness check); every process
+  started is stopped at teardown.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -39,10 +43,14 @@ class RegistryProcess:
     #: a command the server runs under (it must exec the rest of its arguments), e.g. in a namespace
     wrapper: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
+    #: ``https`` for a server started with ``--tls-cert``
+    scheme: str = "http"
+    #: httpx options of the readiness probe (``verify``, ``cert``, ``auth`` for a secured server)
+    probe: dict[str, Any] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> RegistryProcess:
         cmd = [
@@ -70,7 +78,7 @@ class RegistryProcess:
                     f"registry exited with {self.proc.returncode}:\n{self.log_file.read_text()}"
                 )
             try:
-                if httpx.get(self.url + "/", timeout=1.0).status_code == 200:
+                if httpx.get(self.url + "/", timeout=1.0, **self.probe).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
@@ -106,6 +114,8 @@ def start_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         port: int | None = None,
         env: dict[str, str] | None = None,
         wrapper: list[str] | None = None,
+        scheme: str = "http",
+        probe: dict[str, Any] | None = None,
     ) -> RegistryProcess:
         d = tmp_path_factory.mktemp("registry")
         rp = RegistryProcess(
@@ -115,6 +125,8 @@ def start_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
             list(extra_args),
             env or {},
             wrapper or [],
+            scheme=scheme,
+            probe=probe or {},
         )
         started.append(rp)
         return rp.start()
@@ -129,6 +141,15 @@ def registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     d = tmp_path_factory.mktemp("shared-registry")
     rp = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log").start()
     yield rp.url
+    rp.stop()
+
+
+@pytest.fixture(scope="module")
+def module_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryProcess]:
+    """A registry of the test module's own: its state starts empty, and it stops after the module."""
+    d = tmp_path_factory.mktemp("module-registry")
+    rp = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log").start()
+    yield rp
     rp.stop()
 
 

@@ -26,7 +26,10 @@ from registry.http.render import dumps
 
 
 def error_response(e: ApiError) -> Response:
-    return Response(dumps({"error_code": e.error_code, "message": e.message}), e.status, media_type=CT_V1.decode())
+    response = Response(dumps({"error_code": e.error_code, "message": e.message}), e.status, media_type=CT_V1.decode())
+    for name, value in e.headers:
+        response.headers.append(name, value)
+    return response
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:

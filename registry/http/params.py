@@ -84,6 +84,10 @@ async def _version(
 
 #: the ``{subject}`` path segment, decoded
 Subject = Annotated[str, Depends(_subject)]
+#: the ``{context}`` path segment of ``/contexts/{context}`` (as sent; ``contexts.parse_context`` reads it)
+ContextPath = Annotated[
+    str, Path(description="The context: `.ctx`, `:.ctx:` or `ctx` all name `.ctx`.", examples=[".staging"])
+]
 #: the ``{version}`` path segment: a number or ``LATEST``
 Version = Annotated[int, Depends(_version)]
 #: the ``{id}`` path segment (not an integer: 404, as an unknown path)
@@ -186,6 +190,10 @@ def query_error(loc: tuple[Any, ...], kind: str, value: Any) -> errors.ApiError:
     where, name = (*loc, "", "")[:2]
     if where == "path":
         return errors.not_found_route()
+    if kind == "missing":
+        return errors.bad_request(f"Query parameter '{name}' is required")
     if kind.startswith("int"):
         return errors.bad_request(f"Query parameter '{name}' must be an integer, got '{value}'")
+    if kind == "greater_than_equal":
+        return errors.bad_request(f"Query parameter '{name}' is out of range: '{value}'")
     return errors.bad_request(f"Query parameter '{name}' is invalid: '{value}'")
