@@ -4,7 +4,8 @@ own thread), answering for the whole application.
 A key is routed to the instance whose active task holds its partition (``QueryMetadata``, from the newest
 assignment); that instance answers from its local store (``?local=true`` marks such a forwarded request, which
 is never forwarded again). ``range`` and ``all`` fan out: each partition of the store is asked of its owner,
-all owners at once, and the answers are merged in key-byte order. With ``include_standby=true`` a partition
+all owners at once, and the answers are merged in key-byte order (a ``local=true`` answer carries each key's
+bytes, base64, as ``kb``). With ``include_standby=true`` a partition
 whose owner cannot answer (unreachable, restoring, or none during a hand-over) is answered by a standby,
 possibly stale (``"stale": true``); without it such a query fails with 503 and ``Retry-After``, never with
 a partial answer.
@@ -25,7 +26,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 from urllib.parse import parse_qs, quote, unquote
@@ -380,14 +381,15 @@ class QueryServer:
         raise QueryError(503, NOT_AVAILABLE, message, 1 if owner_restoring else self.source.retry_after_s)
 
     def _local_scan(self, store: str, low: Any, high: Any, partitions: list[int],
-                    include_standby: bool) -> tuple[list[tuple[Any, Any]], list[int]]:  # fmt: skip
+                    include_standby: bool) -> tuple[list[tuple[bytes, Any, Any]], list[int]]:  # fmt: skip
+        """(key bytes, key, value) of ``partitions`` here, and which of them are answered by replicas."""
         try:
             stores = self.source.store(store, include_standby).partition_stores(partitions)
         except InvalidStateStoreError as exc:
             raise QueryError(503, NOT_AVAILABLE, f"instance {self.source.instance_id}: {exc}", 1) from None
-        items: list[tuple[Any, Any]] = []
+        items: list[tuple[bytes, Any, Any]] = []
         for _, kv, _ in stores:
-            items.extend(kv.range(low, high))
+            items.extend((kv.key_bytes(k), k, v) for k, v in kv.range(low, high))
         return items, [p for p, _, stale in stores if stale]
 
     async def _scan(self, store: str, key_from: str | None, key_to: str | None, include_standby: bool,
@@ -406,7 +408,9 @@ class QueryServer:
             wanted = list(range(count))
         if local:
             items, stale = self._local_scan(store, low, high, wanted, include_standby)
-            return _json({"items": [{"key": k, "value": v} for k, v in items], "stale_partitions": stale})
+            # ``kb``: the key's bytes, base64, so that the asking instance merges in key-byte order exactly
+            return _json({"items": [{"kb": kb, "key": k, "value": v} for kb, k, v in items],
+                          "stale_partitions": stale})  # fmt: skip
         pending: dict[int, list[tuple[HostInfo, bool]]] = {}
         reasons: list[str] = []
         for p in wanted:
@@ -420,7 +424,7 @@ class QueryServer:
         if key_to is not None:
             params["to"] = key_to
         path = f"/v1/stores/{quote(store, safe='')}/range"
-        all_items: list[tuple[Any, Any]] = []
+        all_items: list[tuple[bytes, Any, Any]] = []
         stale_partitions: list[int] = []
         while pending:
             if any(not hosts for hosts in pending.values()):
@@ -446,7 +450,8 @@ class QueryServer:
                 if status != 200:
                     raise QueryError(status, _error_code(raw), _message(raw))
                 body = orjson.loads(raw)
-                return [(i["key"], i["value"]) for i in body["items"]], body["stale_partitions"]
+                items = [(base64.b64decode(i["kb"]), i["key"], i["value"]) for i in body["items"]]
+                return items, body["stale_partitions"]
 
             jobs = list(groups.items())
             results = await asyncio.gather(*(one(h, s, parts) for (h, s), parts in jobs), return_exceptions=True)
@@ -463,19 +468,6 @@ class QueryServer:
                 stale_partitions.extend(stale)
                 for p in parts:
                     del pending[p]
-        all_items.sort(key=self._sort_key(store))
-        return _json({"items": [{"key": k, "value": v} for k, v in all_items],
+        all_items.sort(key=lambda item: item[0])
+        return _json({"items": [{"key": k, "value": v} for _, k, v in all_items],
                       "stale_partitions": sorted(stale_partitions)})  # fmt: skip
-
-    def _sort_key(self, store: str) -> Callable[[tuple[Any, Any]], Any]:
-        """Key-byte order, as each store returns its part; keys that came back as JSON and no longer
-        serialize (typed keys) keep the order they arrived in."""
-        qm = self.source.query_metadata
-
-        def key(item: tuple[Any, Any]) -> Any:
-            try:
-                return qm.key_bytes(store, item[0])
-            except Exception:
-                return b""
-
-        return key
