@@ -36,11 +36,12 @@ PUBLIC_API: dict[str, list[str]] = {
         "protobuf_to_spark", "spark_session", "to_registry", "with_jar",
     ],
     "streams": [
-        "BYTES", "Cancellable", "CoPartitioningError", "DeadLetterQueue", "DeserializationError", "FLOAT", "INT",
-        "InvalidStateStoreError", "JSON", "KGroupedStream", "KStream", "KTable", "LogAndContinue", "LogAndFail",
-        "MissingTopicError", "ProcessingError", "Processor", "ProcessorContext", "PunctuationType", "STRING", "Serde",
-        "SerdeError", "StateListener", "StateStoreError", "StoreSpec", "StreamsApp", "StreamsBuilder",
-        "StreamsError", "TaskState", "TestInputTopic", "TestOutputTopic", "TestRecord", "Topology", "TopologyError",
+        "BYTES", "Cancellable", "CoPartitioningError", "DeadLetterQueue", "DeserializationError", "FLOAT", "HostInfo",
+        "INT", "InvalidStateStoreError", "JSON", "KGroupedStream", "KStream", "KTable", "KeyQueryMetadata",
+        "LogAndContinue", "LogAndFail", "MissingTopicError", "ProcessingError", "Processor", "ProcessorContext",
+        "PunctuationType", "STRING", "Serde", "SerdeError", "StateListener", "StateStoreError", "StoreSpec",
+        "StreamsApp", "StreamsBuilder", "StreamsError", "StreamsMetadata", "TaskState",
+        "TestInputTopic", "TestOutputTopic", "TestRecord", "Topology", "TopologyError",
         "TopologyTestDriver",
     ],
     "streams.log": [
