@@ -6,9 +6,10 @@ config, and ``Service`` falls back to the default compatibility level.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from compat import CompatibilityLevel
+from registry.limits import Limits
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +27,8 @@ class RegistryConfig:
     store_timeout: float = 10.0
     group_id: str = "schema-registry"  # Confluent's schema.registry.group.id
     election_topic: str | None = None  # default: "<topic>_leader"
+    #: what one request may make the registry do (body and schema sizes, timeouts, schema work, caches)
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def url(self) -> str:

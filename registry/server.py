@@ -12,6 +12,7 @@ from registry import __version__
 from registry.config import RegistryConfig
 from registry.forwarder import Forwarder, LeaderOffsetHeader
 from registry.http.app import RegistryApp
+from registry.http.protocol import guarded_protocol
 from registry.leader import ELECTION_GROUP_SETTINGS, ELECTION_SESSION_TIMEOUT, Election, WriterSlot
 from registry.schema_types import schema_types
 from registry.service import Service
@@ -75,7 +76,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
     # the writer the election puts in the slot), and the others forward writes to it.
     writers = WriterSlot() if log_backend.capabilities.group_membership else None
     store = Store(log_backend, config.topic, timeout=config.store_timeout, writers=writers)
-    service = Service(store, default_compatibility=config.compatibility)
+    service = Service(store, default_compatibility=config.compatibility, limits=config.limits)
     election: Election | None = None
     forwarder: Forwarder | None = None
     if writers is not None:
@@ -104,6 +105,19 @@ def build_app(config: RegistryConfig) -> RegistryApp:
     async def startup() -> None:
         log.info("schemakit registry %s: log backend %s, topic %s", __version__, log_backend.describe(), config.topic)
         log.info("schema types: %s", ", ".join(schema_types()))
+        limits = config.limits
+        log.info(
+            "limits: request body %d bytes, schema %d bytes, nesting %d, %d references; %d schema workers, "
+            "queue %d; header/body timeouts %g/%g s",
+            limits.max_request_bytes,
+            limits.max_schema_bytes,
+            limits.max_schema_depth,
+            limits.max_references,
+            limits.schema_workers,
+            limits.schema_queue,
+            limits.header_timeout,
+            limits.body_timeout,
+        )
         await asyncio.to_thread(store.open)
         store.start(asyncio.get_running_loop())
         if election is None:
@@ -125,6 +139,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             election.log.close()
         if forwarder is not None:
             await forwarder.aclose()
+        service.pool.shutdown()
         store.close()
         log_backend.close()
         log.info("stopped")
@@ -148,7 +163,7 @@ def serve(config: RegistryConfig) -> int:
             access_log=False,
             log_level="warning",
             loop="auto",
-            http="auto",
+            http=guarded_protocol(config.limits.header_timeout),  # uvicorn's, with a header read timeout
             timeout_keep_alive=30,
         )
     )

@@ -25,9 +25,10 @@ from fastapi.staticfiles import StaticFiles
 
 from registry import __version__
 from registry.http import errors
+from registry.http.body import BodyLimits
 from registry.http.openapi import TITLE, document
 from registry.http.read_cache import ReadCache, ReadGuard
-from registry.http.routers import ROUTERS
+from registry.http.routers import ROUTERS, query_parameter_names
 
 if TYPE_CHECKING:
     from registry.forwarder import Forwarder
@@ -101,8 +102,9 @@ class RegistryApp(ReadCache):
     than a wrapper, so a hit costs no extra call).
 
     ``forwarder`` (several instances) sends writes to the leader when this node is not it; ``guard`` is the
-    security layer's check in front of cached answers (``read_cache.ReadGuard``). ``on_startup`` and
-    ``on_shutdown`` hold coroutines run by the ASGI lifespan (the server opens and closes the log there)."""
+    security layer's check in front of cached answers (``read_cache.ReadGuard``). The service's ``limits``
+    bound request bodies and the cache. ``on_startup`` and ``on_shutdown`` hold coroutines run by the ASGI
+    lifespan (the server opens and closes the log there)."""
 
     def __init__(
         self,
@@ -118,7 +120,15 @@ class RegistryApp(ReadCache):
         self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
         self.api = build_api(service, forwarder, cluster_id)
         self.api.router.lifespan_context = self._lifespan
-        super().__init__(KeepEncodedSlashes(self.api), service.state, guard=guard)
+        limits = service.limits
+        super().__init__(
+            KeepEncodedSlashes(self.api),
+            service.state,
+            guard=guard,
+            max_bytes=limits.response_cache_bytes,
+            query_names=query_parameter_names(),
+            bodies=BodyLimits(limits.max_request_bytes, limits.body_timeout),
+        )
 
     @asynccontextmanager
     async def _lifespan(self, _app: Any) -> AsyncIterator[None]:

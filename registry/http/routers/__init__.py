@@ -19,3 +19,14 @@ ROUTERS = [
 def api_routes() -> list[RegistryRoute]:
     """Every API route (the app mounts the routers; these are the routes as declared)."""
     return [r for router in ROUTERS for r in router.routes if isinstance(r, RegistryRoute)]
+
+
+def query_parameter_names() -> frozenset[str]:
+    """The query parameters some route reads; the read cache keys answers by these only."""
+    names: set[str] = set()
+    stack = [r.dependant for r in api_routes()]
+    while stack:
+        dependant = stack.pop()
+        names.update(p.alias for p in dependant.query_params)
+        stack.extend(dependant.dependencies)
+    return frozenset(names)
