@@ -173,7 +173,7 @@ class ReadCache:
         if self.query_names is None:
             return query
         names = self.query_names
-        return tuple(p for p in parse_qsl(query.decode("latin-1"), keep_blank_values=True) if p[0] in names)
+        return tuple(p for p in parse_qsl(query.decode("latin-1"), keep_blank_values=True) if p[0] in names) or b""
 
     async def _miss(self, scope: Scope, receive: Any, send: Any, key: Key, generation: int) -> None:
         ticket = ReadTicket()
