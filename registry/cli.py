@@ -73,6 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
         "[env SCHEMAKIT_ELECTION_TOPIC]",
     )
     s.add_argument(
+        "--takeover-after-ms",
+        type=int,
+        default=int(_env("SCHEMAKIT_TAKEOVER_AFTER_MS", str(round(DEFAULTS.takeover_after * 1000)))),
+        help="Kafka only: a follower replaces a leader whose address has refused connections this long "
+        "(its process is gone) without waiting for the group's session timeout; 0: leave it to the group "
+        "[env SCHEMAKIT_TAKEOVER_AFTER_MS]",
+    )
+    s.add_argument(
         "--compatibility",
         default=_env("SCHEMAKIT_COMPATIBILITY", DEFAULTS.compatibility),
         help="default compatibility level [env SCHEMAKIT_COMPATIBILITY]",
@@ -84,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long a write waits for the log [env SCHEMAKIT_STORE_TIMEOUT_MS]",
     )
     _add_limit_options(s)
+    s.add_argument(
+        "--protoc-timeout-ms",
+        type=int,
+        default=int(_env("SCHEMAKIT_PROTOC_TIMEOUT_MS", str(round(DEFAULTS.protoc_timeout * 1000)))),
+        help="how long compiling one Protobuf schema may take before it is refused with 42201 "
+        "[env SCHEMAKIT_PROTOC_TIMEOUT_MS]",
+    )
     s.add_argument(
         "--log-level",
         default=_env("SCHEMAKIT_LOG_LEVEL", "INFO"),
@@ -119,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
             group_id=args.group_id,
             election_topic=args.election_topic,
             limits=_limits(args),
+            protoc_timeout=args.protoc_timeout_ms / 1000,
+            takeover_after=args.takeover_after_ms / 1000,
         )
         try:
             return serve(config)

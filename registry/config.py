@@ -29,6 +29,11 @@ class RegistryConfig:
     election_topic: str | None = None  # default: "<topic>_leader"
     #: what one request may make the registry do (body and schema sizes, timeouts, schema work, caches)
     limits: Limits = field(default_factory=Limits)
+    #: Kafka only: seconds the leader's address must refuse connections before a follower replaces it
+    #: without waiting for the group's session timeout; 0 leaves failover to the group
+    takeover_after: float = 1.0
+    #: seconds one protoc run (compiling a Protobuf schema) may take before it is killed and the schema refused
+    protoc_timeout: float = 10.0
 
     @property
     def url(self) -> str:

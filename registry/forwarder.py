@@ -7,9 +7,11 @@ waits, briefly, until its own reader has applied the leader's record (the leader
 ``X-Schemakit-Offset``), so a client that reads from the same follower right after sees its write.
 
 While no leader is known, or the announced one does not accept connections (it died and the group has not
-elected the next one yet), a write waits up to ``leader_wait`` for a usable leader before it fails with
-50004 (no leader) or 50003 (forwarding failed): an election then costs callers latency, not errors. Reads
-never come here and never wait.
+elected the next one yet), or it answers 50004 (it no longer leads: nothing was written), a write waits up
+to ``leader_wait`` for a usable leader before it fails with 50004 (no leader) or 50003 (forwarding failed):
+an election then costs callers latency, not errors. Every failure to reach the leader is reported to the
+election (``LeaderView.leader_unreachable``), which may then replace a leader that is gone. Reads never come
+here and never wait.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from typing import Any, Protocol
 
 import httpx
+import orjson
 
 from registry import errors
 from registry.store import Store
@@ -41,6 +44,21 @@ class LeaderView(Protocol):
 
     @property
     def leader_url(self) -> str | None: ...
+
+    def leader_unreachable(self, url: str) -> None:
+        """A request to the leader at ``url`` failed in transport (refused, reset, timed out)."""
+        ...
+
+
+def _not_leader(status: int, content: bytes) -> bool:
+    """The answer of a node that does not (or no longer) lead: it wrote nothing, so the request may go again."""
+    if status != 500:
+        return False
+    try:
+        body = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(body, dict) and body.get("error_code") == errors.ErrorCode.UNKNOWN_LEADER
 
 
 def operation_name(method: str, raw_path: bytes) -> str:
@@ -99,13 +117,18 @@ class Forwarder:
             if usable:
                 assert leader is not None
                 try:
-                    return await self._forward(leader, method, raw_path, query_string, headers, body)
+                    status, content = await self._forward(leader, method, raw_path, query_string, headers, body)
                 except httpx.ConnectError as e:
                     # Nothing was sent: the leader is gone. A new one may be announced shortly.
+                    self.election.leader_unreachable(leader)
                     if time.monotonic() >= deadline:
                         raise self._failed(method, raw_path, leader, e) from e
                 except httpx.HTTPError as e:  # the request may have reached the leader: do not repeat it
+                    self.election.leader_unreachable(leader)
                     raise self._failed(method, raw_path, leader, e) from e
+                else:
+                    if not _not_leader(status, content) or time.monotonic() >= deadline:
+                        return status, content
             elif time.monotonic() >= deadline:
                 raise errors.leader_not_known()
             await asyncio.sleep(0.05)

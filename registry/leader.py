@@ -10,19 +10,36 @@ any older producer with that id, i.e. a zombie leader, at the broker), catches u
 assignment (no group) and forwards writes to the announcement with the highest generation.
 
 Everything the leader writes goes through that producer, one transaction per write, so a deposed
-leader's next write fails with ``ProducerFencedError`` and the node steps down at once. The store gets
-that writer from a ``WriterSlot`` the election fills while this node leads and empties when it steps down.
+leader's next write fails with ``ProducerFencedError`` and the node steps down at once (as it does when it
+reads a newer leader's announcement). The store gets that writer from a ``WriterSlot`` the election fills
+while this node leads and empties when it steps down.
+
+Failover. The group notices a dead member only when its session times out (``session.timeout.ms``;
+Kafka brokers refuse less than ``group.min.session.timeout.ms``, 6 s by default), and tansu then holds
+the rejoin for half of that again. A follower often knows sooner: forwarding a write to the leader fails
+(``leader_unreachable``, from the forwarder). It then probes the leader's address; when nothing has
+listened there for ``takeover_after`` seconds (connections *refused*: the host is up, the process is
+gone), it claims the takeover on the election topic; the first claim in the topic's order wins, and the
+winner takes leadership through the same fenced path, without waiting for the group. A leader that is only slow,
+paused or cut off still accepts or times out connections, so it is left to the session timeout. When the
+group later gives partition 0 to another member, that member takes over as usual (fencing the interim
+leader): leadership may change hands once more, never with two writers at a time. A firewall that rejects
+(rather than drops) connections between instances looks like a dead leader: there set ``takeover_after``
+to 0 (``--takeover-after-ms 0``) and leave failover to the group.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
+from registry.follower import PartitionFollower
 from registry.offsets import OffsetWatcher
 from registry.store import NOOP_KEY, Store
 from streams.log import (
@@ -33,6 +50,7 @@ from streams.log import (
     LogError,
     Producer,
     ProducerFencedError,
+    Record,
     RecordMetadata,
     TopicPartition,
 )
@@ -41,11 +59,19 @@ log = logging.getLogger("registry.leader")
 
 ANNOUNCE_KEY = b"leader"
 PROBE_KEY = b"probe"
-# Confluent's kafkagroup timing, and cooperative-sticky assignment so that a member joining does not move
-# leadership; a log URL that sets its own values (a test's faster ones) wins.
-ELECTION_SESSION_TIMEOUT_MS = 10000
+CLAIM_KEY = b"claim"  # {"url", "replacing": generation}: a follower's bid to replace a dead leader
+# The election group's timing: the shortest session a stock Kafka broker accepts (its
+# group.min.session.timeout.ms; Confluent's registry uses 10 s), with four heartbeats per session, and
+# cooperative-sticky assignment so that a member joining does not move leadership. librdkafka heartbeats
+# from its own thread, so a busy Python interpreter (the GIL, a GC pause) does not miss them; a process
+# stopped as a whole (SIGSTOP, a frozen VM, swapping) for longer than the session is replaced. A log URL
+# that sets its own values (``session.timeout.ms``, ``heartbeat.interval.ms``) wins.
+ELECTION_SESSION_TIMEOUT_MS = 6000
+ELECTION_HEARTBEAT_INTERVAL_MS = 1500
 ELECTION_GROUP_SETTINGS = GroupSettings(
-    assignment="cooperative-sticky", session_timeout_ms=ELECTION_SESSION_TIMEOUT_MS, heartbeat_interval_ms=3000
+    assignment="cooperative-sticky",
+    session_timeout_ms=ELECTION_SESSION_TIMEOUT_MS,
+    heartbeat_interval_ms=ELECTION_HEARTBEAT_INTERVAL_MS,
 )
 ELECTION_SESSION_TIMEOUT = ELECTION_SESSION_TIMEOUT_MS / 1000
 HEADER_LEADER = "schemakit.leader"
@@ -56,10 +82,51 @@ def transactional_id_for(group: str) -> str:
     return f"schemakit-registry-{group}"
 
 
+def refuses_connections(url: str, timeout: float = 0.25) -> bool:
+    """Whether the host of ``url`` answers but nothing listens on its port: proof that the process that
+    served there is gone. A timeout or an unreachable network proves nothing (False)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return False
+    if parts.hostname is None:
+        return False
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class Announcement:
     url: str
     generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Suspicion:
+    """A follower's doubt that ``leader`` is alive, since ``since`` (monotonic)."""
+
+    leader: Announcement
+    since: float
+
+
+def encode_claim(url: str, replacing: int) -> bytes:
+    return json.dumps({"url": url, "replacing": replacing}, separators=(",", ":")).encode()
+
+
+def decode_claim(value: bytes | None) -> tuple[int, str] | None:
+    """(generation to replace, claimant URL), or None for a malformed claim."""
+    try:
+        obj = json.loads(value or b"")
+        return int(obj["replacing"]), str(obj["url"])
+    except (ValueError, KeyError, TypeError):
+        log.warning("ignoring malformed takeover claim %r", (value or b"")[:200])
+        return None
 
 
 def encode_announcement(a: Announcement) -> bytes:
@@ -201,6 +268,7 @@ class Election:
         url: str,
         eligible: bool,
         timeout: float,
+        takeover_after: float,
         session_timeout: float = ELECTION_SESSION_TIMEOUT,
     ) -> None:
         self.log = log_backend
@@ -218,14 +286,30 @@ class Election:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._watched = OffsetWatcher()  # how far the watcher has read the election topic
+        self._watcher: PartitionFollower | None = None
         self._owns_partition = False
         self._retry_at = 0.0  # when the member may (again) try to take leadership
         self._session_timeout = session_timeout
+        #: seconds the leader's address must refuse connections before this node claims the takeover; 0: never
+        self.takeover_after = takeover_after
+        self._suspect: _Suspicion | None = None  # set by the forwarder (event loop), acted on by the member
+        self._claims: dict[int, str] = {}  # generation -> the first node that claimed to replace its leader
+        self._claim_producer: Producer | None = None
         self._lock = threading.RLock()  # leadership changes come from the member thread and from writers
 
     @property
     def leader_url(self) -> str | None:
         return self.leader.url if self.leader is not None else None
+
+    def leader_unreachable(self, url: str) -> None:
+        """The forwarder could not reach the leader at ``url``: if this node may lead, it starts checking
+        whether that leader is gone (see the module docstring). Cheap and non-blocking."""
+        current = self.leader
+        if not self.takeover_after or not self.eligible or self.is_leader or current is None or current.url != url:
+            return
+        if self._suspect is not None and self._suspect.leader == current:
+            return
+        self._suspect = _Suspicion(current, time.monotonic())
 
     # ---- lifecycle --------------------------------------------------------------------------------------
 
@@ -234,9 +318,13 @@ class Election:
         log.info("election topic %r: %d partition, group %r", info.name, info.partitions, self.group)
 
     def start(self) -> None:
-        self._watcher = self.log.consumer(None, client_id=f"schemakit-leader-watch-{self.topic}")
-        self._watcher.assign({self._tp: OFFSET_BEGINNING})
-        self._spawn("election-watch", self._watch_forever)
+        client_id = f"schemakit-leader-watch-{self.topic}"
+        consumer = self.log.consumer(None, client_id=client_id)
+        consumer.assign({self._tp: OFFSET_BEGINNING})
+        self._watcher = PartitionFollower(
+            self.log, self._tp, self._read, consumer=consumer, offset=0, client_id=client_id, max_records=500
+        )
+        self._watcher.start("election-watch")
         if not self.eligible:
             log.info("not leader-eligible: this node never leads; it forwards writes to the announced leader")
             return
@@ -254,26 +342,21 @@ class Election:
         self._stop.set()
         for t in self._threads:
             t.join(self.timeout)
+        if self._watcher is not None:
+            self._watcher.close()
+        self._watched.close()
 
     # ---- the watcher: who leads -------------------------------------------------------------------------
 
-    def _watch_forever(self) -> None:
-        try:
-            while not self._stop.is_set():
-                try:
-                    batch = self._watcher.poll(0.2, 500)
-                except LogError as e:
-                    log.error("reading election topic %s failed: %s; retrying", self.topic, e)
-                    time.sleep(0.5)
-                    continue
-                for r in batch:
-                    if r.key == ANNOUNCE_KEY:
-                        self._announced(decode_announcement(r.value))
-                if batch:
-                    self._watched.advance(batch[-1].offset)
-        finally:
-            self._watched.close()
-            self._watcher.close()
+    def _read(self, batch: list[Record]) -> bool:
+        """The watcher's batch of election records (in the watcher's thread)."""
+        for r in batch:
+            if r.key == ANNOUNCE_KEY:
+                self._announced(decode_announcement(r.value))
+            elif r.key == CLAIM_KEY and (claim := decode_claim(r.value)) is not None:
+                self._claims.setdefault(*claim)
+        self._watched.advance(batch[-1].offset)
+        return True
 
     def _announced(self, a: Announcement | None) -> None:
         if a is None or (self.leader is not None and a.generation <= self.leader.generation):
@@ -281,6 +364,11 @@ class Election:
         self.leader = a
         who = "this node" if a.url == self.url else a.url
         log.info("leader: %s (generation %d)", who, a.generation)
+        if a.url != self.url and self.is_leader:
+            # Whoever announced a newer generation fenced our producer first; stop before a write finds out,
+            # and (should the group still give us partition 0) let things settle before leading again.
+            self._retry_at = time.monotonic() + 2 * self._session_timeout
+            self._step_down(f"{a.url} leads now (generation {a.generation})")
 
     # ---- the member: leading ----------------------------------------------------------------------------
 
@@ -303,6 +391,10 @@ class Election:
                     log.error("election group %r: %s; retrying", self.group, e)
                     time.sleep(0.5)
                     continue
+                except Exception:  # never die silently: a member that stops polling leaves the group
+                    log.exception("election group %r: polling failed unexpectedly; retrying", self.group)
+                    time.sleep(0.5)
+                    continue
                 if self._owns_partition and self.writers.current() is None and time.monotonic() >= self._retry_at:
                     try:
                         self._become_leader()
@@ -314,13 +406,60 @@ class Election:
                     except Exception as e:  # any other failure: stay a follower, try again shortly
                         log.warning("could not take leadership: %s; retrying in 1s", e)
                         self._retry_at = time.monotonic() + 1.0
+                elif self._suspect is not None:
+                    self._check_suspect(self._suspect)
         finally:
             try:
                 self._member.close()  # leaves the group; _revoked steps down
             finally:
                 self._step_down("shutting down")
+                if self._claim_producer is not None:
+                    _close(self._claim_producer)
 
-    def _become_leader(self) -> None:
+    def _check_suspect(self, suspect: _Suspicion) -> None:
+        """One look at a suspected leader (from the member thread): drop the doubt, or take over once its
+        address has refused connections for the suspicion's whole patience."""
+        if self.is_leader or self.leader != suspect.leader or not refuses_connections(suspect.leader.url):
+            self._suspect = None  # a newer leader, or the old one answers (or cannot be judged): not our call
+            return
+        waited = time.monotonic() - suspect.since
+        if waited < self.takeover_after:
+            return
+        self._suspect = None
+        dead = suspect.leader
+        try:
+            winner = self._claim_takeover(dead.generation)
+            if winner != self.url:
+                log.info("the leader %s is gone; %s claimed the takeover first", dead.url, winner)
+                return
+            log.warning(
+                "the leader %s (generation %d) has refused connections for %.1fs: its process is gone; "
+                "taking over without waiting for the group's session timeout",
+                dead.url,
+                dead.generation,
+                waited,
+            )
+            self._become_leader(replacing=dead)
+        except Exception as e:  # someone else was faster (we were fenced) or the log failed: stay a follower
+            log.warning("could not take over from %s: %s", dead.url, e)
+
+    def _claim_takeover(self, generation: int) -> str | None:
+        """Bid to replace the leader of ``generation``; the node whose bid comes first in the election
+        topic (read up to our own) wins, so followers that noticed together do not fence each other."""
+        if self._claim_producer is None:
+            self._claim_producer = self.log.producer()
+        md = self._claim_producer.produce(
+            self.topic, encode_claim(self.url, generation), CLAIM_KEY, partition=0, timeout=self.timeout
+        )
+        if not self._watched.wait_blocking(md.offset, self.timeout):
+            raise LogError(f"election topic {self.topic!r}: did not read up to our claim at offset {md.offset}")
+        return self._claims.get(generation)
+
+    def _become_leader(self, replacing: Announcement | None = None) -> None:
+        """Take leadership: as the owner of partition 0 (``replacing`` None), or in place of a dead leader
+        ``replacing``, unless another node has replaced it already."""
+        if replacing is not None and self.leader != replacing:
+            return
         started = time.monotonic()
         producer = self.log.producer(self.transactional_id)
         try:
@@ -337,7 +476,7 @@ class Election:
             (noop,) = writer.write([(self.store.topic, NOOP_KEY, None)], self.timeout)
             if not self.store.applied.wait_blocking(noop.offset, self.timeout):
                 raise LogError(f"{self.store.topic!r}: not applied up to offset {noop.offset} in time")
-            if not self._owns_partition or self._stop.is_set():
+            if (replacing is None and not self._owns_partition) or self._stop.is_set():
                 raise LogError("lost partition 0 while taking leadership")
             # 3. Take writes, then tell the others.
             with self._lock:

@@ -13,11 +13,12 @@ from registry.config import RegistryConfig
 from registry.forwarder import Forwarder, LeaderOffsetHeader
 from registry.http.app import RegistryApp
 from registry.http.protocol import guarded_protocol
+from registry.instance_lock import InstanceLock, LockHeldError
 from registry.leader import ELECTION_GROUP_SETTINGS, ELECTION_SESSION_TIMEOUT, Election, WriterSlot
-from registry.schema_types import schema_types
+from registry.schema_types import protoc, schema_types
 from registry.service import Service
 from registry.store import Store
-from streams.log import Log, LogError, open_log
+from streams.log import Log, LogError, open_log, redact_url
 
 log = logging.getLogger("registry")
 
@@ -44,7 +45,7 @@ def check_topics(config: RegistryConfig) -> None:
         for name in wanted:
             _check_topic(log_backend, name)
     except LogError as e:
-        raise StartupError(f"cannot use the log at {config.log_url}: {e}") from e
+        raise StartupError(f"cannot use the log at {redact_url(config.log_url)}: {e}") from e
     finally:
         log_backend.close()
 
@@ -70,11 +71,28 @@ def _check_topic(log_backend: Log, name: str) -> None:
         )
 
 
+def _lock_store(log_backend: Log, config: RegistryConfig) -> InstanceLock | None:
+    """Where this registry is its log's only writer and the log is a local file, make sure no other
+    registry serves the same store topic from it (``instance_lock``)."""
+    if log_backend.local_path is None:
+        return None
+    try:
+        return InstanceLock.acquire(log_backend.local_path, config.topic, config.url)
+    except LockHeldError as e:
+        log_backend.close()
+        raise StartupError(str(e)) from e
+    except OSError as e:
+        log_backend.close()
+        raise StartupError(f"cannot lock the log at {log_backend.local_path} for this registry: {e}") from e
+
+
 def build_app(config: RegistryConfig) -> RegistryApp:
     log_backend = open_backend(config)
     # Several instances can share a log with group membership: then only the elected leader writes (through
     # the writer the election puts in the slot), and the others forward writes to it.
     writers = WriterSlot() if log_backend.capabilities.group_membership else None
+    lock = _lock_store(log_backend, config) if writers is None else None
+    protoc.configure(timeout=config.protoc_timeout)
     store = Store(log_backend, config.topic, timeout=config.store_timeout, writers=writers)
     service = Service(store, default_compatibility=config.compatibility, limits=config.limits)
     election: Election | None = None
@@ -90,6 +108,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             url=config.url,
             eligible=config.leader_eligible,
             timeout=config.store_timeout,
+            takeover_after=config.takeover_after,
             session_timeout=election_log.group_session_timeout or ELECTION_SESSION_TIMEOUT,
         )
         logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per forwarded request
@@ -118,6 +137,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             limits.header_timeout,
             limits.body_timeout,
         )
+        await asyncio.to_thread(protoc.include_roots)  # its imports now, not in the first Protobuf request
         await asyncio.to_thread(store.open)
         store.start(asyncio.get_running_loop())
         if election is None:
@@ -126,9 +146,11 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             await asyncio.to_thread(election.ensure_topic)
             election.start()
             log.info(
-                "leader election: group %r on topic %r, this node %s; leader announced on that topic once elected",
+                "leader election: group %r on topic %r (session timeout %gs), this node %s; leader announced on "
+                "that topic once elected",
                 config.group_id,
                 config.leader_topic,
+                election.log.group_session_timeout,
                 "is eligible" if config.leader_eligible else "is not eligible (--leader-eligible false)",
             )
         log.info("serving the Confluent Schema Registry API at %s (API docs at %s/docs)", config.url, config.url)
@@ -142,6 +164,8 @@ def build_app(config: RegistryConfig) -> RegistryApp:
         service.pool.shutdown()
         store.close()
         log_backend.close()
+        if lock is not None:
+            lock.release()
         log.info("stopped")
 
     app.on_startup.append(startup)

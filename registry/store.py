@@ -7,6 +7,11 @@ then awaits the moment its own reader has applied that offset (read-your-writes)
 Where several instances share the log, only the elected leader may write: such a store is given a
 ``WriterProvider`` and writes through whatever writer it provides at the time (the leader's fenced
 producer), or refuses with 50004 while there is none.
+
+The reader is a ``PartitionFollower``: it never dies silently, it retries and starts over on a new
+consumer. While it cannot read, the store is not ``ready`` and refuses writes with 50001 naming the cause
+(a write it could not read back would only time out, after it had been applied). A record that cannot be
+applied is logged and skipped, as Confluent's reader does.
 """
 
 from __future__ import annotations
@@ -14,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import threading
 import time
 from typing import Protocol
 
 from registry import errors
+from registry.follower import PartitionFollower
 from registry.offsets import OffsetWatcher
 from registry.schemas_topic import Key
 from registry.state import State
@@ -70,8 +75,7 @@ class Store:
         self._writers = writers
         self._tp = TopicPartition(topic, 0)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop = threading.Event()
-        self._reader: threading.Thread | None = None
+        self._reader: PartitionFollower | None = None
         self._producer: Producer | None = None
 
     # ---- lifecycle --------------------------------------------------------------------------------------
@@ -82,16 +86,16 @@ class Store:
         log.info("store topic %r: %d partition, compacted=%s", info.name, info.partitions, info.compacted)
         self.log.compact(self.topic)  # a no-op where the backend compacts by itself
         self._producer = self.log.producer()
-        self._consumer = self.log.consumer(None, client_id=f"KafkaStore-reader-{self.topic}")
-        self._consumer.assign({self._tp: OFFSET_BEGINNING})
+        client_id = f"KafkaStore-reader-{self.topic}"
+        consumer = self.log.consumer(None, client_id=client_id)
+        consumer.assign({self._tp: OFFSET_BEGINNING})
         # Catching up is decided by a barrier: our own NOOP's offset, then read up to it.
         target = self._producer.produce(self.topic, None, NOOP_KEY, partition=0).offset
         started = time.monotonic()
         last_report = started
         while self.state.offset < target:
-            batch = self._consumer.poll(0.5, 5000)
-            for r in batch:
-                self.state.apply(r.offset, r.key, r.value, r.timestamp)
+            batch = consumer.poll(0.5, 5000)
+            self._apply_records(batch)
             self.records_replayed += len(batch)
             if time.monotonic() - last_report > 5:
                 last_report = time.monotonic()
@@ -106,46 +110,54 @@ class Store:
             self.state.max_id,
         )
         self.applied.advance(self.state.offset)
+        self._reader = PartitionFollower(
+            self.log, self._tp, self._hand_over, consumer=consumer, offset=self.state.offset + 1, client_id=client_id
+        )
+
+    @property
+    def reader_failure(self) -> str | None:
+        """Why the reader cannot read the log right now; None while it can (or before ``open``)."""
+        return self._reader.failure if self._reader is not None else None
+
+    @property
+    def ready(self) -> bool:
+        """Replayed, and the reader follows the log: what a readiness check should report."""
+        return self._reader is not None and self._reader.failure is None
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start following the log; from now on state changes happen on ``loop``."""
+        assert self._reader is not None, "Store.open() first"
         self._loop = loop
-        self._reader = threading.Thread(target=self._read_forever, name="schemas-reader", daemon=True)
-        self._reader.start()
+        self._reader.start("schemas-reader")
 
     def close(self) -> None:
-        self._stop.set()
         if self._reader is not None:
-            self._reader.join(5)
+            self._reader.close()
         self.applied.close()
-        try:
-            self._consumer.close()
-        except LogError:
-            pass
         if self._producer is not None:
             self._producer.close()
 
-    def _read_forever(self) -> None:
+    def _hand_over(self, batch: list[Record]) -> bool:
+        """The reader's batch, to be applied on the loop thread (False once the loop is closed)."""
         assert self._loop is not None
-        while not self._stop.is_set():
-            try:
-                batch = self._consumer.poll(0.2, 1000)
-            except LogError as e:
-                log.error("reading %s failed: %s; retrying", self.topic, e)
-                time.sleep(0.5)
-                continue
-            if batch:
-                try:
-                    self._loop.call_soon_threadsafe(self._apply_batch, batch)
-                except RuntimeError:  # loop closed during shutdown
-                    return
+        try:
+            self._loop.call_soon_threadsafe(self._apply_batch, batch)
+        except RuntimeError:  # loop closed during shutdown
+            return False
+        return True
 
     def _apply_batch(self, batch: list[Record]) -> None:
+        self._apply_records([r for r in batch if r.offset > self.state.offset])
+        self.applied.advance(self.state.offset)
+
+    def _apply_records(self, records: list[Record]) -> None:
         st = self.state
-        for r in batch:
-            if r.offset > st.offset:
+        for r in records:
+            try:
                 st.apply(r.offset, r.key, r.value, r.timestamp)
-        self.applied.advance(st.offset)
+            except Exception:  # State.apply skips what it knows to be malformed; this is the backstop
+                log.exception("skipping %s record at offset %d: applying it failed", self.topic, r.offset)
+                st.offset = r.offset
 
     # ---- writing ----------------------------------------------------------------------------------------
 
@@ -164,6 +176,9 @@ class Store:
 
     async def write(self, key: bytes, value: bytes | None, operation: str = "Register") -> int:
         """Produce one record and return once this node's state includes it."""
+        if self.reader_failure is not None:
+            cause = self.reader_failure
+            raise errors.store_error(f"{operation} operation failed: the store cannot read its log ({cause})")
         call = functools.partial(self._writer(), self.topic, value, key, self.timeout)
         try:
             md = await asyncio.to_thread(call)
@@ -177,6 +192,9 @@ class Store:
             raise errors.store_error(
                 f"{operation} operation failed while writing to the Kafka store: {e}"
             ) from e
+        except Exception as e:  # a backend bug must still answer Confluent's envelope, with the cause
+            log.exception("%s operation: writing to %s failed unexpectedly", operation, self.topic)
+            raise errors.store_error(f"{operation} operation failed while writing to the Kafka store: {e!r}") from e
         if not await self.applied.wait(md.offset, self.timeout):
             raise errors.store_timeout(
                 "KafkaStoreReaderThread failed to reach target offset within the timeout interval"

@@ -189,7 +189,7 @@ class StreamsApp:
         self._set_state(AppState.REBALANCING)
         for thread in self._threads:
             thread.start()
-        log.info("application %s started %d thread(s) on %s", self.application_id, n, self.log.url)
+        log.info("application %s started %d thread(s) on %s", self.application_id, n, self.log.safe_url)
 
     def close(self, timeout: float | None = 60.0) -> None:
         """Stop the threads (each commits and closes its tasks) and release the log."""

@@ -62,7 +62,7 @@ def resolve(topology: Topology, log: Log, names: TopicNames, dead_letter_topic: 
         info = log.describe_topic(topic)
         if info is None:
             raise MissingTopicError(
-                f"{role} topic {topic!r} does not exist in {log.url}: create it before starting "
+                f"{role} topic {topic!r} does not exist in {log.safe_url}: create it before starting "
                 f"application {names.application_id!r}"
             )
         return info.partitions

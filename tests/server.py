@@ -36,6 +36,8 @@ class RegistryProcess:
     log_file: Path
     extra_args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    #: a command the server runs under (it must exec the rest of its arguments), e.g. in a namespace
+    wrapper: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -44,6 +46,7 @@ class RegistryProcess:
 
     def start(self, timeout: float = 30.0) -> RegistryProcess:
         cmd = [
+            *self.wrapper,
             sys.executable,
             "-m",
             "registry",
@@ -102,6 +105,7 @@ def start_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         *extra_args: str,
         port: int | None = None,
         env: dict[str, str] | None = None,
+        wrapper: list[str] | None = None,
     ) -> RegistryProcess:
         d = tmp_path_factory.mktemp("registry")
         rp = RegistryProcess(
@@ -110,6 +114,7 @@ def start_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
             d / "server.log",
             list(extra_args),
             env or {},
+            wrapper or [],
         )
         started.append(rp)
         return rp.start()

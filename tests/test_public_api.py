@@ -45,8 +45,9 @@ PUBLIC_API: dict[str, list[str]] = {
     "streams.log": [
         "BACKENDS", "Capabilities", "Consumer", "DeliveryCallback", "GroupSettings", "Log", "LogError",
         "LogTimeoutError", "OFFSET_BEGINNING", "OFFSET_END", "Producer", "ProducerFencedError", "Record",
-        "RecordMetadata", "RecordTooLargeError", "TopicConfigError", "TopicExistsError", "TopicInfo", "TopicPartition",
-        "TransactionError", "TransactionState", "UnknownTopicError", "open_log",
+        "RecordMetadata", "RecordTooLargeError", "StorageError", "StorageFullError", "TopicConfigError",
+        "TopicExistsError", "TopicInfo", "TopicPartition", "TransactionError", "TransactionState", "UnknownTopicError",
+        "open_log", "redact_url",
     ],
 }  # fmt: skip
 

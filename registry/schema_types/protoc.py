@@ -2,13 +2,19 @@
 
 protoc runs in a child process (``python -m grpc_tools.protoc``): its diagnostics go to the C++ side's
 stderr, which cannot be captured safely in-process while other threads log. Results are cached by a digest
-of (main text, imported files), since compiling costs a process start, within a bound on their bytes.
+of (main text, imported files), since compiling costs a process start, within a bound on their bytes. A
+compile that takes longer than ``timeout`` seconds (:func:`configure`) is killed and reported as a
+:class:`ProtocError` naming the limit.
+
+Everything protoc reads is written into directories only this process can use (``mkdtemp``: mode 0700,
+a fresh name): the include directory of known files lives as long as the process and is removed at
+exit, so no other local user can plant or read a ``.proto`` there.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
-import hashlib
 import importlib.util
 import os
 import shutil
@@ -21,10 +27,20 @@ from pathlib import Path
 from google.protobuf import descriptor_pb2
 
 from registry.byte_lru import ByteLru
+from registry.config import DEFAULTS
 from registry.schema_types import proto_printer
 
 #: the name the main file is compiled under; chosen so it cannot collide with a user import path
 MAIN_FILE = "__schemakit_main__.proto"
+_timeout = DEFAULTS.protoc_timeout  # seconds one protoc run may take before it is killed
+
+
+def configure(*, timeout: float) -> None:
+    """Set how long one protoc run may take (seconds, > 0) for this process."""
+    global _timeout
+    if not timeout > 0:
+        raise ValueError(f"protoc timeout must be > 0 seconds, got {timeout!r}")
+    _timeout = timeout
 
 
 class ProtocError(Exception):
@@ -95,7 +111,13 @@ def _compile(main_text: str, imports: tuple[tuple[str, str], ...]) -> bytes:
             "--include_imports",
             MAIN_FILE,
         ]
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+        try:
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=_timeout, check=False)
+        except subprocess.TimeoutExpired as e:  # run() has killed protoc
+            raise ProtocError(
+                f"protoc did not finish compiling the schema within {_timeout:g}s (the compile time limit); "
+                "simplify the schema or its imports"
+            ) from e
         if proc.returncode != 0 or not out.exists():
             message = (proc.stderr or proc.stdout).strip().replace(str(src) + os.sep, "")
             raise ProtocError(message or f"protoc failed with exit code {proc.returncode}")
@@ -103,8 +125,8 @@ def _compile(main_text: str, imports: tuple[tuple[str, str], ...]) -> bytes:
 
 
 def _confluent_protos() -> str | None:
-    """A directory holding ``confluent/meta.proto`` and ``confluent/type/*.proto``, written once per
-    content (the path carries a hash of it, so processes share it and nothing piles up)."""
+    """A directory holding ``confluent/meta.proto`` and ``confluent/type/*.proto``, private to this process
+    (``include_roots`` caches it) and removed when the process exits."""
     try:
         from confluent_kafka.schema_registry.confluent import meta_pb2
         from confluent_kafka.schema_registry.confluent.type import decimal_pb2
@@ -117,20 +139,11 @@ def _confluent_protos() -> str | None:
         modules.append(variant_pb2)
     except ImportError:
         pass
-    files = {}
+    root = Path(tempfile.mkdtemp(prefix="schemakit-known-protos-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     for module in modules:
         fd = descriptor_pb2.FileDescriptorProto.FromString(module.DESCRIPTOR.serialized_pb)
-        files[fd.name] = proto_printer.print_file(fd)
-    digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
-    root = Path(tempfile.gettempdir()) / f"schemakit-known-protos-{digest}"
-    if not root.exists():
-        staging = Path(tempfile.mkdtemp(prefix="schemakit-known-protos-"))
-        for name, text in files.items():
-            _write(staging, name, text)
-        try:
-            staging.rename(root)  # atomic: concurrent processes never see a half-written directory
-        except OSError:  # another process won the race; its copy has the same content
-            shutil.rmtree(staging, ignore_errors=True)
+        _write(root, fd.name, proto_printer.print_file(fd))
     return str(root)
 
 

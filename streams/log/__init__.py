@@ -22,6 +22,8 @@ from streams.log.base import (
     Record,
     RecordMetadata,
     RecordTooLargeError,
+    StorageError,
+    StorageFullError,
     TopicConfigError,
     TopicExistsError,
     TopicInfo,
@@ -30,6 +32,7 @@ from streams.log.base import (
     TransactionState,
     UnknownTopicError,
 )
+from streams.log.redact import redact_url
 
 __all__ = [
     "BACKENDS",
@@ -47,6 +50,8 @@ __all__ = [
     "Record",
     "RecordMetadata",
     "RecordTooLargeError",
+    "StorageError",
+    "StorageFullError",
     "TopicConfigError",
     "TopicExistsError",
     "TopicInfo",
@@ -55,6 +60,7 @@ __all__ = [
     "TransactionState",
     "UnknownTopicError",
     "open_log",
+    "redact_url",
 ]
 
 
@@ -73,7 +79,7 @@ def open_log(url: str, *, groups: GroupSettings | None = None, **options: object
     scheme, sep, _ = url.partition("://")
     if not sep or scheme not in BACKENDS:
         known = " or ".join(f"{name}://..." for name in BACKENDS)
-        raise ValueError(f"unknown log URL {url!r}: expected {known} (sqlite:///path, kafka://host:port[,host:port])")
+        raise ValueError(f"unknown log URL {redact_url(url)!r}: expected {known} (sqlite:///path, kafka://host:port[,host:port])")
     module_name, class_name = BACKENDS[scheme]
     backend: type[Log] = getattr(importlib.import_module(module_name), class_name)
     return backend(url, groups=groups, **options)  # type: ignore[call-arg]

@@ -15,6 +15,9 @@ import abc
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from streams.log.redact import redact_url
 
 Headers = tuple[tuple[str, bytes | None], ...]
 
@@ -49,6 +52,15 @@ class LogTimeoutError(LogError):
 
 class RecordTooLargeError(LogError):
     """The record exceeds the backend's maximum record size."""
+
+
+class StorageError(LogError):
+    """The backend's own storage failed (an I/O error, a damaged or unreadable file, no permission); the
+    operation did not take effect. The message names the storage and the cause."""
+
+
+class StorageFullError(StorageError):
+    """No room left to store the records (disk, file system or size limit full); nothing was written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,6 +407,16 @@ class Log(abc.ABC):
     @abc.abstractmethod
     def describe(self) -> str:
         """One line for a startup log: which backend, and where its data lives."""
+
+    @property
+    def safe_url(self) -> str:
+        """``url`` with passwords and other secrets redacted: the form every message shows."""
+        return redact_url(self.url)
+
+    @property
+    def local_path(self) -> Path | None:
+        """The file that holds this log's data on this machine; None where the data lives elsewhere."""
+        return None
 
     @property
     def group_session_timeout(self) -> float | None:

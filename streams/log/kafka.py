@@ -18,7 +18,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
@@ -57,6 +57,7 @@ from streams.log.base import (
     check_partitions,
     check_topic_name,
 )
+from streams.log.redact import redact_url
 
 __all__ = ["KafkaLog", "parse_kafka_url"]
 
@@ -90,24 +91,39 @@ _UNKNOWN_TOPIC_CODES = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._
 
 
 def parse_kafka_url(url: str) -> tuple[str, dict[str, str]]:
-    """``kafka://h:p,h2:p2?k=v`` -> (``"h:p,h2:p2"``, ``{"k": "v"}``); ValueError names what is wrong."""
+    """``kafka://h:p,h2:p2?k=v`` -> (``"h:p,h2:p2"``, ``{"k": "v"}``); ValueError names what is wrong.
+
+    User info is SASL credentials: ``kafka://user:pw@h:p`` sets ``sasl.username`` and ``sasl.password`` (URL
+    decoded) and, unless the query says otherwise, ``security.protocol=SASL_SSL`` and ``sasl.mechanism=PLAIN``
+    (a password never travels in clear by default). Messages show the URL with its secrets redacted."""
+    shown = redact_url(url)
     parts = urlsplit(url)
     if parts.scheme != "kafka":
-        raise ValueError(f"not a Kafka log URL: {url!r} (expected kafka://host:port[,host:port][?option=value])")
+        raise ValueError(f"not a Kafka log URL: {shown!r} (expected kafka://host:port[,host:port][?option=value])")
     if parts.path not in ("", "/") or parts.fragment:
-        raise ValueError(f"Kafka log URL {url!r} must not have a path or fragment, only hosts and ?options")
-    hosts = [h.strip() for h in parts.netloc.split(",")]
-    if not parts.netloc or not all(hosts):
-        raise ValueError(f"Kafka log URL {url!r} names no bootstrap server (expected kafka://host:port)")
+        raise ValueError(f"Kafka log URL {shown!r} must not have a path or fragment, only hosts and ?options")
+    userinfo, at, netloc = parts.netloc.rpartition("@")
+    hosts = [h.strip() for h in netloc.split(",")]
+    if not netloc or not all(hosts):
+        raise ValueError(f"Kafka log URL {shown!r} names no bootstrap server (expected kafka://host:port)")
     for hostport in hosts:
         host, sep, port = hostport.rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"bootstrap server {hostport!r} in {url!r} is not host:port with a port in 1-65535")
+            raise ValueError(f"bootstrap server {hostport!r} in {shown!r} is not host:port with a port in 1-65535")
     options: dict[str, str] = {}
     for key, value in parse_qsl(parts.query, keep_blank_values=True, strict_parsing=False):
         if not key:
-            raise ValueError(f"Kafka log URL {url!r} has an option without a name")
+            raise ValueError(f"Kafka log URL {shown!r} has an option without a name")
         options[key] = value
+    if at:
+        user, colon, password = userinfo.partition(":")
+        if not user or not colon:
+            raise ValueError(f"Kafka log URL {shown!r}: user info must be user:password (SASL credentials)")
+        options.setdefault("sasl.username", unquote(user))
+        options.setdefault("sasl.password", unquote(password))
+        options.setdefault("security.protocol", "SASL_SSL")
+        if "sasl.mechanisms" not in options:
+            options.setdefault("sasl.mechanism", "PLAIN")
     return ",".join(hosts), options
 
 
@@ -263,7 +279,7 @@ class KafkaLog(Log):
     @property
     def _admin(self) -> AdminClient:
         if self._closed:
-            raise LogError(f"the Kafka log {self.url!r} is closed")
+            raise LogError(f"the Kafka log {self.safe_url!r} is closed")
         with self._lock:
             if self._admin_client is None:
                 self._admin_client = AdminClient(self._admin_conf)
@@ -396,12 +412,12 @@ class KafkaLog(Log):
 
     def producer(self, transactional_id: str | None = None) -> KafkaProducer:
         if self._closed:
-            raise LogError(f"the Kafka log {self.url!r} is closed")
+            raise LogError(f"the Kafka log {self.safe_url!r} is closed")
         return KafkaProducer(self, transactional_id)
 
     def consumer(self, group: str | None = None, *, client_id: str | None = None) -> KafkaConsumer:
         if self._closed:
-            raise LogError(f"the Kafka log {self.url!r} is closed")
+            raise LogError(f"the Kafka log {self.safe_url!r} is closed")
         consumer = KafkaConsumer(self, group, client_id)
         with self._lock:
             self._consumers.add(consumer)

@@ -17,15 +17,17 @@ fresh), one row per partition holding its next offset, and one ``records`` table
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
 import struct
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from streams.log.base import (
     OFFSET_BEGINNING,
@@ -37,11 +39,14 @@ from streams.log.base import (
     Headers,
     Log,
     LogError,
+    LogTimeoutError,
     Producer,
     RebalanceCallback,
     Record,
     RecordMetadata,
     RecordTooLargeError,
+    StorageError,
+    StorageFullError,
     TopicExistsError,
     TopicInfo,
     TopicPartition,
@@ -174,6 +179,45 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+# --- SQLite's errors as the log's own ---------------------------------------------------------
+
+# SQLite's primary result codes this backend tells apart (https://sqlite.org/rescode.html)
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_FULL = 5, 6, 13
+
+
+def _storage_error(path: Path, doing: str, e: sqlite3.Error) -> LogError:
+    """The ``LogError`` that says what ``e`` means for the caller (``doing`` names the operation)."""
+    code = getattr(e, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    text = f"SQLite log {path}: {doing} failed: {e}"
+    if primary == _SQLITE_FULL:
+        return StorageFullError(f"{text} (no room left for the log's file; nothing was written)")
+    if primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return LogTimeoutError(f"{text} (another connection held the database for longer than busy_timeout)")
+    return StorageError(text)
+
+
+class _OnFile(Protocol):
+    _db: _Db
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _translated(method: _F) -> _F:
+    """Public methods wear this: an ``sqlite3.Error`` leaves as the log's own error (``_storage_error``), so
+    callers handle one family of exceptions whatever the backend."""
+
+    @functools.wraps(method)
+    def call(self: _OnFile, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as e:
+            raise _storage_error(self._db.path, method.__name__, e) from e
+
+    return call  # type: ignore[return-value]
+
+
 # --- per-file shared state ---------------------------------------------------------------------
 
 
@@ -260,11 +304,17 @@ class _WriteTxn:
         return self.db.conn
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        conn = self.db.conn
         try:
             if exc_type is None:
-                self.db.conn.execute("COMMIT")
-            else:
-                self.db.conn.execute("ROLLBACK")
+                conn.execute("COMMIT")
+            elif conn.in_transaction:
+                # SQLite may have rolled back by itself (e.g. on SQLITE_FULL); the error that got us here
+                # is the one to report, not a failing ROLLBACK.
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
         finally:
             self.db.shared.write_lock.release()
             self.db.lock.release()
@@ -295,16 +345,22 @@ class SqliteLog(Log):
     ) -> None:
         self.url = url
         self.path = path_from_url(url)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.max_record_bytes = max_record_bytes
         self.poll_interval = poll_interval
         self.busy_timeout = busy_timeout
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StorageError(f"SQLite log {self.path}: cannot create its directory: {e}") from e
         self._shared = _shared_for(self.path)
-        self._db = self._connect()
-        with self._db.write() as conn:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+        try:
+            self._db = self._connect()
+            with self._db.write() as conn:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+        except sqlite3.Error as e:
+            raise _storage_error(self.path, "opening", e) from e
         self._closed = False
 
     def _connect(self) -> _Db:
@@ -313,8 +369,13 @@ class SqliteLog(Log):
     def describe(self) -> str:
         return f"sqlite (embedded), data at {self.path.resolve()}"
 
+    @property
+    def local_path(self) -> Path:
+        return self.path
+
     # topics
 
+    @_translated
     def create_topic(
         self, name: str, partitions: int = 1, *, compacted: bool = False, config: dict[str, str] | None = None
     ) -> TopicInfo:
@@ -338,6 +399,7 @@ class SqliteLog(Log):
             )
         return TopicInfo(name, partitions, compacted, config)
 
+    @_translated
     def describe_topic(self, name: str) -> TopicInfo | None:
         with self._db.lock:
             row = self._db.conn.execute(
@@ -347,6 +409,7 @@ class SqliteLog(Log):
             return None
         return TopicInfo(name, row[0], bool(row[1]), json.loads(row[2]))
 
+    @_translated
     def delete_topic(self, name: str) -> None:
         with self._db.write() as conn:
             row = conn.execute("SELECT id FROM topics WHERE name = ?", (name,)).fetchone()
@@ -358,20 +421,24 @@ class SqliteLog(Log):
             # As on Kafka, a deleted topic's committed offsets go with it.
             conn.execute("DELETE FROM group_offsets WHERE topic = ?", (name,))
 
+    @_translated
     def list_topics(self) -> list[str]:
         with self._db.lock:
             return [r[0] for r in self._db.conn.execute("SELECT name FROM topics ORDER BY name")]
 
     # clients
 
+    @_translated
     def producer(self, transactional_id: str | None = None) -> SqliteProducer:
         return SqliteProducer(self, transactional_id)
 
+    @_translated
     def consumer(self, group: str | None = None, *, client_id: str | None = None) -> SqliteConsumer:
         return SqliteConsumer(self, group, client_id)
 
     # offsets
 
+    @_translated
     def end_offsets(self, topic: str) -> dict[int, int]:
         with self._db.lock:
             rows = self._db.conn.execute(
@@ -383,11 +450,13 @@ class SqliteLog(Log):
             raise UnknownTopicError(f"topic {topic!r} does not exist")
         return dict(rows)
 
+    @_translated
     def committed(self, group: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         return _read_committed(self._db, group, partitions)
 
     # compaction
 
+    @_translated
     def compact(self, topic: str) -> int:
         """Delete every record superseded by a later record with the same key in the same partition
         (the newest per key stays, tombstones included). Offsets are never reused. Returns how many
@@ -418,6 +487,7 @@ class SqliteLog(Log):
                 deleted += len(doomed)
         return deleted
 
+    @_translated
     def close(self) -> None:
         if not self._closed:
             self._closed = True
@@ -485,6 +555,7 @@ class SqliteProducer(Producer):
 
     # record intake
 
+    @_translated
     def send(
         self,
         topic: str,
@@ -544,6 +615,7 @@ class SqliteProducer(Producer):
             self._topics[name] = meta
         return meta
 
+    @_translated
     def flush(self, timeout: float | None = None) -> None:
         """Write everything sent so far in one transaction. Inside a transaction this does nothing: the
         records wait for ``commit_transaction``."""
@@ -555,6 +627,7 @@ class SqliteProducer(Producer):
                     results = self._insert(conn, batch)
                 self._report(results)
 
+    @_translated
     def produce(
         self,
         topic: str,
@@ -642,6 +715,7 @@ class SqliteProducer(Producer):
             self._txn = None
             raise self.transaction.fence(f"epoch {self._epoch}")
 
+    @_translated
     def init_transactions(self, timeout: float | None = None) -> None:
         self.transaction.init()
         tid = self._transactional_id
@@ -658,6 +732,7 @@ class SqliteProducer(Producer):
         self._epoch = epoch
         self.transaction.mark_initialized()
 
+    @_translated
     def begin_transaction(self) -> None:
         self.transaction.begin()
         # One cheap read per transaction, so a zombie learns it was fenced before it buffers more work.
@@ -673,6 +748,7 @@ class SqliteProducer(Producer):
         assert self._txn is not None
         self._txn.offsets.setdefault(group, {}).update(offsets)
 
+    @_translated
     def commit_transaction(self, timeout: float | None = None) -> None:
         self.transaction.check_in_transaction("commit_transaction")
         txn = self._txn
@@ -696,6 +772,7 @@ class SqliteProducer(Producer):
         self._txn = None
         self.transaction.end()
 
+    @_translated
     def close(self) -> None:
         if self._closed:
             return
@@ -761,6 +838,7 @@ class SqliteConsumer(Consumer):
             )
         return offset
 
+    @_translated
     def assign(self, partitions: dict[TopicPartition, int]) -> None:
         self._check_open()
         if self._subscribed is not None:
@@ -778,6 +856,7 @@ class SqliteConsumer(Consumer):
         self._topic_ids = topic_ids
         self._data_version = None
 
+    @_translated
     def subscribe(
         self,
         topics: Sequence[str],
@@ -811,6 +890,7 @@ class SqliteConsumer(Consumer):
             return []
         return list(self._positions)
 
+    @_translated
     def poll(self, timeout: float = 1.0, max_records: int = 500) -> list[Record]:
         self._check_open()
         if max_records < 1:
@@ -870,6 +950,7 @@ class SqliteConsumer(Consumer):
             self._data_version = None if out else version
         return out
 
+    @_translated
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self._check_open()
         if tp not in self._positions:
@@ -883,6 +964,7 @@ class SqliteConsumer(Consumer):
             raise LogError(f"position of {tp.topic}[{tp.partition}], which is not assigned to this consumer")
         return self._positions[tp]
 
+    @_translated
     def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
         self._check_open()
         if self.group is None:
@@ -895,12 +977,14 @@ class SqliteConsumer(Consumer):
         with self._db.write() as conn:
             _write_group_offsets(conn, self.group, offsets)
 
+    @_translated
     def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         self._check_open()
         if self.group is None:
             raise LogError(f"committed() {_NEEDS_GROUP}")
         return _read_committed(self._db, self.group, partitions)
 
+    @_translated
     def close(self) -> None:
         if self._closed:
             return

@@ -106,18 +106,28 @@ def ha_log_url(kafka_bootstrap: str, kafka_client_options: dict[str, str]) -> st
     return f"kafka://{kafka_bootstrap}?{urlencode({**kafka_client_options, 'fetch.wait.max.ms': '20'})}"
 
 
+@pytest.fixture(scope="session")
+def ha_default_log_url(kafka_bootstrap: str) -> str:
+    """The registry's own election timing (no session or heartbeat settings in the URL); only the test
+    broker's fetch wait is shortened, as in ``ha_log_url`` (on a real Kafka it costs no latency)."""
+    return f"kafka://{kafka_bootstrap}?fetch.wait.max.ms=20"
+
+
 @pytest.fixture
 def start_cluster(start_registry: Callable[..., RegistryProcess], ha_log_url: str) -> Iterator[Callable[..., Cluster]]:
-    """``start_cluster(n, eligible=[...])``: n registry processes on one fresh store topic and group."""
+    """``start_cluster(n, eligible=[...], log_url=...)``: n registry processes on one fresh store topic and
+    group, on ``ha_log_url`` (fast test timing) unless told otherwise."""
 
-    def start(n: int = 3, *, eligible: list[bool] | None = None, wait: bool = True) -> Cluster:
+    def start(
+        n: int = 3, *, eligible: list[bool] | None = None, wait: bool = True, log_url: str | None = None
+    ) -> Cluster:
         tag = uuid.uuid4().hex[:10]
         topic, election, group = f"schemas-{tag}", f"schemas-{tag}-leader", f"sr-{tag}"
         nodes = []
         for i in range(n):
             ok = True if eligible is None else eligible[i]
             args = ["--topic", topic, "--election-topic", election, "--group-id", group]
-            nodes.append(start_registry(ha_log_url, *args, "--leader-eligible", "true" if ok else "false"))
+            nodes.append(start_registry(log_url or ha_log_url, *args, "--leader-eligible", "true" if ok else "false"))
         cluster = Cluster(topic, election, group, nodes)
         if wait:
             wait_writable(cluster.urls(), f"warmup-{tag}")

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
+from registry.leader import ELECTION_SESSION_TIMEOUT
 from tests.ha.conftest import Cluster, snapshot, wait_for_leader
 from tests.ha.load import LoadResult, run_load, schema_text
 
@@ -63,9 +64,10 @@ def test_three_instances_register_concurrently_and_agree(start_cluster: Callable
 
 
 def test_failover_when_the_leader_is_killed_under_load(
-    start_cluster: Callable[..., Cluster], kafka_bootstrap: str
+    start_cluster: Callable[..., Cluster], kafka_bootstrap: str, ha_default_log_url: str
 ) -> None:
-    cluster = start_cluster(3)
+    # The default election timing: what an operator gets without tuning anything.
+    cluster = start_cluster(3, log_url=ha_default_log_url)
     before = wait_for_leader(kafka_bootstrap, cluster.election_topic)
     leader = next(n for n in cluster.nodes if n.url == before["url"])
     survivors = [n.url for n in cluster.nodes if n is not leader]
@@ -103,7 +105,6 @@ def test_failover_when_the_leader_is_killed_under_load(
     assert killed_at, "the load ended before the leader was killed"
     prober.join()
 
-    # A new leader, on another node, took writes within 15 s.
     assert took_write_at, "no write succeeded within 30 s of killing the leader"
     failover = took_write_at[0] - killed_at[0]
     after = wait_for_leader(kafka_bootstrap, cluster.election_topic, newer_than=before["generation"], timeout=5)
@@ -112,7 +113,8 @@ def test_failover_when_the_leader_is_killed_under_load(
         f"\nfailover: leader {before['url']} killed (SIGKILL) under load; first write acknowledged "
         f"{failover:.2f}s later by new leader {after['url']} (generation {after['generation']})"
     )
-    assert failover < 15, f"failover took {failover:.1f}s"
+    # A follower replaced the dead leader before the group could even notice it (its session timeout).
+    assert failover < ELECTION_SESSION_TIMEOUT, f"failover took {failover:.1f}s"
 
     # Clients that retry lose nothing: every schema ends up registered, acknowledged ones under their id.
     assert result.failed == {}, f"{len(result.failed)} registrations failed despite retries"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.log import open_log
+from streams.log import LogError, open_log, redact_url
 from streams.log.kafka import KafkaLog, parse_kafka_url
 
 
@@ -68,3 +68,51 @@ def test_production_defaults() -> None:
     assert "session.timeout.ms" not in consumer
     # An explicit option overrides a default.
     assert KafkaLog("kafka://h:1?linger.ms=0")._producer_conf["linger.ms"] == "0"
+
+
+def test_user_info_is_sasl_credentials_over_tls_by_default() -> None:
+    hosts, options = parse_kafka_url("kafka://svc%40acme:p%26ss@a:9092,b:9092")
+    assert hosts == "a:9092,b:9092"
+    assert options == {
+        "sasl.username": "svc@acme", "sasl.password": "p&ss", "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+    }  # fmt: skip
+    _, options = parse_kafka_url("kafka://u:pw@a:9092?security.protocol=SASL_PLAINTEXT&sasl.mechanisms=SCRAM-SHA-512")
+    assert options == {
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "u",
+        "sasl.password": "pw",
+    }  # fmt: skip
+
+
+SECRET_URL = "kafka://alice:s3cret@127.0.0.1:1?sasl.oauthbearer.client.secret=t0ken&linger.ms=5&ssl.key.password=k3y"
+
+
+def test_secrets_never_reach_a_message() -> None:
+    shown = "kafka://alice:***@127.0.0.1:1?sasl.oauthbearer.client.secret=***&linger.ms=5&ssl.key.password=***"
+    log = open_log(SECRET_URL)
+    assert log.safe_url == shown
+    assert log.describe() == "kafka, bootstrap 127.0.0.1:1"
+    log.close()
+    with pytest.raises(LogError) as closed:
+        log.producer()
+    assert str(closed.value) == f"the Kafka log {shown!r} is closed"
+    for bad in (SECRET_URL.replace(":1?", ":99999?"), SECRET_URL.replace("kafka:", "kafkaa:")):
+        with pytest.raises(ValueError) as caught:
+            open_log(bad)
+        assert "s3cret" not in str(caught.value) and "t0ken" not in str(caught.value), caught.value
+        assert "alice:***@" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("sqlite:///./data", "sqlite:///./data"),
+        ("kafka://a:1,b:2?sasl.password=x&consumer.sasl.password=y", "kafka://a:1,b:2?sasl.password=***&consumer.sasl.password=***"),
+        ("kafka://bob@a:1", "kafka://bob@a:1"),
+        ("kafka://bob:pw:more@a:1#frag", "kafka://bob:***@a:1#frag"),
+        ("kafka://u:p@w@a:1?ssl.key.pem=-----BEGIN", "kafka://u:***@a:1?ssl.key.pem=***"),
+        ("not a url at all", "not a url at all"),
+    ],
+)
+def test_redact_url(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
