@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from registry.http.protocol import MAX_HEADER_BYTES
 from registry.limits import MAX_BODY_DEPTH, MAX_REFERENCE_NAME
 from tests.registry.hostile import (
     AllOf,
@@ -69,10 +70,12 @@ def unique(prefix: str) -> str:
 
 
 def held(url: str, method: str, path: str, data: bytes) -> tuple[int, Any]:
-    """Send ``data`` with its last byte held back, time GETs while it is in flight, then complete it."""
+    """Send ``data`` with its last byte held back, time GETs while it is in flight, then complete it: GETs
+    that overlap the work on the complete request (if it takes long enough for any) count as well."""
     r = request(url, method, path, data)
-    assert_gets_fast(gets_while_in_flight(url, r))
+    latencies = gets_while_in_flight(url, r)
     finish(r)
+    assert_gets_fast(latencies + gets_while_in_flight(url, r))
     answer = r.answer()
     r.close()
     return answer.status, answer.json()
@@ -367,6 +370,22 @@ def test_headers_sent_too_slowly_are_408(url: str) -> None:
         408, {"error_code": 408, "message": "Request headers not received within 1 s (--header-timeout-ms)"}
     )
     assert time.monotonic() - start < 5 and r.closed_by_server()
+
+
+def test_headers_past_their_size_limit_are_431(url: str) -> None:
+    r = RawRequest(url, "GET", "/subjects")
+    r.sock.sendall(r.head_bytes()[:-2])  # the headers go on...
+    try:
+        for i in range(MAX_HEADER_BYTES // 1000 + 2):
+            r.sock.sendall(f"x-filler-{i}: {'y' * 1000}\r\n".encode())
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # refused as soon as the limit passed
+    answer = r.answer(timeout=10)
+    assert (answer.status, answer.json()) == (431, {
+        "error_code": 431, "message": f"Request headers are larger than the limit of {MAX_HEADER_BYTES} bytes"
+    })
+    assert r.closed_by_server()
+    assert httpx.get(f"{url}/subjects", timeout=10).status_code == 200
 
 
 def test_a_body_sent_too_slowly_is_408(url: str) -> None:
