@@ -283,6 +283,32 @@ def test_latest_references_are_stored_as_the_version_they_name(http: httpx.Clien
     assert http.get(f"/subjects/{base}/versions/2/referencedby").json() == [answer["id"]]
 
 
+def test_latest_references_both_ways_never_make_a_cycle(http: httpx.Client, url: str) -> None:
+    """B v2 references A (-1: A v1), which references B (-1 when A was registered: B v1): a chain, not a loop."""
+    a, b = unique("cyc-a"), unique("cyc-b")
+    for subject in (a, b):
+        assert http.put(f"/config/{subject}", json={"compatibility": "NONE"}).status_code == 200
+    assert http.post(f"/subjects/{b}/versions", content=body({"type": "object"}, **JSON_TYPE)).is_success
+
+    def register(subject: str, other: str, *, hold: bool = False) -> Any:
+        schema = {"type": "object", "properties": {"other": {"$ref": "other.json"}}}
+        data = body(schema, references=[{"name": "other.json", "subject": other, "version": -1}], **JSON_TYPE)
+        if hold:
+            status, answer = held(url, "POST", f"/subjects/{subject}/versions", data)
+            assert status == 200, answer
+            return answer
+        return http.post(f"/subjects/{subject}/versions", content=data).json()
+
+    register(a, b)
+    register(b, a)
+    assert http.get(f"/subjects/{b}/versions/2").json()["references"] == [
+        {"name": "other.json", "subject": a, "version": 1}
+    ]
+    top = register(a, b, hold=True)  # A v2 -> B v2 -> A v1 -> B v1
+    assert http.get(f"/subjects/{a}/versions/2").json()["id"] == top["id"]
+    assert http.delete(f"/subjects/{b}/versions/1").json()["error_code"] == 42206  # A v1 still uses it
+
+
 @pytest.mark.parametrize(
     ("name", "message"),
     [
