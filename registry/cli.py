@@ -5,11 +5,11 @@ works too."""
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 
 from compat import CompatibilityLevel
+from registry import logs
 from registry.config import DEFAULTS, RegistryConfig
 from registry.limits import Limits
 
@@ -104,16 +104,26 @@ def build_parser() -> argparse.ArgumentParser:
         default=_env("SCHEMAKIT_LOG_LEVEL", "INFO"),
         help="logging level [env SCHEMAKIT_LOG_LEVEL]",
     )
+    s.add_argument(
+        "--log-format",
+        choices=logs.FORMATS,
+        default=_env("SCHEMAKIT_LOG_FORMAT", DEFAULTS.log_format),
+        help="log lines as text, or as one JSON object per line (time, level, logger, message, extra fields) "
+        "[env SCHEMAKIT_LOG_FORMAT]",
+    )
+    s.add_argument(
+        "--shutdown-timeout-ms",
+        type=int,
+        default=int(_env("SCHEMAKIT_SHUTDOWN_TIMEOUT_MS", str(round(DEFAULTS.shutdown_timeout * 1000)))),
+        help="on SIGTERM, how long requests in flight may take to finish before they are cancelled "
+        "[env SCHEMAKIT_SHUTDOWN_TIMEOUT_MS]",
+    )
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    logs.configure(str(args.log_level), args.log_format)
     if args.command == "serve":
         from registry.server import StartupError, serve
 
@@ -136,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             limits=_limits(args),
             protoc_timeout=args.protoc_timeout_ms / 1000,
             takeover_after=args.takeover_after_ms / 1000,
+            shutdown_timeout=args.shutdown_timeout_ms / 1000,
+            log_format=args.log_format,
         )
         try:
             return serve(config)

@@ -34,6 +34,10 @@ class RegistryConfig:
     takeover_after: float = 1.0
     #: seconds one protoc run (compiling a Protobuf schema) may take before it is killed and the schema refused
     protoc_timeout: float = 10.0
+    #: seconds a stopping instance gives the requests in flight to finish (then they are cancelled)
+    shutdown_timeout: float = 30.0
+    #: log line format: ``text`` or ``json`` (one object per line)
+    log_format: str = "text"
 
     @property
     def url(self) -> str:

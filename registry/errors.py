@@ -28,6 +28,7 @@ class ErrorCode(enum.IntEnum):
     INVALID_SUBJECT = 42208
     SCHEMA_TOO_LARGE = 42209
     INVALID_RULESET = 42210
+    CONTEXT_NOT_EMPTY = 42211
     STORE_ERROR = 50001
     OPERATION_TIMEOUT = 50002
     FORWARDING_FAILED = 50003
@@ -214,6 +215,10 @@ def schema_too_large() -> ApiError:
 
 def invalid_ruleset(message: str) -> ApiError:
     return ApiError(422, ErrorCode.INVALID_RULESET, message)
+
+
+def context_not_empty(context: str) -> ApiError:
+    return ApiError(422, ErrorCode.CONTEXT_NOT_EMPTY, f"The specified context '{context}' is not empty.")
 
 
 # 5xx

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from registry import errors
+from registry import contexts, errors
 from registry.limits import MAX_REFERENCE_NAME
 from registry.schema_types import Reference, ResolvedReference
 from registry.state import State, Version
@@ -33,13 +33,15 @@ class ReferenceResolver:
         self._memo: dict[tuple[str, int], ResolvedReference | None] = {}  # None: being resolved (a cycle)
         self._generation = -1
 
-    def find(self, subject: str, version: int) -> Version | None:
-        """The live latest version for ``LATEST``, else that version (soft-deleted ones too)."""
+    def find(self, subject: str, version: int, parent: str = "") -> Version | None:
+        """The live latest version for ``LATEST``, else that version (soft-deleted ones too). ``parent``: the
+        referring subject; an unqualified reference names a subject of its context."""
+        subject = contexts.qualify_reference(parent, subject)
         if version == LATEST:
             return self.state.latest(subject)
         return self.state.subjects.get(subject, {}).get(version)
 
-    def concrete(self, refs: Sequence[Reference]) -> tuple[Reference, ...]:
+    def concrete(self, refs: Sequence[Reference], *, parent: str = "") -> tuple[Reference, ...]:
         """``refs`` with every ``-1`` replaced by the subject's latest live version; bad names and missing
         subject-versions are 42201, named as the request gave them."""
         out = []
@@ -50,31 +52,34 @@ class ReferenceResolver:
                 raise errors.limit_exceeded(
                     f"the length of reference name '{errors.clip(r.name, 100)}'", MAX_REFERENCE_NAME
                 )
-            v = self.find(r.subject, r.version)
+            v = self.find(r.subject, r.version, parent)
             if v is None:
                 raise self._not_found(r)
             out.append(r if r.version == v.version else Reference(r.name, r.subject, v.version))
         return tuple(out)
 
-    def resolve(self, refs: Sequence[Reference], *, max_references: int | None = None) -> tuple[ResolvedReference, ...]:
-        """Each reference with its schema and, recursively, that schema's references. ``max_references``
-        bounds the distinct subject-versions reached (new schemas; stored ones were accepted already)."""
+    def resolve(
+        self, refs: Sequence[Reference], *, parent: str = "", max_references: int | None = None
+    ) -> tuple[ResolvedReference, ...]:
+        """Each reference (of ``parent``, the referring subject) with its schema and, recursively, that schema's
+        references. ``max_references`` bounds the distinct subject-versions reached (new schemas; stored ones
+        were accepted already)."""
         if self._generation != self.state.generation:
             self._memo.clear()
             self._generation = self.state.generation
         reached: set[tuple[str, int]] = set()
-        resolved = tuple(self._resolve(r, 0, reached, max_references) for r in refs)
+        resolved = tuple(self._resolve(r, parent, 0, reached, max_references) for r in refs)
         return resolved
 
     def _resolve(
-        self, r: Reference, depth: int, reached: set[tuple[str, int]], max_references: int | None
+        self, r: Reference, parent: str, depth: int, reached: set[tuple[str, int]], max_references: int | None
     ) -> ResolvedReference:
         if depth >= MAX_REFERENCE_DEPTH:
             raise errors.invalid_schema(
                 f"Invalid schema: references nest deeper than {MAX_REFERENCE_DEPTH} levels "
                 f"(at '{errors.clip(r.name, 200)}')"
             )
-        v = self.find(r.subject, r.version)
+        v = self.find(r.subject, r.version, parent)
         if v is None:
             raise self._not_found(r)
         key = (v.subject, v.version)
@@ -86,7 +91,6 @@ class ReferenceResolver:
                     max_references,
                     "--max-schema-references",
                 )
-        # The memo is per subject-version; a hit reached under another name is re-wrapped with that name.
         if key in self._memo:
             node = self._memo[key]
             if node is None:
@@ -95,28 +99,32 @@ class ReferenceResolver:
                     f"version {v.version}"
                 )
             if max_references is not None:
-                self._count_below(node, reached, max_references)
+                self._count_below(node, v.subject, reached, max_references)
         else:
             self._memo[key] = None
             try:
                 children = tuple(
-                    self._resolve(c, depth + 1, reached, max_references) for c in v.content.references
+                    self._resolve(c, v.subject, depth + 1, reached, max_references) for c in v.content.references
                 )
             except BaseException:
                 del self._memo[key]
                 raise
-            node = ResolvedReference(r.name, v.subject, v.version, v.content.schema, v.content.schema_type, children)
+            node = ResolvedReference(r.name, r.subject, v.version, v.content.schema, v.content.schema_type, children)
             self._memo[key] = node
-        if node.name != r.name:
-            node = ResolvedReference(r.name, node.subject, node.version, node.schema, node.schema_type, node.references)
+        # the memo is per subject-version: a node reached under another name (or spelling) is re-wrapped
+        if node.name != r.name or node.subject != r.subject:
+            node = ResolvedReference(r.name, r.subject, node.version, node.schema, node.schema_type, node.references)
         return node
 
-    def _count_below(self, node: ResolvedReference, reached: set[tuple[str, int]], limit: int) -> None:
-        """A memoized node's references count toward this request's bound too (each distinct one once)."""
-        stack = list(node.references)
+    def _count_below(
+        self, node: ResolvedReference, subject: str, reached: set[tuple[str, int]], limit: int
+    ) -> None:
+        """A memoized node's references count toward this request's bound too (each distinct one once).
+        ``subject``: the node's qualified subject, the context its references' subjects are named in."""
+        stack = [(child, subject) for child in node.references]
         while stack:
-            child = stack.pop()
-            key = (child.subject, child.version)
+            child, parent = stack.pop()
+            key = (contexts.qualify_reference(parent, child.subject), child.version)
             if key in reached:
                 continue
             reached.add(key)
@@ -125,7 +133,7 @@ class ReferenceResolver:
                     "the number of referenced schemas (directly or through references)", limit,
                     "--max-schema-references",
                 )
-            stack.extend(child.references)
+            stack.extend((grandchild, key[0]) for grandchild in child.references)
 
     @staticmethod
     def _not_found(r: Reference) -> errors.ApiError:

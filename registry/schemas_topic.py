@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from registry import contexts
+
 SCHEMA = "SCHEMA"
 CONFIG = "CONFIG"
 MODE = "MODE"
@@ -31,10 +33,14 @@ def jdumps(obj: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Key:
+    """A decoded key. Subjects are normalized qualified names (``registry/contexts.py``); a CONTEXT key names
+    its context (``.ctx``) in ``context`` and has no subject."""
+
     keytype: str
     subject: str | None = None
     version: int | None = None
     raw: bytes = field(default=b"", compare=False)
+    context: str | None = None
 
     def encode(self) -> bytes:
         """The key bytes today's Confluent registry writes."""
@@ -44,6 +50,9 @@ class Key:
             )
         elif self.keytype == NOOP:
             body = '{"keytype":"NOOP","magic":0}'
+        elif self.keytype == CONTEXT:  # ContextKey: @JsonPropertyOrder keytype, tenant, context; then magic
+            tenant = jdumps(contexts.DEFAULT_TENANT)
+            body = f'{{"keytype":"CONTEXT","tenant":{tenant},"context":{jdumps(self.context)},"magic":0}}'
         else:
             body = f'{{"keytype":"{self.keytype}","subject":{jdumps(self.subject)},"magic":0}}'
         return body.encode()
@@ -68,15 +77,16 @@ def decode_key(raw: bytes) -> Key:
         version = obj.get("version")
         if not isinstance(obj.get("subject"), str) or not isinstance(version, int):
             raise RecordFormatError(f"SCHEMA key without subject/version: {raw[:200]!r}")
-        return Key(SCHEMA, _strip_default_context(obj["subject"]), version, raw)
+        return Key(SCHEMA, contexts.normalize(obj["subject"]), version, raw)
+    if keytype == CONTEXT:
+        context = obj.get("context")
+        if not isinstance(context, str) or obj.get("tenant", contexts.DEFAULT_TENANT) != contexts.DEFAULT_TENANT:
+            raise RecordFormatError(f"CONTEXT key without a context of the default tenant: {raw[:200]!r}")
+        return Key(CONTEXT, None, None, raw, context)
     subject = obj.get("subject")
     if subject is not None and not isinstance(subject, str):
         raise RecordFormatError(f"subject is not a string in key {raw[:200]!r}")
-    return Key(keytype, _strip_default_context(subject) if subject is not None else None, None, raw)
-
-
-def _strip_default_context(subject: str) -> str:
-    return subject[3:] if subject.startswith(":.:") else subject
+    return Key(keytype, contexts.normalize(subject) if subject is not None else None, None, raw)
 
 
 def decode_value(raw: bytes | None) -> dict[str, Any] | None:
@@ -159,3 +169,8 @@ def delete_subject_value(subject: str, version: int) -> bytes:
 
 def clear_subject_value(subject: str) -> bytes:
     return jdumps({"subject": subject}).encode()
+
+
+def context_value(context: str) -> bytes:
+    """A CONTEXT value, written the first time a subject of a non-default context is registered."""
+    return jdumps({"tenant": contexts.DEFAULT_TENANT, "context": context}).encode()

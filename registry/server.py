@@ -1,20 +1,31 @@
 """Wiring: log backend → store → service → HTTP app (``registry/http``) → uvicorn, with topic checks and startup
-logging."""
+logging.
+
+Lifecycle. uvicorn starts listening at once; the startup replay of ``_schemas`` runs in the background
+meanwhile, so ``/health/ready`` can say "not yet" (and the API answers 503) instead of the port staying closed.
+A replay that fails stops the server (exit status 3). SIGTERM (or Ctrl-C): the instance reports not ready,
+stops accepting connections, lets the requests in flight finish (writes included: they are acknowledged once
+applied), for at most ``--shutdown-timeout-ms``, and only then leaves the election and closes the log.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import time
 
 import uvicorn
 
-from registry import __version__
+from registry import __version__, health
 from registry.config import RegistryConfig
 from registry.forwarder import Forwarder, LeaderOffsetHeader
+from registry.health import Health
 from registry.http.app import RegistryApp
 from registry.http.protocol import guarded_protocol
 from registry.instance_lock import InstanceLock, LockHeldError
 from registry.leader import ELECTION_GROUP_SETTINGS, ELECTION_SESSION_TIMEOUT, Election, WriterSlot
+from registry.metrics import Metrics, RegistrySources
 from registry.schema_types import protoc, schema_types
 from registry.service import Service
 from registry.store import Store
@@ -94,7 +105,11 @@ def build_app(config: RegistryConfig) -> RegistryApp:
     lock = _lock_store(log_backend, config) if writers is None else None
     protoc.configure(timeout=config.protoc_timeout)
     store = Store(log_backend, config.topic, timeout=config.store_timeout, writers=writers)
-    service = Service(store, default_compatibility=config.compatibility, limits=config.limits)
+    status = Health()
+    status.set_not_ready(health.REPLAY, f"replaying {config.topic}")
+    status.add_check(health.READER, lambda: store.reader_failure)  # a reader that cannot read the log
+    metrics = Metrics()
+    service = Service(store, default_compatibility=config.compatibility, limits=config.limits, checks=metrics)
     election: Election | None = None
     forwarder: Forwarder | None = None
     if writers is not None:
@@ -119,7 +134,17 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             timeout=max(60.0, 3 * config.store_timeout),
             leader_wait=config.store_timeout,
         )
-    app = RegistryApp(service, forwarder=forwarder)
+        status.add_check(health.LEADER, lambda: None if election.leader is not None else "no leader known yet")
+    app = RegistryApp(service, forwarder=forwarder, health=status, metrics=metrics, election=election)
+    metrics.sources = RegistrySources(
+        state=store.state,
+        health=status,
+        is_leader=(lambda: election.is_leader) if election is not None else None,
+        leader_known=(lambda: election.leader is not None) if election is not None else None,
+        replayed_records=lambda: store.records_replayed,
+        cache_entries=lambda: len(app),
+    )
+    starting: list[asyncio.Task[None]] = []
 
     async def startup() -> None:
         log.info("schemakit registry %s: log backend %s, topic %s", __version__, log_backend.describe(), config.topic)
@@ -137,13 +162,36 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             limits.header_timeout,
             limits.body_timeout,
         )
-        await asyncio.to_thread(protoc.include_roots)  # its imports now, not in the first Protobuf request
-        await asyncio.to_thread(store.open)
-        store.start(asyncio.get_running_loop())
+        starting.append(asyncio.create_task(start_serving(), name="registry-startup"))
+
+    async def start_serving() -> None:
+        try:
+            await asyncio.to_thread(protoc.include_roots)  # its imports now, not in the first Protobuf request
+            started = time.monotonic()
+            await asyncio.to_thread(store.open)
+            status.replay_seconds = time.monotonic() - started
+            store.start(asyncio.get_running_loop())
+            await asyncio.to_thread(start_election)
+        except Exception as e:  # any failure here leaves nothing to serve
+            log.critical("cannot start: %s", e, exc_info=not isinstance(e, LogError))
+            status.set_unhealthy(health.REPLAY, f"startup failed: {e}")
+            app.failed = str(e)
+            app.stop()
+            return
+        status.serving = True
+        status.clear(health.REPLAY)
+        log.info(
+            "serving the Confluent Schema Registry API at %s (API docs at %s/docs)",
+            config.url,
+            config.url,
+            extra={"url": config.url},
+        )
+
+    def start_election() -> None:
         if election is None:
             log.info("leader: this node (single-node embedded log)")
         else:
-            await asyncio.to_thread(election.ensure_topic)
+            election.ensure_topic()
             election.start()
             log.info(
                 "leader election: group %r on topic %r (session timeout %gs), this node %s; leader announced on "
@@ -153,9 +201,13 @@ def build_app(config: RegistryConfig) -> RegistryApp:
                 election.log.group_session_timeout,
                 "is eligible" if config.leader_eligible else "is not eligible (--leader-eligible false)",
             )
-        log.info("serving the Confluent Schema Registry API at %s (API docs at %s/docs)", config.url, config.url)
 
     async def shutdown() -> None:
+        if starting and not starting[0].done():
+            # The replay is still running in a worker thread that cannot be interrupted; the process exits
+            # without closing the log under it.
+            log.warning("stopped during the startup replay")
+            return
         if election is not None:
             await asyncio.to_thread(election.close)
             election.log.close()
@@ -173,12 +225,32 @@ def build_app(config: RegistryConfig) -> RegistryApp:
     return app
 
 
+class RegistryServer(uvicorn.Server):
+    """uvicorn's server, reporting the shutdown: not ready from the first moment, and what is being drained."""
+
+    def __init__(self, config: uvicorn.Config, status: Health) -> None:
+        super().__init__(config)
+        self.status = status
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.status.set_not_ready(health.SHUTDOWN, "shutting down")
+        timeout = self.config.timeout_graceful_shutdown
+        in_flight = len(self.server_state.tasks)
+        log.info(
+            "stopping: no new connections; %d request(s) in flight finish first (at most %s), then the log closes",
+            in_flight,
+            f"{timeout:g}s" if timeout is not None else "no limit",
+            extra={"in_flight": in_flight},
+        )
+        await super().shutdown(sockets)
+
+
 def serve(config: RegistryConfig) -> int:
     """Run until stopped; the exit status (non-zero when startup failed)."""
     check_topics(config)
     app = build_app(config)
     asgi = LeaderOffsetHeader(app, app.service.store) if app.forwarder is not None else app
-    server = uvicorn.Server(
+    server = RegistryServer(
         uvicorn.Config(
             asgi,
             host=config.host,
@@ -186,10 +258,18 @@ def serve(config: RegistryConfig) -> int:
             lifespan="on",
             access_log=False,
             log_level="warning",
+            log_config=None,  # uvicorn's loggers go through the registry's logging (``--log-format``)
             loop="auto",
             http=guarded_protocol(config.limits.header_timeout),  # uvicorn's, with a header read timeout
             timeout_keep_alive=30,
-        )
+            timeout_graceful_shutdown=config.shutdown_timeout,  # type: ignore[arg-type]  # a float works
+        ),
+        app.health,
     )
+
+    def stop() -> None:
+        server.should_exit = True
+
+    app.stop = stop
     server.run()
-    return 0 if server.started else 3
+    return 0 if server.started and app.failed is None else 3

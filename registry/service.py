@@ -12,10 +12,10 @@ import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from compat import CheckLimitError, CompatibilityLevel, CompatibilityPolicy
-from registry import errors, schemas_topic
+from registry import contexts, errors, schemas_topic
 from registry.byte_lru import ByteLru
 from registry.config import DEFAULTS
 from registry.limits import Limits, check_schema_depth, check_schema_size
@@ -30,7 +30,7 @@ from registry.schema_types import (
 )
 from registry.schema_types.compatibility import check_compatibility, compatibility_messages
 from registry.schemas_topic import Key
-from registry.state import SchemaContent, State, Version, content_digest
+from registry.state import IdSpace, SchemaContent, State, Version, content_digest
 from registry.store import Store
 from registry.work_pool import WorkPool
 
@@ -47,15 +47,30 @@ T = TypeVar("T")
 
 
 def normalize_subject(subject: str) -> str:
-    """Only the default context exists here; ``:.:name`` is the same subject as ``name``."""
-    return subject[3:] if subject.startswith(":.:") else subject
+    """The one spelling of a subject: ``:.:name`` is ``name``; ``:.ctx:name`` names ``name`` in ``.ctx``."""
+    return contexts.normalize(subject)
 
 
-def check_subject(subject: str, *, for_register: bool = False) -> None:
-    if subject in ("__GLOBAL", "__EMPTY") or any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in subject):
+GLOBAL_CONTEXT = ".__GLOBAL"
+
+
+def check_subject(subject: str, *, for_register: bool = False, config_or_mode: bool = False) -> None:
+    """Confluent's ``QualifiedSubject.isValidSubject``: no control characters, the name is not ``__GLOBAL`` or
+    ``__EMPTY``; to register, not empty or ``*``; the global context ``.__GLOBAL`` only for config and mode."""
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in subject):
         raise errors.invalid_subject(subject)
-    if for_register and (subject == "" or subject == "*"):
+    context, name = contexts.split(subject)
+    if name in ("__GLOBAL", "__EMPTY"):
         raise errors.invalid_subject(subject)
+    if for_register and (name == "" or name == "*"):
+        raise errors.invalid_subject(subject)
+    if context == GLOBAL_CONTEXT and not config_or_mode:
+        raise errors.invalid_subject(subject)
+
+
+def _in_context(subject: str) -> str:
+    """How Confluent's messages name the subject's context (``.`` or ``:.ctx:``)."""
+    return contexts.delimited(contexts.context_of(subject))
 
 
 def is_empty_schema(schema: str | None) -> bool:
@@ -74,6 +89,13 @@ class SchemaRequest:
     id: int | None = None  # only in IMPORT mode; None: let the registry choose
     metadata: dict[str, Any] | None = None
     rule_set: dict[str, Any] | None = None
+
+
+class CheckListener(Protocol):
+    """Told the outcome of every compatibility check the service runs (``registry.metrics.Metrics``)."""
+
+    def compatibility_checked(self, result: str) -> None:
+        """``"compatible"``, ``"incompatible"``, or ``"error"`` (the check itself failed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,17 +123,19 @@ class Service:
         default_compatibility: CompatibilityLevel = DEFAULTS.compatibility,
         limits: Limits = DEFAULTS.limits,
         pool: WorkPool | None = None,
+        checks: CheckListener | None = None,
     ) -> None:
         self.store = store
         self.default_compatibility = default_compatibility
         self.limits = limits
         self.pool = pool or WorkPool(limits.schema_workers, limits.schema_queue)
+        self.checks = checks
         self.references = ReferenceResolver(store.state)
         self._write_lock = asyncio.Lock()
         # Parsed schemas are only needed to register, look up and check compatibility; bounded by the bytes they
         # hold, keyed by a digest of the text (never the text a client sent).
         self._parsed: ByteLru[tuple[Any, ...], ParsedSchema] = ByteLru(limits.parse_cache_bytes)
-        self._parsed_by_id: ByteLru[int, ParsedSchema] = ByteLru(limits.parse_cache_bytes)
+        self._parsed_by_id: ByteLru[tuple[str, int], ParsedSchema] = ByteLru(limits.parse_cache_bytes)
         # Until the first write, another instance may have written since we read the log; a node that
         # becomes leader later catches up in ``Election._become_leader`` before it takes writes.
         self._needs_barrier = True
@@ -128,17 +152,27 @@ class Service:
         return cfg
 
     def effective_config(self, subject: str) -> dict[str, Any]:
+        """Subject config over its context's config (``:.ctx:``) over the global one."""
         cfg = self.global_config()
-        cfg.update(self.state.configs.get(subject) or {})
+        configs = self.state.configs
+        context_key = contexts.qualify(contexts.context_of(subject), "")
+        if context_key != subject:
+            cfg.update(configs.get(context_key) or {})
+        cfg.update(configs.get(subject) or {})
         return cfg
 
     def effective_level(self, subject: str) -> CompatibilityLevel:
         return CompatibilityLevel.parse(str(self.effective_config(subject).get("compatibilityLevel")))
 
     def effective_mode(self, subject: str | None) -> str:
+        """Subject mode, else its context's mode (``:.ctx:``), else the global one."""
         modes = self.state.modes
-        if subject is not None and subject in modes:
-            return modes[subject]
+        if subject is not None:
+            if subject in modes:
+                return modes[subject]
+            context_key = contexts.qualify(contexts.context_of(subject), "")
+            if context_key in modes:
+                return modes[context_key]
         return modes.get(None, Mode.READWRITE)
 
     # ---- schema parsing ---------------------------------------------------------------------------------
@@ -162,17 +196,25 @@ class Service:
             ) from e
 
     async def parse(
-        self, schema_type: str, schema: str, refs: tuple[Reference, ...], *, normalize: bool, validate: bool = True
+        self,
+        schema_type: str,
+        schema: str,
+        refs: tuple[Reference, ...],
+        *,
+        normalize: bool,
+        validate: bool = True,
+        subject: str = "",
     ) -> ParsedSchema:
         """Parse (cached) and optionally normalize; 42201 with the parser's detail. ``validate=False`` skips the
         checks that apply only to new schemas (IMPORT, as Confluent does).
 
         The size, nesting and references of the schema are checked against ``limits`` before any parser runs;
-        a cache miss parses in the pool. References are resolved here, on the loop, where state lives."""
+        a cache miss parses in the pool. References are resolved here, on the loop, where state lives, in
+        ``subject``'s context."""
         t = self._type(schema_type)
         limits = self.limits
         check_schema_size(schema, limits)
-        resolved = self.references.resolve(refs, max_references=limits.max_references)
+        resolved = self.references.resolve(refs, parent=subject, max_references=limits.max_references)
         digest = hashlib.sha256(schema.encode("utf-8", "surrogatepass")).digest()
         cache_key = (schema_type, digest, resolved, normalize, validate)
         hit = self._parsed.get(cache_key)
@@ -191,54 +233,96 @@ class Service:
         self._parsed.put(cache_key, parsed, PARSED_BYTES_PER_CHAR * len(schema))
         return parsed
 
-    async def parsed_content(self, content: SchemaContent, schema_id: int | None = None) -> ParsedSchema:
-        """The stored schema, parsed (for compatibility checks and formats); cached per id. Stored schemas
-        were accepted already: only the pool's bounds apply."""
+    async def parsed_content(
+        self, content: SchemaContent, schema_id: int | None = None, context: str = contexts.DEFAULT_CONTEXT
+    ) -> ParsedSchema:
+        """The stored schema of ``context``, parsed (for compatibility checks and formats); cached per id.
+        Stored schemas were accepted already: only the pool's bounds apply."""
         if schema_id is not None:
-            hit = self._parsed_by_id.get(schema_id)
+            hit = self._parsed_by_id.get((context, schema_id))
             if hit is not None:
                 return hit
         t = self._type(content.schema_type)
-        resolved = self.references.resolve(content.references)
+        resolved = self.references.resolve(content.references, parent=contexts.qualify(context, ""))
         try:
             parsed = await self._work(t.parse_stored, content.schema, resolved)
         except InvalidSchemaError as e:
             message = f"Stored schema {schema_id} no longer parses: {e}"
             raise errors.invalid_schema(errors.clip(message, MAX_DETAIL)) from e
         if schema_id is not None:
-            self._parsed_by_id.put(schema_id, parsed, PARSED_BYTES_PER_CHAR * len(content.schema))
+            self._parsed_by_id.put((context, schema_id), parsed, PARSED_BYTES_PER_CHAR * len(content.schema))
         return parsed
 
-    async def formatted(self, content: SchemaContent, schema_id: int, fmt: str | None) -> str:
+    async def formatted(
+        self, content: SchemaContent, schema_id: int, fmt: str | None, context: str = contexts.DEFAULT_CONTEXT
+    ) -> str:
         if not fmt:
             return content.schema
         t = self._type(content.schema_type)
-        text = await self._work(t.format, await self.parsed_content(content, schema_id), fmt)
+        text = await self._work(t.format, await self.parsed_content(content, schema_id, context), fmt)
         return content.schema if text is None else text
 
     # ---- reads ------------------------------------------------------------------------------------------
 
-    def schema(self, schema_id: int) -> SchemaContent:
-        """What the id names (soft-deleted versions keep their id readable); 40403 if nothing."""
-        st = self.state
-        if schema_id not in st.id_versions:
+    def schema(self, schema_id: int, context: str = contexts.DEFAULT_CONTEXT) -> SchemaContent:
+        """What the id names in ``context`` (soft-deleted versions keep their id readable); 40403 if nothing."""
+        space = self.state.space(context)
+        if schema_id not in space.id_versions:
             raise errors.schema_not_found(schema_id)
-        return st.contents[schema_id]
+        return space.contents[schema_id]
 
-    def id_versions(self, schema_id: int, *, deleted: bool) -> list[tuple[str, int]]:
+    def id_versions(
+        self, schema_id: int, *, deleted: bool, context: str = contexts.DEFAULT_CONTEXT
+    ) -> list[tuple[str, int]]:
         st = self.state
-        if schema_id not in st.id_versions:
+        space = st.space(context)
+        if schema_id not in space.id_versions:
             raise errors.schema_not_found(schema_id)
-        pairs = sorted(st.id_versions[schema_id])
+        pairs = sorted(space.id_versions[schema_id])
         if not deleted:
             pairs = [p for p in pairs if not st.subjects[p[0]][p[1]].deleted]
         return pairs
 
+    def id_context(self, schema_id: int, subject: str | None) -> str:
+        """The context in which ``/schemas/ids/{id}?subject=`` looks the id up (Confluent's
+        ``getSchemaKeyUsingContexts``): no subject, the default context; the subject's own context when the
+        subject holds the id, or when it is qualified or only a context (``:.ctx:``); an unqualified subject that
+        does not hold the id is tried in every context (the first that has it as that subject holding the id),
+        and else the default context."""
+        if not subject:
+            return contexts.DEFAULT_CONTEXT
+        subject = normalize_subject(subject)
+        context, name = contexts.split(subject)
+        if context != contexts.DEFAULT_CONTEXT or not name or self._holds(subject, schema_id):
+            return context
+        for ctx in sorted(self.state.contexts):
+            if self._holds(contexts.qualify(ctx, name), schema_id):
+                return ctx
+        return contexts.DEFAULT_CONTEXT
+
+    def _holds(self, subject: str, schema_id: int) -> bool:
+        return any(v.id == schema_id for v in self.state.subjects.get(subject, {}).values())
+
+    def max_id(self, context: str = contexts.DEFAULT_CONTEXT) -> int:
+        return self.state.space(context).max_id
+
+    def list_contexts(self, prefix: str = "") -> list[str]:
+        """``.`` and every context announced in the log, sorted; only those starting with ``prefix``."""
+        names = [contexts.DEFAULT_CONTEXT, *sorted(self.state.contexts)]
+        return [c for c in names if c.startswith(prefix)]
+
+    def _using_contexts(self, subject: str) -> list[str]:
+        """Confluent's ``getUsingContexts``: the subject, then (when unqualified) the same name in every context."""
+        if contexts.is_qualified(subject):
+            return [subject]
+        return [subject, *(contexts.qualify(ctx, subject) for ctx in sorted(self.state.contexts))]
+
     def list_subjects(self, prefix: str, *, deleted: bool, deleted_only: bool) -> list[str]:
-        prefix = "" if prefix in ("", ":*:") else normalize_subject(prefix)
+        """Sorted (qualified names of other contexts sort before the default context's); ``prefix`` as
+        Confluent's ``subjectPrefix`` (``contexts.matches_prefix``)."""
         out = []
         for subject in sorted(self.state.subjects):
-            if not subject.startswith(prefix):
+            if not contexts.matches_prefix(subject, prefix):
                 continue
             vs = self.state.subjects[subject].values()
             all_deleted = all(v.deleted for v in vs)
@@ -260,16 +344,17 @@ class Service:
         nums = [-v.version if (as_negative and v.deleted) else v.version for v in vs]
         return sorted(nums, key=abs)
 
-    def get_version(self, subject: str, version: int, *, deleted: bool) -> Version:
-        """``version`` is a number or ``LATEST``; 40401 when the subject has no versions, else 40402."""
-        vs = self.state.versions(subject, deleted=deleted)
-        if not vs:
+    def get_version(self, subject: str, version: int, *, deleted: bool, using_contexts: bool = False) -> Version:
+        """``version`` is a number or ``LATEST``; 40401 when the subject has no versions, else 40402.
+        ``using_contexts``: an unqualified subject missing here is also looked for in every context (as
+        Confluent's ``GET /subjects/{s}/versions/{v}``)."""
+        for candidate in self._using_contexts(subject) if using_contexts else [subject]:
+            vs = self.state.versions(candidate, deleted=deleted)
+            found = vs[-1:] if version == LATEST else [v for v in vs if v.version == version]
+            if found:
+                return found[0]
+        if not self.state.versions(subject, deleted=deleted):
             raise errors.subject_not_found(subject)
-        if version == LATEST:
-            return vs[-1]
-        for v in vs:
-            if v.version == version:
-                return v
         raise errors.version_not_found(version)
 
     def referenced_by(self, subject: str, version: int, *, deleted: bool = False) -> list[int]:
@@ -296,10 +381,9 @@ class Service:
         raise errors.schema_not_found()
 
     def all_schemas(self, prefix: str, *, deleted: bool, latest_only: bool) -> list[Version]:
-        prefix = "" if prefix in ("", ":*:") else normalize_subject(prefix)
         out: list[Version] = []
         for subject in sorted(self.state.subjects):
-            if not subject.startswith(prefix):
+            if not contexts.matches_prefix(subject, prefix):
                 continue
             vs = self.state.versions(subject, deleted=deleted)
             out.extend(vs[-1:] if latest_only else vs)
@@ -310,13 +394,22 @@ class Service:
     ) -> Version:
         """The version of ``subject`` holding this schema. As Confluent: the schema is parsed first (42201),
         an empty one matches nothing, and a miss is 40401 when the subject has no versions (soft-deleted ones
-        count only with ``deleted``), else 40403. ``normalize`` None: the subject's config decides."""
+        count only with ``deleted``), else 40403. ``normalize`` None: the subject's config decides. An
+        unqualified subject is also looked up in every context (Confluent's ``...UsingContexts``)."""
         if normalize is None:
             normalize = self.normalize_default(subject)
-        req = self._with_concrete_references(req)
         match = None
         if not is_empty_schema(req.schema):
-            match = await self._match_in_subject(subject, req, normalize=normalize, deleted=deleted)
+            for candidate in self._using_contexts(subject):
+                try:
+                    in_candidate = self._with_concrete_references(req, candidate)
+                    match = await self._match_in_subject(candidate, in_candidate, normalize=normalize, deleted=deleted)
+                except errors.ApiError as e:
+                    if candidate == subject or e.status == 503:  # a full pool is retried, not a miss
+                        raise
+                    continue  # e.g. a reference that only resolves in the subject's own context
+                if match is not None:
+                    break
         if match is None:
             if not self.state.versions(subject, deleted=deleted):
                 raise errors.subject_not_found(subject)
@@ -330,7 +423,7 @@ class Service:
         self, subject: str, req: SchemaRequest, *, normalize: bool, deleted: bool
     ) -> Version | None:
         assert req.schema is not None  # callers check is_empty_schema first
-        parsed = await self.parse(req.schema_type, req.schema, req.references, normalize=normalize)
+        parsed = await self.parse(req.schema_type, req.schema, req.references, normalize=normalize, subject=subject)
         digest = content_digest(parsed.canonical, req.references, req.metadata, req.rule_set)
         candidates = list(reversed(self.state.versions(subject, deleted=deleted)))
         for v in candidates:
@@ -345,7 +438,8 @@ class Service:
                 if (c.metadata, c.rule_set) != (req.metadata, req.rule_set):
                     continue
                 try:
-                    stored = await self._work(self._type(c.schema_type).normalize, await self.parsed_content(c, v.id))
+                    parsed_stored = await self.parsed_content(c, v.id, contexts.context_of(subject))
+                    stored = await self._work(self._type(c.schema_type).normalize, parsed_stored)
                 except InvalidSchemaError:
                     continue
                 except errors.ApiError as e:
@@ -367,14 +461,20 @@ class Service:
         t = self._type(new.schema_type)
         parsed_prev = [
             # another type is never compatible: only its type is compared, so it stays unparsed
-            await self.parsed_content(v.content, v.id)
+            await self.parsed_content(v.content, v.id, contexts.context_of(subject))
             if v.content.schema_type == new.schema_type
             else ParsedSchema(v.content.schema_type, v.content.schema)
             for v in previous
         ]
         config = self.effective_config(subject)
         policy = CompatibilityPolicy.for_name(config.get("compatibilityPolicy")) or CompatibilityPolicy.STRICT
-        result = await self._work(functools.partial(check_compatibility, t, level, new, parsed_prev, policy=policy))
+        try:
+            result = await self._work(functools.partial(check_compatibility, t, level, new, parsed_prev, policy=policy))
+        except Exception as e:
+            if not (isinstance(e, errors.ApiError) and e.status == 503):  # refused by a full pool: not checked
+                self._checked("error")
+            raise
+        self._checked("incompatible" if result.incompatibilities else "compatible")
         if not result.incompatibilities:
             return []
         failed = previous[result.failed_index or 0]
@@ -385,6 +485,10 @@ class Service:
             level=level,
             validate_fields=bool(config.get("validateFields", False)),
         )
+
+    def _checked(self, result: str) -> None:
+        if self.checks is not None:
+            self.checks.compatibility_checked(result)
 
     async def test_compatibility(
         self, subject: str, version: int | None, req: SchemaRequest, *, normalize: bool | None, verbose: bool
@@ -405,11 +509,13 @@ class Service:
         else:
             previous = live
         try:
-            req = self._with_concrete_references(req)
+            req = self._with_concrete_references(req, subject)
             if is_empty_schema(req.schema):
                 raise errors.invalid_schema("Empty schema")
             assert req.schema is not None
-            parsed = await self.parse(req.schema_type, req.schema, req.references, normalize=normalize)
+            parsed = await self.parse(
+                req.schema_type, req.schema, req.references, normalize=normalize, subject=subject
+            )
         except errors.ApiError as e:
             if verbose and e.error_code == errors.ErrorCode.INVALID_SCHEMA:
                 return CompatibilityVerdict(False, [e.message])
@@ -436,7 +542,7 @@ class Service:
         check_subject(subject, for_register=True)
         if normalize is None:
             normalize = self.normalize_default(subject)
-        req = self._with_concrete_references(req)
+        req = self._with_concrete_references(req, subject)
         mode = self.effective_mode(subject)
         # Fast path before any mode check: an already registered schema answers with its id (even READONLY).
         if not is_empty_schema(req.schema) and mode not in IMPORT_MODES:
@@ -447,15 +553,14 @@ class Service:
                 and (req.version is None or req.version == existing.version)
             ):
                 return existing.id
+        where = f"Subject {errors.clip(subject)} in context {_in_context(subject)}"
         if mode in READ_ONLY_MODES:
-            raise errors.operation_not_permitted(f"Subject {errors.clip(subject)} in context . is in read-only mode")
+            raise errors.operation_not_permitted(f"{where} is in read-only mode")
         importing = mode in IMPORT_MODES
         if req.id is not None and req.id >= 0 and not importing:
-            raise errors.operation_not_permitted(f"Subject {errors.clip(subject)} in context . is not in import mode")
+            raise errors.operation_not_permitted(f"{where} is not in import mode")
         if importing and req.id is None:
-            raise errors.operation_not_permitted(
-                f"Subject {errors.clip(subject)} in context . is not in read-write mode"
-            )
+            raise errors.operation_not_permitted(f"{where} is not in read-write mode")
         # Parsing and the compatibility check, the costly part, run before the write lock: a schema that takes
         # seconds to check holds up no other write. Under the lock they are repeated only if the subject's
         # versions or config changed meanwhile.
@@ -466,11 +571,12 @@ class Service:
                 checked = await self._check_new(subject, req, normalize=normalize, importing=importing, force=force)
             return await self._register_checked(subject, req, checked, importing=importing)
 
-    def _with_concrete_references(self, req: SchemaRequest) -> SchemaRequest:
-        """References to ``latest`` (-1) become the version they name now (``references.py``)."""
+    def _with_concrete_references(self, req: SchemaRequest, subject: str) -> SchemaRequest:
+        """References to ``latest`` (-1) become the version they name now in ``subject``'s context
+        (``references.py``)."""
         if not req.references:
             return req
-        return replace(req, references=self.references.concrete(req.references))
+        return replace(req, references=self.references.concrete(req.references, parent=subject))
 
     def _check_basis(self, subject: str) -> tuple[Any, ...]:
         """What a compatibility verdict for ``subject`` depends on: its live versions and its config."""
@@ -491,7 +597,9 @@ class Service:
         assert schema is not None
         # IMPORT stores the canonical form too (Confluent canonicalizes in both paths); it only skips the checks
         # for new schemas here, and the compatibility check and version rules.
-        parsed = await self.parse(schema_type, schema, refs, normalize=normalize, validate=not importing)
+        parsed = await self.parse(
+            schema_type, schema, refs, normalize=normalize, validate=not importing, subject=subject
+        )
         content = SchemaContent(schema_type, parsed.canonical, refs, req.metadata, req.rule_set)
         # 8.x's ?force=true skips the compatibility check; a schema already live here needs none
         if not importing and not force and not self._live_with(live, content):
@@ -527,30 +635,32 @@ class Service:
             if version < 1:
                 raise errors.invalid_version(str(version))
 
+        context = contexts.context_of(subject)
+        space = st.space(context)
         if req.id is not None and importing:
             schema_id = req.id
-            owner = st.contents.get(schema_id)
+            owner = space.contents.get(schema_id)
             if owner is not None and (owner.digest != content.digest or owner.schema_type != schema_type):
                 raise errors.operation_not_permitted(
-                    f"Overwrite new schema with id {schema_id} in context . is not permitted."
+                    f"Overwrite new schema with id {schema_id} in context {_in_context(subject)} is not permitted."
                 )
             existing_v = st.subjects.get(subject, {}).get(version)
             if existing_v is not None and existing_v.id != schema_id:
                 raise errors.operation_not_permitted(
-                    f"Overwrite new schema with id {existing_v.id} in context . is not permitted."
+                    f"Overwrite new schema with id {existing_v.id} in context {_in_context(subject)} is not "
+                    "permitted."
                 )
         else:
-            reuse = st.digest_to_id.get(content.digest)
-            if reuse is not None and st.contents[reuse].schema_type == schema_type:
-                schema_id = reuse
-            else:
-                schema_id = st.max_id + 1
-                while schema_id in st.contents:  # never hand out an id that names something else
-                    schema_id += 1
-                if schema_id > MAX_ID:
-                    raise errors.store_error(
-                        f"Register schema operation failed: no schema id is left (ids end at {MAX_ID})"
-                    )
+            schema_id = _allocate_id(space, content)
+            if schema_id > MAX_ID:
+                raise errors.store_error(
+                    f"Register schema operation failed: no schema id is left (ids end at {MAX_ID})"
+                )
+        if context != contexts.DEFAULT_CONTEXT and context not in st.contexts:
+            # As Confluent: the first subject of a context announces the context (what GET /contexts lists).
+            await self.store.write(
+                Key(schemas_topic.CONTEXT, context=context).encode(), schemas_topic.context_value(context), "Register"
+            )
 
         value = schemas_topic.schema_value(
             subject=subject,
@@ -590,7 +700,8 @@ class Service:
     def _check_not_readonly(self, subject: str | None) -> None:
         if self.effective_mode(subject) in READ_ONLY_MODES:
             where = f"Subject {subject}" if subject is not None else "Global mode"
-            raise errors.operation_not_permitted(f"{where} in context . is in read-only mode")
+            context = _in_context(subject) if subject is not None else contexts.DEFAULT_CONTEXT
+            raise errors.operation_not_permitted(f"{where} in context {context} is in read-only mode")
 
     def _referenced_from_outside(self, subject: str, versions: list[Version]) -> Version | None:
         for v in versions:
@@ -692,7 +803,7 @@ class Service:
     async def put_config(self, subject: str | None, update: dict[str, Any]) -> None:
         """Merge ``update`` (stored field names, values already checked) over the subject's (or global) config."""
         if subject is not None:
-            check_subject(subject)
+            check_subject(subject, config_or_mode=True)
         async with self._write_lock:
             self._check_not_readonly(subject)
             merged = {**(self.state.configs.get(subject) or {}), **update}
@@ -728,13 +839,13 @@ class Service:
 
     async def put_mode(self, subject: str | None, mode: Mode, *, force: bool) -> Mode:
         if subject is not None:
-            check_subject(subject)
+            check_subject(subject, config_or_mode=True)
         if mode is Mode.FORWARD and subject is not None:
             raise errors.invalid_mode()
         async with self._write_lock:
             st = self.state
             if mode is Mode.IMPORT and not force:
-                scope = [subject] if subject is not None else list(st.subjects)
+                scope = list(st.subjects) if subject is None else self._mode_scope(subject)
                 if any(st.versions(s) for s in scope):
                     raise errors.operation_not_permitted("Cannot import since found existing subjects")
             await self._write(
@@ -752,3 +863,34 @@ class Service:
                 for raw in sorted(st.raw_keys(Key(schemas_topic.MODE, subject))):
                     await self._write(raw, None, "Delete mode")
             return previous
+
+    def _mode_scope(self, subject: str) -> list[str]:
+        """The subjects a mode of ``subject`` governs: itself, or every subject of a context (``:.ctx:``)."""
+        context, name = contexts.split(subject)
+        if name:
+            return [subject]
+        return [s for s in self.state.subjects if contexts.context_of(s) == context]
+
+    # contexts -------------------------------------------------------------------------------------------
+
+    async def delete_context(self, context: str) -> None:
+        """Confluent's ``DELETE /contexts/{ctx}``: only a context without subjects (soft-deleted ones count)
+        may go (42211); its CONTEXT record is tombstoned, so ``GET /contexts`` stops listing it."""
+        async with self._write_lock:
+            st = self.state
+            if any(contexts.context_of(s) == context for s in st.subjects):
+                raise errors.context_not_empty(contexts.delimited(context))
+            if context in st.contexts:
+                for raw in sorted(st.raw_keys(Key(schemas_topic.CONTEXT, context=context))):
+                    await self._write(raw, None, "Delete context")
+
+
+def _allocate_id(space: IdSpace, content: SchemaContent) -> int:
+    """The id of an identical schema of the context (same id across subjects), else the context's max + 1."""
+    reuse = space.digest_to_id.get(content.digest)
+    if reuse is not None and space.contents[reuse].schema_type == content.schema_type:
+        return reuse
+    schema_id = space.max_id + 1
+    while schema_id in space.contents:  # never hand out an id that names something else
+        schema_id += 1
+    return schema_id

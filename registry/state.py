@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from registry import schemas_topic
+from registry import contexts, schemas_topic
 from registry.schema_types.base import Reference
 from registry.schemas_topic import Key, RecordFormatError, decode_key, decode_value
 
@@ -86,13 +86,24 @@ class Version:
 
 
 @dataclass(slots=True)
-class State:
-    subjects: dict[str, dict[int, Version]] = field(default_factory=dict)
+class IdSpace:
+    """The schema ids of one context (each context numbers its schemas on its own, from 1)."""
+
     contents: dict[int, SchemaContent] = field(default_factory=dict)  # every id ever seen
     id_versions: dict[int, set[tuple[str, int]]] = field(default_factory=dict)  # id -> live-or-soft versions
     digest_to_id: dict[bytes, int] = field(default_factory=dict)
     max_id: int = 0
-    #: (subject, version) -> the (subject, version)s whose schema references it
+
+
+@dataclass(slots=True)
+class State:
+    #: normalized qualified subject (``registry/contexts.py``) -> version number -> version
+    subjects: dict[str, dict[int, Version]] = field(default_factory=dict)
+    #: context -> its ids; the default context ``.`` is always there
+    spaces: dict[str, IdSpace] = field(default_factory=lambda: {contexts.DEFAULT_CONTEXT: IdSpace()})
+    #: contexts announced by CONTEXT records (what ``GET /contexts`` lists besides ``.``), with their key bytes
+    contexts: dict[str, set[bytes]] = field(default_factory=dict)
+    #: (subject, version) -> the (subject, version)s whose schema references it (referenced subjects qualified)
     referrers: dict[tuple[str, int], set[tuple[str, int]]] = field(default_factory=dict)
     configs: dict[str | None, dict[str, Any]] = field(default_factory=dict)
     modes: dict[str | None, str] = field(default_factory=dict)
@@ -102,6 +113,30 @@ class State:
     generation: int = 0  # bumped by every change; caches of derived views are keyed on it
     _views: dict[tuple[str, bool], list[Version]] = field(default_factory=dict)
     _views_generation: int = -1
+
+    def space(self, context: str) -> IdSpace:
+        """The id space of ``context`` (empty if nothing was registered there)."""
+        return self.spaces.get(context) or IdSpace()
+
+    def space_of(self, subject: str) -> IdSpace:
+        return self.space(contexts.context_of(subject))
+
+    # The default context's ids, by their names of before contexts.
+    @property
+    def contents(self) -> dict[int, SchemaContent]:
+        return self.spaces[contexts.DEFAULT_CONTEXT].contents
+
+    @property
+    def id_versions(self) -> dict[int, set[tuple[str, int]]]:
+        return self.spaces[contexts.DEFAULT_CONTEXT].id_versions
+
+    @property
+    def digest_to_id(self) -> dict[bytes, int]:
+        return self.spaces[contexts.DEFAULT_CONTEXT].digest_to_id
+
+    @property
+    def max_id(self) -> int:
+        return self.spaces[contexts.DEFAULT_CONTEXT].max_id
 
     # ---- applying records -------------------------------------------------------------------------------
 
@@ -122,10 +157,17 @@ class State:
 
     def _apply(self, key: Key, value: dict[str, Any] | None, timestamp: int) -> None:
         kt = key.keytype
-        if kt == schemas_topic.NOOP or kt == schemas_topic.CONTEXT:
+        if kt == schemas_topic.NOOP:
             return
         self.generation += 1
-        if kt == schemas_topic.SCHEMA:
+        if kt == schemas_topic.CONTEXT:
+            if key.context is None or key.context == contexts.DEFAULT_CONTEXT:
+                return
+            if value is None:
+                self.contexts.pop(key.context, None)
+            else:
+                self.contexts.setdefault(key.context, set()).add(key.raw)
+        elif kt == schemas_topic.SCHEMA:
             if value is None:
                 self._tombstone_version(key)
             else:
@@ -167,7 +209,10 @@ class State:
             metadata=value.get("metadata") or None,
             rule_set=value.get("ruleSet") or None,
         )
-        owner = self.contents.get(schema_id)
+        space = self.spaces.get(contexts.context_of(subject))
+        if space is None:
+            space = self.spaces[contexts.context_of(subject)] = IdSpace()
+        owner = space.contents.get(schema_id)
         if owner is not None and (owner.digest != content.digest or owner.schema_type != content.schema_type):
             # Confluent's rule: an id never names two schemas. Every replica ignores such a record.
             log.warning(
@@ -180,9 +225,9 @@ class State:
         if owner is not None:
             content = owner
         else:
-            self.contents[schema_id] = content
-        self.digest_to_id.setdefault(content.digest, schema_id)
-        self.max_id = max(self.max_id, schema_id)
+            space.contents[schema_id] = content
+        space.digest_to_id.setdefault(content.digest, schema_id)
+        space.max_id = max(space.max_id, schema_id)
 
         versions = self.subjects.setdefault(subject, {})
         version_no = int(key.version or value["version"])
@@ -196,9 +241,9 @@ class State:
             subject, version_no, schema_id, content, bool(value.get("deleted", False)), timestamp, raws
         )
         versions[version_no] = v
-        self.id_versions.setdefault(schema_id, set()).add(v.ref_key)
+        space.id_versions.setdefault(schema_id, set()).add(v.ref_key)
         for r in refs:
-            self.referrers.setdefault((r.subject, r.version), set()).add(v.ref_key)
+            self.referrers.setdefault(_referenced(subject, r), set()).add(v.ref_key)
 
     def _tombstone_version(self, key: Key) -> None:
         v = self.subjects.get(key.subject or "", {}).get(key.version or 0)
@@ -215,17 +260,19 @@ class State:
         self._unindex(v)
 
     def _unindex(self, v: Version) -> None:
-        ids = self.id_versions.get(v.id)
+        id_versions = self.space_of(v.subject).id_versions
+        ids = id_versions.get(v.id)
         if ids is not None:
             ids.discard(v.ref_key)
             if not ids:
-                del self.id_versions[v.id]
+                del id_versions[v.id]
         for r in v.content.references:
-            refs = self.referrers.get((r.subject, r.version))
+            target = _referenced(v.subject, r)
+            refs = self.referrers.get(target)
             if refs is not None:
                 refs.discard(v.ref_key)
                 if not refs:
-                    del self.referrers[(r.subject, r.version)]
+                    del self.referrers[target]
 
     # ---- queries ----------------------------------------------------------------------------------------
 
@@ -261,7 +308,14 @@ class State:
         if key.keytype == schemas_topic.SCHEMA:
             v = self.subjects.get(key.subject or "", {}).get(key.version or 0)
             found = set(v.key_raws) if v is not None else set()
+        elif key.keytype == schemas_topic.CONTEXT:
+            found = set(self.contexts.get(key.context or "", ()))
         else:
             found = set(self.key_raws.get((key.keytype, key.subject), ()))
         found.add(key.encode())
         return found
+
+
+def _referenced(subject: str, r: Reference) -> tuple[str, int]:
+    """The (subject, version) a reference of ``subject``'s schema points at, in ``subject``'s context."""
+    return (contexts.qualify_reference(subject, r.subject), r.version)

@@ -201,6 +201,15 @@ class Store:
             )
         return md.offset
 
+    def log_end(self) -> int | None:
+        """The offset of the topic's last record (-1 when empty), for monitoring; None when the log cannot tell
+        now. Blocking (it may ask the broker); never a substitute for ``barrier``."""
+        try:
+            return self.log.end_offsets(self.topic).get(0, 0) - 1
+        except LogError as e:
+            log.debug("end offset of %s unavailable: %s", self.topic, e)
+            return None
+
     async def barrier(self) -> None:
         """Wait until every record written before now (by anyone) is applied here."""
         await self.write(NOOP_KEY, None, "Noop")

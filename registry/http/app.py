@@ -1,13 +1,16 @@
 """The registry's ASGI application: the read cache, then the FastAPI app with one router per resource.
 
-    uvicorn -> [LeaderOffsetHeader, HA only] -> ReadCache -> KeepEncodedSlashes -> FastAPI (routers/)
+    uvicorn -> [LeaderOffsetHeader, HA only] -> ReadCache -> StartupGate -> KeepEncodedSlashes -> FastAPI (routers/)
 
 ``RegistryApp`` is what the server runs. Cached reads are answered by ``ReadCache`` without entering the
 framework; everything else goes through FastAPI: ``RegistryRoute`` (content types, forwarding of writes),
 the typed parameters and bodies of ``params.py`` / ``models.py``, the operations of ``Service``, the
 renderers of ``render.py``, and the error handlers of ``errors.py``. ``/docs`` serves the live API
 documentation (Swagger UI from the ``fastapi-offline`` package's files, no CDN), ``/openapi.json`` the
-document that ``openapi.yaml`` is a copy of.
+document that ``openapi.yaml`` is a copy of. The operations endpoints (``routers/operations.py``: health,
+metrics) are routes of the same app, outside the API document. ``StartupGate`` answers 503 to the API while the
+startup replay runs (only the operations endpoints answer then); it sits behind the cache, which is empty until
+then, so cached reads never pass it.
 """
 
 from __future__ import annotations
@@ -24,21 +27,31 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from registry import __version__
-from registry.http import errors
+from registry.health import Health
+from registry.http import errors, render
 from registry.http.body import BodyLimits
+from registry.http.content import CT_V1
 from registry.http.openapi import TITLE, document
 from registry.http.read_cache import ReadCache, ReadGuard
-from registry.http.routers import ROUTERS, query_parameter_names
+from registry.http.routers import ROUTERS, operations, query_parameter_names
+from registry.metrics import Metrics
 
 if TYPE_CHECKING:
     from registry.forwarder import Forwarder
+    from registry.leader import Election
     from registry.service import Service
 
 DOCS_ASSETS = "/docs/assets"
 
 
 def build_api(
-    service: Service | None = None, forwarder: Forwarder | None = None, cluster_id: str = "schemakit"
+    service: Service | None = None,
+    forwarder: Forwarder | None = None,
+    cluster_id: str = "schemakit",
+    *,
+    health: Health | None = None,
+    metrics: Metrics | None = None,
+    election: Election | None = None,
 ) -> FastAPI:
     """The FastAPI app (routes, error handlers, docs). Without a service it can only describe itself."""
     api = FastAPI(
@@ -52,9 +65,13 @@ def build_api(
     api.state.service = service
     api.state.forwarder = forwarder
     api.state.cluster_id = cluster_id
+    api.state.health = health if health is not None else Health()
+    api.state.metrics = metrics if metrics is not None else Metrics()
+    api.state.election = election
     errors.install(api)
     for router in ROUTERS:
         api.include_router(router)
+    api.include_router(operations.router)
     _add_docs(api)
 
     def openapi() -> dict[str, Any]:
@@ -97,6 +114,24 @@ class KeepEncodedSlashes:
         await self.app(scope, receive, send)
 
 
+class StartupGate:
+    """Until ``health.serving`` (the startup replay is done), the API answers 503 with ``Retry-After``; the
+    operations endpoints answer throughout."""
+
+    def __init__(self, app: Any, health: Health) -> None:
+        self.app = app
+        self.health = health
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if self.health.serving or scope["type"] != "http" or scope["path"] in operations.PATHS:
+            await self.app(scope, receive, send)
+            return
+        body = render.dumps({"error_code": 503, "message": "The registry is starting: replaying the _schemas log"})
+        headers = [(b"content-type", CT_V1), (b"content-length", str(len(body)).encode()), (b"retry-after", b"1")]
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
 class RegistryApp(ReadCache):
     """The ASGI application of one registry instance: the read cache in front of the API (a subclass rather
     than a wrapper, so a hit costs no extra call).
@@ -104,7 +139,9 @@ class RegistryApp(ReadCache):
     ``forwarder`` (several instances) sends writes to the leader when this node is not it; ``guard`` is the
     security layer's check in front of cached answers (``read_cache.ReadGuard``). The service's ``limits``
     bound request bodies and the cache. ``on_startup`` and ``on_shutdown`` hold coroutines run by the ASGI
-    lifespan (the server opens and closes the log there)."""
+    lifespan (the server opens and closes the log there). ``health`` says when the API may answer
+    (``StartupGate``; serving from the start when not given) and what the health endpoints report; ``metrics``
+    counts requests (this layer) and what the service reports."""
 
     def __init__(
         self,
@@ -113,18 +150,33 @@ class RegistryApp(ReadCache):
         cluster_id: str = "schemakit",
         *,
         guard: ReadGuard | None = None,
+        health: Health | None = None,
+        metrics: Metrics | None = None,
+        election: Election | None = None,
     ) -> None:
         self.service = service
         self.forwarder = forwarder
+        if health is None:
+            health = Health()
+            health.serving = True
+        self.health = health
+        self.metrics = metrics if metrics is not None else Metrics()
         self.on_startup: list[Callable[[], Awaitable[None]]] = []
         self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
-        self.api = build_api(service, forwarder, cluster_id)
+        #: why the instance could not start (None: it did, or is still starting)
+        self.failed: str | None = None
+        #: stops the server (set by whoever runs the app; a no-op otherwise)
+        self.stop: Callable[[], None] = lambda: None
+        self.api = build_api(
+            service, forwarder, cluster_id, health=health, metrics=self.metrics, election=election
+        )
         self.api.router.lifespan_context = self._lifespan
         limits = service.limits
         super().__init__(
-            KeepEncodedSlashes(self.api),
+            StartupGate(KeepEncodedSlashes(self.api), health),
             service.state,
             guard=guard,
+            requests=self.metrics.requests,
             max_bytes=limits.response_cache_bytes,
             query_names=query_parameter_names(),
             bodies=BodyLimits(limits.max_request_bytes, limits.body_timeout),

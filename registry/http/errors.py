@@ -132,6 +132,9 @@ class Doc:
         "`42204` invalid mode (FORWARD is global only), `42205` IMPORT with existing subjects, "
         "`42208` invalid subject, `422` a body field of the wrong type.",
     )
+    context_not_empty = _doc(
+        422, "`42211` the context still has subjects (soft-deleted ones too); `400` a context name with a colon inside."
+    )
     compatibility_unprocessable = _doc(
         422, "`42201` invalid or empty schema (unless `verbose`), `42202` invalid version, `422` a wrong-typed field."
     )

@@ -33,6 +33,10 @@ The security seam (authentication and authorization plug in here; nothing is che
   ``("read", "subject", "orders")``), which the guard checks on later hits. A guard therefore: finds the
   principal (memoized), checks ``ticket.access`` for it (None if denied), and answers ``SHARED`` when
   ``ticket.partition == SHARED``, else the principal.
+
+Every HTTP request that passes is counted here (``registry/metrics.py``), hits included: a miss by the route
+template the app matched and the status it answered; a hit in the series resolved when its answer was stored
+(``_Entry.stats``), so a hit pays one ``perf_counter`` pair and two additions, never a label lookup.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
@@ -47,6 +52,7 @@ from registry.errors import ApiError
 from registry.http.body import BodyLimits, read_body
 from registry.http.content import body_type_accepted, header, negotiate
 from registry.http.errors import send_error
+from registry.metrics import UNMATCHED, RequestMetrics, RouteStats
 
 Scope = dict[str, Any]
 #: the scope key under which the app finds the ticket of the request
@@ -84,13 +90,15 @@ class GenerationSource(Protocol):
 @dataclass(slots=True)
 class _Entry:
     ticket: ReadTicket
+    stats: RouteStats  # the series a hit counts in
     size: int  # bytes of the key and every answer kept
     #: partition -> (content-length, answer body)
     bodies: dict[Hashable, tuple[bytes, bytes]] = field(default_factory=dict)
 
 
 class ReadCache:
-    """ASGI middleware: ``ReadCache(app, state, guard=None, max_bytes=..., query_names=None, bodies=None)``.
+    """ASGI middleware: ``ReadCache(app, state, guard=None, requests=None, max_bytes=..., query_names=None,
+    bodies=None)``; ``requests`` counts every request.
 
     ``query_names`` are the query parameters that can change an answer (None: the whole query string is
     part of the key); ``bodies`` the limits request bodies are read within (None: none)."""
@@ -101,6 +109,7 @@ class ReadCache:
         state: GenerationSource,
         *,
         guard: ReadGuard | None = None,
+        requests: RequestMetrics | None = None,
         max_bytes: int = MAX_BYTES,
         query_names: frozenset[str] | None = None,
         bodies: BodyLimits | None = None,
@@ -108,6 +117,7 @@ class ReadCache:
         self.app = app
         self.state = state
         self.guard = guard
+        self.requests = requests if requests is not None else RequestMetrics()
         self.max_bytes = max_bytes
         self.query_names = query_names
         self.bodies = bodies
@@ -119,15 +129,13 @@ class ReadCache:
         return len(self._entries)
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        method = scope.get("method")
-        if scope["type"] != "http" or (method != "GET" and method != "POST"):
-            if self.bodies is not None and scope["type"] == "http":
-                try:
-                    receive = self.bodies.guard(scope, receive)
-                except ApiError as e:
-                    await send_error(send, e)
-                    return
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        start = perf_counter()
+        method = scope["method"]
+        if method != "GET" and method != "POST":
+            await self._counted(scope, receive, send, start)
             return
         generation = self.state.generation
         if generation != self._generation:
@@ -164,8 +172,31 @@ class ReadCache:
                         }
                     )
                     await send({"type": "http.response.body", "body": hit[1]})
+                    entry.stats.observe(perf_counter() - start)
                     return
-        await self._miss(scope, _replay(body, receive) if method == "POST" else receive, send, key, generation)
+        receive = _replay(body, receive) if method == "POST" else receive
+        await self._miss(scope, receive, send, key, generation, start)
+
+    async def _counted(self, scope: Scope, receive: Any, send: Any, start: float) -> None:
+        """A request the cache does not take (PUT, DELETE, ...), counted."""
+        status = 500  # what the client gets if the app fails before answering
+
+        async def capture(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            if self.bodies is not None:  # a write's body is read by the app, within the limits
+                try:
+                    receive = self.bodies.guard(scope, receive)
+                except ApiError as e:  # refused from its Content-Length
+                    await send_error(capture, e)
+                    return
+            await self.app(scope, receive, capture)
+        finally:
+            self.requests.stats(scope["method"], _route(scope), status).observe(perf_counter() - start)
 
     def _query_key(self, query: bytes) -> Any:
         """The query parameters routes read, decoded as the app decodes them (so ``%64eleted`` is
@@ -175,10 +206,12 @@ class ReadCache:
         names = self.query_names
         return tuple(p for p in parse_qsl(query.decode("latin-1"), keep_blank_values=True) if p[0] in names) or b""
 
-    async def _miss(self, scope: Scope, receive: Any, send: Any, key: Key, generation: int) -> None:
+    async def _miss(
+        self, scope: Scope, receive: Any, send: Any, key: Key, generation: int, start: float
+    ) -> None:
         ticket = ReadTicket()
         scope[TICKET] = ticket
-        status = 0
+        status = 500  # what the client gets if the app fails before answering
         chunks: list[bytes] = []
 
         async def capture(message: dict[str, Any]) -> None:
@@ -189,7 +222,13 @@ class ReadCache:
                 chunks.append(message.get("body", b""))
             await send(message)
 
-        await self.app(scope, receive, capture)
+        method = key[0]
+        try:
+            await self.app(scope, receive, capture)
+        finally:
+            self.requests.stats(method, _route(scope), status).observe(perf_counter() - start)
+        if ticket.cacheable:
+            self.requests.cache_misses += 1
         # Only keep what was computed from the state the request saw: a route that awaited may have seen a newer
         # state (then the generation moved and the answer is not kept).
         if status != 200 or not ticket.cacheable or self.state.generation != generation:
@@ -199,7 +238,8 @@ class ReadCache:
         entry = self._entries.get(key)
         if entry is None:
             size += _key_size(key)
-            entry = self._entries[key] = _Entry(ticket, 0)
+            stats = self.requests.stats(method, _route(scope), 200, cached=True)
+            entry = self._entries[key] = _Entry(ticket, stats, 0)
         elif ticket.partition in entry.bodies:
             return
         entry.bodies[ticket.partition] = (str(len(body)).encode(), body)
@@ -214,6 +254,12 @@ def _key_size(key: Key) -> int:
     query = key[2]
     query_size = len(query) if isinstance(query, bytes) else sum(len(n) + len(v) for n, v in query)
     return len(key[1]) + query_size + len(key[3])
+
+
+def _route(scope: Scope) -> str:
+    """The route template the app matched (Starlette leaves the route in the scope), else ``UNMATCHED``."""
+    path = getattr(scope.get("route"), "path", None)
+    return path if isinstance(path, str) else UNMATCHED
 
 
 def _replay(body: bytes, receive: Any) -> Any:

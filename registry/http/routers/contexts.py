@@ -1,13 +1,17 @@
-"""``/contexts``: only the default context ``.`` exists."""
+"""``/contexts``: the contexts (Confluent's namespaces of subjects and ids, ``registry/contexts.py``)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from typing import Annotated
+from urllib.parse import unquote
 
+from fastapi import APIRouter, Path, Query, Response
+
+from registry import contexts, errors
 from registry.http import render
 from registry.http.errors import Doc
-from registry.http.params import Limit, Offset
-from registry.http.routing import RegistryRoute, ok
+from registry.http.params import Limit, Offset, ServiceDep
+from registry.http.routing import RegistryRoute, leader_only, ok
 
 router = APIRouter(route_class=RegistryRoute, tags=["contexts"])
 
@@ -15,9 +19,40 @@ router = APIRouter(route_class=RegistryRoute, tags=["contexts"])
 @router.get(
     "/contexts",
     operation_id="listContexts",
-    summary="Contexts; only the default context `.` exists.",
+    summary="The contexts, sorted: the default context `.` first, then every context a subject was registered in "
+    "(until the context is deleted).",
     response_model=list[str],
     responses={**Doc.bad_request},
 )
-async def list_contexts(offset: Offset = 0, limit: Limit = -1) -> Response:
-    return ok(render.dumps(render.page(["."], offset, limit)))
+async def list_contexts(
+    service: ServiceDep,
+    offset: Offset = 0,
+    limit: Limit = -1,
+    context_prefix: Annotated[
+        str, Query(alias="contextPrefix", description="Only contexts starting with this prefix (case-sensitive).")
+    ] = "",
+) -> Response:
+    return ok(render.dumps(render.page(service.list_contexts(context_prefix), offset, limit)))
+
+
+@router.delete(
+    "/contexts/{context}",
+    operation_id="deleteContext",
+    summary="Delete a context that has no subjects left (soft-deleted ones count: hard-delete them first).",
+    status_code=204,
+    response_model=None,
+    responses={204: {"description": "Deleted (or there was no such context)."}, **Doc.context_not_empty},
+)
+@leader_only
+async def delete_context(
+    service: ServiceDep,
+    context: Annotated[
+        str, Path(description="The context: `.ctx`, `:.ctx:` or `ctx` all name `.ctx`.", examples=[".staging"])
+    ],
+) -> Response:
+    try:
+        name = contexts.parse_context(unquote(context))
+    except ValueError as e:
+        raise errors.bad_request(str(e)) from None
+    await service.delete_context(name)
+    return Response(status_code=204)

@@ -12,17 +12,24 @@ from registry.http.models import Schema, SchemaString, SchemaTypeName, SubjectVe
 from registry.http.params import Deleted, Format, Limit, Offset, QueryBool, SchemaId, ServiceDep
 from registry.http.routing import RegistryRoute, ok, raw_text_doc
 from registry.schema_types import schema_types
-from registry.service import Service, normalize_subject
+from registry.service import Service
 
 router = APIRouter(route_class=RegistryRoute, tags=["schemas"])
 
-SubjectFilter = Annotated[str, Query(alias="subject", description="Only this subject.")]
+SubjectContext = Annotated[
+    str,
+    Query(
+        alias="subject",
+        description="Look the id up in this subject's context (ids are per context): a qualified subject "
+        "(`:.ctx:orders`) or a context (`:.ctx:`) names it; an unqualified subject that does not hold the id is "
+        "looked for in every context. Without it: the default context.",
+    ),
+]
 
 
 def _id_versions(service: Service, schema_id: int, deleted: bool, subject: str) -> list[tuple[str, int]]:
-    """The (subject, version) pairs holding the id, only ``subject``'s when one is given."""
-    pairs = service.id_versions(schema_id, deleted=deleted)
-    return [p for p in pairs if p[0] == normalize_subject(subject)] if subject else pairs
+    """The (subject, version) pairs holding the id in the context ``subject`` selects."""
+    return service.id_versions(schema_id, deleted=deleted, context=service.id_context(schema_id, subject))
 
 
 @router.get(
@@ -36,7 +43,11 @@ async def list_schemas(
     service: ServiceDep,
     subject_prefix: Annotated[
         str,
-        Query(alias="subjectPrefix", description="Only subjects starting with this prefix; empty or `:*:` means all."),
+        Query(
+            alias="subjectPrefix",
+            description="Only subjects starting with this prefix. Empty (the default) or a prefix without a context "
+            "means the default context; `:*:` every context, `:.ctx:` the context `.ctx`.",
+        ),
     ] = "",
     deleted: Deleted = False,
     latest_only: Annotated[
@@ -72,15 +83,17 @@ async def get_schema(
     id: SchemaId,
     fmt: Format = "",
     fetch_max_id: Annotated[
-        QueryBool, Query(alias="fetchMaxId", description="Add `maxId`, the highest id in use.")
+        QueryBool, Query(alias="fetchMaxId", description="Add `maxId`, the highest id in use in the context.")
     ] = False,
+    subject: SubjectContext = "",
 ) -> Response:
-    content = service.schema(id)
+    context = service.id_context(id, subject)
+    content = service.schema(id, context)
     if not fmt and not fetch_max_id:
         return ok(render.id_body(content))
-    body = render.id_dict(content, await service.formatted(content, id, fmt))
+    body = render.id_dict(content, await service.formatted(content, id, fmt, context))
     if fetch_max_id:
-        body["maxId"] = service.state.max_id
+        body["maxId"] = service.max_id(context)
     return ok(render.dumps(body))
 
 
@@ -95,8 +108,11 @@ async def get_schema(
         **Doc.stored_schema_unparsable,
     },
 )
-async def get_schema_text(service: ServiceDep, id: SchemaId, fmt: Format = "") -> Response:
-    return ok((await service.formatted(service.schema(id), id, fmt)).encode())
+async def get_schema_text(
+    service: ServiceDep, id: SchemaId, fmt: Format = "", subject: SubjectContext = ""
+) -> Response:
+    context = service.id_context(id, subject)
+    return ok((await service.formatted(service.schema(id, context), id, fmt, context)).encode())
 
 
 @router.get(
@@ -110,7 +126,7 @@ async def get_subjects(
     service: ServiceDep,
     id: SchemaId,
     deleted: Deleted = False,
-    subject: SubjectFilter = "",
+    subject: SubjectContext = "",
     offset: Offset = 0,
     limit: Limit = -1,
 ) -> Response:
@@ -129,7 +145,7 @@ async def get_versions(
     service: ServiceDep,
     id: SchemaId,
     deleted: Deleted = False,
-    subject: SubjectFilter = "",
+    subject: SubjectContext = "",
     offset: Offset = 0,
     limit: Limit = -1,
 ) -> Response:

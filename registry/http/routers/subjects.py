@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from registry import contexts
 from registry.http import render
 from registry.http.errors import Doc
 from registry.http.models import RegisterSchemaRequest, RegisterSchemaResponse, Schema
@@ -32,7 +33,8 @@ async def _version_answer(service: Service, v: StoredVersion, fmt: str) -> Respo
     """A version in the default format (pre-rendered) or rendered in ``format``."""
     if not fmt:
         return ok(render.version_body(v))
-    return ok(render.dumps(render.version_dict(v, await service.formatted(v.content, v.id, fmt))))
+    text = await service.formatted(v.content, v.id, fmt, contexts.context_of(v.subject))
+    return ok(render.dumps(render.version_dict(v, text)))
 
 
 SchemaBody = Annotated[RegisterSchemaRequest, Depends(JsonBody(RegisterSchemaRequest))]
@@ -58,8 +60,13 @@ async def list_subjects(
     service: ServiceDep,
     subject_prefix: Annotated[
         str,
-        Query(alias="subjectPrefix", description="Only subjects starting with this prefix; `:*:` or empty means all."),
-    ] = ":*:",
+        Query(
+            alias="subjectPrefix",
+            description="Only subjects starting with this prefix. `:*:` (the default) means every context, "
+            "`:*:abc` subjects starting with `abc` in any context, `:.ctx:` the context `.ctx`; a prefix without a "
+            "context (the empty one too) means the default context.",
+        ),
+    ] = contexts.WILDCARD,
     deleted: Deleted = False,
     deleted_only: DeletedOnly = False,
     deleted_only_snake: DeletedOnlySnake = False,
@@ -164,7 +171,7 @@ async def register(
 async def get_version(
     service: ServiceDep, subject: Subject, version: Version, deleted: Deleted = False, fmt: Format = ""
 ) -> Response:
-    v = service.get_version(subject, version, deleted=deleted)
+    v = service.get_version(subject, version, deleted=deleted, using_contexts=True)
     return await _version_answer(service, v, fmt)
 
 
@@ -182,8 +189,8 @@ async def get_version(
 async def get_version_schema(
     service: ServiceDep, subject: Subject, version: Version, deleted: Deleted = False, fmt: Format = ""
 ) -> Response:
-    v = service.get_version(subject, version, deleted=deleted)
-    return ok((await service.formatted(v.content, v.id, fmt)).encode())
+    v = service.get_version(subject, version, deleted=deleted, using_contexts=True)
+    return ok((await service.formatted(v.content, v.id, fmt, contexts.context_of(v.subject))).encode())
 
 
 @router.delete(
