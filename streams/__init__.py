@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
         "streams.errors",
     ),
     **dict.fromkeys(["DeadLetterQueue", "LogAndContinue", "LogAndFail"], "streams.handlers"),
+    **dict.fromkeys(["StateListener", "TaskState"], "streams.listeners"),
     **dict.fromkeys(["Cancellable", "Processor", "ProcessorContext", "PunctuationType"], "streams.processor"),
     **dict.fromkeys(["BYTES", "FLOAT", "INT", "JSON", "STRING", "Serde"], "streams.serdes"),
     **dict.fromkeys(["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"], "streams.test_driver"),
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
         TopologyError,
     )
     from streams.handlers import DeadLetterQueue, LogAndContinue, LogAndFail
+    from streams.listeners import StateListener, TaskState
     from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
     from streams.serdes import BYTES, FLOAT, INT, JSON, STRING, Serde
     from streams.test_driver import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
@@ -91,11 +93,13 @@ __all__ = [
     "PunctuationType",
     "Serde",
     "SerdeError",
+    "StateListener",
     "StateStoreError",
     "StoreSpec",
     "StreamsApp",
     "StreamsBuilder",
     "StreamsError",
+    "TaskState",
     "TestInputTopic",
     "TestOutputTopic",
     "TestRecord",

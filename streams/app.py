@@ -1,12 +1,15 @@
 """``StreamsApp``: runs a topology against a log with ``num_threads`` stream threads.
 
-Instances with the same ``application_id`` share the work: on a log with group membership (Kafka)
-through the consumer group (range assignment, so same-numbered partitions of co-partitioned topics, and
-with them whole tasks, go to one member); on one without (SQLite) one instance owns every partition and
-its threads split the tasks among themselves.
+Instances with the same ``application_id`` share the work through the group protocol in
+``streams/membership.py``: they elect a leader with a ``Log.lease``, publish their status on the
+application's membership topic, and the leader assigns tasks (active, standby and warm-up, with the
+assignor in ``streams/assignor.py``) on the assignment topic. This works the same on SQLite (processes on
+one machine sharing the file) and on Kafka. Within an instance the app spreads its tasks over its threads
+and keeps each task on the thread that had it, so a standby is promoted where its stores are.
 
 The app creates each thread's clients and task environment, and hears back from the threads through
-``ThreadListener``, ``TaskListener`` and ``RestoreListener`` (``streams/listeners.py``), which it implements.
+``ThreadListener``, ``TaskListener`` and ``RestoreListener`` and from the membership through
+``MembershipListener``, which it implements; a user listens with ``StateListener``.
 """
 
 from __future__ import annotations
@@ -16,17 +19,23 @@ import signal
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from streams.assignor import AssignorConfig, task_key
 from streams.config import StreamsConfig
 from streams.errors import IllegalStateError, InvalidStateStoreError
+from streams.group_leader import Assignment
 from streams.handlers import DeadLetterQueue, handler_from
+from streams.listeners import StateListener, TaskState
 from streams.log import GroupSettings, Log, TopicPartition, open_log
+from streams.membership import Membership
 from streams.metadata import Metadata, TopicNames, resolve
 from streams.processor import SystemClock
 from streams.queries import ReadOnlyStore
+from streams.state_directory import StateDirectory
 from streams.stream_thread import StreamThread
 from streams.task import StreamTask, TaskEnv
 from streams.topology import Topology
@@ -45,17 +54,32 @@ class AppState:
     ERROR = "ERROR"
 
 
+def _unbound_send(*args: Any, **kwargs: Any) -> None:
+    raise IllegalStateError("a task sends through its own producer; this environment is a template")
+
+
 class StreamsApp:
-    """Runs ``topology`` as application ``application_id`` (the consumer group, and the prefix of its
-    internal topics) on ``log`` (a URL or an open ``Log``).
+    """Runs ``topology`` as application ``application_id`` (the group whose offsets are committed, and the
+    prefix of its internal topics) on ``log`` (a URL or an open ``Log``).
 
     - ``num_threads``: stream threads in this process (CPU scaling is by more processes: the GIL).
-    - ``state_dir``: where persistent stores and checkpoints live (``<state_dir>/<application_id>/<task>``).
+    - ``state_dir``: where persistent stores, checkpoints and the instance id live
+      (``<state_dir>/<application_id>``); one instance per directory.
     - ``commit_interval_ms``: how often offsets are committed and caches flushed (at-least-once).
     - ``default_store``: ``"rocksdb"`` or ``"memory"`` for stores that do not say.
     - ``cache_max_entries``: per persistent store, how many deserialized values stay cached.
     - ``deserialization_error_handler``: ``"fail"``, ``"skip"``, ``DeadLetterQueue(topic)`` or a callable.
     - ``processing_guarantee``: ``"at_least_once"``, the only one implemented.
+    - ``num_standby_replicas``: warm copies of every stateful task on other instances (Kafka Streams'
+      ``num.standby.replicas``); ``max_warmup_replicas``, ``acceptable_recovery_lag`` and
+      ``probing_rebalance_interval_ms``: a task moves to an instance only once that instance's state is
+      within ``acceptable_recovery_lag`` changelog records of the end; until then a warm-up replica
+      catches up there, and the leader looks again every probing interval.
+    - ``session_timeout_ms``: how long a silent instance keeps its tasks (a Kafka log URL's
+      ``session.timeout.ms`` wins); ``heartbeat_interval_ms``: how often instances say they are alive.
+    - ``application_server``: this instance's ``http://host:port`` for interactive queries, published to
+      the other instances.
+    - ``state_listener``: a ``StateListener`` (application and task state changes).
     """
 
     def __init__(
@@ -74,6 +98,14 @@ class StreamsApp:
         max_poll_records: int = 5000,
         progress_interval_s: float = 10.0,
         processing_guarantee: str = "at_least_once",
+        num_standby_replicas: int = 0,
+        max_warmup_replicas: int = 2,
+        acceptable_recovery_lag: int = 10_000,
+        probing_rebalance_interval_ms: int = 600_000,
+        session_timeout_ms: int = 10_000,
+        heartbeat_interval_ms: int | None = None,
+        application_server: str | None = None,
+        state_listener: StateListener | None = None,
     ) -> None:
         if processing_guarantee != "at_least_once":
             raise ValueError(
@@ -88,54 +120,63 @@ class StreamsApp:
             commit_interval_ms=commit_interval_ms, default_store=default_store,
             cache_max_entries=cache_max_entries, deserialization_error_handler=deserialization_error_handler,
             poll_timeout_ms=poll_timeout_ms, max_poll_records=max_poll_records,
-            progress_interval_s=progress_interval_s,
+            progress_interval_s=progress_interval_s, num_standby_replicas=num_standby_replicas,
+            max_warmup_replicas=max_warmup_replicas, acceptable_recovery_lag=acceptable_recovery_lag,
+            probing_rebalance_interval_ms=probing_rebalance_interval_ms, session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms, application_server=application_server,
         )  # fmt: skip
+        self.assignor_config = AssignorConfig(num_standby_replicas, max_warmup_replicas, acceptable_recovery_lag)
         self.topology = topology
         self.application_id = application_id
         self.clock = SystemClock()
         self._handler = handler_from(deserialization_error_handler)
         self._owns_log = isinstance(log, str)
         self.log: Log = self._open_log(log) if isinstance(log, str) else log
+        if not self.log.capabilities.leases:
+            raise ValueError(f"log {self.log.url!r} has no leases: instances of an application cannot elect a leader")
         self._names = TopicNames(application_id)
         self.metadata = Metadata(self._names)  # resolved against the log by start()
         self.state = AppState.CREATED
         self.error: BaseException | None = None
         self._threads: list[StreamThread] = []
+        self._membership: Membership | None = None
+        self._state_dir: StateDirectory | None = None
+        self.instance_id = ""
         self._lock = threading.Lock()
         self._restored: dict[str, int] = {}
         self._restores: list[tuple[str, str, int]] = []
+        self._restoring: dict[str, list[int]] = {}  # task -> [restored so far, records to restore]
+        self._task_states: dict[str, str] = {}
+        self._placement: dict[str, int] = {}  # task -> thread index, kept across roles
+        self._assignment = Assignment(0, "")
+        self._pending: tuple[int, set[str], set[str]] | None = None  # generation, active, replicas being applied
+        self._revoked: set[str] = set()
+        self._applied = -1
+        self._accepted: set[str] = set()  # active tasks of the applied generation not lost since
+        self._replicas: set[str] = set()
+        self.rebalances = 0
+        self.lost_tasks = 0
         self.state_listeners: list[Callable[[str, str], None]] = []
+        self._state_listener = state_listener
 
-    @staticmethod
-    def _open_log(url: str) -> Log:
-        # Range assignment gives one member the same partition numbers of every topic it reads,
-        # which keeps each task's co-partitioned inputs together.
-        return open_log(url, groups=GroupSettings(assignment="range"))
+    def _open_log(self, url: str) -> Log:
+        # Group settings matter for the leader lease on Kafka: cooperative-sticky keeps the lease with its
+        # holder when others join; the session timeout is the instances' session timeout.
+        heartbeat_ms = int(self.config.heartbeat_interval_s * 1000)
+        groups = GroupSettings(assignment="cooperative-sticky", session_timeout_ms=self.config.session_timeout_ms,
+                               heartbeat_interval_ms=max(heartbeat_ms, 1))  # fmt: skip
+        return open_log(url, groups=groups)
 
     # -- threads -------------------------------------------------------------------------------------------
 
-    def _static_shares(self, n: int) -> list[list[TopicPartition]]:
-        """Without a group protocol to split the work (SQLite) this instance owns every task, and its
-        ``n`` threads take the tasks in turn: per thread, the input partitions of its tasks."""
-        md = self.metadata
-        shares: list[list[TopicPartition]] = [[] for _ in range(n)]
-        tasks = [(sub, p) for sub, count in sorted(md.tasks_per_sub.items()) for p in range(count)]
-        for i, (sub, p) in enumerate(tasks):
-            shares[i % n].extend(md.input_partitions(sub, p))
-        return shares
-
-    def _new_thread(self, index: int, static_partitions: list[TopicPartition] | None) -> StreamThread:
+    def _new_thread(self, index: int) -> StreamThread:
         name = f"{self.application_id}-StreamThread-{index}"
-        producer = self.log.producer()
-        try:
-            consumer = self.log.consumer(self.application_id, client_id=name)
-        except BaseException:
-            producer.close()
-            raise
+        # At-least-once: read peers' records as soon as they land, before their transaction commits.
+        consumer = self.log.consumer(self.application_id, client_id=name, read_committed=False)
         env = TaskEnv(
             application_id=self.application_id,
             topology=self.topology,
-            send=producer.send,
+            send=_unbound_send,
             clock=self.clock,
             state_dir=self.config.state_dir,
             default_store=self.config.default_store,
@@ -147,15 +188,15 @@ class StreamsApp:
         return StreamThread(
             name,
             self.config,
-            producer=producer,
+            log_backend=self.log,
             consumer=consumer,
             restore_consumer=lambda: self.log.consumer(None, client_id=f"{name}-restore"),
+            standby_consumer=lambda: self.log.consumer(None, client_id=f"{name}-standby"),
             task_env=env,
             metadata=self.metadata,
             listener=self,
             task_listener=self,
             restore_listener=self,
-            static_partitions=static_partitions,
             linger_s=self.config.linger_ms / 1000 if self.log.capabilities.buffers_until_flush else None,
         )
 
@@ -168,31 +209,46 @@ class StreamsApp:
             log.info("application %s: %s -> %s", self.application_id, old, state)
             for listener in self.state_listeners:
                 listener(old, state)
+            if self._state_listener is not None:
+                self._state_listener.on_state_change(old, state)
 
     def start(self) -> None:
-        """Resolve topics and start the stream threads; returns at once."""
+        """Resolve topics, join the group and start the stream threads; returns at once."""
         if self.state != AppState.CREATED:
             raise IllegalStateError(f"start() in state {self.state}: an app starts once")
         dead_letter = self._handler.topic if isinstance(self._handler, DeadLetterQueue) else None
         self.metadata = resolve(self.topology, self.log, self._names, dead_letter)
+        assert self.config.state_dir is not None
+        self._state_dir = StateDirectory(self.config.state_dir, self.application_id)
+        self.instance_id = self._state_dir.instance_id
         n = self.config.num_threads
-        shares = None if self.log.capabilities.group_membership else self._static_shares(n)
         threads: list[StreamThread] = []
         try:
             for i in range(n):
-                threads.append(self._new_thread(i, shares[i] if shares is not None else None))
+                threads.append(self._new_thread(i))
         except BaseException:
             for thread in threads:
                 thread.close_clients()
+            self._state_dir.close()
             raise
         self._threads = threads
+        self._membership = Membership(
+            self.log, self._names, instance_id=self.instance_id, incarnation=uuid.uuid4().hex[:8],
+            server=self.config.application_server, threads=n, tasks=self.metadata.task_ids(),
+            stateful=self.metadata.stateful_task_ids(), assignor=self.assignor_config,
+            probing_interval=self.config.probing_rebalance_interval_ms / 1000,
+            session_timeout=self.config.session_timeout_ms / 1000, heartbeat_interval=self.config.heartbeat_interval_s,
+            listener=self, progress_interval=self.config.progress_interval_s,
+        )  # fmt: skip
         self._set_state(AppState.REBALANCING)
         for thread in self._threads:
             thread.start()
-        log.info("application %s started %d thread(s) on %s", self.application_id, n, self.log.safe_url)
+        self._membership.start()
+        log.info("application %s: instance %s started %d thread(s) on %s", self.application_id, self.instance_id, n,
+                 self.log.safe_url)  # fmt: skip
 
     def close(self, timeout: float | None = 60.0) -> None:
-        """Stop the threads (each commits and closes its tasks) and release the log."""
+        """Stop the threads (each commits and closes its tasks), leave the group and release the log."""
         if self.state in (AppState.NOT_RUNNING,):
             return
         if self.state != AppState.ERROR:
@@ -202,6 +258,14 @@ class StreamsApp:
         for thread in self._threads:
             if thread.is_alive() and thread is not threading.current_thread():
                 thread.join(timeout)
+        # Leave the group only now: the leader gives the tasks away once they are committed and closed.
+        membership = self._membership
+        if membership is not None:
+            membership.shutdown()
+            if membership.is_alive() and membership is not threading.current_thread():
+                membership.join(timeout)
+        if self._state_dir is not None:
+            self._state_dir.close()
         if self._owns_log:
             self.log.close()
         if self.state != AppState.ERROR:
@@ -233,6 +297,90 @@ class StreamsApp:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- the group (MembershipListener) ------------------------------------------------------------------
+
+    def _place(self, active: set[str], replicas: set[str]) -> list[tuple[set[str], set[str]]]:
+        """Spread this instance's tasks over its threads; a task stays on the thread it was on (in any role),
+        new ones go to the thread with the fewest of their kind."""
+        n = len(self._threads)
+        placement = {t: i for t, i in self._placement.items() if t in active or t in replicas}
+        counts = [[0, 0] for _ in range(n)]  # per thread: active, replicas
+        for task, i in placement.items():
+            counts[i][0 if task in active else 1] += 1
+        for kind, tasks in ((0, active), (1, replicas)):
+            for task in sorted(tasks - set(placement), key=task_key):
+                i = min(range(n), key=lambda i: (counts[i][kind], counts[i][1 - kind], i))
+                placement[task] = i
+                counts[i][kind] += 1
+        self._placement = placement
+        shares: list[tuple[set[str], set[str]]] = [(set(), set()) for _ in range(n)]
+        for task, i in placement.items():
+            shares[i][0 if task in active else 1].add(task)
+        return shares
+
+    def on_assignment(self, assignment: Assignment) -> None:
+        membership = self._membership
+        assert membership is not None
+        mine = assignment.of(self.instance_id, membership.incarnation)
+        active = set(mine.active) if mine is not None else set()
+        standby = set(mine.standby) if mine is not None else set()
+        warmup = set(mine.warmup) if mine is not None else set()
+        with self._lock:
+            self._assignment = assignment
+            self._pending = (assignment.generation, active, standby | warmup)
+            self._revoked = set()
+            shares = self._place(active, standby | warmup)
+            self.rebalances += 1
+        log.info("instance %s applies generation %d: active %s, standby %s, warm-up %s", self.instance_id,
+                 assignment.generation, sorted(active, key=task_key), sorted(standby, key=task_key),
+                 sorted(warmup, key=task_key))  # fmt: skip
+        if self.state == AppState.RUNNING:
+            self._set_state(AppState.REBALANCING)
+        for thread, (thread_active, thread_replicas) in zip(self._threads, shares, strict=True):
+            roles = {t: TaskState.WARMUP if t in warmup else TaskState.STANDBY for t in thread_replicas}
+            thread.assign(assignment.generation, thread_active, roles)
+
+    def on_revoked(self, thread_name: str, generation: int) -> None:
+        with self._lock:
+            pending = self._pending
+            if pending is None or pending[0] != generation:
+                return
+            self._revoked.add(thread_name)
+            if len(self._revoked) < len(self._threads):
+                return
+            self._applied, self._accepted, self._replicas = pending
+            self._pending = None
+        if self._membership is not None:
+            self._membership.heartbeat_now()
+
+    def on_task_lost(self, thread_name: str, task_id: str, error: BaseException) -> None:
+        with self._lock:
+            self._accepted.discard(task_id)
+            self.lost_tasks += 1
+        if self._membership is not None:
+            self._membership.heartbeat_now()
+
+    def on_expelled(self, reason: str) -> None:
+        with self._lock:
+            self._accepted = set()
+            self._applied = -1
+        for thread in self._threads:
+            thread.lose_all(reason)
+
+    def member_status(self) -> tuple[int, list[str], list[str], dict[str, int]]:
+        positions: dict[str, int] = {}
+        if self._state_dir is not None:
+            held = {t for thread in self._threads for t in thread.tasks.states()}
+            others = [t for t in self.metadata.task_ids() if t not in held]
+            positions.update(self._state_dir.task_positions(others, lambda offsets: sum(offsets.values())))
+        for thread in self._threads:
+            positions.update(thread.tasks.positions())
+        with self._lock:
+            return self._applied, sorted(self._accepted), sorted(self._replicas), positions
+
+    def on_membership_failed(self, error: BaseException) -> None:
+        self.on_thread_failed("membership", error)
+
     # -- what the threads report (ThreadListener, TaskListener, RestoreListener) ---------------------------
 
     def on_thread_failed(self, thread_name: str, error: BaseException) -> None:
@@ -245,18 +393,38 @@ class StreamsApp:
             thread.shutdown()
 
     def on_tasks_changed(self) -> None:
+        with self._lock:
+            settled = self._pending is None and self._applied > 0
+            running = all(self._task_states.get(t) == TaskState.RUNNING for t in self._accepted)
         if self.state in (AppState.REBALANCING, AppState.RUNNING):
-            self._set_state(AppState.RUNNING if self.tasks() else AppState.REBALANCING)
+            self._set_state(AppState.RUNNING if settled and running else AppState.REBALANCING)
+
+    def on_task_state_change(self, task_id: str, old: str, new: str) -> None:
+        with self._lock:
+            if new == TaskState.CLOSED:
+                self._task_states.pop(task_id, None)
+            else:
+                self._task_states[task_id] = new
+            if new != TaskState.RESTORING:
+                self._restoring.pop(task_id, None)
+        log.debug("task %s: %s -> %s", task_id, old, new)
+        if self._state_listener is not None:
+            self._state_listener.on_task_state_change(task_id, old, new)
 
     def on_restore_start(
         self, task_id: str, store: str, changelog: TopicPartition, start_offset: int, end_offset: int
     ) -> None:
-        """Nothing to record: ``metrics()`` counts a store's restore once it ends."""
+        with self._lock:
+            progress = self._restoring.setdefault(task_id, [0, 0])
+            progress[1] += max(0, end_offset - start_offset)
 
     def on_batch_restored(
         self, task_id: str, store: str, changelog: TopicPartition, batch_end_offset: int, num_restored: int
     ) -> None:
-        """Nothing to record: the changelog reader logs restore progress."""
+        with self._lock:
+            progress = self._restoring.get(task_id)
+            if progress is not None:
+                progress[0] += num_restored
 
     def on_restore_end(self, task_id: str, store: str, changelog: TopicPartition, total_restored: int) -> None:
         with self._lock:
@@ -266,24 +434,59 @@ class StreamsApp:
     # -- introspection ---------------------------------------------------------------------------------
 
     def tasks(self) -> list[str]:
-        """Ids of the tasks running on this instance."""
-        return sorted(t for thread in self._threads for t in thread.tasks.task_ids())
+        """Ids of the active tasks running on this instance."""
+        return sorted((t for thread in self._threads for t in thread.tasks.task_ids()), key=task_key)
+
+    def standby_tasks(self) -> list[str]:
+        """Ids of the standby and warm-up replicas on this instance."""
+        return sorted((task.id for thread in self._threads for task in thread.tasks.standby_tasks()), key=task_key)
 
     def _active_tasks(self) -> list[StreamTask]:
         return [task for thread in self._threads for task in thread.tasks.active_tasks()]
 
+    def _standby_tasks(self) -> list[StreamTask]:
+        return [task for thread in self._threads for task in thread.tasks.standby_tasks()]
+
+    def assignment(self) -> Assignment:
+        """The newest assignment this instance applied: every instance's tasks and ``application_server``."""
+        with self._lock:
+            return self._assignment
+
     def metrics(self) -> dict[str, Any]:
+        """Counters and the state of every task here: ``task_states`` maps a task id to its ``state``
+        (``TaskState``), its ``lag`` (changelog records behind the newest position any instance reported;
+        for replicas) and, while restoring, ``restored`` of ``to_restore`` records."""
+        membership = self._membership
         with self._lock:
             restored = dict(self._restored)
             restores = list(self._restores)
+            states = dict(self._task_states)
+            restoring = {t: list(p) for t, p in self._restoring.items()}
+            generation = self._applied
+        task_states: dict[str, dict[str, Any]] = {}
+        for task_id, state in sorted(states.items(), key=lambda item: task_key(item[0])):
+            entry: dict[str, Any] = {"state": state}
+            if state in (TaskState.STANDBY, TaskState.WARMUP) and membership is not None:
+                entry["lag"] = membership.lag(task_id)
+            if task_id in restoring:
+                entry["restored"], entry["to_restore"] = restoring[task_id]
+            task_states[task_id] = entry
         return {
             "state": self.state,
+            "instance": self.instance_id,
+            "generation": generation,
+            "leader": membership is not None and membership.is_leader,
             "tasks": self.tasks(),
+            "standby_tasks": self.standby_tasks(),
+            "task_states": task_states,
             "processed": sum(t.processed for t in self._threads),
             "commits": sum(t.commits for t in self._threads),
+            "rebalances": self.rebalances,
+            "lost_tasks": self.lost_tasks,
             "restored": restored,
             "restores": restores,
             "restore_seconds": sum(thread.restore_seconds for thread in self._threads),
+            "standby_records": sum(thread.standby_records for thread in self._threads),
         }
 
     def wait_until(self, predicate: Callable[[StreamsApp], bool], timeout: float = 30.0) -> bool:
@@ -296,9 +499,11 @@ class StreamsApp:
             time.sleep(0.05)
         return False
 
-    def store(self, name: str) -> ReadOnlyStore:
-        """A read-only view of store ``name`` across the tasks running on this instance."""
+    def store(self, name: str, include_standby: bool = False) -> ReadOnlyStore:
+        """A read-only view of store ``name`` across the tasks on this instance. ``include_standby``: also
+        answer from standby and warm-up replicas for partitions whose active task runs elsewhere; such
+        answers may be stale (``ReadOnlyStore.is_stale(key)``)."""
         if name not in self.topology.stores:
             raise InvalidStateStoreError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
-        return ReadOnlyStore(name, self._active_tasks, lambda: self.metadata.store_partitions(name))
-
+        return ReadOnlyStore(name, self._active_tasks, lambda: self.metadata.store_partitions(name),
+                             self._standby_tasks if include_standby else None)  # fmt: skip

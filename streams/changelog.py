@@ -4,9 +4,11 @@
   was flushed. A restore skips records whose positions are past the group's committed offsets: that
   state came from input that will be processed again, so applying it would count that input twice.
 - "Restored to the end" is decided with a barrier, not with end offsets (which some brokers report
-  wrongly): before restoring, ``ChangelogReader`` writes a tombstone with a reserved key to each
-  changelog partition and reads up to that record's offset. Nobody else writes the partition while
-  this task owns it, so everything before the barrier is everything there is.
+  wrongly): before restoring, the task's new owner writes a tombstone with a reserved key to each
+  changelog partition (through its fenced ``TaskProducer``, so the previous owner can no longer write)
+  and reads up to that record's offset. Everything before the barrier is everything there is. The
+  barrier carries the input offsets committed when it was written: a standby reading it knows that
+  changes before it with later positions were never committed (``streams/standby.py``).
 - The checkpoint file (``<state_dir>/<application_id>/<task_id>/.checkpoint``) holds, per persistent
   store, the changelog offset up to which its local RocksDB data is complete.
 
@@ -19,7 +21,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,8 +41,12 @@ __all__ = [
     "ChangelogReader",
     "ChangelogWriter",
     "RestoreJob",
+    "barrier_headers",
+    "committed_from_positions",
+    "positions_of",
     "read_checkpoint",
     "source_header",
+    "uncommitted",
     "write_checkpoint",
 ]
 
@@ -57,6 +63,49 @@ _STALL_TIMEOUT = 120.0
 def source_header(positions: list[tuple[str, int, int]]) -> tuple[tuple[str, bytes], ...]:
     """The header naming the input positions a flush reflects: ``[[topic, partition, next_offset], ...]``."""
     return ((SOURCE_HEADER, orjson.dumps(positions)),)
+
+
+Committed = dict[tuple[str, int], int | None]
+
+
+def barrier_headers(committed: Committed) -> tuple[tuple[str, bytes], ...]:
+    """A restore barrier's headers: the marker, and the input offsets committed when it was written
+    (-1 where nothing was committed)."""
+    positions = [[t, p, -1 if o is None else o] for (t, p), o in sorted(committed.items())]
+    return ((BARRIER_HEADER, b"1"), (SOURCE_HEADER, orjson.dumps(positions)))
+
+
+def positions_of(headers: Iterable[tuple[str, bytes | None]]) -> bytes | None:
+    """The raw ``schemakit.src`` header of a changelog record, if it has one."""
+    for name, value in headers:
+        if name == SOURCE_HEADER:
+            return value
+    return None
+
+
+def committed_from_positions(value: bytes) -> Committed:
+    """A barrier's committed offsets, as ``uncommitted`` takes them."""
+    try:
+        positions = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return {}
+    return {(t, p): (None if o < 0 else o) for t, p, o in positions}
+
+
+def uncommitted(value: bytes, committed: Committed) -> bool:
+    """Whether a changelog record whose ``schemakit.src`` header is ``value`` reflects input past the
+    ``committed`` offsets (input partitions not in ``committed`` are not checked)."""
+    try:
+        positions = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return False
+    for topic, partition, offset in positions:
+        key = (topic, partition)
+        if key in committed:
+            c = committed[key]
+            if c is None or offset > c:
+                return True
+    return False
 
 
 class ChangelogWriter:
@@ -127,19 +176,7 @@ class RestoreJob:
     def is_stale(self, value: bytes) -> bool:
         stale = self._stale_cache.get(value)
         if stale is None:
-            stale = False
-            try:
-                positions = orjson.loads(value)
-            except orjson.JSONDecodeError:
-                positions = []
-            for topic, partition, offset in positions:
-                key = (topic, partition)
-                if key in self.committed:
-                    committed = self.committed[key]
-                    if committed is None or offset > committed:
-                        stale = True
-                        break
-            self._stale_cache[value] = stale
+            stale = self._stale_cache[value] = uncommitted(value, self.committed)
         return stale
 
 
@@ -149,7 +186,7 @@ class ChangelogReader:
 
     def __init__(
         self,
-        producer: Producer,
+        producer: Producer | None,
         consumer_factory: Callable[[], Consumer],
         listener: RestoreListener,
         batch_size: int = 10_000,
@@ -161,7 +198,18 @@ class ChangelogReader:
         self._batch_size = batch_size
         self.restore_seconds = 0.0  # time spent in restore(), barriers included
 
+    def prepare(self) -> None:
+        """Create the restore consumer now, so that the first restore does not wait for it to connect."""
+        if self._consumer is None:
+            self._consumer = self._consumer_factory()
+
     def _place_barriers(self, jobs: list[RestoreJob]) -> None:
+        """Barriers for jobs whose owner did not write one itself (``end`` not set)."""
+        jobs = [job for job in jobs if job.end < 0]
+        if not jobs:
+            return
+        if self._producer is None:
+            raise StateStoreError(f"no restore barrier for {[(j.task_id, j.store.name) for j in jobs]}")
         for job in jobs:
 
             def delivered(md: RecordMetadata | None, err: Exception | None, job: RestoreJob = job) -> None:
@@ -178,7 +226,8 @@ class ChangelogReader:
                 )
 
     def restore(self, jobs: list[RestoreJob]) -> None:
-        """Bring every job's store up to its barrier. Records before a job's start are not read."""
+        """Bring every job's store up to its barrier (``job.end``, written here if not set). Records before a
+        job's start are not read."""
         if not jobs:
             return
         started = time.monotonic()
@@ -205,9 +254,9 @@ class ChangelogReader:
         if active:
             total = sum(j.end - j.start for j in active.values())
             log.info("restoring %d store partition(s), up to %d changelog records", len(active), total)
+            self.prepare()
             consumer = self._consumer
-            if consumer is None:
-                consumer = self._consumer = self._consumer_factory()
+            assert consumer is not None
             consumer.assign({tp: job.start for tp, job in active.items()})
             self._read(consumer, active, total)
             consumer.assign({})
@@ -262,12 +311,8 @@ class ChangelogReader:
             key = rec.key
             if job is None or rec.offset >= job.end or key is None or key == BARRIER_KEY:
                 continue
-            stale = False
-            for name, value in rec.headers:
-                if name == SOURCE_HEADER and value is not None:
-                    stale = job.is_stale(value)
-                    break
-            if stale:
+            source = positions_of(rec.headers)
+            if source is not None and job.is_stale(source):
                 job.skipped += 1
                 continue
             job.restored += 1

@@ -23,13 +23,21 @@ class StreamsConfig:
     restore_batch: int = 10_000
     progress_interval_s: float = 10.0
     linger_ms: int = 100
+    num_standby_replicas: int = 0
+    max_warmup_replicas: int = 2
+    acceptable_recovery_lag: int = 10_000
+    probing_rebalance_interval_ms: int = 600_000
+    session_timeout_ms: int = 10_000
+    heartbeat_interval_ms: int | None = None  # None: a quarter of the session timeout
+    application_server: str | None = None
 
     def __post_init__(self) -> None:
         import re
 
         if not isinstance(self.application_id, str) or not re.match(r"^[A-Za-z0-9._-]{1,200}$", self.application_id):
             raise ValueError(f"application_id {self.application_id!r} is invalid: use 1-200 of [A-Za-z0-9._-]")
-        for name in ("num_threads", "commit_interval_ms", "poll_timeout_ms", "max_poll_records", "restore_batch"):
+        for name in ("num_threads", "commit_interval_ms", "poll_timeout_ms", "max_poll_records", "restore_batch",
+                     "probing_rebalance_interval_ms", "session_timeout_ms"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "poll_timeout_ms" else 1):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -37,5 +45,17 @@ class StreamsConfig:
             raise ValueError(f"default_store must be 'rocksdb' or 'memory', got {self.default_store!r}")
         if self.cache_max_entries < 1:
             raise ValueError(f"cache_max_entries must be >= 1, got {self.cache_max_entries!r}")
+        if self.heartbeat_interval_ms is not None and not 0 < self.heartbeat_interval_ms < self.session_timeout_ms:
+            raise ValueError(
+                f"heartbeat_interval_ms must be > 0 and below session_timeout_ms ({self.session_timeout_ms}), "
+                f"got {self.heartbeat_interval_ms!r}"
+            )
+        if self.application_server is not None and not isinstance(self.application_server, str):
+            raise ValueError(f"application_server must be a URL string, got {self.application_server!r}")
         if self.state_dir is not None:
             self.state_dir = Path(self.state_dir)
+
+    @property
+    def heartbeat_interval_s(self) -> float:
+        ms = self.heartbeat_interval_ms if self.heartbeat_interval_ms is not None else self.session_timeout_ms / 4
+        return ms / 1000

@@ -53,3 +53,22 @@ class InvalidStateStoreError(StateStoreError):
 
 class IllegalStateError(StreamsError):
     """A call was made in the wrong application state (e.g. start() twice)."""
+
+
+class TaskMigratedError(StreamsError):
+    """A task's writes were fenced: another instance took the task over (this one was presumed dead, e.g.
+    paused past the session timeout). The task is closed without committing; the group's next assignment
+    says where it runs. Kafka Streams' ``TaskMigratedException``."""
+
+    def __init__(self, task_id: str, detail: str) -> None:
+        self.task_id = task_id
+        super().__init__(f"task {task_id} was fenced by a newer owner and is closed here: {detail}")
+
+
+class TaskCorruptedError(StreamsError):
+    """A task's commit failed for another reason than fencing; its uncommitted work is dropped and the
+    task starts again from its committed offsets."""
+
+    def __init__(self, task_id: str, detail: str) -> None:
+        self.task_id = task_id
+        super().__init__(f"task {task_id}: commit failed, restarting it from its committed offsets: {detail}")

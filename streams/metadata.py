@@ -2,8 +2,9 @@
 sub-topology.
 
 ``resolve`` runs once when an application starts: it checks that the user's topics exist, sizes and
-creates the internal topics (repartition topics, changelogs) and refuses sub-topologies whose input topics
-are not co-partitioned. ``TopicNames`` is the one place internal topic names are made.
+creates the internal topics (repartition topics, changelogs, the membership and assignment topics) and
+refuses sub-topologies whose input topics are not co-partitioned. ``TopicNames`` is the one place
+internal topic names are made.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 
 from streams.errors import CoPartitioningError, MissingTopicError, StreamsError
 from streams.log.base import Log, TopicPartition
-from streams.topology import SubTopology, Topology
+from streams.topology import StoreSpec, SubTopology, Topology
 
 __all__ = ["Metadata", "TopicNames", "resolve"]
 
@@ -30,6 +31,18 @@ class TopicNames:
     def changelog(self, store: str) -> str:
         return f"{self.application_id}-{store}-changelog"
 
+    def membership(self) -> str:
+        """Compacted, one partition: each instance's status and heartbeats (``streams/membership.py``)."""
+        return f"{self.application_id}-membership"
+
+    def assignment(self) -> str:
+        """Compacted, one partition: the leader's numbered assignments."""
+        return f"{self.application_id}-assignment"
+
+    def leader(self) -> str:
+        """The lease the instances elect their leader with (on Kafka also a one-partition topic and group)."""
+        return f"{self.application_id}-leader"
+
 
 @dataclass
 class Metadata:
@@ -42,6 +55,7 @@ class Metadata:
     tasks_per_sub: dict[int, int] = field(default_factory=dict)
     source_topics: list[str] = field(default_factory=list)
     store_sub: dict[str, int] = field(default_factory=dict)
+    store_specs: dict[str, StoreSpec] = field(default_factory=dict)
 
     def input_partitions(self, sub_id: int, partition: int) -> list[TopicPartition]:
         """The partitions task ``<sub_id>_<partition>`` reads."""
@@ -52,6 +66,15 @@ class Metadata:
     def store_partitions(self, store: str) -> int:
         """How many tasks, and so partitions, store ``store`` is split into."""
         return self.tasks_per_sub[self.store_sub[store]]
+
+    def task_ids(self) -> list[str]:
+        """Every task of the application, ``<sub-topology>_<partition>``."""
+        return [f"{sub}_{p}" for sub, count in sorted(self.tasks_per_sub.items()) for p in range(count)]
+
+    def stateful_task_ids(self) -> set[str]:
+        """Tasks with changelogged stores: the ones standbys and warm-ups are placed for."""
+        logged = {self.store_sub[name] for name, spec in self.store_specs.items() if spec.logged}
+        return {task for task in self.task_ids() if int(task.partition("_")[0]) in logged}
 
 
 def resolve(topology: Topology, log: Log, names: TopicNames, dead_letter_topic: str | None = None) -> Metadata:
@@ -111,6 +134,7 @@ def resolve(topology: Topology, log: Log, names: TopicNames, dead_letter_topic: 
         md.tasks_per_sub[sub.id] = counts.pop()
         for store in sub.stores:
             md.store_sub[store] = sub.id
+            md.store_specs[store] = topology.stores[store]
     for sub in subs:
         for sink in sub.sinks:
             if not sink.internal:
@@ -123,5 +147,7 @@ def resolve(topology: Topology, log: Log, names: TopicNames, dead_letter_topic: 
     for store, sub_id in md.store_sub.items():
         if topology.stores[store].logged:
             log.ensure_topic(names.changelog(store), md.tasks_per_sub[sub_id], compacted=True)
+    log.ensure_topic(names.membership(), 1, compacted=True)
+    log.ensure_topic(names.assignment(), 1, compacted=True)
     md.source_topics = sorted(md.sub_of_topic)
     return md

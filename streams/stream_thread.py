@@ -1,8 +1,12 @@
-"""A stream thread: one consumer (a member of the application's group), one producer, a restore consumer,
-and the tasks the group gave it (kept by its ``TaskManager``). Loop: poll a batch, hand each record to its
-task, punctuate, and have the task manager commit every ``commit_interval_ms`` (flush stores -> flush
-producer -> commit offsets -> persist). The owner creates the clients and hears back through the
-listeners it passes in."""
+"""A stream thread: one consumer reading its active tasks' input partitions (``assign``, no consumer
+group: the group leader assigns tasks), a restore consumer, a consumer tailing its standby replicas'
+changelogs, and the tasks kept by its ``TaskManager``, each writing through its own fenced producer.
+
+Loop: apply the newest assignment handed in (``assign``), poll a batch and hand each record to its task,
+apply a batch of standby changelog records, punctuate, and have the task manager commit every
+``commit_interval_ms``. A task fenced or failing to commit is closed and reported; the others go on. The
+owner creates the clients and hears back through the listeners it passes in.
+"""
 
 from __future__ import annotations
 
@@ -14,10 +18,11 @@ from collections.abc import Callable
 from streams.changelog import ChangelogReader
 from streams.config import StreamsConfig
 from streams.listeners import RestoreListener, TaskListener, ThreadListener
-from streams.log.base import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from streams.log.base import Consumer, Log
 from streams.metadata import Metadata
+from streams.standby import StandbyUpdater
 from streams.task import TaskEnv
-from streams.task_manager import TaskManager
+from streams.task_manager import LostTask, TaskManager
 
 __all__ = ["StreamThread"]
 
@@ -25,42 +30,42 @@ log = logging.getLogger("streams.thread")
 
 
 class StreamThread(threading.Thread):
-    """Runs the tasks of ``consumer``'s share of the group, or, with ``static_partitions``, of exactly those
-    partitions (a log without group membership). The thread owns and closes the clients it is given;
-    ``restore_consumer`` makes the consumer that restores stores, on the first restore that reads.
-    ``linger_s``: how often to flush a producer that only writes on flush (None: it sends by itself)."""
+    """Runs the tasks it is given with ``assign``. The thread owns and closes the consumers it is given;
+    ``restore_consumer``/``standby_consumer`` make consumers on first use. ``linger_s``: how often to make
+    sent records visible on a log that writes only at commit (None: the log sends by itself)."""
 
     def __init__(
         self,
         name: str,
         config: StreamsConfig,
         *,
-        producer: Producer,
+        log_backend: Log,
         consumer: Consumer,
         restore_consumer: Callable[[], Consumer],
+        standby_consumer: Callable[[], Consumer],
         task_env: TaskEnv,
         metadata: Metadata,
         listener: ThreadListener,
         task_listener: TaskListener,
         restore_listener: RestoreListener,
-        static_partitions: list[TopicPartition] | None = None,
         linger_s: float | None = None,
     ) -> None:
         super().__init__(name=name, daemon=True)
         self._config = config
-        self._producer = producer
         self._consumer = consumer
-        self._reader = ChangelogReader(producer, restore_consumer, restore_listener, config.restore_batch)
+        self._reader = ChangelogReader(None, restore_consumer, restore_listener, config.restore_batch)
+        self._standbys = StandbyUpdater(standby_consumer, consumer.committed, config.restore_batch,
+                                        confirm_interval=min(config.commit_interval_ms / 2000, 1.0))  # fmt: skip
         self._clock = task_env.clock
-        self._source_topics = metadata.source_topics
         self._listener = listener
-        self._static_partitions = static_partitions
         self._linger_s = linger_s
-        self.tasks = TaskManager(name, metadata, task_env, producer, consumer, self._reader, task_listener)
+        self.tasks = TaskManager(name, metadata, task_env, log_backend, consumer, self._reader, self._standbys,
+                                 task_listener)  # fmt: skip
         self.processed = 0
         self._stop_event = threading.Event()
-        self._failed = False
-        self._pending_assign: list[TopicPartition] | None = None
+        self._mailbox = threading.Lock()
+        self._target: tuple[int, set[str], dict[str, str]] | None = None
+        self._lose_reason: str | None = None
 
     @property
     def commits(self) -> int:
@@ -70,16 +75,33 @@ class StreamThread(threading.Thread):
     def restore_seconds(self) -> float:
         return self._reader.restore_seconds
 
-    # -- lifecycle -------------------------------------------------------------------------------------
+    @property
+    def standby_records(self) -> int:
+        """Changelog records applied to this thread's standby and warm-up replicas."""
+        return self._standbys.applied_records
+
+    # -- what the owner hands in (any thread) ------------------------------------------------------------
+
+    def assign(self, generation: int, active: set[str], replicas: dict[str, str]) -> None:
+        """Run ``active`` and hold ``replicas`` from now on (replacing an assignment not applied yet)."""
+        with self._mailbox:
+            self._target = (generation, set(active), dict(replicas))
+
+    def lose_all(self, reason: str) -> None:
+        """Close every active task without committing, at the next iteration (the group presumed this
+        instance dead)."""
+        with self._mailbox:
+            self._lose_reason = reason
 
     def shutdown(self) -> None:
         self._stop_event.set()
+
+    # -- lifecycle -------------------------------------------------------------------------------------
 
     def run(self) -> None:
         try:
             self._run()
         except BaseException as exc:
-            self._failed = True
             log.error("stream thread %s failed: %s", self.name, exc, exc_info=True)
             self.tasks.close_all(clean=False)
             self._listener.on_thread_failed(self.name, exc)
@@ -87,57 +109,69 @@ class StreamThread(threading.Thread):
             self.close_clients()
 
     def close_clients(self) -> None:
-        """Close the consumers and the producer: when the thread ends, or by the owner of a thread that
-        never started."""
-        for closer in (self._consumer, self._reader, self._producer):
+        """Close the consumers: when the thread ends, or by the owner of a thread that never started."""
+        for closer in (self._consumer, self._reader, self._standbys):
             try:
                 closer.close()
             except Exception as exc:
                 log.warning("stream thread %s: closing %s failed: %s", self.name, type(closer).__name__, exc)
 
+    def _apply_mailbox(self) -> None:
+        with self._mailbox:
+            target, self._target = self._target, None
+            reason, self._lose_reason = self._lose_reason, None
+        if reason is not None:
+            self.tasks.lose_all(reason)
+        if target is not None:
+            self.tasks.apply(*target)
+
     def _run(self) -> None:
+        self._reader.prepare()
         config = self._config
-        consumer, tasks, clock, producer = self._consumer, self.tasks, self._clock, self._producer
-        if self._static_partitions is not None:
-            static = self._static_partitions
-            tasks.assign(static)
-            committed = consumer.committed(static)
-            consumer.assign({tp: OFFSET_BEGINNING if (offset := committed[tp]) is None else offset for tp in static})
-        else:
-            consumer.subscribe(self._source_topics, on_assign=self._on_assign, on_revoke=self._on_revoke)
+        consumer, tasks, clock = self._consumer, self.tasks, self._clock
+        standbys = self._standbys
         poll_timeout = config.poll_timeout_ms / 1000
         max_records = config.max_poll_records
         interval = config.commit_interval_ms / 1000
         next_commit = time.monotonic() + interval
         progress_at = time.monotonic() + config.progress_interval_s
         progress_count = 0
-        # A producer that writes only on flush (SQLite's) is flushed every linger period, so repartitioned
-        # records reach the next sub-topology without waiting for the commit (librdkafka sends by itself).
+        # A log that writes only at commit (SQLite) gets the tasks' records committed every linger period,
+        # so repartitioned records reach the next sub-topology without waiting for the offset commit.
         linger = self._linger_s
         next_flush = time.monotonic()
         unflushed = False
         while not self._stop_event.is_set():
+            if self._target is not None or self._lose_reason is not None:
+                self._apply_mailbox()
             records = consumer.poll(poll_timeout, max_records)
-            if self._pending_assign is not None:
-                assigned, self._pending_assign = self._pending_assign, None
-                tasks.assign(assigned)
             if records:
                 by_topic = tasks.by_topic
                 for rec in records:
                     partitions = by_topic.get(rec.topic)
                     task = partitions.get(rec.partition) if partitions is not None else None
-                    if task is not None:
+                    if task is None:
+                        continue
+                    try:
                         task.process(rec)
+                    except LostTask as exc:
+                        tasks.lose(task, exc)
+                        by_topic = tasks.by_topic
                 self.processed += len(records)
                 unflushed = True
+            if standbys.tasks:
+                standbys.poll()
             wall_clock_tasks = tasks.wall_clock_tasks
             if wall_clock_tasks:
                 now_ms = clock.now_ms()
                 for task in wall_clock_tasks:
-                    task.punctuate_wall_clock(now_ms)
+                    try:
+                        task.punctuate_wall_clock(now_ms)
+                    except LostTask as exc:
+                        tasks.lose(task, exc)
             now = time.monotonic()
             if linger is not None and unflushed and now >= next_flush:
-                producer.flush()
+                tasks.flush_records()
                 next_flush = now + linger
                 unflushed = False
             if now >= next_commit or tasks.commit_requested():
@@ -145,23 +179,10 @@ class StreamThread(threading.Thread):
                 next_commit = now + interval
             if now >= progress_at:
                 rate = (self.processed - progress_count) / max(config.progress_interval_s, 1e-9)
-                log.info("thread %s: %d records processed (%.0f/s), tasks %s", self.name, self.processed,
-                         rate, tasks.task_ids())  # fmt: skip
+                states = tasks.states()
+                log.info("thread %s: %d records processed (%.0f/s), tasks %s", self.name, self.processed, rate,
+                         {t: states[t] for t in sorted(states)})  # fmt: skip
                 progress_count = self.processed
                 progress_at = now + config.progress_interval_s
-        tasks.commit()
         tasks.close_all(clean=True)
         log.info("thread %s stopped after %d records", self.name, self.processed)
-
-    # -- group callbacks (run inside consumer.poll) ------------------------------------------------------
-
-    def _on_assign(self, partitions: list[TopicPartition]) -> None:
-        pending = self._pending_assign or []
-        self._pending_assign = pending + [tp for tp in partitions if tp not in pending]
-
-    def _on_revoke(self, partitions: list[TopicPartition]) -> None:
-        if self._pending_assign is not None:
-            self._pending_assign = [tp for tp in self._pending_assign if tp not in partitions]
-        if self._failed:
-            return
-        self.tasks.revoke(partitions)

@@ -78,6 +78,10 @@ class Capabilities:
     #: ``Producer.send`` holds records until ``flush``; otherwise the client sends in the background, and
     #: callers that want records to move on before a commit need not flush them.
     buffers_until_flush: bool
+    #: ``Log.lease`` gives exclusive ownership of a name among all of the log's clients, processes
+    #: included (through group membership where the backend has it, else through the backend's own
+    #: storage). Instances of an application elect their leader with it.
+    leases: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,6 +402,42 @@ OFFSET_BEGINNING = -2
 OFFSET_END = -1
 
 
+class Lease(abc.ABC):
+    """Exclusive ownership of ``name`` among all clients of one log, processes included.
+
+    At most one holder has it at a time, as far as the backend can see. The holder keeps it by calling
+    ``poll`` (several times per ``timeout``); another holder takes it over when this one closes its lease
+    or stays silent for longer than ``timeout`` (a crash, a pause). A holder that was paused learns on its
+    next ``poll`` that the lease is gone; what it does meanwhile must be fenced by other means (e.g. a
+    transactional producer), which is why whoever takes a lease over should fence first."""
+
+    name: str
+    holder: str
+    #: Seconds of silence after which the lease may go to another holder (the backend's own setting, such
+    #: as a group's session timeout, where it has one).
+    timeout: float
+
+    @abc.abstractmethod
+    def poll(self) -> bool:
+        """Keep the lease or try to take it; True while this holder has it. Never blocks for long."""
+
+    @property
+    @abc.abstractmethod
+    def held(self) -> bool:
+        """Whether this holder had the lease at its last ``poll`` and has not been silent since for longer
+        than the backend lets it keep the lease unseen."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Give the lease up (if held) so that another holder can take it at once."""
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class Log(abc.ABC):
     """A connection to one backend. Creates producers, consumers and topics."""
 
@@ -460,7 +500,23 @@ class Log(abc.ABC):
     def producer(self, transactional_id: str | None = None) -> Producer: ...
 
     @abc.abstractmethod
-    def consumer(self, group: str | None = None, *, client_id: str | None = None) -> Consumer: ...
+    def consumer(
+        self, group: str | None = None, *, client_id: str | None = None, read_committed: bool = True
+    ) -> Consumer:
+        """A consumer of ``group`` (None: no group, ``assign`` only). ``read_committed=False`` also returns
+        records of transactions not committed yet, where the backend stores them before the commit (Kafka);
+        a backend that writes a transaction's records only at its commit (SQLite) has nothing more to show."""
+
+    def lease(self, name: str, holder: str, timeout: float) -> Lease:
+        """Exclusive ownership of ``name`` (see ``Lease``; ``capabilities.leases``) for ``holder`` (a name
+        for logs), given up after ``timeout`` seconds of silence unless the backend has its own setting.
+        By default through group membership: the holder is the member that owns partition 0 of a
+        one-partition topic named ``name``, created if missing."""
+        from streams.log.lease import GroupLease
+
+        if not self.capabilities.group_membership:
+            raise LogError(f"{type(self).__name__} has no group membership to hold a lease {name!r} with")
+        return GroupLease(self, name, holder)
 
     @abc.abstractmethod
     def end_offsets(self, topic: str) -> dict[int, int]:

@@ -168,7 +168,7 @@ def _error(err: KafkaError, context: str) -> LogError:
     text = f"{context}: {err.str()} ({err.name()})"
     if code in _FENCED_CODES:
         return ProducerFencedError(text)
-    if err.fatal():
+    if err.fatal() or code == KafkaError._FATAL:
         # A fatal error ends the producer for good; callers must do what they do when fenced: start anew.
         return ProducerFencedError(f"{text}; the producer is unusable (fatal error)")
     if code in _STATE_CODES:
@@ -218,7 +218,7 @@ class KafkaLog(Log):
     ``groups`` gives consumer-group defaults; the URL's and ``client_options``' own settings win."""
 
     capabilities = Capabilities(
-        group_membership=True, transactions=True, compacts_itself=True, buffers_until_flush=False
+        group_membership=True, transactions=True, compacts_itself=True, buffers_until_flush=False, leases=True
     )
 
     def __init__(
@@ -415,10 +415,12 @@ class KafkaLog(Log):
             raise LogError(f"the Kafka log {self.safe_url!r} is closed")
         return KafkaProducer(self, transactional_id)
 
-    def consumer(self, group: str | None = None, *, client_id: str | None = None) -> KafkaConsumer:
+    def consumer(
+        self, group: str | None = None, *, client_id: str | None = None, read_committed: bool = True
+    ) -> KafkaConsumer:
         if self._closed:
             raise LogError(f"the Kafka log {self.safe_url!r} is closed")
-        consumer = KafkaConsumer(self, group, client_id)
+        consumer = KafkaConsumer(self, group, client_id, read_committed)
         with self._lock:
             self._consumers.add(consumer)
         return consumer
@@ -509,15 +511,20 @@ class KafkaProducer(Producer):
             kwargs["headers"] = list(headers)
         if timestamp is not None:
             kwargs["timestamp"] = timestamp
-        while True:
-            try:
-                self._producer.produce(topic, value, **kwargs)
-                break
-            except BufferError:
-                self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
-            except KafkaException as exc:
-                raise _exc_error(exc, f"send to topic {topic!r}") from exc
-        self._producer.poll(0)
+        try:
+            while True:
+                try:
+                    self._producer.produce(topic, value, **kwargs)
+                    break
+                except BufferError:
+                    self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
+            self._producer.poll(0)
+        except KafkaException as exc:
+            # e.g. a fatal error (a fenced transactional producer) that librdkafka raises from poll
+            error = _exc_error(exc, f"send to topic {topic!r}")
+            if isinstance(error, ProducerFencedError) and self.transactional_id is not None:
+                self.transaction.fence()
+            raise error from exc
 
     def _delivery_callback(
         self, topic: str, on_delivery: DeliveryCallback | None
@@ -540,6 +547,8 @@ class KafkaProducer(Producer):
         with self._lock:
             error, self._first_error = self._first_error, None
         if error is not None:
+            if isinstance(error, ProducerFencedError) and self.transactional_id is not None:
+                self.transaction.fence()
             raise error
 
     def flush(self, timeout: float | None = None) -> None:
@@ -607,8 +616,13 @@ class KafkaProducer(Producer):
         if self._closed:
             return
         self._closed = True
-        # Deliver what is queued (their callbacks report failures); a fenced producer cannot, so bound it.
-        self._producer.flush(self._log.timeout)
+        if self.transaction.fenced:
+            return  # a fenced producer can deliver nothing more (librdkafka raises from flush)
+        # Deliver what is queued (their callbacks report failures), within the log's timeout.
+        try:
+            self._producer.flush(self._log.timeout)
+        except KafkaException as exc:
+            _librdkafka_log.warning("closing producer %r: %s", self.transactional_id, exc)
 
 
 class KafkaConsumer(Consumer):
@@ -618,10 +632,12 @@ class KafkaConsumer(Consumer):
     consumer tracks "next offset" itself: from ``assign``/``seek`` (logical offsets resolved through the
     watermarks), from the committed offset after a group assignment, and from every record returned."""
 
-    def __init__(self, log: KafkaLog, group: str | None, client_id: str | None) -> None:
+    def __init__(self, log: KafkaLog, group: str | None, client_id: str | None, read_committed: bool = True) -> None:
         self._log = log
         self.group = group
         conf = log.client_config("consumer")
+        if not read_committed:
+            conf["isolation.level"] = "read_uncommitted"
         # confluent-kafka insists on a group.id; a consumer without a group uses a unique one it never
         # joins and never commits to.
         conf["group.id"] = group if group is not None else f"schemakit-nogroup-{uuid.uuid4().hex}"

@@ -13,6 +13,9 @@ fresh), one row per partition holding its next offset, and one ``records`` table
 - Group membership: on SQLite one consumer instance owns all partitions of the topics it subscribes
   to (two members of a group each get everything). ``on_assign`` runs inside the first ``poll`` after
   ``subscribe``, as with Kafka, so callers written against one backend work on the other.
+- Leases (``Log.lease``): a row per name holding the holder and the wall-clock time its lease expires
+  (the processes share one machine, so they share the clock). The holder renews it every quarter of the
+  timeout; anyone takes a row that expired or was released.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import sqlite3
 import struct
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +41,7 @@ from streams.log.base import (
     DeliveryCallback,
     GroupSettings,
     Headers,
+    Lease,
     Log,
     LogError,
     LogTimeoutError,
@@ -98,6 +103,11 @@ CREATE TABLE IF NOT EXISTS group_offsets (
 CREATE TABLE IF NOT EXISTS transactional_producers (
     transactional_id TEXT PRIMARY KEY,
     epoch INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
 """
 
@@ -331,7 +341,7 @@ class SqliteLog(Log):
     accepted for symmetry with Kafka and has no effect: there is no group membership to tune."""
 
     capabilities = Capabilities(
-        group_membership=False, transactions=True, compacts_itself=False, buffers_until_flush=True
+        group_membership=False, transactions=True, compacts_itself=False, buffers_until_flush=True, leases=True
     )
 
     def __init__(
@@ -433,8 +443,14 @@ class SqliteLog(Log):
         return SqliteProducer(self, transactional_id)
 
     @_translated
-    def consumer(self, group: str | None = None, *, client_id: str | None = None) -> SqliteConsumer:
+    def consumer(
+        self, group: str | None = None, *, client_id: str | None = None, read_committed: bool = True
+    ) -> SqliteConsumer:
+        # read_committed changes nothing: a transaction's records are written only when it commits.
         return SqliteConsumer(self, group, client_id)
+
+    def lease(self, name: str, holder: str, timeout: float) -> SqliteLease:
+        return SqliteLease(self, name, holder, timeout)
 
     # offsets
 
@@ -514,6 +530,71 @@ def _write_group_offsets(conn: sqlite3.Connection, group: str, offsets: dict[Top
         "ON CONFLICT (group_id, topic, partition) DO UPDATE SET offset = excluded.offset",
         [(group, tp.topic, tp.partition, off) for tp, off in offsets.items()],
     )
+
+
+# --- leases ----------------------------------------------------------------------------------------
+
+
+class SqliteLease(Lease):
+    """A row in ``leases``. Each lease object has its own token, so two objects of one holder name (a
+    restarted process) never mistake each other's lease for their own."""
+
+    def __init__(self, log: SqliteLog, name: str, holder: str, timeout: float) -> None:
+        if not name:
+            raise ValueError("a lease needs a name")
+        if timeout <= 0:
+            raise ValueError(f"lease timeout must be > 0 seconds, got {timeout!r}")
+        self.name = name
+        self.holder = holder
+        self.timeout = timeout
+        self._token = f"{holder}#{uuid.uuid4().hex[:12]}"
+        self._db = log._connect()
+        self._expires = 0.0  # wall-clock seconds until which this object holds the lease
+        self._renew_at = 0.0
+        self._closed = False
+
+    @property
+    def held(self) -> bool:
+        return not self._closed and time.time() < self._expires
+
+    @_translated
+    def poll(self) -> bool:
+        if self._closed:
+            return False
+        now = time.time()
+        if now < self._renew_at and now < self._expires:
+            return True
+        now_ms = int(now * 1000)
+        with self._db.lock:
+            row = self._db.conn.execute("SELECT holder, expires_ms FROM leases WHERE name = ?", (self.name,)).fetchone()
+        if row is not None and row[0] != self._token and row[1] > now_ms:
+            self._expires = 0.0
+            return False  # someone else holds it: no write, so waiting members cost no fsync
+        with self._db.write() as conn:
+            row = conn.execute("SELECT holder, expires_ms FROM leases WHERE name = ?", (self.name,)).fetchone()
+            if row is not None and row[0] != self._token and row[1] > now_ms:
+                self._expires = 0.0
+                return False
+            conn.execute(
+                "INSERT INTO leases (name, holder, expires_ms) VALUES (?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms",
+                (self.name, self._token, now_ms + int(self.timeout * 1000)),
+            )
+        self._expires = now + self.timeout
+        self._renew_at = now + self.timeout / 4
+        return True
+
+    @_translated
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            with self._db.write() as conn:
+                conn.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (self.name, self._token))
+        finally:
+            self._expires = 0.0
+            self._db.close()
 
 
 # --- producer --------------------------------------------------------------------------------------
@@ -995,4 +1076,4 @@ class SqliteConsumer(Consumer):
             self._db.close()
 
 
-__all__ = ["SqliteConsumer", "SqliteLog", "SqliteProducer", "path_from_url"]
+__all__ = ["SqliteConsumer", "SqliteLease", "SqliteLog", "SqliteProducer", "path_from_url"]

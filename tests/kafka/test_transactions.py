@@ -109,3 +109,27 @@ def test_offsets_of_a_live_group_member_commit_with_the_transaction(
     with kafka_log.consumer() as reader:
         reader.assign({TopicPartition(sink, 0): 0})
         assert [r.value for r in read(reader, 3)] == [b"0!", b"1!", b"2!"]
+
+
+def test_read_uncommitted_consumers_see_an_open_transaction(kafka_log: KafkaLog, unique: Callable[[str], str]) -> None:
+    """What at-least-once stream tasks read: records of their peers' transactions as soon as they land."""
+    topic = unique("open-txn")
+    kafka_log.create_topic(topic, 1)
+    tp = TopicPartition(topic, 0)
+    with kafka_log.producer(unique("tid")) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic, b"pending", b"k", partition=0)
+        producer.flush()
+        eager = kafka_log.consumer(None, read_committed=False)
+        committed_only = kafka_log.consumer(None)
+        try:
+            eager.assign({tp: 0})
+            committed_only.assign({tp: 0})
+            assert [r.value for r in read(eager, 1)] == [b"pending"]
+            assert read(committed_only, 1, timeout=1.0) == []
+            producer.commit_transaction()
+            assert [r.value for r in read(committed_only, 1)] == [b"pending"]
+        finally:
+            eager.close()
+            committed_only.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -192,3 +193,25 @@ def test_produce_inside_a_transaction_is_refused_and_send_reports_offsets_at_com
         assert not producer.transaction.open
     assert [r.value for r in read_through(log, topic, landed[1].offset)] == [b"a", b"b"]  # type: ignore[union-attr]
 
+
+
+def test_a_fenced_producer_raises_producer_fenced_from_every_call(log: Log, topic_name: Callable[..., str]) -> None:
+    """A zombie that keeps sending learns it was fenced from whichever call comes next (Kafka reports the
+    fence asynchronously), always as ``ProducerFencedError``."""
+    topic, txn_id = topic_name(), topic_name("txn")
+    log.create_topic(topic)
+    old = log.producer(txn_id)
+    try:
+        old.init_transactions()
+        with log.producer(txn_id) as new:
+            new.init_transactions()
+            with pytest.raises(ProducerFencedError):
+                for i in range(100):
+                    if not old.transaction.open:
+                        old.begin_transaction()
+                    old.send(topic, b"zombie %d" % i, partition=0)
+                    time.sleep(0.05)
+                old.commit_transaction()
+            assert old.transaction.fenced
+    finally:
+        old.close()

@@ -1,35 +1,76 @@
-"""Runs one streams instance as a subprocess for the multi-instance tests; prints its metrics as JSON
-lines on stdout whenever they change, and exits 0 after a graceful SIGTERM shutdown.
+"""Runs one streams instance as a subprocess for the multi-instance tests; prints JSON lines on stdout: its
+metrics whenever they change, and every task state change (``{"event": "task", ...}``); exits 0 after a
+graceful SIGTERM shutdown.
 
-    python -m tests.streams.app_runner <log-url> <application-id> <state-dir> <orders-topic> <out-topic>
+    python -m tests.streams.app_runner <log-url> <application-id> <state-dir> <input-topic> <output-topic>
+        [--commit-ms N] [--topology order_totals|key_counts] [--name NAME] [--standbys N]
+        [--session-ms N] [--probing-ms N] [--recovery-lag N] [--warmups N]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import sys
 import threading
+import time
 
 from streams.app import StreamsApp
-from tests.streams.topologies import order_totals
+from tests.streams.topologies import key_counts, order_totals
+
+REPORTED = ("state", "tasks", "standby_tasks", "task_states", "restored", "restores", "processed", "leader",
+            "generation", "lost_tasks", "standby_records")  # fmt: skip
+
+
+class Events:
+    """A ``StateListener`` that prints every task state change."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+
+    def on_state_change(self, old: str, new: str) -> None:
+        pass
+
+    def on_task_state_change(self, task_id: str, old: str, new: str) -> None:
+        with self._lock:
+            print(json.dumps({"event": "task", "task": task_id, "old": old, "new": new, "t": time.time()}), flush=True)
 
 
 def main() -> int:
-    url, app_id, state_dir, orders, out = sys.argv[1:6]
-    commit_ms = int(sys.argv[6]) if len(sys.argv) > 6 else 300
+    parser = argparse.ArgumentParser()
+    for name in ("url", "app_id", "state_dir", "input", "output"):
+        parser.add_argument(name)
+    parser.add_argument("commit_ms", nargs="?", type=int, default=300)
+    parser.add_argument("--topology", default="order_totals")
+    parser.add_argument("--name", default="")
+    parser.add_argument("--standbys", type=int, default=0)
+    parser.add_argument("--session-ms", type=int, default=10_000)
+    parser.add_argument("--probing-ms", type=int, default=600_000)
+    parser.add_argument("--recovery-lag", type=int, default=10_000)
+    parser.add_argument("--warmups", type=int, default=2)
+    args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(process)d %(threadName)s %(name)s %(message)s")  # fmt: skip
-    app = StreamsApp(order_totals(orders, out), app_id, url, state_dir=state_dir, commit_interval_ms=commit_ms)
+    if args.topology == "key_counts":
+        topology = key_counts(args.input, args.output, args.name)
+    else:
+        topology = order_totals(args.input, args.output)
+    lock = threading.Lock()
+    app = StreamsApp(topology, args.app_id, args.url, state_dir=args.state_dir, commit_interval_ms=args.commit_ms,
+                     num_standby_replicas=args.standbys, session_timeout_ms=args.session_ms,
+                     probing_rebalance_interval_ms=args.probing_ms, acceptable_recovery_lag=args.recovery_lag,
+                     max_warmup_replicas=args.warmups, state_listener=Events(lock))  # fmt: skip
     done = threading.Event()
 
     def report() -> None:
         last = None
         while not done.wait(0.1):
             m = app.metrics()
-            snapshot = {k: m[k] for k in ("state", "tasks", "restored", "restores", "processed")}
+            snapshot = {k: m[k] for k in REPORTED}
             if snapshot != last:
-                print(json.dumps(snapshot), flush=True)
+                with lock:
+                    print(json.dumps(snapshot), flush=True)
                 last = snapshot
 
     reporter = threading.Thread(target=report, daemon=True)

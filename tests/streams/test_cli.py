@@ -63,7 +63,7 @@ def test_run_until_sigterm_commits_and_closes(tmp_path: Path) -> None:
             proc.wait()
     log_text = "".join(output)
     assert proc.returncode == 0, log_text
-    assert "runs tasks ['0_0', '0_1', '1_0', '1_1']" in log_text
+    assert "active ['0_0', '0_1', '1_0', '1_1'], replicas []" in log_text
     assert "RUNNING -> PENDING_SHUTDOWN" in log_text and "PENDING_SHUTDOWN -> NOT_RUNNING" in log_text
     ends = lg.end_offsets("text")
     assert lg.committed("cli-wc", inputs) == {tp: ends[tp.partition] for tp in inputs}

@@ -96,8 +96,9 @@ def test_restart_restores_from_local_checkpoint(log: Log, log_url: str, names: C
     with first:
         run_until(first, lambda a: store_dict(a, "totals") == reference_totals(orders))
     assert first.metrics()["restored"] == {"totals": 0}
-    # Only tasks with stores have a state directory: <state_dir>/<application_id>/<task id>.
-    assert sorted(p.name for p in (state / app_id).iterdir()) == ["1_0", "1_1", "1_2", "1_3"]
+    # Only tasks with stores have a state directory: <state_dir>/<application_id>/<task id>, beside the
+    # instance's lock and id.
+    assert sorted(p.name for p in (state / app_id).iterdir()) == [".instance-id", ".lock", "1_0", "1_1", "1_2", "1_3"]
     assert (state / app_id / "1_0" / ".checkpoint").is_file()
 
     more = make_orders(300, start=1500)
