@@ -283,6 +283,20 @@ def test_latest_references_are_stored_as_the_version_they_name(http: httpx.Clien
     assert http.get(f"/subjects/{base}/versions/2/referencedby").json() == [answer["id"]]
 
 
+def test_a_latest_reference_in_a_context_names_the_contexts_subject(http: httpx.Client) -> None:
+    ctx, base = f".{unique('ctx')}", unique("base")
+    assert http.post(f"/subjects/{base}/versions", content=body({"type": "object"}, **JSON_TYPE)).is_success
+    for title in ("v1", "v2"):  # the context's own subject of that name has two versions
+        assert http.post(f"/subjects/:{ctx}:{base}/versions", content=body({"type": "object", "title": title},
+                                                                          **JSON_TYPE)).is_success
+    data = body({"$ref": "base.json"}, references=[{"name": "base.json", "subject": base, "version": -1}],
+                **JSON_TYPE)
+    assert http.post(f"/subjects/:{ctx}:user/versions", content=data).is_success
+    assert http.get(f"/subjects/:{ctx}:user/versions/1").json()["references"] == [
+        {"name": "base.json", "subject": base, "version": 2}
+    ]
+
+
 def test_latest_references_both_ways_never_make_a_cycle(http: httpx.Client, url: str) -> None:
     """B v2 references A (-1: A v1), which references B (-1 when A was registered: B v1): a chain, not a loop."""
     a, b = unique("cyc-a"), unique("cyc-b")
