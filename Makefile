@@ -40,7 +40,7 @@ format: $(STAMP)
 
 # openapi.yaml is the app's own OpenAPI document; tests/registry/test_openapi.py fails when it is stale.
 openapi: $(STAMP)
-	$(PY) -m registry.http.openapi
+	$(PY) -m registry.http.openapi_file
 
 bench: $(STAMP)
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)

@@ -1,7 +1,5 @@
-"""The OpenAPI document, generated from the app's routes; ``openapi.yaml`` is this document, written out.
-
-    python -m registry.http.openapi            # rewrite openapi.yaml (make openapi)
-    python -m registry.http.openapi --check    # exit 1 when openapi.yaml differs from the app's document
+"""The OpenAPI document, generated from the app's routes; ``openapi.yaml`` is this document, written out
+(``registry/http/openapi_file.py``, ``make openapi``).
 
 FastAPI writes the operations, parameters and answer shapes from the routes and models. ``document`` then
 adds what a Confluent API needs on top: every body and answer under the three JSON media types, the request
@@ -12,9 +10,6 @@ clients send, no empty answer schemas (the raw schema text routes), and no gener
 
 from __future__ import annotations
 
-import argparse
-import sys
-from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -27,7 +22,6 @@ from registry.http.routers import api_routes
 from registry.http.routing import JSON_TYPES
 
 TITLE = "schemakit Schema Registry"
-SPEC_PATH = Path(__file__).resolve().parents[2] / "openapi.yaml"
 DESCRIPTION = """\
 The REST API of the schemakit registry: the Confluent Schema Registry v1 API (7.x response shapes).
 
@@ -106,39 +100,3 @@ def _add_body_models(schemas: dict[str, Any]) -> None:
 def _is_generic_validation_error(response: dict[str, Any]) -> bool:
     content = response.get("content", {})
     return any("HTTPValidationError" in str(m.get("schema", {}).get("$ref", "")) for m in content.values())
-
-
-def to_yaml(doc: dict[str, Any]) -> str:
-    import yaml  # a test/dev dependency: the server itself serves the document as JSON
-
-    class Dumper(yaml.SafeDumper):
-        def ignore_aliases(self, data: Any) -> bool:
-            return True  # write shared parts out in full: no &anchors in a file people read
-
-    def text(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
-
-    Dumper.add_representer(str, text)
-    return yaml.dump(doc, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=120)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from registry.http.app import build_api
-
-    ap = argparse.ArgumentParser(prog="python -m registry.http.openapi", description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="only compare with the committed file")
-    ap.add_argument("--path", type=Path, default=SPEC_PATH)
-    args = ap.parse_args(argv)
-    text = to_yaml(build_api().openapi())
-    if args.check:
-        if args.path.read_text() != text:
-            print(f"{args.path} differs from the app's document: run `make openapi`", file=sys.stderr)
-            return 1
-        return 0
-    args.path.write_text(text)
-    print(f"wrote {args.path}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

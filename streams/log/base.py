@@ -510,13 +510,9 @@ class Log(abc.ABC):
     def lease(self, name: str, holder: str, timeout: float) -> Lease:
         """Exclusive ownership of ``name`` (see ``Lease``; ``capabilities.leases``) for ``holder`` (a name
         for logs), given up after ``timeout`` seconds of silence unless the backend has its own setting.
-        By default through group membership: the holder is the member that owns partition 0 of a
-        one-partition topic named ``name``, created if missing."""
-        from streams.log.lease import GroupLease
-
-        if not self.capabilities.group_membership:
-            raise LogError(f"{type(self).__name__} has no group membership to hold a lease {name!r} with")
-        return GroupLease(self, name, holder)
+        A backend with group membership can answer with ``streams.log.lease.GroupLease`` (the member that
+        owns partition 0 of a one-partition topic named ``name`` holds it), as the Kafka backend does."""
+        raise LogError(f"{type(self).__name__} cannot hold a lease {name!r}")
 
     @abc.abstractmethod
     def end_offsets(self, topic: str) -> dict[int, int]:

@@ -57,6 +57,7 @@ from streams.log.base import (
     check_partitions,
     check_topic_name,
 )
+from streams.log.lease import GroupLease
 from streams.log.redact import redact_url
 
 __all__ = ["KafkaLog", "parse_kafka_url"]
@@ -409,6 +410,9 @@ class KafkaLog(Log):
         return _committed_map(results, f"committed offset of group {group!r} for")
 
     # -- clients -------------------------------------------------------------------------------------
+
+    def lease(self, name: str, holder: str, timeout: float) -> GroupLease:
+        return GroupLease(self, name, holder)  # the group's session timeout decides, not ``timeout``
 
     def producer(self, transactional_id: str | None = None) -> KafkaProducer:
         if self._closed:

@@ -17,7 +17,8 @@ from schemathesis.specs.openapi.definitions import OPENAPI_31_VALIDATOR
 
 from registry.http import routers
 from registry.http.app import build_api
-from registry.http.openapi import document, to_yaml
+from registry.http.openapi import document
+from registry.http.openapi_file import to_yaml
 from registry.http.params import BOOL_PATTERN
 from registry.http.routing import JSON_TYPES, RegistryRoute
 
