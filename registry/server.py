@@ -143,6 +143,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
         leader_known=(lambda: election.leader is not None) if election is not None else None,
         replayed_records=lambda: store.records_replayed,
         cache_entries=lambda: len(app),
+        cache_bytes=lambda: app.bytes,
     )
     starting: list[asyncio.Task[None]] = []
 

@@ -537,3 +537,34 @@ def test_protobuf_text_that_looks_like_base64_is_42201_in_linear_time(url: str) 
     status, answer = held(url, "POST", f"/subjects/{unique('b64')}/versions", data)
     assert (status, answer["error_code"]) == (422, 42201)
     assert answer["message"].startswith("Invalid schema of type PROTOBUF")
+
+
+# -- the read cache against a running server ------------------------------------------------------------
+
+
+def cache_samples(http: httpx.Client) -> tuple[float, float, float]:
+    """(entries, bytes, hits) of the read cache, from ``/metrics``."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    values = {s.name: s.value for family in text_string_to_metric_families(http.get("/metrics").text)
+              for s in family.samples}
+    return tuple(values[f"schemakit_registry_read_cache_{n}"] for n in ("entries", "bytes", "hits_total"))
+
+
+def test_the_read_cache_ignores_unknown_parameters_and_stays_within_its_bytes(start_registry: Any) -> None:
+    budget = 20_000
+    server = start_registry(None, "--response-cache-bytes", str(budget))
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        schemas = [body({"type": "string", "title": f"t{i}", "description": "d" * 1000}, **JSON_TYPE)
+                   for i in range(40)]
+        ids = [http.post("/subjects/cached/versions", content=schema).json()["id"] for schema in schemas]
+        first = http.get(f"/schemas/ids/{ids[0]}").json()
+        entries, size, hits = cache_samples(http)
+        for i in range(50):  # a random parameter no route reads, long ones too: the same entry answers
+            junk = uuid.uuid4().hex * (1 if i % 2 else 300)
+            assert http.get(f"/schemas/ids/{ids[0]}?junk={junk}").json() == first
+        assert cache_samples(http) == (entries, size, hits + 50)
+        for schema_id in ids:  # 40 answers of over 1 kB: twice what the budget holds
+            assert http.get(f"/schemas/ids/{schema_id}?subject=cached").status_code == 200
+        entries, size, _ = cache_samples(http)
+        assert 0 < size <= budget and entries < 20
