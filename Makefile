@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck format openapi bench bench-spark spark-jar clean
+.PHONY: install run test lint typecheck format openapi bench bench-spark spark-jar wheel clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ typecheck: $(STAMP)
 spark-jar: $(STAMP)
 	@if command -v javac >/dev/null; then $(PY) -m serdes.spark.build_jar; \
 	else echo "javac not found: Spark JVM engine not built, its tests skip. Install: apt-get install openjdk-17-jdk-headless"; fi
+
+# A wheel carrying the Spark JVM engine's jar (setup.py compiles it during the build; needs javac and this venv's
+# pyspark, hence no build isolation), so that its users need no JDK.
+wheel: $(STAMP)
+	SCHEMAKIT_SPARK_JAR=require $(PY) -m pip wheel --no-build-isolation --no-deps -w dist .
 
 test: $(STAMP) spark-jar
 	$(VENV)/bin/ruff check .

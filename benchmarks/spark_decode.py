@@ -1,6 +1,7 @@
 """Decoding registry-framed payloads in PySpark: from_registry's engines against a plain Python UDF.
 
-    .venv/bin/python benchmarks/spark_decode.py [--rows 1000000] [--reps 3] [--registry URL] [--only avro|protobuf]
+    .venv/bin/python benchmarks/spark_decode.py [--rows 1000000] [--reps 3] [--registry URL]
+                                                [--only avro|protobuf|mixed]
 
 Workload: 1M (``--rows``) Confluent-framed records of an 8-field schema (long, string, double, boolean,
 nullable string, enum, array<int>, nested record with a nullable field) in 8 uncompressed parquet files, read
@@ -10,6 +11,11 @@ once and cached, then decoded on ``local[2]`` by
   (c) ``from_registry`` with the Python engine (Arrow UDF);
 and the same record as Protobuf: (d) a plain UDF parsing with the generated class and building the dict by hand,
 (e) ``from_registry`` (Python engine).
+
+Mixed versions: the rows alternate between v1 (the schema above) and v2 (v1 plus ``level``, an int with a
+default), all decoded to v2 and aggregated over every field (count, sums over scalars, string lengths, the
+nested record, the array's size and elements, the new field): (f) a plain Python UDF resolving each row's
+writer schema to v2 with fastavro, (g) ``from_registry`` with the JVM engine, (h) with the Python engine.
 
 Each run aggregates over the decoded fields (so Spark cannot prune the decode) and checks the result against
 values computed while generating the data. Reps are interleaved across methods (the two cores are shared with
@@ -62,9 +68,20 @@ message User {
 }
 message Address { string street = 1; int32 zip = 2; optional string country = 3; }
 """
+SCHEMA_V2 = {**SCHEMA, "fields": [*SCHEMA["fields"], {"name": "level", "type": "int", "default": 1}]}
+SPARK_TYPE_V2 = SPARK_TYPE + ", level int"
 STATUSES = ["ACTIVE", "INACTIVE", "PENDING"]
 CHECK = ("sum(v.id) as sum_id, count(v.email) as n_email, sum(size(v.tags)) as n_tags, "
          "sum(v.address.zip) as sum_zip, count(v.address.country) as n_country, count(v.status) as n_status")
+
+
+# Every field of v2 takes part: counts, sums, string lengths, the nested record, the array's size and elements.
+MIXED_CHECK = [
+    "count(*) as n", "count(v) as n_decoded", "sum(v.id) as sum_id", "sum(length(v.name)) as len_name",
+    "sum(v.score) as sum_score", "sum(if(v.active, 1, 0)) as n_active", "count(v.email) as n_email",
+    "sum(length(v.email)) as len_email", "sum(length(v.status)) as len_status", "sum(size(v.tags)) as n_tags",
+    "sum(aggregate(v.tags, 0L, (acc, x) -> acc + x)) as sum_tags", "sum(length(v.address.street)) as len_street",
+    "sum(v.address.zip) as sum_zip", "count(v.address.country) as n_country", "sum(v.level) as sum_level"]
 
 
 def record(i: int) -> dict:
@@ -78,6 +95,37 @@ def expected(n: int) -> dict:
     return {"sum_id": sum(i * 7919 for i in range(n)), "n_email": sum(1 for i in range(n) if i % 4),
             "n_tags": sum(i % 6 for i in range(n)), "sum_zip": sum(10000 + i % 90000 for i in range(n)),
             "n_country": sum(1 for i in range(n) if i % 5), "n_status": n}
+
+
+def mixed_record(i: int) -> tuple[bool, dict]:
+    """Row i of the mixed-version data: (written with v2?, record). Odd rows are v2 and carry ``level``."""
+    r = record(i)
+    if i % 2:
+        r["level"] = i % 10
+        return True, r
+    return False, r
+
+
+def expected_mixed(n: int) -> dict:
+    want = {"n": n, "n_decoded": n, "sum_id": 0, "len_name": 0, "sum_score": 0.0, "n_active": 0, "n_email": 0,
+            "len_email": 0, "len_status": 0, "n_tags": 0, "sum_tags": 0, "len_street": 0, "sum_zip": 0,
+            "n_country": 0, "sum_level": 0}
+    for i in range(n):
+        v2, r = mixed_record(i)
+        want["sum_id"] += r["id"]
+        want["len_name"] += len(r["name"])
+        want["sum_score"] += r["score"]
+        want["n_active"] += r["active"]
+        want["n_email"] += r["email"] is not None
+        want["len_email"] += len(r["email"] or "")
+        want["len_status"] += len(r["status"])
+        want["n_tags"] += len(r["tags"])
+        want["sum_tags"] += sum(r["tags"])
+        want["len_street"] += len(r["address"]["street"])
+        want["sum_zip"] += r["address"]["zip"]
+        want["n_country"] += r["address"]["country"] is not None
+        want["sum_level"] += r["level"] if v2 else 1  # v1 rows get the reader's default
+    return want
 
 
 def write_parquet(frames: list[bytes], out: Path, files: int = 8) -> None:
@@ -126,6 +174,23 @@ def plain_avro_udf(parsed: dict):
     return F.udf(decode, SPARK_TYPE, useArrow=False)
 
 
+def plain_mixed_udf(writers: dict[int, dict], reader: dict):
+    """A plain UDF over mixed versions: each row's writer schema (by the id in its frame) resolved to ``reader``."""
+    from pyspark.sql import functions as F
+
+    def decode(v: bytes | None) -> dict | None:
+        if v is None or len(v) < 5 or v[0] != 0:
+            return None
+        writer = writers.get(int.from_bytes(v[1:5], "big"))
+        if writer is None:
+            return None
+        bio = io.BytesIO(v)
+        bio.seek(5)
+        return fastavro.schemaless_reader(bio, writer, reader)
+
+    return F.udf(decode, SPARK_TYPE_V2, useArrow=False)
+
+
 def plain_proto_udf(descriptor_bytes: bytes):
     """The Protobuf equivalent: parse with the message class, build the row dict by hand."""
     from pyspark.sql import functions as F
@@ -157,8 +222,9 @@ def plain_proto_udf(descriptor_bytes: bytes):
 
 
 def run_once(df, col, want: dict) -> float:
+    check = MIXED_CHECK if "sum_level" in want else CHECK.split(", ")
     t = time.perf_counter()
-    got = df.select(col.alias("v")).selectExpr(*CHECK.split(", ")).collect()[0].asDict()
+    got = df.select(col.alias("v")).selectExpr(*check).collect()[0].asDict()
     elapsed = time.perf_counter() - t
     if got != want:
         raise AssertionError(f"wrong decode: {got} != {want}")
@@ -170,7 +236,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--reps", type=int, default=3, help="timed reps per method (after one warm-up)")
     ap.add_argument("--registry", help="use this registry instead of starting one")
-    ap.add_argument("--only", choices=["avro", "protobuf"], help="run only the (a)-(c) or the (d)-(e) methods")
+    ap.add_argument("--only", choices=["avro", "protobuf", "mixed"],
+                    help="run only the (a)-(c), the (d)-(e) or the (f)-(h) methods")
     args = ap.parse_args()
     if args.registry:
         run(args.registry, args.rows, args.reps, args.only)
@@ -185,53 +252,76 @@ def run(url: str, n: int, reps: int, only: str | None = None) -> None:
     from serdes.spark import from_registry, spark_session
     from serdes.spark.build_jar import JAR
 
-    print(f"generating {n:,} rows...", flush=True)
+    groups = [only] if only else ["avro", "protobuf", "mixed"]
+    print(f"generating {n:,} rows for {', '.join(groups)}...", flush=True)
     client = RegistryClient(url)
     subject = f"bench-spark-{os.getpid()}"
-    records = [record(i) for i in range(n)]
-    avro_frames = list(map(AvroSerializer(client, SCHEMA, subject=f"{subject}-avro"), records))
     work = Path(tempfile.mkdtemp(prefix="spark-decode-"))
-    pb = compile_proto(work)
-    proto_ser = ProtobufSerializer(client, pb.User, subject=f"{subject}-proto")
-    proto_frames = [proto_ser(to_proto(pb, r)) for r in records]
-    del records
-    write_parquet(avro_frames, work / "avro")
-    write_parquet(proto_frames, work / "proto")
-    del avro_frames, proto_frames
+    writers: dict[int, dict] = {}
+    if "avro" in groups or "protobuf" in groups:
+        records = [record(i) for i in range(n)]
+        if "avro" in groups:
+            write_parquet(list(map(AvroSerializer(client, SCHEMA, subject=f"{subject}-avro"), records)), work / "avro")
+        if "protobuf" in groups:
+            pb = compile_proto(work)
+            proto_ser = ProtobufSerializer(client, pb.User, subject=f"{subject}-proto")
+            write_parquet([proto_ser(to_proto(pb, r)) for r in records], work / "proto")
+        del records
+    if "mixed" in groups:
+        v1 = AvroSerializer(client, SCHEMA, subject=f"{subject}-mixed")
+        v2 = AvroSerializer(client, SCHEMA_V2, subject=f"{subject}-mixed")
+        frames = [(v2 if is_v2 else v1)(r) for is_v2, r in map(mixed_record, range(n))]
+        write_parquet(frames, work / "mixed")
+        for frame, schema in ((frames[0], SCHEMA), (frames[1], SCHEMA_V2)):
+            writers[int.from_bytes(frame[1:5], "big")] = fastavro.parse_schema(schema)
+        del frames
     want = expected(n)
+    want_mixed = expected_mixed(n) if "mixed" in groups else {}
 
     spark = spark_session("local[2]", "spark-decode-bench", conf={
         "spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false", "spark.sql.files.maxPartitionBytes": str(max(n * 10, 1 << 20)),
         "spark.sql.execution.arrow.maxRecordsPerBatch": "10000"})
     spark.sparkContext.setLogLevel("ERROR")
-    avro_df = spark.read.parquet(str(work / "avro")).select("value").cache()
-    proto_df = spark.read.parquet(str(work / "proto")).select("value").cache()
-    print(f"partitions: avro {avro_df.rdd.getNumPartitions()}, proto {proto_df.rdd.getNumPartitions()}; "
-          f"cached {avro_df.count():,} + {proto_df.count():,} rows", flush=True)
+    frames_df = {}
+    for group in groups:
+        folder = "proto" if group == "protobuf" else group
+        df = frames_df[group] = spark.read.parquet(str(work / folder)).select("value").cache()
+        print(f"{group}: {df.rdd.getNumPartitions()} partitions, cached {df.count():,} rows", flush=True)
 
-    methods: list[tuple[str, Callable]] = [
-        ("(a) avro plain UDF + fastavro", lambda: (avro_df, plain_avro_udf(fastavro.parse_schema(SCHEMA))("value"))),
-    ]
-    if JAR.exists():
-        methods.append(("(b) avro from_registry, JVM engine",
-                        lambda: (avro_df, from_registry("value", url, subject=f"{subject}-avro", engine="jvm"))))
-    methods += [
-        ("(c) avro from_registry, Python engine",
-         lambda: (avro_df, from_registry("value", url, subject=f"{subject}-avro", engine="python"))),
-        ("(d) protobuf plain UDF", lambda: (proto_df, plain_proto_udf(pb.User.DESCRIPTOR.file.serialized_pb)("value"))),
-        ("(e) protobuf from_registry, Python engine",
-         lambda: (proto_df, from_registry("value", url, subject=f"{subject}-proto", message="bench.User"))),
-    ]
-    if only:
-        methods = [(name, build) for name, build in methods if name.split()[1] == only]
+    avro_df, proto_df, mixed_df = (frames_df.get(g) for g in ("avro", "protobuf", "mixed"))
+    jvm = JAR.exists()
+    methods: list[tuple[str, Callable]] = []
+    if "avro" in groups:
+        methods.append(("(a) avro plain UDF + fastavro",
+                        lambda: (avro_df, plain_avro_udf(fastavro.parse_schema(SCHEMA))("value"), want)))
+        if jvm:
+            methods.append(("(b) avro from_registry, JVM engine", lambda: (
+                avro_df, from_registry("value", url, subject=f"{subject}-avro", engine="jvm"), want)))
+        methods.append(("(c) avro from_registry, Python engine", lambda: (
+            avro_df, from_registry("value", url, subject=f"{subject}-avro", engine="python"), want)))
+    if "protobuf" in groups:
+        methods += [
+            ("(d) protobuf plain UDF", lambda: (
+                proto_df, plain_proto_udf(pb.User.DESCRIPTOR.file.serialized_pb)("value"), want)),
+            ("(e) protobuf from_registry, Python engine", lambda: (
+                proto_df, from_registry("value", url, subject=f"{subject}-proto", message="bench.User"), want)),
+        ]
+    if "mixed" in groups:
+        methods.append(("(f) mixed v1/v2 plain UDF + fastavro", lambda: (
+            mixed_df, plain_mixed_udf(writers, fastavro.parse_schema(SCHEMA_V2))("value"), want_mixed)))
+        if jvm:
+            methods.append(("(g) mixed v1/v2 from_registry, JVM engine", lambda: (
+                mixed_df, from_registry("value", url, subject=f"{subject}-mixed", engine="jvm"), want_mixed)))
+        methods.append(("(h) mixed v1/v2 from_registry, Python engine", lambda: (
+            mixed_df, from_registry("value", url, subject=f"{subject}-mixed", engine="python"), want_mixed)))
     # Reps are interleaved (every method once per round) so that neighbours on the shared cores slow all methods
     # alike; round 0 warms up the JVM and the Python workers and is not counted.
     built = [(name, *build()) for name, build in methods]
-    times: dict[str, list[float]] = {name: [] for name, _, _ in built}
+    times: dict[str, list[float]] = {name: [] for name, _, _, _ in built}
     for rnd in range(reps + 1):
-        for name, df, col in built:
-            elapsed = run_once(df, col, want)
+        for name, df, col, wanted in built:
+            elapsed = run_once(df, col, wanted)
             if rnd:
                 times[name].append(elapsed)
             print(f"  round {rnd} {name:45s} {n / elapsed / 1000:8.0f}k rows/s", flush=True)
@@ -253,6 +343,8 @@ def run(url: str, n: int, reps: int, only: str | None = None) -> None:
     print(f"JVM engine / plain UDF (target >= 8x):           {ratio('(b)', '(a)')}")
     print(f"Python engine / plain UDF (target >= 2x):        {ratio('(c)', '(a)')}")
     print(f"Protobuf Python engine / plain UDF (target >= 2x): {ratio('(e)', '(d)')}")
+    print(f"mixed v1/v2, JVM engine / plain UDF (target >= 8x): {ratio('(g)', '(f)')}")
+    print(f"mixed v1/v2, Python engine / plain UDF:            {ratio('(h)', '(f)')}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,10 @@
 
 The writer schema is resolved (and registered, with ``auto_register``) once on the driver; the spec shipped to
 executors holds the frame header and the schema, so executors never call the registry. Records are written by
-fastavro's compiled ``write_data`` (``serdes.fastavro_core``), protobuf's ``SerializeToString`` or orjson.
+fastavro's compiled ``write_data`` (``serdes.fastavro_core``), protobuf's ``SerializeToString`` or orjson; JSON
+documents are first validated against the schema (as confluent-kafka's JSON serializer does), with the validator
+compiled once per worker. A row that does not fit fails the query naming the row and the field (FAILFAST) or
+becomes null (PERMISSIVE).
 """
 
 from __future__ import annotations
@@ -22,10 +25,13 @@ from serdes import fastavro_core, wire
 from serdes.avro import parse_avro_schema
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
+from serdes.json_serdes import _validation_message, compile_validator
 from serdes.models import Schema
 from serdes.protobuf import ProtobufSerializer, is_message_class, message_indexes
 from serdes.spark.converters import avro_datum_converter, json_value_converter, protobuf_value_converter
+from serdes.spark.python_engine import partition_note
 from serdes.spark.reader import avro_references, file_descriptor_set, protobuf_message
+from serdes.spark.registry_options import RegistryOptions
 from serdes.spark.types import AvroNames
 
 __all__ = ["EncoderSpec", "encode_batch", "encoder_spec"]
@@ -38,17 +44,22 @@ class EncoderSpec:
     schema: str                  # Avro / JSON Schema text; Protobuf: message full name
     named: tuple[str, ...] = ()  # Avro referenced schemas, dependencies first
     descriptors: bytes = b""     # Protobuf FileDescriptorSet
+    validate: bool = True        # JSON: check each document against the schema
 
 
-def encoder_spec(registry: str, *, subject: str, version: int | str | None = None, schema: Any = None,
-                 schema_type: str | None = None, auto_register: bool = False,
-                 message: str | None = None) -> EncoderSpec:
+def encoder_spec(registry: RegistryOptions, *, subject: str, version: int | str | None = None, schema: Any = None,
+                 schema_type: str | None = None, auto_register: bool = False, message: str | None = None,
+                 validate: bool = True) -> EncoderSpec:
     """Resolve the writer schema and its id on the driver."""
-    with RegistryClient(registry) as client:
+    with registry.client() as client:
         try:
-            return _encoder_spec(client, subject, version, schema, schema_type, auto_register, message)
+            spec = _encoder_spec(client, subject, version, schema, schema_type, auto_register, message)
         except RegistryError as e:
             raise SerializationError(f"to_registry: registry call for subject {subject!r} failed: {e}") from e
+    if spec.kind == "JSON":
+        compile_validator(Schema(spec.schema, "JSON"), None)  # a schema that does not compile fails here, once
+        return EncoderSpec(spec.kind, spec.header, spec.schema, validate=validate)
+    return spec
 
 
 def _encoder_spec(client: RegistryClient, subject: str, version: int | str | None, schema: Any,
@@ -116,7 +127,18 @@ def _avro_encoder(spec: EncoderSpec) -> Callable[[Any], bytes]:
 def _json_encoder(spec: EncoderSpec) -> Callable[[Any], bytes]:
     convert = json_value_converter(json.loads(spec.schema))
     header = spec.header
-    return lambda row: header + orjson.dumps(convert(row) if convert is not None else row)
+    validator = compile_validator(Schema(spec.schema, "JSON"), None) if spec.validate else None
+
+    def encode(row: Any) -> bytes:
+        payload = orjson.dumps(convert(row) if convert is not None else row)
+        if validator is not None:
+            document = orjson.loads(payload)  # what a reader will see (dates and bytes as their JSON strings)
+            if not validator.is_valid(document):
+                raise SerializationError(f"record does not match the JSON Schema "
+                                         f"{_validation_message(validator, document)}")
+        return header + payload
+
+    return encode
 
 
 def _protobuf_encoder(spec: EncoderSpec) -> Callable[[Any], bytes]:
@@ -141,7 +163,7 @@ def encoder_for(spec: EncoderSpec) -> Callable[[Any], bytes]:
     return enc
 
 
-def encode_batch(spec: EncoderSpec, values: pa.Array) -> pa.Array:
+def encode_batch(spec: EncoderSpec, mode: str, values: pa.Array) -> pa.Array:
     """Entry point of the Arrow UDF: a struct array in, a binary array of framed payloads out."""
     encode = encoder_for(spec)
     if isinstance(values, pa.ChunkedArray):
@@ -154,7 +176,11 @@ def encode_batch(spec: EncoderSpec, values: pa.Array) -> pa.Array:
         try:
             out.append(encode(row))
         except Exception as e:  # fastavro / protobuf / orjson each raise their own types for a bad value
+            if mode == "PERMISSIVE":
+                out.append(None)
+                continue
             schema_id = wire.read_schema_id(spec.header)
-            raise SerializationError(f"to_registry: row {i} of the Arrow batch does not fit schema id {schema_id} "
-                                     f"({spec.kind}): {type(e).__name__}: {e}", schema_id=schema_id) from e
+            reason = str(e) if isinstance(e, SerializationError) else f"{type(e).__name__}: {e}"
+            raise SerializationError(f"to_registry (FAILFAST): row {i} of the Arrow batch{partition_note()} does not "
+                                     f"fit schema id {schema_id} ({spec.kind}): {reason}", schema_id=schema_id) from e
     return pa.array(out, pa.binary())

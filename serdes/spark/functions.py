@@ -3,32 +3,36 @@
 Both return a ``pyspark.sql.Column`` usable anywhere a column is (``select``, ``withColumn``, ``where``,
 streaming queries). Decoding runs in one of two engines:
 
-* ``engine="jvm"``: a Java ``UDF1<byte[], Row>`` from the project's jar (``jar_path()``), built on the driver
-  with the reader schema and registry URL and applied as a JVM column expression; executors fetch writer
-  schemas by id over HTTP into a per-JVM cache and decode with Avro's ``GenericDatumReader``. Avro only.
+* ``engine="jvm"``: a Catalyst expression from the project's jar (``jar_path()``), built on the driver with the
+  reader schema(s) and registry options; executors fetch writer schemas by id over HTTP into a per-JVM cache
+  and read Avro binary straight into Spark's internal rows (``jvm_engine.py``). Avro only.
 * ``engine="python"``: an Arrow UDF (``pyspark.sql.functions.arrow_udf``, Spark >= 4.1) that gets a whole
   Arrow batch (``spark.sql.execution.arrow.maxRecordsPerBatch`` rows) per call and returns a struct array
   (``python_engine.py``). An Arrow UDF rather than ``mapInArrow`` because it is a Column (``mapInArrow`` is a
   DataFrame-to-DataFrame API and cannot be used inside ``select``); rather than ``pandas_udf`` because that
   cannot return a null struct.
-* ``engine="auto"`` (default): JVM for Avro when the session's JVM can load the jar's class, else Python.
+* ``engine="auto"`` (default): JVM for Avro when the session's JVM can load the jar's class (and the registry
+  options need no Python callback), else Python.
+
+``registry`` is a URL or confluent-kafka's registry client configuration dict (auth, TLS): ``registry_options.py``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, DataType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, DataType, IntegerType, StringType, StructField, StructType
 
 from serdes.spark import jvm_engine
 from serdes.spark.encode import encode_batch, encoder_spec
 from serdes.spark.python_engine import decode_batch
-from serdes.spark.reader import ReaderSpec, resolve_reader
+from serdes.spark.reader import ReaderSpec, RecordTypesSpec, resolve_reader, resolve_record_types
+from serdes.spark.registry_options import RegistryOptions
 
 __all__ = ["from_registry", "to_registry"]
 
@@ -48,24 +52,36 @@ def _session() -> SparkSession:
     return spark
 
 
-def from_registry(col: str | Column, registry: str, *, subject: str | None = None, version: int | str | None = None,
-                  reader_schema: Any = None, schema_type: str | None = None, message: str | None = None,
-                  mode: str = "PERMISSIVE", error_column: bool = False, engine: str = "auto",
-                  validate: bool = False) -> Column:
+def from_registry(col: str | Column, registry: str | Mapping[str, Any], *, subject: str | None = None,
+                  version: int | str | None = None, reader_schema: Any = None, schema_type: str | None = None,
+                  message: str | None = None, subjects: Sequence[str] | Mapping[str, str] | None = None,
+                  mode: str = "PERMISSIVE", error_column: bool = False, writer_id_column: bool = False,
+                  engine: str = "auto", validate: bool = False) -> Column:
     """Decode a binary column of Confluent-framed payloads into a struct column.
 
     Args:
         col: the binary column (name or Column), e.g. Kafka's ``value``.
-        registry: registry URL(s), comma-separated; ``http://user:pass@host`` for basic auth.
+        registry: registry URL(s), comma-separated (``http://user:pass@host`` for basic auth), or
+            confluent-kafka's ``SchemaRegistryClient`` configuration dict (``url``, ``basic.auth.user.info``,
+            ``bearer.auth.*`` for a static token or OAuth client credentials, ``ssl.ca.location``,
+            ``ssl.certificate.location``, ``ssl.key.location``, ``ssl.key.password``, ...), used by both engines.
         subject / version: the reader schema is this version of the subject (default: latest).
         reader_schema: pin the reader schema instead: Avro or JSON Schema text/dict, a ``serdes.Schema``, or a
             generated Protobuf message class. ``schema_type`` says AVRO or JSON for text (default: the
             subject's type, else AVRO).
         message: Protobuf message to read (full name), default the schema's first message.
+        subjects: a topic mixing Avro record types (TopicRecordNameStrategy: a subject per type): the subjects
+            (their latest versions are the readers), as a list or as ``{field name: subject}``. The column is
+            ``struct<Type1: ..., Type2: ...>``, one field per record type (named by the record's name without
+            namespace, or by the dict's keys) with only the row's type set; ``.select("col.*")`` makes them
+            separate columns. The writer schema's record name picks the type.
         mode: ``"PERMISSIVE"`` (bad frame, unknown id or undecodable payload -> null) or ``"FAILFAST"``
             (the query fails, naming the row's schema id and the reason).
-        error_column: return ``struct<value: <decoded>, error: string>`` instead, ``error`` holding the
-            reason for rows that could not be decoded (PERMISSIVE).
+        error_column: add the reason for rows that could not be decoded (PERMISSIVE): the column becomes
+            ``struct<value: <decoded>, error: string, ...>``.
+        writer_id_column: add the writer schema id (from the frame) and its version under ``subject`` (the
+            type's subject with ``subjects=``; null when the id is not registered there or no subject was given):
+            ``struct<value: <decoded>, [error,] writer_id: int, writer_version: int>``.
         engine: ``"auto"``, ``"jvm"`` (Avro, needs the jar on the session) or ``"python"``.
         validate: JSON Schema only: validate each document against the reader schema (slower).
 
@@ -78,33 +94,51 @@ def from_registry(col: str | Column, registry: str, *, subject: str | None = Non
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-    spec = resolve_reader(registry, subject=subject, version=version, reader_schema=reader_schema,
-                          schema_type=schema_type, message=message)
+    options = RegistryOptions(registry)
+    spec: ReaderSpec | RecordTypesSpec
+    if subjects is not None:
+        if subject is not None or reader_schema is not None or version is not None:
+            raise ValueError("from_registry takes subjects= (a topic mixing record types) or subject=/version=/"
+                             "reader_schema=, not both")
+        spec = resolve_record_types(options, subjects)
+    else:
+        spec = resolve_reader(options, subject=subject, version=version, reader_schema=reader_schema,
+                              schema_type=schema_type, message=message)
     if engine == "jvm" and spec.kind != "AVRO":
         raise ValueError(f"the JVM engine decodes Avro only; this reader schema is {spec.kind} "
                          "(use engine='python' or 'auto')")
-    if engine != "python" and spec.kind == "AVRO":
+    if engine == "jvm" and options.python_only:
+        raise ValueError(f"the JVM engine cannot use these registry options ({options.python_only}): "
+                         "use engine='python' or 'auto'")
+    if engine != "python" and spec.kind == "AVRO" and not options.python_only:
         spark = _session()
         if jvm_engine.available(spark):
-            return jvm_engine.decode_column(spark, _column(col), spec, mode, error_column)
+            return jvm_engine.decode_column(spark, _column(col), spec, mode, error_column, writer_id_column)
         if engine == "jvm":
             raise RuntimeError(jvm_engine.missing_message(spark))
-    return python_column(col, spec, mode, error_column, json.dumps({"validate": validate}) if validate else "")
+    return python_column(col, spec, mode, error_column, writer_id_column,
+                         json.dumps({"validate": validate}) if validate else "")
 
 
-def result_type(spec: ReaderSpec, error_column: bool) -> DataType:
-    decoded = spec.spark_type
-    if not error_column:
-        return decoded
-    return StructType([StructField("value", decoded, True), StructField("error", StringType(), True)])
+def result_type(value_type: DataType, error_column: bool, writer_id_column: bool = False) -> DataType:
+    """The column's type: the decoded value's, or the struct holding it and the optional columns."""
+    if not error_column and not writer_id_column:
+        return value_type
+    fields = [StructField("value", value_type, True)]
+    if error_column:
+        fields.append(StructField("error", StringType(), True))
+    if writer_id_column:
+        fields += [StructField("writer_id", IntegerType(), True), StructField("writer_version", IntegerType(), True)]
+    return StructType(fields)
 
 
-def python_column(col: str | Column, spec: ReaderSpec, mode: str, error_column: bool, options: str = "") -> Column:
+def python_column(col: str | Column, spec: ReaderSpec | RecordTypesSpec, mode: str, error_column: bool,
+                  writer_id_column: bool = False, options: str = "") -> Column:
     """The Python engine's Column: an Arrow UDF over batches of the binary column."""
     def decode(values: pa.Array) -> pa.Array:
-        return decode_batch(spec, mode, error_column, options, values)
+        return decode_batch(spec, mode, error_column, writer_id_column, options, values)
 
-    return _arrow_column(decode, "from_registry", result_type(spec, error_column), col)
+    return _arrow_column(decode, "from_registry", result_type(spec.spark_type, error_column, writer_id_column), col)
 
 
 def _arrow_column(batch_fn: Callable[[pa.Array], pa.Array], name: str, return_type: DataType,
@@ -116,20 +150,28 @@ def _arrow_column(batch_fn: Callable[[pa.Array], pa.Array], name: str, return_ty
     return udf(_column(col))
 
 
-def to_registry(col: str | Column, registry: str, *, subject: str, version: int | str | None = None,
-                schema: Any = None, schema_type: str | None = None, auto_register: bool = False,
-                message: str | None = None) -> Column:
+def to_registry(col: str | Column, registry: str | Mapping[str, Any], *, subject: str,
+                version: int | str | None = None, schema: Any = None, schema_type: str | None = None,
+                auto_register: bool = False, message: str | None = None, mode: str = "FAILFAST",
+                validate: bool = True) -> Column:
     """Encode a struct column into Confluent-framed payloads (a binary column).
 
     The writer schema is ``schema`` (Avro / JSON Schema text or dict, ``serdes.Schema``, or a generated Protobuf
     message class) registered under ``subject`` when ``auto_register=True`` (else it must already be
     registered there), or the subject's ``version`` (default: latest). Struct fields are matched to schema
-    fields by name. Null in, null out; a row that does not fit the schema fails the query, naming the field.
+    fields by name; JSON documents are validated against the schema first (``validate=False`` skips that, as
+    confluent-kafka's ``validate`` setting does). Null in, null out. A row that does not fit the schema fails the
+    query naming the row and the field (``mode="FAILFAST"``, the default) or is encoded as null
+    (``mode="PERMISSIVE"``). ``registry`` is a URL or confluent-kafka's client configuration, as for
+    ``from_registry``; only the driver calls the registry.
     """
-    spec = encoder_spec(registry, subject=subject, version=version, schema=schema, schema_type=schema_type,
-                        auto_register=auto_register, message=message)
+    mode = mode.upper()
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    spec = encoder_spec(RegistryOptions(registry), subject=subject, version=version, schema=schema,
+                        schema_type=schema_type, auto_register=auto_register, message=message, validate=validate)
 
     def encode(values: pa.Array) -> pa.Array:
-        return encode_batch(spec, values)
+        return encode_batch(spec, mode, values)
 
     return _arrow_column(encode, "to_registry", BinaryType(), col)

@@ -1,25 +1,27 @@
-"""The JVM engine: ``from_registry`` as a Java UDF column (Avro only).
+"""The JVM engine: ``from_registry`` as a Catalyst expression (Avro only).
 
-The decoder object (``schemakit.spark.AvroRegistryDecoder``, source in ``java/``) is created in the driver's
-JVM through py4j with the reader schema and registry URL; its Java ``column`` method wraps it with
-``org.apache.spark.sql.functions.udf`` and the mapped Spark type (in Java, so that javac rather than py4j picks
-the typed overload) and applies it to the column. It is serialized to the executors with the plan; each
-executor JVM fetches writer schemas by id itself and caches them (a static map), so it works the same in local
-and cluster mode as long as the jar is on the session's classpath (``spark.jars``).
+The decoder (``schemakit.spark.AvroRegistryDecoder``, source in ``java/``) is created in the driver's JVM
+through py4j from a JSON spec: the reader schema(s) with their named types and subjects, the mapped Spark type,
+the registry options (``registry_options.py``), the mode and the optional columns. ``RegistryDecodeExpression``
+applies it to the column; it is serialized to the executors with the plan and each executor JVM fetches writer
+schemas by id itself and caches them (a static map), so it works the same in local and cluster mode as long as
+the jar is on the session's classpath (``spark.jars``). The plan prints as ``from_registry(<col>)``: the spec,
+which holds the registry credentials, is not shown.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
 from pyspark.sql import Column, SparkSession
 
-from serdes.spark.reader import ReaderSpec
+from serdes.spark.reader import ReaderSpec, RecordTypesSpec
 
 __all__ = ["DECODER_CLASS", "available", "decode_column", "missing_message"]
 
-DECODER_CLASS = "schemakit.spark.AvroRegistryDecoder"
+DECODER_CLASS = "schemakit.spark.RegistryDecodeExpression"
 
 _lock = threading.Lock()
 _available: dict[int, bool] = {}
@@ -29,15 +31,6 @@ def _jvm(spark: SparkSession) -> Any:
     """The session's py4j view of the JVM. pyspark has no public API for py4j; ``SparkContext._jvm`` and
     ``_gateway`` are what its own JVM-backed functions use."""
     return spark.sparkContext._jvm
-
-
-def _java_strings(spark: SparkSession, items: tuple[str, ...]) -> Any:
-    """A Java ``String[]`` (py4j converts Python lists to ``java.util.List``, not to arrays)."""
-    gateway: Any = spark.sparkContext._gateway
-    array = gateway.new_array(_jvm(spark).String, len(items))
-    for i, item in enumerate(items):
-        array[i] = item
-    return array
 
 
 def available(spark: SparkSession) -> bool:
@@ -62,13 +55,28 @@ def missing_message(spark: SparkSession) -> str:
             "(spark-submit --jars) before the session starts; or use engine='python'.")
 
 
-def decode_column(spark: SparkSession, col: Column, spec: ReaderSpec, mode: str, error_column: bool) -> Column:
+def decoder_spec(spec: ReaderSpec | RecordTypesSpec, mode: str, error_column: bool, writer_id_column: bool) -> str:
+    """The JSON the Java decoder is built from (it holds the registry options: never log it)."""
+    branches = spec.branches if isinstance(spec, RecordTypesSpec) else (spec,)
+    return json.dumps({
+        "registry": spec.registry.jvm_config(),
+        "type": json.loads(spec.spark_type.json()),
+        "branches": [{"reader": b.reader, "named": list(b.named), "subject": b.subject} for b in branches],
+        "branchStruct": isinstance(spec, RecordTypesSpec),
+        "failFast": mode == "FAILFAST",
+        "errorColumn": error_column,
+        "writerIdColumn": writer_id_column,
+    })
+
+
+def decode_column(spark: SparkSession, col: Column, spec: ReaderSpec | RecordTypesSpec, mode: str,
+                  error_column: bool, writer_id_column: bool = False) -> Column:
     from pyspark.sql.classic.column import Column as ClassicColumn
     from pyspark.sql.classic.column import _to_java_column
 
     from serdes.spark.functions import result_type
 
-    named = _java_strings(spark, spec.named)
-    decoder = _jvm(spark).schemakit.spark.AvroRegistryDecoder(spec.registry, spec.reader, named, mode == "FAILFAST",
-                                                              error_column)
-    return ClassicColumn(decoder.column(_to_java_column(col), result_type(spec, error_column).json()))
+    jvm = _jvm(spark).schemakit.spark
+    decoder = jvm.AvroRegistryDecoder(decoder_spec(spec, mode, error_column, writer_id_column))
+    out_type = result_type(spec.spark_type, error_column, writer_id_column)
+    return ClassicColumn(jvm.RegistryDecodeExpression.column(_to_java_column(col), decoder, out_type.json()))

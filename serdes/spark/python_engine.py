@@ -25,6 +25,11 @@ deserializer checks each new frame header (id and index path) once; rows with a 
 then parsed directly with the message class, and the messages become Arrow column by column
 (``proto_arrow.messages_to_arrow``). Row-wise results become one Arrow array with ``pyarrow.array(rows, type)``;
 if that fails, the rows that do not fit the type are found one by one and treated as undecodable.
+
+Around the decoded values ``decode_batch`` adds the optional columns: the error reason and the writer schema id
+with its version under the reader's subject (looked up once per id). A topic mixing Avro record types
+(``RecordTypesDecoder``) routes each row by its writer schema's record name to that type's decoder; the other
+decoders see the row as null, so every decoder reports problems with the row's own index.
 """
 
 from __future__ import annotations
@@ -61,10 +66,11 @@ from serdes.spark.converters import (
     protobuf_converter,
 )
 from serdes.spark.proto_arrow import messages_to_arrow
-from serdes.spark.reader import ReaderSpec
+from serdes.spark.reader import ReaderSpec, RecordTypesSpec
+from serdes.spark.registry_options import RegistryOptions
 from serdes.spark.types import AvroNames
 
-__all__ = ["DecodeFailure", "RegistryUnreachable", "decode_batch", "decoder_for"]
+__all__ = ["DecodeFailure", "Frames", "RegistryUnreachable", "decode_batch", "decoder_for"]
 
 _PREFIX = wire.PREFIX_SIZE
 
@@ -79,39 +85,101 @@ class RegistryUnreachable(RuntimeError):
 
 
 _lock = threading.RLock()
-_clients: dict[str, RegistryClient] = {}
-_decoders: dict[tuple[ReaderSpec, str], BatchDecoder] = {}
+_clients: dict[RegistryOptions, RegistryClient] = {}
+_decoders: dict[tuple[ReaderSpec | RecordTypesSpec, str], BatchDecoder] = {}
 
 
-def registry_client(url: str) -> RegistryClient:
-    """One client (and its id -> schema cache) per registry URL per Python worker process."""
-    client = _clients.get(url)
+def registry_client(registry: RegistryOptions) -> RegistryClient:
+    """One client (and its id -> schema cache) per registry options per Python worker process."""
+    client = _clients.get(registry)
     if client is None:
         with _lock:
-            client = _clients.get(url)
+            client = _clients.get(registry)
             if client is None:
-                client = _clients[url] = RegistryClient(url, latest_ttl=None)
+                client = _clients[registry] = registry.client(keep_alive=False)
     return client
 
 
-def decoder_for(spec: ReaderSpec, options: str = "") -> BatchDecoder:
+def decoder_for(spec: ReaderSpec | RecordTypesSpec, options: str = "") -> BatchDecoder:
     key = (spec, options)
     dec = _decoders.get(key)
     if dec is None:
         with _lock:
             dec = _decoders.get(key)
             if dec is None:
-                cls = {"AVRO": AvroBatchDecoder, "JSON": JsonBatchDecoder, "PROTOBUF": ProtobufBatchDecoder}
-                dec = _decoders[key] = cls[spec.kind](spec, registry_client(spec.registry), options)
+                client = registry_client(spec.registry)
+                if isinstance(spec, RecordTypesSpec):
+                    dec = RecordTypesDecoder(spec, client, options)
+                else:
+                    cls = {"AVRO": AvroBatchDecoder, "JSON": JsonBatchDecoder, "PROTOBUF": ProtobufBatchDecoder}
+                    dec = cls[spec.kind](spec, client, options)
+                _decoders[key] = dec
     return dec
 
 
-def decode_batch(spec: ReaderSpec, mode: str, error_column: bool, options: str, values: pa.Array) -> pa.Array:
-    """Entry point of the Arrow UDF (kept small: it is what gets pickled by reference)."""
-    return decoder_for(spec, options).decode(values, mode == "FAILFAST", error_column)
+def decode_batch(spec: ReaderSpec | RecordTypesSpec, mode: str, error_column: bool, writer_id_column: bool,
+                 options: str, values: pa.Array) -> pa.Array:
+    """Entry point of the Arrow UDF (kept small: it is what gets pickled by reference): the decoded values, or
+    ``struct<value[, error][, writer_id, writer_version]>``."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    decoder = decoder_for(spec, options)
+    result, errors = decoder.decode(values, mode == "FAILFAST", error_column)
+    if not error_column and not writer_id_column:
+        return result
+    arrays: list[pa.Array] = [result]
+    fields = [pa.field("value", result.type)]
+    if error_column:
+        arrays.append(pa.array(errors, pa.string()))
+        fields.append(pa.field("error", pa.string()))
+    if writer_id_column:
+        ids, versions = decoder.writer_ids(Frames.of(values))
+        arrays += [pa.array(ids, pa.int32()), pa.array(versions, pa.int32())]
+        fields += [pa.field("writer_id", pa.int32()), pa.field("writer_version", pa.int32())]
+    return pa.StructArray.from_arrays(arrays, fields=fields, mask=values.is_null())
 
 
-def _partition() -> str:
+@dataclass(frozen=True, slots=True)
+class Frames:
+    """The Confluent frame headers of a binary batch, read with numpy on the Arrow buffers: ``data`` (the
+    batch's data buffer), each row's ``starts``/``ends`` in it, ``ok`` (non-null, long enough, magic byte 0) and
+    the schema ``ids`` (meaningful where ``ok``)."""
+
+    data: bytes
+    starts: np.ndarray
+    ends: np.ndarray
+    ok: np.ndarray
+    ids: np.ndarray
+
+    @staticmethod
+    def of(values: pa.Array) -> Frames:
+        n = len(values)
+        if not pa.types.is_binary(values.type):
+            values = values.cast(pa.binary())
+        offsets = np.frombuffer(values.buffers()[1], dtype=np.int32, count=n + 1, offset=values.offset * 4)
+        data_buf = values.buffers()[2]
+        data = data_buf.to_pybytes() if data_buf is not None else b""
+        buf = np.frombuffer(data, dtype=np.uint8)
+        starts = offsets[:-1].astype(np.int64)
+        ends = offsets[1:].astype(np.int64)
+        ok = (ends - starts) >= _PREFIX
+        if values.null_count:
+            ok &= np.asarray(values.is_valid())
+        if len(buf):
+            at = np.where(ok, starts, 0)
+            ok &= buf[at] == wire.MAGIC_BYTE
+            last = len(buf) - 1
+            ids = ((buf[np.minimum(at + 1, last)].astype(np.int64) << 24)
+                   | (buf[np.minimum(at + 2, last)].astype(np.int64) << 16)
+                   | (buf[np.minimum(at + 3, last)].astype(np.int64) << 8)
+                   | buf[np.minimum(at + 4, last)].astype(np.int64))
+        else:
+            ids = np.zeros(n, dtype=np.int64)
+        return Frames(data, starts, ends, ok, ids)
+
+
+def partition_note() -> str:
+    """' of partition N' inside a Spark task (for error messages), else ''."""
     try:
         from pyspark import TaskContext
 
@@ -135,7 +203,7 @@ class _Rows:
     def fail(self, i: int, schema_id: int | None, reason: str) -> None:
         if self.fail_fast:
             sid = f"schema id {schema_id}" if schema_id is not None else "no schema id"
-            raise DecodeFailure(f"from_registry (FAILFAST): cannot decode row {i} of the Arrow batch{_partition()} "
+            raise DecodeFailure(f"from_registry (FAILFAST): cannot decode row {i} of the Arrow batch{partition_note()} "
                                 f"({sid}): {reason}", schema_id=schema_id)
         self.rows[i] = None
         if self.errors is not None:
@@ -145,13 +213,13 @@ class _Rows:
 class BatchDecoder:
     """Decodes framed payloads of one reader spec into Arrow arrays of the spec's Spark type."""
 
-    def __init__(self, spec: ReaderSpec, client: RegistryClient, options: str) -> None:
+    def __init__(self, spec: ReaderSpec | RecordTypesSpec, client: RegistryClient, options: str) -> None:
         self.spec = spec
         self.client = client
         self.options = json.loads(options) if options else {}
         self.arrow_type = to_arrow_type(spec.spark_type, timezone="UTC")
-        self.error_type = pa.struct([pa.field("value", self.arrow_type), pa.field("error", pa.string())])
         self.unknown_ids: dict[int, SerializationError] = {}  # ids the registry said it does not have
+        self._versions: dict[int, list[dict[str, Any]]] = {}  # id -> its (subject, version) pairs
 
     def writer_schema(self, schema_id: int, fmt: str | None = None) -> Schema:
         known = self.unknown_ids.get(schema_id)
@@ -167,9 +235,37 @@ class BatchDecoder:
                 raise RegistryUnreachable(f"from_registry: cannot fetch writer schema {schema_id}: {cause}") from e
             raise
 
-    def decode(self, values: pa.Array, fail_fast: bool, error_column: bool) -> pa.Array:
-        if isinstance(values, pa.ChunkedArray):
-            values = values.combine_chunks()
+    def subject_of(self, schema_id: int) -> str | None:
+        """The subject whose version of ``schema_id`` the writer id column shows."""
+        assert isinstance(self.spec, ReaderSpec)
+        return self.spec.subject
+
+    def writer_ids(self, frames: Frames) -> tuple[list[int | None], list[int | None]]:
+        """Each row's writer schema id (None without a valid frame) and its version under ``subject_of(id)``."""
+        ids = [sid if good else None for good, sid in zip(frames.ok.tolist(), frames.ids.tolist(), strict=True)]
+        versions: dict[int, int | None] = {}
+        for sid in set(ids) - {None}:
+            assert sid is not None
+            subject = self.subject_of(sid)
+            versions[sid] = None if subject is None else self._version(sid, subject)
+        return ids, [None if sid is None else versions[sid] for sid in ids]
+
+    def _version(self, schema_id: int, subject: str) -> int | None:
+        pairs = self._versions.get(schema_id)
+        if pairs is None:
+            try:
+                pairs = self.client.request("GET", f"/schemas/ids/{schema_id}/versions") or []
+            except RegistryError as e:
+                if e.status < 0 or e.status >= 500:
+                    raise RegistryUnreachable(f"from_registry: cannot look up the versions of schema id {schema_id}: "
+                                              f"{e}") from e
+                pairs = []  # the id is not known: the row's decode reports it
+            if pairs:  # an id not (yet) under the subject may be registered there later: ask again then
+                self._versions[schema_id] = pairs
+        return next((p["version"] for p in pairs if p.get("subject") == subject), None)
+
+    def decode(self, values: pa.Array, fail_fast: bool, error_column: bool) -> tuple[pa.Array, list[str | None]]:
+        """(decoded values, each row's error reason when ``error_column``) for one batch of frames."""
         out = _Rows(len(values), fail_fast, error_column)
         # A batch keeps ~10k freshly decoded dicts alive until it becomes Arrow: the cyclic GC would scan them
         # again and again (measured: half the decode time). They hold no cycles, so pause it for the batch.
@@ -182,11 +278,7 @@ class BatchDecoder:
         finally:
             if gc_was_on:
                 gc.enable()
-        if not error_column:
-            return result
-        errors = pa.array(out.errors, pa.string())
-        return pa.StructArray.from_arrays([result, errors], fields=list(self.error_type),
-                                          mask=values.is_null())
+        return result, out.errors or []
 
     def decode_rows(self, values: pa.Array, out: _Rows) -> None:
         raise NotImplementedError
@@ -294,29 +386,10 @@ class AvroBatchDecoder(BatchDecoder):
         return True
 
     def decode_rows(self, values: pa.Array, out: _Rows) -> None:
-        n = len(values)
-        if not pa.types.is_binary(values.type):
-            values = values.cast(pa.binary())
-        offsets = np.frombuffer(values.buffers()[1], dtype=np.int32, count=n + 1, offset=values.offset * 4)
-        data_buf = values.buffers()[2]
-        data = data_buf.to_pybytes() if data_buf is not None else b""
-        buf = np.frombuffer(data, dtype=np.uint8)
-        starts = offsets[:-1].astype(np.int64)
-        ends = offsets[1:].astype(np.int64)
-        ok = (ends - starts) >= _PREFIX
-        if values.null_count:
-            ok &= np.asarray(values.is_valid())
-        if len(buf):
-            at = np.where(ok, starts, 0)
-            ok &= buf[at] == wire.MAGIC_BYTE
-            ids = ((buf[np.minimum(at + 1, len(buf) - 1)].astype(np.int64) << 24)
-                   | (buf[np.minimum(at + 2, len(buf) - 1)].astype(np.int64) << 16)
-                   | (buf[np.minimum(at + 3, len(buf) - 1)].astype(np.int64) << 8)
-                   | buf[np.minimum(at + 4, len(buf) - 1)].astype(np.int64))
-        else:
-            ids = np.zeros(n, dtype=np.int64)
-        if n and self._convert is None and ok.all() and (ids == ids[0]).all() and self._fast(data, starts, ends,
-                                                                                            int(ids[0]), out):
+        frames = Frames.of(values)
+        data, starts, ends, ok, ids = frames.data, frames.starts, frames.ends, frames.ok, frames.ids
+        if self._convert is None and ok.all() and (ids == ids[0]).all() and self._fast(data, starts, ends,
+                                                                                      int(ids[0]), out):
             return
         valid = values.is_valid().to_pylist() if values.null_count else None
         plans = self._plans
@@ -512,3 +585,79 @@ class ProtobufBatchDecoder(_RowwiseDecoder):
         for k, i in enumerate(present):
             positions[i] = k
         return pc.take(arr, pa.array(positions, pa.int32()))
+
+
+class RecordTypesDecoder(BatchDecoder):
+    """A topic mixing Avro record types: ``struct<TypeA, TypeB, ...>`` with the row's record type set.
+
+    Each row goes to the decoder of the record type its writer schema is (by full name, or a reader alias); the
+    other decoders see it as null. Rows without a readable writer schema (bad frame, unknown id) go to the first
+    type's decoder, which reports them as usual; a writer record that is none of the types is this row's error.
+    """
+
+    def __init__(self, spec: ReaderSpec | RecordTypesSpec, client: RegistryClient, options: str) -> None:
+        assert isinstance(spec, RecordTypesSpec)
+        super().__init__(spec, client, options)
+        self.branches = spec.branches
+        self.parts = [AvroBatchDecoder(branch, client, options) for branch in spec.branches]
+        self.readers: list[set[str]] = []  # full names (and aliases) each type accepts
+        for branch in spec.branches:
+            doc = json.loads(branch.reader)
+            namespace = doc.get("namespace")
+            names = {doc["name"], *doc.get("aliases", [])}
+            self.readers.append({n if "." in n or not namespace else f"{namespace}.{n}" for n in names})
+        self._routes: dict[int, int | str] = {}  # id -> type index, or why the writer is none of them
+
+    def route(self, schema_id: int) -> int | str:
+        found = self._routes.get(schema_id)
+        if found is not None:
+            return found
+        try:
+            writer = json.loads(self.parts[0].writer_schema(schema_id).schema_str)
+        except SerializationError:
+            return 0  # unknown id or not Avro: the first type's decoder names the problem for each row
+        if isinstance(writer, dict) and writer.get("type") == "record":
+            namespace = writer.get("namespace")
+            name = writer["name"] if "." in writer["name"] or not namespace else f"{namespace}.{writer['name']}"
+            found = next((i for i, names in enumerate(self.readers) if name in names), None)
+            what = f"record {name}"
+        else:
+            what = f"a {writer.get('type') if isinstance(writer, dict) else writer}"
+        if found is None:
+            accepted = ", ".join(sorted(n for names in self.readers for n in names))
+            found = f"writer schema {schema_id} is {what}, not one of the record types read here ({accepted})"
+        self._routes[schema_id] = found
+        return found
+
+    def subject_of(self, schema_id: int) -> str | None:
+        branch = self.route(schema_id)
+        return self.branches[branch].subject if isinstance(branch, int) else None
+
+    def decode(self, values: pa.Array, fail_fast: bool, error_column: bool) -> tuple[pa.Array, list[str | None]]:
+        frames = Frames.of(values)
+        n = len(values)
+        routes = {sid: self.route(sid) for sid in set(frames.ids[frames.ok].tolist())}
+        target = [routes[sid] if good else 0 for good, sid in zip(frames.ok.tolist(), frames.ids.tolist(),
+                                                                     strict=True)]
+        errors: list[str | None] = [None] * n
+        for i, where in enumerate(target):
+            if isinstance(where, str):
+                if fail_fast:
+                    raise DecodeFailure(f"from_registry (FAILFAST): cannot decode row {i} of the Arrow batch"
+                                        f"{partition_note()} (schema id {int(frames.ids[i])}): {where}",
+                                        schema_id=int(frames.ids[i]))
+                errors[i] = where
+        children = []
+        for index, part in enumerate(self.parts):
+            mine = pa.array([where == index for where in target], pa.bool_())
+            result, part_errors = part.decode(pc.if_else(mine, values, pa.scalar(None, values.type)), fail_fast,
+                                              error_column)
+            children.append(result)
+            for i, error in enumerate(part_errors):
+                if error is not None:
+                    errors[i] = error
+        decoded = np.zeros(n, dtype=bool)
+        for child in children:
+            decoded |= np.asarray(child.is_valid())
+        struct = pa.StructArray.from_arrays(children, fields=list(self.arrow_type), mask=pa.array(~decoded))
+        return struct, errors

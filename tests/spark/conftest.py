@@ -38,7 +38,8 @@ def _missing() -> str | None:
 MISSING = _missing()
 if MISSING is not None:
     # The other modules import pyspark: leave them out; test_prerequisites.py reports the skip and its reason.
-    collect_ignore_glob = [f"test_{name}.py" for name in ("avro", "engines", "json", "protobuf", "types")]
+    collect_ignore_glob = [f"test_{name}.py" for name in ("avro", "column_decoder", "engines", "json", "protobuf",
+                                                          "types", "writer_and_record_types", "registry_auth")]
 
 
 @pytest.fixture(scope="session")

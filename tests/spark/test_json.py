@@ -149,3 +149,36 @@ def test_confluent_kafka_frames_both_ways(spark, registry_url) -> None:
         "n", to_registry("o", registry_url, subject=f"{topic}-value").alias("v")).orderBy("n").collect()
     de = JSONDeserializer(None, schema_registry_client=ck, conf=CK_TOPIC)
     assert [de(bytes(r.v), ctx) for r in out] == docs
+
+
+ORDER = {"type": "object", "title": "Order", "properties": {
+    "id": {"type": "integer", "minimum": 1}, "item": {"type": "string", "maxLength": 5},
+    "lines": {"type": "array", "items": {"type": "object", "properties": {"qty": {"type": "integer", "minimum": 1}}}}},
+    "required": ["id", "item"]}
+
+
+def test_to_registry_validates_documents_against_the_schema(spark, client, registry_url, subject) -> None:
+    rows = [(0, 1, "tea", [1]), (1, 2, "teapot", [1]), (2, 3, "cup", [2, 0]), (3, None, "pen", []), (4, 5, "ink", [])]
+    df = spark.createDataFrame(rows, "n int, id long, item string, qty array<int>").coalesce(1).selectExpr(
+        "n", "if(n = 4, null, named_struct('id', id, 'item', item, "
+        "'lines', transform(qty, q -> named_struct('qty', q)))) as o")
+
+    def encode(**kwargs) -> list:
+        col = to_registry("o", registry_url, subject=subject, schema=ORDER, schema_type="JSON", auto_register=True,
+                          **kwargs)
+        return [r.v for r in df.select("n", col.alias("v")).orderBy("n").collect()]
+
+    permissive = encode(mode="PERMISSIVE")
+    sid = client.get_latest_version(subject).schema_id
+    assert [json.loads(bytes(v)[5:]) if v else None for v in permissive] == [
+        {"id": 1, "item": "tea", "lines": [{"qty": 1}]}, None, None, None, None]
+    assert wire.read_schema_id(bytes(permissive[0])) == sid
+    for n, where in ((1, "at $.item: 'teapot' is too long"), (2, "at $.lines[1].qty: 0 is less than the minimum of 1"),
+                     (3, "at $: 'id' is a required property")):
+        with pytest.raises(Exception) as info:
+            df.where(f"n in (0, {n})").select(to_registry("o", registry_url, subject=subject)).collect()
+        text = str(info.value)
+        assert f"to_registry (FAILFAST): row 1 of the Arrow batch of partition 0 does not fit schema id {sid}" in text
+        assert f"record does not match the JSON Schema {where}" in text
+    unchecked = encode(validate=False)
+    assert json.loads(bytes(unchecked[1])[5:]) == {"id": 2, "item": "teapot", "lines": [{"qty": 1}]}
