@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -U pip wheel setuptools
-	$(PY) -m pip install -q -e '.[test,streams,spark]'
+	$(PY) -m pip install -q -e '.[test,streams,spark,auth]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -64,7 +64,7 @@ BENCH_STAMP := $(BENCH_VENV)/.installed
 $(BENCH_STAMP): pyproject.toml
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install -q -U pip wheel setuptools
-	$(BENCH_VENV)/bin/python -m pip install -q -e '.[test,streams]' quixstreams
+	$(BENCH_VENV)/bin/python -m pip install -q -e '.[test,streams,auth]' quixstreams
 	$(BENCH_VENV)/bin/python -m pip install -q --no-deps --force-reinstall 'confluent-kafka>=2.16'
 	touch $(BENCH_STAMP)
 

@@ -14,9 +14,9 @@
 
 The same rows with authentication on: ``--server-arg`` passes options to ``schemakit serve`` (repeat it), and
 ``--header`` adds a request header to every request (registration, the wrk rows of both servers), e.g.
-``--server-arg=--auth=basic --server-arg=--users-file=users.yaml --header "Authorization: Basic dTpw"``.
-Until the registry has authentication options these flags have nothing to switch on (the rows are the
-plain ones); the bare ASGI app ignores the header either way, so the ratio shows what checking costs.
+``--server-arg=--auth=basic --server-arg=--users-file=users.json --header "Authorization: Basic dTpw"``
+(the user needs Write on the ``bench-`` subjects). The bare ASGI app ignores the header, so the ratio shows
+what authenticating and authorizing every request costs.
 
 ``wrk`` comes from Debian (``apt-get install wrk``); ``make bench`` installs it.
 """

@@ -1,6 +1,6 @@
-"""``schemakit serve``: the registry's command line. Every option can also come from an environment variable
-(shown in --help). ``schemakit.cli`` hands ``schemakit serve …`` to ``main`` here; ``python -m registry serve``
-works too."""
+"""``schemakit serve`` (the registry's command line) and ``schemakit hash-password`` (an entry for its users
+file). Every ``serve`` option can also come from an environment variable (shown in --help). ``schemakit.cli``
+hands both commands to ``main`` here; ``python -m registry serve`` works too."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from compat import CompatibilityLevel
 from registry import logs
 from registry.config import DEFAULTS, RegistryConfig
 from registry.limits import Limits
+from registry.security.config import add_arguments as add_security_arguments
+from registry.security.config import from_arguments as security_from_arguments
+from registry.security.passwords import SCHEMES
 
 
 def _env(name: str, default: str) -> str:
@@ -92,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long a write waits for the log [env SCHEMAKIT_STORE_TIMEOUT_MS]",
     )
     _add_limit_options(s)
+    add_security_arguments(s)
     s.add_argument(
         "--protoc-timeout-ms",
         type=int,
@@ -118,11 +122,57 @@ def build_parser() -> argparse.ArgumentParser:
         help="on SIGTERM, how long requests in flight may take to finish before they are cancelled "
         "[env SCHEMAKIT_SHUTDOWN_TIMEOUT_MS]",
     )
+    h = sub.add_parser(
+        "hash-password",
+        help="hash a password for the users file (prints the user's JSON entry)",
+        description="Reads the password from the terminal (twice) or, when stdin is not a terminal, from its first "
+        "line, and prints the user's entry for --users-file.",
+    )
+    h.add_argument("--user", "-u", help="the user name to put in the entry")
+    h.add_argument(
+        "--algorithm",
+        "-a",
+        choices=SCHEMES,
+        default="argon2",
+        help="argon2 (default) or bcrypt; sha1, sha256, sha512, scrypt make Karapace-compatible entries",
+    )
+    h.add_argument("--salt", help="Karapace algorithms only: the salt (default: random)")
     return p
+
+
+def hash_password_command(args: argparse.Namespace) -> int:
+    import getpass
+    import json
+
+    from registry.security.passwords import MissingExtraError, hash_password
+
+    if sys.stdin.isatty():
+        password = getpass.getpass("Password: ")
+        if getpass.getpass("Again: ") != password:
+            print("schemakit: the passwords differ", file=sys.stderr)
+            return 2
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        print("schemakit: empty password", file=sys.stderr)
+        return 2
+    try:
+        stored = hash_password(password, args.algorithm, args.salt)
+    except MissingExtraError as e:
+        print(f"schemakit: {e}", file=sys.stderr)
+        return 2
+    entry: dict[str, str] = {"username": args.user} if args.user else {}
+    if stored.salt:
+        entry.update(algorithm=stored.algorithm, salt=stored.salt)
+    entry["password_hash"] = stored.password_hash
+    print(json.dumps(entry, indent=4))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "hash-password":
+        return hash_password_command(args)
     logs.configure(str(args.log_level), args.log_format)
     if args.command == "serve":
         from registry.server import StartupError, serve
@@ -148,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             takeover_after=args.takeover_after_ms / 1000,
             shutdown_timeout=args.shutdown_timeout_ms / 1000,
             log_format=args.log_format,
+            security=security_from_arguments(args),
         )
         try:
             return serve(config)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from compat import CompatibilityLevel
 from registry.limits import Limits
+from registry.security.config import SecurityConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +20,7 @@ class RegistryConfig:
     host: str = "127.0.0.1"
     port: int = 8081  # Confluent's
     topic: str = "_schemas"  # Confluent's kafkastore.topic
-    #: the URL other instances forward writes to; default ``http://host:port``
+    #: the URL other instances forward writes to; default ``http://host:port`` (``https`` with TLS)
     advertised_url: str | None = None
     leader_eligible: bool = True
     compatibility: CompatibilityLevel = CompatibilityLevel.BACKWARD  # Confluent's default level
@@ -38,10 +39,13 @@ class RegistryConfig:
     shutdown_timeout: float = 30.0
     #: log line format: ``text`` or ``json`` (one object per line)
     log_format: str = "text"
+    #: authentication, authorization and TLS (``registry/security``); the default is none of them
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
     @property
     def url(self) -> str:
-        return self.advertised_url or f"http://{self.host}:{self.port}"
+        scheme = "https" if self.security.tls else "http"
+        return self.advertised_url or f"{scheme}://{self.host}:{self.port}"
 
     @property
     def leader_topic(self) -> str:

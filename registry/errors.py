@@ -45,18 +45,36 @@ class ErrorCode(enum.IntEnum):
     PAYLOAD_TOO_LARGE = 413
     HEADERS_TOO_LARGE = 431
     SERVICE_UNAVAILABLE = 503
+    UNAUTHORIZED = 401
+    # Confluent's security plugin
+    FORBIDDEN = 40301
 
 
 class ApiError(Exception):
     """An error answer: HTTP status plus Confluent's ``{"error_code", "message"}`` body, and any headers the
     answer needs (``Retry-After``)."""
 
-    def __init__(self, status: int, error_code: int, message: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, status: int, error_code: int, message: str, headers: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.error_code = error_code
         self.message = message
-        self.headers = headers or {}
+        #: extra response headers (``WWW-Authenticate`` of a 401)
+        self.headers = headers
+
+
+# 401 / 403
+def unauthorized(reason: str, challenges: list[str]) -> ApiError:
+    return ApiError(
+        401, ErrorCode.UNAUTHORIZED, f"Unauthorized: {reason}", tuple(("www-authenticate", c) for c in challenges)
+    )
+
+
+def forbidden(operation: str, resource: str) -> ApiError:
+    """Confluent's security plugin's wording: ``User is denied operation Write on Subject: orders``."""
+    return ApiError(403, ErrorCode.FORBIDDEN, f"User is denied operation {operation} on {resource}")
 
 
 #: characters of one piece of client input an error message repeats (a subject, a version, a parser's detail)
@@ -270,7 +288,7 @@ def internal_server_error() -> ApiError:
 
 
 def request_timeout(message: str) -> ApiError:
-    return ApiError(408, ErrorCode.REQUEST_TIMEOUT, message, {"connection": "close"})
+    return ApiError(408, ErrorCode.REQUEST_TIMEOUT, message, (("connection", "close"),))
 
 
 def payload_too_large(limit: int) -> ApiError:
@@ -278,7 +296,7 @@ def payload_too_large(limit: int) -> ApiError:
         413,
         ErrorCode.PAYLOAD_TOO_LARGE,
         f"Request body is larger than the limit of {limit} bytes (--max-request-bytes)",
-        {"connection": "close"},
+        (("connection", "close"),),
     )
 
 
@@ -286,4 +304,4 @@ def overloaded(message: str, retry_after: int = 1) -> ApiError:
     """Too much schema work in progress: 503 with ``Retry-After``, which Confluent's clients retry with back-off
     (confluent-kafka, the Java ``RestService``, schemakit's own client), moving to the next URL where they
     have several."""
-    return ApiError(503, ErrorCode.SERVICE_UNAVAILABLE, message, {"retry-after": str(retry_after)})
+    return ApiError(503, ErrorCode.SERVICE_UNAVAILABLE, message, (("retry-after", str(retry_after)),))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from typing import Any, Protocol
 
@@ -76,8 +77,18 @@ def operation_name(method: str, raw_path: bytes) -> str:
 
 
 class Forwarder:
-    def __init__(self, election: LeaderView, store: Store, own_url: str, *, timeout: float, leader_wait: float) -> None:
+    def __init__(
+        self,
+        election: LeaderView,
+        store: Store,
+        own_url: str,
+        *,
+        timeout: float,
+        leader_wait: float,
+        tls: ssl.SSLContext | bool = True,
+    ) -> None:
         self.election = election
+        self.tls = tls  # verification of an https leader (and this node's client certificate)
         self.store = store
         self.own_url = own_url.rstrip("/")
         self.timeout = timeout
@@ -87,7 +98,9 @@ class Forwarder:
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             # One keep-alive pool for the whole process (created on the event loop that uses it).
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, connect=5.0), trust_env=False)
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout, connect=5.0), trust_env=False, verify=self.tls
+            )
         return self._client
 
     async def aclose(self) -> None:

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import socket
 import time
+from typing import Any
 
 import uvicorn
 
@@ -27,6 +28,9 @@ from registry.instance_lock import InstanceLock, LockHeldError
 from registry.leader import ELECTION_GROUP_SETTINGS, ELECTION_SESSION_TIMEOUT, Election, WriterSlot
 from registry.metrics import Metrics, RegistrySources
 from registry.schema_types import protoc, schema_types
+from registry.security import Security, build_security, tls
+from registry.security.passwords import MissingExtraError
+from registry.security.users_file import UsersFileError
 from registry.service import Service
 from registry.store import Store
 from streams.log import Log, LogError, open_log, redact_url
@@ -82,6 +86,19 @@ def _check_topic(log_backend: Log, name: str) -> None:
         )
 
 
+def open_security(config: RegistryConfig, several_instances: bool) -> Security | None:
+    """The instance's authentication and authorization, or a StartupError naming what is wrong."""
+    problems = config.security.problems(several_instances=several_instances)
+    if problems:
+        raise StartupError("; ".join(problems))
+    try:
+        if config.security.client_auth != "none":
+            tls.require_x509()
+        return build_security(config.security)
+    except (UsersFileError, MissingExtraError, ValueError, OSError) as e:
+        raise StartupError(str(e)) from e
+
+
 def _lock_store(log_backend: Log, config: RegistryConfig) -> InstanceLock | None:
     """Where this registry is its log's only writer and the log is a local file, make sure no other
     registry serves the same store topic from it (``instance_lock``)."""
@@ -102,6 +119,8 @@ def build_app(config: RegistryConfig) -> RegistryApp:
     # Several instances can share a log with group membership: then only the elected leader writes (through
     # the writer the election puts in the slot), and the others forward writes to it.
     writers = WriterSlot() if log_backend.capabilities.group_membership else None
+    protection = open_security(config, several_instances=writers is not None)
+    sec = config.security
     lock = _lock_store(log_backend, config) if writers is None else None
     protoc.configure(timeout=config.protoc_timeout)
     store = Store(log_backend, config.topic, timeout=config.store_timeout, writers=writers)
@@ -133,9 +152,13 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             config.url,
             timeout=max(60.0, 3 * config.store_timeout),
             leader_wait=config.store_timeout,
+            # an https leader is verified with --inter-node-ca; this node's certificate answers its client check
+            tls=tls.client_context(sec.inter_node_ca, sec.tls_cert, sec.tls_key) if sec.tls else True,
         )
         status.add_check(health.LEADER, lambda: None if election.leader is not None else "no leader known yet")
-    app = RegistryApp(service, forwarder=forwarder, health=status, metrics=metrics, election=election)
+    app = RegistryApp(
+        service, forwarder=forwarder, security=protection, health=status, metrics=metrics, election=election
+    )
     metrics.sources = RegistrySources(
         state=store.state,
         health=status,
@@ -173,6 +196,12 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             status.replay_seconds = time.monotonic() - started
             store.start(asyncio.get_running_loop())
             await asyncio.to_thread(start_election)
+            if protection is not None:
+                await protection.start()  # the users file, the token issuer's keys
+                for line in protection.describe():
+                    log.info("%s", line)
+            if sec.tls:
+                log.info("TLS: certificate %s, client certificates %s", sec.tls_cert, sec.client_auth)
         except Exception as e:  # any failure here leaves nothing to serve
             log.critical("cannot start: %s", e, exc_info=not isinstance(e, LogError))
             status.set_unhealthy(health.REPLAY, f"startup failed: {e}")
@@ -204,6 +233,8 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             )
 
     async def shutdown() -> None:
+        if protection is not None:
+            await protection.stop()
         if starting and not starting[0].done():
             # The replay is still running in a worker thread that cannot be interrupted; the process exits
             # without closing the log under it.
@@ -261,8 +292,8 @@ def serve(config: RegistryConfig) -> int:
             log_level="warning",
             log_config=None,  # uvicorn's loggers go through the registry's logging (``--log-format``)
             loop="auto",
-            http=guarded_protocol(config.limits.header_timeout),  # uvicorn's, with a header read timeout
             timeout_keep_alive=30,
+            **tls_options(config),
             timeout_graceful_shutdown=config.shutdown_timeout,  # type: ignore[arg-type]  # a float works
         ),
         app.health,
@@ -274,3 +305,19 @@ def serve(config: RegistryConfig) -> int:
     app.stop = stop
     server.run()
     return 0 if server.started and app.failed is None else 3
+
+
+def tls_options(config: RegistryConfig) -> dict[str, Any]:
+    """uvicorn's protocol and HTTPS settings: uvicorn's protocol with a header deadline and size
+    (``http/protocol.py``); with client certificates, also putting them into the ASGI scope."""
+    sec = config.security
+    guarded = guarded_protocol(config.limits.header_timeout)
+    if not sec.tls:
+        return {"http": guarded}
+    return {
+        "ssl_certfile": sec.tls_cert,
+        "ssl_keyfile": sec.tls_key,
+        "ssl_ca_certs": sec.tls_client_ca,
+        "ssl_cert_reqs": tls.cert_reqs(sec.client_auth),
+        "http": tls.protocol_class(guarded) if sec.client_auth != "none" else guarded,
+    }

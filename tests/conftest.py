@@ -1,3 +1,4 @@
-"""Shared pytest plugins: the registry server fixture (tests/server.py) and the Kafka test broker (tests/broker.py)."""
+"""Shared pytest plugins: the registry server fixture (tests/server.py), the Kafka test broker (tests/broker.py),
+certificates, token issuers and users files (tests/credentials.py)."""
 
-pytest_plugins = ["tests.server", "tests.broker"]
+pytest_plugins = ["tests.server", "tests.broker", "tests.credentials"]

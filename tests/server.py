@@ -3,8 +3,10 @@
 Fixtures:
 - ``registry_url`` (session): one server on a fresh SQLite log, shared by tests that use unique subjects.
 - ``schema_types`` / ``require_type``: what ``GET /schemas/types`` lists, and a probe that skips a test without it.
-- ``start_registry`` (function): a factory ``start_registry(log_url=None, **env) -> RegistryProcess`` for tests that
-  need their own server (restart tests, several instances); every process started is stopped at teardown.
+- ``start_registry`` (function): a factory ``start_registry(log_url=None, *args, env=, scheme=, probe=) ->
+  RegistryProcess`` for tests that need their own server (restart tests, several instances, TLS and
+  authentication: ``scheme="https"``, ``probe`` the httpx options of the readiness check); every process
+  started is stopped at teardown.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -39,10 +42,14 @@ class RegistryProcess:
     #: a command the server runs under (it must exec the rest of its arguments), e.g. in a namespace
     wrapper: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
+    #: ``https`` for a server started with ``--tls-cert``
+    scheme: str = "http"
+    #: httpx options of the readiness probe (``verify``, ``cert``, ``auth`` for a secured server)
+    probe: dict[str, Any] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> RegistryProcess:
         cmd = [
@@ -70,7 +77,7 @@ class RegistryProcess:
                     f"registry exited with {self.proc.returncode}:\n{self.log_file.read_text()}"
                 )
             try:
-                if httpx.get(self.url + "/", timeout=1.0).status_code == 200:
+                if httpx.get(self.url + "/", timeout=1.0, **self.probe).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
@@ -106,6 +113,8 @@ def start_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         port: int | None = None,
         env: dict[str, str] | None = None,
         wrapper: list[str] | None = None,
+        scheme: str = "http",
+        probe: dict[str, Any] | None = None,
     ) -> RegistryProcess:
         d = tmp_path_factory.mktemp("registry")
         rp = RegistryProcess(
@@ -115,6 +124,8 @@ def start_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
             list(extra_args),
             env or {},
             wrapper or [],
+            scheme=scheme,
+            probe=probe or {},
         )
         started.append(rp)
         return rp.start()

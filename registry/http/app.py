@@ -34,11 +34,13 @@ from registry.http.content import CT_V1
 from registry.http.openapi import TITLE, document
 from registry.http.read_cache import ReadCache, ReadGuard
 from registry.http.routers import ROUTERS, operations, query_parameter_names
+from registry.http.security import Authenticated, SecurityGuard
 from registry.metrics import Metrics
 
 if TYPE_CHECKING:
     from registry.forwarder import Forwarder
     from registry.leader import Election
+    from registry.security import Security
     from registry.service import Service
 
 DOCS_ASSETS = "/docs/assets"
@@ -48,12 +50,14 @@ def build_api(
     service: Service | None = None,
     forwarder: Forwarder | None = None,
     cluster_id: str = "schemakit",
+    security: Security | None = None,
     *,
     health: Health | None = None,
     metrics: Metrics | None = None,
     election: Election | None = None,
 ) -> FastAPI:
-    """The FastAPI app (routes, error handlers, docs). Without a service it can only describe itself."""
+    """The FastAPI app (routes, error handlers, docs). Without a service it can only describe itself; without
+    ``security`` (no ``--auth``) every route is open."""
     api = FastAPI(
         title=TITLE,
         version=__version__,
@@ -65,13 +69,14 @@ def build_api(
     api.state.service = service
     api.state.forwarder = forwarder
     api.state.cluster_id = cluster_id
+    api.state.security = security
     api.state.health = health if health is not None else Health()
     api.state.metrics = metrics if metrics is not None else Metrics()
     api.state.election = election
     errors.install(api)
     for router in ROUTERS:
-        api.include_router(router)
-    api.include_router(operations.router)
+        api.include_router(router, dependencies=[Authenticated])  # every API route: 401 unless authenticated
+    api.include_router(operations.router)  # health and metrics stay open: probes and scrapers hold no credentials
     _add_docs(api)
 
     def openapi() -> dict[str, Any]:
@@ -136,8 +141,9 @@ class RegistryApp(ReadCache):
     """The ASGI application of one registry instance: the read cache in front of the API (a subclass rather
     than a wrapper, so a hit costs no extra call).
 
-    ``forwarder`` (several instances) sends writes to the leader when this node is not it; ``guard`` is the
-    security layer's check in front of cached answers (``read_cache.ReadGuard``). The service's ``limits``
+    ``forwarder`` (several instances) sends writes to the leader when this node is not it; ``security``
+    (``--auth``) authenticates and authorizes every API request, and guards cached answers
+    (``http/security.py``; ``guard`` replaces that check in front of the cache). The service's ``limits``
     bound request bodies and the cache. ``on_startup`` and ``on_shutdown`` hold coroutines run by the ASGI
     lifespan (the server opens and closes the log there). ``health`` says when the API may answer
     (``StartupGate``; serving from the start when not given) and what the health endpoints report; ``metrics``
@@ -149,6 +155,7 @@ class RegistryApp(ReadCache):
         forwarder: Forwarder | None = None,
         cluster_id: str = "schemakit",
         *,
+        security: Security | None = None,
         guard: ReadGuard | None = None,
         health: Health | None = None,
         metrics: Metrics | None = None,
@@ -156,6 +163,7 @@ class RegistryApp(ReadCache):
     ) -> None:
         self.service = service
         self.forwarder = forwarder
+        self.security = security
         if health is None:
             health = Health()
             health.serving = True
@@ -168,8 +176,10 @@ class RegistryApp(ReadCache):
         #: stops the server (set by whoever runs the app; a no-op otherwise)
         self.stop: Callable[[], None] = lambda: None
         self.api = build_api(
-            service, forwarder, cluster_id, health=health, metrics=self.metrics, election=election
+            service, forwarder, cluster_id, security, health=health, metrics=self.metrics, election=election
         )
+        if guard is None and security is not None:
+            guard = SecurityGuard(security)
         self.api.router.lifespan_context = self._lifespan
         limits = service.limits
         super().__init__(

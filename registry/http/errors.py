@@ -30,14 +30,17 @@ def error_body(e: ApiError) -> bytes:
 
 
 def error_response(e: ApiError) -> Response:
-    return Response(error_body(e), e.status, headers=e.headers or None, media_type=CT_V1.decode())
+    response = Response(error_body(e), e.status, media_type=CT_V1.decode())
+    for name, value in e.headers:
+        response.headers.append(name, value)
+    return response
 
 
 async def send_error(send: Any, e: ApiError) -> None:
     """Answer with ``e`` on a raw ASGI ``send`` (the layers in front of FastAPI)."""
     body = error_body(e)
     headers = [(b"content-type", CT_V1), (b"content-length", str(len(body)).encode())]
-    headers += [(k.encode(), v.encode()) for k, v in e.headers.items()]
+    headers += [(k.encode(), v.encode()) for k, v in e.headers]
     await send({"type": "http.response.start", "status": e.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 

@@ -91,6 +91,10 @@ async def _version(
 
 #: the ``{subject}`` path segment, decoded
 Subject = Annotated[str, Depends(_subject)]
+#: the ``{context}`` path segment of ``/contexts/{context}`` (as sent; ``contexts.parse_context`` reads it)
+ContextPath = Annotated[
+    str, Path(description="The context: `.ctx`, `:.ctx:` or `ctx` all name `.ctx`.", examples=[".staging"])
+]
 #: the ``{version}`` path segment: a number or ``LATEST``
 Version = Annotated[int, Depends(_version)]
 async def _schema_id(

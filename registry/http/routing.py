@@ -2,7 +2,8 @@
 
 1. A POST/PUT body of a type the registry does not take: 415. An ``Accept`` it cannot satisfy: 406.
 2. ``@leader_only`` routes (writes) on a follower are forwarded to the leader (``registry/forwarder.py``),
-   whose answer is passed through unchanged.
+   whose answer is passed through unchanged; with ``--auth`` the caller is authenticated first and the
+   leader authorizes (``security.forward_headers``).
 3. Cacheable routes (every GET, and ``@cached_read`` ones) mark the read cache's ticket (``read_cache.py``).
 4. The endpoint answers with ``ok(body)``: pre-rendered bytes, sent with the negotiated JSON type.
 5. An exception that is not an API error is logged and answered 500 (Confluent's 500 envelope).
@@ -29,6 +30,7 @@ from registry.http.content import CT_JSON, CT_SR, CT_V1, body_type_accepted, hea
 from registry.http.errors import Doc
 from registry.http.params import JsonBody
 from registry.http.read_cache import TICKET, ReadTicket
+from registry.http.security import forward_headers
 
 log = logging.getLogger(__name__)
 
@@ -128,11 +130,14 @@ async def _forward(request: Request) -> tuple[int, bytes] | None:
     if forwarder is None:
         return None
     scope = request.scope
+    headers = scope["headers"]
+    if request.app.state.security is not None:
+        headers = await forward_headers(request)  # 401 here for strangers; the leader authorizes
     result: tuple[int, bytes] | None = await forwarder.maybe_forward(
         scope["method"],
         scope.get("raw_path") or scope["path"].encode(),
         scope.get("query_string", b""),
-        scope["headers"],
+        headers,
         await request.body(),
     )
     return result

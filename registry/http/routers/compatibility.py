@@ -11,6 +11,7 @@ from registry.http.errors import Doc
 from registry.http.models import CompatibilityCheckResponse, RegisterSchemaRequest
 from registry.http.params import JsonBody, OptionalQueryBool, QueryBool, ServiceDep, Subject, Version
 from registry.http.routing import RegistryRoute, ok
+from registry.http.security import ReadSubject
 from registry.service import CompatibilityVerdict
 
 router = APIRouter(route_class=RegistryRoute, tags=["compatibility"])
@@ -35,6 +36,7 @@ def _verdict(verdict: CompatibilityVerdict, verbose: bool) -> Response:
 @router.post(
     "/compatibility/subjects/{subject}/versions/{version}",
     operation_id="testCompatibilityBySubjectName",
+    dependencies=[ReadSubject],
     summary="Is the schema compatible with this version (`latest` of a missing subject is compatible)?",
     description="A version that does not exist is 40402, also when the subject does not exist.",
     response_model=CompatibilityCheckResponse,
@@ -57,6 +59,7 @@ async def check_version(
 @router.post(
     "/compatibility/subjects/{subject}/versions",
     operation_id="testCompatibilityForSubject",
+    dependencies=[ReadSubject],
     summary="Is the schema compatible with the subject's live versions (as its compatibility level requires)?",
     response_model=CompatibilityCheckResponse,
     responses={**Doc.bad_request, **Doc.compatibility_unprocessable},

@@ -11,6 +11,7 @@ from registry.http.errors import Doc
 from registry.http.models import Config, ConfigUpdateRequest, ConfigUpdateResponse, config_echo
 from registry.http.params import DefaultToGlobal, JsonBody, ServiceDep, Subject
 from registry.http.routing import RegistryRoute, leader_only, ok
+from registry.http.security import ReadConfig, ReadSubject, WriteConfig, WriteSubject
 
 router = APIRouter(route_class=RegistryRoute, tags=["config"])
 
@@ -20,6 +21,7 @@ ConfigBody = Annotated[ConfigUpdateRequest, Depends(JsonBody(ConfigUpdateRequest
 @router.get(
     "/config",
     operation_id="getTopLevelConfig",
+    dependencies=[ReadConfig],
     summary="The global config (the server default level when none was set).",
     response_model=Config,
 )
@@ -30,6 +32,7 @@ async def get_global_config(service: ServiceDep) -> Response:
 @router.put(
     "/config",
     operation_id="updateTopLevelConfig",
+    dependencies=[WriteConfig],
     summary="Update the global config; answers with the fields that were set.",
     response_model=ConfigUpdateResponse,
     responses={**Doc.bad_request, **Doc.config_unprocessable},
@@ -44,6 +47,7 @@ async def put_global_config(service: ServiceDep, body: ConfigBody) -> Response:
 @router.delete(
     "/config",
     operation_id="deleteTopLevelConfig",
+    dependencies=[WriteConfig],
     summary="Remove the global config; answers with the config in force before.",
     response_model=Config,
     responses={**Doc.read_only},
@@ -56,6 +60,7 @@ async def delete_global_config(service: ServiceDep) -> Response:
 @router.get(
     "/config/{subject}",
     operation_id="getSubjectLevelConfig",
+    dependencies=[ReadSubject],
     summary="A subject's config (merged over the global one).",
     response_model=Config,
     responses={**Doc.subject_config_not_found},
@@ -67,6 +72,7 @@ async def get_config(service: ServiceDep, subject: Subject, default_to_global: D
 @router.put(
     "/config/{subject}",
     operation_id="updateSubjectLevelConfig",
+    dependencies=[WriteSubject],
     summary="Update a subject's config; answers with the fields that were set.",
     response_model=ConfigUpdateResponse,
     responses={**Doc.bad_request, **Doc.config_unprocessable},
@@ -81,6 +87,7 @@ async def put_config(service: ServiceDep, subject: Subject, body: ConfigBody) ->
 @router.delete(
     "/config/{subject}",
     operation_id="deleteSubjectConfig",
+    dependencies=[WriteSubject],
     summary="Remove a subject's config; answers with the config in force before.",
     response_model=Config,
     responses={**Doc.subject_not_found, **Doc.read_only},

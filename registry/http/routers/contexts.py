@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Annotated
 from urllib.parse import unquote
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from registry import contexts, errors
 from registry.http import render
 from registry.http.errors import Doc
-from registry.http.params import Limit, Offset, ServiceDep
+from registry.http.params import ContextPath, Limit, Offset, ServiceDep
 from registry.http.routing import RegistryRoute, leader_only, ok
+from registry.http.security import WriteContext
 
 router = APIRouter(route_class=RegistryRoute, tags=["contexts"])
 
@@ -42,13 +43,12 @@ async def list_contexts(
     status_code=204,
     response_model=None,
     responses={204: {"description": "Deleted (or there was no such context)."}, **Doc.context_not_empty},
+    dependencies=[WriteContext],
 )
 @leader_only
 async def delete_context(
     service: ServiceDep,
-    context: Annotated[
-        str, Path(description="The context: `.ctx`, `:.ctx:` or `ctx` all name `.ctx`.", examples=[".staging"])
-    ],
+    context: ContextPath,
 ) -> Response:
     try:
         name = contexts.parse_context(unquote(context))

@@ -11,6 +11,7 @@ from registry.http.errors import Doc
 from registry.http.models import ModeResponse, ModeUpdateRequest
 from registry.http.params import DefaultToGlobal, JsonBody, QueryBool, ServiceDep, Subject
 from registry.http.routing import RegistryRoute, leader_only, ok
+from registry.http.security import ReadConfig, ReadSubject, WriteMode, WriteSubject
 
 router = APIRouter(route_class=RegistryRoute, tags=["mode"])
 
@@ -25,6 +26,7 @@ def _mode(mode: str) -> Response:
 @router.get(
     "/mode",
     operation_id="getTopLevelMode",
+    dependencies=[ReadConfig],
     summary="The global mode (READWRITE when none was set).",
     response_model=ModeResponse,
 )
@@ -35,6 +37,7 @@ async def get_global_mode(service: ServiceDep) -> Response:
 @router.put(
     "/mode",
     operation_id="updateTopLevelMode",
+    dependencies=[WriteMode],
     summary="Set the global mode.",
     description="IMPORT is refused (42205) while any subject has a live version, unless `force=true`.",
     response_model=ModeResponse,
@@ -48,6 +51,7 @@ async def put_global_mode(service: ServiceDep, body: ModeBody, force: Force = Fa
 @router.delete(
     "/mode",
     operation_id="deleteTopLevelMode",
+    dependencies=[WriteMode],
     summary="Remove the global mode; answers with the mode in force before.",
     response_model=ModeResponse,
 )
@@ -59,6 +63,7 @@ async def delete_global_mode(service: ServiceDep) -> Response:
 @router.get(
     "/mode/{subject}",
     operation_id="getSubjectMode",
+    dependencies=[ReadSubject],
     summary="A subject's mode.",
     response_model=ModeResponse,
     responses={**Doc.subject_mode_not_found},
@@ -70,6 +75,7 @@ async def get_mode(service: ServiceDep, subject: Subject, default_to_global: Def
 @router.put(
     "/mode/{subject}",
     operation_id="updateSubjectMode",
+    dependencies=[WriteSubject],
     summary="Set a subject's mode (FORWARD is global only).",
     description="IMPORT is refused (42205) while the subject has a live version, unless `force=true`.",
     response_model=ModeResponse,
@@ -83,6 +89,7 @@ async def put_mode(service: ServiceDep, subject: Subject, body: ModeBody, force:
 @router.delete(
     "/mode/{subject}",
     operation_id="deleteSubjectMode",
+    dependencies=[WriteSubject],
     summary="Remove a subject's mode; answers with the mode in force before.",
     response_model=ModeResponse,
     responses={**Doc.subject_not_found},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
@@ -11,6 +12,7 @@ from registry.http.errors import Doc
 from registry.http.models import Schema, SchemaString, SchemaTypeName, SubjectVersion
 from registry.http.params import Deleted, Format, Limit, Offset, QueryBool, SchemaId, ServiceDep
 from registry.http.routing import RegistryRoute, ok, raw_text_doc
+from registry.http.security import Readable, ReadSchemaId
 from registry.schema_types import schema_types
 from registry.service import Service
 
@@ -27,9 +29,12 @@ SubjectContext = Annotated[
 ]
 
 
-def _id_versions(service: Service, schema_id: int, deleted: bool, subject: str) -> list[tuple[str, int]]:
-    """The (subject, version) pairs holding the id in the context ``subject`` selects."""
-    return service.id_versions(schema_id, deleted=deleted, context=service.id_context(schema_id, subject))
+def _id_versions(
+    service: Service, schema_id: int, deleted: bool, subject: str, readable: Callable[[str], bool]
+) -> list[tuple[str, int]]:
+    """The (subject, version) pairs holding the id in the context ``subject`` selects that the caller may read."""
+    pairs = service.id_versions(schema_id, deleted=deleted, context=service.id_context(schema_id, subject))
+    return [p for p in pairs if readable(p[0])]
 
 
 @router.get(
@@ -41,6 +46,7 @@ def _id_versions(service: Service, schema_id: int, deleted: bool, subject: str) 
 )
 async def list_schemas(
     service: ServiceDep,
+    readable: Readable,
     subject_prefix: Annotated[
         str,
         Query(
@@ -57,6 +63,7 @@ async def list_schemas(
     limit: Limit = -1,
 ) -> Response:
     versions = service.all_schemas(subject_prefix, deleted=deleted, latest_only=latest_only)
+    versions = [v for v in versions if readable(v.subject)]
     chosen = render.page(versions, offset, limit)
     return ok(b"[" + b",".join(render.version_body(v) for v in chosen) + b"]")
 
@@ -74,6 +81,7 @@ async def get_schema_types() -> Response:
 @router.get(
     "/schemas/ids/{id}",
     operation_id="getSchemaById",
+    dependencies=[ReadSchemaId],
     summary="The schema with this id.",
     response_model=SchemaString,
     responses={**Doc.schema_not_found, **Doc.stored_schema_unparsable},
@@ -100,6 +108,7 @@ async def get_schema(
 @router.get(
     "/schemas/ids/{id}/schema",
     operation_id="getSchemaTextById",
+    dependencies=[ReadSchemaId],
     summary="The schema text with this id, not wrapped in JSON.",
     response_model=None,
     responses={
@@ -118,36 +127,40 @@ async def get_schema_text(
 @router.get(
     "/schemas/ids/{id}/subjects",
     operation_id="getSubjectsById",
+    dependencies=[ReadSchemaId],
     summary="Subjects that have a version with this id.",
     response_model=list[str],
     responses={**Doc.bad_request, **Doc.schema_not_found},
 )
 async def get_subjects(
     service: ServiceDep,
+    readable: Readable,
     id: SchemaId,
     deleted: Deleted = False,
     subject: SubjectContext = "",
     offset: Offset = 0,
     limit: Limit = -1,
 ) -> Response:
-    subjects = sorted({s for s, _ in _id_versions(service, id, deleted, subject)})
+    subjects = sorted({s for s, _ in _id_versions(service, id, deleted, subject, readable)})
     return ok(render.dumps(render.page(subjects, offset, limit)))
 
 
 @router.get(
     "/schemas/ids/{id}/versions",
     operation_id="getVersionsById",
+    dependencies=[ReadSchemaId],
     summary="Subject-version pairs that hold this id.",
     response_model=list[SubjectVersion],
     responses={**Doc.bad_request, **Doc.schema_not_found},
 )
 async def get_versions(
     service: ServiceDep,
+    readable: Readable,
     id: SchemaId,
     deleted: Deleted = False,
     subject: SubjectContext = "",
     offset: Offset = 0,
     limit: Limit = -1,
 ) -> Response:
-    items = [{"subject": s, "version": v} for s, v in _id_versions(service, id, deleted, subject)]
+    items = [{"subject": s, "version": v} for s, v in _id_versions(service, id, deleted, subject, readable)]
     return ok(render.dumps(render.page(items, offset, limit)))

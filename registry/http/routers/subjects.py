@@ -23,6 +23,7 @@ from registry.http.params import (
     Version,
 )
 from registry.http.routing import RegistryRoute, cached_read, leader_only, ok, raw_text_doc
+from registry.http.security import ImportIfId, Readable, ReadSubject, WriteSubject
 from registry.service import Service
 from registry.state import Version as StoredVersion
 
@@ -58,6 +59,7 @@ Normalize = Annotated[
 )
 async def list_subjects(
     service: ServiceDep,
+    readable: Readable,
     subject_prefix: Annotated[
         str,
         Query(
@@ -74,12 +76,14 @@ async def list_subjects(
     limit: Limit = -1,
 ) -> Response:
     subjects = service.list_subjects(subject_prefix, deleted=deleted, deleted_only=deleted_only or deleted_only_snake)
+    subjects = [s for s in subjects if readable(s)]
     return ok(render.dumps(render.page(subjects, offset, limit)))
 
 
 @router.post(
     "/subjects/{subject}",
     operation_id="lookUpSchemaUnderSubject",
+    dependencies=[ReadSubject],
     summary="Find the version of this subject that holds the given schema.",
     description="An empty schema matches nothing. A miss is 40401 when the subject has no versions (soft-deleted "
     "ones count only with `deleted`), else 40403.",
@@ -102,6 +106,7 @@ async def look_up(
 @router.delete(
     "/subjects/{subject}",
     operation_id="deleteSubject",
+    dependencies=[WriteSubject],
     summary="Soft-delete a subject, or hard-delete a soft-deleted one with `permanent=true`.",
     response_model=list[int],
     responses={**Doc.delete_subject_not_found, **Doc.delete_not_permitted},
@@ -114,6 +119,7 @@ async def delete_subject(service: ServiceDep, subject: Subject, permanent: Perma
 @router.get(
     "/subjects/{subject}/versions",
     operation_id="listVersions",
+    dependencies=[ReadSubject],
     summary="Version numbers of a subject, ascending by absolute value.",
     description="With `deletedAsNegative=true`, soft-deleted versions are included as negative numbers.",
     response_model=list[int],
@@ -143,6 +149,7 @@ async def list_versions(
 @router.post(
     "/subjects/{subject}/versions",
     operation_id="registerSchema",
+    dependencies=[WriteSubject, ImportIfId],
     summary="Register a schema under a subject (or return the id it already has there).",
     description="An empty `schema` re-registers the latest version's schema. `id` (and `version`) are only "
     "allowed in IMPORT mode. `force=true` skips the compatibility check.",
@@ -164,6 +171,7 @@ async def register(
 @router.get(
     "/subjects/{subject}/versions/{version}",
     operation_id="getSchemaByVersion",
+    dependencies=[ReadSubject],
     summary="One version of a subject.",
     response_model=Schema,
     responses={**Doc.subject_or_version_not_found, **Doc.invalid_version},
@@ -178,6 +186,7 @@ async def get_version(
 @router.get(
     "/subjects/{subject}/versions/{version}/schema",
     operation_id="getSchemaOnly",
+    dependencies=[ReadSubject],
     summary="The schema text of one version, not wrapped in JSON.",
     response_model=None,
     responses={
@@ -196,6 +205,7 @@ async def get_version_schema(
 @router.delete(
     "/subjects/{subject}/versions/{version}",
     operation_id="deleteSchemaVersion",
+    dependencies=[WriteSubject],
     summary="Soft-delete a version, or hard-delete a soft-deleted one with `permanent=true`.",
     response_model=int,
     responses={**Doc.delete_version_not_found, **Doc.delete_version_not_permitted},
@@ -210,6 +220,7 @@ async def delete_version(
 @router.get(
     "/subjects/{subject}/versions/{version}/referencedby",
     operation_id="getReferencedBy",
+    dependencies=[ReadSubject],
     summary="Ids of the schemas that reference this version.",
     response_model=list[int],
     responses={**Doc.bad_request, **Doc.subject_or_version_not_found, **Doc.invalid_version},
@@ -229,6 +240,7 @@ async def referenced_by(
 @router.get(
     "/subjects/{subject}/metadata",
     operation_id="getLatestWithMetadata",
+    dependencies=[ReadSubject],
     summary="The latest version whose `metadata.properties` hold every `key`=`value` pair given.",
     response_model=Schema,
     responses={**Doc.subject_or_schema_not_found, **Doc.stored_schema_unparsable},

@@ -1,0 +1,246 @@
+"""Authentication and authorization as FastAPI dependencies, and the read cache's guard (``ReadGuard``).
+
+Every API router is mounted with ``Authenticated`` (``app.py``): the caller's principal, or 401 with
+``WWW-Authenticate``. Routes add what they require (the README's table of operations and permissions):
+
+- ``ReadSubject`` / ``WriteSubject``: ``Read`` / ``Write`` on ``Subject:<subject>``;
+- ``ReadConfig`` / ``WriteConfig`` / ``WriteMode``: the global ``Config:`` / ``Mode:`` resources;
+- ``WriteContext``: deleting a context is ``Write`` on ``Subject::.ctx:`` (its subjects' prefix);
+- ``ImportIfId``: registering with an ``id`` also needs ``Write`` on ``Import:``;
+- ``ReadSchemaId``: reading an id needs ``Read`` on one of the subjects holding it;
+- ``Readable``: a predicate for listings (``GET /subjects``, ``/schemas``), which list only what the caller may read.
+
+Each check marks the read cache's ticket with what the answer requires (``access``) and, for per-caller answers,
+with the principal (``partition``); ``SecurityGuard`` checks the same on every cache hit, from memoized
+credentials and decisions, so cached reads stay authorized without entering the framework. A denial answers 403
+``{"error_code": 40301, "message": "User is denied operation Write on Subject: orders"}``; writes and denials
+are audited (``registry/security/audit.py``). Without ``--auth`` (``app.state.security`` is None) every
+dependency returns at once and nothing is checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, MutableMapping
+from typing import Annotated, Any
+from urllib.parse import unquote
+
+from fastapi import Depends, Request
+
+from registry import contexts, errors
+from registry.http.models import RegisterSchemaRequest
+from registry.http.params import ContextPath, JsonBody, SchemaId, ServiceDep, Subject
+from registry.http.read_cache import SHARED, TICKET, ReadTicket, Scope
+from registry.security import AuthenticationFailed, Operation, Principal, Security, audit, forwarded
+from registry.security.permissions import CONFIG, IMPORT, MODE, subject_resource
+
+#: the scope key of the request's principal, once authenticated
+PRINCIPAL = "schemakit.principal"
+#: ``ticket.access`` of answers any authenticated caller may have
+AUTHENTICATED = ("authenticated",)
+
+
+def _security(request: Request) -> Security | None:
+    security: Security | None = request.app.state.security
+    return security
+
+
+def _request_line(scope: MutableMapping[str, Any]) -> str:
+    path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+    query = scope.get("query_string", b"")
+    return f"{scope['method']} {path}" + (f"?{query.decode('latin-1')}" if query else "")
+
+
+def _client(scope: MutableMapping[str, Any]) -> str | None:
+    client = scope.get("client")
+    return client[0] if client else None
+
+
+def _ticket(scope: MutableMapping[str, Any]) -> ReadTicket | None:
+    ticket: ReadTicket | None = scope.get(TICKET)
+    return ticket
+
+
+async def principal_of(request: Request) -> Principal | None:
+    """The caller's principal (authenticated once per request), None without ``--auth``; 401 if none."""
+    security = _security(request)
+    if security is None:
+        return None
+    scope = request.scope
+    principal: Principal | None = scope.get(PRINCIPAL)
+    if principal is None:
+        try:
+            principal = await security.authenticator.authenticate(scope, request.body)
+        except AuthenticationFailed as e:
+            audit.record("unauthenticated", reason=e.reason, request=_request_line(scope), client=_client(scope))
+            raise errors.unauthorized(e.reason, security.challenges(e)) from None
+        scope[PRINCIPAL] = principal
+    ticket = _ticket(scope)
+    if ticket is not None and ticket.access is None:
+        ticket.access = AUTHENTICATED
+    return principal
+
+
+def _display(resource: str) -> str:
+    """``Subject:orders`` -> ``Subject: orders``; ``Config:`` -> ``Config`` (the 403 message)."""
+    kind, _, name = resource.partition(":")
+    return f"{kind}: {name}" if name else kind
+
+
+def check(request: Request, principal: Principal, operation: Operation, resources: tuple[str, ...], shown: str) -> None:
+    """Allow if the principal may do ``operation`` on one of ``resources``, else 403 (``shown`` names the
+    resource in the message). Writes are audited either way, reads when denied."""
+    security = _security(request)
+    assert security is not None
+    scope = request.scope
+    allowed = security.authorizer.allows_any(principal, operation, resources)
+    if not allowed or operation is Operation.WRITE:
+        audit.record(
+            "allowed" if allowed else "denied",
+            principal=principal.name,
+            mechanism=principal.mechanism,
+            operation=operation.value,
+            resource=shown,
+            request=_request_line(scope),
+            client=_client(scope),
+        )
+    if not allowed:
+        raise errors.forbidden(operation.value, _display(shown))
+    ticket = _ticket(scope)
+    if ticket is not None:
+        ticket.access = (operation, resources)
+
+
+class _SubjectAccess:
+    def __init__(self, operation: Operation) -> None:
+        self.operation = operation
+
+    async def __call__(self, request: Request, subject: Subject) -> None:
+        principal = await principal_of(request)
+        if principal is not None:
+            # the one spelling (``:.:orders`` is ``orders``), so a rule cannot be dodged by another spelling
+            resource = subject_resource(contexts.normalize(subject))
+            check(request, principal, self.operation, (resource,), resource)
+
+
+async def _context_access(request: Request, context: ContextPath) -> None:
+    """Deleting a context is a write on its subjects' common prefix, ``Subject::.ctx:``."""
+    principal = await principal_of(request)
+    if principal is None:
+        return
+    try:
+        name = contexts.parse_context(unquote(context))
+    except ValueError:
+        return  # the route answers 400
+    resource = subject_resource(contexts.qualify(name, ""))
+    check(request, principal, Operation.WRITE, (resource,), resource)
+
+
+class _GlobalAccess:
+    def __init__(self, operation: Operation, resource: str) -> None:
+        self.operation = operation
+        self.resource = resource
+
+    async def __call__(self, request: Request) -> None:
+        principal = await principal_of(request)
+        if principal is not None:
+            check(request, principal, self.operation, (self.resource,), self.resource)
+
+
+async def _schema_id_access(request: Request, id: SchemaId, service: ServiceDep) -> None:
+    principal = await principal_of(request)
+    if principal is None:
+        return
+    # the id in the context the route will look it up in (``?subject=`` may name another context)
+    context = service.id_context(id, request.query_params.get("subject", ""))
+    pairs = service.state.space(context).id_versions.get(id)
+    if pairs is None:
+        return  # no such id: the route answers 40403
+    resources = tuple(sorted({subject_resource(s) for s, _ in pairs}))
+    check(request, principal, Operation.READ, resources, f"Schema:{id}")
+
+
+async def _import_if_id(
+    request: Request, body: Annotated[RegisterSchemaRequest, Depends(JsonBody(RegisterSchemaRequest))]
+) -> None:
+    if body.id is None:
+        return
+    principal = await principal_of(request)
+    if principal is not None:
+        check(request, principal, Operation.WRITE, (IMPORT,), IMPORT)
+
+
+async def _readable(request: Request) -> Callable[[str], bool]:
+    """Which subjects the caller may read; the answer is then the caller's own (its cache partition)."""
+    principal = await principal_of(request)
+    security = _security(request)
+    if principal is None or security is None or not security.authorizer.enforcing:
+        return _everything
+    ticket = _ticket(request.scope)
+    if ticket is not None:
+        ticket.partition = principal
+    allows = security.authorizer.allows
+    return lambda subject: allows(principal, Operation.READ, subject_resource(subject))
+
+
+def _everything(subject: str) -> bool:
+    return True
+
+
+Authenticated = Depends(principal_of)
+ReadSubject = Depends(_SubjectAccess(Operation.READ))
+WriteSubject = Depends(_SubjectAccess(Operation.WRITE))
+ReadConfig = Depends(_GlobalAccess(Operation.READ, CONFIG))
+WriteConfig = Depends(_GlobalAccess(Operation.WRITE, CONFIG))
+WriteMode = Depends(_GlobalAccess(Operation.WRITE, MODE))
+WriteContext = Depends(_context_access)
+ReadSchemaId = Depends(_schema_id_access)
+ImportIfId = Depends(_import_if_id)
+#: a route argument: ``readable(subject)`` is True for subjects the caller may read
+Readable = Annotated[Callable[[str], bool], Depends(_readable)]
+
+
+class SecurityGuard:
+    """The read cache's ``ReadGuard``: serves a hit only to a caller whose credentials are already verified
+    and who may have the answer (the ticket's ``access``); per-caller answers from the caller's partition."""
+
+    def __init__(self, security: Security) -> None:
+        self.authenticator = security.authenticator
+        self.authorizer = security.authorizer
+
+    async def admit(self, scope: Scope, ticket: ReadTicket) -> Hashable | None:
+        principal = self.authenticator.cached(scope)
+        if principal is None:
+            return None
+        access = ticket.access
+        if access != AUTHENTICATED:
+            if access is None:
+                return None
+            operation: Operation = access[0]  # type: ignore[index]
+            resources: tuple[str, ...] = access[1]  # type: ignore[index]
+            if not self.authorizer.allows_any(principal, operation, resources):
+                return None
+        return SHARED if ticket.partition == SHARED else principal
+
+
+async def forward_headers(request: Request) -> list[tuple[bytes, bytes]]:
+    """The headers a follower forwards a write with: the caller's (authenticated here first, so a stranger gets
+    401 without reaching the leader), plus the signed principal when the caller authenticated by certificate
+    and the leader cannot check it again (``registry/security/forwarded.py``)."""
+    headers: list[tuple[bytes, bytes]] = [(k, v) for k, v in request.scope["headers"] if k not in forwarded.HEADERS]
+    principal = await principal_of(request)
+    security = _security(request)
+    if principal is None or security is None or any(k == b"authorization" for k, _ in headers):
+        return headers
+    secret = security.config.inter_node_secret
+    if secret is None:
+        raise errors.unauthorized("this instance cannot forward a certificate's identity (no --inter-node-secret)", [])
+    scope = request.scope
+    headers += forwarded.sign(
+        secret.encode(),
+        principal,
+        scope["method"],
+        scope.get("raw_path") or scope["path"].encode(),
+        scope.get("query_string", b""),
+        await request.body(),
+    )
+    return headers

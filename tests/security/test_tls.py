@@ -1,0 +1,108 @@
+"""HTTPS and client certificates on a real server: serdes' ``RegistryClient`` and confluent-kafka's client connect with
+TLS and mTLS; a verified certificate's subject is the principal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+from serdes import RegistryClient, RegistryError
+from serdes import Schema as SerdesSchema
+from tests.credentials import Pki, UsersFile
+from tests.server import RegistryProcess
+
+APP = "CN=orders-app,O=Acme"
+#: how a refused client certificate shows on the client (with TLS 1.3 the server's refusal comes after the
+#: client's side of the handshake is done, as a closed connection)
+REFUSED = (httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError)
+
+
+@pytest.fixture
+def mtls_registry(start_registry: Callable[..., RegistryProcess], pki: Pki, users_file: UsersFile) -> RegistryProcess:
+    users_file.user("ops", "ops-pw").allow("ops", "Write", ".*").allow(APP, "Write", "Subject:orders-")
+    cert, key = pki.server
+    return start_registry(
+        None,
+        "--auth", "mtls,basic",
+        "--users-file", users_file.save(),
+        "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", pki.ca,
+        scheme="https",
+        probe={"verify": pki.context(), "auth": ("ops", "ops-pw")},
+    )  # fmt: skip
+
+
+def test_serdes_client_with_a_client_certificate(mtls_registry: RegistryProcess, pki: Pki) -> None:
+    assert mtls_registry.url.startswith("https://")
+    with RegistryClient(mtls_registry.url, verify=pki.ca, cert=pki.client("orders-app")) as client:
+        schema_id = client.register("orders-value", SerdesSchema('"string"'))
+        assert client.get_latest_version("orders-value").schema_id == schema_id
+        assert client.get_subjects() == ["orders-value"]
+        with pytest.raises(RegistryError) as e:
+            client.register("payments-value", SerdesSchema('"string"'))
+        assert (e.value.status, e.value.error_code) == (403, 40301)
+        assert str(e.value.message) == "User is denied operation Write on Subject: payments-value"
+    log = mtls_registry.log_file.read_text()
+    assert (
+        f'audit outcome=denied principal="{APP}" mechanism=mtls operation=Write resource=Subject:payments-value' in log
+    )
+
+
+def test_confluent_client_with_tls_and_a_client_certificate(mtls_registry: RegistryProcess, pki: Pki) -> None:
+    cert, key = pki.client("orders-app")
+    client = SchemaRegistryClient(
+        {"url": mtls_registry.url, "ssl.ca.location": pki.ca, "ssl.certificate.location": cert, "ssl.key.location": key}
+    )
+    schema_id = client.register_schema("orders-key", Schema('"long"', "AVRO"))
+    assert client.get_schema(schema_id).schema_str == '"long"'
+    other_cert, other_key = pki.client("billing-app")
+    other = SchemaRegistryClient(
+        {
+            "url": mtls_registry.url,
+            "ssl.ca.location": pki.ca,
+            "ssl.certificate.location": other_cert,
+            "ssl.key.location": other_key,
+        }
+    )
+    with pytest.raises(SchemaRegistryError) as e:
+        other.get_latest_version("orders-key")
+    assert (e.value.http_status_code, e.value.error_code) == (403, 40301)
+    assert e.value.error_message == "User is denied operation Read on Subject: orders-key"
+    # TLS with basic credentials instead of a certificate
+    basic = SchemaRegistryClient(
+        {"url": mtls_registry.url, "ssl.ca.location": pki.ca, "basic.auth.user.info": "ops:ops-pw"}
+    )
+    assert "orders-key" in basic.get_subjects()
+
+
+def test_without_a_trusted_certificate(mtls_registry: RegistryProcess, pki: Pki) -> None:
+    anonymous = httpx.get(mtls_registry.url + "/subjects", verify=pki.context())
+    assert anonymous.status_code == 401
+    assert anonymous.json() == {
+        "error_code": 401,
+        "message": "Unauthorized: authentication required: basic credentials or a client certificate",
+    }
+    with pytest.raises(REFUSED):  # a certificate from another CA fails the handshake
+        httpx.get(mtls_registry.url + "/subjects", verify=pki.context(pki.untrusted_client("orders-app")))
+    with pytest.raises(httpx.ConnectError):  # the server's certificate is checked by the client too
+        httpx.get(mtls_registry.url + "/subjects", verify=Pki.system_context(pki.client("orders-app")))
+    with pytest.raises(httpx.HTTPError):  # no plain HTTP on the TLS port
+        httpx.get(mtls_registry.url.replace("https://", "http://") + "/subjects")
+
+
+def test_required_client_certificates(start_registry: Callable[..., RegistryProcess], pki: Pki) -> None:
+    cert, key = pki.server
+    client_cert = pki.client("anyone")
+    rp = start_registry(
+        None,
+        "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", pki.ca, "--tls-client-auth", "required",
+        scheme="https",
+        probe={"verify": pki.context(client_cert)},
+    )  # fmt: skip
+    # no --auth: the certificate is only checked by the handshake, and everyone with one may do everything
+    assert httpx.get(rp.url + "/subjects", verify=pki.context(client_cert)).json() == []
+    with pytest.raises(REFUSED):
+        httpx.get(rp.url + "/subjects", verify=pki.context())
