@@ -211,7 +211,8 @@ def build_app(config: RegistryConfig) -> RegistryApp:
         status.serving = True
         status.clear(health.REPLAY)
         log.info(
-            "serving the Confluent Schema Registry API at %s (API docs at %s/docs)",
+            "serving the Confluent Schema Registry API at %s (API docs at %s/docs, schema browser at %s/ui/)",
+            config.url,
             config.url,
             config.url,
             extra={"url": config.url},

@@ -183,7 +183,7 @@ class Service:
             raise errors.invalid_schema(f"Invalid schema type {name}")
         return t
 
-    async def _work(self, fn: Callable[..., T], *args: Any) -> T:
+    async def schema_work(self, fn: Callable[..., T], *args: Any) -> T:
         """Schema work in the bounded pool (``work_pool.py``). A check's bound is 42201 with its text, and a
         RecursionError a parser or check still runs into is 42201 too, never a 500."""
         try:
@@ -227,7 +227,7 @@ class Service:
             return t.normalize(parsed) if normalize else parsed
 
         try:
-            parsed = await self._work(work)
+            parsed = await self.schema_work(work)
         except InvalidSchemaError as e:
             raise errors.invalid_schema(errors.clip(e.api_message(schema_type), MAX_DETAIL)) from e
         self._parsed.put(cache_key, parsed, PARSED_BYTES_PER_CHAR * len(schema))
@@ -245,7 +245,7 @@ class Service:
         t = self._type(content.schema_type)
         resolved = self.references.resolve(content.references, parent=contexts.qualify(context, ""))
         try:
-            parsed = await self._work(t.parse_stored, content.schema, resolved)
+            parsed = await self.schema_work(t.parse_stored, content.schema, resolved)
         except InvalidSchemaError as e:
             message = f"Stored schema {schema_id} no longer parses: {e}"
             raise errors.invalid_schema(errors.clip(message, MAX_DETAIL)) from e
@@ -259,7 +259,7 @@ class Service:
         if not fmt:
             return content.schema
         t = self._type(content.schema_type)
-        text = await self._work(t.format, await self.parsed_content(content, schema_id, context), fmt)
+        text = await self.schema_work(t.format, await self.parsed_content(content, schema_id, context), fmt)
         return content.schema if text is None else text
 
     # ---- reads ------------------------------------------------------------------------------------------
@@ -439,7 +439,7 @@ class Service:
                     continue
                 try:
                     parsed_stored = await self.parsed_content(c, v.id, contexts.context_of(subject))
-                    stored = await self._work(self._type(c.schema_type).normalize, parsed_stored)
+                    stored = await self.schema_work(self._type(c.schema_type).normalize, parsed_stored)
                 except InvalidSchemaError:
                     continue
                 except errors.ApiError as e:
@@ -469,7 +469,8 @@ class Service:
         config = self.effective_config(subject)
         policy = CompatibilityPolicy.for_name(config.get("compatibilityPolicy")) or CompatibilityPolicy.STRICT
         try:
-            result = await self._work(functools.partial(check_compatibility, t, level, new, parsed_prev, policy=policy))
+            check = functools.partial(check_compatibility, t, level, new, parsed_prev, policy=policy)
+            result = await self.schema_work(check)
         except Exception as e:
             if not (isinstance(e, errors.ApiError) and e.status == 503):  # refused by a full pool: not checked
                 self._checked("error")

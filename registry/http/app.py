@@ -8,7 +8,8 @@ the typed parameters and bodies of ``params.py`` / ``models.py``, the operations
 renderers of ``render.py``, and the error handlers of ``errors.py``. ``/docs`` serves the live API
 documentation (Swagger UI from the ``fastapi-offline`` package's files, no CDN), ``/openapi.json`` the
 document that ``openapi.yaml`` is a copy of. The operations endpoints (``routers/operations.py``: health,
-metrics) are routes of the same app, outside the API document. ``StartupGate`` answers 503 to the API while the
+metrics) are routes of the same app, outside the API document, and so is the schema browser (``registry/ui``:
+``/ui/`` and its ``/ui/api/`` helpers). ``StartupGate`` answers 503 to the API while the
 startup replay runs (only the operations endpoints answer then); it sits behind the cache, which is empty until
 then, so cached reads never pass it.
 """
@@ -36,6 +37,8 @@ from registry.http.read_cache import ReadCache, ReadGuard
 from registry.http.routers import ROUTERS, operations, query_parameter_names
 from registry.http.security import Authenticated, SecurityGuard
 from registry.metrics import Metrics
+from registry.ui import ROUTERS as ui_routers
+from registry.ui import mount as mount_ui
 
 if TYPE_CHECKING:
     from registry.forwarder import Forwarder
@@ -78,6 +81,7 @@ def build_api(
         api.include_router(router, dependencies=[Authenticated])  # every API route: 401 unless authenticated
     api.include_router(operations.router)  # health and metrics stay open: probes and scrapers hold no credentials
     _add_docs(api)
+    mount_ui(api)
 
     def openapi() -> dict[str, Any]:
         if api.openapi_schema is None:
@@ -188,7 +192,7 @@ class RegistryApp(ReadCache):
             guard=guard,
             requests=self.metrics.requests,
             max_bytes=limits.response_cache_bytes,
-            query_names=query_parameter_names(),
+            query_names=query_parameter_names([*ROUTERS, operations.router, *ui_routers]),
             bodies=BodyLimits(limits.max_request_bytes, limits.body_timeout),
         )
 

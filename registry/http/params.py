@@ -226,6 +226,10 @@ def query_error(loc: tuple[Any, ...], kind: str, value: Any) -> errors.ApiError:
     where, name = (*loc, "", "")[:2]
     if where == "path":
         return errors.not_found_route()
+    if kind == "missing":
+        return errors.bad_request(f"Query parameter '{name}' is required")
     if kind.startswith("int"):
         return errors.bad_request(f"Query parameter '{name}' must be an integer, got '{errors.clip(value)}'")
+    if kind == "greater_than_equal":
+        return errors.bad_request(f"Query parameter '{name}' is out of range: '{errors.clip(value)}'")
     return errors.bad_request(f"Query parameter '{name}' is invalid: '{errors.clip(value)}'")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -19,7 +18,7 @@ from registry.schemas_topic import Key
 from registry.state import State
 from streams.log import OFFSET_BEGINNING, TopicPartition, open_log
 from tests.registry.schemas import record
-from tests.server import RegistryProcess, free_port
+from tests.server import RegistryProcess
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 
@@ -35,12 +34,9 @@ C = compact(record("C", ("c", "int")))
 
 
 @pytest.fixture(scope="module")
-def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryProcess]:
+def own(module_registry: RegistryProcess) -> RegistryProcess:
     """A registry of this module's own: the id spaces and the context list start empty."""
-    d = tmp_path_factory.mktemp("contexts")
-    rp = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log").start()
-    yield rp
-    rp.stop()
+    return module_registry
 
 
 def register(c: httpx.Client, subject: str, schema: str) -> int:
