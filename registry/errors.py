@@ -100,7 +100,7 @@ def version_not_found(version: object) -> ApiError:
     return ApiError(404, ErrorCode.VERSION_NOT_FOUND, f"Version {clip(version)} not found.")
 
 
-def schema_not_found(schema_id: int | None = None) -> ApiError:
+def schema_not_found(schema_id: int | str | None = None) -> ApiError:
     return ApiError(
         404, ErrorCode.SCHEMA_NOT_FOUND, "Schema not found" if schema_id is None else f"Schema {schema_id} not found"
     )

@@ -7,6 +7,7 @@ versions from the caught-up state, write records through the ``Store`` and retur
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import hashlib
 import logging
@@ -15,9 +16,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 from compat import CheckLimitError, CompatibilityLevel, CompatibilityPolicy
-from registry import contexts, errors, schemas_topic
+from registry import contexts, contracts, errors, schemas_topic
 from registry.byte_lru import ByteLru
 from registry.config import DEFAULTS
+from registry.contracts import content_digest
 from registry.limits import Limits, check_schema_depth, check_schema_size
 from registry.modes import IMPORT_MODES, READ_ONLY_MODES, Mode
 from registry.references import LATEST, ReferenceResolver
@@ -30,7 +32,7 @@ from registry.schema_types import (
 )
 from registry.schema_types.compatibility import check_compatibility, compatibility_messages
 from registry.schemas_topic import Key
-from registry.state import IdSpace, SchemaContent, State, Version, content_digest
+from registry.state import IdSpace, SchemaContent, State, Version
 from registry.store import Store
 from registry.work_pool import WorkPool
 
@@ -100,10 +102,25 @@ class CheckListener(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class _Checked:
-    """A new schema, parsed and found compatible, and what that verdict was based on (``_check_basis``)."""
+    """A new schema, parsed and found compatible, and what that verdict was based on (``_check_basis``):
+    ``req`` with the metadata and rule set a registration stores, ``populated`` when they differ from those sent."""
 
     content: SchemaContent
     basis: tuple[Any, ...]
+    req: SchemaRequest
+    populated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """What a registration stored (or found): the id, the version and its content. ``populated`` is True when
+    the stored metadata or rule set is not what the request sent (merged from the config's defaults and
+    overrides, or carried over from the previous version), so the answer shows what was stored."""
+
+    id: int
+    version: int
+    content: SchemaContent
+    populated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +288,14 @@ class Service:
             raise errors.schema_not_found(schema_id)
         return space.contents[schema_id]
 
+    def id_of_guid(self, guid: str) -> int:
+        """The id of the schema with this GUID (Confluent 8); 40403 when no live-or-soft-deleted version has it."""
+        digest = contracts.digest_of_guid(guid)
+        schema_id = self.state.digest_to_id.get(digest) if digest is not None else None
+        if schema_id is None or schema_id not in self.state.id_versions:
+            raise errors.schema_not_found(guid)
+        return schema_id
+
     def id_versions(
         self, schema_id: int, *, deleted: bool, context: str = contexts.DEFAULT_CONTEXT
     ) -> list[tuple[str, int]]:
@@ -404,6 +429,13 @@ class Service:
                 try:
                     in_candidate = self._with_concrete_references(req, candidate)
                     match = await self._match_in_subject(candidate, in_candidate, normalize=normalize, deleted=deleted)
+                    if match is None:
+                        # As Confluent: look again with the metadata and rule set a registration would store.
+                        completed = self._with_contract(candidate, in_candidate, None)
+                        if completed != in_candidate:
+                            match = await self._match_in_subject(
+                                candidate, completed, normalize=normalize, deleted=deleted
+                            )
                 except errors.ApiError as e:
                     if candidate == subject or e.status == 503:  # a full pool is retried, not a miss
                         raise
@@ -415,6 +447,21 @@ class Service:
                 raise errors.subject_not_found(subject)
             raise errors.schema_not_found()
         return match
+
+    def _with_contract(self, subject: str, req: SchemaRequest, new_version: int | None) -> SchemaRequest:
+        """``req`` with the metadata and rule set a registration stores (``contracts.merged_contract``)."""
+        prev = self.state.latest(subject)
+        metadata, rule_set = contracts.merged_contract(
+            self.effective_config(subject),
+            req.metadata,
+            req.rule_set,
+            (prev.content.metadata, prev.content.rule_set) if prev is not None else None,
+            new_version,
+            req.version is not None and req.version != 0,
+        )
+        if (metadata, rule_set) == (req.metadata, req.rule_set):
+            return req
+        return dataclasses.replace(req, metadata=metadata, rule_set=rule_set)
 
     def normalize_default(self, subject: str) -> bool:
         return bool(self.effective_config(subject).get("normalize", False))
@@ -453,9 +500,21 @@ class Service:
     # ---- compatibility ----------------------------------------------------------------------------------
 
     async def _incompatibilities(
-        self, subject: str, new: ParsedSchema, previous: list[Version], level: CompatibilityLevel
+        self,
+        subject: str,
+        new: ParsedSchema,
+        previous: list[Version],
+        level: CompatibilityLevel,
+        metadata: dict[str, Any] | None = None,
     ) -> list[str]:
-        """Confluent's message entries for the first failing previous version (empty: compatible)."""
+        """Confluent's message entries for the first failing previous version (empty: compatible). With a
+        ``compatibilityGroup`` in the subject's config, only versions whose metadata property of that name has the
+        new schema's value (``metadata``; absent matches absent) are checked: a new major version starts a new
+        lineage."""
+        group = self.effective_config(subject).get("compatibilityGroup")
+        if group:
+            value = contracts.group_value(metadata, group)
+            previous = [v for v in previous if contracts.group_value(v.content.metadata, group) == value]
         if not previous or level is CompatibilityLevel.NONE:
             return []
         t = self._type(new.schema_type)
@@ -522,7 +581,7 @@ class Service:
                 return CompatibilityVerdict(False, [e.message])
             raise
         level = self.effective_level(subject)
-        messages = await self._incompatibilities(subject, parsed, previous, level)
+        messages = await self._incompatibilities(subject, parsed, previous, level, req.metadata)
         return CompatibilityVerdict(not messages, messages)
 
     # ---- writes -----------------------------------------------------------------------------------------
@@ -539,21 +598,26 @@ class Service:
 
     async def register(
         self, subject: str, req: SchemaRequest, *, normalize: bool | None, force: bool = False
-    ) -> int:
+    ) -> Registered:
         check_subject(subject, for_register=True)
         if normalize is None:
             normalize = self.normalize_default(subject)
         req = self._with_concrete_references(req, subject)
         mode = self.effective_mode(subject)
         # Fast path before any mode check: an already registered schema answers with its id (even READONLY).
-        if not is_empty_schema(req.schema) and mode not in IMPORT_MODES:
+        # Not when the config has default/override metadata or rule sets: those may make it a new version.
+        if (
+            not is_empty_schema(req.schema)
+            and mode not in IMPORT_MODES
+            and not contracts.has_defaults_or_overrides(self.effective_config(subject))
+        ):
             existing = await self._match_in_subject(subject, req, normalize=normalize, deleted=False)
             if (
                 existing is not None
                 and (req.id is None or req.id == existing.id)
                 and (req.version is None or req.version == existing.version)
             ):
-                return existing.id
+                return Registered(existing.id, existing.version, existing.content)
         where = f"Subject {errors.clip(subject)} in context {_in_context(subject)}"
         if mode in READ_ONLY_MODES:
             raise errors.operation_not_permitted(f"{where} is in read-only mode")
@@ -570,7 +634,7 @@ class Service:
             await self._catch_up()
             if checked.basis != self._check_basis(subject):
                 checked = await self._check_new(subject, req, normalize=normalize, importing=importing, force=force)
-            return await self._register_checked(subject, req, checked, importing=importing)
+            return await self._register_checked(subject, checked, importing=importing)
 
     def _with_concrete_references(self, req: SchemaRequest, subject: str) -> SchemaRequest:
         """References to ``latest`` (-1) become the version they name now in ``subject``'s context
@@ -580,8 +644,12 @@ class Service:
         return replace(req, references=self.references.concrete(req.references, parent=subject))
 
     def _check_basis(self, subject: str) -> tuple[Any, ...]:
-        """What a compatibility verdict for ``subject`` depends on: its live versions and its config."""
-        return tuple((v.version, v.id) for v in self.state.versions(subject)), self.effective_config(subject)
+        """What a compatibility verdict for ``subject`` depends on: its live versions, its next version (the
+        default metadata and rule sets may depend on it) and its config."""
+        st = self.state
+        return tuple((v.version, v.id) for v in st.versions(subject)), st.next_version(subject), self.effective_config(
+            subject
+        )
 
     async def _check_new(
         self, subject: str, req: SchemaRequest, *, normalize: bool, importing: bool, force: bool
@@ -589,6 +657,9 @@ class Service:
         st = self.state
         basis = self._check_basis(subject)
         live = st.versions(subject)
+        sent = (req.metadata, req.rule_set)
+        if not importing:  # as Confluent: IMPORT stores the metadata and rule set as sent
+            req = self._with_contract(subject, req, st.next_version(subject))
         schema, schema_type, refs = req.schema, req.schema_type, req.references
         if is_empty_schema(schema):
             prev = st.latest(subject)
@@ -604,10 +675,10 @@ class Service:
         content = SchemaContent(schema_type, parsed.canonical, refs, req.metadata, req.rule_set)
         # 8.x's ?force=true skips the compatibility check; a schema already live here needs none
         if not importing and not force and not self._live_with(live, content):
-            msgs = await self._incompatibilities(subject, parsed, live, self.effective_level(subject))
+            msgs = await self._incompatibilities(subject, parsed, live, self.effective_level(subject), req.metadata)
             if msgs:
                 raise errors.incompatible_schema(subject, msgs)
-        return _Checked(content, basis)
+        return _Checked(content, basis, req, (req.metadata, req.rule_set) != sent)
 
     @staticmethod
     def _live_with(live: list[Version], content: SchemaContent) -> Version | None:
@@ -616,18 +687,16 @@ class Service:
                 return v
         return None
 
-    async def _register_checked(
-        self, subject: str, req: SchemaRequest, checked: _Checked, *, importing: bool
-    ) -> int:
+    async def _register_checked(self, subject: str, checked: _Checked, *, importing: bool) -> Registered:
         st = self.state
-        content = checked.content
+        req, content, populated = checked.req, checked.content, checked.populated
         schema_type = content.schema_type
         next_version = st.next_version(subject)
 
         if not importing:
             registered = self._live_with(st.versions(subject), content)
-            if registered is not None:
-                return registered.id  # registered meanwhile (or normalize made them equal)
+            if registered is not None:  # registered meanwhile (or normalize made them equal)
+                return Registered(registered.id, registered.version, registered.content, populated)
             if req.version is not None and req.version != next_version:
                 raise errors.invalid_schema("Version is not one more than previous version")
             version = next_version
@@ -682,7 +751,7 @@ class Service:
         for v in st.versions(subject, deleted=True):
             if v.deleted and v.id == schema_id and v.version != version and not st.referrers.get(v.ref_key):
                 await self._tombstone_version(v)
-        return schema_id
+        return Registered(schema_id, version, written.content, populated)
 
     async def _tombstone_version(self, v: Version) -> None:
         for raw in sorted(self.state.raw_keys(Key(schemas_topic.SCHEMA, v.subject, v.version))):

@@ -43,6 +43,9 @@ from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import Schema
 from serdes.plans import LocalReference, Plan, load_references, register_or_lookup, register_references, run_plan
+from serdes.rules import steps as rule_steps
+from serdes.rules.engine import RuleConfig, RuleTarget
+from serdes.schema_ids import CLASSIC_MAGIC, IdHeaderWriter
 from serdes.strategies import SubjectNameStrategy
 
 __all__ = ["AsyncProtobufDeserializer", "AsyncProtobufSerializer", "ProtobufDeserializer", "ProtobufSerializer",
@@ -107,13 +110,28 @@ def _local_references(fd: FileDescriptor, skip_known: bool) -> tuple[list[LocalR
     return order, registered(fd.dependencies), files
 
 
+def _rule_target(desc: Descriptor) -> rule_steps.TargetFactory:
+    """How rules see messages of ``desc``: field rules walk the message, CEL sees a dict of its fields, JSONata
+    its JSON mapping."""
+    from serdes.rules import proto_walk
+
+    def target(schema: Schema, schema_id: int | None) -> RuleTarget:
+        return RuleTarget(schema, lambda selection, condition: proto_walk.proto_walker(desc, selection, condition),
+                          proto_walk.to_value, proto_walk.from_value, proto_walk.to_json, proto_walk.from_json,
+                          schema_id=schema_id)
+
+    return target
+
+
 class _ProtoWriter(Writer[bytes]):
     """``(message, ctx) -> bytes`` for one generated message class.
 
     Arguments as for ``AvroSerializer`` (``use_latest_version``, ``use_latest_with_metadata``, ``use_schema_id``
     included); ``skip_known_types`` (default True) leaves well-known imports unregistered;
     ``reference_subject_strategy(ctx, file_descriptor) -> subject`` names imported files (default: the import
-    path).
+    path); ``rule_config`` as confluent-kafka's ``rule.conf``; ``schema_id_header`` as for ``AvroSerializer``.
+    The WRITE rules of a registered schema written with (``use_latest_*``, ``use_schema_id``) run on each message
+    (a transform works on a copy).
     """
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient, message_type: type[Message], *,
@@ -122,8 +140,12 @@ class _ProtoWriter(Writer[bytes]):
                  use_latest_with_metadata: dict[str, str] | None = None, use_schema_id: int | None = None,
                  normalize: bool = False, skip_known_types: bool = True,
                  reference_subject_strategy: Callable[[SerializationContext | None, FileDescriptor], str]
-                 = reference_subject_name) -> None:
+                 = reference_subject_name, rule_config: dict[str, Any] | None = None,
+                 schema_id_header: bool = False) -> None:
         check_client(client, self._is_async, self)
+        self._id_header = IdHeaderWriter(protobuf=True) if schema_id_header else None
+        self._rule_config = RuleConfig(rule_config)
+        self._rules: dict[bytes, rule_steps.Step] = {}  # frame header -> the WRITE rules of its schema
         if not is_message_class(message_type):
             raise TypeError(f"{type(self).__name__} needs a generated message class, not {message_type!r}")
         self._choice = WriterSchema(self, "PROTOBUF", True, auto_register, use_latest_version,
@@ -143,7 +165,11 @@ class _ProtoWriter(Writer[bytes]):
 
     def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[bytes]:
         if self._choice.chosen:
-            schema_id, _ = yield from self._choice.fetch(subject, ctx)
+            schema_id, registered = yield from self._choice.fetch(subject, ctx)
+            rules = rule_steps.write_rules(registered, _rule_target(self._desc), self._rule_config, schema_id,
+                                           subject) if rule_steps.has_rules(registered) else None
+            if rules is not None:
+                self._rules[wire.prefix(schema_id) + self._indexes] = rules
         else:
             done = yield from register_references(
                 self._local_refs, lambda name: self._ref_subject(ctx, self._files[name]), self._auto_register,
@@ -156,6 +182,9 @@ class _ProtoWriter(Writer[bytes]):
         if type(message) is not self._cls and not isinstance(message, self._cls):
             raise SerializationError(f"expected a {self._desc.full_name} message, got {type(message).__name__}",
                                      topic=topic_of(ctx))
+        rules = self._rules.get(head) if self._rules else None
+        if rules is not None:
+            message = rules(message, ctx, message)
         try:
             return head + message.SerializeToString()
         except Exception as e:  # e.g. proto2 required fields missing
@@ -176,7 +205,9 @@ class ProtobufSerializer(_ProtoWriter, SyncWriter[bytes]):
             head = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
             if head is None:
                 head = plans.get(self._client, ctx, self._resolve)
-        if type(message) is self._cls:
+        if self._id_header is not None:
+            return self._id_header(self._client, self._write(message, head, ctx), ctx)
+        if type(message) is self._cls and not self._rules:
             try:
                 return head + message.SerializeToString()
             except Exception:
@@ -203,6 +234,7 @@ class RegisteredProtoFile:
         if references is None:
             references = run_plan(client, load_references(schema, "serialized")) if schema.references else {}
         self.schema_id = schema_id
+        self.schema = schema
         self.pool = descriptor_pool.DescriptorPool()
         self._added: set[str] = set()
         for name, target in references.items():
@@ -260,6 +292,7 @@ class _ReadPlan:
     message_class: type[Message]
     payload_start: int  # where the message bytes begin: after prefix and index path
     schema_id: int
+    rules: rule_steps.Step | None = None  # the writer schema's READ rules (None: it has none)
 
 
 class _ProtoReader(Reader[_ReadPlan]):
@@ -267,12 +300,14 @@ class _ProtoReader(Reader[_ReadPlan]):
 
     With ``message_type`` every payload is parsed as that class (Protobuf's own field-number evolution rules
     apply between writer and reader); without it, the writer schema's message class is built from the
-    registry and returned.
+    registry and returned. The READ rules of the writer schema run on each message (``rule_config`` as
+    confluent-kafka's ``rule.conf``).
     """
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient,
-                 message_type: type[Message] | None = None) -> None:
+                 message_type: type[Message] | None = None, *, rule_config: dict[str, Any] | None = None) -> None:
         check_client(client, self._is_async, self)
+        self._rule_config = RuleConfig(rule_config)
         if message_type is not None and not is_message_class(message_type):
             raise TypeError(f"{type(self).__name__} needs a generated message class, not {message_type!r}")
         self._client = client
@@ -285,10 +320,11 @@ class _ProtoReader(Reader[_ReadPlan]):
 
     def _read(self, data: bytes, ctx: SerializationContext | None, plan: _ReadPlan) -> Message:
         try:
-            return plan.message_class.FromString(data[plan.payload_start:])
+            message = plan.message_class.FromString(data[plan.payload_start:])
         except (DecodeError, RuntimeError, ValueError) as e:
             raise SerializationError(f"cannot decode Protobuf {plan.message_class.DESCRIPTOR.full_name}: {e}",
                                      topic=topic_of(ctx), offset=plan.payload_start, schema_id=plan.schema_id) from e
+        return message if plan.rules is None else plan.rules(message, ctx, data)
 
     @staticmethod
     def _header(data: bytes, topic: str | None) -> tuple[int, list[int], int]:
@@ -326,9 +362,11 @@ class _ProtoReader(Reader[_ReadPlan]):
         except IndexError as e:
             raise SerializationError(str(e), topic=topic, offset=_PREFIX, schema_id=schema_id) from e
         cls = self._cls if self._cls is not None else GetMessageClass(desc)
+        rules = rule_steps.domain_rules(wf.schema, rule_steps.READ, _rule_target(desc), self._rule_config,
+                                        schema_id) if rule_steps.has_rules(wf.schema) else None
         # Keyed by frame header + index bytes: for the common [0] path that is the 6 bytes the fast path
         # looks up; longer paths are found here after decoding their indexes.
-        return self._plans.put(data[:start], _ReadPlan(cls, start, schema_id))
+        return self._plans.put(data[:start], _ReadPlan(cls, start, schema_id, rules))
 
 
 class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
@@ -340,9 +378,13 @@ class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
             return None
         if type(data) is not bytes:
             data = bytes(data)
+        if data[:1] != CLASSIC_MAGIC or (ctx is not None and getattr(ctx, "headers", None)):  # Unframer.needed
+            data = self._unframing()(self._client, data, ctx)
         plan = self._plans.get(data[:6])
         if plan is None:
             plan = self._lookup(data, ctx) or run_plan(self._client, self._resolve(data, ctx))
+        if plan.rules is not None:
+            return self._read(data, ctx, plan)
         try:
             return plan.message_class.FromString(data[plan.payload_start:])
         except Exception:

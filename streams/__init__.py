@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["DeadLetterQueue", "LogAndContinue", "LogAndFail"], "streams.handlers"),
     **dict.fromkeys(["StateListener", "TaskState"], "streams.listeners"),
     **dict.fromkeys(["Cancellable", "Processor", "ProcessorContext", "PunctuationType"], "streams.processor"),
+    **dict.fromkeys(["HostInfo", "KeyQueryMetadata", "StreamsMetadata"], "streams.queries"),
     **dict.fromkeys(["BYTES", "FLOAT", "INT", "JSON", "STRING", "Serde"], "streams.serdes"),
     **dict.fromkeys(["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"], "streams.test_driver"),
     **dict.fromkeys(["StoreSpec", "Topology"], "streams.topology"),
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from streams.handlers import DeadLetterQueue, LogAndContinue, LogAndFail
     from streams.listeners import StateListener, TaskState
     from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
+    from streams.queries import HostInfo, KeyQueryMetadata, StreamsMetadata
     from streams.serdes import BYTES, FLOAT, INT, JSON, STRING, Serde
     from streams.test_driver import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
     from streams.topology import StoreSpec, Topology
@@ -80,10 +82,12 @@ __all__ = [
     "CoPartitioningError",
     "DeadLetterQueue",
     "DeserializationError",
+    "HostInfo",
     "InvalidStateStoreError",
     "KGroupedStream",
     "KStream",
     "KTable",
+    "KeyQueryMetadata",
     "LogAndContinue",
     "LogAndFail",
     "MissingTopicError",
@@ -99,6 +103,7 @@ __all__ = [
     "StreamsApp",
     "StreamsBuilder",
     "StreamsError",
+    "StreamsMetadata",
     "TaskState",
     "TestInputTopic",
     "TestOutputTopic",

@@ -83,7 +83,7 @@ def test_bare_install_serves_the_registry(bare_venv: Path, tmp_path: Path) -> No
             headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
         )
         assert registered.status_code == 200, registered.text
-        assert registered.json() == {"id": 1}
+        assert registered.json() == {"id": 1, "version": 1, "guid": "095d71cf-1255-6b9d-5e33-0ad575b3df5d"}
         # the schema browser's files ship in the package
         for asset in ("/ui", "/ui/app.js", "/ui/app.css"):
             assert httpx.get(f"http://127.0.0.1:{port}{asset}").status_code == 200, asset

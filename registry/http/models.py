@@ -231,6 +231,8 @@ class ModeUpdateRequest(BaseModel):
 
 # ---- answers (documentation only) -----------------------------------------------------------------------------
 
+GUID_DOC = "Confluent 8's schema GUID: the MD5 identity hash of schema, references, metadata and rule set, as a UUID."
+
 
 class ErrorMessage(BaseModel):
     error_code: int
@@ -243,6 +245,7 @@ class Schema(BaseModel):
     subject: str
     version: int
     id: int
+    guid: str = Field(description=GUID_DOC)
     schemaType: SchemaTypeName | SkipJsonSchema[None] = absent("Absent for AVRO.")
     references: list[SchemaReference] | SkipJsonSchema[None] = absent()
     metadata: Metadata | SkipJsonSchema[None] = absent()
@@ -251,8 +254,9 @@ class Schema(BaseModel):
 
 
 class SchemaString(BaseModel):
-    """A schema by id (Confluent's ``SchemaString``)."""
+    """A schema by id or GUID (Confluent's ``SchemaString``)."""
 
+    guid: str = Field(description=GUID_DOC)
     schemaType: SchemaTypeName | SkipJsonSchema[None] = absent("Absent for AVRO.")
     schema_: str = Field(alias="schema")
     references: list[SchemaReference] | SkipJsonSchema[None] = absent()
@@ -262,6 +266,22 @@ class SchemaString(BaseModel):
 
 
 class RegisterSchemaResponse(BaseModel):
+    """id, version and GUID; the stored content too when the registry completed its metadata or rule set."""
+
+    id: int
+    version: int
+    guid: str = Field(description=GUID_DOC)
+    schemaType: SchemaTypeName | SkipJsonSchema[None] = absent("Absent for AVRO.")
+    references: list[SchemaReference] | SkipJsonSchema[None] = absent()
+    metadata: Metadata | SkipJsonSchema[None] = absent()
+    ruleSet: RuleSet | SkipJsonSchema[None] = absent()
+    schema_: str | SkipJsonSchema[None] = Field(None, alias="schema", json_schema_extra=_drop_default)
+
+
+class ContextId(BaseModel):
+    """An id in a context (only the default context, ``.``, exists here)."""
+
+    context: str
     id: int
 
 
