@@ -376,7 +376,7 @@ class _JsonReader(Reader[_ReadPlan]):
                                              schema_id=schema_id) from e
             read_rules = rule_steps.domain_rules(reader_schema, rule_steps.READ, _rule_target, self._rule_config,
                                                  latest.schema_id if latest is not None else schema_id,
-                                                 self._subjects.subject_for(ctx) if latest is not None else None)
+                                                 self._subjects.subject_or_none(ctx))
             rules = rule_steps.chain(*migrations, read_rules)
         if self._validate:
             try:
