@@ -443,7 +443,7 @@ class _ProtoReader(Reader[_ReadPlan]):
             raise SerializationError(f"cannot find the migrations from schema {schema_id} to version "
                                      f"{latest.version} of {subject!r}: {e}", topic=topic,
                                      schema_id=schema_id) from e
-        read_rules = rule_steps.domain_rules(latest.schema, rule_steps.READ, _rule_target(cls.DESCRIPTOR),
+        read_rules = rule_steps.domain_rules(latest.schema, rule_steps.READ, _rule_target(reader_desc),
                                              self._rule_config, latest.schema_id, subject)
         if not migrations:  # the payload is parsed as the reader's message directly
             return _ReadPlan(cls, start, schema_id, read_rules)

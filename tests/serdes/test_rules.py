@@ -4,6 +4,7 @@ across a major version, DLQ, disabled rules."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -27,6 +28,8 @@ from google.protobuf import json_format
 from google.protobuf.message_factory import GetMessageClass
 
 from serdes import (
+    AsyncProtobufDeserializer,
+    AsyncRegistryClient,
     AvroDeserializer,
     AvroSerializer,
     JsonSchemaDeserializer,
@@ -305,7 +308,8 @@ def _proto_class(client: RegistryClient, schema_id: int) -> Any:
 
 
 def test_protobuf_jsonata_migrations_match_confluent(
-    http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, topic: str, require_type: Any
+    http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, registry_url: str, topic: str,
+    require_type: Any
 ) -> None:
     require_type("PROTOBUF")
     subject = f"{topic}-value"
@@ -327,6 +331,12 @@ def test_protobuf_jsonata_migrations_match_confluent(
     assert upgraded.DESCRIPTOR.full_name == "sktest.widget.Widget"
     assert json_format.MessageToDict(upgraded) == {"name": "w", "height": 7}
     assert ProtobufDeserializer(client, new_cls, use_latest_with_metadata=v2)(data_v1, ctx) == new
+
+    async def read_async() -> Any:
+        async with AsyncRegistryClient(registry_url) as c:
+            return await AsyncProtobufDeserializer(c, new_cls, use_latest_with_metadata=v2)(data_v1, ctx)
+
+    assert asyncio.run(read_async()) == new
     ck_read_v2 = CkProtobufDeserializer(new_cls, conf={"use.deprecated.format": False, "use.latest.with.metadata": v2},
                                         schema_registry_client=ck)
     assert json_format.MessageToDict(ck_read_v2(data_v1, ctx)) == {"name": "w", "height": 7}
