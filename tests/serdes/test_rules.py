@@ -413,6 +413,27 @@ def test_json_jsonata_migrations_and_disabled_migration_match_confluent(
         CkJsonDeserializer(None, schema_registry_client=ck, conf={"use.latest.with.metadata": v1})(data_v2, ctx)
 
 
+def test_json_field_rules_follow_refs_into_referenced_schemas_as_confluent(
+    http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, topic: str
+) -> None:
+    address = {"type": "object", "properties": {"street": {"type": "string", "confluent:tags": ["PII"]},
+                                                "zip": {"type": "string"}}}
+    register(http, f"{topic}-address", address, "JSON")
+    customer = {"type": "object", "properties": {"id": {"type": "string"}, "address": {"$ref": "address.json"}}}
+    register(http, f"{topic}-value", customer, "JSON",
+             references=[{"name": "address.json", "subject": f"{topic}-address", "version": 1}],
+             ruleSet={"domainRules": [MASK_PII, {**MASK_PII, "name": "unmask", "mode": "READ",
+                                                 "expr": "typeName == 'STRING' ; value + '-read'"}]})
+    ctx = value_ctx(topic)
+    record = {"id": "c-1", "address": {"street": "main", "zip": "123"}}
+    ours = JsonSchemaSerializer(client, use_latest_version=True)(record, ctx)
+    assert json.loads(ours[5:]) == {"id": "c-1", "address": {"street": "main-masked", "zip": "123"}}
+    assert ours == CkJsonSerializer(None, ck, conf={"auto.register.schemas": False, "use.latest.version": True})(
+        record, ctx)
+    assert JsonSchemaDeserializer(client)(ours, ctx) == {"id": "c-1",
+                                                        "address": {"street": "main-masked-read", "zip": "123"}}
+
+
 def test_async_and_typed_serdes_run_the_rules(http: httpx.Client, registry_url: str, topic: str) -> None:
     import asyncio
     import dataclasses
