@@ -20,8 +20,10 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer as CkJs
 from confluent_kafka.schema_registry.json_schema import JSONSerializer as CkJsonSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer as CkProtobufDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer as CkProtobufSerializer
+from confluent_kafka.schema_registry.rule_registry import RuleRegistry
 from confluent_kafka.schema_registry.rules.cel.cel_executor import CelExecutor
 from confluent_kafka.schema_registry.rules.cel.cel_field_executor import CelFieldExecutor
+from confluent_kafka.schema_registry.rules.dlq.dlq_action import DlqAction
 from confluent_kafka.schema_registry.rules.jsonata.jsonata_executor import JsonataExecutor
 from confluent_kafka.serialization import SerializationError as CkSerializationError
 from google.protobuf import json_format
@@ -351,8 +353,9 @@ def test_protobuf_jsonata_migrations_match_confluent(
     assert ProtobufDeserializer(client, new_cls, use_latest_version=True)(data_v2, ctx) == new
 
 
-def test_protobuf_dlq_action_on_write_and_read(
-    http: httpx.Client, client: RegistryClient, protos: Any, topic: str, kafka_bootstrap: str, require_type: Any
+def test_protobuf_dlq_action_on_write_and_read_matches_confluent(
+    http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, protos: Any, topic: str,
+    kafka_bootstrap: str, require_type: Any
 ) -> None:
     require_type("PROTOBUF")
     order_cls = protos.order.Order
@@ -373,16 +376,23 @@ def test_protobuf_dlq_action_on_write_and_read(
     with pytest.raises(RuleError) as err:
         ProtobufDeserializer(client, order_cls, rule_config=rule_config)(framed, ctx)
     assert err.value.rule == "checkQty"
+    # confluent-kafka's serializer with its DLQ action and the same rule set, to the same topic
+    ck_rules = RuleRegistry()
+    ck_rules.register_executor(CelExecutor())
+    ck_rules.register_action(DlqAction(rule_config))
+    with pytest.raises(CkSerializationError):
+        CkProtobufSerializer(order_cls, ck, conf={"auto.register.schemas": False, "use.latest.version": True,
+                                                  "use.deprecated.format": False}, rule_registry=ck_rules)(bad, ctx)
 
-    written, read = _dlq_records(kafka_bootstrap, dlq_topic, 2)
+    written, read, ck_written = _dlq_records(kafka_bootstrap, dlq_topic, 3)
     assert json.loads(written.value()) == {"id": "o-9", "qty": "-2"}  # the message in its JSON mapping
+    assert written.value() == ck_written.value()
     assert read.value() == framed  # the bytes read
-    assert [_headers(m)["__rule.mode"] for m in (written, read)] == ["WRITE", "READ"]
-    for m in (written, read):
-        assert {k: v for k, v in _headers(m).items() if k != "__rule.exception"} == {
-            "__rule.name": "checkQty", "__rule.mode": _headers(m)["__rule.mode"], "__rule.subject": subject,
-            "__rule.topic": topic}
-        assert "expression is false: message.qty > 0" in _headers(m)["__rule.exception"]
+    for m, mode in ((written, "WRITE"), (read, "READ"), (ck_written, "WRITE")):
+        headers = _headers(m)
+        assert headers.pop("__rule.exception")
+        assert headers == {"__rule.name": "checkQty", "__rule.mode": mode, "__rule.subject": subject,
+                           "__rule.topic": topic}
 
 
 def test_json_jsonata_migrations_and_disabled_migration_match_confluent(
