@@ -300,6 +300,7 @@ def test_protobuf_rules_match_confluent(
     assert str(ck_err.value.__cause__) == "Rule expr failed: message.qty > 0"
 
 
+READ_PII = {**MASK_PII, "name": "markRead", "mode": "READ", "expr": "typeName == 'STRING' ; value + '-read'"}
 WIDGET_PROTO = 'syntax = "proto3";\npackage sktest.widget;\nmessage Widget {{\n  string name = 1;\n  {field}\n}}\n'
 
 
@@ -320,9 +321,11 @@ def test_protobuf_jsonata_migrations_match_confluent(
     id1 = register(http, subject, None, "PROTOBUF", schema_text=WIDGET_PROTO.format(field="int32 size = 2;"),
                    metadata={"properties": {"major": "1"}})
     id2 = register(http, subject, None, "PROTOBUF", schema_text=WIDGET_PROTO.format(field="int32 height = 3;"),
-                   metadata={"properties": {"major": "2"}}, ruleSet={"migrationRules": [UPGRADE, DOWNGRADE]})
+                   metadata={"properties": {"major": "2"}, "tags": {"sktest.widget.Widget.name": ["PII"]}},
+                   ruleSet={"migrationRules": [UPGRADE, DOWNGRADE], "domainRules": [READ_PII]})
     old_cls, new_cls = _proto_class(client, id1), _proto_class(client, id2)
     old, new = old_cls(name="w", size=7), new_cls(name="w", height=7)
+    read_new = new_cls(name="w-read", height=7)  # migrated, then v2's READ rule ran on the v2 message
     ctx = value_ctx(topic)
     v1, v2 = {"major": "1"}, {"major": "2"}
     ck_conf = {"auto.register.schemas": False, "use.deprecated.format": False}
@@ -331,17 +334,17 @@ def test_protobuf_jsonata_migrations_match_confluent(
     assert data_v1 == CkProtobufSerializer(old_cls, ck, conf={**ck_conf, "use.latest.with.metadata": v1})(old, ctx)
     upgraded = ProtobufDeserializer(client, use_latest_with_metadata=v2)(data_v1, ctx)  # UPGRADE
     assert upgraded.DESCRIPTOR.full_name == "sktest.widget.Widget"
-    assert json_format.MessageToDict(upgraded) == {"name": "w", "height": 7}
-    assert ProtobufDeserializer(client, new_cls, use_latest_with_metadata=v2)(data_v1, ctx) == new
+    assert json_format.MessageToDict(upgraded) == {"name": "w-read", "height": 7}
+    assert ProtobufDeserializer(client, new_cls, use_latest_with_metadata=v2)(data_v1, ctx) == read_new
 
     async def read_async() -> Any:
         async with AsyncRegistryClient(registry_url) as c:
             return await AsyncProtobufDeserializer(c, new_cls, use_latest_with_metadata=v2)(data_v1, ctx)
 
-    assert asyncio.run(read_async()) == new
+    assert asyncio.run(read_async()) == read_new
     ck_read_v2 = CkProtobufDeserializer(new_cls, conf={"use.deprecated.format": False, "use.latest.with.metadata": v2},
                                         schema_registry_client=ck)
-    assert json_format.MessageToDict(ck_read_v2(data_v1, ctx)) == {"name": "w", "height": 7}
+    assert json_format.MessageToDict(ck_read_v2(data_v1, ctx)) == {"name": "w-read", "height": 7}
 
     data_v2 = ProtobufSerializer(client, new_cls, use_latest_with_metadata=v2)(new, ctx)
     assert ProtobufDeserializer(client, old_cls, use_latest_with_metadata=v1)(data_v2, ctx) == old  # DOWNGRADE
@@ -349,8 +352,8 @@ def test_protobuf_jsonata_migrations_match_confluent(
                                         schema_registry_client=ck)
     assert json_format.MessageToDict(ck_read_v1(data_v2, ctx)) == {"name": "w", "size": 7}
     # no reader version: the writer's message, not migrated; the latest version (v2) without migrations between
-    assert json_format.MessageToDict(ProtobufDeserializer(client)(data_v2, ctx)) == {"name": "w", "height": 7}
-    assert ProtobufDeserializer(client, new_cls, use_latest_version=True)(data_v2, ctx) == new
+    assert json_format.MessageToDict(ProtobufDeserializer(client)(data_v2, ctx)) == {"name": "w-read", "height": 7}
+    assert ProtobufDeserializer(client, new_cls, use_latest_version=True)(data_v2, ctx) == read_new
 
 
 def test_protobuf_dlq_action_on_write_and_read_matches_confluent(
@@ -432,8 +435,7 @@ def test_json_field_rules_follow_refs_into_referenced_schemas_as_confluent(
     customer = {"type": "object", "properties": {"id": {"type": "string"}, "address": {"$ref": "address.json"}}}
     register(http, f"{topic}-value", customer, "JSON",
              references=[{"name": "address.json", "subject": f"{topic}-address", "version": 1}],
-             ruleSet={"domainRules": [MASK_PII, {**MASK_PII, "name": "unmask", "mode": "READ",
-                                                 "expr": "typeName == 'STRING' ; value + '-read'"}]})
+             ruleSet={"domainRules": [MASK_PII, READ_PII]})
     ctx = value_ctx(topic)
     record = {"id": "c-1", "address": {"street": "main", "zip": "123"}}
     ours = JsonSchemaSerializer(client, use_latest_version=True)(record, ctx)
