@@ -382,10 +382,12 @@ def test_protobuf_dlq_action_on_write_and_read_matches_confluent(
     # confluent-kafka's serializer with its DLQ action and the same rule set, to the same topic
     ck_rules = RuleRegistry()
     ck_rules.register_executor(CelExecutor())
-    ck_rules.register_action(DlqAction(rule_config))
+    ck_dlq = DlqAction(rule_config)
+    ck_rules.register_action(ck_dlq)
     with pytest.raises(CkSerializationError):
         CkProtobufSerializer(order_cls, ck, conf={"auto.register.schemas": False, "use.latest.version": True,
                                                   "use.deprecated.format": False}, rule_registry=ck_rules)(bad, ctx)
+    ck_dlq.close()
 
     written, read, ck_written = _dlq_records(kafka_bootstrap, dlq_topic, 3)
     assert json.loads(written.value()) == {"id": "o-9", "qty": "-2"}  # the message in its JSON mapping
