@@ -356,6 +356,27 @@ def test_protobuf_jsonata_migrations_match_confluent(
     assert ProtobufDeserializer(client, new_cls, use_latest_version=True)(data_v2, ctx) == read_new
 
 
+def test_protobuf_migration_that_does_not_fit_the_reader_names_it(
+    http: httpx.Client, client: RegistryClient, topic: str, require_type: Any
+) -> None:
+    require_type("PROTOBUF")
+    subject = f"{topic}-value"
+    assert http.put(f"/config/{subject}", json={"compatibilityGroup": "major"}, headers=CT).status_code == 200
+    id1 = register(http, subject, None, "PROTOBUF", schema_text=WIDGET_PROTO.format(field="int32 size = 2;"),
+                   metadata={"properties": {"major": "1"}})
+    keep_size = {**UPGRADE, "expr": "$"}  # leaves "size", which v2 no longer has
+    register(http, subject, None, "PROTOBUF", schema_text=WIDGET_PROTO.format(field="int32 height = 3;"),
+             metadata={"properties": {"major": "2"}}, ruleSet={"migrationRules": [keep_size]})
+    ctx = value_ctx(topic)
+    old_cls = _proto_class(client, id1)
+    data = ProtobufSerializer(client, old_cls, use_latest_with_metadata={"major": "1"})(old_cls(name="w", size=7), ctx)
+    with pytest.raises(SerializationError) as err:
+        ProtobufDeserializer(client, use_latest_with_metadata={"major": "2"})(data, ctx)
+    assert str(err.value).startswith("the record migrated to sktest.widget.Widget does not fit it: ")
+    assert "size" in str(err.value)
+    assert (err.value.topic, err.value.schema_id) == (topic, id1)
+
+
 def test_protobuf_dlq_action_on_write_and_read_matches_confluent(
     http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, protos: Any, topic: str,
     kafka_bootstrap: str, require_type: Any
