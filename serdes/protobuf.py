@@ -375,7 +375,8 @@ class _ProtoReader(Reader[_ReadPlan]):
             strategy, subject, message_type.DESCRIPTOR.full_name if message_type is not None else None)
         capacity = cache_capacity(client)
         self._files: BoundedDict[int, RegisteredProtoFile] = BoundedDict(capacity)
-        self._plans: BoundedDict[Any, _ReadPlan] = BoundedDict(capacity)  # keyed by prefix + index-path bytes
+        # keyed by prefix + index-path bytes; with use_latest_* by (those, reader schema id)
+        self._plans: BoundedDict[Any, _ReadPlan] = BoundedDict(capacity)
 
     def _read(self, data: bytes, ctx: SerializationContext | None, plan: _ReadPlan) -> Message:
         try:
