@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck format openapi bench bench-spark spark-jar wheel clean
+.PHONY: install run test lint typecheck format openapi bench bench-spark spark-jar wheel browser clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,7 +34,16 @@ spark-jar: $(STAMP)
 wheel: $(STAMP)
 	SCHEMAKIT_SPARK_JAR=require $(PY) -m pip wheel --no-build-isolation --no-deps -w dist .
 
-test: $(STAMP) spark-jar
+# The UI tests (tests/ui) drive Debian's headless Chromium with Selenium; they skip, naming this target, where
+# it cannot be installed (not root, no apt).
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+		|| echo "chromium could not be installed: the UI tests skip"; \
+	else echo "chromium not found: the UI tests skip. Install: make browser (as root), or apt-get install chromium chromium-driver"; fi
+
+test: $(STAMP) spark-jar browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -q $(PYTEST_ARGS)

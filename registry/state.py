@@ -7,12 +7,14 @@ startup replay (``Store.open``) applies the log up to its end.
 
 from __future__ import annotations
 
-import hashlib
+import base64
+import binascii
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from registry import contexts, schemas_topic
+from registry.contracts import content_digest, guid_of
 from registry.schema_types.base import Reference
 from registry.schemas_topic import Key, RecordFormatError, decode_key, decode_value
 
@@ -35,36 +37,26 @@ class SchemaContent:
         if not self.digest:
             self.digest = content_digest(self.schema, self.references, self.metadata, self.rule_set)
 
+    @property
+    def guid(self) -> str:
+        """Confluent 8's GUID: the identity hash as a UUID (the same content has the same GUID everywhere)."""
+        return guid_of(self.digest)
+
     def references_json(self) -> list[dict[str, Any]]:
         return [{"name": r.name, "subject": r.subject, "version": r.version} for r in self.references]
 
 
-def content_digest(
-    schema: str,
-    references: tuple[Reference, ...],
-    metadata: dict[str, Any] | None,
-    rule_set: dict[str, Any] | None,
-) -> bytes:
-    """Confluent's identity hash: MD5 over the canonical string, the references (name, subject, 4-byte
-    big-endian version), and, when present, 0x01 + metadata and 0x01 + rule set. Schema type is not hashed."""
-    h = hashlib.md5(schema.encode())
-    for r in references:
-        h.update(r.name.encode())
-        h.update(r.subject.encode())
-        h.update(r.version.to_bytes(4, "big", signed=True))
-    if metadata:
-        h.update(b"\x01" + schemas_topic.jdumps(_sorted(metadata)).encode())
-    if rule_set:
-        h.update(b"\x01" + schemas_topic.jdumps(rule_set).encode())
-    return h.digest()
-
-
-def _sorted(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _sorted(obj[k]) for k in sorted(obj)}
-    if isinstance(obj, list):
-        return [_sorted(v) for v in obj]
-    return obj
+def _stored_md5(value: dict[str, Any]) -> bytes:
+    """The identity hash a SCHEMA value carries (Confluent writes ``md5`` when it encrypts metadata, whose hash
+    can then not be recomputed); empty when it carries none."""
+    md5 = value.get("md5")
+    if not isinstance(md5, str):
+        return b""
+    try:
+        raw = base64.b64decode(md5, validate=True)
+    except (binascii.Error, ValueError):
+        return b""
+    return raw if len(raw) == 16 else b""
 
 
 @dataclass(slots=True, eq=False)
@@ -208,6 +200,7 @@ class State:
             references=refs,
             metadata=value.get("metadata") or None,
             rule_set=value.get("ruleSet") or None,
+            digest=_stored_md5(value),
         )
         space = self.spaces.get(contexts.context_of(subject))
         if space is None:
@@ -288,7 +281,9 @@ class State:
         view = self._views.get(key)
         if view is None:
             vs = self.subjects.get(subject)
-            view = [vs[n] for n in sorted(vs) if deleted or not vs[n].deleted] if vs else []
+            if not vs:
+                return []  # not kept: subjects that do not exist come from requests, without bound
+            view = [vs[n] for n in sorted(vs) if deleted or not vs[n].deleted]
             if len(self._views) < 100_000:
                 self._views[key] = view
         return view

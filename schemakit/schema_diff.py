@@ -11,26 +11,15 @@ included.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from registry.schema_types.compatibility import change_kinds, level_verdicts
 from schemakit.connection import seg
 from schemakit.output import pretty_schema
 
 if TYPE_CHECKING:
     from registry.schema_types import ParsedSchema, ResolvedReference
     from serdes import RegistryClient
-
-
-@dataclass
-class LevelVerdict:
-    level: str
-    is_compatible: bool
-    messages: list[str]
-    reasons: list[str]  # "KIND path" per incompatibility
-
-    def to_json(self) -> dict[str, Any]:
-        return {"is_compatible": self.is_compatible, "messages": self.messages}
 
 
 class RemoteSchemas:
@@ -78,41 +67,6 @@ def text_diff(old: dict[str, Any], new: dict[str, Any], context: int = 3) -> lis
         return f"{b['subject']} version {b['version']} (id {b['id']})"
 
     return list(difflib.unified_diff(lines(old), lines(new), label(old), label(new), n=context, lineterm=""))
-
-
-def level_verdicts(new: ParsedSchema, chain: list[tuple[int, ParsedSchema]]) -> list[LevelVerdict]:
-    """``new`` against ``chain`` ((version, parsed), oldest first, V1 last) at each of the seven levels."""
-    from compat import CompatibilityLevel
-    from registry.schema_types import get_schema_type
-    from registry.schema_types.compatibility import check_compatibility, compatibility_messages
-
-    t = get_schema_type(new.schema_type)
-    assert t is not None
-    out = []
-    for level in CompatibilityLevel:
-        previous = chain if level.transitive else chain[-1:]
-        result = check_compatibility(t, level, new, [p for _v, p in previous])
-        failed = previous[result.failed_index or 0] if result.incompatibilities else None
-        messages = compatibility_messages(result.incompatibilities, old_version=failed[0],
-                                          old_schema=failed[1].canonical, level=level) if failed else []
-        out.append(LevelVerdict(level.value, not result.incompatibilities, messages,
-                                [f"{i.kind} {i.path}" for i in result.incompatibilities]))
-    return out
-
-
-def change_kinds(old: ParsedSchema, new: ParsedSchema) -> list[str] | None:
-    """Every difference with Confluent's kind, for the types whose rules are a diff (None for Avro)."""
-    if old.schema_type != new.schema_type:
-        return None
-    if new.schema_type == "JSON":
-        from compat import json_schema
-
-        return [f"{d.kind} {d.path}" for d in json_schema.diff(old.parsed, new.parsed)]
-    if new.schema_type == "PROTOBUF":
-        from compat import protobuf
-
-        return [f"{d.kind} {d.path}" for d in protobuf.diff(old.parsed, new.parsed)]
-    return None
 
 
 def diff_versions(client: RegistryClient, subject: str, v1: str, v2: str, context: int = 3) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from serdes.async_client import AsyncRegistryClient
 from serdes.auth import BearerAuth, CustomBearerAuth, OAuthClientCredentials
 from serdes.avro import AsyncAvroDeserializer, AsyncAvroSerializer, AvroDeserializer, AvroSerializer
 from serdes.client import RegistryClient
-from serdes.errors import OAuthTokenError, RegistryError, RegistryUnavailableError, SerializationError
+from serdes.errors import OAuthTokenError, RegistryError, RegistryUnavailableError, RuleError, SerializationError
 from serdes.json_serdes import (
     AsyncJsonSchemaDeserializer,
     AsyncJsonSchemaSerializer,
@@ -63,6 +63,7 @@ __all__ = [
     "RegistryError",
     "RegistryUnavailableError",
     "Rule",
+    "RuleError",
     "RuleSet",
     "Schema",
     "SchemaReference",

@@ -43,6 +43,8 @@ class AsyncRegistryClient(ClientSettings):
 
     _http: httpx.AsyncClient
 
+    _is_async = True
+
     def _open(self, http_options: dict[str, Any]) -> None:
         self._http = httpx.AsyncClient(**http_options)
 
@@ -67,6 +69,8 @@ class AsyncRegistryClient(ClientSettings):
     get_versions = _awaiting(RegistryApi.get_versions)
     get_subjects = _awaiting(RegistryApi.get_subjects)
     get_subjects_by_id = _awaiting(RegistryApi.get_subjects_by_id)
+    get_guid = _awaiting(RegistryApi.get_guid)
+    get_id_by_guid = _awaiting(RegistryApi.get_id_by_guid)
     get_schema_types = _awaiting(RegistryApi.get_schema_types)
     delete_subject = _awaiting(RegistryApi.delete_subject)
     delete_version = _awaiting(RegistryApi.delete_version)

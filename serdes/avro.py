@@ -49,6 +49,9 @@ from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import RegisteredSchema, Schema
 from serdes.plans import LocalReference, Plan, load_references, register_or_lookup, register_references, run_plan
+from serdes.rules import steps as rule_steps
+from serdes.rules.engine import RuleConfig, RuleTarget
+from serdes.schema_ids import IdHeaderWriter
 from serdes.strategies import SubjectNameStrategy
 from serdes.typed_records import avro_decoder, avro_encoder, avro_named_schema, avro_schema, is_record_type
 
@@ -176,10 +179,33 @@ class _WritePlan:
     schema: Any  # fastavro-parsed writer schema
     named: dict  # its named types, as fastavro's write_data takes them
     encode: Callable[[Any, bytearray], None]  # the generated encoder, or _no_fast_path
+    rules: rule_steps.Step | None = None  # the schema's WRITE rules (None: it has none)
 
 
-def _write_plan(schema_id: int, writer: _Writer) -> _WritePlan:
-    return _WritePlan(wire.prefix(schema_id), schema_id, writer.schema, writer.named, writer.encode)
+def _write_plan(schema_id: int, writer: _Writer, rules: rule_steps.Step | None = None) -> _WritePlan:
+    return _WritePlan(wire.prefix(schema_id), schema_id, writer.schema, writer.named, writer.encode, rules)
+
+
+def _rule_target(parsed: Any, named: dict) -> rule_steps.TargetFactory:
+    """How rules see Avro records of one parsed schema: as the dicts fastavro reads and writes."""
+    from serdes.rules.avro_walk import avro_walker
+
+    def target(schema: Schema, schema_id: int | None) -> RuleTarget:
+        return RuleTarget(schema, lambda selection, condition: avro_walker(parsed, named, selection, condition),
+                          schema_id=schema_id)
+
+    return target
+
+
+def _lazy_rule_target(schema: Schema, schema_id: int | None) -> RuleTarget:
+    """A target for a version met during a migration (parsed only if one of its rules walks fields)."""
+    from serdes.rules.avro_walk import avro_walker
+
+    def walker(selection: Any, condition: bool) -> Any:
+        parsed, named = parse_avro(schema)
+        return avro_walker(parsed, named, selection, condition)
+
+    return RuleTarget(schema, walker, schema_id=schema_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +219,7 @@ class _ReadPlan:
     post: Callable[[Any], Any] | None  # record -> typed record / from_dict input; None returns the dict
     schema_id: int
     decode: Callable[[bytes, int], tuple[Any, int]]  # the generated decoder, or _no_fast_path
+    rules: rule_steps.Step | None = None  # migrations, then the reader schema's READ rules (None: none)
 
 
 def _label(schema: Any) -> str:
@@ -231,6 +258,13 @@ class _AvroWriter(Writer[_WritePlan]):
             schemas (JSON text, dict, ``Schema``). Each is registered under ``reference_subject_strategy(ctx,
             full_name)`` (default: its full name) before the schema, which refers to them by name.
         to_dict: optional ``(obj, ctx) -> dict`` for objects that are neither dicts nor typed records.
+        rule_config: settings for the schema's data-contract rules, as confluent-kafka's ``rule.conf``
+            (``dlq.topic``, ``bootstrap.servers`` or ``producer`` for the DLQ action).
+        schema_id_header: put the schema's GUID in the ``__value_schema_id`` / ``__key_schema_id`` record header
+            (``ctx.headers``, a list or dict) instead of the id in the payload prefix, as confluent-kafka's
+            ``header_schema_id_serializer`` (Confluent 8.x). Every deserializer reads both.
+
+    The WRITE rules of the schema written with (its ``ruleSet``) run on every record before it is encoded.
     """
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient, schema: Any = None, *,
@@ -239,8 +273,11 @@ class _AvroWriter(Writer[_WritePlan]):
                  use_latest_with_metadata: dict[str, str] | None = None, use_schema_id: int | None = None,
                  normalize: bool = False, references: Sequence[Any] = (),
                  reference_subject_strategy: ReferenceSubjectStrategy = _by_full_name,
-                 to_dict: Callable[[Any, SerializationContext | None], dict] | None = None) -> None:
+                 to_dict: Callable[[Any, SerializationContext | None], dict] | None = None,
+                 rule_config: dict[str, Any] | None = None, schema_id_header: bool = False) -> None:
         check_client(client, self._is_async, self)
+        self._rule_config = RuleConfig(rule_config)
+        self._id_header = IdHeaderWriter(protobuf=False) if schema_id_header else None
         self._choice = WriterSchema(self, "AVRO", schema is not None, auto_register, use_latest_version,
                                     use_latest_with_metadata, use_schema_id)
         self._client = client
@@ -289,7 +326,7 @@ class _AvroWriter(Writer[_WritePlan]):
     def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[_WritePlan]:
         if self._choice.chosen:
             schema_id, schema = yield from self._choice.fetch(subject, ctx)
-            return (yield from self._plan_for(schema_id, schema, ctx))
+            return (yield from self._plan_for(schema_id, schema, ctx, subject))
         assert self._schema is not None
         writer = yield from self._own_writer()
         schema = self._schema
@@ -299,9 +336,18 @@ class _AvroWriter(Writer[_WritePlan]):
             schema = dataclasses.replace(schema, references=(*schema.references,
                                                              *(done[n] for n in self._main_uses)))
         schema_id = yield from register_or_lookup(subject, schema, self._auto_register, self._normalize)
-        return _write_plan(schema_id, writer)
+        return _write_plan(schema_id, writer,
+                           self._write_rules(subject, schema, schema_id, writer.schema, writer.named))
 
-    def _plan_for(self, schema_id: int, schema: Schema, ctx: SerializationContext | None) -> Plan[_WritePlan]:
+    def _write_rules(self, subject: str | None, schema: Schema, schema_id: int, parsed: Any,
+                     named: dict) -> rule_steps.Step | None:
+        if not rule_steps.has_rules(schema):
+            return None
+        return rule_steps.write_rules(schema, _rule_target(parsed, named), self._rule_config, schema_id,
+                                      subject)
+
+    def _plan_for(self, schema_id: int, schema: Schema, ctx: SerializationContext | None,
+                  subject: str | None = None) -> Plan[_WritePlan]:
         """The plan writing with registered schema ``schema_id`` (latest version, or ``use_schema_id``)."""
         plan = self._plans_by_id.get(schema_id)
         if plan is None:
@@ -310,7 +356,8 @@ class _AvroWriter(Writer[_WritePlan]):
             except (ValueError, RegistryError) as e:
                 raise SerializationError(f"cannot write with schema {schema_id}: {e}", topic=topic_of(ctx),
                                          schema_id=schema_id) from e
-            plan = self._plans_by_id.put(schema_id, _write_plan(schema_id, _writer(parsed, named)))
+            rules = self._write_rules(subject, schema, schema_id, parsed, named)
+            plan = self._plans_by_id.put(schema_id, _write_plan(schema_id, _writer(parsed, named), rules))
         return plan
 
     # -- one record ----------------------------------------------------------------------------------
@@ -324,6 +371,8 @@ class _AvroWriter(Writer[_WritePlan]):
                 datum = encode(obj) if self._to_dict is None else self._to_dict(obj, ctx)
             except Exception as e:
                 raise self._write_error(obj, obj, plan, ctx, e) from e
+        if plan.rules is not None:
+            datum = plan.rules(datum, ctx, obj)
         buf = bytearray(plan.prefix)
         try:
             plan.encode(datum, buf)  # the generated encoder: canonical values only, raises on anything else
@@ -374,6 +423,11 @@ class _AvroReader(Reader[_ReadPlan]):
         use_latest_with_metadata: use the subject's newest version whose metadata properties include these.
         strategy / subject: how to name the subject, only used with ``use_latest_*``.
         from_dict: optional ``(dict, ctx) -> obj`` applied to every record read.
+        rule_config: settings for data-contract rules, as confluent-kafka's ``rule.conf`` (see the serializer).
+
+    With a reader schema from the registry (``use_latest_*``) whose major version differs from the writer's, the
+    JSONata ``migrationRules`` of the versions between run (UPGRADE or DOWNGRADE) on the record read with the
+    writer's schema; then the READ rules of the reader schema (the writer's when there is none) run.
     """
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient, reader: Any = None, *,
@@ -381,9 +435,10 @@ class _AvroReader(Reader[_ReadPlan]):
                  use_latest_with_metadata: dict[str, str] | None = None,
                  strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
                  from_dict: Callable[[dict, SerializationContext | None], Any] | None = None,
-                 return_record_name: bool = False) -> None:
+                 return_record_name: bool = False, rule_config: dict[str, Any] | None = None) -> None:
         check_client(client, self._is_async, self)
         self._client = client
+        self._rule_config = RuleConfig(rule_config)
         self._cls: type | None = None
         self._reader: Schema | None = None
         self._reader_parsed: tuple[Any, dict] | None = None
@@ -412,6 +467,8 @@ class _AvroReader(Reader[_ReadPlan]):
                 raise ValueError("trailing bytes")
         except Exception:
             record = self._read_slow(data, ctx, plan)
+        if plan.rules is not None:
+            record = plan.rules(record, ctx, data)
         post = plan.post
         if post is None:
             return record
@@ -459,6 +516,27 @@ class _AvroReader(Reader[_ReadPlan]):
         except (ValueError, RegistryError) as e:
             raise SerializationError(f"cannot resolve schemas for id {schema_id}: {e}", topic=topic,
                                      schema_id=schema_id) from e
+        rules = None
+        reader_schema = latest.schema if latest is not None else self._reader or writer
+        if rule_steps.has_rules(writer) or rule_steps.has_rules(reader_schema):
+            migrations: list[Any] = []
+            reader_parsed = (w_parsed, w_named) if r_parsed is None else (r_parsed, r_named)
+            if latest is not None:
+                subject = self._subjects.subject_for(ctx)
+                try:
+                    migrations = yield from rule_steps.migrations(subject, writer, latest, _lazy_rule_target,
+                                                                  self._rule_config)
+                except RegistryError as e:
+                    raise SerializationError(f"cannot find the migrations from schema {schema_id} to version "
+                                             f"{latest.version} of {subject!r}: {e}", topic=topic,
+                                             schema_id=schema_id) from e
+                if migrations:
+                    r_parsed, r_named = None, {}  # read as written, then migrated
+            read_rules = rule_steps.domain_rules(reader_schema, rule_steps.READ, _rule_target(*reader_parsed),
+                                                 self._rule_config,
+                                                 latest.schema_id if latest is not None else schema_id,
+                                                 self._subjects.subject_or_none(ctx))
+            rules = rule_steps.chain(*migrations, read_rules)
         if r_parsed is not None and _strip(r_parsed) == _strip(w_parsed):
             r_parsed = None  # same schema: skip fastavro's per-record resolution work
         post = self._decode
@@ -472,7 +550,7 @@ class _AvroReader(Reader[_ReadPlan]):
             except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
                 fast = _no_fast_path
         return _ReadPlan(w_parsed, {"writer": w_named, "reader": r_named}, r_parsed, self._options, post, schema_id,
-                         fast)
+                         fast, rules)
 
 
 class AvroDeserializer(_AvroReader, SyncReader[_ReadPlan]):

@@ -16,6 +16,7 @@ from serdes.caches import DEFAULT_CAPACITY, BoundedDict
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import RegisteredSchema, Schema
 from serdes.plans import ClientCall, Plan, get_schema, lookup, run_plan, run_plan_async
+from serdes.schema_ids import CLASSIC_MAGIC, IdHeaderWriter, Unframer
 from serdes.strategies import SubjectNameStrategy, resolve_strategy
 
 P = TypeVar("P")
@@ -63,6 +64,13 @@ class SubjectPlans(Generic[P]):
         if self.fixed_subject is not None:
             return self.fixed_subject
         return self.strategy(ctx, record_name or self.record_name)
+
+    def subject_or_none(self, ctx: SerializationContext | None, record_name: str | None = None) -> str | None:
+        """The subject when it can be named (for rule errors and DLQ headers of a reader that needs none)."""
+        try:
+            return self.subject_for(ctx, record_name)
+        except SerializationError:
+            return None
 
     def cached(self, ctx: SerializationContext | None) -> P | None:
         if not self.per_topic:
@@ -206,6 +214,7 @@ class Writer(Generic[P]):
     _is_async: bool
     _client: Any
     _plans: SubjectPlans[P]
+    _id_header: IdHeaderWriter | None = None  # schema_id_header=True: the GUID goes in a record header
 
     def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[P]:
         raise NotImplementedError
@@ -226,6 +235,8 @@ class SyncWriter(Writer[P]):
             plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
             if plan is None:
                 plan = plans.get(self._client, ctx, self._resolve)
+        if self._id_header is not None:
+            return self._id_header(self._client, self._write(obj, plan, ctx), ctx)
         return self._write(obj, plan, ctx)
 
 
@@ -241,6 +252,8 @@ class AsyncWriter(Writer[P]):
             plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
             if plan is None:
                 plan = await plans.aget(self._client, ctx, self._resolve)
+        if self._id_header is not None:
+            return await self._id_header.move_async(self._client, self._write(obj, plan, ctx), ctx)
         return self._write(obj, plan, ctx)
 
 
@@ -249,8 +262,9 @@ class Reader(Generic[P]):
     ``_resolve(data, ctx)``), and ``_read(data, ctx, plan)`` for one payload. ``SyncReader`` / ``AsyncReader`` add
     the call path.
 
-    The default ``_resolve`` serves readers whose plan depends on the writer schema id and, with ``use_latest_*``,
-    on the reader schema: ``_plan(data, ctx, latest)`` builds one, cached by header or by (header, reader id).
+    ``_resolve`` serves readers whose plan depends on the writer schema id (``_plan_key``) and, with
+    ``use_latest_*``, on the reader schema: ``_plan(data, ctx, latest)`` builds one, cached by key or by (key,
+    reader id).
     """
 
     _is_async: bool
@@ -261,6 +275,12 @@ class Reader(Generic[P]):
     _follows_latest: bool  # True: ask for the latest reader schema every call (no plan lookup by header alone)
     _latest: LatestSchema
     _subjects: SubjectPlans[None]
+    _unframer: Unframer | None = None  # made on the first header- or GUID-framed record
+
+    def _unframing(self) -> Unframer:
+        if self._unframer is None:
+            self._unframer = Unframer()
+        return self._unframer
 
     def _read(self, data: bytes, ctx: SerializationContext | None, plan: P) -> Any:
         raise NotImplementedError
@@ -272,8 +292,12 @@ class Reader(Generic[P]):
         """A cached plan the first lookup missed (a longer key), found without I/O; None when there is none."""
         return None
 
+    def _plan_key(self, data: bytes, ctx: SerializationContext | None) -> bytes:
+        """The frame bytes a plan depends on (Protobuf adds its message-index path to the header)."""
+        return data[:self._key_size]
+
     def _resolve(self, data: bytes, ctx: SerializationContext | None) -> Plan[P]:
-        key: Any = data[:self._key_size]
+        key: Any = self._plan_key(data, ctx)
         latest = None
         if self._follows_latest:
             subject = self._subjects.subject_for(ctx)
@@ -297,6 +321,8 @@ class SyncReader(Reader[P]):
             return None
         if type(data) is not bytes:
             data = bytes(data)
+        if data[:1] != CLASSIC_MAGIC or (ctx is not None and getattr(ctx, "headers", None)):  # Unframer.needed
+            data = self._unframing()(self._client, data, ctx)
         plan = None if self._follows_latest else self._plans.get(data[:self._key_size])
         if plan is None:
             plan = self._lookup(data, ctx)
@@ -313,6 +339,8 @@ class AsyncReader(Reader[P]):
             return None
         if type(data) is not bytes:
             data = bytes(data)
+        if data[:1] != CLASSIC_MAGIC or (ctx is not None and getattr(ctx, "headers", None)):  # Unframer.needed
+            data = await self._unframing().unframe_async(self._client, data, ctx)
         plan = None if self._follows_latest else self._plans.get(data[:self._key_size])
         if plan is None:
             plan = self._lookup(data, ctx)

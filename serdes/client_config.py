@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import ssl
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
 from typing import Any, Self
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -28,9 +29,24 @@ def _split_urls(url: str | Sequence[str]) -> list[str]:
     if not urls:
         raise ValueError("RegistryClient needs at least one registry URL")
     for u in urls:
-        if not u.startswith(("http://", "https://")):
-            raise ValueError(f"registry URL {u!r} must start with http:// or https://")
+        if not u.startswith(("http://", "https://")) and _plugin_transport(u) is None:
+            raise ValueError(f"registry URL {u!r} must start with http:// or https:// (or mock:// for the "
+                             f"in-process registry)")
     return urls
+
+
+TRANSPORT_ENTRY_POINTS = "schemakit.registry_transports"
+
+
+def _plugin_transport(url: str) -> Callable[[str, bool], Any] | None:
+    """The transport factory for a URL scheme other than HTTP(S), from the ``schemakit.registry_transports``
+    entry points (``mock`` is the in-process registry, shipped with the ``registry`` package)."""
+    scheme = url.partition(":")[0]
+    for ep in entry_points(group=TRANSPORT_ENTRY_POINTS):
+        if ep.name == scheme:
+            factory: Callable[[str, bool], Any] = ep.load()
+            return factory
+    return None
 
 
 def _strip_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
@@ -185,7 +201,14 @@ class ClientSettings:
                  headers: dict[str, str] | None = None, proxy: str | None = None) -> None:
         urls = []
         url_auth = None
-        for u in _split_urls(url):
+        split = _split_urls(url)
+        plugin = _plugin_transport(split[0]) if not split[0].startswith(("http://", "https://")) else None
+        if plugin is not None:  # mock://: the registry in-process, reached through its own transport
+            if len(split) > 1:
+                raise ValueError(f"{split[0]} cannot be combined with other URLs")
+            name = split[0].partition(":")[2].strip("/")
+            split = [f"http://{split[0].partition(':')[0]}" + (f".{name}" if name else "")]
+        for u in split:
             clean, creds = _strip_userinfo(u)
             urls.append(clean)
             url_auth = url_auth or creds
@@ -205,7 +228,11 @@ class ClientSettings:
             "headers": {"Accept": ACCEPT, "User-Agent": "schemakit-serdes", **(headers or {})},
             "limits": httpx.Limits(max_keepalive_connections=20, keepalive_expiry=60.0), "proxy": proxy,
         }
+        if plugin is not None:
+            self._http_options["transport"] = plugin(url if isinstance(url, str) else url[0], self._is_async)
         self._open(self._http_options)
+
+    _is_async = False
 
     def _open(self, http_options: dict[str, Any]) -> None:
         """Create the transport (an httpx client built with ``http_options``)."""

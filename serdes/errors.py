@@ -1,4 +1,5 @@
-"""The two error types serdes raises: one for registry calls, one for bytes that cannot be (de)serialized."""
+"""The error types serdes raises: for registry calls, for bytes that cannot be (de)serialized, and for data-contract
+rules that stop a record."""
 
 from __future__ import annotations
 
@@ -48,3 +49,15 @@ class SerializationError(_KafkaSerializationError):
         self.offset = offset
         self.schema_id = schema_id
         self.message = message
+
+
+class RuleError(SerializationError):
+    """A data-contract rule failed (a condition was false, or a rule could not run) and its ``onFailure`` action
+    stopped the record: ``rule`` is the rule's name, ``mode`` the mode it ran in (WRITE, READ, UPGRADE,
+    DOWNGRADE). A ``SerializationError``, as confluent-kafka raises for the same failure."""
+
+    def __init__(self, message: str, *, rule: str, mode: str, topic: str | None = None,
+                 schema_id: int | None = None) -> None:
+        super().__init__(f"rule {rule!r} ({mode}): {message}", topic=topic, schema_id=schema_id)
+        self.rule = rule
+        self.mode = mode

@@ -43,6 +43,9 @@ from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import RegisteredSchema, Schema
 from serdes.plans import Plan, load_references, register_or_lookup
+from serdes.rules import steps as rule_steps
+from serdes.rules.engine import RuleConfig, RuleTarget
+from serdes.schema_ids import IdHeaderWriter
 from serdes.strategies import SubjectNameStrategy
 from serdes.typed_records import is_record_type, json_decoder, json_encoder, json_schema
 
@@ -139,6 +142,7 @@ class _WritePlan:
     prefix: bytes  # the 5-byte frame header
     schema_id: int
     validator: _Validator | None  # None when not validating
+    rules: rule_steps.Step | None = None  # the schema's WRITE rules (None: it has none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +151,33 @@ class _ReadPlan:
 
     validator: _Validator | None  # None when not validating
     schema_id: int
+    rules: rule_steps.Step | None = None  # migrations, then the reader schema's READ rules (None: none)
+
+
+def _rule_targets(references: Mapping[str, Schema]) -> rule_steps.TargetFactory:
+    """How rules see JSON documents: as the plain values orjson reads; field rules follow ``$ref`` into
+    ``references`` (the schemas referenced, by reference name)."""
+    from serdes.rules.json_walk import json_walker
+
+    docs = {name: orjson.loads(target.schema_str) for name, target in references.items()}
+
+    def target(schema: Schema, schema_id: int | None) -> RuleTarget:
+        def walker(selection: Any, condition: bool) -> Any:
+            return json_walker(orjson.loads(schema.schema_str), docs, selection, condition)
+
+        return RuleTarget(schema, walker, schema_id=schema_id)
+
+    return target
+
+
+_rule_target = _rule_targets({})  # schemas without references
+
+
+def load_rule_target(schema: Schema) -> Plan[rule_steps.TargetFactory]:
+    """The rule target factory for ``schema`` with the schemas it references loaded from the registry."""
+    if not schema.references:
+        return _rule_target
+    return _rule_targets((yield from load_references(schema)))
 
 
 class _JsonWriter(Writer[_WritePlan]):
@@ -155,7 +186,9 @@ class _JsonWriter(Writer[_WritePlan]):
     ``schema`` is a dataclass/pydantic class (objects of it are written), or a JSON Schema as text, dict or
     ``Schema`` (dicts and other JSON values are written). Other arguments as for ``AvroSerializer``
     (``use_latest_version``, ``use_latest_with_metadata``, ``use_schema_id`` included), plus ``validate``
-    (default True): check each record against the schema before writing.
+    (default True): check each record against the schema before writing, and ``rule_config`` (confluent-kafka's
+    ``rule.conf``), ``schema_id_header`` (as for ``AvroSerializer``). The WRITE rules of the schema written with
+    run on each record before it is validated.
     """
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient, schema: Any = None, *,
@@ -163,8 +196,11 @@ class _JsonWriter(Writer[_WritePlan]):
                  auto_register: bool | None = None, use_latest_version: bool = False,
                  use_latest_with_metadata: dict[str, str] | None = None, use_schema_id: int | None = None,
                  normalize: bool = False, validate: bool = True,
-                 to_dict: Callable[[Any, SerializationContext | None], Any] | None = None) -> None:
+                 to_dict: Callable[[Any, SerializationContext | None], Any] | None = None,
+                 rule_config: dict[str, Any] | None = None, schema_id_header: bool = False) -> None:
         check_client(client, self._is_async, self)
+        self._rule_config = RuleConfig(rule_config)
+        self._id_header = IdHeaderWriter(protobuf=False) if schema_id_header else None
         self._choice = WriterSchema(self, "JSON", schema is not None, auto_register, use_latest_version,
                                     use_latest_with_metadata, use_schema_id)
         self._client = client
@@ -195,14 +231,22 @@ class _JsonWriter(Writer[_WritePlan]):
     def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[_WritePlan]:
         if self._choice.chosen:
             schema_id, schema = yield from self._choice.fetch(subject, ctx)
-            return (yield from self._plan_for(schema_id, schema, ctx))
+            return (yield from self._plan_for(schema_id, schema, ctx, subject))
         assert self._schema is not None
         if self._validate and self._validator is None:
             self._validator = yield from load_validator(self._schema)
         schema_id = yield from register_or_lookup(subject, self._schema, self._auto_register, self._normalize)
-        return _WritePlan(wire.prefix(schema_id), schema_id, self._validator)
+        return _WritePlan(wire.prefix(schema_id), schema_id, self._validator,
+                          (yield from self._write_rules(subject, self._schema, schema_id)))
 
-    def _plan_for(self, schema_id: int, schema: Schema, ctx: SerializationContext | None) -> Plan[_WritePlan]:
+    def _write_rules(self, subject: str | None, schema: Schema, schema_id: int) -> Plan[rule_steps.Step | None]:
+        if not rule_steps.has_rules(schema):
+            return None
+        target = yield from load_rule_target(schema)
+        return rule_steps.write_rules(schema, target, self._rule_config, schema_id, subject)
+
+    def _plan_for(self, schema_id: int, schema: Schema, ctx: SerializationContext | None,
+                  subject: str | None = None) -> Plan[_WritePlan]:
         """The plan writing with registered schema ``schema_id`` (latest version, or ``use_schema_id``)."""
         plan = self._plans_by_id.get(schema_id)
         if plan is None:
@@ -211,7 +255,8 @@ class _JsonWriter(Writer[_WritePlan]):
             except (ValueError, RegistryError) as e:
                 raise SerializationError(f"cannot write with schema {schema_id}: {e}", topic=topic_of(ctx),
                                          schema_id=schema_id) from e
-            plan = self._plans_by_id.put(schema_id, _WritePlan(wire.prefix(schema_id), schema_id, validator))
+            rules = yield from self._write_rules(subject, schema, schema_id)
+            plan = self._plans_by_id.put(schema_id, _WritePlan(wire.prefix(schema_id), schema_id, validator, rules))
         return plan
 
     def _write(self, obj: Any, plan: _WritePlan, ctx: SerializationContext | None) -> bytes:
@@ -221,7 +266,11 @@ class _JsonWriter(Writer[_WritePlan]):
                 value = self._encode(obj)
             elif self._user_to_dict is not None:
                 value = self._user_to_dict(obj, ctx)
+            if plan.rules is not None:
+                value = plan.rules(value, ctx, obj)
             body = _dumps(value)
+        except SerializationError:
+            raise
         except Exception as e:
             raise SerializationError(f"cannot encode {type(obj).__name__} as JSON: {type(e).__name__}: {e}",
                                      topic=topic_of(ctx), schema_id=plan.schema_id) from e
@@ -245,7 +294,9 @@ class JsonSchemaSerializer(_JsonWriter, SyncWriter[_WritePlan]):
             plan = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
             if plan is None:
                 plan = plans.get(self._client, ctx, self._resolve)
-        if type(obj) is dict and self._user_to_dict is None:
+        if self._id_header is not None:
+            return self._id_header(self._client, self._write(obj, plan, ctx), ctx)
+        if type(obj) is dict and self._user_to_dict is None and plan.rules is None:
             validator = plan.validator
             if validator is None or validator.is_valid(obj):
                 try:
@@ -265,15 +316,18 @@ class _JsonReader(Reader[_ReadPlan]):
     ``reader``: None (plain JSON values), a dataclass/pydantic class (instances are built) or a JSON Schema
     (validated against it). ``validate`` (default True) checks each record against the reader schema, or the
     writer's when there is none. ``use_latest_version`` / ``use_latest_with_metadata`` take the subject's latest
-    version (with those metadata properties) as reader schema.
+    version (with those metadata properties) as reader schema; between major versions the JSONata migrations run
+    (as for ``AvroDeserializer``), then the READ rules of the reader schema, then validation.
     """
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient, reader: Any = None, *, validate: bool = True,
                  use_latest_version: bool = False, use_latest_with_metadata: dict[str, str] | None = None,
                  strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
-                 from_dict: Callable[[Any, SerializationContext | None], Any] | None = None) -> None:
+                 from_dict: Callable[[Any, SerializationContext | None], Any] | None = None,
+                 rule_config: dict[str, Any] | None = None) -> None:
         check_client(client, self._is_async, self)
         self._client = client
+        self._rule_config = RuleConfig(rule_config)
         self._validate = validate
         self._cls: type | None = None
         self._reader: Schema | None = None
@@ -296,6 +350,8 @@ class _JsonReader(Reader[_ReadPlan]):
         except orjson.JSONDecodeError as e:
             raise SerializationError(f"payload is not valid JSON: {e.msg}", topic=topic_of(ctx),
                                      offset=_PREFIX + e.pos, schema_id=plan.schema_id) from e
+        if plan.rules is not None:
+            value = plan.rules(value, ctx, data)
         validator = plan.validator
         if validator is not None and not validator.is_valid(value):
             raise SerializationError(
@@ -320,6 +376,28 @@ class _JsonReader(Reader[_ReadPlan]):
             raise SerializationError(f"schema {schema_id} is {writer.schema_type}, not JSON", topic=topic,
                                      offset=1, schema_id=schema_id)
         validator: _Validator | None = None
+        rules = None
+        reader_schema = latest.schema if latest is not None else self._reader or writer
+        if rule_steps.has_rules(writer) or rule_steps.has_rules(reader_schema):
+            migrations: list[Any] = []
+            if latest is not None:
+                subject = self._subjects.subject_for(ctx)
+                try:
+                    migrations = yield from rule_steps.migrations(subject, writer, latest, _rule_target,
+                                                                  self._rule_config)
+                except RegistryError as e:
+                    raise SerializationError(f"cannot find the migrations from schema {schema_id} to version "
+                                             f"{latest.version} of {subject!r}: {e}", topic=topic,
+                                             schema_id=schema_id) from e
+            try:
+                target = yield from load_rule_target(reader_schema)
+            except RegistryError as e:
+                raise SerializationError(f"cannot load the schemas referenced by the reader schema: {e}",
+                                         topic=topic, schema_id=schema_id) from e
+            read_rules = rule_steps.domain_rules(reader_schema, rule_steps.READ, target, self._rule_config,
+                                                 latest.schema_id if latest is not None else schema_id,
+                                                 self._subjects.subject_or_none(ctx))
+            rules = rule_steps.chain(*migrations, read_rules)
         if self._validate:
             try:
                 if latest is not None:
@@ -333,7 +411,7 @@ class _JsonReader(Reader[_ReadPlan]):
             except (ValueError, RegistryError) as e:
                 raise SerializationError(f"cannot compile the JSON Schema for id {schema_id}: {e}", topic=topic,
                                          schema_id=schema_id) from e
-        return _ReadPlan(validator, schema_id)
+        return _ReadPlan(validator, schema_id, rules)
 
 
 class JsonSchemaDeserializer(_JsonReader, SyncReader[_ReadPlan]):

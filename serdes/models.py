@@ -122,8 +122,8 @@ class Rule:
 
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> Rule:
-        return cls(body["name"], body.get("kind") or "", body.get("mode") or "", body.get("type") or "",
-                   body.get("expr"), tuple(body.get("tags") or ()), body.get("params") or {},
+        return cls(body["name"], body.get("kind") or "TRANSFORM", body.get("mode") or "WRITEREAD",
+                   body.get("type") or "", body.get("expr"), tuple(body.get("tags") or ()), body.get("params") or {},
                    body.get("onSuccess"), body.get("onFailure"), bool(body.get("disabled")), body.get("doc"))
 
 
@@ -134,6 +134,7 @@ class RuleSet:
     migration_rules: tuple[Rule, ...] = ()
     domain_rules: tuple[Rule, ...] = ()
     encoding_rules: tuple[Rule, ...] = ()
+    enable_at: str | None = None  # where the rules run: ALL / CLIENT (here) or elsewhere (skipped here)
 
     def __post_init__(self) -> None:
         for name in ("migration_rules", "domain_rules", "encoding_rules"):
@@ -145,6 +146,8 @@ class RuleSet:
                            ("encodingRules", self.encoding_rules)):
             if rules:
                 body[key] = [r.to_json() for r in rules]
+        if self.enable_at:
+            body["enableAt"] = self.enable_at
         return body
 
     @classmethod
@@ -153,7 +156,8 @@ class RuleSet:
             return None
         rules = [tuple(Rule.from_json(r) for r in body.get(key) or ())
                  for key in ("migrationRules", "domainRules", "encodingRules")]
-        return cls(*rules) if any(rules) else None
+        migration, domain, encoding = rules
+        return cls(migration, domain, encoding, body.get("enableAt")) if any(rules) else None
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from confluent_kafka.serialization import SerializationContext
-from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format
 from google.protobuf.descriptor import Descriptor, FileDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
@@ -27,6 +27,7 @@ from serdes.async_client import AsyncRegistryClient
 from serdes.base import (
     AsyncReader,
     AsyncWriter,
+    LatestSchema,
     Reader,
     SubjectPlans,
     SyncReader,
@@ -41,8 +42,11 @@ from serdes.base import (
 from serdes.caches import BoundedDict
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
-from serdes.models import Schema
+from serdes.models import RegisteredSchema, Schema
 from serdes.plans import LocalReference, Plan, load_references, register_or_lookup, register_references, run_plan
+from serdes.rules import steps as rule_steps
+from serdes.rules.engine import RuleConfig, RuleTarget
+from serdes.schema_ids import CLASSIC_MAGIC, IdHeaderWriter
 from serdes.strategies import SubjectNameStrategy
 
 __all__ = ["AsyncProtobufDeserializer", "AsyncProtobufSerializer", "ProtobufDeserializer", "ProtobufSerializer",
@@ -107,13 +111,28 @@ def _local_references(fd: FileDescriptor, skip_known: bool) -> tuple[list[LocalR
     return order, registered(fd.dependencies), files
 
 
+def _rule_target(desc: Descriptor) -> rule_steps.TargetFactory:
+    """How rules see messages of ``desc``: field rules walk the message, CEL sees a dict of its fields, JSONata
+    its JSON mapping."""
+    from serdes.rules import proto_walk
+
+    def target(schema: Schema, schema_id: int | None) -> RuleTarget:
+        return RuleTarget(schema, lambda selection, condition: proto_walk.proto_walker(desc, selection, condition),
+                          proto_walk.to_value, proto_walk.from_value, proto_walk.to_json, proto_walk.from_json,
+                          schema_id=schema_id)
+
+    return target
+
+
 class _ProtoWriter(Writer[bytes]):
     """``(message, ctx) -> bytes`` for one generated message class.
 
     Arguments as for ``AvroSerializer`` (``use_latest_version``, ``use_latest_with_metadata``, ``use_schema_id``
     included); ``skip_known_types`` (default True) leaves well-known imports unregistered;
     ``reference_subject_strategy(ctx, file_descriptor) -> subject`` names imported files (default: the import
-    path).
+    path); ``rule_config`` as confluent-kafka's ``rule.conf``; ``schema_id_header`` as for ``AvroSerializer``.
+    The WRITE rules of a registered schema written with (``use_latest_*``, ``use_schema_id``) run on each message
+    (a transform works on a copy).
     """
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient, message_type: type[Message], *,
@@ -122,8 +141,12 @@ class _ProtoWriter(Writer[bytes]):
                  use_latest_with_metadata: dict[str, str] | None = None, use_schema_id: int | None = None,
                  normalize: bool = False, skip_known_types: bool = True,
                  reference_subject_strategy: Callable[[SerializationContext | None, FileDescriptor], str]
-                 = reference_subject_name) -> None:
+                 = reference_subject_name, rule_config: dict[str, Any] | None = None,
+                 schema_id_header: bool = False) -> None:
         check_client(client, self._is_async, self)
+        self._id_header = IdHeaderWriter(protobuf=True) if schema_id_header else None
+        self._rule_config = RuleConfig(rule_config)
+        self._rules: dict[bytes, rule_steps.Step] = {}  # frame header -> the WRITE rules of its schema
         if not is_message_class(message_type):
             raise TypeError(f"{type(self).__name__} needs a generated message class, not {message_type!r}")
         self._choice = WriterSchema(self, "PROTOBUF", True, auto_register, use_latest_version,
@@ -143,7 +166,11 @@ class _ProtoWriter(Writer[bytes]):
 
     def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[bytes]:
         if self._choice.chosen:
-            schema_id, _ = yield from self._choice.fetch(subject, ctx)
+            schema_id, registered = yield from self._choice.fetch(subject, ctx)
+            rules = rule_steps.write_rules(registered, _rule_target(self._desc), self._rule_config, schema_id,
+                                           subject) if rule_steps.has_rules(registered) else None
+            if rules is not None:
+                self._rules[wire.prefix(schema_id) + self._indexes] = rules
         else:
             done = yield from register_references(
                 self._local_refs, lambda name: self._ref_subject(ctx, self._files[name]), self._auto_register,
@@ -156,6 +183,9 @@ class _ProtoWriter(Writer[bytes]):
         if type(message) is not self._cls and not isinstance(message, self._cls):
             raise SerializationError(f"expected a {self._desc.full_name} message, got {type(message).__name__}",
                                      topic=topic_of(ctx))
+        rules = self._rules.get(head) if self._rules else None
+        if rules is not None:
+            message = rules(message, ctx, message)
         try:
             return head + message.SerializeToString()
         except Exception as e:  # e.g. proto2 required fields missing
@@ -176,7 +206,9 @@ class ProtobufSerializer(_ProtoWriter, SyncWriter[bytes]):
             head = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
             if head is None:
                 head = plans.get(self._client, ctx, self._resolve)
-        if type(message) is self._cls:
+        if self._id_header is not None:
+            return self._id_header(self._client, self._write(message, head, ctx), ctx)
+        if type(message) is self._cls and not self._rules:
             try:
                 return head + message.SerializeToString()
             except Exception:
@@ -203,6 +235,7 @@ class RegisteredProtoFile:
         if references is None:
             references = run_plan(client, load_references(schema, "serialized")) if schema.references else {}
         self.schema_id = schema_id
+        self.schema = schema
         self.pool = descriptor_pool.DescriptorPool()
         self._added: set[str] = set()
         for name, target in references.items():
@@ -255,11 +288,57 @@ class RegisteredProtoFile:
 
 @dataclass(frozen=True, slots=True)
 class _ReadPlan:
-    """What the deserializer resolved for one frame header (schema id + message-index path)."""
+    """What the deserializer resolved for one frame header (schema id + message-index path), and with
+    ``use_latest_*`` one reader schema id."""
 
-    message_class: type[Message]
+    message_class: type[Message]  # the class the payload is parsed as (the writer's when migrations run)
     payload_start: int  # where the message bytes begin: after prefix and index path
     schema_id: int
+    rules: rule_steps.Step | None = None  # migrations, then the READ rules (None: no rules)
+
+
+def _json_target(schema: Schema, schema_id: int | None) -> RuleTarget:
+    """How migration rules see a Protobuf record: as the JSON dict it is migrated in (field rules select
+    nothing there)."""
+    return RuleTarget(schema, lambda selection, condition: None, schema_id=schema_id)
+
+
+def _reader_message(reader: RegisteredProtoFile, writer: Descriptor, indexes: list[int]) -> Descriptor:
+    """The reader schema's message for records of ``writer``: the one of the same name (as confluent-kafka picks
+    it), else the one at the writer's index path, else the file's first."""
+    try:
+        return reader.pool.FindMessageTypeByName(writer.full_name)
+    except KeyError:
+        pass
+    by_name = reader.file.message_types_by_name.get(writer.name)
+    if by_name is not None:
+        return by_name
+    try:
+        return reader.message(indexes)
+    except IndexError:
+        return reader.message([0])
+
+
+def _migration(steps: Sequence[rule_steps.Step], reader_class: type[Message], schema_id: int) -> rule_steps.Step:
+    """The step reading a writer's message as ``reader_class``: its JSON mapping (what confluent-kafka migrates)
+    through ``steps``, then parsed as the reader's message."""
+    run = rule_steps.chain(*steps)
+    assert run is not None
+    from serdes.rules import proto_walk
+
+    prototype = reader_class()
+
+    def migrate(message: Message, ctx: SerializationContext | None, original: Any) -> Message:
+        value = run(proto_walk.to_json(message), ctx, original)
+        try:
+            if not isinstance(value, dict):
+                raise TypeError(f"the migrations gave a {type(value).__name__}, not an object")
+            return proto_walk.from_json(value, prototype)
+        except (TypeError, ValueError, json_format.ParseError) as e:
+            raise SerializationError(f"the record migrated to {reader_class.DESCRIPTOR.full_name} does not fit "
+                                     f"it: {e}", topic=topic_of(ctx), schema_id=schema_id) from e
+
+    return migrate
 
 
 class _ProtoReader(Reader[_ReadPlan]):
@@ -267,28 +346,45 @@ class _ProtoReader(Reader[_ReadPlan]):
 
     With ``message_type`` every payload is parsed as that class (Protobuf's own field-number evolution rules
     apply between writer and reader); without it, the writer schema's message class is built from the
-    registry and returned.
+    registry and returned. The READ rules of the writer schema run on each message (``rule_config`` as
+    confluent-kafka's ``rule.conf``).
+
+    ``use_latest_version`` / ``use_latest_with_metadata`` take the subject's latest version (with those metadata
+    properties; subject named by ``strategy`` / ``subject`` as for ``AvroDeserializer``) as the reader schema:
+    records come back as its message of the writer's message name (as ``message_type`` when given). Between
+    major versions the JSONata migrations run (as for ``AvroDeserializer``) on the writer's message in
+    Protobuf's JSON mapping, as confluent-kafka does, and the result is parsed as the reader's message; then the
+    READ rules of the reader schema run.
     """
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient,
-                 message_type: type[Message] | None = None) -> None:
+                 message_type: type[Message] | None = None, *, use_latest_version: bool = False,
+                 use_latest_with_metadata: dict[str, str] | None = None,
+                 strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
+                 rule_config: dict[str, Any] | None = None) -> None:
         check_client(client, self._is_async, self)
+        self._rule_config = RuleConfig(rule_config)
         if message_type is not None and not is_message_class(message_type):
             raise TypeError(f"{type(self).__name__} needs a generated message class, not {message_type!r}")
         self._client = client
         self._cls = message_type
         self._key_size = 6  # the common single-zero index path makes the first 6 bytes identify the plan
-        self._follows_latest = False
+        self._latest = LatestSchema(use_latest_version, use_latest_with_metadata)
+        self._follows_latest = self._latest.enabled
+        self._subjects: SubjectPlans[None] = SubjectPlans(
+            strategy, subject, message_type.DESCRIPTOR.full_name if message_type is not None else None)
         capacity = cache_capacity(client)
         self._files: BoundedDict[int, RegisteredProtoFile] = BoundedDict(capacity)
-        self._plans: BoundedDict[bytes, _ReadPlan] = BoundedDict(capacity)  # keyed by prefix + index-path bytes
+        # keyed by prefix + index-path bytes; with use_latest_* by (those, reader schema id)
+        self._plans: BoundedDict[Any, _ReadPlan] = BoundedDict(capacity)
 
     def _read(self, data: bytes, ctx: SerializationContext | None, plan: _ReadPlan) -> Message:
         try:
-            return plan.message_class.FromString(data[plan.payload_start:])
+            message = plan.message_class.FromString(data[plan.payload_start:])
         except (DecodeError, RuntimeError, ValueError) as e:
             raise SerializationError(f"cannot decode Protobuf {plan.message_class.DESCRIPTOR.full_name}: {e}",
                                      topic=topic_of(ctx), offset=plan.payload_start, schema_id=plan.schema_id) from e
+        return message if plan.rules is None else plan.rules(message, ctx, data)
 
     @staticmethod
     def _header(data: bytes, topic: str | None) -> tuple[int, list[int], int]:
@@ -300,35 +396,60 @@ class _ProtoReader(Reader[_ReadPlan]):
         indexes, start = wire.decode_message_indexes(data, _PREFIX, topic, schema_id)
         return schema_id, indexes, start
 
+    def _plan_key(self, data: bytes, ctx: SerializationContext | None) -> bytes:
+        return data[:self._header(data, topic_of(ctx))[2]]
+
     def _lookup(self, data: bytes, ctx: SerializationContext | None) -> _ReadPlan | None:
         # Index paths other than [0] take more than the 6 bytes the first lookup uses: decode them here.
-        return self._plans.get(data[:self._header(data, topic_of(ctx))[2]])
+        return None if self._follows_latest else self._plans.get(self._plan_key(data, ctx))
 
-    def _resolve(self, data: bytes, ctx: SerializationContext | None) -> Plan[_ReadPlan]:
-        topic = topic_of(ctx)
-        schema_id, indexes, start = self._header(data, topic)
-        plan = self._plans.get(data[:start])
-        if plan is not None:
-            return plan
+    def _file(self, schema_id: int, topic: str | None) -> Plan[RegisteredProtoFile]:
+        """Schema ``schema_id`` and its imports in a descriptor pool, loaded once."""
         wf = self._files.get(schema_id)
         if wf is None:
-            writer = yield from writer_schema(schema_id, topic, fmt="serialized")
-            if writer.schema_type != "PROTOBUF":
-                raise SerializationError(f"schema {schema_id} is {writer.schema_type}, not PROTOBUF",
+            schema = yield from writer_schema(schema_id, topic, fmt="serialized")
+            if schema.schema_type != "PROTOBUF":
+                raise SerializationError(f"schema {schema_id} is {schema.schema_type}, not PROTOBUF",
                                          topic=topic, offset=1, schema_id=schema_id)
             try:
-                wf = self._files.put(schema_id, (yield from RegisteredProtoFile.load(schema_id, writer)))
+                wf = self._files.put(schema_id, (yield from RegisteredProtoFile.load(schema_id, schema)))
             except (ValueError, TypeError, RegistryError) as e:
-                raise SerializationError(f"cannot load Protobuf writer schema {schema_id}: {e}",
+                raise SerializationError(f"cannot load Protobuf schema {schema_id}: {e}",
                                          topic=topic, schema_id=schema_id) from e
+        return wf
+
+    def _plan(self, data: bytes, ctx: SerializationContext | None,
+              latest: RegisteredSchema | None) -> Plan[_ReadPlan]:
+        topic = topic_of(ctx)
+        schema_id, indexes, start = self._header(data, topic)
+        wf = yield from self._file(schema_id, topic)
         try:
             desc = wf.message(indexes)
         except IndexError as e:
             raise SerializationError(str(e), topic=topic, offset=_PREFIX, schema_id=schema_id) from e
-        cls = self._cls if self._cls is not None else GetMessageClass(desc)
-        # Keyed by frame header + index bytes: for the common [0] path that is the 6 bytes the fast path
-        # looks up; longer paths are found here after decoding their indexes.
-        return self._plans.put(data[:start], _ReadPlan(cls, start, schema_id))
+        if latest is None:
+            cls = self._cls if self._cls is not None else GetMessageClass(desc)
+            rules = rule_steps.domain_rules(wf.schema, rule_steps.READ, _rule_target(desc), self._rule_config,
+                                            schema_id, self._subjects.subject_or_none(ctx, desc.full_name)
+                                            ) if rule_steps.has_rules(wf.schema) else None
+            return _ReadPlan(cls, start, schema_id, rules)
+        subject = self._subjects.subject_for(ctx, desc.full_name)
+        reader_desc = _reader_message((yield from self._file(latest.schema_id, topic)), desc, indexes)
+        cls = self._cls if self._cls is not None else GetMessageClass(reader_desc)
+        if not (rule_steps.has_rules(wf.schema) or rule_steps.has_rules(latest.schema)):
+            return _ReadPlan(cls, start, schema_id)
+        try:
+            migrations = yield from rule_steps.migrations(subject, wf.schema, latest, _json_target, self._rule_config)
+        except RegistryError as e:
+            raise SerializationError(f"cannot find the migrations from schema {schema_id} to version "
+                                     f"{latest.version} of {subject!r}: {e}", topic=topic,
+                                     schema_id=schema_id) from e
+        read_rules = rule_steps.domain_rules(latest.schema, rule_steps.READ, _rule_target(reader_desc),
+                                             self._rule_config, latest.schema_id, subject)
+        if not migrations:  # the payload is parsed as the reader's message directly
+            return _ReadPlan(cls, start, schema_id, read_rules)
+        return _ReadPlan(GetMessageClass(desc), start, schema_id,
+                         rule_steps.chain(_migration(migrations, cls, schema_id), read_rules))
 
 
 class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
@@ -340,9 +461,13 @@ class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
             return None
         if type(data) is not bytes:
             data = bytes(data)
-        plan = self._plans.get(data[:6])
+        if data[:1] != CLASSIC_MAGIC or (ctx is not None and getattr(ctx, "headers", None)):  # Unframer.needed
+            data = self._unframing()(self._client, data, ctx)
+        plan = None if self._follows_latest else self._plans.get(data[:6])
         if plan is None:
             plan = self._lookup(data, ctx) or run_plan(self._client, self._resolve(data, ctx))
+        if plan.rules is not None:
+            return self._read(data, ctx, plan)
         try:
             return plan.message_class.FromString(data[plan.payload_start:])
         except Exception:

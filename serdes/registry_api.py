@@ -116,6 +116,8 @@ class RegistryApi:
         self._registrations: LruCache[tuple[str, Schema, bool], RegisteredSchema] = LruCache(cache_capacity)
         self._lookups: LruCache[tuple[str, Schema, bool, bool], RegisteredSchema] = LruCache(cache_capacity)
         self._versions: LruCache[tuple[str, int, str | None], RegisteredSchema] = LruCache(cache_capacity)
+        self._guids: LruCache[int, str] = LruCache(cache_capacity)
+        self._ids_by_guid: LruCache[str, int] = LruCache(cache_capacity)
         self._latest: LruCache[tuple[str, str | None], RegisteredSchema] = LruCache(cache_capacity, latest_ttl)
         self._latest_meta: LruCache[tuple[str, frozenset, bool, str | None], RegisteredSchema] = LruCache(
             cache_capacity, latest_ttl)
@@ -254,6 +256,32 @@ class RegistryApi:
 
     def get_subjects_by_id(self, schema_id: int) -> Call[list[str]]:
         return (yield from self.exchange("GET", f"/schemas/ids/{int(schema_id)}/subjects"))
+
+    def get_guid(self, schema_id: int) -> Call[str]:
+        """The GUID of schema ``schema_id`` (Confluent 8.x and schemakit give it with the schema). Cached."""
+        hit = self._guids.get(int(schema_id))
+        if hit is not None:
+            return hit
+        body = yield from self.exchange("GET", f"/schemas/ids/{int(schema_id)}")
+        guid = body.get("guid") if isinstance(body, dict) else None
+        if not guid:
+            raise RegistryError(404, 40403, f"the registry gives no GUID for schema {schema_id} (Confluent 8.x or "
+                                            f"schemakit needed)")
+        self._by_id.setdefault((int(schema_id), None), Schema.from_json(body))
+        self._ids_by_guid.put(str(guid), int(schema_id))
+        return self._guids.put(int(schema_id), str(guid))
+
+    def get_id_by_guid(self, guid: str) -> Call[int]:
+        """The id of the schema with this GUID (``GET /schemas/guids/{guid}/ids``, default context). Cached."""
+        hit = self._ids_by_guid.get(guid)
+        if hit is not None:
+            return hit
+        body = yield from self.exchange("GET", f"/schemas/guids/{_seg(guid)}/ids")
+        ids = [int(item["id"]) for item in body if item.get("context", ".") in (".", "")] if body else []
+        if not ids:
+            raise RegistryError(404, 40403, f"Schema {guid} not found")
+        self._guids.put(ids[0], guid)
+        return self._ids_by_guid.put(guid, ids[0])
 
     def get_schema_types(self) -> Call[list[str]]:
         return (yield from self.exchange("GET", "/schemas/types"))

@@ -42,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["DeadLetterQueue", "LogAndContinue", "LogAndFail"], "streams.handlers"),
     **dict.fromkeys(["StateListener", "TaskState"], "streams.listeners"),
     **dict.fromkeys(["Cancellable", "Processor", "ProcessorContext", "PunctuationType"], "streams.processor"),
+    **dict.fromkeys(["HostInfo", "KeyQueryMetadata", "StreamsMetadata"], "streams.queries"),
     **dict.fromkeys(["BYTES", "FLOAT", "INT", "JSON", "STRING", "Serde"], "streams.serdes"),
     **dict.fromkeys(["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"], "streams.test_driver"),
     **dict.fromkeys(["SessionStoreSpec", "StoreSpec", "Topology", "WindowStoreSpec"], "streams.topology"),
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
     from streams.handlers import DeadLetterQueue, LogAndContinue, LogAndFail
     from streams.listeners import StateListener, TaskState
     from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
+    from streams.queries import HostInfo, KeyQueryMetadata, StreamsMetadata
     from streams.serdes import BYTES, FLOAT, INT, JSON, STRING, Serde
     from streams.suppress import BufferConfig, Suppressed
     from streams.test_driver import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
@@ -122,11 +124,13 @@ __all__ = [
     "DeserializationError",
     "EmitStrategy",
     "FailOnInvalidTimestamp",
+    "HostInfo",
     "InvalidStateStoreError",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",
     "KTable",
+    "KeyQueryMetadata",
     "LogAndContinue",
     "LogAndFail",
     "LogAndSkipOnInvalidTimestamp",
@@ -149,6 +153,7 @@ __all__ = [
     "StreamsApp",
     "StreamsBuilder",
     "StreamsError",
+    "StreamsMetadata",
     "Suppressed",
     "TaskState",
     "TestInputTopic",

@@ -15,6 +15,7 @@ The app creates each thread's clients and task environment, and hears back from 
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import tempfile
 import threading
@@ -25,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from streams.assignor import AssignorConfig, task_key
-from streams.config import StreamsConfig
-from streams.errors import IllegalStateError, InvalidStateStoreError
+from streams.config import StreamsConfig, parse_host_port
+from streams.errors import IllegalStateError
 from streams.extractors import extractor_from
 from streams.group_leader import Assignment
 from streams.handlers import DeadLetterQueue, handler_from
@@ -34,8 +35,9 @@ from streams.listeners import StateListener, TaskState
 from streams.log import GroupSettings, Log, TopicPartition, open_log
 from streams.membership import Membership
 from streams.metadata import Metadata, TopicNames, resolve
+from streams.metrics import RuntimeStats, TaskStats, ThreadStats, new_registry
 from streams.processor import SystemClock
-from streams.queries import View, read_only_store
+from streams.queries import KeyQueryMetadata, QueryMetadata, StreamsMetadata, View, read_only_store
 from streams.state_directory import StateDirectory
 from streams.stream_thread import StreamThread
 from streams.task import StreamTask, TaskEnv
@@ -81,7 +83,8 @@ class StreamsApp:
     - ``session_timeout_ms``: how long a silent instance keeps its tasks (a Kafka log URL's
       ``session.timeout.ms`` wins); ``heartbeat_interval_ms``: how often instances say they are alive.
     - ``application_server``: this instance's ``http://host:port`` for interactive queries, published to
-      the other instances.
+      the other instances; the app serves the HTTP query API there (``streams/query_server.py``), listening on
+      ``query_bind`` (``host:port``) when the advertised address is not a local one (e.g. ``0.0.0.0:7070``).
     - ``state_listener``: a ``StateListener`` (application and task state changes).
     """
 
@@ -109,6 +112,7 @@ class StreamsApp:
         session_timeout_ms: int = 10_000,
         heartbeat_interval_ms: int | None = None,
         application_server: str | None = None,
+        query_bind: str | None = None,
         state_listener: StateListener | None = None,
     ) -> None:
         if processing_guarantee != "at_least_once":
@@ -138,7 +142,9 @@ class StreamsApp:
         self._owns_log = isinstance(log, str)
         self.log: Log = self._open_log(log) if isinstance(log, str) else log
         if not self.log.capabilities.leases:
-            raise ValueError(f"log {self.log.url!r} has no leases: instances of an application cannot elect a leader")
+            raise ValueError(
+                f"log {self.log.safe_url!r} has no leases: instances of an application cannot elect a leader"
+            )
         self._names = TopicNames(application_id)
         self.metadata = Metadata(self._names)  # resolved against the log by start()
         self.state = AppState.CREATED
@@ -163,6 +169,12 @@ class StreamsApp:
         self.lost_tasks = 0
         self.state_listeners: list[Callable[[str, str], None]] = []
         self._state_listener = state_listener
+        self.query_metadata = QueryMetadata(topology, lambda: self.metadata, self.assignment)
+        self._query_bind = query_bind
+        self._query_server: Any = None  # a QueryServer while one runs
+        self._prometheus: Any = None  # the app's own CollectorRegistry, made on first use
+        if query_bind is not None:
+            parse_host_port(query_bind)  # a malformed address fails here, not at start()
 
     def _open_log(self, url: str) -> Log:
         # Group settings matter for the leader lease on Kafka: cooperative-sticky keeps the lease with its
@@ -238,6 +250,19 @@ class StreamsApp:
             self._state_dir.close()
             raise
         self._threads = threads
+        if self.config.application_server is not None:
+            from streams.query_server import QueryServer  # FastAPI and uvicorn load only for a query server
+
+            server = QueryServer(self, self.config.application_server, self._query_bind)
+            try:
+                server.start()
+            except BaseException:
+                for thread in threads:
+                    thread.close_clients()
+                self._threads = []
+                self._state_dir.close()
+                raise
+            self._query_server = server
         self._membership = Membership(
             self.log, self._names, instance_id=self.instance_id, incarnation=uuid.uuid4().hex[:8],
             server=self.config.application_server, threads=n, tasks=self.metadata.task_ids(),
@@ -259,6 +284,8 @@ class StreamsApp:
             return
         if self.state != AppState.ERROR:
             self._set_state(AppState.PENDING_SHUTDOWN)
+        if self._query_server is not None:
+            self._query_server.close()
         for thread in self._threads:
             thread.shutdown()
         for thread in self._threads:
@@ -458,25 +485,67 @@ class StreamsApp:
         with self._lock:
             return self._assignment
 
+    def runtime_stats(self) -> RuntimeStats:
+        """Per thread and per task figures (``streams/metrics.py``), the source of ``metrics()`` and of the
+        Prometheus metrics."""
+        membership = self._membership
+        with self._lock:
+            restoring = {t: list(p) for t, p in self._restoring.items()}
+        threads: list[ThreadStats] = []
+        tasks: list[TaskStats] = []
+        for thread in self._threads:
+            threads.append(ThreadStats(thread.name, thread.processed, thread.commits, thread.commit_seconds))
+            held = {task.id: task for task in thread.tasks.active_tasks() + thread.tasks.standby_tasks()}
+            for task_id, state in thread.tasks.states().items():
+                stats = TaskStats(task_id, thread.name, state)
+                task = held.get(task_id)
+                if task is not None:
+                    stats.processed, stats.process_seconds, stats.dropped = (task.processed, task.process_seconds,
+                                                                             task.dropped)  # fmt: skip
+                    stats.store_entries = {name: store.estimate_num_entries() for name, store in task.stores.items()
+                                           if not store.closed}  # fmt: skip
+                if task_id in restoring:
+                    stats.restore_remaining = max(0, restoring[task_id][1] - restoring[task_id][0])
+                if state in (TaskState.STANDBY, TaskState.WARMUP) and membership is not None:
+                    stats.lag = membership.lag(task_id)
+                tasks.append(stats)
+        tasks.sort(key=lambda t: task_key(t.task))
+        return RuntimeStats(self.application_id, self.instance_id, threads, tasks, self.rebalances, self.lost_tasks,
+                            sum(thread.standby_records for thread in self._threads))  # fmt: skip
+
+    def metrics_exposition(self) -> tuple[bytes, str]:
+        """This instance's metrics in the Prometheus text format, and its content type (the query server's
+        ``/metrics``; serve it yourself when the app has no ``application_server``)."""
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        if self._prometheus is None:
+            self._prometheus = new_registry(self)
+        return generate_latest(self._prometheus), CONTENT_TYPE_LATEST
+
     def metrics(self) -> dict[str, Any]:
         """Counters and the state of every task here: ``task_states`` maps a task id to its ``state``
         (``TaskState``), its ``lag`` (changelog records behind the newest position any instance reported;
-        for replicas) and, while restoring, ``restored`` of ``to_restore`` records."""
-        membership = self._membership
+        for replicas), while restoring ``restored`` of ``to_restore`` records, and for active tasks
+        ``processed``, ``process_seconds``, ``dropped`` and ``store_entries``; ``threads`` has each thread's
+        ``processed``, ``commits`` and ``commit_seconds``."""
         with self._lock:
             restored = dict(self._restored)
             restores = list(self._restores)
-            states = dict(self._task_states)
             restoring = {t: list(p) for t, p in self._restoring.items()}
             generation = self._applied
+        stats = self.runtime_stats()
         task_states: dict[str, dict[str, Any]] = {}
-        for task_id, state in sorted(states.items(), key=lambda item: task_key(item[0])):
-            entry: dict[str, Any] = {"state": state}
-            if state in (TaskState.STANDBY, TaskState.WARMUP) and membership is not None:
-                entry["lag"] = membership.lag(task_id)
-            if task_id in restoring:
-                entry["restored"], entry["to_restore"] = restoring[task_id]
-            task_states[task_id] = entry
+        for t in stats.tasks:
+            entry: dict[str, Any] = {"state": t.state}
+            if t.lag is not None:
+                entry["lag"] = t.lag
+            if t.task in restoring:
+                entry["restored"], entry["to_restore"] = restoring[t.task]
+            if t.state == TaskState.RUNNING:
+                entry.update(processed=t.processed, process_seconds=t.process_seconds, dropped=t.dropped,
+                             store_entries=t.store_entries)  # fmt: skip
+            task_states[t.task] = entry
+        membership = self._membership
         return {
             "state": self.state,
             "instance": self.instance_id,
@@ -492,6 +561,8 @@ class StreamsApp:
             "lost_tasks": self.lost_tasks,
             "restored": restored,
             "restores": restores,
+            "threads": {th.thread: {"processed": th.processed, "commits": th.commits,
+                                    "commit_seconds": th.commit_seconds} for th in stats.threads},
             "restore_seconds": sum(thread.restore_seconds for thread in self._threads),
             "standby_records": sum(thread.standby_records for thread in self._threads),
         }
@@ -506,12 +577,39 @@ class StreamsApp:
             time.sleep(0.05)
         return False
 
+    # -- interactive queries -------------------------------------------------------------------------------
+
+    def query_metadata_for_key(self, store: str, key: Any) -> KeyQueryMetadata:
+        """Which instance runs the task holding ``key`` of ``store`` (``active``; None during a hand-over), which
+        hold standbys of it, and its partition (Kafka Streams' ``queryMetadataForKey``)."""
+        return self.query_metadata.for_key(store, key)
+
+    def all_metadata_for_store(self, store: str) -> list[StreamsMetadata]:
+        """The instances holding ``store``, as an active task or a standby (``streamsMetadataForStore``)."""
+        return self.query_metadata.for_store(store)
+
+    def all_metadata(self) -> list[StreamsMetadata]:
+        """Every instance of the application and its tasks (``metadataForAllStreamsClients``)."""
+        return self.query_metadata.all_instances()
+
+    def task_lags(self) -> dict[str, dict[str, int]]:
+        """Instance -> task -> changelog records behind, for the tasks each instance runs or replicates, as the
+        instances last reported (``GET /v1/metadata``)."""
+        return self._membership.lags() if self._membership is not None else {}
+
+    @property
+    def retry_after_s(self) -> int:
+        """The session timeout in whole seconds (the log's own where it has one): by then a dead owner's tasks
+        have moved."""
+        membership = self._membership
+        seconds = membership.session_timeout if membership is not None else self.config.session_timeout_ms / 1000
+        return max(1, math.ceil(seconds))
+
     def store(self, name: str, include_standby: bool = False) -> View:
         """A read-only view of store ``name`` (key-value, window or session) across the tasks on this
         instance. ``include_standby``: also answer from standby and warm-up replicas for partitions whose
         active task runs elsewhere; such answers may be stale (``is_stale(key)``)."""
-        if name not in self.topology.stores:
-            raise InvalidStateStoreError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
+        self.query_metadata.check_store(name)
         return read_only_store(self.topology.stores[name], self._active_tasks,
                                lambda: self.metadata.store_partitions(name),
                                self._standby_tasks if include_standby else None)  # fmt: skip

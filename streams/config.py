@@ -6,7 +6,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["StreamsConfig"]
+__all__ = ["StreamsConfig", "parse_host_port"]
+
+
+def parse_host_port(url: str) -> tuple[str, int]:
+    """``http://host:port`` (or ``host:port``) -> (host, port); what ``application_server`` must look like."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url if "//" in url else f"//{url}")
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host = port = None
+    if parts.scheme not in ("", "http") or not host or port is None:
+        raise ValueError(f"application_server must be http://host:port, got {url!r}")
+    return host, port
 
 
 @dataclass
@@ -52,6 +66,8 @@ class StreamsConfig:
             )
         if self.application_server is not None and not isinstance(self.application_server, str):
             raise ValueError(f"application_server must be a URL string, got {self.application_server!r}")
+        if self.application_server is not None:
+            parse_host_port(self.application_server)
         if self.state_dir is not None:
             self.state_dir = Path(self.state_dir)
 

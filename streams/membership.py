@@ -166,6 +166,17 @@ class Membership(threading.Thread):
         ends = [s.positions.get(task, 0) for s in list(self.statuses.values())]
         return max(0, max(ends, default=0) - mine.positions.get(task, 0))
 
+    def lags(self) -> dict[str, dict[str, int]]:
+        """Instance -> for each task it runs or holds a replica of, how many changelog records its state is
+        behind the newest position any member reported (from the members' last heartbeats)."""
+        statuses = list(self.statuses.values())
+        ends: dict[str, int] = {}
+        for status in statuses:
+            for task, position in status.positions.items():
+                ends[task] = max(ends.get(task, 0), position)
+        return {s.instance: {t: max(0, ends.get(t, 0) - s.positions.get(t, 0)) for t in [*s.active, *s.replicas]}
+                for s in statuses}  # fmt: skip
+
     # -- the loop ----------------------------------------------------------------------------------------
 
     def run(self) -> None:

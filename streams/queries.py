@@ -1,27 +1,133 @@
-"""Interactive queries: read-only views of one state store over the tasks running on this instance.
-
-``read_only_store`` gives the view that fits the store: ``ReadOnlyStore`` (key-value), ``ReadOnlyWindowStore``
-or ``ReadOnlySessionStore``. A key's partition (of the store's sub-topology's task count) says which task
-holds it; queries over all keys ask every task. Reads run on the caller's thread while stream threads
-write, so a read that meets a store mid-change is retried. With standby tasks, partitions whose active task
-runs elsewhere are answered from a standby or warm-up replica here, which may be behind (``is_stale``).
-"""
+"""Interactive queries: read-only views of one state store over the tasks on this instance (``read_only_store``:
+``ReadOnlyStore``, ``ReadOnlyWindowStore`` or ``ReadOnlySessionStore``; a read that meets a store mid-change is
+retried), and where every key and store of the application lives (``QueryMetadata``, from the
+newest assignment: which instance runs each task, which hold standbys, at which ``application_server``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from streams.errors import InvalidStateStoreError
+from streams.group_leader import Assignment
 from streams.log.partitioner import partition_for_key
+from streams.metadata import Metadata
+from streams.serdes import bind_serializer
 from streams.task import StreamTask
-from streams.topology import SessionStoreSpec, StoreSpec, WindowStoreSpec
+from streams.topology import SessionStoreSpec, StoreSpec, Topology, WindowStoreSpec
 from streams.windows import Windowed
 
-__all__ = ["ReadOnlySessionStore", "ReadOnlyStore", "ReadOnlyWindowStore", "read_only_store"]
+__all__ = [
+    "HostInfo", "KeyQueryMetadata", "QueryMetadata", "ReadOnlySessionStore", "ReadOnlyStore", "ReadOnlyWindowStore",
+    "StreamsMetadata", "read_only_store",
+]  # fmt: skip
 
 T = TypeVar("T")
 _RETRIES = 5
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """An instance of the application: its id and its ``application_server`` (None: it serves no queries)."""
+
+    instance: str
+    server: str | None
+
+
+@dataclass(frozen=True)
+class KeyQueryMetadata:
+    """Where a key of a store lives: the instance running its task (``active``; None while no instance does,
+    e.g. during a hand-over), the instances with a standby of it, its partition and task."""
+
+    active: HostInfo | None
+    standbys: list[HostInfo]
+    partition: int
+    task: str
+
+
+@dataclass(frozen=True)
+class StreamsMetadata:
+    """One instance: its active and standby tasks and the stores they hold (Kafka Streams' ``StreamsMetadata``)."""
+
+    host: HostInfo
+    tasks: list[str] = field(default_factory=list)
+    stores: list[str] = field(default_factory=list)
+    standby_tasks: list[str] = field(default_factory=list)
+    standby_stores: list[str] = field(default_factory=list)
+
+
+class QueryMetadata:
+    """Answers "who has this key / store" from the topology, the resolved ``metadata`` and ``assignment()``
+    (asked on every call: assignments change)."""
+
+    def __init__(self, topology: Topology, metadata: Callable[[], Metadata], assignment: Callable[[], Assignment]):
+        self._topology = topology
+        self._metadata = metadata
+        self._assignment = assignment
+        self._serializers: dict[str, Callable[[Any], bytes | None]] = {}
+
+    def check_store(self, store: str) -> None:
+        if store not in self._topology.stores:
+            raise InvalidStateStoreError(f"no store named {store!r}; stores: {sorted(self._topology.stores)}")
+
+    def key_serde(self, store: str) -> Any:
+        self.check_store(store)
+        spec = self._topology.stores[store]
+        return spec.key if spec.key is not None else self._topology.default_key
+
+    def key_bytes(self, store: str, key: Any) -> bytes:
+        """``key`` serialized as the store serializes it (what its partition is computed from)."""
+        ser = self._serializers.get(store)
+        if ser is None:
+            changelog = self._metadata().names.changelog(store)
+            ser = self._serializers[store] = bind_serializer(self.key_serde(store), changelog, True)
+        kb = ser(key)
+        if kb is None:
+            raise ValueError(f"store {store!r}: keys must not be None")
+        return kb
+
+    def partitions(self, store: str) -> int:
+        self.check_store(store)
+        return self._metadata().store_partitions(store)
+
+    def task_of(self, store: str, partition: int) -> str:
+        return f"{self._metadata().store_sub[store]}_{partition}"
+
+    def partition_of(self, store: str, key: Any) -> int:
+        return partition_for_key(self.key_bytes(store, key), self.partitions(store))
+
+    def for_partition(self, store: str, partition: int) -> KeyQueryMetadata:
+        task = self.task_of(store, partition)
+        active: HostInfo | None = None
+        standbys: list[HostInfo] = []
+        for instance, member in sorted(self._assignment().members.items()):
+            if task in member.active:
+                active = HostInfo(instance, member.server)
+            elif task in member.standby:
+                standbys.append(HostInfo(instance, member.server))
+        return KeyQueryMetadata(active, standbys, partition, task)
+
+    def for_key(self, store: str, key: Any) -> KeyQueryMetadata:
+        return self.for_partition(store, self.partition_of(store, key))
+
+    def all_instances(self) -> list[StreamsMetadata]:
+        md = self._metadata()
+        stores_of: dict[int, list[str]] = {}
+        for store, sub in md.store_sub.items():
+            stores_of.setdefault(sub, []).append(store)
+
+        def stores(tasks: list[str]) -> list[str]:
+            return sorted({s for t in tasks for s in stores_of.get(int(t.partition("_")[0]), [])})
+
+        return [StreamsMetadata(HostInfo(instance, m.server), list(m.active), stores(m.active), list(m.standby),
+                                stores(m.standby))
+                for instance, m in sorted(self._assignment().members.items())]  # fmt: skip
+
+    def for_store(self, store: str) -> list[StreamsMetadata]:
+        """The instances with an active task or a standby of ``store``."""
+        self.check_store(store)
+        return [m for m in self.all_instances() if store in m.stores or store in m.standby_stores]
 
 
 def _retrying(read: Callable[[], T]) -> T:
@@ -50,7 +156,7 @@ class _View:
         self._standby_tasks = standby_tasks
 
     def _stores(self) -> tuple[dict[int, Any], set[int]]:
-        """Partition -> store, and the partitions served by replicas."""
+        """Partition -> store, and the partitions served by replicas. Tasks still restoring are not among them."""
         out: dict[int, Any] = {}
         for task in self._active_tasks():
             store = task.stores.get(self.name)
@@ -97,6 +203,19 @@ class _View:
         """Whether reads of ``key`` are answered by a replica (possibly behind) rather than by the active task."""
         stores, stale = self._stores()
         return bool(stores) and self._partition(stores, key) in stale
+
+    def partition_stores(self, partitions: Iterable[int]) -> list[tuple[int, Any, bool]]:
+        """(partition, store, stale) for each of ``partitions``; raises ``InvalidStateStoreError`` naming those
+        not served here (their task runs elsewhere, or is restoring)."""
+        stores, stale = self._stores()
+        wanted = sorted(set(partitions))
+        missing = [p for p in wanted if p not in stores]
+        if missing:
+            raise InvalidStateStoreError(
+                f"partitions {missing} of store {self.name!r} are not available on this instance "
+                "(their task runs elsewhere or is restoring)"
+            )
+        return [(p, stores[p], p in stale) for p in wanted]
 
     def approximate_num_entries(self) -> int:
         return sum(s.approximate_num_entries() for s in self._stores()[0].values())

@@ -62,6 +62,7 @@ class StreamThread(threading.Thread):
         self.tasks = TaskManager(name, metadata, task_env, log_backend, consumer, self._reader, self._standbys,
                                  task_listener)  # fmt: skip
         self.processed = 0
+        self.commit_seconds = 0.0  # spent in commits, for the commit latency metric
         self._stop_event = threading.Event()
         self._mailbox = threading.Lock()
         self._target: tuple[int, set[str], dict[str, str]] | None = None
@@ -147,6 +148,7 @@ class StreamThread(threading.Thread):
             records = consumer.poll(poll_timeout, max_records)
             if records:
                 by_topic = tasks.by_topic
+                started = time.perf_counter()  # one clock read per record: each task's time is the gap before it
                 for rec in records:
                     partitions = by_topic.get(rec.topic)
                     task = partitions.get(rec.partition) if partitions is not None else None
@@ -157,6 +159,10 @@ class StreamThread(threading.Thread):
                     except LostTask as exc:
                         tasks.lose(task, exc)
                         by_topic = tasks.by_topic
+                    done = time.perf_counter()
+                    task.processed += 1
+                    task.process_seconds += done - started
+                    started = done
                 self.processed += len(records)
                 unflushed = True
             if standbys.tasks:
@@ -176,7 +182,9 @@ class StreamThread(threading.Thread):
                 unflushed = False
             if now >= next_commit or tasks.commit_requested():
                 tasks.commit()
-                next_commit = now + interval
+                next_commit = time.monotonic()
+                self.commit_seconds += next_commit - now
+                next_commit += interval
             if now >= progress_at:
                 rate = (self.processed - progress_count) / max(config.progress_interval_s, 1e-9)
                 states = tasks.states()

@@ -140,6 +140,10 @@ class StreamTask:
         self.dropped_records = 0
         self.commit_requested = False
         self.closed = False
+        # For metrics: records processed, the time they took (the stream thread measures it), records skipped.
+        self.processed = 0
+        self.process_seconds = 0.0
+        self.dropped = 0
         self.task_dir = env.state_dir / env.application_id / self.id if env.state_dir is not None else None
         self._stream_puncts: list[Cancellable] = []
         self.wall_puncts: list[Cancellable] = []
@@ -332,6 +336,7 @@ class StreamTask:
         error = DeserializationError(rec.topic, rec.partition, rec.offset, is_key, exc)
         if not self.env.deserialization_handler.handle(rec, error, self.env.send):
             raise error from exc
+        self.dropped += 1
 
     # -- punctuation -----------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 Fixtures:
 - ``registry_url`` (session): one server on a fresh SQLite log, shared by tests that use unique subjects.
+- ``module_registry`` (module): a server of the test module's own, for tests that need an empty registry.
 - ``schema_types`` / ``require_type``: what ``GET /schemas/types`` lists, and a probe that skips a test without it.
 - ``start_registry`` (function): a factory ``start_registry(log_url=None, *args, env=, scheme=, probe=) ->
   RegistryProcess`` for tests that need their own server (restart tests, several instances, TLS and
@@ -140,6 +141,15 @@ def registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     d = tmp_path_factory.mktemp("shared-registry")
     rp = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log").start()
     yield rp.url
+    rp.stop()
+
+
+@pytest.fixture(scope="module")
+def module_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryProcess]:
+    """A registry of the test module's own: its state starts empty, and it stops after the module."""
+    d = tmp_path_factory.mktemp("module-registry")
+    rp = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log").start()
+    yield rp
     rp.stop()
 
 

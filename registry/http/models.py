@@ -27,7 +27,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from compat import CompatibilityLevel
+from compat import CompatibilityLevel, CompatibilityPolicy
 from registry import errors, schemas_topic
 from registry.modes import Mode
 from registry.schema_types import Reference
@@ -38,6 +38,7 @@ Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]
 Scalar = StrictStr | StrictInt | StrictFloat | StrictBool
 SchemaTypeName = Literal["AVRO", "JSON", "PROTOBUF"]
 LEVELS = [level.value for level in CompatibilityLevel]
+POLICIES = [p.value for p in CompatibilityPolicy]
 MODES = [m.value for m in Mode]
 
 
@@ -47,6 +48,7 @@ def enum_of(values: list[str]) -> Any:
 
 
 Level = Annotated[str, enum_of(LEVELS)]
+Policy = Annotated[str, enum_of(POLICIES)]
 #: a level or mode as requests carry it: any scalar is read as text and checked by name (42203 / 42204)
 LevelText = Annotated[Scalar, WithJsonSchema({"type": "string", "enum": LEVELS})]
 ModeText = Annotated[Scalar, WithJsonSchema({"type": "string", "enum": MODES})]
@@ -168,6 +170,9 @@ class ConfigUpdateRequest(BaseModel):
 
     compatibility: LevelText | None = None
     compatibilityLevel: LevelText | None = None
+    compatibilityPolicy: Annotated[StrictStr, enum_of(POLICIES)] | None = Field(
+        None, description="Confluent 8: `LENIENT` relaxes some JSON Schema rules; `STRICT` (default) does not."
+    )
     normalize: StrictBool | None = None
     compatibilityGroup: StrictStr | None = None
     defaultMetadata: Metadata | None = None
@@ -187,7 +192,14 @@ class ConfigUpdateRequest(BaseModel):
                 update["compatibilityLevel"] = CompatibilityLevel.parse(str(level)).value
             except ValueError:
                 raise errors.invalid_compatibility_level() from None
-        for name in schemas_topic.CONFIG_FIELDS[1:]:
+        if self.compatibilityPolicy is not None:
+            policy = CompatibilityPolicy.for_name(self.compatibilityPolicy)
+            if policy is None:
+                raise errors.invalid_compatibility_policy(self.compatibilityPolicy)
+            update["compatibilityPolicy"] = policy.value
+        for name in schemas_topic.CONFIG_FIELDS:
+            if name in ("compatibilityLevel", "compatibilityPolicy"):  # read above
+                continue
             value = getattr(self, name, None)
             if isinstance(value, RuleSet):
                 value = value.checked()
@@ -219,6 +231,8 @@ class ModeUpdateRequest(BaseModel):
 
 # ---- answers (documentation only) -----------------------------------------------------------------------------
 
+GUID_DOC = "Confluent 8's schema GUID: the MD5 identity hash of schema, references, metadata and rule set, as a UUID."
+
 
 class ErrorMessage(BaseModel):
     error_code: int
@@ -231,6 +245,7 @@ class Schema(BaseModel):
     subject: str
     version: int
     id: int
+    guid: str = Field(description=GUID_DOC)
     schemaType: SchemaTypeName | SkipJsonSchema[None] = absent("Absent for AVRO.")
     references: list[SchemaReference] | SkipJsonSchema[None] = absent()
     metadata: Metadata | SkipJsonSchema[None] = absent()
@@ -239,8 +254,9 @@ class Schema(BaseModel):
 
 
 class SchemaString(BaseModel):
-    """A schema by id (Confluent's ``SchemaString``)."""
+    """A schema by id or GUID (Confluent's ``SchemaString``)."""
 
+    guid: str = Field(description=GUID_DOC)
     schemaType: SchemaTypeName | SkipJsonSchema[None] = absent("Absent for AVRO.")
     schema_: str = Field(alias="schema")
     references: list[SchemaReference] | SkipJsonSchema[None] = absent()
@@ -250,6 +266,22 @@ class SchemaString(BaseModel):
 
 
 class RegisterSchemaResponse(BaseModel):
+    """id, version and GUID; the stored content too when the registry completed its metadata or rule set."""
+
+    id: int
+    version: int
+    guid: str = Field(description=GUID_DOC)
+    schemaType: SchemaTypeName | SkipJsonSchema[None] = absent("Absent for AVRO.")
+    references: list[SchemaReference] | SkipJsonSchema[None] = absent()
+    metadata: Metadata | SkipJsonSchema[None] = absent()
+    ruleSet: RuleSet | SkipJsonSchema[None] = absent()
+    schema_: str | SkipJsonSchema[None] = Field(None, alias="schema", json_schema_extra=_drop_default)
+
+
+class ContextId(BaseModel):
+    """An id in a context (only the default context, ``.``, exists here)."""
+
+    context: str
     id: int
 
 
@@ -261,6 +293,7 @@ class SubjectVersion(BaseModel):
 class _ConfigSettings(BaseModel):
     """The settings of a config besides its level."""
 
+    compatibilityPolicy: Policy | SkipJsonSchema[None] = absent()
     normalize: bool | SkipJsonSchema[None] = absent()
     compatibilityGroup: str | SkipJsonSchema[None] = absent()
     defaultMetadata: Metadata | SkipJsonSchema[None] = absent()

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from registry.service import Registered
 from registry.state import SchemaContent, Version
 
 
@@ -39,8 +40,8 @@ def _content_fields(content: SchemaContent, schema_text: str) -> list[tuple[str,
 
 
 def version_dict(v: Version, schema_text: str | None = None) -> dict[str, Any]:
-    """Confluent's ``Schema``: subject, version, id, then the content (``schema`` last)."""
-    body: dict[str, Any] = {"subject": v.subject, "version": v.version, "id": v.id}
+    """Confluent's ``Schema``: subject, version, id, guid (8.x), then the content (``schema`` last)."""
+    body: dict[str, Any] = {"subject": v.subject, "version": v.version, "id": v.id, "guid": v.content.guid}
     body.update(_content_fields(v.content, v.content.schema if schema_text is None else schema_text))
     return body
 
@@ -49,9 +50,18 @@ _ID_ORDER = {"schemaType": 0, "schema": 1, "references": 2, "metadata": 3, "rule
 
 
 def id_dict(content: SchemaContent, schema_text: str | None = None) -> dict[str, Any]:
-    """Confluent's ``SchemaString``: schemaType, schema, references, metadata, ruleSet."""
+    """Confluent's ``SchemaString``: guid (8.x), schemaType, schema, references, metadata, ruleSet."""
     fields = _content_fields(content, content.schema if schema_text is None else schema_text)
-    return dict(sorted(fields, key=lambda kv: _ID_ORDER[kv[0]]))
+    return {"guid": content.guid, **dict(sorted(fields, key=lambda kv: _ID_ORDER[kv[0]]))}
+
+
+def register_dict(r: Registered) -> dict[str, Any]:
+    """The register answer: id, version and GUID (Confluent 8.x), and the stored content when the registry
+    completed the metadata or rule set the request sent, so the client sees the rules it will run."""
+    body: dict[str, Any] = {"id": r.id, "version": r.version, "guid": r.content.guid}
+    if r.populated:
+        body.update(_content_fields(r.content, r.content.schema))
+    return body
 
 
 def version_body(v: Version) -> bytes:

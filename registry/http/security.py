@@ -7,7 +7,7 @@ Every API router is mounted with ``Authenticated`` (``app.py``): the caller's pr
 - ``ReadConfig`` / ``WriteConfig`` / ``WriteMode``: the global ``Config:`` / ``Mode:`` resources;
 - ``WriteContext``: deleting a context is ``Write`` on ``Subject::.ctx:`` (its subjects' prefix);
 - ``ImportIfId``: registering with an ``id`` also needs ``Write`` on ``Import:``;
-- ``ReadSchemaId``: reading an id needs ``Read`` on one of the subjects holding it;
+- ``ReadSchemaId``: reading an id needs ``Read`` on one of the subjects holding it (``ReadSchemaGuid``: by GUID);
 - ``Readable``: a predicate for listings (``GET /subjects``, ``/schemas``), which list only what the caller may read.
 
 Each check marks the read cache's ticket with what the answer requires (``access``) and, for per-caller answers,
@@ -152,11 +152,28 @@ async def _schema_id_access(request: Request, id: SchemaId, service: ServiceDep)
         return
     # the id in the context the route will look it up in (``?subject=`` may name another context)
     context = service.id_context(id, request.query_params.get("subject", ""))
-    pairs = service.state.space(context).id_versions.get(id)
+    _check_id_read(request, principal, service, context, id, f"Schema:{id}")
+
+
+def _check_id_read(request: Request, principal: Principal, service: Any, context: str, schema_id: int,
+                   label: str) -> None:
+    pairs = service.state.space(context).id_versions.get(schema_id)
     if pairs is None:
         return  # no such id: the route answers 40403
     resources = tuple(sorted({subject_resource(s) for s, _ in pairs}))
-    check(request, principal, Operation.READ, resources, f"Schema:{id}")
+    check(request, principal, Operation.READ, resources, label)
+
+
+async def _schema_guid_access(request: Request, guid: str, service: ServiceDep) -> None:
+    """Reading a schema by GUID: as by its id (in the default context, where GUIDs are looked up)."""
+    principal = await principal_of(request)
+    if principal is None:
+        return
+    try:
+        schema_id = service.id_of_guid(guid)
+    except errors.ApiError:
+        return  # the route answers 40403
+    _check_id_read(request, principal, service, contexts.DEFAULT_CONTEXT, schema_id, f"Schema:{guid}")
 
 
 async def _import_if_id(
@@ -194,6 +211,7 @@ WriteConfig = Depends(_GlobalAccess(Operation.WRITE, CONFIG))
 WriteMode = Depends(_GlobalAccess(Operation.WRITE, MODE))
 WriteContext = Depends(_context_access)
 ReadSchemaId = Depends(_schema_id_access)
+ReadSchemaGuid = Depends(_schema_guid_access)
 ImportIfId = Depends(_import_if_id)
 #: a route argument: ``readable(subject)`` is True for subjects the caller may read
 Readable = Annotated[Callable[[str], bool], Depends(_readable)]

@@ -51,6 +51,10 @@ class StateStore(Protocol):
     def restore_batch(self, entries: list[tuple[bytes, bytes | None]]) -> None:
         """Apply changelog records (key bytes, value bytes or None), oldest first."""
 
+    def estimate_num_entries(self) -> int:
+        """About how many entries the store holds (a metric: may be approximate)."""
+        ...
+
     def wipe(self) -> None:
         """Drop all local data."""
 

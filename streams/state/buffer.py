@@ -113,6 +113,9 @@ class SuppressionBuffer:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def estimate_num_entries(self) -> int:
+        return len(self._entries)
+
     @property
     def min_due(self) -> int | None:
         """The earliest due time (every buffered key has exactly one heap entry: evictions pop it)."""

@@ -125,12 +125,24 @@ class CachingKeyValueStore:
         for kb, value in sorted(self._items(), key=lambda kv: kv[0]):
             yield self._kde(kb), self._value(value)
 
+    def range(self, key_from: Any = None, key_to: Any = None) -> Iterator[tuple[Any, Any]]:
+        """(key, value) with ``key_from <= key <= key_to`` compared as serialized keys (Kafka Streams'
+        ``range``), in key-byte order; ``None`` leaves that end open."""
+        low = None if key_from is None else self.key_bytes(key_from)
+        high = None if key_to is None else self.key_bytes(key_to)
+        for kb, value in sorted(self._items_between(low, high), key=lambda kv: kv[0]):
+            yield self._kde(kb), value
+
     def keys(self) -> Iterator[Any]:
         for key, _ in self.all():
             yield key
 
     def approximate_num_entries(self) -> int:
         return sum(1 for _ in self._items())
+
+    def estimate_num_entries(self) -> int:
+        """A cheap size estimate (metrics scrape it): exact where counting is cheap."""
+        return self.approximate_num_entries()
 
     # -- by serialized key: a processor that reads and writes one key per record serializes it once ---------
 
@@ -210,6 +222,10 @@ class CachingKeyValueStore:
     def wipe(self) -> None:
         """Drop all local data (the checkpoint did not match the changelog)."""
         raise NotImplementedError
+
+    def _items_between(self, low: bytes | None, high: bytes | None) -> Iterator[tuple[bytes, Any]]:
+        """``_items()`` with ``low <= key bytes <= high`` (``None``: open); a store that can seek overrides it."""
+        return ((kb, v) for kb, v in self._items() if (low is None or kb >= low) and (high is None or kb <= high))
 
     # -- subclass hooks --------------------------------------------------------------------------------
 

@@ -91,13 +91,26 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
         return self._cache.get(kb)
 
     def _items(self) -> Iterator[tuple[bytes, Any]]:
+        return self._items_between(None, None)
+
+    def _items_between(self, low: bytes | None, high: bytes | None) -> Iterator[tuple[bytes, Any]]:
+        # Seek to ``low`` and stop after ``high``: a range reads and deserializes only its own entries.
         vde = self._vde
+        merged: dict[bytes, Any] = {}
         # raw_mode: rocksdict's keys are bytes, which its type hints do not say
-        merged = cast("dict[bytes, Any]", {kb: vde(vb) for kb, vb in self._db.items()})
+        for kb, vb in cast("Iterator[tuple[bytes, bytes]]", self._db.items(from_key=low)):
+            if high is not None and kb > high:
+                break
+            merged[kb] = vde(vb)
+
+        def inside(kb: bytes) -> bool:
+            return (low is None or kb >= low) and (high is None or kb <= high)
+
         for kb in list(self._dirty):
-            merged[kb] = self._cache.get(kb)
+            if inside(kb):
+                merged[kb] = self._cache.get(kb)
         for kb in [kb for kb, _ in self._pending]:
-            if kb not in self._dirty:
+            if kb not in self._dirty and inside(kb):
                 merged[kb] = self._cache.get(kb, merged.get(kb))
         return iter([(kb, v) for kb, v in merged.items() if v is not None])
 
@@ -142,6 +155,11 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
 
     def approximate_num_entries(self) -> int:
         return sum(1 for _ in self._items())
+
+    def estimate_num_entries(self) -> int:
+        # RocksDB's own estimate, plus the writes not flushed to it yet (may count a key twice).
+        estimate = self._db.property_int_value("rocksdb.estimate-num-keys") or 0
+        return estimate + len(self._dirty) + len(self._pending)
 
     def close(self) -> None:
         if not self.closed:

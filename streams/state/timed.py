@@ -210,6 +210,9 @@ class TimeKeyedStore:
     def approximate_num_entries(self) -> int:
         return len(self.all_entries(0, MAX_TIME))
 
+    def estimate_num_entries(self) -> int:
+        return self.approximate_num_entries()
+
     # -- commit protocol -------------------------------------------------------------------------------
 
     @property

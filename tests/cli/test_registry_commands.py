@@ -65,7 +65,7 @@ def test_register_then_read_back(registry_url: str, subject: str, files: dict[st
     raw = run_process("registry", "--url", registry_url, "get", subject, "1", "--schema-only")
     assert (raw.code, raw.out) == (0, V1 + "\n")
     by_id = run_process("registry", "--url", registry_url, "get", "--id", str(v2_id), "-o", "json")
-    assert by_id.json() == {"id": v2_id, "schema": V2}
+    assert by_id.json() == {"id": v2_id, "guid": by_id.json()["guid"], "schema": V2}
     shown = run_process("registry", "--url", registry_url, "get", subject)
     assert shown.out.splitlines()[:5] == [f"subject  {subject}", "version  2", f"id       {v2_id}", "type     AVRO", ""]
     assert shown.out.splitlines()[5:] == ["{", '  "type": "record",', '  "name": "Order",', '  "fields": [',

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import uuid
 from urllib.parse import quote
 
 import httpx
@@ -23,23 +25,27 @@ def err(resp: httpx.Response) -> tuple[int, int]:
     return resp.status_code, body["error_code"]
 
 
-def test_register_answers_id_only(http: httpx.Client, subject: str) -> None:
+def test_register_answers_id_version_and_guid(http: httpx.Client, subject: str) -> None:
     r = register(http, subject, V1)
     assert r.status_code == 200
-    assert list(r.json()) == ["id"]
+    assert list(r.json()) == ["id", "version", "guid"]  # Confluent 8.x (7.x: the id alone)
+    assert r.json()["version"] == 1
+    # the GUID is Confluent's identity hash as a UUID: MD5 of the stored text (no references, metadata or rules)
+    stored = http.get(f"/subjects/{subject}/versions/1").json()["schema"]
+    assert r.json()["guid"] == str(uuid.UUID(bytes=hashlib.md5(stored.encode()).digest()))
     assert r.headers["content-type"] == "application/vnd.schemaregistry.v1+json"
 
 
 def test_version_shape_and_raw_schema(http: httpx.Client, subject: str) -> None:
     sid = register(http, subject, V1).json()["id"]
     body = http.get(f"/subjects/{subject}/versions/1").json()
-    assert body == {"subject": subject, "version": 1, "id": sid, "schema": body["schema"]}
+    assert body == {"subject": subject, "version": 1, "id": sid, "guid": body["guid"], "schema": body["schema"]}
     assert json.loads(body["schema"]) == json.loads(V1)
     assert http.get(f"/subjects/{subject}/versions/latest").json() == body
     assert http.get(f"/subjects/{subject}/versions/-1").json() == body
     raw = http.get(f"/subjects/{subject}/versions/1/schema")
     assert raw.text == body["schema"]
-    assert http.get(f"/schemas/ids/{sid}").json() == {"schema": body["schema"]}
+    assert http.get(f"/schemas/ids/{sid}").json() == {"guid": body["guid"], "schema": body["schema"]}
     assert http.get(f"/schemas/ids/{sid}/schema").text == body["schema"]
     with_max = http.get(f"/schemas/ids/{sid}", params={"fetchMaxId": "true"}).json()
     assert with_max["maxId"] >= sid
@@ -161,7 +167,8 @@ def test_compatibility_endpoint(http: httpx.Client, subject: str) -> None:
 def test_lookup(http: httpx.Client, subject: str) -> None:
     sid = register(http, subject, V1).json()["id"]
     r = http.post(f"/subjects/{subject}", json={"schema": V1}, headers=CT)
-    assert r.json() == {"subject": subject, "version": 1, "id": sid, "schema": r.json()["schema"]}
+    assert r.json() == {"subject": subject, "version": 1, "id": sid, "guid": r.json()["guid"],
+                        "schema": r.json()["schema"]}
     assert err(http.post(f"/subjects/{subject}", json={"schema": V2}, headers=CT)) == (404, 40403)
     assert err(http.post(f"/subjects/{subject}-x", json={"schema": V1}, headers=CT)) == (404, 40401)
     http.delete(f"/subjects/{subject}/versions/1")
@@ -230,15 +237,15 @@ def test_global_config_and_modes(own: httpx.Client) -> None:
 def test_import_mode_keeps_ids_and_versions(own: httpx.Client) -> None:
     assert own.put("/mode", json={"mode": "IMPORT"}, headers=CT).status_code == 200
     assert err(register(own, "imp", V1)) == (422, 42205)  # IMPORT needs an explicit id
-    assert register(own, "imp", V1, id=100, version=7).json() == {"id": 100}
-    assert register(own, "imp", V3_BAD, id=101, version=9).json() == {"id": 101}  # no compatibility check
+    assert register(own, "imp", V1, id=100, version=7).json()["id"] == 100
+    assert register(own, "imp", V3_BAD, id=101, version=9).json()["id"] == 101  # no compatibility check
     assert own.get("/subjects/imp/versions").json() == [7, 9]
     r = register(own, "imp2", V2, id=100)
     assert err(r) == (422, 42205)
     assert r.json()["message"] == "Overwrite new schema with id 100 in context . is not permitted."
     own.put("/mode", json={"mode": "READWRITE"}, headers=CT)
     # new ids continue after the highest imported one
-    assert register(own, "after", record("Z", ("z", "int"))).json() == {"id": 102}
+    assert register(own, "after", record("Z", ("z", "int"))).json()["id"] == 102
     assert err(register(own, "after", V1, id=5)) == (422, 42205)
 
 

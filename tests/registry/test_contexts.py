@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -19,7 +18,7 @@ from registry.schemas_topic import Key
 from registry.state import State
 from streams.log import OFFSET_BEGINNING, TopicPartition, open_log
 from tests.registry.schemas import record
-from tests.server import RegistryProcess, free_port
+from tests.server import RegistryProcess
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 
@@ -35,12 +34,9 @@ C = compact(record("C", ("c", "int")))
 
 
 @pytest.fixture(scope="module")
-def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryProcess]:
+def own(module_registry: RegistryProcess) -> RegistryProcess:
     """A registry of this module's own: the id spaces and the context list start empty."""
-    d = tmp_path_factory.mktemp("contexts")
-    rp = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log").start()
-    yield rp
-    rp.stop()
+    return module_registry
 
 
 def register(c: httpx.Client, subject: str, schema: str) -> int:
@@ -76,9 +72,8 @@ def test_ids_listings_and_contexts(own: RegistryProcess) -> None:
         r = c.get("/schemas/ids/2", params={"subject": ":.ctx1:t1"})  # qualified and not holding it: 40403
         assert (r.status_code, r.json()["error_code"]) == (404, 40403)
         assert c.get("/schemas/ids/2").status_code == 404  # the default context has only id 1
-        assert c.get("/schemas/ids/1", params={"subject": ":.ctx2:", "fetchMaxId": "true"}).json() == {
-            "schema": B, "maxId": 2
-        }
+        with_max = c.get("/schemas/ids/1", params={"subject": ":.ctx2:", "fetchMaxId": "true"}).json()
+        assert with_max == {"guid": with_max["guid"], "schema": B, "maxId": 2}
         assert c.get("/schemas/ids/1/versions", params={"subject": ":.ctx1:"}).json() == [
             {"subject": ":.ctx1:other", "version": 1},
             {"subject": ":.ctx1:t1", "version": 1},

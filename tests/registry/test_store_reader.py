@@ -40,7 +40,9 @@ def test_the_reader_survives_a_broken_connection(tmp_path: Path, caplog: pytest.
             assert store.ready
 
             # Every query on the reader's connection now fails inside SQLite.
-            store._reader._consumer._db.conn.close()  # type: ignore[union-attr]
+            db = store._reader._consumer._db  # type: ignore[union-attr]
+            with db.lock:  # not in the middle of the reader's own query (closing under it can crash SQLite)
+                db.conn.close()
             other = log.producer()  # someone else writes while the reader is down
             missed = other.produce("_schemas", *reversed(config_record("b", "NONE")), partition=0).offset
             await until(lambda: store.reader_failure is not None)

@@ -186,7 +186,7 @@ def test_global_config_mode_and_import(as_user: Callable[..., httpx.Client]) -> 
     assert aladdin.put(f"/mode/{sub}?force=true", json={"mode": "IMPORT"}).json() == {"mode": "IMPORT"}
     body = {"schema": '"string"', "id": 900001, "version": 1}
     _denied(aladdin.post(f"/subjects/{sub}/versions", json=body), "Write", "Import")
-    assert admin.post(f"/subjects/{sub}/versions", json=body).json() == {"id": 900001}
+    assert admin.post(f"/subjects/{sub}/versions", json=body).json()["id"] == 900001
     assert admin.get("/config").status_code == 200
 
 
@@ -195,7 +195,8 @@ def test_listings_show_only_what_the_caller_may_read(as_user: Callable[..., http
     cave, carpet = _name("cave-"), _name("carpet-")
     avro = AVRO.replace('"R"', f'"R{uuid.uuid4().hex}"')  # a schema (an id) of this test's own
     cave_id = admin.post(f"/subjects/{cave}/versions", json={"schema": avro}).json()["id"]
-    carpet_id = admin.post(f"/subjects/{carpet}/versions", json={"schema": '"long"'}).json()["id"]
+    carpet_registered = admin.post(f"/subjects/{carpet}/versions", json={"schema": '"long"'}).json()
+    carpet_id, carpet_guid = carpet_registered["id"], carpet_registered["guid"]
     for _ in range(2):  # the second round is served from the read cache: still each caller's own listing
         subjects = {
             name: set(c.get("/subjects").json())
@@ -212,7 +213,9 @@ def test_listings_show_only_what_the_caller_may_read(as_user: Callable[..., http
     shared = _name("carpet-")
     assert admin.post(f"/subjects/{shared}/versions", json={"schema": avro}).json()["id"] == cave_id
     for _ in range(2):
-        assert reader.get(f"/schemas/ids/{cave_id}").json() == {"schema": avro}
+        by_id = reader.get(f"/schemas/ids/{cave_id}").json()
+        assert by_id == {"guid": by_id["guid"], "schema": avro}
+        assert reader.get(f"/schemas/guids/{by_id['guid']}").json() == by_id  # by GUID: the same rule
         assert reader.get(f"/schemas/ids/{cave_id}/subjects").json() == [shared]
         assert reader.get(f"/schemas/ids/{cave_id}/versions").json() == [{"subject": shared, "version": 1}]
         assert sorted(admin.get(f"/schemas/ids/{cave_id}/subjects").json()) == sorted([cave, shared])
@@ -220,6 +223,8 @@ def test_listings_show_only_what_the_caller_may_read(as_user: Callable[..., http
         _denied(aladdin.get(f"/schemas/ids/{carpet_id}"), "Read", f"Schema: {carpet_id}")
         _denied(aladdin.get(f"/schemas/ids/{carpet_id}/schema"), "Read", f"Schema: {carpet_id}")
         _denied(user.get(f"/schemas/ids/{carpet_id}/versions"), "Read", f"Schema: {carpet_id}")
+        _denied(aladdin.get(f"/schemas/guids/{carpet_guid}"), "Read", f"Schema: {carpet_guid}")
+        _denied(aladdin.get(f"/schemas/guids/{carpet_guid}/ids"), "Read", f"Schema: {carpet_guid}")
     assert reader.get("/schemas/ids/99999999").json()["error_code"] == 40403  # no such id: as without auth
 
 
@@ -310,7 +315,8 @@ def test_contexts_are_matched_by_qualified_name(as_user: Callable[..., httpx.Cli
     assert cave not in aladdin.get("/subjects").json() and cave in admin.get("/subjects").json()
     # an id read in that context (`?subject=` selects it) needs Read on one of the context's subjects holding it
     schema_id = admin.post(f"/subjects/{cave}", json=body).json()["id"]
-    assert admin.get(f"/schemas/ids/{schema_id}?subject=:{ctx}:").json() == {"schema": '"string"'}
+    in_ctx = admin.get(f"/schemas/ids/{schema_id}?subject=:{ctx}:").json()
+    assert in_ctx == {"guid": in_ctx["guid"], "schema": '"string"'}
     _denied(aladdin.get(f"/schemas/ids/{schema_id}?subject=:{ctx}:"), "Read", f"Schema: {schema_id}")
     assert admin.get(f"/schemas/ids/{schema_id}/subjects?subject={cave}").json() == [cave]
     # deleting a context is a write on its prefix

@@ -96,9 +96,11 @@ def test_metadata_and_rule_set_round_trip_through_the_registry(client, topic) ->
 def test_use_latest_with_metadata_on_both_sides(client, ck_client, value_ctx) -> None:
     subject = f"{value_ctx.topic}-value"
     major1 = Metadata(properties={"major": "1"})
+    # the third version names its own metadata: without any it would inherit the second's, as in Confluent
+    other = Metadata(properties={"major": "other"})
     id1, id2, _ = _versions(client, subject, Schema(json.dumps(V1), metadata=major1),
                             Schema(json.dumps(V2), metadata=Metadata(properties={"major": "2"})),
-                            Schema('{"type":"record","name":"Other","fields":[]}'))
+                            Schema('{"type":"record","name":"Other","fields":[]}', metadata=other))
     ours = AvroSerializer(client, use_latest_with_metadata={"major": "2"})({"name": "b", "email": "e"}, value_ctx)
     conf = {**CK_TOPIC, "auto.register.schemas": False, "use.latest.with.metadata": {"major": "2"}}
     assert ours == CkAvroSerializer(ck_client, None, conf=conf)({"name": "b", "email": "e"}, value_ctx)

@@ -53,7 +53,10 @@ def test_standbys_in_metrics_listener_and_stale_reads(tmp_path: Path, names: Cal
         (theirs,) = second.tasks()
         wait_for(lambda: first.metrics()["task_states"][theirs].get("lag") == 0, what="the standby to catch up")
         m = first.metrics()
-        assert m["task_states"] == {mine: {"state": "RUNNING"}, theirs: {"state": "STANDBY", "lag": 0}}
+        running = m["task_states"][mine]
+        assert running["state"] == "RUNNING" and running["processed"] == running["store_entries"]["counts"] > 0
+        assert m["task_states"][theirs] == {"state": "STANDBY", "lag": 0}
+        assert sorted(m["task_states"]) == sorted([mine, theirs])
         assert m["generation"] >= 1 and m["instance"] and m["standby_tasks"] == [theirs]
         assert [m["leader"], second.metrics()["leader"]].count(True) == 1
         # The app and its tasks told the listener what they went through.

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Path, Query, Response
 
 from registry.http import render
 from registry.http.errors import Doc
-from registry.http.models import Schema, SchemaString, SchemaTypeName, SubjectVersion
+from registry.http.models import ContextId, Schema, SchemaString, SchemaTypeName, SubjectVersion
 from registry.http.params import Deleted, Format, Limit, Offset, QueryBool, SchemaId, ServiceDep
 from registry.http.routing import RegistryRoute, ok, raw_text_doc
-from registry.http.security import Readable, ReadSchemaId
+from registry.http.security import Readable, ReadSchemaGuid, ReadSchemaId
 from registry.schema_types import schema_types
 from registry.service import Service
 
@@ -27,6 +27,7 @@ SubjectContext = Annotated[
         "looked for in every context. Without it: the default context.",
     ),
 ]
+Guid = Annotated[str, Path(description="The schema's GUID (Confluent 8), as returned with its versions.")]
 
 
 def _id_versions(
@@ -164,3 +165,31 @@ async def get_versions(
 ) -> Response:
     items = [{"subject": s, "version": v} for s, v in _id_versions(service, id, deleted, subject, readable)]
     return ok(render.dumps(render.page(items, offset, limit)))
+
+
+@router.get(
+    "/schemas/guids/{guid}",
+    operation_id="getSchemaByGuid",
+    dependencies=[ReadSchemaGuid],
+    summary="The schema with this GUID (Confluent 8).",
+    response_model=SchemaString,
+    responses={**Doc.schema_not_found, **Doc.stored_schema_unparsable},
+)
+async def get_schema_by_guid(service: ServiceDep, guid: Guid, fmt: Format = "") -> Response:
+    schema_id = service.id_of_guid(guid)
+    content = service.schema(schema_id)
+    if not fmt:
+        return ok(render.id_body(content))
+    return ok(render.dumps(render.id_dict(content, await service.formatted(content, schema_id, fmt))))
+
+
+@router.get(
+    "/schemas/guids/{guid}/ids",
+    operation_id="getIdsByGuid",
+    dependencies=[ReadSchemaGuid],
+    summary="The ids of the schema with this GUID, per context (Confluent 8; only the default context here).",
+    response_model=list[ContextId],
+    responses={**Doc.schema_not_found},
+)
+async def get_ids_by_guid(service: ServiceDep, guid: Guid) -> Response:
+    return ok(render.dumps([{"context": ".", "id": service.id_of_guid(guid)}]))

@@ -152,7 +152,9 @@ async def list_versions(
     dependencies=[WriteSubject, ImportIfId],
     summary="Register a schema under a subject (or return the id it already has there).",
     description="An empty `schema` re-registers the latest version's schema. `id` (and `version`) are only "
-    "allowed in IMPORT mode. `force=true` skips the compatibility check.",
+    "allowed in IMPORT mode. `force=true` skips the compatibility check. The answer has the id, version and GUID, "
+    "and the stored schema when the registry completed its metadata or rule set (config defaults and overrides, "
+    "or the previous version's).",
     response_model=RegisterSchemaResponse,
     responses={**Doc.bad_request, **Doc.incompatible_schema, **Doc.register_unprocessable},
 )
@@ -164,8 +166,8 @@ async def register(
     normalize: Normalize = None,
     force: Annotated[QueryBool, Query(description="Register without the compatibility check (Confluent 8.x).")] = False,
 ) -> Response:
-    schema_id = await service.register(subject, body.to_request(check_rules=True), normalize=normalize, force=force)
-    return ok(render.dumps({"id": schema_id}))
+    registered = await service.register(subject, body.to_request(check_rules=True), normalize=normalize, force=force)
+    return ok(render.dumps(render.register_dict(registered)))
 
 
 @router.get(

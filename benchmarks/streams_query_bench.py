@@ -1,0 +1,130 @@
+"""Interactive query latency: ``GET /v1/stores/counts/keys/{k}`` sent to instance A for keys owned by
+instance B, so every request is routed A -> B and back, at a fixed rate (open loop: a request is sent every
+1/rate s whether or not earlier ones returned; latency counts from its scheduled time, so a stall is not
+hidden). Also the same rate for keys A owns (answered locally), for comparison.
+
+Two instances of a key count (``tests/streams/topologies.key_counts``, 4 partitions, one standby each) run as
+separate processes on a shared SQLite log; this process only sends requests. Target (issue 15): p99 of the
+routed lookup <= 5 ms at 1,000 req/s.
+
+    .venv/bin/python benchmarks/streams_query_bench.py [--rate 1000] [--seconds 10] [--keys 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx
+import orjson
+
+from streams.http_pool import HttpPool, HttpPoolError
+from streams.log import open_log
+from tests.server import free_port
+from tests.streams.instances import Instance
+
+PARTITIONS = 4
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+async def load(pool: HttpPool, server: str, keys: list[str], rate: int, seconds: float) -> tuple[list[float], int]:
+    """Latencies in ms of ``rate * seconds`` requests sent on schedule; and how many failed. The requests go
+    through the same keep-alive pool the query servers forward with (httpx's async pool is the bottleneck
+    at this rate, not the server)."""
+    interval = 1 / rate
+    latencies: list[float] = []
+    failures = 0
+
+    async def one(i: int, scheduled: float) -> None:
+        nonlocal failures
+        try:
+            status, _ = await pool.get(server, f"/v1/stores/counts/keys/{keys[i % len(keys)]}")
+            ok = status == 200
+        except HttpPoolError:
+            ok = False
+        failures += not ok
+        latencies.append((time.perf_counter() - scheduled) * 1000)
+
+    pending: list[asyncio.Task[None]] = []
+    start = time.perf_counter() + 0.05
+    for i in range(int(rate * seconds)):
+        scheduled = start + i * interval
+        delay = scheduled - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        pending.append(asyncio.create_task(one(i, scheduled)))
+    await asyncio.gather(*pending)
+    return sorted(latencies), failures
+
+
+async def measure(server: str, remote: list[str], local: list[str], rate: int, seconds: float) -> None:
+    # One client pool for the warm-up and the runs: connections are opened once, as a long-lived client would.
+    pool = HttpPool(timeout=5, max_per_host=64)
+    await load(pool, server, remote + local, rate, 2.0)
+    for what, subset in (("routed to the other instance", remote), ("answered locally", local)):
+        latencies, failures = await load(pool, server, subset, rate, seconds)
+        print(f"GET keys/{{k}} {what}: {len(latencies)} requests at {rate}/s, {failures} failed; "
+              f"p50 {percentile(latencies, 0.50):.2f} ms, p99 {percentile(latencies, 0.99):.2f} ms, "
+              f"max {latencies[-1]:.2f} ms")  # fmt: skip
+    await pool.aclose()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--keys", type=int, default=2000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp_dir:
+        tmp = Path(tmp_dir)
+        url = f"sqlite:///{tmp / 'log'}"
+        suffix = uuid.uuid4().hex[:6]
+        src, out, app_id = f"in-{suffix}", f"out-{suffix}", f"query-bench-{suffix}"
+        lg = open_log(url)
+        lg.create_topic(src, PARTITIONS)
+        lg.create_topic(out, PARTITIONS)
+        keys = [f"key-{i}" for i in range(args.keys)]
+        producer = lg.producer()
+        for key in keys:
+            producer.produce(src, orjson.dumps({"v": 1}), key.encode())
+        producer.flush()
+        lg.close()
+        servers = [f"http://127.0.0.1:{free_port()}" for _ in range(2)]
+        instances = [Instance(name, [url, app_id, str(tmp / name), src, out, "1000", "--topology", "key_counts",
+                                     "--standbys", "1", "--server", server], tmp)
+                     for name, server in zip(("a", "b"), servers, strict=True)]  # fmt: skip
+        try:
+            with httpx.Client(timeout=5) as client:
+                deadline = time.monotonic() + 120
+                while True:
+                    if time.monotonic() > deadline:
+                        raise SystemExit("the instances did not settle in 120 s")
+                    if all(len(i.tasks()) == PARTITIONS // 2 for i in instances):
+                        r = client.get(f"{servers[0]}/v1/stores/counts/all")
+                        if r.status_code == 200 and len(r.json()["items"]) == len(keys):
+                            break
+                    time.sleep(0.2)
+                me = client.get(f"{servers[0]}/v1/metadata").json()["instance"]
+                owner = {k: client.get(f"{servers[0]}/v1/stores/counts/keys/{k}/metadata").json()["active"]["instance"]
+                         for k in keys}  # fmt: skip
+            remote = [k for k in keys if owner[k] != me]
+            local = [k for k in keys if owner[k] == me]
+            asyncio.run(measure(servers[0], remote, local, args.rate, args.seconds))
+        finally:
+            for instance in instances:
+                instance.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""The registry in-process, for unit tests: ``RegistryClient("mock://")`` talks to it.
+
+``EmbeddedRegistry`` runs the real service and HTTP app (the same compatibility rules, error codes and answers as
+the server) on a private SQLite log in a temporary directory, with no port: requests go to the ASGI app through
+an httpx transport. The app's event loop runs in one thread of its own, so sync and async clients share it; that
+thread is stopped and the directory removed when the registry is closed (with the last client using it).
+
+serdes finds it through the ``schemakit.registry_transports`` entry point (serdes may not import ``registry``):
+``mock://`` alone gives a fresh registry per client, ``mock://name`` the same one to every client naming it, until
+they are all closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import tempfile
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import httpx
+
+from registry.config import RegistryConfig
+from registry.server import build_app, check_topics
+
+__all__ = ["EmbeddedRegistry", "transport"]
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class EmbeddedRegistry:
+    """One in-process registry; ``open()`` starts it, ``close()`` stops its thread and removes its log."""
+
+    def __init__(self, name: str = "") -> None:
+        self.name = name
+        self._dir = tempfile.mkdtemp(prefix="schemakit-mock-registry-")
+        config = RegistryConfig(log_url=f"sqlite:///{self._dir}", advertised_url="http://mock")
+        check_topics(config)
+        self.app = build_app(config)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=f"mock-registry-{name or 'anon'}",
+                                        daemon=True)
+        self._thread.start()
+        self._lifespan: asyncio.Future[Any] | None = None
+        self._started: asyncio.Event | None = None
+        self._stop: asyncio.Event | None = None
+        self.run(self._start())
+        self.users = 0
+        self._asgi = httpx.ASGITransport(app=self.app)  # type: ignore[arg-type]  # scope typed as dict there
+
+    async def _start(self) -> None:
+        self._started, self._stop = asyncio.Event(), asyncio.Event()
+        self._lifespan = asyncio.ensure_future(self._serve_lifespan())
+        await self._started.wait()
+        if self._lifespan.done():
+            self._lifespan.result()  # startup failed: raise it here
+        # the replay of the (empty) log runs in the background: answer only once the registry serves
+        while not self.app.health.serving:
+            why = self.app.failed or self.app.health.unhealthy()
+            if why:
+                raise RuntimeError(f"the in-process registry did not start: {why}")
+            await asyncio.sleep(0.005)
+
+    async def _serve_lifespan(self) -> None:
+        assert self._started is not None and self._stop is not None
+        async with self.app.api.router.lifespan_context(self.app.api):
+            self._started.set()
+            await self._stop.wait()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the registry's loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        """One request through the ASGI app, on the registry's loop (from any thread or loop)."""
+        content = await request.aread()
+        forwarded = httpx.Request(request.method, request.url, headers=request.headers, content=content)
+        future = asyncio.run_coroutine_threadsafe(self._handle(forwarded), self._loop)
+        status, headers, body = await asyncio.wrap_future(future)
+        return httpx.Response(status, headers=headers, content=body, request=request)
+
+    def handle_sync(self, request: httpx.Request) -> httpx.Response:
+        forwarded = httpx.Request(request.method, request.url, headers=request.headers, content=request.read())
+        status, headers, body = self.run(self._handle(forwarded))
+        return httpx.Response(status, headers=headers, content=body, request=request)
+
+    async def _handle(self, request: httpx.Request) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        response = await self._asgi.handle_async_request(request)
+        body = await response.aread()
+        return response.status_code, response.headers.raw, body
+
+    def close(self) -> None:
+        if not self._thread.is_alive():
+            return
+        stop = self._stop
+
+        async def finish() -> None:
+            if stop is not None:
+                stop.set()
+            if self._lifespan is not None:
+                await self._lifespan
+
+        try:
+            self.run(finish())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=30)
+            self._loop.close()
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+
+_named: dict[str, EmbeddedRegistry] = {}
+_lock = threading.Lock()
+
+
+def _acquire(name: str) -> EmbeddedRegistry:
+    with _lock:
+        registry = _named.get(name) if name else None
+        if registry is None:
+            registry = EmbeddedRegistry(name)
+            if name:
+                _named[name] = registry
+        registry.users += 1
+        return registry
+
+
+def _release(registry: EmbeddedRegistry) -> None:
+    with _lock:
+        registry.users -= 1
+        if registry.users > 0:
+            return
+        if registry.name and _named.get(registry.name) is registry:
+            del _named[registry.name]
+    registry.close()
+
+
+class _SyncTransport(httpx.BaseTransport):
+    def __init__(self, registry: EmbeddedRegistry) -> None:
+        self.registry = registry
+        self._closed = False
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self.registry.handle_sync(request)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            _release(self.registry)
+
+
+class _AsyncTransport(httpx.AsyncBaseTransport):
+    def __init__(self, registry: EmbeddedRegistry) -> None:
+        self.registry = registry
+        self._closed = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await self.registry.handle(request)
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await asyncio.to_thread(_release, self.registry)
+
+
+def transport(url: str, is_async: bool) -> httpx.BaseTransport | httpx.AsyncBaseTransport:
+    """The httpx transport for a ``mock://[name]`` URL (the ``schemakit.registry_transports`` entry point)."""
+    name = url.partition("://")[2].strip("/")
+    registry = _acquire(name)
+    return _AsyncTransport(registry) if is_async else _SyncTransport(registry)

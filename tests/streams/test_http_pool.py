@@ -1,0 +1,65 @@
+"""The query servers' forwarding pool against a real socket server: kept-alive reuse, a connection the peer
+closed meanwhile (retried once on a new one), chunked bodies, and an unreachable peer as ``HttpPoolError``."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from streams.http_pool import HttpPool, HttpPoolError
+from tests.server import free_port
+
+
+async def _serve(answers: list[bytes], close_after_each: bool) -> tuple[asyncio.Server, list[str], list[int]]:
+    """A server that answers each request with the next of ``answers``; records request lines and connections."""
+    requests: list[str] = []
+    connections: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(len(connections))
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                break
+            requests.append(head.split(b"\r\n")[0].decode())
+            writer.write(answers[len(requests) - 1])
+            await writer.drain()
+            if close_after_each:  # an idle timeout on the peer's side, without saying so
+                break
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, requests, connections
+
+
+def test_keep_alive_reuse_stale_connection_and_chunked() -> None:
+    async def scenario() -> None:
+        plain = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+        chunked = b"HTTP/1.1 404 Not Found\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+        server, requests, connections = await _serve([plain, plain, chunked], close_after_each=False)
+        port = server.sockets[0].getsockname()[1]
+        pool = HttpPool(timeout=2)
+        assert await pool.get(f"http://127.0.0.1:{port}", "/a", {"x": "1 2"}) == (200, b"ok")
+        assert await pool.get(f"http://127.0.0.1:{port}", "/b") == (200, b"ok")
+        assert await pool.get(f"http://127.0.0.1:{port}", "/c") == (404, b"abcde")
+        assert requests == ["GET /a?x=1+2 HTTP/1.1", "GET /b HTTP/1.1", "GET /c HTTP/1.1"]
+        assert len(connections) == 1  # one connection, kept alive
+        await pool.aclose()
+        server.close()
+
+        server, requests, connections = await _serve([plain, plain], close_after_each=True)
+        port = server.sockets[0].getsockname()[1]
+        pool = HttpPool(timeout=2)
+        assert await pool.get(f"http://127.0.0.1:{port}", "/a") == (200, b"ok")
+        await asyncio.sleep(0.05)  # the server has closed the kept-alive connection by now
+        assert await pool.get(f"http://127.0.0.1:{port}", "/b") == (200, b"ok")
+        assert requests == ["GET /a HTTP/1.1", "GET /b HTTP/1.1"] and len(connections) == 2
+        await pool.aclose()
+        server.close()
+
+        with pytest.raises(HttpPoolError, match=r"http://127.0.0.1:\d+: ConnectionRefusedError"):
+            await pool.get(f"http://127.0.0.1:{free_port()}", "/a")
+
+    asyncio.run(scenario())
