@@ -131,7 +131,7 @@ class CachingKeyValueStore:
         low = None if key_from is None else self.key_bytes(key_from)
         high = None if key_to is None else self.key_bytes(key_to)
         for kb, value in sorted(self._items_between(low, high), key=lambda kv: kv[0]):
-            yield self._kde(kb), value
+            yield self._kde(kb), self._value(value)
 
     def keys(self) -> Iterator[Any]:
         for key, _ in self.all():
