@@ -23,10 +23,10 @@ _EXPORTS: dict[str, str] = {
     "KTable": "streams.dsl",
     **dict.fromkeys(
         ["CoPartitioningError", "DeserializationError", "InvalidStateStoreError", "MissingTopicError",
-         "ProcessingError", "SerdeError", "StateStoreError", "StreamsError", "TopologyError"],
+         "ProcessingError", "ProductionError", "SerdeError", "StateStoreError", "StreamsError", "TopologyError"],
         "streams.errors",
     ),
-    **dict.fromkeys(["DeadLetterQueue", "LogAndContinue", "LogAndFail"], "streams.handlers"),
+    **dict.fromkeys(["DeadLetterQueue", "ErrorHandler", "LogAndContinue", "LogAndFail"], "streams.handlers"),
     **dict.fromkeys(["StateListener", "TaskState"], "streams.listeners"),
     **dict.fromkeys(["Cancellable", "Processor", "ProcessorContext", "PunctuationType"], "streams.processor"),
     **dict.fromkeys(["HostInfo", "KeyQueryMetadata", "StreamsMetadata"], "streams.queries"),
@@ -45,12 +45,13 @@ if TYPE_CHECKING:
         InvalidStateStoreError,
         MissingTopicError,
         ProcessingError,
+        ProductionError,
         SerdeError,
         StateStoreError,
         StreamsError,
         TopologyError,
     )
-    from streams.handlers import DeadLetterQueue, LogAndContinue, LogAndFail
+    from streams.handlers import DeadLetterQueue, ErrorHandler, LogAndContinue, LogAndFail
     from streams.listeners import StateListener, TaskState
     from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
     from streams.queries import HostInfo, KeyQueryMetadata, StreamsMetadata
@@ -82,6 +83,7 @@ __all__ = [
     "CoPartitioningError",
     "DeadLetterQueue",
     "DeserializationError",
+    "ErrorHandler",
     "HostInfo",
     "InvalidStateStoreError",
     "KGroupedStream",
@@ -94,6 +96,7 @@ __all__ = [
     "ProcessingError",
     "Processor",
     "ProcessorContext",
+    "ProductionError",
     "PunctuationType",
     "Serde",
     "SerdeError",

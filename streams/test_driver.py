@@ -52,7 +52,8 @@ class TopologyTestDriver:
     __test__ = False  # not a pytest test class
 
     def __init__(self, topology: Topology, *, application_id: str = "test-driver", wall_clock_ms: int = 0,
-                 state_dir: str | Path | None = None, deserialization_error_handler: Any = "fail") -> None:  # fmt: skip
+                 state_dir: str | Path | None = None, deserialization_error_handler: Any = "fail",
+                 processing_exception_handler: Any = "fail") -> None:  # fmt: skip
         self.topology = topology
         self.application_id = application_id
         self.clock = _MockClock(wall_clock_ms)
@@ -72,6 +73,7 @@ class TopologyTestDriver:
             default_store="memory" if state_dir is None else "rocksdb",
             cache_max_entries=100_000,
             deserialization_handler=handler_from(deserialization_error_handler),
+            processing_handler=handler_from(processing_exception_handler, "processing_exception_handler"),
             topic_names=names,
             partitions_of=lambda topic: 1,
         )
