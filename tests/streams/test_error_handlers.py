@@ -11,7 +11,7 @@ import pytest
 
 from streams import ProcessingError, ProductionError, StreamsBuilder, TopologyTestDriver
 from streams.app import StreamsApp
-from streams.log import Log, Record
+from streams.log import Log, Record, TopicPartition
 from streams.topology import Topology
 from tests.streams.conftest import produce, read_all
 
@@ -164,6 +164,8 @@ def test_processing_fail_stops_the_app_naming_the_record(
     assert app.state == "ERROR"
     assert (info.value.topic, info.value.partition, info.value.offset) == (src, 0, 1)
     assert outputs(log, out) == [("k1", "A")]
+    # Nothing is lost: the poison record is not committed as consumed, so a restart meets it again.
+    assert log.committed(app.application_id, [TopicPartition(src, 0)])[TopicPartition(src, 0)] in (None, 1)
 
 
 def test_log_and_continue_counts_dropped_records(
@@ -195,6 +197,7 @@ def test_production_error_is_handled_per_setting(
         assert app.state == "ERROR"
         assert (info.value.sink_topic, info.value.topic, info.value.offset) == (out, src, 1)
         assert outputs(log, out) == [("k1", "A")]
+        assert log.committed(app.application_id, [TopicPartition(src, 0)])[TopicPartition(src, 0)] in (None, 1)
         return
     with app:
         assert app.wait_until(lambda a: a.metrics()["task_states"].get("0_0", {}).get("processed") == 3, 60)
