@@ -290,18 +290,27 @@ class StreamTask:
             topic=rec.topic, partition=rec.partition, offset=rec.offset,
         )  # fmt: skip
         error.__cause__ = exc
-        if not self.env.processing_handler.handle(rec, error, self.env.send):
-            raise error from exc
-        self._drop("processing_error")
+        self._ask(self.env.processing_handler, rec, error, "processing_error")
 
     def _production_error(self, out: Record, exc: LogError) -> None:
         """The log refused ``out``, an output of the current record: the production handler decides."""
         rc = self.record_context
         error = ProductionError(self.id, out.topic, rc.topic, rc.partition, rc.offset, exc)
         error.__cause__ = exc
-        if not self.env.production_handler.handle(out, error, self.env.send):
+        self._ask(self.env.production_handler, out, error, "production_error")
+
+    def _ask(self, handler: ErrorHandler, record: Record, error: StreamsError, reason: str) -> None:
+        """Raise ``error`` unless ``handler`` says to go on; a handler that itself raises stops the task too."""
+        try:
+            go_on = handler.handle(record, error, self.env.send)
+        except StreamsError:
+            raise  # e.g. the task was fenced while sending to the dead-letter topic
+        except Exception as exc:
+            error.add_note(f"then the {reason.replace('_', ' ')} handler raised {type(exc).__name__}: {exc}")
             raise error from exc
-        self._drop("production_error")
+        if not go_on:
+            raise error
+        self._drop(reason)
 
     def _drop(self, reason: str) -> None:
         self.dropped += 1

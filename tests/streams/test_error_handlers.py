@@ -100,6 +100,17 @@ def test_driver_callable_handler_sees_the_input_record_and_decides() -> None:
     assert all(isinstance(e, ProcessingError) and isinstance(e.__cause__, ValueError) for _, e in seen)
 
 
+def test_driver_handler_that_raises_stops_with_the_record_named() -> None:
+    def handler(record: Record, error: Exception) -> bool:
+        raise KeyError("no route")
+
+    driver = TopologyTestDriver(shouting("in", "out"), processing_exception_handler=handler)
+    with driver, pytest.raises(ProcessingError, match=r"record at in\[0\] offset 0 failed: ValueError") as info:
+        driver.input_topic("in", key=str, value=str).pipe_input("k2", "poison")
+    assert info.value.__notes__ == ["then the processing error handler raised KeyError: 'no route'"]
+    assert isinstance(info.value.__cause__, KeyError)
+
+
 def test_bad_handler_specs_are_named(tmp_path: Path) -> None:
     topology = shouting("in", "out")
     url = f"sqlite:///{tmp_path / 'log'}"
