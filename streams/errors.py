@@ -63,9 +63,10 @@ class ProductionError(StreamsError):
         self.partition = partition
         self.offset = offset
         self.cause = cause
+        source = f"the record at {topic}[{partition}] offset {offset}" if topic is not None else "a punctuation"
         super().__init__(
-            f"task {task_id}: cannot send to topic {sink_topic!r} the output of the record at {topic}[{partition}] "
-            f"offset {offset}: {type(cause).__name__}: {cause}"
+            f"task {task_id}: cannot send to topic {sink_topic!r} the output of {source}: "
+            f"{type(cause).__name__}: {cause}"
         )
 
 

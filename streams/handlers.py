@@ -12,7 +12,8 @@ Each of the app's three options takes the same specs:
 
 The record a deserialization or processing handler sees is the input record as read; a production
 handler sees the output record that could not be sent (``offset`` -1, ``partition`` -1 when the
-partitioner had not chosen one).
+partitioner had not chosen one). A punctuator that raises goes to the processing handler with ``record``
+None (there is no input record; a dead-letter queue then has nothing to send, logs and continues).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ CONTINUE_NAMES = ("skip", "log_and_continue", "continue")
 class ErrorHandler:
     """Decides whether processing continues after ``error``; may send the record somewhere."""
 
-    def handle(self, record: Record, error: Exception, send: Callable[..., None]) -> bool:
+    def handle(self, record: Record | None, error: Exception, send: Callable[..., None]) -> bool:
+        """``record`` is None only for a punctuation's error."""
         raise NotImplementedError
 
 
@@ -49,7 +51,7 @@ DeserializationHandler = ErrorHandler  # the name the deserialization path has a
 
 
 class LogAndFail(ErrorHandler):
-    def handle(self, record: Record, error: Exception, send: Callable[..., None]) -> bool:
+    def handle(self, record: Record | None, error: Exception, send: Callable[..., None]) -> bool:
         return False
 
 
@@ -57,7 +59,7 @@ class LogAndContinue(ErrorHandler):
     def __init__(self) -> None:
         self.skipped = 0
 
-    def handle(self, record: Record, error: Exception, send: Callable[..., None]) -> bool:
+    def handle(self, record: Record | None, error: Exception, send: Callable[..., None]) -> bool:
         self.skipped += 1
         log.warning("skipping a record: %s", error)
         return True
@@ -74,7 +76,10 @@ class DeadLetterQueue(ErrorHandler):
             raise ValueError(f"DeadLetterQueue needs a topic name, got {topic!r}")
         self.topic = topic
 
-    def handle(self, record: Record, error: Exception, send: Callable[..., None]) -> bool:
+    def handle(self, record: Record | None, error: Exception, send: Callable[..., None]) -> bool:
+        if record is None:
+            log.warning("a punctuation failed; no record to send to dead-letter topic %r: %s", self.topic, error)
+            return True
         cause = error.__cause__ if error.__cause__ is not None else error
         headers = [
             *record.headers,
@@ -90,10 +95,10 @@ class DeadLetterQueue(ErrorHandler):
 
 
 class _CallableHandler(ErrorHandler):
-    def __init__(self, fn: Callable[[Record, Exception], bool]) -> None:
+    def __init__(self, fn: Callable[[Record | None, Exception], bool]) -> None:
         self.fn = fn
 
-    def handle(self, record: Record, error: Exception, send: Callable[..., None]) -> bool:
+    def handle(self, record: Record | None, error: Exception, send: Callable[..., None]) -> bool:
         return bool(self.fn(record, error))
 
 

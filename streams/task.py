@@ -299,7 +299,7 @@ class StreamTask:
         error.__cause__ = exc
         self._ask(self.env.production_handler, out, error, "production_error")
 
-    def _ask(self, handler: ErrorHandler, record: Record, error: StreamsError, reason: str) -> None:
+    def _ask(self, handler: ErrorHandler, record: Record | None, error: StreamsError, reason: str) -> None:
         """Raise ``error`` unless ``handler`` says to go on; a handler that itself raises stops the task too."""
         try:
             go_on = handler.handle(record, error, self.env.send)
@@ -349,7 +349,9 @@ class StreamTask:
         except StreamsError:
             raise
         except Exception as exc:
-            raise ProcessingError(f"task {self.id}: {c.type.value} punctuation at {now} failed: {exc}") from exc
+            error = ProcessingError(f"task {self.id}: {c.type.value} punctuation at {now} failed: {exc}")
+            error.__cause__ = exc
+            self._ask(self.env.processing_handler, None, error, "processing_error")  # no record: Kafka's null
 
     # -- commit protocol -------------------------------------------------------------------------------
 

@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 
-from streams import ProcessingError, ProductionError, StreamsBuilder, TopologyTestDriver
+from streams import (
+    ProcessingError,
+    Processor,
+    ProcessorContext,
+    ProductionError,
+    PunctuationType,
+    StreamsBuilder,
+    TopologyTestDriver,
+)
 from streams.app import StreamsApp
 from streams.log import Log, Record, TopicPartition
 from streams.topology import Topology
@@ -109,6 +117,52 @@ def test_driver_handler_that_raises_stops_with_the_record_named() -> None:
         driver.input_topic("in", key=str, value=str).pipe_input("k2", "poison")
     assert info.value.__notes__ == ["then the processing error handler raised KeyError: 'no route'"]
     assert isinstance(info.value.__cause__, KeyError)
+
+
+class TickingProcessor(Processor):
+    """Forwards its input; its wall-clock punctuator fails on its first tick and emits ("tick", now) after."""
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.ticks = 0
+        context.schedule(1000, PunctuationType.WALL_CLOCK_TIME, self.tick)
+
+    def process(self, key: Any, value: Any) -> None:
+        self.context.forward(key, value)
+
+    def tick(self, now: int) -> None:
+        self.ticks += 1
+        if self.ticks == 1:
+            raise RuntimeError("first tick")
+        self.context.forward("tick", str(now))
+
+
+def ticking() -> Topology:
+    t = Topology().add_source("src", "in", key=str, value=str).add_processor("p", TickingProcessor, "src")
+    return t.add_sink("sink", "out", "p", key=str, value=str)
+
+
+def test_driver_punctuation_error_goes_to_the_handler_without_a_record() -> None:
+    seen: list[tuple[Record | None, Exception]] = []
+
+    def handler(record: Record | None, error: Exception) -> bool:
+        seen.append((record, error))
+        return True
+
+    with TopologyTestDriver(ticking(), processing_exception_handler=handler) as d:
+        d.advance_wall_clock(1000)
+        d.advance_wall_clock(1000)
+        assert d.output_topic("out", key=str, value=str).read_key_values() == [("tick", "2000")]
+        assert d.tasks[0].dropped_reasons == {"processing_error": 1}
+    [(record, error)] = seen
+    assert record is None
+    assert str(error) == "task 0_0: wall_clock_time punctuation at 1000 failed: first tick"
+    # A dead-letter queue has nothing to send for a punctuation: it logs and goes on.
+    with TopologyTestDriver(ticking(), processing_exception_handler="dead_letter:dlq") as d:
+        d.advance_wall_clock(2000)
+        assert d.output_topic("dlq").read_records() == []
+    with TopologyTestDriver(ticking()) as d, pytest.raises(ProcessingError, match="punctuation at 1000 failed"):
+        d.advance_wall_clock(1000)
 
 
 def test_bad_handler_specs_are_named(tmp_path: Path) -> None:
