@@ -48,15 +48,17 @@ def free_port() -> int:
 
 
 def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """Until ``url`` answers anything but 503 (the registry answers 503 until its startup replay is done)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"server exited with {proc.returncode}")
         try:
-            httpx.get(url, timeout=1)
-            return
+            if httpx.get(url, timeout=1).status_code != 503:
+                return
         except httpx.HTTPError:
-            time.sleep(0.1)
+            pass
+        time.sleep(0.1)
     raise SystemExit(f"{url} did not answer")
 
 
@@ -68,7 +70,7 @@ def start_registry(data: Path, extra_args: list[str]) -> tuple[subprocess.Popen[
         cwd=HERE.parent,
     )
     url = f"http://127.0.0.1:{port}"
-    wait_http(url + "/", proc)
+    wait_http(url + "/health/ready", proc)
     return proc, url
 
 

@@ -11,6 +11,7 @@ import sys
 from compat import CompatibilityLevel
 from registry import logs
 from registry.config import DEFAULTS, RegistryConfig
+from registry.limits import Limits
 from registry.security.config import add_arguments as add_security_arguments
 from registry.security.config import from_arguments as security_from_arguments
 from registry.security.passwords import SCHEMES
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=int(_env("SCHEMAKIT_STORE_TIMEOUT_MS", str(round(DEFAULTS.store_timeout * 1000)))),
         help="how long a write waits for the log [env SCHEMAKIT_STORE_TIMEOUT_MS]",
     )
+    _add_limit_options(s)
     add_security_arguments(s)
     s.add_argument(
         "--protoc-timeout-ms",
@@ -191,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             store_timeout=args.store_timeout_ms / 1000,
             group_id=args.group_id,
             election_topic=args.election_topic,
+            limits=_limits(args),
             protoc_timeout=args.protoc_timeout_ms / 1000,
             takeover_after=args.takeover_after_ms / 1000,
             shutdown_timeout=args.shutdown_timeout_ms / 1000,
@@ -203,3 +206,49 @@ def main(argv: list[str] | None = None) -> int:
             print(f"schemakit: cannot start: {e}", file=sys.stderr)
             return 2
     return 0
+
+
+#: (option, Limits field, what it bounds, scale from the option's unit to the field's)
+_LIMIT_OPTIONS = (
+    ("--max-request-bytes", "max_request_bytes", "bytes of a request body (413 past it)", 1),
+    ("--max-schema-bytes", "max_schema_bytes", "bytes of a schema (42201 past it)", 1),
+    ("--max-schema-depth", "max_schema_depth", "nesting depth of a schema (42201 past it)", 1),
+    ("--max-schema-references", "max_references", "subject-versions a new schema references, transitively", 1),
+    ("--schema-workers", "schema_workers", "threads parsing and checking schemas", 1),
+    ("--schema-queue", "schema_queue", "schema work waiting for a thread before 503s", 1),
+    ("--header-timeout-ms", "header_timeout", "time a client may take to send request headers (408)", 1000),
+    ("--body-timeout-ms", "body_timeout", "time a client may take to send a request body (408)", 1000),
+    ("--response-cache-bytes", "response_cache_bytes", "bytes of cached read answers", 1),
+    ("--parse-cache-bytes", "parse_cache_bytes", "bytes (estimated) of parsed schemas in each parse cache", 1),
+)
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {n}")
+    return n
+
+
+def _add_limit_options(s: argparse.ArgumentParser) -> None:
+    """One option (and environment variable) per field of ``Limits``; README has the same table."""
+    for option, field, what, scale in _LIMIT_OPTIONS:
+        env = "SCHEMAKIT_" + option[2:].upper().replace("-", "_")
+        default = getattr(DEFAULTS.limits, field) * scale
+        s.add_argument(
+            option,
+            type=_positive,
+            default=_env(env, str(round(default))),  # a string default goes through ``type`` too
+            help=f"{what} (default {round(default)}) [env {env}]",
+        )
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    values = {}
+    for option, field, _what, scale in _LIMIT_OPTIONS:
+        value = getattr(args, option[2:].replace("-", "_"))
+        values[field] = value / scale if scale != 1 else value
+    return Limits(**values)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compat import CompatibilityLevel
+from registry.limits import Limits
 from registry.security.config import SecurityConfig
 
 
@@ -27,6 +28,8 @@ class RegistryConfig:
     store_timeout: float = 10.0
     group_id: str = "schema-registry"  # Confluent's schema.registry.group.id
     election_topic: str | None = None  # default: "<topic>_leader"
+    #: what one request may make the registry do (body and schema sizes, timeouts, schema work, caches)
+    limits: Limits = field(default_factory=Limits)
     #: Kafka only: seconds the leader's address must refuse connections before a follower replaces it
     #: without waiting for the group's session timeout; 0 leaves failover to the group
     takeover_after: float = 1.0

@@ -41,13 +41,18 @@ class ErrorCode(enum.IntEnum):
     UNSUPPORTED_MEDIA_TYPE = 415
     UNPROCESSABLE_ENTITY = 422
     INTERNAL_SERVER_ERROR = 500
+    REQUEST_TIMEOUT = 408
+    PAYLOAD_TOO_LARGE = 413
+    HEADERS_TOO_LARGE = 431
+    SERVICE_UNAVAILABLE = 503
     UNAUTHORIZED = 401
     # Confluent's security plugin
     FORBIDDEN = 40301
 
 
 class ApiError(Exception):
-    """An error answer: HTTP status plus Confluent's ``{"error_code", "message"}`` body."""
+    """An error answer: HTTP status plus Confluent's ``{"error_code", "message"}`` body, and any headers the
+    answer needs (``Retry-After``)."""
 
     def __init__(
         self, status: int, error_code: int, message: str, headers: tuple[tuple[str, str], ...] = ()
@@ -72,13 +77,27 @@ def forbidden(operation: str, resource: str) -> ApiError:
     return ApiError(403, ErrorCode.FORBIDDEN, f"User is denied operation {operation} on {resource}")
 
 
+#: characters of one piece of client input an error message repeats (a subject, a version, a parser's detail)
+MAX_ECHO = 1000
+
+
+def clip(text: object, limit: int = MAX_ECHO) -> str:
+    """``text`` as an error message may repeat it: whole when short, else its start and end around a note of
+    how much was left out (a 1 MB bad default must not come back whole)."""
+    s = str(text)
+    if len(s) <= limit:
+        return s
+    half = limit // 2
+    return f"{s[:half]}...({len(s) - 2 * half} characters omitted)...{s[-half:]}"
+
+
 # 404s
 def subject_not_found(subject: str) -> ApiError:
-    return ApiError(404, ErrorCode.SUBJECT_NOT_FOUND, f"Subject '{subject}' not found.")
+    return ApiError(404, ErrorCode.SUBJECT_NOT_FOUND, f"Subject '{clip(subject)}' not found.")
 
 
 def version_not_found(version: object) -> ApiError:
-    return ApiError(404, ErrorCode.VERSION_NOT_FOUND, f"Version {version} not found.")
+    return ApiError(404, ErrorCode.VERSION_NOT_FOUND, f"Version {clip(version)} not found.")
 
 
 def schema_not_found(schema_id: int | str | None = None) -> ApiError:
@@ -91,7 +110,7 @@ def subject_soft_deleted(subject: str) -> ApiError:
     return ApiError(
         404,
         ErrorCode.SUBJECT_SOFT_DELETED,
-        f"Subject '{subject}' was soft deleted.Set permanent=true to delete permanently",
+        f"Subject '{clip(subject)}' was soft deleted.Set permanent=true to delete permanently",
     )
 
 
@@ -99,7 +118,7 @@ def subject_not_soft_deleted(subject: str) -> ApiError:
     return ApiError(
         404,
         ErrorCode.SUBJECT_NOT_SOFT_DELETED,
-        f"Subject '{subject}' was not deleted first before being permanently deleted",
+        f"Subject '{clip(subject)}' was not deleted first before being permanently deleted",
     )
 
 
@@ -107,7 +126,7 @@ def version_soft_deleted(subject: str, version: int) -> ApiError:
     return ApiError(
         404,
         ErrorCode.VERSION_SOFT_DELETED,
-        f"Subject '{subject}' Version {version} was soft deleted.Set permanent=true to delete permanently",
+        f"Subject '{clip(subject)}' Version {version} was soft deleted.Set permanent=true to delete permanently",
     )
 
 
@@ -115,7 +134,7 @@ def version_not_soft_deleted(subject: str, version: int) -> ApiError:
     return ApiError(
         404,
         ErrorCode.VERSION_NOT_SOFT_DELETED,
-        f"Subject '{subject}' Version {version} was not deleted first before being permanently deleted",
+        f"Subject '{clip(subject)}' Version {version} was not deleted first before being permanently deleted",
     )
 
 
@@ -123,13 +142,15 @@ def subject_config_not_found(subject: str) -> ApiError:
     return ApiError(
         404,
         ErrorCode.SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
-        f"Subject '{subject}' does not have subject-level compatibility configured",
+        f"Subject '{clip(subject)}' does not have subject-level compatibility configured",
     )
 
 
 def subject_mode_not_found(subject: str) -> ApiError:
     return ApiError(
-        404, ErrorCode.SUBJECT_MODE_NOT_CONFIGURED, f"Subject '{subject}' does not have subject-level mode configured"
+        404,
+        ErrorCode.SUBJECT_MODE_NOT_CONFIGURED,
+        f"Subject '{clip(subject)}' does not have subject-level mode configured",
     )
 
 
@@ -142,7 +163,7 @@ def incompatible_schema(subject: str, details: list[str]) -> ApiError:
     return ApiError(
         409,
         ErrorCode.INCOMPATIBLE_SCHEMA,
-        f'Schema being registered is incompatible with an earlier schema for subject "{subject}", '
+        f'Schema being registered is incompatible with an earlier schema for subject "{clip(subject)}", '
         f"details: [{', '.join(details)}]",
     )
 
@@ -152,11 +173,17 @@ def invalid_schema(message: str) -> ApiError:
     return ApiError(422, ErrorCode.INVALID_SCHEMA, message)
 
 
+def limit_exceeded(what: str, limit: int, option: str | None = None) -> ApiError:
+    """A schema past one of the registry's limits (``registry/limits.py``): 42201 naming the limit and the
+    option that sets it."""
+    return invalid_schema(f"Invalid schema: {what} exceeds the limit of {limit}" + (f" ({option})" if option else ""))
+
+
 def invalid_version(version: str) -> ApiError:
     return ApiError(
         422,
         ErrorCode.INVALID_VERSION,
-        f"The specified version '{version}' is not a valid version id. "
+        f"The specified version '{clip(version)}' is not a valid version id. "
         'Allowed values are between [1, 2^31-1] and the string "latest"',
     )
 
@@ -167,6 +194,16 @@ def invalid_compatibility_level() -> ApiError:
         ErrorCode.INVALID_COMPATIBILITY_LEVEL,
         "Invalid compatibility level. Valid values are none, backward, forward, full, backward_transitive, "
         "forward_transitive, and full_transitive",
+    )
+
+
+def invalid_compatibility_policy(policy: str) -> ApiError:
+    """Confluent stores an unknown ``compatibilityPolicy`` as absent (a silent STRICT); a typo is refused here."""
+    return ApiError(
+        422,
+        ErrorCode.INVALID_COMPATIBILITY_LEVEL,
+        f"Invalid compatibility policy '{clip(policy, 100)}'. Valid values are STRICT and LENIENT "
+        "(Confluent's LOGICAL is not supported)",
     )
 
 
@@ -182,12 +219,12 @@ def operation_not_permitted(message: str) -> ApiError:
 
 def reference_exists(subject: str, version: int) -> ApiError:
     """Names the referenced version as Confluent prints its ``SchemaKey``."""
-    key = f"{{magic=1,keytype=SCHEMA,subject={subject},version={version}}}"
+    key = f"{{magic=1,keytype=SCHEMA,subject={clip(subject)},version={version}}}"
     return ApiError(422, ErrorCode.REFERENCE_EXISTS, f"One or more references exist to the schema {key}.")
 
 
 def invalid_subject(subject: str) -> ApiError:
-    return ApiError(422, ErrorCode.INVALID_SUBJECT, f"The specified subject '{subject}' is not a valid.")
+    return ApiError(422, ErrorCode.INVALID_SUBJECT, f"The specified subject '{clip(subject)}' is not a valid.")
 
 
 def schema_too_large() -> ApiError:
@@ -248,3 +285,23 @@ def unsupported_media_type() -> ApiError:
 
 def internal_server_error() -> ApiError:
     return ApiError(500, ErrorCode.INTERNAL_SERVER_ERROR, "Internal server error")
+
+
+def request_timeout(message: str) -> ApiError:
+    return ApiError(408, ErrorCode.REQUEST_TIMEOUT, message, (("connection", "close"),))
+
+
+def payload_too_large(limit: int) -> ApiError:
+    return ApiError(
+        413,
+        ErrorCode.PAYLOAD_TOO_LARGE,
+        f"Request body is larger than the limit of {limit} bytes (--max-request-bytes)",
+        (("connection", "close"),),
+    )
+
+
+def overloaded(message: str, retry_after: int = 1) -> ApiError:
+    """Too much schema work in progress: 503 with ``Retry-After``, which Confluent's clients retry with back-off
+    (confluent-kafka, the Java ``RestService``, schemakit's own client), moving to the next URL where they
+    have several."""
+    return ApiError(503, ErrorCode.SERVICE_UNAVAILABLE, message, (("retry-after", str(retry_after)),))

@@ -92,6 +92,8 @@ class RegistrySources:
     replayed_records: Callable[[], int] = field(default=lambda: 0)
     #: cached answers held now
     cache_entries: Callable[[], int] = field(default=lambda: 0)
+    #: bytes of keys and answers the read cache holds now (bounded by ``--response-cache-bytes``)
+    cache_bytes: Callable[[], int] = field(default=lambda: 0)
 
 
 class Metrics:
@@ -209,3 +211,4 @@ def _state_metrics(src: RegistrySources, end: int | None) -> Iterator[Metric]:
     yield _gauge("replay_records", "Records the startup replay applied.", src.replayed_records())
     yield _gauge("ready", "1 when the instance is ready (/health/ready answers 200).", int(health.ready))
     yield _gauge("read_cache_entries", "Answers held by the read cache.", src.cache_entries())
+    yield _gauge("read_cache_bytes", "Bytes of keys and answers the read cache holds.", src.cache_bytes())

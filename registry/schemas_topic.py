@@ -139,6 +139,7 @@ def schema_value(
 #: CONFIG value fields in the order Confluent writes them
 CONFIG_FIELDS = (
     "compatibilityLevel",
+    "compatibilityPolicy",
     "normalize",
     "compatibilityGroup",
     "defaultMetadata",

@@ -23,6 +23,7 @@ from registry.config import RegistryConfig
 from registry.forwarder import Forwarder, LeaderOffsetHeader
 from registry.health import Health
 from registry.http.app import RegistryApp
+from registry.http.protocol import guarded_protocol
 from registry.instance_lock import InstanceLock, LockHeldError
 from registry.leader import ELECTION_GROUP_SETTINGS, ELECTION_SESSION_TIMEOUT, Election, WriterSlot
 from registry.metrics import Metrics, RegistrySources
@@ -127,7 +128,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
     status.set_not_ready(health.REPLAY, f"replaying {config.topic}")
     status.add_check(health.READER, lambda: store.reader_failure)  # a reader that cannot read the log
     metrics = Metrics()
-    service = Service(store, default_compatibility=config.compatibility, checks=metrics)
+    service = Service(store, default_compatibility=config.compatibility, limits=config.limits, checks=metrics)
     election: Election | None = None
     forwarder: Forwarder | None = None
     if writers is not None:
@@ -165,12 +166,26 @@ def build_app(config: RegistryConfig) -> RegistryApp:
         leader_known=(lambda: election.leader is not None) if election is not None else None,
         replayed_records=lambda: store.records_replayed,
         cache_entries=lambda: len(app),
+        cache_bytes=lambda: app.bytes,
     )
     starting: list[asyncio.Task[None]] = []
 
     async def startup() -> None:
         log.info("schemakit registry %s: log backend %s, topic %s", __version__, log_backend.describe(), config.topic)
         log.info("schema types: %s", ", ".join(schema_types()))
+        limits = config.limits
+        log.info(
+            "limits: request body %d bytes, schema %d bytes, nesting %d, %d references; %d schema workers, "
+            "queue %d; header/body timeouts %g/%g s",
+            limits.max_request_bytes,
+            limits.max_schema_bytes,
+            limits.max_schema_depth,
+            limits.max_references,
+            limits.schema_workers,
+            limits.schema_queue,
+            limits.header_timeout,
+            limits.body_timeout,
+        )
         starting.append(asyncio.create_task(start_serving(), name="registry-startup"))
 
     async def start_serving() -> None:
@@ -231,6 +246,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             election.log.close()
         if forwarder is not None:
             await forwarder.aclose()
+        service.pool.shutdown()
         store.close()
         log_backend.close()
         if lock is not None:
@@ -293,14 +309,16 @@ def serve(config: RegistryConfig) -> int:
 
 
 def tls_options(config: RegistryConfig) -> dict[str, Any]:
-    """uvicorn's HTTPS settings; with client certificates, the protocol that puts them into the ASGI scope."""
+    """uvicorn's protocol and HTTPS settings: uvicorn's protocol with a header deadline and size
+    (``http/protocol.py``); with client certificates, also putting them into the ASGI scope."""
     sec = config.security
+    guarded = guarded_protocol(config.limits.header_timeout)
     if not sec.tls:
-        return {"http": "auto"}
+        return {"http": guarded}
     return {
         "ssl_certfile": sec.tls_cert,
         "ssl_keyfile": sec.tls_key,
         "ssl_ca_certs": sec.tls_client_ca,
         "ssl_cert_reqs": tls.cert_reqs(sec.client_auth),
-        "http": tls.protocol_class() if sec.client_auth != "none" else "auto",
+        "http": tls.protocol_class(guarded) if sec.client_auth != "none" else guarded,
     }

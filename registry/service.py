@@ -8,22 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
+import hashlib
 import logging
-from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol, TypeVar
 
-from compat import CompatibilityLevel
+from compat import CheckLimitError, CompatibilityLevel, CompatibilityPolicy
 from registry import contexts, contracts, errors, schemas_topic
+from registry.byte_lru import ByteLru
 from registry.config import DEFAULTS
 from registry.contracts import content_digest
+from registry.limits import Limits, check_schema_depth, check_schema_size
 from registry.modes import IMPORT_MODES, READ_ONLY_MODES, Mode
+from registry.references import LATEST, ReferenceResolver
 from registry.schema_types import (
     InvalidSchemaError,
     ParsedSchema,
     Reference,
-    ResolvedReference,
     SchemaType,
     get_schema_type,
 )
@@ -31,11 +34,18 @@ from registry.schema_types.compatibility import check_compatibility, compatibili
 from registry.schemas_topic import Key
 from registry.state import IdSpace, SchemaContent, State, Version
 from registry.store import Store
+from registry.work_pool import WorkPool
 
 log = logging.getLogger(__name__)
 
 MAX_VERSION = 2**31 - 1
-LATEST = -1
+MAX_ID = 2**31 - 1  # ids are Java ints in Confluent's wire format and clients
+#: characters of a parser's or check's detail in a 42201 (it may quote the schema: a 1 MB bad default)
+MAX_DETAIL = 2000
+#: bytes a parsed schema holds per byte of its text, about (Python objects of a parsed JSON tree); the parse
+#: caches are bounded by this estimate
+PARSED_BYTES_PER_CHAR = 10
+T = TypeVar("T")
 
 
 def normalize_subject(subject: str) -> str:
@@ -70,31 +80,6 @@ def is_empty_schema(schema: str | None) -> bool:
     return schema is None or not schema.strip()
 
 
-PARSE_CACHE_SIZE = 2048
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class Lru(Generic[K, V]):
-    """A small least-recently-used map (used on the event-loop thread only)."""
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = maxsize
-        self._d: OrderedDict[K, V] = OrderedDict()
-
-    def get(self, key: K) -> V | None:
-        v = self._d.get(key)
-        if v is not None:
-            self._d.move_to_end(key)
-        return v
-
-    def put(self, key: K, value: V) -> None:
-        self._d[key] = value
-        self._d.move_to_end(key)
-        if len(self._d) > self.maxsize:
-            self._d.popitem(last=False)
-
-
 @dataclass(frozen=True, slots=True)
 class SchemaRequest:
     """What register, lookup and the compatibility check are given (the HTTP layer builds it from the body)."""
@@ -116,6 +101,17 @@ class CheckListener(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class _Checked:
+    """A new schema, parsed and found compatible, and what that verdict was based on (``_check_basis``):
+    ``req`` with the metadata and rule set a registration stores, ``populated`` when they differ from those sent."""
+
+    content: SchemaContent
+    basis: tuple[Any, ...]
+    req: SchemaRequest
+    populated: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Registered:
     """What a registration stored (or found): the id, the version and its content. ``populated`` is True when
     the stored metadata or rule set is not what the request sent (merged from the config's defaults and
@@ -134,21 +130,29 @@ class CompatibilityVerdict:
 
 
 class Service:
+    """``limits`` bound what one request may make the service do; ``pool`` runs the schema work (parsing,
+    normalizing, formats, compatibility checks), by default a pool sized by ``limits``."""
+
     def __init__(
         self,
         store: Store,
         *,
         default_compatibility: CompatibilityLevel = DEFAULTS.compatibility,
+        limits: Limits = DEFAULTS.limits,
+        pool: WorkPool | None = None,
         checks: CheckListener | None = None,
     ) -> None:
         self.store = store
         self.default_compatibility = default_compatibility
+        self.limits = limits
+        self.pool = pool or WorkPool(limits.schema_workers, limits.schema_queue)
         self.checks = checks
+        self.references = ReferenceResolver(store.state)
         self._write_lock = asyncio.Lock()
-        # Parsed schemas are only needed to register, look up and check compatibility; bounded so that memory
-        # stays proportional to the stored text, not to every parse tree ever built.
-        self._parsed: Lru[tuple[Any, ...], ParsedSchema] = Lru(PARSE_CACHE_SIZE)
-        self._parsed_by_id: Lru[tuple[str, int], ParsedSchema] = Lru(PARSE_CACHE_SIZE)
+        # Parsed schemas are only needed to register, look up and check compatibility; bounded by the bytes they
+        # hold, keyed by a digest of the text (never the text a client sent).
+        self._parsed: ByteLru[tuple[Any, ...], ParsedSchema] = ByteLru(limits.parse_cache_bytes)
+        self._parsed_by_id: ByteLru[tuple[str, int], ParsedSchema] = ByteLru(limits.parse_cache_bytes)
         # Until the first write, another instance may have written since we read the log; a node that
         # becomes leader later catches up in ``Election._become_leader`` before it takes writes.
         self._needs_barrier = True
@@ -196,35 +200,17 @@ class Service:
             raise errors.invalid_schema(f"Invalid schema type {name}")
         return t
 
-    def resolve_references(
-        self, refs: Sequence[Reference], _depth: int = 0, *, parent: str = ""
-    ) -> tuple[ResolvedReference, ...]:
-        """``parent``: the referring subject; an unqualified reference names a subject of its context."""
-        if _depth > 64:
-            raise errors.invalid_schema("Invalid schema: references nest deeper than 64 levels (a cycle?)")
-        out = []
-        for r in refs:
-            v = self._find_version(contexts.qualify_reference(parent, r.subject), r.version)
-            if v is None:
-                raise errors.invalid_schema(
-                    f"Invalid schema: reference '{r.name}' to subject '{r.subject}' version {r.version} not found"
-                )
-            out.append(
-                ResolvedReference(
-                    r.name,
-                    r.subject,
-                    v.version,
-                    v.content.schema,
-                    v.content.schema_type,
-                    self.resolve_references(v.content.references, _depth + 1, parent=v.subject),
-                )
-            )
-        return tuple(out)
-
-    def _find_version(self, subject: str, version: int) -> Version | None:
-        if version == LATEST:
-            return self.state.latest(subject)
-        return self.state.subjects.get(subject, {}).get(version)
+    async def schema_work(self, fn: Callable[..., T], *args: Any) -> T:
+        """Schema work in the bounded pool (``work_pool.py``). A check's bound is 42201 with its text, and a
+        RecursionError a parser or check still runs into is 42201 too, never a 500."""
+        try:
+            return await self.pool.run(fn, *args)
+        except CheckLimitError as e:
+            raise errors.invalid_schema(errors.clip(str(e), MAX_DETAIL)) from e
+        except RecursionError as e:
+            raise errors.invalid_schema(
+                "Invalid schema: nested too deeply to process (lower the nesting, or see --max-schema-depth)"
+            ) from e
 
     async def parse(
         self,
@@ -236,46 +222,52 @@ class Service:
         validate: bool = True,
         subject: str = "",
     ) -> ParsedSchema:
-        """Parse (cached by text and references) and optionally normalize; 42201 with the parser's detail.
-        ``validate=False`` skips the checks that apply only to new schemas (IMPORT, as Confluent does).
+        """Parse (cached) and optionally normalize; 42201 with the parser's detail. ``validate=False`` skips the
+        checks that apply only to new schemas (IMPORT, as Confluent does).
 
-        A cache miss parses in a worker thread: parsing can be slow (Protobuf runs protoc) and must not stall
-        the reads served by the event loop. References are resolved here, on the loop, where state lives, in
+        The size, nesting and references of the schema are checked against ``limits`` before any parser runs;
+        a cache miss parses in the pool. References are resolved here, on the loop, where state lives, in
         ``subject``'s context."""
         t = self._type(schema_type)
-        resolved = self.resolve_references(refs, parent=subject)
-        cache_key = (schema_type, schema, resolved, normalize, validate)
+        limits = self.limits
+        check_schema_size(schema, limits)
+        resolved = self.references.resolve(refs, parent=subject, max_references=limits.max_references)
+        digest = hashlib.sha256(schema.encode("utf-8", "surrogatepass")).digest()
+        cache_key = (schema_type, digest, resolved, normalize, validate)
         hit = self._parsed.get(cache_key)
         if hit is not None:
             return hit
 
         def work() -> ParsedSchema:
+            check_schema_depth(schema_type, schema, limits)
             parsed = t.parse(schema, resolved) if validate else t.parse_stored(schema, resolved)
             return t.normalize(parsed) if normalize else parsed
 
         try:
-            parsed = await asyncio.to_thread(work)
+            parsed = await self.schema_work(work)
         except InvalidSchemaError as e:
-            raise errors.invalid_schema(f"Invalid schema of type {schema_type}, details: {e}") from e
-        self._parsed.put(cache_key, parsed)
+            raise errors.invalid_schema(errors.clip(e.api_message(schema_type), MAX_DETAIL)) from e
+        self._parsed.put(cache_key, parsed, PARSED_BYTES_PER_CHAR * len(schema))
         return parsed
 
     async def parsed_content(
         self, content: SchemaContent, schema_id: int | None = None, context: str = contexts.DEFAULT_CONTEXT
     ) -> ParsedSchema:
-        """The stored schema of ``context``, parsed (for compatibility checks and formats); cached per id."""
+        """The stored schema of ``context``, parsed (for compatibility checks and formats); cached per id.
+        Stored schemas were accepted already: only the pool's bounds apply."""
         if schema_id is not None:
             hit = self._parsed_by_id.get((context, schema_id))
             if hit is not None:
                 return hit
         t = self._type(content.schema_type)
-        resolved = self.resolve_references(content.references, parent=contexts.qualify(context, ""))
+        resolved = self.references.resolve(content.references, parent=contexts.qualify(context, ""))
         try:
-            parsed = await asyncio.to_thread(t.parse_stored, content.schema, resolved)
+            parsed = await self.schema_work(t.parse_stored, content.schema, resolved)
         except InvalidSchemaError as e:
-            raise errors.invalid_schema(f"Stored schema {schema_id} no longer parses: {e}") from e
+            message = f"Stored schema {schema_id} no longer parses: {e}"
+            raise errors.invalid_schema(errors.clip(message, MAX_DETAIL)) from e
         if schema_id is not None:
-            self._parsed_by_id.put((context, schema_id), parsed)
+            self._parsed_by_id.put((context, schema_id), parsed, PARSED_BYTES_PER_CHAR * len(content.schema))
         return parsed
 
     async def formatted(
@@ -284,7 +276,7 @@ class Service:
         if not fmt:
             return content.schema
         t = self._type(content.schema_type)
-        text = t.format(await self.parsed_content(content, schema_id, context), fmt)
+        text = await self.schema_work(t.format, await self.parsed_content(content, schema_id, context), fmt)
         return content.schema if text is None else text
 
     # ---- reads ------------------------------------------------------------------------------------------
@@ -435,16 +427,17 @@ class Service:
         if not is_empty_schema(req.schema):
             for candidate in self._using_contexts(subject):
                 try:
-                    match = await self._match_in_subject(candidate, req, normalize=normalize, deleted=deleted)
+                    in_candidate = self._with_concrete_references(req, candidate)
+                    match = await self._match_in_subject(candidate, in_candidate, normalize=normalize, deleted=deleted)
                     if match is None:
                         # As Confluent: look again with the metadata and rule set a registration would store.
-                        completed = self._with_contract(candidate, req, None)
-                        if completed != req:
+                        completed = self._with_contract(candidate, in_candidate, None)
+                        if completed != in_candidate:
                             match = await self._match_in_subject(
                                 candidate, completed, normalize=normalize, deleted=deleted
                             )
-                except errors.ApiError:
-                    if candidate == subject:
+                except errors.ApiError as e:
+                    if candidate == subject or e.status == 503:  # a full pool is retried, not a miss
                         raise
                     continue  # e.g. a reference that only resolves in the subject's own context
                 if match is not None:
@@ -492,10 +485,13 @@ class Service:
                 if (c.metadata, c.rule_set) != (req.metadata, req.rule_set):
                     continue
                 try:
-                    stored = self._type(c.schema_type).normalize(
-                        await self.parsed_content(c, v.id, contexts.context_of(subject))
-                    )
-                except (InvalidSchemaError, errors.ApiError):
+                    parsed_stored = await self.parsed_content(c, v.id, contexts.context_of(subject))
+                    stored = await self.schema_work(self._type(c.schema_type).normalize, parsed_stored)
+                except InvalidSchemaError:
+                    continue
+                except errors.ApiError as e:
+                    if e.status == 503:  # the pool is full: the client retries, not a miss
+                        raise
                     continue
                 if stored.canonical == parsed.canonical:
                     return v
@@ -529,10 +525,14 @@ class Service:
             else ParsedSchema(v.content.schema_type, v.content.schema)
             for v in previous
         ]
+        config = self.effective_config(subject)
+        policy = CompatibilityPolicy.for_name(config.get("compatibilityPolicy")) or CompatibilityPolicy.STRICT
         try:
-            result = check_compatibility(t, level, new, parsed_prev)
-        except Exception:
-            self._checked("error")
+            check = functools.partial(check_compatibility, t, level, new, parsed_prev, policy=policy)
+            result = await self.schema_work(check)
+        except Exception as e:
+            if not (isinstance(e, errors.ApiError) and e.status == 503):  # refused by a full pool: not checked
+                self._checked("error")
             raise
         self._checked("incompatible" if result.incompatibilities else "compatible")
         if not result.incompatibilities:
@@ -543,7 +543,7 @@ class Service:
             old_version=failed.version,
             old_schema=failed.content.schema,
             level=level,
-            validate_fields=bool(self.effective_config(subject).get("validateFields", False)),
+            validate_fields=bool(config.get("validateFields", False)),
         )
 
     def _checked(self, result: str) -> None:
@@ -569,6 +569,7 @@ class Service:
         else:
             previous = live
         try:
+            req = self._with_concrete_references(req, subject)
             if is_empty_schema(req.schema):
                 raise errors.invalid_schema("Empty schema")
             assert req.schema is not None
@@ -601,6 +602,7 @@ class Service:
         check_subject(subject, for_register=True)
         if normalize is None:
             normalize = self.normalize_default(subject)
+        req = self._with_concrete_references(req, subject)
         mode = self.effective_mode(subject)
         # Fast path before any mode check: an already registered schema answers with its id (even READONLY).
         # Not when the config has default/override metadata or rule sets: those may make it a new version.
@@ -616,7 +618,7 @@ class Service:
                 and (req.version is None or req.version == existing.version)
             ):
                 return Registered(existing.id, existing.version, existing.content)
-        where = f"Subject {subject} in context {_in_context(subject)}"
+        where = f"Subject {errors.clip(subject)} in context {_in_context(subject)}"
         if mode in READ_ONLY_MODES:
             raise errors.operation_not_permitted(f"{where} is in read-only mode")
         importing = mode in IMPORT_MODES
@@ -624,20 +626,40 @@ class Service:
             raise errors.operation_not_permitted(f"{where} is not in import mode")
         if importing and req.id is None:
             raise errors.operation_not_permitted(f"{where} is not in read-write mode")
+        # Parsing and the compatibility check, the costly part, run before the write lock: a schema that takes
+        # seconds to check holds up no other write. Under the lock they are repeated only if the subject's
+        # versions or config changed meanwhile.
+        checked = await self._check_new(subject, req, normalize=normalize, importing=importing, force=force)
         async with self._write_lock:
             await self._catch_up()
-            return await self._register_locked(
-                subject, req, normalize=normalize, importing=importing, force=force
-            )
+            if checked.basis != self._check_basis(subject):
+                checked = await self._check_new(subject, req, normalize=normalize, importing=importing, force=force)
+            return await self._register_checked(subject, checked, importing=importing)
 
-    async def _register_locked(
-        self, subject: str, req: SchemaRequest, *, normalize: bool, importing: bool, force: bool
-    ) -> Registered:
+    def _with_concrete_references(self, req: SchemaRequest, subject: str) -> SchemaRequest:
+        """References to ``latest`` (-1) become the version they name now in ``subject``'s context
+        (``references.py``)."""
+        if not req.references:
+            return req
+        return replace(req, references=self.references.concrete(req.references, parent=subject))
+
+    def _check_basis(self, subject: str) -> tuple[Any, ...]:
+        """What a compatibility verdict for ``subject`` depends on: its live versions, its next version (the
+        default metadata and rule sets may depend on it) and its config."""
         st = self.state
-        next_version = st.next_version(subject)
+        return tuple((v.version, v.id) for v in st.versions(subject)), st.next_version(subject), self.effective_config(
+            subject
+        )
+
+    async def _check_new(
+        self, subject: str, req: SchemaRequest, *, normalize: bool, importing: bool, force: bool
+    ) -> _Checked:
+        st = self.state
+        basis = self._check_basis(subject)
+        live = st.versions(subject)
         sent = (req.metadata, req.rule_set)
         if not importing:  # as Confluent: IMPORT stores the metadata and rule set as sent
-            req = self._with_contract(subject, req, next_version)
+            req = self._with_contract(subject, req, st.next_version(subject))
         schema, schema_type, refs = req.schema, req.schema_type, req.references
         if is_empty_schema(schema):
             prev = st.latest(subject)
@@ -646,25 +668,35 @@ class Service:
             schema, schema_type, refs = prev.content.schema, prev.content.schema_type, prev.content.references
         assert schema is not None
         # IMPORT stores the canonical form too (Confluent canonicalizes in both paths); it only skips the checks
-        # for new schemas here, and the compatibility check and version rules below.
+        # for new schemas here, and the compatibility check and version rules.
         parsed = await self.parse(
             schema_type, schema, refs, normalize=normalize, validate=not importing, subject=subject
         )
-        canonical = parsed.canonical
-        content = SchemaContent(schema_type, canonical, refs, req.metadata, req.rule_set)
-        live = st.versions(subject)
-        populated = (req.metadata, req.rule_set) != sent
+        content = SchemaContent(schema_type, parsed.canonical, refs, req.metadata, req.rule_set)
+        # 8.x's ?force=true skips the compatibility check; a schema already live here needs none
+        if not importing and not force and not self._live_with(live, content):
+            msgs = await self._incompatibilities(subject, parsed, live, self.effective_level(subject), req.metadata)
+            if msgs:
+                raise errors.incompatible_schema(subject, msgs)
+        return _Checked(content, basis, req, (req.metadata, req.rule_set) != sent)
+
+    @staticmethod
+    def _live_with(live: list[Version], content: SchemaContent) -> Version | None:
+        for v in reversed(live):
+            if v.content.digest == content.digest and v.content.schema_type == content.schema_type:
+                return v
+        return None
+
+    async def _register_checked(self, subject: str, checked: _Checked, *, importing: bool) -> Registered:
+        st = self.state
+        req, content, populated = checked.req, checked.content, checked.populated
+        schema_type = content.schema_type
+        next_version = st.next_version(subject)
 
         if not importing:
-            for v in reversed(live):
-                if v.content.digest == content.digest and v.content.schema_type == schema_type:
-                    return Registered(v.id, v.version, v.content, populated)  # registered meanwhile, or equal
-            if not force:  # 8.x's ?force=true skips the compatibility check
-                msgs = await self._incompatibilities(
-                    subject, parsed, live, self.effective_level(subject), req.metadata
-                )
-                if msgs:
-                    raise errors.incompatible_schema(subject, msgs)
+            registered = self._live_with(st.versions(subject), content)
+            if registered is not None:  # registered meanwhile (or normalize made them equal)
+                return Registered(registered.id, registered.version, registered.content, populated)
             if req.version is not None and req.version != next_version:
                 raise errors.invalid_schema("Version is not one more than previous version")
             version = next_version
@@ -690,6 +722,10 @@ class Service:
                 )
         else:
             schema_id = _allocate_id(space, content)
+            if schema_id > MAX_ID:
+                raise errors.store_error(
+                    f"Register schema operation failed: no schema id is left (ids end at {MAX_ID})"
+                )
         if context != contexts.DEFAULT_CONTEXT and context not in st.contexts:
             # As Confluent: the first subject of a context announces the context (what GET /contexts lists).
             await self.store.write(
@@ -701,7 +737,7 @@ class Service:
             version=version,
             schema_id=schema_id,
             schema_type=schema_type,
-            schema=canonical,
+            schema=content.schema,
             references=content.references_json(),
             metadata=req.metadata,
             rule_set=req.rule_set,

@@ -281,7 +281,9 @@ class State:
         view = self._views.get(key)
         if view is None:
             vs = self.subjects.get(subject)
-            view = [vs[n] for n in sorted(vs) if deleted or not vs[n].deleted] if vs else []
+            if not vs:
+                return []  # not kept: subjects that do not exist come from requests, without bound
+            view = [vs[n] for n in sorted(vs) if deleted or not vs[n].deleted]
             if len(self._views) < 100_000:
                 self._views[key] = view
         return view

@@ -535,7 +535,7 @@ class _AvroReader(Reader[_ReadPlan]):
             read_rules = rule_steps.domain_rules(reader_schema, rule_steps.READ, _rule_target(*reader_parsed),
                                                  self._rule_config,
                                                  latest.schema_id if latest is not None else schema_id,
-                                                 self._subjects.subject_for(ctx) if latest is not None else None)
+                                                 self._subjects.subject_or_none(ctx))
             rules = rule_steps.chain(*migrations, read_rules)
         if r_parsed is not None and _strip(r_parsed) == _strip(w_parsed):
             r_parsed = None  # same schema: skip fastavro's per-record resolution work

@@ -65,6 +65,13 @@ class SubjectPlans(Generic[P]):
             return self.fixed_subject
         return self.strategy(ctx, record_name or self.record_name)
 
+    def subject_or_none(self, ctx: SerializationContext | None, record_name: str | None = None) -> str | None:
+        """The subject when it can be named (for rule errors and DLQ headers of a reader that needs none)."""
+        try:
+            return self.subject_for(ctx, record_name)
+        except SerializationError:
+            return None
+
     def cached(self, ctx: SerializationContext | None) -> P | None:
         if not self.per_topic:
             return self.single
@@ -255,8 +262,9 @@ class Reader(Generic[P]):
     ``_resolve(data, ctx)``), and ``_read(data, ctx, plan)`` for one payload. ``SyncReader`` / ``AsyncReader`` add
     the call path.
 
-    The default ``_resolve`` serves readers whose plan depends on the writer schema id and, with ``use_latest_*``,
-    on the reader schema: ``_plan(data, ctx, latest)`` builds one, cached by header or by (header, reader id).
+    ``_resolve`` serves readers whose plan depends on the writer schema id (``_plan_key``) and, with
+    ``use_latest_*``, on the reader schema: ``_plan(data, ctx, latest)`` builds one, cached by key or by (key,
+    reader id).
     """
 
     _is_async: bool
@@ -284,8 +292,12 @@ class Reader(Generic[P]):
         """A cached plan the first lookup missed (a longer key), found without I/O; None when there is none."""
         return None
 
+    def _plan_key(self, data: bytes, ctx: SerializationContext | None) -> bytes:
+        """The frame bytes a plan depends on (Protobuf adds its message-index path to the header)."""
+        return data[:self._key_size]
+
     def _resolve(self, data: bytes, ctx: SerializationContext | None) -> Plan[P]:
-        key: Any = data[:self._key_size]
+        key: Any = self._plan_key(data, ctx)
         latest = None
         if self._follows_latest:
             subject = self._subjects.subject_for(ctx)

@@ -154,15 +154,30 @@ class _ReadPlan:
     rules: rule_steps.Step | None = None  # migrations, then the reader schema's READ rules (None: none)
 
 
-def _rule_target(schema: Schema, schema_id: int | None) -> RuleTarget:
-    """How rules see JSON documents of ``schema``: as the plain values orjson reads (schemas it references by
-    ``$ref`` are not followed by field rules)."""
+def _rule_targets(references: Mapping[str, Schema]) -> rule_steps.TargetFactory:
+    """How rules see JSON documents: as the plain values orjson reads; field rules follow ``$ref`` into
+    ``references`` (the schemas referenced, by reference name)."""
     from serdes.rules.json_walk import json_walker
 
-    def walker(selection: Any, condition: bool) -> Any:
-        return json_walker(orjson.loads(schema.schema_str), {}, selection, condition)
+    docs = {name: orjson.loads(target.schema_str) for name, target in references.items()}
 
-    return RuleTarget(schema, walker, schema_id=schema_id)
+    def target(schema: Schema, schema_id: int | None) -> RuleTarget:
+        def walker(selection: Any, condition: bool) -> Any:
+            return json_walker(orjson.loads(schema.schema_str), docs, selection, condition)
+
+        return RuleTarget(schema, walker, schema_id=schema_id)
+
+    return target
+
+
+_rule_target = _rule_targets({})  # schemas without references
+
+
+def load_rule_target(schema: Schema) -> Plan[rule_steps.TargetFactory]:
+    """The rule target factory for ``schema`` with the schemas it references loaded from the registry."""
+    if not schema.references:
+        return _rule_target
+    return _rule_targets((yield from load_references(schema)))
 
 
 class _JsonWriter(Writer[_WritePlan]):
@@ -222,13 +237,13 @@ class _JsonWriter(Writer[_WritePlan]):
             self._validator = yield from load_validator(self._schema)
         schema_id = yield from register_or_lookup(subject, self._schema, self._auto_register, self._normalize)
         return _WritePlan(wire.prefix(schema_id), schema_id, self._validator,
-                          self._write_rules(subject, self._schema, schema_id))
+                          (yield from self._write_rules(subject, self._schema, schema_id)))
 
-    def _write_rules(self, subject: str | None, schema: Schema, schema_id: int) -> rule_steps.Step | None:
+    def _write_rules(self, subject: str | None, schema: Schema, schema_id: int) -> Plan[rule_steps.Step | None]:
         if not rule_steps.has_rules(schema):
             return None
-        return rule_steps.write_rules(schema, _rule_target, self._rule_config, schema_id,
-                                      subject)
+        target = yield from load_rule_target(schema)
+        return rule_steps.write_rules(schema, target, self._rule_config, schema_id, subject)
 
     def _plan_for(self, schema_id: int, schema: Schema, ctx: SerializationContext | None,
                   subject: str | None = None) -> Plan[_WritePlan]:
@@ -240,8 +255,8 @@ class _JsonWriter(Writer[_WritePlan]):
             except (ValueError, RegistryError) as e:
                 raise SerializationError(f"cannot write with schema {schema_id}: {e}", topic=topic_of(ctx),
                                          schema_id=schema_id) from e
-            plan = self._plans_by_id.put(schema_id, _WritePlan(wire.prefix(schema_id), schema_id, validator,
-                                                               self._write_rules(subject, schema, schema_id)))
+            rules = yield from self._write_rules(subject, schema, schema_id)
+            plan = self._plans_by_id.put(schema_id, _WritePlan(wire.prefix(schema_id), schema_id, validator, rules))
         return plan
 
     def _write(self, obj: Any, plan: _WritePlan, ctx: SerializationContext | None) -> bytes:
@@ -374,9 +389,14 @@ class _JsonReader(Reader[_ReadPlan]):
                     raise SerializationError(f"cannot find the migrations from schema {schema_id} to version "
                                              f"{latest.version} of {subject!r}: {e}", topic=topic,
                                              schema_id=schema_id) from e
-            read_rules = rule_steps.domain_rules(reader_schema, rule_steps.READ, _rule_target, self._rule_config,
+            try:
+                target = yield from load_rule_target(reader_schema)
+            except RegistryError as e:
+                raise SerializationError(f"cannot load the schemas referenced by the reader schema: {e}",
+                                         topic=topic, schema_id=schema_id) from e
+            read_rules = rule_steps.domain_rules(reader_schema, rule_steps.READ, target, self._rule_config,
                                                  latest.schema_id if latest is not None else schema_id,
-                                                 self._subjects.subject_for(ctx) if latest is not None else None)
+                                                 self._subjects.subject_or_none(ctx))
             rules = rule_steps.chain(*migrations, read_rules)
         if self._validate:
             try:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from confluent_kafka.serialization import SerializationContext
-from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format
 from google.protobuf.descriptor import Descriptor, FileDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
@@ -27,6 +27,7 @@ from serdes.async_client import AsyncRegistryClient
 from serdes.base import (
     AsyncReader,
     AsyncWriter,
+    LatestSchema,
     Reader,
     SubjectPlans,
     SyncReader,
@@ -41,7 +42,7 @@ from serdes.base import (
 from serdes.caches import BoundedDict
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
-from serdes.models import Schema
+from serdes.models import RegisteredSchema, Schema
 from serdes.plans import LocalReference, Plan, load_references, register_or_lookup, register_references, run_plan
 from serdes.rules import steps as rule_steps
 from serdes.rules.engine import RuleConfig, RuleTarget
@@ -287,12 +288,57 @@ class RegisteredProtoFile:
 
 @dataclass(frozen=True, slots=True)
 class _ReadPlan:
-    """What the deserializer resolved for one frame header (schema id + message-index path)."""
+    """What the deserializer resolved for one frame header (schema id + message-index path), and with
+    ``use_latest_*`` one reader schema id."""
 
-    message_class: type[Message]
+    message_class: type[Message]  # the class the payload is parsed as (the writer's when migrations run)
     payload_start: int  # where the message bytes begin: after prefix and index path
     schema_id: int
-    rules: rule_steps.Step | None = None  # the writer schema's READ rules (None: it has none)
+    rules: rule_steps.Step | None = None  # migrations, then the READ rules (None: no rules)
+
+
+def _json_target(schema: Schema, schema_id: int | None) -> RuleTarget:
+    """How migration rules see a Protobuf record: as the JSON dict it is migrated in (field rules select
+    nothing there)."""
+    return RuleTarget(schema, lambda selection, condition: None, schema_id=schema_id)
+
+
+def _reader_message(reader: RegisteredProtoFile, writer: Descriptor, indexes: list[int]) -> Descriptor:
+    """The reader schema's message for records of ``writer``: the one of the same name (as confluent-kafka picks
+    it), else the one at the writer's index path, else the file's first."""
+    try:
+        return reader.pool.FindMessageTypeByName(writer.full_name)
+    except KeyError:
+        pass
+    by_name = reader.file.message_types_by_name.get(writer.name)
+    if by_name is not None:
+        return by_name
+    try:
+        return reader.message(indexes)
+    except IndexError:
+        return reader.message([0])
+
+
+def _migration(steps: Sequence[rule_steps.Step], reader_class: type[Message], schema_id: int) -> rule_steps.Step:
+    """The step reading a writer's message as ``reader_class``: its JSON mapping (what confluent-kafka migrates)
+    through ``steps``, then parsed as the reader's message."""
+    run = rule_steps.chain(*steps)
+    assert run is not None
+    from serdes.rules import proto_walk
+
+    prototype = reader_class()
+
+    def migrate(message: Message, ctx: SerializationContext | None, original: Any) -> Message:
+        value = run(proto_walk.to_json(message), ctx, original)
+        try:
+            if not isinstance(value, dict):
+                raise TypeError(f"the migrations gave a {type(value).__name__}, not an object")
+            return proto_walk.from_json(value, prototype)
+        except (TypeError, ValueError, json_format.ParseError) as e:
+            raise SerializationError(f"the record migrated to {reader_class.DESCRIPTOR.full_name} does not fit "
+                                     f"it: {e}", topic=topic_of(ctx), schema_id=schema_id) from e
+
+    return migrate
 
 
 class _ProtoReader(Reader[_ReadPlan]):
@@ -302,10 +348,20 @@ class _ProtoReader(Reader[_ReadPlan]):
     apply between writer and reader); without it, the writer schema's message class is built from the
     registry and returned. The READ rules of the writer schema run on each message (``rule_config`` as
     confluent-kafka's ``rule.conf``).
+
+    ``use_latest_version`` / ``use_latest_with_metadata`` take the subject's latest version (with those metadata
+    properties; subject named by ``strategy`` / ``subject`` as for ``AvroDeserializer``) as the reader schema:
+    records come back as its message of the writer's message name (as ``message_type`` when given). Between
+    major versions the JSONata migrations run (as for ``AvroDeserializer``) on the writer's message in
+    Protobuf's JSON mapping, as confluent-kafka does, and the result is parsed as the reader's message; then the
+    READ rules of the reader schema run.
     """
 
     def __init__(self, client: RegistryClient | AsyncRegistryClient,
-                 message_type: type[Message] | None = None, *, rule_config: dict[str, Any] | None = None) -> None:
+                 message_type: type[Message] | None = None, *, use_latest_version: bool = False,
+                 use_latest_with_metadata: dict[str, str] | None = None,
+                 strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
+                 rule_config: dict[str, Any] | None = None) -> None:
         check_client(client, self._is_async, self)
         self._rule_config = RuleConfig(rule_config)
         if message_type is not None and not is_message_class(message_type):
@@ -313,10 +369,14 @@ class _ProtoReader(Reader[_ReadPlan]):
         self._client = client
         self._cls = message_type
         self._key_size = 6  # the common single-zero index path makes the first 6 bytes identify the plan
-        self._follows_latest = False
+        self._latest = LatestSchema(use_latest_version, use_latest_with_metadata)
+        self._follows_latest = self._latest.enabled
+        self._subjects: SubjectPlans[None] = SubjectPlans(
+            strategy, subject, message_type.DESCRIPTOR.full_name if message_type is not None else None)
         capacity = cache_capacity(client)
         self._files: BoundedDict[int, RegisteredProtoFile] = BoundedDict(capacity)
-        self._plans: BoundedDict[bytes, _ReadPlan] = BoundedDict(capacity)  # keyed by prefix + index-path bytes
+        # keyed by prefix + index-path bytes; with use_latest_* by (those, reader schema id)
+        self._plans: BoundedDict[Any, _ReadPlan] = BoundedDict(capacity)
 
     def _read(self, data: bytes, ctx: SerializationContext | None, plan: _ReadPlan) -> Message:
         try:
@@ -336,37 +396,60 @@ class _ProtoReader(Reader[_ReadPlan]):
         indexes, start = wire.decode_message_indexes(data, _PREFIX, topic, schema_id)
         return schema_id, indexes, start
 
+    def _plan_key(self, data: bytes, ctx: SerializationContext | None) -> bytes:
+        return data[:self._header(data, topic_of(ctx))[2]]
+
     def _lookup(self, data: bytes, ctx: SerializationContext | None) -> _ReadPlan | None:
         # Index paths other than [0] take more than the 6 bytes the first lookup uses: decode them here.
-        return self._plans.get(data[:self._header(data, topic_of(ctx))[2]])
+        return None if self._follows_latest else self._plans.get(self._plan_key(data, ctx))
 
-    def _resolve(self, data: bytes, ctx: SerializationContext | None) -> Plan[_ReadPlan]:
-        topic = topic_of(ctx)
-        schema_id, indexes, start = self._header(data, topic)
-        plan = self._plans.get(data[:start])
-        if plan is not None:
-            return plan
+    def _file(self, schema_id: int, topic: str | None) -> Plan[RegisteredProtoFile]:
+        """Schema ``schema_id`` and its imports in a descriptor pool, loaded once."""
         wf = self._files.get(schema_id)
         if wf is None:
-            writer = yield from writer_schema(schema_id, topic, fmt="serialized")
-            if writer.schema_type != "PROTOBUF":
-                raise SerializationError(f"schema {schema_id} is {writer.schema_type}, not PROTOBUF",
+            schema = yield from writer_schema(schema_id, topic, fmt="serialized")
+            if schema.schema_type != "PROTOBUF":
+                raise SerializationError(f"schema {schema_id} is {schema.schema_type}, not PROTOBUF",
                                          topic=topic, offset=1, schema_id=schema_id)
             try:
-                wf = self._files.put(schema_id, (yield from RegisteredProtoFile.load(schema_id, writer)))
+                wf = self._files.put(schema_id, (yield from RegisteredProtoFile.load(schema_id, schema)))
             except (ValueError, TypeError, RegistryError) as e:
-                raise SerializationError(f"cannot load Protobuf writer schema {schema_id}: {e}",
+                raise SerializationError(f"cannot load Protobuf schema {schema_id}: {e}",
                                          topic=topic, schema_id=schema_id) from e
+        return wf
+
+    def _plan(self, data: bytes, ctx: SerializationContext | None,
+              latest: RegisteredSchema | None) -> Plan[_ReadPlan]:
+        topic = topic_of(ctx)
+        schema_id, indexes, start = self._header(data, topic)
+        wf = yield from self._file(schema_id, topic)
         try:
             desc = wf.message(indexes)
         except IndexError as e:
             raise SerializationError(str(e), topic=topic, offset=_PREFIX, schema_id=schema_id) from e
-        cls = self._cls if self._cls is not None else GetMessageClass(desc)
-        rules = rule_steps.domain_rules(wf.schema, rule_steps.READ, _rule_target(desc), self._rule_config,
-                                        schema_id) if rule_steps.has_rules(wf.schema) else None
-        # Keyed by frame header + index bytes: for the common [0] path that is the 6 bytes the fast path
-        # looks up; longer paths are found here after decoding their indexes.
-        return self._plans.put(data[:start], _ReadPlan(cls, start, schema_id, rules))
+        if latest is None:
+            cls = self._cls if self._cls is not None else GetMessageClass(desc)
+            rules = rule_steps.domain_rules(wf.schema, rule_steps.READ, _rule_target(desc), self._rule_config,
+                                            schema_id, self._subjects.subject_or_none(ctx, desc.full_name)
+                                            ) if rule_steps.has_rules(wf.schema) else None
+            return _ReadPlan(cls, start, schema_id, rules)
+        subject = self._subjects.subject_for(ctx, desc.full_name)
+        reader_desc = _reader_message((yield from self._file(latest.schema_id, topic)), desc, indexes)
+        cls = self._cls if self._cls is not None else GetMessageClass(reader_desc)
+        if not (rule_steps.has_rules(wf.schema) or rule_steps.has_rules(latest.schema)):
+            return _ReadPlan(cls, start, schema_id)
+        try:
+            migrations = yield from rule_steps.migrations(subject, wf.schema, latest, _json_target, self._rule_config)
+        except RegistryError as e:
+            raise SerializationError(f"cannot find the migrations from schema {schema_id} to version "
+                                     f"{latest.version} of {subject!r}: {e}", topic=topic,
+                                     schema_id=schema_id) from e
+        read_rules = rule_steps.domain_rules(latest.schema, rule_steps.READ, _rule_target(reader_desc),
+                                             self._rule_config, latest.schema_id, subject)
+        if not migrations:  # the payload is parsed as the reader's message directly
+            return _ReadPlan(cls, start, schema_id, read_rules)
+        return _ReadPlan(GetMessageClass(desc), start, schema_id,
+                         rule_steps.chain(_migration(migrations, cls, schema_id), read_rules))
 
 
 class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
@@ -380,7 +463,7 @@ class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
             data = bytes(data)
         if data[:1] != CLASSIC_MAGIC or (ctx is not None and getattr(ctx, "headers", None)):  # Unframer.needed
             data = self._unframing()(self._client, data, ctx)
-        plan = self._plans.get(data[:6])
+        plan = None if self._follows_latest else self._plans.get(data[:6])
         if plan is None:
             plan = self._lookup(data, ctx) or run_plan(self._client, self._resolve(data, ctx))
         if plan.rules is not None:

@@ -30,12 +30,14 @@ from fastapi.staticfiles import StaticFiles
 from registry import __version__
 from registry.health import Health
 from registry.http import errors, render
+from registry.http.body import BodyLimits
 from registry.http.content import CT_V1
 from registry.http.openapi import TITLE, document
 from registry.http.read_cache import ReadCache, ReadGuard
-from registry.http.routers import ROUTERS, operations
+from registry.http.routers import ROUTERS, operations, query_parameter_names
 from registry.http.security import Authenticated, SecurityGuard
 from registry.metrics import Metrics
+from registry.ui import ROUTERS as ui_routers
 from registry.ui import mount as mount_ui
 
 if TYPE_CHECKING:
@@ -145,10 +147,11 @@ class RegistryApp(ReadCache):
 
     ``forwarder`` (several instances) sends writes to the leader when this node is not it; ``security``
     (``--auth``) authenticates and authorizes every API request, and guards cached answers
-    (``http/security.py``; ``guard`` replaces that check in front of the cache). ``on_startup`` and
-    ``on_shutdown`` hold coroutines run by the ASGI lifespan (the server opens and closes the log there).
-    ``health`` says when the API may answer (``StartupGate``; serving from the start when not given) and what
-    the health endpoints report; ``metrics`` counts requests (this layer) and what the service reports."""
+    (``http/security.py``; ``guard`` replaces that check in front of the cache). The service's ``limits``
+    bound request bodies and the cache. ``on_startup`` and ``on_shutdown`` hold coroutines run by the ASGI
+    lifespan (the server opens and closes the log there). ``health`` says when the API may answer
+    (``StartupGate``; serving from the start when not given) and what the health endpoints report; ``metrics``
+    counts requests (this layer) and what the service reports."""
 
     def __init__(
         self,
@@ -182,11 +185,15 @@ class RegistryApp(ReadCache):
         if guard is None and security is not None:
             guard = SecurityGuard(security)
         self.api.router.lifespan_context = self._lifespan
+        limits = service.limits
         super().__init__(
             StartupGate(KeepEncodedSlashes(self.api), health),
             service.state,
             guard=guard,
             requests=self.metrics.requests,
+            max_bytes=limits.response_cache_bytes,
+            query_names=query_parameter_names([*ROUTERS, operations.router, *ui_routers]),
+            bodies=BodyLimits(limits.max_request_bytes, limits.body_timeout),
         )
 
     @asynccontextmanager

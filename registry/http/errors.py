@@ -25,11 +25,24 @@ from registry.http.params import query_error
 from registry.http.render import dumps
 
 
+def error_body(e: ApiError) -> bytes:
+    return dumps({"error_code": e.error_code, "message": e.message})
+
+
 def error_response(e: ApiError) -> Response:
-    response = Response(dumps({"error_code": e.error_code, "message": e.message}), e.status, media_type=CT_V1.decode())
+    response = Response(error_body(e), e.status, media_type=CT_V1.decode())
     for name, value in e.headers:
         response.headers.append(name, value)
     return response
+
+
+async def send_error(send: Any, e: ApiError) -> None:
+    """Answer with ``e`` on a raw ASGI ``send`` (the layers in front of FastAPI)."""
+    body = error_body(e)
+    headers = [(b"content-type", CT_V1), (b"content-length", str(len(body)).encode())]
+    headers += [(k.encode(), v.encode()) for k, v in e.headers]
+    await send({"type": "http.response.start", "status": e.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:

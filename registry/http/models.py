@@ -27,7 +27,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from compat import CompatibilityLevel
+from compat import CompatibilityLevel, CompatibilityPolicy
 from registry import errors, schemas_topic
 from registry.modes import Mode
 from registry.schema_types import Reference
@@ -38,6 +38,7 @@ Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]
 Scalar = StrictStr | StrictInt | StrictFloat | StrictBool
 SchemaTypeName = Literal["AVRO", "JSON", "PROTOBUF"]
 LEVELS = [level.value for level in CompatibilityLevel]
+POLICIES = [p.value for p in CompatibilityPolicy]
 MODES = [m.value for m in Mode]
 
 
@@ -47,6 +48,7 @@ def enum_of(values: list[str]) -> Any:
 
 
 Level = Annotated[str, enum_of(LEVELS)]
+Policy = Annotated[str, enum_of(POLICIES)]
 #: a level or mode as requests carry it: any scalar is read as text and checked by name (42203 / 42204)
 LevelText = Annotated[Scalar, WithJsonSchema({"type": "string", "enum": LEVELS})]
 ModeText = Annotated[Scalar, WithJsonSchema({"type": "string", "enum": MODES})]
@@ -168,6 +170,9 @@ class ConfigUpdateRequest(BaseModel):
 
     compatibility: LevelText | None = None
     compatibilityLevel: LevelText | None = None
+    compatibilityPolicy: Annotated[StrictStr, enum_of(POLICIES)] | None = Field(
+        None, description="Confluent 8: `LENIENT` relaxes some JSON Schema rules; `STRICT` (default) does not."
+    )
     normalize: StrictBool | None = None
     compatibilityGroup: StrictStr | None = None
     defaultMetadata: Metadata | None = None
@@ -187,7 +192,14 @@ class ConfigUpdateRequest(BaseModel):
                 update["compatibilityLevel"] = CompatibilityLevel.parse(str(level)).value
             except ValueError:
                 raise errors.invalid_compatibility_level() from None
-        for name in schemas_topic.CONFIG_FIELDS[1:]:
+        if self.compatibilityPolicy is not None:
+            policy = CompatibilityPolicy.for_name(self.compatibilityPolicy)
+            if policy is None:
+                raise errors.invalid_compatibility_policy(self.compatibilityPolicy)
+            update["compatibilityPolicy"] = policy.value
+        for name in schemas_topic.CONFIG_FIELDS:
+            if name in ("compatibilityLevel", "compatibilityPolicy"):  # read above
+                continue
             value = getattr(self, name, None)
             if isinstance(value, RuleSet):
                 value = value.checked()
@@ -281,6 +293,7 @@ class SubjectVersion(BaseModel):
 class _ConfigSettings(BaseModel):
     """The settings of a config besides its level."""
 
+    compatibilityPolicy: Policy | SkipJsonSchema[None] = absent()
     normalize: bool | SkipJsonSchema[None] = absent()
     compatibilityGroup: str | SkipJsonSchema[None] = absent()
     defaultMetadata: Metadata | SkipJsonSchema[None] = absent()

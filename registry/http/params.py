@@ -2,23 +2,28 @@
 
 - Subject names arrive percent-encoded; ``%2F`` stays inside the name (``KeepEncodedSlashes`` in
   ``app.py`` routes on the raw path), and ``:.:name`` is the default context's ``name``.
-- Versions are ``latest`` (any case), ``-1`` or 1..2^31-1; anything else is 42202.
+- Versions are ``latest`` (any case), ``-1`` or 1..2^31-1; ids 0..2^31-1 (else 404, an unknown path). Numbers
+  are ASCII digits only: Python's ``int()`` would also take ``٣``, ``+1``, `` 1`` and ``1_000``.
 - Query booleans are true for ``true`` in any case (Python clients send ``True``) and false for anything
   else, never an error; integer query parameters that are not integers are 400.
-- A body is read by ``JsonBody``: empty or not JSON is 400, a field of the wrong type 422 (code 422).
+- A body is read by ``JsonBody``: empty, not JSON or nested deeper than ``MAX_BODY_DEPTH`` is 400, a field of
+  the wrong type 422 (code 422).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Generic, TypeVar
 from urllib.parse import unquote
 
 import orjson
 from fastapi import Depends, Path, Query, Request
 from pydantic import BaseModel, BeforeValidator, ValidationError, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
 from registry import errors
-from registry.service import LATEST, MAX_VERSION, Service, normalize_subject
+from registry.limits import MAX_BODY_DEPTH, json_depth_exceeds
+from registry.service import LATEST, MAX_ID, MAX_VERSION, Service, normalize_subject
 
 BOOL_PATTERN = "^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
 
@@ -39,18 +44,20 @@ QueryBool = Annotated[bool, BeforeValidator(parse_bool), WithJsonSchema(_BOOL_DO
 OptionalQueryBool = Annotated[bool | None, BeforeValidator(_optional_bool), WithJsonSchema(_BOOL_DOC)]
 
 
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def parse_int(text: str) -> int | None:
+    """``text`` as an integer when it is one in ASCII digits (with an optional minus), else None."""
+    return int(text) if _INTEGER.fullmatch(text) and len(text) <= 20 else None
+
+
 def parse_version(text: str) -> int:
     """Confluent's ``VersionId``: ``latest`` (any case, trimmed) and ``-1`` are ``LATEST``; else 1..2^31-1."""
-    t = text.strip()
-    if t.lower() == "latest":
+    if text.strip().lower() == "latest":
         return LATEST
-    try:
-        n = int(t)
-    except ValueError:
-        raise errors.invalid_version(text) from None
-    if n == LATEST:
-        return n
-    if n < 1 or n > MAX_VERSION:
+    n = parse_int(text)
+    if n is None or (n != LATEST and not 1 <= n <= MAX_VERSION):
         raise errors.invalid_version(text)
     return n
 
@@ -90,12 +97,39 @@ ContextPath = Annotated[
 ]
 #: the ``{version}`` path segment: a number or ``LATEST``
 Version = Annotated[int, Depends(_version)]
-#: the ``{id}`` path segment (not an integer: 404, as an unknown path)
-SchemaId = Annotated[int, Path(description="A schema id.", examples=[1])]
+async def _schema_id(
+    id: Annotated[
+        str,
+        Path(
+            pattern="^[0-9]+$",
+            description="A schema id, 0..2^31-1 in ASCII digits; anything else is an unknown path (404).",
+            examples=["1"],
+        ),
+    ],
+) -> int:
+    n = parse_int(id)
+    if n is None or not 0 <= n <= MAX_ID:
+        raise errors.not_found_route()
+    return n
+
+
+#: the ``{id}`` path segment
+SchemaId = Annotated[int, Depends(_schema_id)]
 
 def _blank_is(default: int) -> BeforeValidator:
-    """``?offset=`` (no value) is the default, not an error."""
-    return BeforeValidator(lambda v: default if v == "" else v)
+    """``?offset=`` (no value) is the default, not an error; otherwise ASCII digits (with a minus) only."""
+
+    def convert(value: object) -> object:
+        if value == "":
+            return default
+        if isinstance(value, str):
+            n = parse_int(value)
+            if n is None:
+                raise PydanticCustomError("int_parsing", "not an integer in ASCII digits")
+            return n
+        return value
+
+    return BeforeValidator(convert)
 
 
 Offset = Annotated[
@@ -148,6 +182,8 @@ class JsonBody(Generic[M]):
             data = orjson.loads(raw)
         except orjson.JSONDecodeError as e:
             raise errors.bad_request(f"Unexpected character in JSON body: {e}") from None
+        if json_depth_exceeds(data, MAX_BODY_DEPTH):
+            raise errors.bad_request(f"Request body nests deeper than {MAX_BODY_DEPTH} levels")
         try:
             return self.model.model_validate(data)
         except ValidationError as e:
@@ -193,7 +229,7 @@ def query_error(loc: tuple[Any, ...], kind: str, value: Any) -> errors.ApiError:
     if kind == "missing":
         return errors.bad_request(f"Query parameter '{name}' is required")
     if kind.startswith("int"):
-        return errors.bad_request(f"Query parameter '{name}' must be an integer, got '{value}'")
+        return errors.bad_request(f"Query parameter '{name}' must be an integer, got '{errors.clip(value)}'")
     if kind == "greater_than_equal":
-        return errors.bad_request(f"Query parameter '{name}' is out of range: '{value}'")
-    return errors.bad_request(f"Query parameter '{name}' is invalid: '{value}'")
+        return errors.bad_request(f"Query parameter '{name}' is out of range: '{errors.clip(value)}'")
+    return errors.bad_request(f"Query parameter '{name}' is invalid: '{errors.clip(value)}'")

@@ -1,10 +1,17 @@
 """The read cache: a pure ASGI layer in front of the FastAPI app, so repeated reads never enter the framework.
 
 Reads are answered from state in memory, and an answer is a pure function of the request and the state. So
-the body of a 200 to a cacheable read (every GET of the API, and the lookup ``POST /subjects/{s}``) is kept,
-keyed by method, raw path, query string and request body, until the state changes: every applied record
-bumps ``State.generation`` and the cache empties. A hit is one dict lookup, the ``Accept`` negotiation
-(``content.py``, shared with the routes) and one ``send``.
+the body of a 200 to a cacheable read (every GET of the API, and the lookup ``POST /subjects/{s}``) is kept
+until the state changes: every applied record bumps ``State.generation`` and the cache empties. A hit is one
+dict lookup, the ``Accept`` negotiation (``content.py``, shared with the routes) and one ``send``.
+
+The key holds nothing a client can grow at will: the method, the raw path, the query parameters some route
+reads (``query_names``; others cannot change the answer, so ``?junk=<random>`` shares the entry of the
+request without it) and a SHA-256 digest of the body. The cache is bounded by the bytes of its keys and
+answers (``max_bytes``); the oldest entries go first.
+
+Bodies of other requests than GETs are read through ``BodyLimits`` (``body.py``): a body past its size or
+time limit is answered 413/408 here (the lookup, whose body this layer reads) or in the app.
 
 How an answer gets in: on a miss the layer puts a ``ReadTicket`` in the ASGI scope (``TICKET``) and calls the
 app. The route that serves the request marks the ticket ``cacheable`` (``RegistryRoute`` does so for the
@@ -34,12 +41,17 @@ template the app matched and the status it answered; a hit in the series resolve
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any, Protocol
+from urllib.parse import parse_qsl
 
+from registry.errors import ApiError
+from registry.http.body import BodyLimits, read_body
 from registry.http.content import body_type_accepted, header, negotiate
+from registry.http.errors import send_error
 from registry.metrics import UNMATCHED, RequestMetrics, RouteStats
 
 Scope = dict[str, Any]
@@ -47,7 +59,10 @@ Scope = dict[str, Any]
 TICKET = "schemakit.read_ticket"
 #: the partition of answers that are the same for every caller
 SHARED: Hashable = "*"
-MAX_ENTRIES = 50_000  # cached answers (then no more until the next change empties the cache)
+MAX_BYTES = 64 * 2**20  # of keys and answers
+#: what an entry costs besides its key and answers (the dicts, the ticket), in bytes, about
+ENTRY_OVERHEAD = 400
+Key = tuple[str, bytes, Any, bytes]
 
 
 @dataclass(slots=True)
@@ -76,12 +91,17 @@ class GenerationSource(Protocol):
 class _Entry:
     ticket: ReadTicket
     stats: RouteStats  # the series a hit counts in
+    size: int  # bytes of the key and every answer kept
     #: partition -> (content-length, answer body)
     bodies: dict[Hashable, tuple[bytes, bytes]] = field(default_factory=dict)
 
 
 class ReadCache:
-    """ASGI middleware: ``ReadCache(app, state, guard=None, requests=None)``; ``requests`` counts every request."""
+    """ASGI middleware: ``ReadCache(app, state, guard=None, requests=None, max_bytes=..., query_names=None,
+    bodies=None)``; ``requests`` counts every request.
+
+    ``query_names`` are the query parameters that can change an answer (None: the whole query string is
+    part of the key); ``bodies`` the limits request bodies are read within (None: none)."""
 
     def __init__(
         self,
@@ -89,15 +109,20 @@ class ReadCache:
         state: GenerationSource,
         *,
         guard: ReadGuard | None = None,
-        max_entries: int = MAX_ENTRIES,
         requests: RequestMetrics | None = None,
+        max_bytes: int = MAX_BYTES,
+        query_names: frozenset[str] | None = None,
+        bodies: BodyLimits | None = None,
     ) -> None:
         self.app = app
         self.state = state
         self.guard = guard
-        self.max_entries = max_entries
         self.requests = requests if requests is not None else RequestMetrics()
-        self._entries: dict[tuple[str, bytes, bytes, bytes], _Entry] = {}
+        self.max_bytes = max_bytes
+        self.query_names = query_names
+        self.bodies = bodies
+        self.bytes = 0
+        self._entries: dict[Key, _Entry] = {}
         self._generation = -1
 
     def __len__(self) -> int:
@@ -115,12 +140,23 @@ class ReadCache:
         generation = self.state.generation
         if generation != self._generation:
             self._entries.clear()
+            self.bytes = 0
             self._generation = generation
         headers = scope["headers"]
         body = b""
         if method == "POST":
-            body = await _read_body(receive)
-        key = (method, scope.get("raw_path") or scope["path"].encode(), scope.get("query_string", b""), body)
+            try:
+                body = await (read_body(receive) if self.bodies is None else self.bodies.read(scope, receive))
+            except ApiError as e:
+                await send_error(send, e)
+                return
+        query = scope.get("query_string", b"")
+        key = (
+            method,
+            scope.get("raw_path") or scope["path"].encode(),
+            self._query_key(query) if query else b"",
+            hashlib.sha256(body).digest() if body else b"",
+        )
         entry = self._entries.get(key)
         if entry is not None:
             media = negotiate(header(headers, b"accept"))
@@ -152,18 +188,26 @@ class ReadCache:
             await send(message)
 
         try:
+            if self.bodies is not None:  # a write's body is read by the app, within the limits
+                try:
+                    receive = self.bodies.guard(scope, receive)
+                except ApiError as e:  # refused from its Content-Length
+                    await send_error(capture, e)
+                    return
             await self.app(scope, receive, capture)
         finally:
             self.requests.stats(scope["method"], _route(scope), status).observe(perf_counter() - start)
 
+    def _query_key(self, query: bytes) -> Any:
+        """The query parameters routes read, decoded as the app decodes them (so ``%64eleted`` is
+        ``deleted``), in order; the others are dropped."""
+        if self.query_names is None:
+            return query
+        names = self.query_names
+        return tuple(p for p in parse_qsl(query.decode("latin-1"), keep_blank_values=True) if p[0] in names) or b""
+
     async def _miss(
-        self,
-        scope: Scope,
-        receive: Any,
-        send: Any,
-        key: tuple[str, bytes, bytes, bytes],
-        generation: int,
-        start: float,
+        self, scope: Scope, receive: Any, send: Any, key: Key, generation: int, start: float
     ) -> None:
         ticket = ReadTicket()
         scope[TICKET] = ticket
@@ -189,32 +233,33 @@ class ReadCache:
         # state (then the generation moved and the answer is not kept).
         if status != 200 or not ticket.cacheable or self.state.generation != generation:
             return
+        body = b"".join(chunks)
+        size = len(body) + ENTRY_OVERHEAD
         entry = self._entries.get(key)
         if entry is None:
-            if len(self._entries) >= self.max_entries:
-                return
+            size += _key_size(key)
             stats = self.requests.stats(method, _route(scope), 200, cached=True)
-            entry = self._entries[key] = _Entry(ticket, stats)
-        body = b"".join(chunks)
+            entry = self._entries[key] = _Entry(ticket, stats, 0)
+        elif ticket.partition in entry.bodies:
+            return
         entry.bodies[ticket.partition] = (str(len(body)).encode(), body)
+        entry.size += size
+        self.bytes += size
+        while self.bytes > self.max_bytes and self._entries:  # the oldest entries make room
+            oldest = next(iter(self._entries))
+            self.bytes -= self._entries.pop(oldest).size
+
+
+def _key_size(key: Key) -> int:
+    query = key[2]
+    query_size = len(query) if isinstance(query, bytes) else sum(len(n) + len(v) for n, v in query)
+    return len(key[1]) + query_size + len(key[3])
 
 
 def _route(scope: Scope) -> str:
     """The route template the app matched (Starlette leaves the route in the scope), else ``UNMATCHED``."""
     path = getattr(scope.get("route"), "path", None)
     return path if isinstance(path, str) else UNMATCHED
-
-
-async def _read_body(receive: Any) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
 
 
 def _replay(body: bytes, receive: Any) -> Any:

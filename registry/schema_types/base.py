@@ -33,9 +33,13 @@ class Reference:
     version: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ResolvedReference:
-    """A reference together with the referenced schema, whose own references are resolved too."""
+    """A reference together with the referenced schema, whose own references are resolved too.
+
+    References form a graph in which one schema is often reached along many paths (a diamond of imports), so
+    the hash is computed once, from the children's own hashes: hashing or comparing the tree never walks it
+    once per path."""
 
     name: str
     subject: str
@@ -43,6 +47,23 @@ class ResolvedReference:
     schema: str
     schema_type: str
     references: tuple[ResolvedReference, ...] = ()
+    _hash: int = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash(self._fields()))
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.name, self.subject, self.version, self.schema_type, self.schema, self.references)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, ResolvedReference):
+            return NotImplemented
+        return self._hash == other._hash and self._fields() == other._fields()
 
 
 @dataclass(slots=True)

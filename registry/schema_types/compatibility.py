@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compat import CompatibilityLevel, Incompatibility, LevelResult, check_levels
+from compat import CompatibilityLevel, CompatibilityPolicy, Incompatibility, LevelResult, check_levels
 from registry.schema_types import get_schema_type
 from registry.schema_types.base import ParsedSchema, SchemaType
 
@@ -20,18 +20,25 @@ DIFFERENT_TYPE = Incompatibility("TYPE_MISMATCH", "/", "Incompatible because of 
 
 
 def check_compatibility(
-    schema_type: SchemaType, level: CompatibilityLevel, new: ParsedSchema, previous: Sequence[ParsedSchema]
+    schema_type: SchemaType,
+    level: CompatibilityLevel,
+    new: ParsedSchema,
+    previous: Sequence[ParsedSchema],
+    *,
+    policy: CompatibilityPolicy = CompatibilityPolicy.STRICT,
 ) -> LevelResult[ParsedSchema]:
-    """Check ``new`` (of ``schema_type``) against ``previous`` (live versions, oldest first) at ``level``.
+    """Check ``new`` (of ``schema_type``) against ``previous`` (live versions, oldest first) at ``level``,
+    under the config's ``compatibilityPolicy`` (Confluent 8: LENIENT relaxes some JSON Schema rules).
 
     A previous schema of another type is never compatible; only its ``schema_type`` is read, so a caller may
-    pass it unparsed (``ParsedSchema(other_type, text)``).
+    pass it unparsed (``ParsedSchema(other_type, text)``). Raises ``compat.CheckLimitError`` past a check's
+    bounds.
     """
 
     def checker(reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
         if reader.schema_type != writer.schema_type:
             return [DIFFERENT_TYPE]
-        return schema_type.check(reader, writer)
+        return schema_type.check(reader, writer, policy)
 
     return check_levels(level, new, previous, checker)
 

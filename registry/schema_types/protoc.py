@@ -1,9 +1,10 @@
 """Compile ``.proto`` text with the real protoc shipped in ``grpcio-tools``.
 
 protoc runs in a child process (``python -m grpc_tools.protoc``): its diagnostics go to the C++ side's
-stderr, which cannot be captured safely in-process while other threads log. Results are cached by
-(main text, imported files), since compiling costs a process start. A compile that takes longer than
-``timeout`` seconds (:func:`configure`) is killed and reported as a :class:`ProtocError` naming the limit.
+stderr, which cannot be captured safely in-process while other threads log. Results are cached by a digest
+of (main text, imported files), since compiling costs a process start, within a bound on their bytes. A
+compile that takes longer than ``timeout`` seconds (:func:`configure`) is killed and reported as a
+:class:`ProtocError` naming the limit.
 
 Everything protoc reads is written into directories only this process can use (``mkdtemp``: mode 0700,
 a fresh name): the include directory of known files lives as long as the process and is removed at
@@ -20,10 +21,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from hashlib import sha256
 from pathlib import Path
 
 from google.protobuf import descriptor_pb2
 
+from registry.byte_lru import ByteLru
 from registry.config import DEFAULTS
 from registry.schema_types import proto_printer
 
@@ -72,14 +75,25 @@ def compile_files(main_text: str, imports: tuple[tuple[str, str], ...]) -> descr
     Returns the descriptor set with every file (``--include_imports``), dependencies first, the main
     file last under the name :data:`MAIN_FILE`. Raises :class:`ProtocError`.
     """
-    data = _compile_cached(main_text, imports)
+    h = sha256(main_text.encode("utf-8", "surrogatepass"))
+    for name, text in imports:
+        h.update(b"\0%d\0%s\0%d\0" % (len(name), name.encode("utf-8", "surrogatepass"), len(text)))
+        h.update(text.encode("utf-8", "surrogatepass"))
+    key = h.digest()
+    data = _compiled.get(key)
+    if data is None:
+        data = _compile(main_text, imports)
+        _compiled.put(key, data, len(data))
     fds = descriptor_pb2.FileDescriptorSet()
     fds.ParseFromString(data)
     return fds
 
 
-@functools.lru_cache(maxsize=2048)
-def _compile_cached(main_text: str, imports: tuple[tuple[str, str], ...]) -> bytes:
+#: compiled descriptor sets by the digest of their input (``compile_files``), bounded by their bytes
+_compiled: ByteLru[bytes, bytes] = ByteLru(64 * 2**20)
+
+
+def _compile(main_text: str, imports: tuple[tuple[str, str], ...]) -> bytes:
     with tempfile.TemporaryDirectory(prefix="schemakit-protoc-") as tmp:
         src = Path(tmp) / "src"
         src.mkdir()

@@ -21,10 +21,14 @@ from registry.ui import access, api
 PREFIX = "/ui"
 
 
+#: the routers of the helper endpoints (the read cache keys their answers by the query parameters they read)
+ROUTERS = [api.router, api.whoami_router]
+
+
 def mount(app: FastAPI) -> None:
     """Serve the pages at ``/ui/`` and the helper endpoints at ``/ui/api/``."""
-    app.include_router(api.router)
-    app.include_router(api.whoami_router)
+    for router in ROUTERS:
+        app.include_router(router)
     static = str(importlib.resources.files("registry.ui") / "static")
 
     # The routing layer drops empty path segments (``/ui/`` arrives as ``/ui``), so the page is answered here

@@ -17,7 +17,6 @@ show only what the caller may read, by the registry's security rules when authen
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
@@ -27,7 +26,7 @@ from registry.http import render
 from registry.http.params import Limit, Offset, ServiceDep, Subject
 from registry.http.routing import RegistryRoute, ok
 from registry.modes import READ_ONLY_MODES
-from registry.schema_types.compatibility import change_kinds, level_verdicts
+from registry.schema_types.compatibility import LevelVerdict, change_kinds, level_verdicts
 from registry.service import Service, normalize_subject
 from registry.state import Version
 from registry.ui.access import CONFIG, READ, WRITE, Caller, caller, identify, subject_resource
@@ -148,9 +147,13 @@ async def compare(
     older = [v for n, v in sorted(every.items()) if n < old and n != new and not v.deleted]
     parsed = [await _parsed(service, v) for v in [*older, every[old], every[new]]]
     *chain, new_parsed = parsed
-    verdicts = await asyncio.to_thread(
-        level_verdicts, new_parsed, [(v.version, p) for v, p in zip([*older, every[old]], chain, strict=True)]
-    )
+    versions = [(v.version, p) for v, p in zip([*older, every[old]], chain, strict=True)]
+
+    def check() -> tuple[list[LevelVerdict], list[str] | None]:
+        return level_verdicts(new_parsed, versions), change_kinds(chain[-1], new_parsed)
+
+    # the checks and the diff cost what the schemas make them cost: in the bounded schema pool, off the loop
+    verdicts, changes = await service.schema_work(check)
     body = {
         "subject": subject,
         "old": {"version": old, "id": every[old].id},
@@ -159,7 +162,7 @@ async def compare(
             {"level": lv.level, "is_compatible": lv.is_compatible, "reasons": lv.reasons, "messages": lv.messages}
             for lv in verdicts
         ],
-        "changes": change_kinds(chain[-1], new_parsed),
+        "changes": changes,
     }
     return ok(render.dumps(body))
 

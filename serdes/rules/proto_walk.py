@@ -258,11 +258,11 @@ def _fill(message: Message, value: dict[str, Any]) -> None:
 
 
 def to_json(message: Any) -> Any:
-    """A message in Protobuf's JSON mapping with field names as declared (what JSONata migrations see, as in
-    confluent-kafka)."""
+    """A message in Protobuf's JSON mapping, what JSONata rules see, as in confluent-kafka: JSON (lowerCamelCase)
+    field names, fields without presence printed even when unset, 64-bit integers as strings."""
     if not isinstance(message, Message):
         return message
-    return json_format.MessageToDict(message, preserving_proto_field_name=True)
+    return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
 
 
 def from_json(value: Any, like: Any) -> Any:

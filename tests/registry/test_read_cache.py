@@ -6,11 +6,16 @@ route would (the registry's own routes are exercised against the live server by 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from registry.http.read_cache import SHARED, TICKET, ReadCache, ReadTicket
+import pytest
+
+from registry.errors import ApiError
+from registry.http.body import BodyLimits
+from registry.http.read_cache import ENTRY_OVERHEAD, SHARED, TICKET, ReadCache, ReadTicket
 
 
 @dataclass
@@ -59,20 +64,31 @@ class Guard:
 
 
 def call(
-    cache: ReadCache, path: str, *, method: str = "GET", body: bytes = b"", headers: dict[str, str] | None = None
+    cache: ReadCache,
+    path: str,
+    *,
+    method: str = "GET",
+    body: bytes = b"",
+    chunks: list[bytes] | None = None,
+    delay: float = 0.0,
+    headers: dict[str, str] | None = None,
 ) -> tuple[int, dict[bytes, bytes], bytes]:
+    """``path`` may carry a query string; ``chunks`` send the body in parts, each after ``delay`` seconds."""
+    path, _, query = path.partition("?")
     scope = {
         "type": "http",
         "method": method,
         "path": path,
         "raw_path": path.encode(),
-        "query_string": b"",
+        "query_string": query.encode(),
         "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
     }
     sent: list[dict[str, Any]] = []
-    incoming = [{"type": "http.request", "body": body, "more_body": False}]
+    parts = chunks if chunks is not None else [body]
+    incoming = [{"type": "http.request", "body": b, "more_body": i < len(parts) - 1} for i, b in enumerate(parts)]
 
     async def receive() -> dict[str, Any]:
+        await asyncio.sleep(delay)
         return incoming.pop(0) if incoming else {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
@@ -123,3 +139,57 @@ def test_a_guard_decides_every_hit_and_partitions_per_caller_answers() -> None:
     assert call(cache, "/listing", headers=alice)[2] == b"/listing #3 for alice"
     assert call(cache, "/listing", headers=bob)[2] == b"/listing #4 for bob"
     assert app.calls == 4
+
+
+def test_only_parameters_a_route_reads_are_part_of_the_key() -> None:
+    app = App()
+    cache = ReadCache(app, Generation(), query_names=frozenset({"deleted", "key"}))
+    assert call(cache, "/a?junk=1")[2] == b"/a #1 for anyone"
+    for junk in ("/a?junk=2", "/a?junk=3&other=x", "/a"):
+        assert call(cache, junk)[2] == b"/a #1 for anyone"  # the same answer: no new entry
+    assert call(cache, "/a?deleted=true&junk=4")[2] == b"/a #2 for anyone"
+    assert call(cache, "/a?%64eleted=true")[2] == b"/a #2 for anyone"  # decoded as the app decodes it
+    assert call(cache, "/a?key=k1&key=k2")[2] == b"/a #3 for anyone"
+    assert call(cache, "/a?key=k2&key=k1")[2] == b"/a #4 for anyone"  # repeated parameters keep their order
+    assert (len(cache), app.calls) == (4, 4)
+
+
+def test_cache_is_bounded_by_bytes_and_drops_the_oldest() -> None:
+    app = App()
+    answer = len(b"/p0 #1 for anyone")
+    entry = answer + ENTRY_OVERHEAD + len("/p0")
+    cache = ReadCache(app, Generation(), max_bytes=3 * entry)
+    for i in range(5):
+        call(cache, f"/p{i}")
+    assert (len(cache), cache.bytes) == (3, 3 * entry)
+    assert call(cache, "/p4")[2] == b"/p4 #5 for anyone"  # kept
+    assert call(cache, "/p0")[2] == b"/p0 #6 for anyone"  # dropped, answered again
+
+
+def test_a_lookup_is_keyed_by_a_digest_of_its_body() -> None:
+    app = App()
+    cache = ReadCache(app, Generation())
+    body = b'{"schema": "' + b"x" * 100_000 + b'"}'
+    assert call(cache, "/lookup", method="POST", body=body)[2] == b"/lookup #1 for anyone"
+    assert call(cache, "/lookup", method="POST", body=body)[2] == b"/lookup #1 for anyone"
+    [key] = cache._entries
+    assert len(key[3]) == 32 and cache.bytes < 1000  # a SHA-256 digest, not the 100 kB body
+
+
+def test_bodies_past_the_limits_are_refused_while_they_arrive() -> None:
+    app = App()
+    cache = ReadCache(app, Generation(), bodies=BodyLimits(100, 0.2))
+    status, headers, body = call(cache, "/lookup", method="POST", chunks=[b"x" * 60, b"x" * 60, b"x" * 1000])
+    assert (status, headers[b"connection"], app.calls) == (413, b"close", 0)
+    assert json.loads(body) == {
+        "error_code": 413, "message": "Request body is larger than the limit of 100 bytes (--max-request-bytes)"
+    }
+    declared = {"Content-Length": "5000"}  # refused before a byte of the body is read
+    assert call(cache, "/lookup", method="POST", headers=declared)[0] == 413
+    assert call(cache, "/x", method="PUT", headers=declared)[0] == 413
+    status, _, body = call(cache, "/lookup", method="POST", chunks=[b"x", b"x", b"x"], delay=0.1)
+    assert (status, json.loads(body)["error_code"], app.calls) == (408, 408, 0)
+    with pytest.raises(ApiError) as error:  # a write's body is read by the app: the limit is raised there
+        call(cache, "/x", method="PUT", body=b"x" * 150)
+    assert error.value.status == 413
+    assert call(cache, "/x", method="PUT", body=b"x" * 100)[2] == b"/x #2 for anyone"  # within the limit

@@ -3,6 +3,8 @@ TLS and mTLS; a verified certificate's subject is the principal."""
 
 from __future__ import annotations
 
+import json
+import socket
 from collections.abc import Callable
 
 import httpx
@@ -106,3 +108,32 @@ def test_required_client_certificates(start_registry: Callable[..., RegistryProc
     assert httpx.get(rp.url + "/subjects", verify=pki.context(client_cert)).json() == []
     with pytest.raises(REFUSED):
         httpx.get(rp.url + "/subjects", verify=pki.context())
+
+
+def test_slow_headers_over_mtls_are_408_and_others_are_served(
+    start_registry: Callable[..., RegistryProcess], pki: Pki
+) -> None:
+    """The header deadline (``--header-timeout-ms``) holds under the TLS protocol that reads client certificates."""
+    cert, key = pki.server
+    node = start_registry(
+        None,
+        "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", pki.ca, "--header-timeout-ms", "1000",
+        scheme="https",
+        probe={"verify": pki.context()},
+    )  # fmt: skip
+    port = int(node.url.rsplit(":", 1)[1])
+    context = pki.context(pki.client("slow"))
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as s,
+    ):
+        s.sendall(b"GET /subjects HTTP/1.1\r\nhost: 127.0.0.1\r\n")  # never the blank line
+        assert httpx.get(f"{node.url}/subjects", verify=pki.context()).json() == []
+        answer = b""
+        while part := s.recv(65536):
+            answer += part
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 ") and b"connection: close" in head.lower()
+    assert json.loads(body) == {
+        "error_code": 408, "message": "Request headers not received within 1 s (--header-timeout-ms)"
+    }

@@ -4,6 +4,7 @@ across a major version, DLQ, disabled rules."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -19,12 +20,18 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer as CkJs
 from confluent_kafka.schema_registry.json_schema import JSONSerializer as CkJsonSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer as CkProtobufDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer as CkProtobufSerializer
+from confluent_kafka.schema_registry.rule_registry import RuleRegistry
 from confluent_kafka.schema_registry.rules.cel.cel_executor import CelExecutor
 from confluent_kafka.schema_registry.rules.cel.cel_field_executor import CelFieldExecutor
+from confluent_kafka.schema_registry.rules.dlq.dlq_action import DlqAction
 from confluent_kafka.schema_registry.rules.jsonata.jsonata_executor import JsonataExecutor
 from confluent_kafka.serialization import SerializationError as CkSerializationError
+from google.protobuf import json_format
+from google.protobuf.message_factory import GetMessageClass
 
 from serdes import (
+    AsyncProtobufDeserializer,
+    AsyncRegistryClient,
     AvroDeserializer,
     AvroSerializer,
     JsonSchemaDeserializer,
@@ -36,7 +43,9 @@ from serdes import (
     RuleError,
     SerializationContext,
     SerializationError,
+    wire,
 )
+from serdes.protobuf import RegisteredProtoFile
 
 CelExecutor.register()
 CelFieldExecutor.register()
@@ -206,13 +215,41 @@ def test_jsonata_migrations_across_a_compatibility_group_match_confluent(
     assert AvroDeserializer(client)(ours_v2, ctx) == new  # no reader version: no migration
 
 
+def _dlq_topic(bootstrap: str, topic: str) -> str:
+    dlq_topic = f"{topic}-dlq"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(dlq_topic, num_partitions=1, replication_factor=1)])[dlq_topic].result(timeout=15)
+    return dlq_topic
+
+
+def _dlq_records(bootstrap: str, dlq_topic: str, count: int) -> list[Any]:
+    """The first ``count`` records of the dead-letter topic."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{dlq_topic}", "enable.auto.commit": False,
+                         "fetch.wait.max.ms": 100})
+    records: list[Any] = []
+    try:
+        consumer.assign([TopicPartition(dlq_topic, 0, 0)])
+        for _ in range(100):
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                records.append(msg)
+                if len(records) == count:
+                    break
+    finally:
+        consumer.close()
+    assert len(records) == count
+    return records
+
+
+def _headers(msg: Any) -> dict[str, str]:
+    return {k: v.decode() for k, v in msg.headers() or [] if v is not None}
+
+
 def test_dlq_action_produces_the_record_and_raises(
     http: httpx.Client, client: RegistryClient, topic: str, kafka_bootstrap: str
 ) -> None:
     bootstrap = kafka_bootstrap
-    dlq_topic = f"{topic}-dlq"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(dlq_topic, num_partitions=1, replication_factor=1)])[dlq_topic].result(timeout=15)
+    dlq_topic = _dlq_topic(bootstrap, topic)
     rule = {**CHECK_QTY, "onFailure": "DLQ", "params": {"dlq.topic": dlq_topic}}
     register(http, f"{topic}-value", ORDER_AVRO, ruleSet={"domainRules": [rule]})
     rule_config = {"bootstrap.servers": bootstrap, "dlq.auto.flush": True}
@@ -221,24 +258,13 @@ def test_dlq_action_produces_the_record_and_raises(
     with pytest.raises(RuleError) as err:
         writer(bad, value_ctx(topic))
     assert err.value.rule == "checkQty"
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "enable.auto.commit": False,
-                         "fetch.wait.max.ms": 100})
-    try:
-        consumer.assign([TopicPartition(dlq_topic, 0, 0)])
-        msg = None
-        for _ in range(100):
-            msg = consumer.poll(0.2)
-            if msg is not None and msg.error() is None:
-                break
-        assert msg is not None and msg.error() is None
-        assert json.loads(msg.value()) == bad
-        headers = {k: v.decode() for k, v in msg.headers() or [] if v is not None}
-        assert headers["__rule.name"] == "checkQty"
-        assert headers["__rule.mode"] == "WRITE"
-        assert headers["__rule.topic"] == topic
-        assert headers["__rule.subject"] == f"{topic}-value"
-    finally:
-        consumer.close()
+    msg = _dlq_records(bootstrap, dlq_topic, 1)[0]
+    assert json.loads(msg.value()) == bad
+    headers = _headers(msg)
+    assert headers["__rule.name"] == "checkQty"
+    assert headers["__rule.mode"] == "WRITE"
+    assert headers["__rule.topic"] == topic
+    assert headers["__rule.subject"] == f"{topic}-value"
 
 
 def test_protobuf_rules_match_confluent(
@@ -274,6 +300,127 @@ def test_protobuf_rules_match_confluent(
     assert str(ck_err.value.__cause__) == "Rule expr failed: message.qty > 0"
 
 
+READ_PII = {**MASK_PII, "name": "markRead", "mode": "READ", "expr": "typeName == 'STRING' ; value + '-read'"}
+WIDGET_PROTO = 'syntax = "proto3";\npackage sktest.widget;\nmessage Widget {{\n  string name = 1;\n  {field}\n}}\n'
+
+
+def _proto_class(client: RegistryClient, schema_id: int) -> Any:
+    """The message class of a registered Protobuf schema (its first message)."""
+    registered = RegisteredProtoFile(client, schema_id, client.get_schema(schema_id, fmt="serialized"))
+    return GetMessageClass(registered.message([0]))
+
+
+def test_protobuf_jsonata_migrations_match_confluent(
+    http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, registry_url: str, topic: str,
+    require_type: Any
+) -> None:
+    require_type("PROTOBUF")
+    subject = f"{topic}-value"
+    assert http.put(f"/config/{subject}", json={"compatibilityGroup": "major"}, headers=CT).status_code == 200
+    # v2 renames size to height under a new field number: without the migration a v1 record reads height=0
+    id1 = register(http, subject, None, "PROTOBUF", schema_text=WIDGET_PROTO.format(field="int32 size = 2;"),
+                   metadata={"properties": {"major": "1"}})
+    id2 = register(http, subject, None, "PROTOBUF", schema_text=WIDGET_PROTO.format(field="int32 height = 3;"),
+                   metadata={"properties": {"major": "2"}, "tags": {"sktest.widget.Widget.name": ["PII"]}},
+                   ruleSet={"migrationRules": [UPGRADE, DOWNGRADE], "domainRules": [READ_PII]})
+    old_cls, new_cls = _proto_class(client, id1), _proto_class(client, id2)
+    old, new = old_cls(name="w", size=7), new_cls(name="w", height=7)
+    read_new = new_cls(name="w-read", height=7)  # migrated, then v2's READ rule ran on the v2 message
+    ctx = value_ctx(topic)
+    v1, v2 = {"major": "1"}, {"major": "2"}
+    ck_conf = {"auto.register.schemas": False, "use.deprecated.format": False}
+
+    data_v1 = ProtobufSerializer(client, old_cls, use_latest_with_metadata=v1)(old, ctx)
+    assert data_v1 == CkProtobufSerializer(old_cls, ck, conf={**ck_conf, "use.latest.with.metadata": v1})(old, ctx)
+    upgraded = ProtobufDeserializer(client, use_latest_with_metadata=v2)(data_v1, ctx)  # UPGRADE
+    assert upgraded.DESCRIPTOR.full_name == "sktest.widget.Widget"
+    assert json_format.MessageToDict(upgraded) == {"name": "w-read", "height": 7}
+    assert ProtobufDeserializer(client, new_cls, use_latest_with_metadata=v2)(data_v1, ctx) == read_new
+
+    async def read_async() -> Any:
+        async with AsyncRegistryClient(registry_url) as c:
+            return await AsyncProtobufDeserializer(c, new_cls, use_latest_with_metadata=v2)(data_v1, ctx)
+
+    assert asyncio.run(read_async()) == read_new
+    ck_read_v2 = CkProtobufDeserializer(new_cls, conf={"use.deprecated.format": False, "use.latest.with.metadata": v2},
+                                        schema_registry_client=ck)
+    assert json_format.MessageToDict(ck_read_v2(data_v1, ctx)) == {"name": "w-read", "height": 7}
+
+    data_v2 = ProtobufSerializer(client, new_cls, use_latest_with_metadata=v2)(new, ctx)
+    assert ProtobufDeserializer(client, old_cls, use_latest_with_metadata=v1)(data_v2, ctx) == old  # DOWNGRADE
+    ck_read_v1 = CkProtobufDeserializer(old_cls, conf={"use.deprecated.format": False, "use.latest.with.metadata": v1},
+                                        schema_registry_client=ck)
+    assert json_format.MessageToDict(ck_read_v1(data_v2, ctx)) == {"name": "w", "size": 7}
+    # no reader version: the writer's message, not migrated; the latest version (v2) without migrations between
+    assert json_format.MessageToDict(ProtobufDeserializer(client)(data_v2, ctx)) == {"name": "w-read", "height": 7}
+    assert ProtobufDeserializer(client, new_cls, use_latest_version=True)(data_v2, ctx) == read_new
+
+
+def test_protobuf_migration_that_does_not_fit_the_reader_names_it(
+    http: httpx.Client, client: RegistryClient, topic: str, require_type: Any
+) -> None:
+    require_type("PROTOBUF")
+    subject = f"{topic}-value"
+    assert http.put(f"/config/{subject}", json={"compatibilityGroup": "major"}, headers=CT).status_code == 200
+    id1 = register(http, subject, None, "PROTOBUF", schema_text=WIDGET_PROTO.format(field="int32 size = 2;"),
+                   metadata={"properties": {"major": "1"}})
+    keep_size = {**UPGRADE, "expr": "$"}  # leaves "size", which v2 no longer has
+    register(http, subject, None, "PROTOBUF", schema_text=WIDGET_PROTO.format(field="int32 height = 3;"),
+             metadata={"properties": {"major": "2"}}, ruleSet={"migrationRules": [keep_size]})
+    ctx = value_ctx(topic)
+    old_cls = _proto_class(client, id1)
+    data = ProtobufSerializer(client, old_cls, use_latest_with_metadata={"major": "1"})(old_cls(name="w", size=7), ctx)
+    with pytest.raises(SerializationError) as err:
+        ProtobufDeserializer(client, use_latest_with_metadata={"major": "2"})(data, ctx)
+    assert str(err.value).startswith("the record migrated to sktest.widget.Widget does not fit it: ")
+    assert "size" in str(err.value)
+    assert (err.value.topic, err.value.schema_id) == (topic, id1)
+
+
+def test_protobuf_dlq_action_on_write_and_read_matches_confluent(
+    http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, protos: Any, topic: str,
+    kafka_bootstrap: str, require_type: Any
+) -> None:
+    require_type("PROTOBUF")
+    order_cls = protos.order.Order
+    ctx = value_ctx(topic)
+    subject = f"{topic}-value"
+    dlq_topic = _dlq_topic(kafka_bootstrap, topic)
+    ProtobufSerializer(client, order_cls)(order_cls(id="o-1", qty=1), ctx)  # registers v1 and its import
+    v1 = http.get(f"/subjects/{subject}/versions/1").json()
+    rule = {**CHECK_QTY, "mode": "WRITEREAD", "onFailure": "DLQ", "params": {"dlq.topic": dlq_topic}}
+    schema_id = register(http, subject, None, "PROTOBUF", schema_text=v1["schema"], references=v1["references"],
+                         ruleSet={"domainRules": [rule]})
+    rule_config = {"bootstrap.servers": kafka_bootstrap, "dlq.auto.flush": True}
+    bad = order_cls(id="o-9", qty=-2)
+    with pytest.raises(RuleError) as err:
+        ProtobufSerializer(client, order_cls, use_latest_version=True, rule_config=rule_config)(bad, ctx)
+    assert err.value.rule == "checkQty"
+    framed = wire.prefix(schema_id) + b"\x00" + bad.SerializeToString()  # as a writer without the rule frames it
+    with pytest.raises(RuleError) as err:
+        ProtobufDeserializer(client, order_cls, rule_config=rule_config)(framed, ctx)
+    assert err.value.rule == "checkQty"
+    # confluent-kafka's serializer with its DLQ action and the same rule set, to the same topic
+    ck_rules = RuleRegistry()
+    ck_rules.register_executor(CelExecutor())
+    ck_dlq = DlqAction(rule_config)
+    ck_rules.register_action(ck_dlq)
+    with pytest.raises(CkSerializationError):
+        CkProtobufSerializer(order_cls, ck, conf={"auto.register.schemas": False, "use.latest.version": True,
+                                                  "use.deprecated.format": False}, rule_registry=ck_rules)(bad, ctx)
+    ck_dlq.close()
+
+    written, read, ck_written = _dlq_records(kafka_bootstrap, dlq_topic, 3)
+    assert json.loads(written.value()) == {"id": "o-9", "qty": "-2"}  # the message in its JSON mapping
+    assert written.value() == ck_written.value()
+    assert read.value() == framed  # the bytes read
+    for m, mode in ((written, "WRITE"), (read, "READ"), (ck_written, "WRITE")):
+        headers = _headers(m)
+        assert headers.pop("__rule.exception")
+        assert headers == {"__rule.name": "checkQty", "__rule.mode": mode, "__rule.subject": subject,
+                           "__rule.topic": topic}
+
+
 def test_json_jsonata_migrations_and_disabled_migration_match_confluent(
     http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, topic: str
 ) -> None:
@@ -300,6 +447,26 @@ def test_json_jsonata_migrations_and_disabled_migration_match_confluent(
         JsonSchemaDeserializer(client, use_latest_with_metadata=v1)(data_v2, ctx)
     with pytest.raises(CkSerializationError):
         CkJsonDeserializer(None, schema_registry_client=ck, conf={"use.latest.with.metadata": v1})(data_v2, ctx)
+
+
+def test_json_field_rules_follow_refs_into_referenced_schemas_as_confluent(
+    http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, topic: str
+) -> None:
+    address = {"type": "object", "properties": {"street": {"type": "string", "confluent:tags": ["PII"]},
+                                                "zip": {"type": "string"}}}
+    register(http, f"{topic}-address", address, "JSON")
+    customer = {"type": "object", "properties": {"id": {"type": "string"}, "address": {"$ref": "address.json"}}}
+    register(http, f"{topic}-value", customer, "JSON",
+             references=[{"name": "address.json", "subject": f"{topic}-address", "version": 1}],
+             ruleSet={"domainRules": [MASK_PII, READ_PII]})
+    ctx = value_ctx(topic)
+    record = {"id": "c-1", "address": {"street": "main", "zip": "123"}}
+    ours = JsonSchemaSerializer(client, use_latest_version=True)(record, ctx)
+    assert json.loads(ours[5:]) == {"id": "c-1", "address": {"street": "main-masked", "zip": "123"}}
+    assert ours == CkJsonSerializer(None, ck, conf={"auto.register.schemas": False, "use.latest.version": True})(
+        record, ctx)
+    assert JsonSchemaDeserializer(client)(ours, ctx) == {"id": "c-1",
+                                                        "address": {"street": "main-masked-read", "zip": "123"}}
 
 
 def test_async_and_typed_serdes_run_the_rules(http: httpx.Client, registry_url: str, topic: str) -> None:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from fastapi import APIRouter
+from fastapi.routing import APIRoute
+
 from registry.http.routers import compatibility, config, contexts, metadata, mode, schemas, subjects
 from registry.http.routing import RegistryRoute
 
@@ -19,3 +24,15 @@ ROUTERS = [
 def api_routes() -> list[RegistryRoute]:
     """Every API route (the app mounts the routers; these are the routes as declared)."""
     return [r for router in ROUTERS for r in router.routes if isinstance(r, RegistryRoute)]
+
+
+def query_parameter_names(routers: Iterable[APIRouter] = ROUTERS) -> frozenset[str]:
+    """The query parameters some route of ``routers`` reads; the read cache keys answers by these only, so it
+    must be given every router whose answers it keeps (the schema browser's too)."""
+    names: set[str] = set()
+    stack = [r.dependant for router in routers for r in router.routes if isinstance(r, APIRoute)]
+    while stack:
+        dependant = stack.pop()
+        names.update(p.alias for p in dependant.query_params)
+        stack.extend(dependant.dependencies)
+    return frozenset(names)
