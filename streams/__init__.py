@@ -36,10 +36,10 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["SessionWindowedSerde", "TimeWindowedSerde", "WindowedSerdes"], "streams.windowed_serdes"),
     **dict.fromkeys(
         ["CoPartitioningError", "DeserializationError", "InvalidStateStoreError", "MissingTopicError",
-         "ProcessingError", "SerdeError", "StateStoreError", "StreamsError", "TopologyError"],
+         "ProcessingError", "ProductionError", "SerdeError", "StateStoreError", "StreamsError", "TopologyError"],
         "streams.errors",
     ),
-    **dict.fromkeys(["DeadLetterQueue", "LogAndContinue", "LogAndFail"], "streams.handlers"),
+    **dict.fromkeys(["DeadLetterQueue", "ErrorHandler", "LogAndContinue", "LogAndFail"], "streams.handlers"),
     **dict.fromkeys(["StateListener", "TaskState"], "streams.listeners"),
     **dict.fromkeys(["Cancellable", "Processor", "ProcessorContext", "PunctuationType"], "streams.processor"),
     **dict.fromkeys(["HostInfo", "KeyQueryMetadata", "StreamsMetadata"], "streams.queries"),
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         InvalidStateStoreError,
         MissingTopicError,
         ProcessingError,
+        ProductionError,
         SerdeError,
         StateStoreError,
         StreamsError,
@@ -77,7 +78,7 @@ if TYPE_CHECKING:
         UsePartitionTimeOnInvalidTimestamp,
         WallclockTimestampExtractor,
     )
-    from streams.handlers import DeadLetterQueue, LogAndContinue, LogAndFail
+    from streams.handlers import DeadLetterQueue, ErrorHandler, LogAndContinue, LogAndFail
     from streams.listeners import StateListener, TaskState
     from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
     from streams.queries import HostInfo, KeyQueryMetadata, StreamsMetadata
@@ -123,6 +124,7 @@ __all__ = [
     "DeadLetterQueue",
     "DeserializationError",
     "EmitStrategy",
+    "ErrorHandler",
     "FailOnInvalidTimestamp",
     "HostInfo",
     "InvalidStateStoreError",
@@ -138,6 +140,7 @@ __all__ = [
     "ProcessingError",
     "Processor",
     "ProcessorContext",
+    "ProductionError",
     "PunctuationType",
     "Serde",
     "SerdeError",

@@ -71,7 +71,10 @@ class StreamsApp:
     - ``commit_interval_ms``: how often offsets are committed and caches flushed (at-least-once).
     - ``default_store``: ``"rocksdb"`` or ``"memory"`` for stores that do not say.
     - ``cache_max_entries``: per persistent store, how many deserialized values stay cached.
-    - ``deserialization_error_handler``: ``"fail"``, ``"skip"``, ``DeadLetterQueue(topic)`` or a callable.
+    - ``deserialization_error_handler``, ``processing_exception_handler`` (a processor raised; KIP-1033)
+      and ``production_exception_handler`` (the log refused an output record, e.g. too large; KIP-1034):
+      ``"fail"`` (the default), ``"skip"``, ``"dead_letter:<topic>"`` / ``DeadLetterQueue(topic)`` (not for
+      production errors) or a callable ``(record, error) -> bool``; see ``streams/handlers.py``.
     - ``processing_guarantee``: ``"at_least_once"``, the only one implemented.
     - ``default_timestamp_extractor``: event time of records whose source has no extractor
       (``streams.extractors``); default: the log timestamp.
@@ -100,6 +103,8 @@ class StreamsApp:
         default_store: str = "rocksdb",
         cache_max_entries: int = 100_000,
         deserialization_error_handler: Any = "fail",
+        processing_exception_handler: Any = "fail",
+        production_exception_handler: Any = "fail",
         poll_timeout_ms: int = 100,
         max_poll_records: int = 5000,
         progress_interval_s: float = 10.0,
@@ -127,6 +132,8 @@ class StreamsApp:
             application_id=application_id, num_threads=num_threads, state_dir=Path(state_dir),
             commit_interval_ms=commit_interval_ms, default_store=default_store,
             cache_max_entries=cache_max_entries, deserialization_error_handler=deserialization_error_handler,
+            processing_exception_handler=processing_exception_handler,
+            production_exception_handler=production_exception_handler,
             poll_timeout_ms=poll_timeout_ms, max_poll_records=max_poll_records,
             progress_interval_s=progress_interval_s, num_standby_replicas=num_standby_replicas,
             max_warmup_replicas=max_warmup_replicas, acceptable_recovery_lag=acceptable_recovery_lag,
@@ -139,6 +146,9 @@ class StreamsApp:
         self.clock = SystemClock()
         self._handler = handler_from(deserialization_error_handler)
         self._extractor = extractor_from(default_timestamp_extractor, "default_timestamp_extractor")
+        self._processing_handler = handler_from(processing_exception_handler, "processing_exception_handler")
+        self._production_handler = handler_from(production_exception_handler, "production_exception_handler",
+                                                dead_letter=False)  # fmt: skip
         self._owns_log = isinstance(log, str)
         self.log: Log = self._open_log(log) if isinstance(log, str) else log
         if not self.log.capabilities.leases:
@@ -199,6 +209,8 @@ class StreamsApp:
             default_store=self.config.default_store,
             cache_max_entries=self.config.cache_max_entries,
             deserialization_handler=self._handler,
+            processing_handler=self._processing_handler,
+            production_handler=self._production_handler,
             topic_names=self._names,
             partitions_of=self.metadata.partitions.__getitem__,
             default_timestamp_extractor=self._extractor,
@@ -234,8 +246,8 @@ class StreamsApp:
         """Resolve topics, join the group and start the stream threads; returns at once."""
         if self.state != AppState.CREATED:
             raise IllegalStateError(f"start() in state {self.state}: an app starts once")
-        dead_letter = self._handler.topic if isinstance(self._handler, DeadLetterQueue) else None
-        self.metadata = resolve(self.topology, self.log, self._names, dead_letter)
+        dead_letters = {h.topic for h in (self._handler, self._processing_handler) if isinstance(h, DeadLetterQueue)}
+        self.metadata = resolve(self.topology, self.log, self._names, sorted(dead_letters))
         assert self.config.state_dir is not None
         self._state_dir = StateDirectory(self.config.state_dir, self.application_id)
         self.instance_id = self._state_dir.instance_id
@@ -502,6 +514,7 @@ class StreamsApp:
                 if task is not None:
                     stats.processed, stats.process_seconds, stats.dropped = (task.processed, task.process_seconds,
                                                                              task.dropped)  # fmt: skip
+                    stats.dropped_reasons = dict(task.dropped_reasons)
                     stats.store_entries = {name: store.estimate_num_entries() for name, store in task.stores.items()
                                            if not store.closed}  # fmt: skip
                 if task_id in restoring:
@@ -526,8 +539,8 @@ class StreamsApp:
         """Counters and the state of every task here: ``task_states`` maps a task id to its ``state``
         (``TaskState``), its ``lag`` (changelog records behind the newest position any instance reported;
         for replicas), while restoring ``restored`` of ``to_restore`` records, and for active tasks
-        ``processed``, ``process_seconds``, ``dropped`` and ``store_entries``; ``threads`` has each thread's
-        ``processed``, ``commits`` and ``commit_seconds``."""
+        ``processed``, ``process_seconds``, ``dropped`` (per reason in ``dropped_reasons``) and
+        ``store_entries``; ``threads`` has each thread's ``processed``, ``commits`` and ``commit_seconds``."""
         with self._lock:
             restored = dict(self._restored)
             restores = list(self._restores)
@@ -543,6 +556,7 @@ class StreamsApp:
                 entry["restored"], entry["to_restore"] = restoring[t.task]
             if t.state == TaskState.RUNNING:
                 entry.update(processed=t.processed, process_seconds=t.process_seconds, dropped=t.dropped,
+                             dropped_reasons=t.dropped_reasons,
                              store_entries=t.store_entries)  # fmt: skip
             task_states[t.task] = entry
         membership = self._membership

@@ -32,6 +32,8 @@ class StreamsConfig:
     default_store: str = "rocksdb"
     cache_max_entries: int = 100_000
     deserialization_error_handler: Any = "fail"
+    processing_exception_handler: Any = "fail"
+    production_exception_handler: Any = "fail"
     poll_timeout_ms: int = 100
     max_poll_records: int = 5000
     restore_batch: int = 10_000

@@ -40,7 +40,34 @@ class DeserializationError(SerdeError):
 
 
 class ProcessingError(StreamsError):
-    """User code raised while a task processed a record or punctuated."""
+    """User code raised while a task processed a record or punctuated. When a record was being processed,
+    ``topic``, ``partition`` and ``offset`` say which (else None)."""
+
+    def __init__(self, message: str, *, topic: str | None = None, partition: int | None = None,
+                 offset: int | None = None) -> None:  # fmt: skip
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        super().__init__(message)
+
+
+class ProductionError(StreamsError):
+    """The log refused an output record (too large, or otherwise not writable as it is) and the production
+    exception handler said to stop; names the sink topic and the input record it came from."""
+
+    def __init__(self, task_id: str, sink_topic: str, topic: str | None, partition: int, offset: int,
+                 cause: BaseException) -> None:  # fmt: skip
+        self.task_id = task_id
+        self.sink_topic = sink_topic
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.cause = cause
+        source = f"the record at {topic}[{partition}] offset {offset}" if topic is not None else "a punctuation"
+        super().__init__(
+            f"task {task_id}: cannot send to topic {sink_topic!r} the output of {source}: "
+            f"{type(cause).__name__}: {cause}"
+        )
 
 
 class StateStoreError(StreamsError):

@@ -9,6 +9,7 @@ internal topic names are made.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from streams.errors import CoPartitioningError, MissingTopicError, StreamsError
@@ -77,7 +78,7 @@ class Metadata:
         return {task for task in self.task_ids() if int(task.partition("_")[0]) in logged}
 
 
-def resolve(topology: Topology, log: Log, names: TopicNames, dead_letter_topic: str | None = None) -> Metadata:
+def resolve(topology: Topology, log: Log, names: TopicNames, dead_letter_topics: Iterable[str] = ()) -> Metadata:
     """Check user topics (and the dead-letter topic), size and create internal topics, check co-partitioning."""
     md = Metadata(names)
 
@@ -139,8 +140,8 @@ def resolve(topology: Topology, log: Log, names: TopicNames, dead_letter_topic: 
         for sink in sub.sinks:
             if not sink.internal:
                 md.partitions.setdefault(sink.topic, partitions_of_existing(sink.topic, "sink"))
-    if dead_letter_topic is not None:
-        partitions_of_existing(dead_letter_topic, "dead-letter")
+    for topic in dead_letter_topics:
+        partitions_of_existing(topic, "dead-letter")
     for name in topology.repartition_topics:
         topic = names.topic(name, True)
         log.ensure_topic(topic, md.partitions[topic])

@@ -29,7 +29,8 @@ class TaskStats:
     state: str
     processed: int = 0
     process_seconds: float = 0.0
-    dropped: int = 0  # records skipped by the deserialization error handler
+    dropped: int = 0  # records skipped by an error handler (deserialization, processing, production)
+    dropped_reasons: dict[str, int] = field(default_factory=dict)  # the same, per reason
     restore_remaining: int | None = None  # changelog records still to restore (while restoring)
     lag: int | None = None  # changelog records behind the newest position (standby and warm-up replicas)
     store_entries: dict[str, int] = field(default_factory=dict)  # estimated, per store
@@ -95,7 +96,8 @@ class StreamsCollector(Collector):
             if t.state in ("RUNNING", "RESTORING"):
                 processed.add_metric(labels, t.processed)
                 seconds.add_metric(labels, t.process_seconds)
-                dropped.add_metric([*labels, "deserialization_error"], t.dropped)
+                for reason in ("deserialization_error", "processing_error", "production_error"):
+                    dropped.add_metric([*labels, reason], t.dropped_reasons.get(reason, 0))
             if t.restore_remaining is not None:
                 restore.add_metric(labels, t.restore_remaining)
             if t.lag is not None:

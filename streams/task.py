@@ -10,15 +10,31 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from streams.changelog import ChangelogWriter, checkpoint_key, source_header, write_checkpoint
-from streams.errors import DeserializationError, ProcessingError, SerdeError, StreamsError, TopologyError
+from streams.errors import (
+    DeserializationError,
+    ProcessingError,
+    ProductionError,
+    SerdeError,
+    StreamsError,
+    TopologyError,
+)
 from streams.extractors import ConsumedRecord, TimestampExtractor, WallclockTimestampExtractor
-from streams.handlers import DeserializationHandler
-from streams.log.base import Record, TopicPartition
+from streams.handlers import DeserializationHandler, ErrorHandler, LogAndFail
+from streams.log.base import (
+    LogError,
+    LogTimeoutError,
+    ProducerFencedError,
+    Record,
+    StorageError,
+    TopicPartition,
+    TransactionError,
+    UnknownTopicError,
+)
 from streams.metadata import TopicNames
 from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType, RecordContext
 from streams.serdes import TimestampedSerde, bind_deserializer, bind_serializer, serde_name
@@ -63,6 +79,12 @@ class TaskEnv:
     default_timestamp_extractor: TimestampExtractor | None = None
     #: Producer.send_batch's signature, for changelog flushes (None: ``send`` per record).
     send_batch: Callable[..., None] | None = None
+    processing_handler: ErrorHandler = field(default_factory=LogAndFail)  # a processor raised (KIP-1033)
+    production_handler: ErrorHandler = field(default_factory=LogAndFail)  # the log refused an output record
+
+
+# Send errors that concern the producer or the log, not the record: never the production handler's to skip.
+_NOT_RECORD_ERRORS = (ProducerFencedError, TransactionError, LogTimeoutError, StorageError, UnknownTopicError)
 
 
 class _SourceProcessor(Processor):
@@ -76,7 +98,8 @@ class _SourceProcessor(Processor):
 
 class _SinkProcessor(Processor):
     def __init__(self, node: SinkNode, topic: str, key_serde: Any, value_serde: Any, env: TaskEnv,
-                 rc: RecordContext) -> None:  # fmt: skip
+                 rc: RecordContext, on_send_error: Callable[[Record, LogError], None]) -> None:  # fmt: skip
+        self._on_send_error = on_send_error
         self.node = node
         self.topic = topic
         self._key_serde = key_serde
@@ -107,7 +130,13 @@ class _SinkProcessor(Processor):
         partition = None
         if self._partitioner is not None:
             partition = self._partitioner(key, value, self._partitions)
-        self._send(self.topic, vb, kb, partition=partition, timestamp=rc.timestamp, headers=rc.headers or None)
+        try:
+            self._send(self.topic, vb, kb, partition=partition, timestamp=rc.timestamp, headers=rc.headers or None)
+        except _NOT_RECORD_ERRORS:
+            raise
+        except LogError as exc:
+            out = Record(self.topic, -1 if partition is None else partition, -1, kb, vb, rc.timestamp, rc.headers)
+            self._on_send_error(out, exc)
 
 
 class _Input:
@@ -144,6 +173,7 @@ class StreamTask:
         self.processed = 0
         self.process_seconds = 0.0
         self.dropped = 0
+        self.dropped_reasons: dict[str, int] = {}  # the same, per reason ("deserialization_error", ...)
         self.task_dir = env.state_dir / env.application_id / self.id if env.state_dir is not None else None
         self._stream_puncts: list[Cancellable] = []
         self.wall_puncts: list[Cancellable] = []
@@ -206,7 +236,7 @@ class StreamTask:
                 topic = env.topic_names.topic(node.topic, node.internal)
                 key = node.key if node.key is not None else topology.default_key
                 value = node.value if node.value is not None else topology.default_value
-                self.processors[node.name] = _SinkProcessor(node, topic, key, value, env, rc)
+                self.processors[node.name] = _SinkProcessor(node, topic, key, value, env, rc, self._production_error)
             else:
                 assert isinstance(node, ProcessorNode) and node.supplier is not None
                 proc = node.supplier()
@@ -298,10 +328,7 @@ class StreamTask:
         except StreamsError:
             raise
         except Exception as exc:
-            raise ProcessingError(
-                f"task {self.id}: processing the record at {rec.topic}[{rec.partition}] offset {offset} "
-                f"failed: {type(exc).__name__}: {exc}"
-            ) from exc
+            self._processing_error(rec, exc)
         if self._stream_puncts:
             self._punctuate_stream()
 
@@ -336,7 +363,41 @@ class StreamTask:
         error = DeserializationError(rec.topic, rec.partition, rec.offset, is_key, exc)
         if not self.env.deserialization_handler.handle(rec, error, self.env.send):
             raise error from exc
+        self._drop("deserialization_error")
+
+    def _processing_error(self, rec: Record, exc: Exception) -> None:
+        """A processor raised on ``rec``: the processing handler stops the task or lets it go on."""
+        error = ProcessingError(
+            f"task {self.id}: processing the record at {rec.topic}[{rec.partition}] offset {rec.offset} "
+            f"failed: {type(exc).__name__}: {exc}",
+            topic=rec.topic, partition=rec.partition, offset=rec.offset,
+        )  # fmt: skip
+        error.__cause__ = exc
+        self._ask(self.env.processing_handler, rec, error, "processing_error")
+
+    def _production_error(self, out: Record, exc: LogError) -> None:
+        """The log refused ``out``, an output of the current record: the production handler decides."""
+        rc = self.record_context
+        error = ProductionError(self.id, out.topic, rc.topic, rc.partition, rc.offset, exc)
+        error.__cause__ = exc
+        self._ask(self.env.production_handler, out, error, "production_error")
+
+    def _ask(self, handler: ErrorHandler, record: Record | None, error: StreamsError, reason: str) -> None:
+        """Raise ``error`` unless ``handler`` says to go on; a handler that itself raises stops the task too."""
+        try:
+            go_on = handler.handle(record, error, self.env.send)
+        except StreamsError:
+            raise  # e.g. the task was fenced while sending to the dead-letter topic
+        except Exception as exc:
+            error.add_note(f"then the {reason.replace('_', ' ')} handler raised {type(exc).__name__}: {exc}")
+            raise error from exc
+        if not go_on:
+            raise error
+        self._drop(reason)
+
+    def _drop(self, reason: str) -> None:
         self.dropped += 1
+        self.dropped_reasons[reason] = self.dropped_reasons.get(reason, 0) + 1
 
     # -- punctuation -----------------------------------------------------------------------------------
 
@@ -371,7 +432,9 @@ class StreamTask:
         except StreamsError:
             raise
         except Exception as exc:
-            raise ProcessingError(f"task {self.id}: {c.type.value} punctuation at {now} failed: {exc}") from exc
+            error = ProcessingError(f"task {self.id}: {c.type.value} punctuation at {now} failed: {exc}")
+            error.__cause__ = exc
+            self._ask(self.env.processing_handler, None, error, "processing_error")  # no record: Kafka's null
 
     # -- commit protocol -------------------------------------------------------------------------------
 

@@ -59,7 +59,8 @@ class TopologyTestDriver:
 
     def __init__(self, topology: Topology, *, application_id: str = "test-driver", wall_clock_ms: int = 0,
                  state_dir: str | Path | None = None, deserialization_error_handler: Any = "fail",
-                 default_timestamp_extractor: Any = None) -> None:  # fmt: skip
+                 default_timestamp_extractor: Any = None,
+                 processing_exception_handler: Any = "fail") -> None:  # fmt: skip
         self.topology = topology
         self.application_id = application_id
         self.clock = _MockClock(wall_clock_ms)
@@ -79,6 +80,7 @@ class TopologyTestDriver:
             default_store="memory" if state_dir is None else "rocksdb",
             cache_max_entries=100_000,
             deserialization_handler=handler_from(deserialization_error_handler),
+            processing_handler=handler_from(processing_exception_handler, "processing_exception_handler"),
             topic_names=names,
             partitions_of=lambda topic: 1,
             default_timestamp_extractor=extractor_from(default_timestamp_extractor, "default_timestamp_extractor"),

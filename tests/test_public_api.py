@@ -37,10 +37,11 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "streams": [
         "BYTES", "BufferConfig", "Cancellable", "CoPartitioningError", "ConsumedRecord", "DeadLetterQueue",
-        "DeserializationError", "EmitStrategy", "FLOAT", "FailOnInvalidTimestamp", "HostInfo", "INT",
+        "DeserializationError", "EmitStrategy", "ErrorHandler", "FLOAT", "FailOnInvalidTimestamp", "HostInfo", "INT",
         "InvalidStateStoreError", "JSON", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "KeyQueryMetadata",
         "LogAndContinue", "LogAndFail", "LogAndSkipOnInvalidTimestamp", "MissingTopicError", "ProcessingError",
-        "Processor", "ProcessorContext", "PunctuationType", "STRING", "Serde", "SerdeError", "SessionStoreSpec",
+        "Processor", "ProcessorContext", "ProductionError", "PunctuationType", "STRING", "Serde", "SerdeError",
+        "SessionStoreSpec",
         "SessionWindow", "SessionWindowedKStream", "SessionWindowedSerde", "SessionWindows", "SlidingWindows",
         "StateListener", "StateStoreError", "StoreSpec", "StreamsApp", "StreamsBuilder", "StreamsError",
         "StreamsMetadata", "Suppressed", "TaskState", "TestInputTopic", "TestOutputTopic", "TestRecord", "TimeWindow",
