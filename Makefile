@@ -62,6 +62,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/serdes_bench.py
 	$(MAKE) $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python benchmarks/streams_bench.py
+	$(BENCH_VENV)/bin/python benchmarks/streams_windows_bench.py
 
 bench-spark: $(STAMP) spark-jar
 	$(PY) benchmarks/spark_decode.py

@@ -18,9 +18,22 @@ from typing import TYPE_CHECKING
 _EXPORTS: dict[str, str] = {
     "StreamsBuilder": "streams.builder",
     "StreamsApp": "streams.app",
-    "KGroupedStream": "streams.dsl",
-    "KStream": "streams.dsl",
-    "KTable": "streams.dsl",
+    **dict.fromkeys(
+        ["KGroupedStream", "KGroupedTable", "KStream", "KTable", "SessionWindowedKStream", "TimeWindowedKStream"],
+        "streams.dsl",
+    ),
+    **dict.fromkeys(
+        ["ConsumedRecord", "FailOnInvalidTimestamp", "LogAndSkipOnInvalidTimestamp",
+         "UsePartitionTimeOnInvalidTimestamp", "WallclockTimestampExtractor"],
+        "streams.extractors",
+    ),
+    **dict.fromkeys(
+        ["EmitStrategy", "SessionWindow", "SessionWindows", "SlidingWindows", "TimeWindow", "TimeWindows",
+         "Windowed"],
+        "streams.windows",
+    ),
+    **dict.fromkeys(["BufferConfig", "Suppressed"], "streams.suppress"),
+    **dict.fromkeys(["SessionWindowedSerde", "TimeWindowedSerde", "WindowedSerdes"], "streams.windowed_serdes"),
     **dict.fromkeys(
         ["CoPartitioningError", "DeserializationError", "InvalidStateStoreError", "MissingTopicError",
          "ProcessingError", "SerdeError", "StateStoreError", "StreamsError", "TopologyError"],
@@ -32,13 +45,20 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["HostInfo", "KeyQueryMetadata", "StreamsMetadata"], "streams.queries"),
     **dict.fromkeys(["BYTES", "FLOAT", "INT", "JSON", "STRING", "Serde"], "streams.serdes"),
     **dict.fromkeys(["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"], "streams.test_driver"),
-    **dict.fromkeys(["StoreSpec", "Topology"], "streams.topology"),
+    **dict.fromkeys(["SessionStoreSpec", "StoreSpec", "Topology", "WindowStoreSpec"], "streams.topology"),
 }  # fmt: skip
 
 if TYPE_CHECKING:
     from streams.app import StreamsApp
     from streams.builder import StreamsBuilder
-    from streams.dsl import KGroupedStream, KStream, KTable
+    from streams.dsl import (
+        KGroupedStream,
+        KGroupedTable,
+        KStream,
+        KTable,
+        SessionWindowedKStream,
+        TimeWindowedKStream,
+    )
     from streams.errors import (
         CoPartitioningError,
         DeserializationError,
@@ -50,13 +70,31 @@ if TYPE_CHECKING:
         StreamsError,
         TopologyError,
     )
+    from streams.extractors import (
+        ConsumedRecord,
+        FailOnInvalidTimestamp,
+        LogAndSkipOnInvalidTimestamp,
+        UsePartitionTimeOnInvalidTimestamp,
+        WallclockTimestampExtractor,
+    )
     from streams.handlers import DeadLetterQueue, LogAndContinue, LogAndFail
     from streams.listeners import StateListener, TaskState
     from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
     from streams.queries import HostInfo, KeyQueryMetadata, StreamsMetadata
     from streams.serdes import BYTES, FLOAT, INT, JSON, STRING, Serde
+    from streams.suppress import BufferConfig, Suppressed
     from streams.test_driver import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
-    from streams.topology import StoreSpec, Topology
+    from streams.topology import SessionStoreSpec, StoreSpec, Topology, WindowStoreSpec
+    from streams.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde, WindowedSerdes
+    from streams.windows import (
+        EmitStrategy,
+        SessionWindow,
+        SessionWindows,
+        SlidingWindows,
+        TimeWindow,
+        TimeWindows,
+        Windowed,
+    )
 
 
 def __getattr__(name: str) -> object:
@@ -78,18 +116,24 @@ __all__ = [
     "INT",
     "JSON",
     "STRING",
+    "BufferConfig",
     "Cancellable",
     "CoPartitioningError",
+    "ConsumedRecord",
     "DeadLetterQueue",
     "DeserializationError",
+    "EmitStrategy",
+    "FailOnInvalidTimestamp",
     "HostInfo",
     "InvalidStateStoreError",
     "KGroupedStream",
+    "KGroupedTable",
     "KStream",
     "KTable",
     "KeyQueryMetadata",
     "LogAndContinue",
     "LogAndFail",
+    "LogAndSkipOnInvalidTimestamp",
     "MissingTopicError",
     "ProcessingError",
     "Processor",
@@ -97,6 +141,12 @@ __all__ = [
     "PunctuationType",
     "Serde",
     "SerdeError",
+    "SessionStoreSpec",
+    "SessionWindow",
+    "SessionWindowedKStream",
+    "SessionWindowedSerde",
+    "SessionWindows",
+    "SlidingWindows",
     "StateListener",
     "StateStoreError",
     "StoreSpec",
@@ -104,11 +154,21 @@ __all__ = [
     "StreamsBuilder",
     "StreamsError",
     "StreamsMetadata",
+    "Suppressed",
     "TaskState",
     "TestInputTopic",
     "TestOutputTopic",
     "TestRecord",
+    "TimeWindow",
+    "TimeWindowedKStream",
+    "TimeWindowedSerde",
+    "TimeWindows",
     "Topology",
     "TopologyError",
     "TopologyTestDriver",
+    "UsePartitionTimeOnInvalidTimestamp",
+    "WallclockTimestampExtractor",
+    "WindowStoreSpec",
+    "Windowed",
+    "WindowedSerdes",
 ]

@@ -28,6 +28,7 @@ from typing import Any
 from streams.assignor import AssignorConfig, task_key
 from streams.config import StreamsConfig, parse_host_port
 from streams.errors import IllegalStateError
+from streams.extractors import extractor_from
 from streams.group_leader import Assignment
 from streams.handlers import DeadLetterQueue, handler_from
 from streams.listeners import StateListener, TaskState
@@ -36,7 +37,7 @@ from streams.membership import Membership
 from streams.metadata import Metadata, TopicNames, resolve
 from streams.metrics import RuntimeStats, TaskStats, ThreadStats, new_registry
 from streams.processor import SystemClock
-from streams.queries import KeyQueryMetadata, QueryMetadata, ReadOnlyStore, StreamsMetadata
+from streams.queries import KeyQueryMetadata, QueryMetadata, StreamsMetadata, View, read_only_store
 from streams.state_directory import StateDirectory
 from streams.stream_thread import StreamThread
 from streams.task import StreamTask, TaskEnv
@@ -72,6 +73,8 @@ class StreamsApp:
     - ``cache_max_entries``: per persistent store, how many deserialized values stay cached.
     - ``deserialization_error_handler``: ``"fail"``, ``"skip"``, ``DeadLetterQueue(topic)`` or a callable.
     - ``processing_guarantee``: ``"at_least_once"``, the only one implemented.
+    - ``default_timestamp_extractor``: event time of records whose source has no extractor
+      (``streams.extractors``); default: the log timestamp.
     - ``num_standby_replicas``: warm copies of every stateful task on other instances (Kafka Streams'
       ``num.standby.replicas``); ``max_warmup_replicas``, ``acceptable_recovery_lag`` and
       ``probing_rebalance_interval_ms``: a task moves to an instance only once that instance's state is
@@ -101,6 +104,7 @@ class StreamsApp:
         max_poll_records: int = 5000,
         progress_interval_s: float = 10.0,
         processing_guarantee: str = "at_least_once",
+        default_timestamp_extractor: Any = None,
         num_standby_replicas: int = 0,
         max_warmup_replicas: int = 2,
         acceptable_recovery_lag: int = 10_000,
@@ -134,6 +138,7 @@ class StreamsApp:
         self.application_id = application_id
         self.clock = SystemClock()
         self._handler = handler_from(deserialization_error_handler)
+        self._extractor = extractor_from(default_timestamp_extractor, "default_timestamp_extractor")
         self._owns_log = isinstance(log, str)
         self.log: Log = self._open_log(log) if isinstance(log, str) else log
         if not self.log.capabilities.leases:
@@ -196,6 +201,7 @@ class StreamsApp:
             deserialization_handler=self._handler,
             topic_names=self._names,
             partitions_of=self.metadata.partitions.__getitem__,
+            default_timestamp_extractor=self._extractor,
         )
         return StreamThread(
             name,
@@ -549,6 +555,7 @@ class StreamsApp:
             "standby_tasks": self.standby_tasks(),
             "task_states": task_states,
             "processed": sum(t.processed for t in self._threads),
+            "dropped_records": sum(task.dropped_records for task in self._active_tasks()),
             "commits": sum(t.commits for t in self._threads),
             "rebalances": self.rebalances,
             "lost_tasks": self.lost_tasks,
@@ -598,10 +605,11 @@ class StreamsApp:
         seconds = membership.session_timeout if membership is not None else self.config.session_timeout_ms / 1000
         return max(1, math.ceil(seconds))
 
-    def store(self, name: str, include_standby: bool = False) -> ReadOnlyStore:
-        """A read-only view of store ``name`` across the tasks on this instance. ``include_standby``: also
-        answer from standby and warm-up replicas for partitions whose active task runs elsewhere; such
-        answers may be stale (``ReadOnlyStore.is_stale(key)``)."""
+    def store(self, name: str, include_standby: bool = False) -> View:
+        """A read-only view of store ``name`` (key-value, window or session) across the tasks on this
+        instance. ``include_standby``: also answer from standby and warm-up replicas for partitions whose
+        active task runs elsewhere; such answers may be stale (``is_stale(key)``)."""
         self.query_metadata.check_store(name)
-        return ReadOnlyStore(name, self._active_tasks, lambda: self.metadata.store_partitions(name),
-                             self._standby_tasks if include_standby else None)  # fmt: skip
+        return read_only_store(self.topology.stores[name], self._active_tasks,
+                               lambda: self.metadata.store_partitions(name),
+                               self._standby_tasks if include_standby else None)  # fmt: skip

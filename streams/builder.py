@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from streams.dsl import KStream, KTable
-from streams.ops import TableSourceProcessor
 from streams.serdes import JSON, serde_from
+from streams.table_ops import TableOptions, TableSourceProcessor
 from streams.topology import StoreSpec, Topology
 
 __all__ = ["StreamsBuilder"]
@@ -25,22 +25,22 @@ class StreamsBuilder:
         self._index += 1
         return name
 
-    def stream(
-        self, topics: str | list[str], *, key: Any = None, value: Any = None, name: str | None = None
-    ) -> KStream:
-        """Records of ``topics`` (a name or a list), read with these serdes."""
+    def stream(self, topics: str | list[str], *, key: Any = None, value: Any = None, name: str | None = None,
+               timestamp_extractor: Any = None) -> KStream:  # fmt: skip
+        """Records of ``topics`` (a name or a list), read with these serdes. ``timestamp_extractor``:
+        ``(record, partition_time) -> ms`` gives each record's event time (``streams.extractors``)."""
         names = [topics] if isinstance(topics, str) else list(topics)
         key, value = serde_from(key, "key serde of stream()"), serde_from(value, "value serde of stream()")
         node = name or self.new_name("KSTREAM-SOURCE")
-        self.topology.add_source(node, *names, key=key, value=value)
+        self.topology.add_source(node, *names, key=key, value=value, timestamp_extractor=timestamp_extractor)
         return KStream(self, node, key, value, False)
 
     def table(self, topic: str, *, key: Any = None, value: Any = None, store: str | StoreSpec | None = None,
-              kind: str | None = None, cache: bool = True) -> KTable:  # fmt: skip
+              kind: str | None = None, cache: bool = True, timestamp_extractor: Any = None) -> KTable:  # fmt: skip
         """``topic`` as a table: the latest value per key, kept in a store (queryable by its name)."""
         key, value = serde_from(key, "key serde of table()"), serde_from(value, "value serde of table()")
         source = self.new_name("KSTREAM-SOURCE")
-        self.topology.add_source(source, topic, key=key, value=value)
+        self.topology.add_source(source, topic, key=key, value=value, timestamp_extractor=timestamp_extractor)
         if isinstance(store, StoreSpec):
             spec = store
             spec.key = spec.key or key
@@ -48,11 +48,13 @@ class StreamsBuilder:
         else:
             spec = StoreSpec(store or f"{topic}-STATE-STORE-{self._index:010d}", kind=kind, key=key, value=value,
                              cache=cache)  # fmt: skip
+        spec.timestamped = True
         node = self.new_name("KTABLE-SOURCE")
         use_cache = spec.cache
-        self.topology.add_processor(node, lambda: TableSourceProcessor(spec.name, use_cache), source)
+        options = TableOptions()
+        self.topology.add_processor(node, lambda: TableSourceProcessor(spec.name, use_cache, options), source)
         self.topology.add_state_store(spec, node)
-        return KTable(self, node, spec.name, key, value)
+        return KTable(self, node, spec.name, key, value, options)
 
     def add_state_store(self, spec: StoreSpec) -> None:
         """Register a store for processors added with ``KStream.process(..., stores=[name])``."""

@@ -1,20 +1,23 @@
-"""The DSL: ``KStream`` (a record stream), ``KTable`` (latest value per key) and ``KGroupedStream``.
+"""The DSL: ``KStream`` (a record stream), ``KTable`` (latest value per key), ``KGroupedStream`` and
+``KGroupedTable`` (ready to aggregate), and the windowed ``TimeWindowedKStream`` / ``SessionWindowedKStream``.
 
 Serdes follow the data: an operation that keeps keys and values as they are (filter, peek, branch,
 merge, group_by_key) keeps the serdes; one that computes new ones (map, map_values, ...) drops them, and
 the topology's defaults (JSON) apply unless the next sink or store names one. A key-changing operation
 (map, flat_map, select_key, group_by) marks the stream so that the next stateful operation reads it
-through a repartition topic ``<application_id>-<name>-repartition``.
+through a repartition topic ``<application_id>-<name>-repartition``. A windowed aggregation's table is
+keyed by ``Windowed(key, window)`` and carries the windowed key serde (Kafka Streams' byte layout).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from datetime import timedelta
+from typing import Any, Protocol
 
+from streams.change import ChangeSerde
 from streams.errors import TopologyError
 from streams.ops import (
-    AggregateProcessor,
     BranchProcessor,
     FilterProcessor,
     FlatMapProcessor,
@@ -24,17 +27,50 @@ from streams.ops import (
     PassThroughProcessor,
     PeekProcessor,
     SelectKeyProcessor,
-    TableFilterProcessor,
-    TableMapValuesProcessor,
 )
 from streams.processor import Processor
 from streams.serdes import INT, serde_from
-from streams.topology import Partitioner, StoreSpec
+from streams.suppress import Suppressed, SuppressProcessor
+from streams.table_ops import (
+    AggregateProcessor,
+    TableAggregateProcessor,
+    TableFilterProcessor,
+    TableMapValuesProcessor,
+    TableOptions,
+    TableRepartitionMapProcessor,
+    ToStreamProcessor,
+)
+from streams.topology import (
+    Partitioner,
+    SessionStoreSpec,
+    StoreSpec,
+    SuppressionBufferSpec,
+    Topology,
+    WindowStoreSpec,
+)
+from streams.window_ops import (
+    SessionWindowAggregateProcessor,
+    SlidingWindowAggregateProcessor,
+    TimeWindowAggregateProcessor,
+)
+from streams.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
+from streams.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows, to_millis
 
-if TYPE_CHECKING:
-    from streams.builder import StreamsBuilder
+__all__ = ["KGroupedStream", "KGroupedTable", "KStream", "KTable", "SessionWindowedKStream", "TimeWindowedKStream"]
 
-__all__ = ["KGroupedStream", "KStream", "KTable"]
+Windows = TimeWindows | SlidingWindows | SessionWindows
+
+
+class Builder(Protocol):
+    """What the DSL needs of its ``StreamsBuilder``."""
+
+    topology: Topology
+
+    def new_name(self, prefix: str) -> str: ...
+
+    def repartition(self, parent: str, topic: str, partitions: int | None, key: Any, value: Any) -> str: ...
+
+    def stream(self, topics: str | list[str], *, key: Any = None, value: Any = None) -> KStream: ...
 
 
 def _check_callable(what: str, fn: Any) -> None:
@@ -45,7 +81,7 @@ def _check_callable(what: str, fn: Any) -> None:
 class KStream:
     """A stream of key-value records. Every method adds a node and returns a new stream."""
 
-    def __init__(self, builder: StreamsBuilder, node: str, key: Any, value: Any, repartition_required: bool) -> None:
+    def __init__(self, builder: Builder, node: str, key: Any, value: Any, repartition_required: bool) -> None:
         self._builder = builder
         self.node = node
         self.key_serde = key
@@ -188,10 +224,34 @@ class KStream:
                               serde_from(value) or self.value_serde, True, name)  # fmt: skip
 
 
-class KGroupedStream:
-    """A stream grouped by key, ready for ``count``, ``reduce`` or ``aggregate`` into a table."""
+def _store_spec(builder: Builder, store: str | StoreSpec | None, key: Any, value: Any, cache: bool | None,
+                kind: str | None) -> StoreSpec:  # fmt: skip
+    """A key-value store for an aggregation: the spec given (serdes filled in), or a new one."""
+    if isinstance(store, StoreSpec):
+        spec = store
+        if spec.key is None:
+            spec.key = key
+        if spec.value is None:
+            spec.value = value
+    else:
+        if store is not None and not isinstance(store, str):
+            raise TypeError(f"store must be a name or a StoreSpec, got {store!r}")
+        spec = StoreSpec(store or builder.new_name("KSTREAM-AGGREGATE-STATE-STORE"), kind=kind, key=key, value=value)
+    if cache is not None:
+        spec.cache = cache
+    spec.timestamped = True
+    return spec
 
-    def __init__(self, builder: StreamsBuilder, node: str, key: Any, value: Any, repartition_required: bool,
+
+def _repartition_topic(builder: Builder, name: str | None, spec: StoreSpec, named_store: bool, prefix: str) -> str:
+    return name or (spec.name if named_store else builder.new_name(prefix + "-STATE-STORE"))
+
+
+class KGroupedStream:
+    """A stream grouped by key, ready for ``count``, ``reduce`` or ``aggregate`` into a table, or for
+    ``windowed_by`` to aggregate per time window."""
+
+    def __init__(self, builder: Builder, node: str, key: Any, value: Any, repartition_required: bool,
                  name: str | None) -> None:  # fmt: skip
         self._builder = builder
         self.node = node
@@ -200,51 +260,38 @@ class KGroupedStream:
         self.repartition_required = repartition_required
         self.name = name
 
-    def _store(self, store: str | StoreSpec | None, value: Any, cache: bool | None, kind: str | None) -> StoreSpec:
-        if isinstance(store, StoreSpec):
-            spec = store
-            if spec.key is None:
-                spec.key = self.key_serde
-            if spec.value is None:
-                spec.value = value
-        else:
-            if store is not None and not isinstance(store, str):
-                raise TypeError(f"store must be a name or a StoreSpec, got {store!r}")
-            name = store or self._builder.new_name("KSTREAM-AGGREGATE-STATE-STORE")
-            spec = StoreSpec(name, kind=kind, key=self.key_serde, value=value)
-        if cache is not None:
-            spec.cache = cache
-        return spec
+    def _source(self, spec: StoreSpec, named_store: bool, prefix: str) -> str:
+        """The node aggregations read: this one, or the repartition topic's source."""
+        if not self.repartition_required:
+            return self.node
+        topic = _repartition_topic(self._builder, self.name, spec, named_store, prefix)
+        return self._builder.repartition(self.node, topic, None, self.key_serde, self.value_serde)
 
     def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None, adder: Callable[[Any, Any, Any], Any],
                    spec: StoreSpec, named_store: bool) -> KTable:  # fmt: skip
         builder = self._builder
-        parent = self.node
-        if self.repartition_required:
-            topic = self.name or (spec.name if named_store else builder.new_name(prefix + "-STATE-STORE"))
-            parent = builder.repartition(parent, topic, None, self.key_serde, self.value_serde)
+        parent = self._source(spec, named_store, prefix)
         node = builder.new_name(prefix)
         cache = spec.cache
-        builder.topology.add_processor(node, lambda: AggregateProcessor(spec.name, initializer, adder, cache), parent)
+        options = TableOptions()
+        builder.topology.add_processor(
+            node, lambda: AggregateProcessor(spec.name, initializer, adder, cache, options), parent
+        )
         builder.topology.add_state_store(spec, node)
-        return KTable(builder, node, spec.name, spec.key, spec.value)
+        return KTable(builder, node, spec.name, spec.key, spec.value, options)
 
     def count(self, *, store: str | StoreSpec | None = None, kind: str | None = None,
               cache: bool | None = None) -> KTable:  # fmt: skip
         """The number of records per key (as 8-byte longs, like Kafka Streams)."""
-        spec = self._store(store, INT, cache, kind)
+        spec = _store_spec(self._builder, store, self.key_serde, INT, cache, kind)
         return self._aggregate("KSTREAM-AGGREGATE", _zero, _count, spec, store is not None)
 
     def reduce(self, reducer: Callable[[Any, Any], Any], *, store: str | StoreSpec | None = None,
                value: Any = None, kind: str | None = None, cache: bool | None = None) -> KTable:  # fmt: skip
         """``reducer(aggregate, value) -> aggregate``, starting from the key's first value."""
         _check_callable("reduce()", reducer)
-        spec = self._store(store, serde_from(value) or self.value_serde, cache, kind)
-
-        def add(key: Any, value: Any, agg: Any) -> Any:
-            return value if agg is None else reducer(agg, value)
-
-        return self._aggregate("KSTREAM-REDUCE", None, add, spec, store is not None)
+        spec = _store_spec(self._builder, store, self.key_serde, serde_from(value) or self.value_serde, cache, kind)
+        return self._aggregate("KSTREAM-REDUCE", None, _reducing(reducer), spec, store is not None)
 
     def aggregate(self, initial: Callable[[], Any], add: Callable[[Any, Any, Any], Any], *,
                   store: str | StoreSpec | None = None, value: Any = None, kind: str | None = None,
@@ -252,8 +299,17 @@ class KGroupedStream:
         """``add(key, value, aggregate) -> aggregate``, starting from ``initial()`` per key."""
         _check_callable("aggregate() initial", initial)
         _check_callable("aggregate() add", add)
-        spec = self._store(store, serde_from(value), cache, kind)
+        spec = _store_spec(self._builder, store, self.key_serde, serde_from(value), cache, kind)
         return self._aggregate("KSTREAM-AGGREGATE", initial, add, spec, store is not None)
+
+    def windowed_by(self, windows: Windows) -> TimeWindowedKStream | SessionWindowedKStream:
+        """Aggregate per window: ``TimeWindows`` (tumbling, hopping) and ``SlidingWindows`` give a
+        ``TimeWindowedKStream``, ``SessionWindows`` a ``SessionWindowedKStream``."""
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedKStream(self, windows, EmitStrategy.ON_WINDOW_UPDATE)
+        if isinstance(windows, TimeWindows | SlidingWindows):
+            return TimeWindowedKStream(self, windows, EmitStrategy.ON_WINDOW_UPDATE)
+        raise TypeError(f"windowed_by() needs TimeWindows, SlidingWindows or SessionWindows, got {windows!r}")
 
 
 def _zero() -> int:
@@ -264,37 +320,313 @@ def _count(key: Any, value: Any, agg: int) -> int:
     return agg + 1
 
 
+def _sum(key: Any, one: int, two: int) -> int:
+    return one + two
+
+
+def _reducing(reducer: Callable[[Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+    """An aggregator from a reducer: the first value is the aggregate."""
+
+    def add(key: Any, value: Any, agg: Any) -> Any:
+        return value if agg is None else reducer(agg, value)
+
+    return add
+
+
+class _WindowedStream:
+    """What ``TimeWindowedKStream`` and ``SessionWindowedKStream`` share: the grouped stream, the window
+    store spec, the result table."""
+
+    _prefix = "KSTREAM-AGGREGATE"
+
+    def __init__(self, grouped: KGroupedStream, windows: Windows, emit: EmitStrategy) -> None:
+        self._grouped = grouped
+        self.windows = windows
+        self._emit = emit
+
+    def _emit_final(self, emit_strategy: EmitStrategy | str | None) -> bool:
+        strategy = self._emit if emit_strategy is None else EmitStrategy.of(emit_strategy)
+        return strategy is EmitStrategy.ON_WINDOW_CLOSE
+
+    def _retention(self, spec: StoreSpec, retention: timedelta | int | None, minimum: int, why: str) -> int:
+        if retention is not None:
+            ms = to_millis(retention, f"retention of store {spec.name!r}")
+        elif isinstance(spec, WindowStoreSpec | SessionStoreSpec) and spec.retention_ms:
+            ms = spec.retention_ms
+        else:
+            ms = minimum
+        if ms < minimum:
+            raise TopologyError(f"the retention period of window store {spec.name!r} must be no smaller than {why}: "
+                                f"got retention={ms} ms, needs at least {minimum} ms")  # fmt: skip
+        return ms
+
+    def _table(self, processor: Callable[[TableOptions], Processor], spec: StoreSpec, named: bool,
+               key_serde: Any) -> KTable:  # fmt: skip
+        grouped, builder = self._grouped, self._grouped._builder
+        parent = grouped._source(spec, named, self._prefix)
+        node = builder.new_name(self._prefix)
+        options = TableOptions()
+        builder.topology.add_processor(node, lambda: processor(options), parent)
+        builder.topology.add_state_store(spec, node)
+        return KTable(builder, node, spec.name, key_serde, spec.value, options, windows=self.windows)
+
+    def _inner_key(self) -> Any:
+        key = self._grouped.key_serde
+        return key if key is not None else self._grouped._builder.topology.default_key
+
+
+class TimeWindowedKStream(_WindowedStream):
+    """A grouped stream over ``TimeWindows`` or ``SlidingWindows``; aggregations give a table keyed by
+    ``Windowed(key, TimeWindow)``."""
+
+    windows: TimeWindows | SlidingWindows
+
+    def emit_strategy(self, strategy: EmitStrategy | str) -> TimeWindowedKStream:
+        """``"on_window_update"`` (default: every update) or ``"on_window_close"`` (each window's final
+        result, once, when it closes)."""
+        return TimeWindowedKStream(self._grouped, self.windows, EmitStrategy.of(strategy))
+
+    def _spec(self, store: str | StoreSpec | None, value: Any, cache: bool | None, kind: str | None,
+              retention: timedelta | int | None) -> WindowStoreSpec:  # fmt: skip
+        base = _store_spec(self._grouped._builder, store, self._grouped.key_serde, value, cache, kind)
+        w = self.windows
+        if isinstance(w, TimeWindows):
+            size, minimum, why = w.size_ms, w.size_ms + w.grace_ms, "its window size plus the grace period"
+        else:
+            size = w.time_difference_ms
+            minimum, why = 2 * size + w.grace_ms, "2 * time difference plus the grace period"
+        ms = self._retention(base, retention, minimum, why)
+        return WindowStoreSpec(base.name, kind=base.kind, key=base.key, value=base.value, logged=base.logged,
+                               cache=base.cache, window_size_ms=size, retention_ms=ms)  # fmt: skip
+
+    def _build(self, initializer: Callable[[], Any] | None, adder: Callable[[Any, Any, Any], Any],
+               spec: WindowStoreSpec, named: bool, emit_strategy: EmitStrategy | str | None) -> KTable:  # fmt: skip
+        final, cache, w = self._emit_final(emit_strategy), spec.cache, self.windows
+        name = spec.name
+        key_serde = TimeWindowedSerde(self._inner_key(), spec.window_size_ms)
+        if isinstance(w, TimeWindows):
+            tw = w
+            return self._table(lambda o: TimeWindowAggregateProcessor(name, tw, initializer, adder, cache, final, o),
+                               spec, named, key_serde)  # fmt: skip
+        sw = w
+        return self._table(lambda o: SlidingWindowAggregateProcessor(name, sw, initializer, adder, cache, final, o),
+                           spec, named, key_serde)  # fmt: skip
+
+    def count(self, *, store: str | StoreSpec | None = None, kind: str | None = None, cache: bool | None = None,
+              retention: timedelta | int | None = None,
+              emit_strategy: EmitStrategy | str | None = None) -> KTable:  # fmt: skip
+        """Records per key and window. ``retention``: how long windows are kept (default: size + grace;
+        sliding windows: 2 * time difference + grace)."""
+        spec = self._spec(store, INT, cache, kind, retention)
+        return self._build(_zero, _count, spec, store is not None, emit_strategy)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], *, store: str | StoreSpec | None = None, value: Any = None,
+               kind: str | None = None, cache: bool | None = None, retention: timedelta | int | None = None,
+               emit_strategy: EmitStrategy | str | None = None) -> KTable:  # fmt: skip
+        _check_callable("reduce()", reducer)
+        spec = self._spec(store, serde_from(value) or self._grouped.value_serde, cache, kind, retention)
+        return self._build(None, _reducing(reducer), spec, store is not None, emit_strategy)
+
+    def aggregate(self, initial: Callable[[], Any], add: Callable[[Any, Any, Any], Any], *,
+                  store: str | StoreSpec | None = None, value: Any = None, kind: str | None = None,
+                  cache: bool | None = None, retention: timedelta | int | None = None,
+                  emit_strategy: EmitStrategy | str | None = None) -> KTable:  # fmt: skip
+        """``add(key, value, aggregate) -> aggregate`` per window, from ``initial()``."""
+        _check_callable("aggregate() initial", initial)
+        _check_callable("aggregate() add", add)
+        spec = self._spec(store, serde_from(value), cache, kind, retention)
+        return self._build(initial, add, spec, store is not None, emit_strategy)
+
+
+class SessionWindowedKStream(_WindowedStream):
+    """A grouped stream over ``SessionWindows``; aggregations give a table keyed by
+    ``Windowed(key, SessionWindow)``, in which merged sessions are deleted."""
+
+    windows: SessionWindows
+
+    def emit_strategy(self, strategy: EmitStrategy | str) -> SessionWindowedKStream:
+        return SessionWindowedKStream(self._grouped, self.windows, EmitStrategy.of(strategy))
+
+    def _spec(self, store: str | StoreSpec | None, value: Any, cache: bool | None, kind: str | None,
+              retention: timedelta | int | None) -> SessionStoreSpec:  # fmt: skip
+        base = _store_spec(self._grouped._builder, store, self._grouped.key_serde, value, cache, kind)
+        w = self.windows
+        ms = self._retention(base, retention, w.inactivity_gap_ms + w.grace_ms,
+                             "the session inactivity gap plus the grace period")  # fmt: skip
+        return SessionStoreSpec(base.name, kind=base.kind, key=base.key, value=base.value, logged=base.logged,
+                                cache=base.cache, retention_ms=ms)  # fmt: skip
+
+    def _build(self, initializer: Callable[[], Any] | None, adder: Callable[[Any, Any, Any], Any],
+               merger: Callable[[Any, Any, Any], Any], spec: SessionStoreSpec, named: bool,
+               emit_strategy: EmitStrategy | str | None) -> KTable:  # fmt: skip
+        final, cache, w, name = self._emit_final(emit_strategy), spec.cache, self.windows, spec.name
+        return self._table(
+            lambda o: SessionWindowAggregateProcessor(name, w, initializer, adder, merger, cache, final, o),
+            spec, named, SessionWindowedSerde(self._inner_key()),
+        )  # fmt: skip
+
+    def count(self, *, store: str | StoreSpec | None = None, kind: str | None = None, cache: bool | None = None,
+              retention: timedelta | int | None = None,
+              emit_strategy: EmitStrategy | str | None = None) -> KTable:  # fmt: skip
+        """Records per key and session (merged sessions add their counts)."""
+        spec = self._spec(store, INT, cache, kind, retention)
+        return self._build(_zero, _count, _sum, spec, store is not None, emit_strategy)
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], *, store: str | StoreSpec | None = None, value: Any = None,
+               kind: str | None = None, cache: bool | None = None, retention: timedelta | int | None = None,
+               emit_strategy: EmitStrategy | str | None = None) -> KTable:  # fmt: skip
+        """``reducer(aggregate, value)``; merging sessions reduces their aggregates the same way."""
+        _check_callable("reduce()", reducer)
+        spec = self._spec(store, serde_from(value) or self._grouped.value_serde, cache, kind, retention)
+        add = _reducing(reducer)
+        return self._build(None, add, lambda k, one, two: add(k, two, one), spec, store is not None, emit_strategy)
+
+    def aggregate(self, initial: Callable[[], Any], add: Callable[[Any, Any, Any], Any],
+                  merge: Callable[[Any, Any, Any], Any], *, store: str | StoreSpec | None = None, value: Any = None,
+                  kind: str | None = None, cache: bool | None = None, retention: timedelta | int | None = None,
+                  emit_strategy: EmitStrategy | str | None = None) -> KTable:  # fmt: skip
+        """``add(key, value, aggregate)`` per session, from ``initial()``; ``merge(key, agg1, agg2)``
+        combines the aggregates of sessions that a record joins together."""
+        _check_callable("aggregate() initial", initial)
+        _check_callable("aggregate() add", add)
+        _check_callable("aggregate() merge", merge)
+        spec = self._spec(store, serde_from(value), cache, kind, retention)
+        return self._build(initial, add, merge, spec, store is not None, emit_strategy)
+
+
 class KTable:
     """The latest value per key. Updates flow downstream as they happen (merged per key per commit when
-    the store caches)."""
+    the store caches). A windowed aggregation's table also knows its ``windows``."""
 
-    def __init__(self, builder: StreamsBuilder, node: str, store_name: str | None, key: Any, value: Any) -> None:
+    def __init__(self, builder: Builder, node: str, store_name: str | None, key: Any, value: Any,
+                 options: TableOptions | None = None, *, parent: KTable | None = None,
+                 windows: Windows | None = None) -> None:  # fmt: skip
         self._builder = builder
         self.node = node
         self.store_name = store_name
         self.key_serde = key
         self.value_serde = value
+        self.windows = windows
+        self._options = options if options is not None else TableOptions()
+        self._parent = parent  # where this table's old values come from, if not from its own store
 
-    def _add(self, prefix: str, supplier: Callable[[], Processor], name: str | None, value: Any) -> KTable:
+    def _enable_old_values(self) -> None:
+        """Have this table's updates carry the value they replace (and its parent's, which it derives them from)."""
+        self._options.send_old_values = True
+        if self._parent is not None:
+            self._parent._enable_old_values()
+
+    def _add(self, prefix: str, supplier: Callable[[TableOptions], Processor], name: str | None,
+             value: Any) -> KTable:  # fmt: skip
         node = name or self._builder.new_name(prefix)
-        self._builder.topology.add_processor(node, supplier, self.node)
-        return KTable(self._builder, node, None, self.key_serde, value)
+        options = TableOptions()
+        self._builder.topology.add_processor(node, lambda: supplier(options), self.node)
+        return KTable(self._builder, node, None, self.key_serde, value, options, parent=self, windows=self.windows)
 
     def filter(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KTable:
         """Rows failing ``predicate(key, value)`` become deletes downstream."""
         _check_callable("filter()", predicate)
-        return self._add("KTABLE-FILTER", lambda: TableFilterProcessor(predicate), name, self.value_serde)
+        return self._add("KTABLE-FILTER", lambda o: TableFilterProcessor(predicate, False, o), name, self.value_serde)
 
     def filter_not(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KTable:
         _check_callable("filter_not()", predicate)
-        return self._add("KTABLE-FILTER", lambda: TableFilterProcessor(predicate, True), name, self.value_serde)
+        return self._add("KTABLE-FILTER", lambda o: TableFilterProcessor(predicate, True, o), name, self.value_serde)
 
     def map_values(self, mapper: Callable[[Any], Any], *, name: str | None = None) -> KTable:
         _check_callable("map_values()", mapper)
-        return self._add("KTABLE-MAPVALUES", lambda: TableMapValuesProcessor(mapper), name, None)
+        return self._add("KTABLE-MAPVALUES", lambda o: TableMapValuesProcessor(mapper, o), name, None)
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold back updates: ``Suppressed.until_window_closes()`` (one final result per window of a
+        windowed table) or ``Suppressed.until_time_limit(duration)``."""
+        if not isinstance(suppressed, Suppressed):
+            raise TypeError(f"suppress() needs a Suppressed (Suppressed.until_window_closes()), got {suppressed!r}")
+        builder = self._builder
+        if suppressed.final and self.windows is None:
+            raise TopologyError("suppress(Suppressed.until_window_closes()) needs a windowed table (the result "
+                                "of windowed_by(...) and an aggregation): only windows close")  # fmt: skip
+        offset = self.windows.close_offset if self.windows is not None else 0
+
+        node = suppressed.name or builder.new_name("KTABLE-SUPPRESS")
+        store = f"{suppressed.name}-store" if suppressed.name else builder.new_name("KTABLE-SUPPRESS-STATE-STORE")
+        spec = SuppressionBufferSpec(store, key=self.key_serde, value=self.value_serde,
+                                     count_bytes=suppressed.buffer.byte_limit is not None)  # fmt: skip
+        options = TableOptions()
+        builder.topology.add_processor(node, lambda: SuppressProcessor(store, suppressed, offset, options), self.node)
+        builder.topology.add_state_store(spec, node)
+        return KTable(builder, node, None, self.key_serde, self.value_serde, options, parent=self, windows=self.windows)
+
+    def group_by(self, selector: Callable[[Any, Any], tuple[Any, Any]], *, key: Any = None, value: Any = None,
+                 name: str | None = None) -> KGroupedTable:  # fmt: skip
+        """Re-group the table: ``selector(key, value) -> (group key, group value)``. Aggregations of the
+        result subtract a row's old value from its old group and add its new value to its new group, so a
+        row that moves between groups leaves the first and joins the second."""
+        _check_callable("group_by()", selector)
+        self._enable_old_values()
+        node = self._builder.new_name("KTABLE-SELECT")
+        self._builder.topology.add_processor(node, lambda: TableRepartitionMapProcessor(selector), self.node)
+        return KGroupedTable(self._builder, node, serde_from(key), serde_from(value), name)
 
     def to_stream(self, *, name: str | None = None) -> KStream:
         """The table's updates as a stream (a delete is a record with value None)."""
         node = name or self._builder.new_name("KTABLE-TOSTREAM")
-        self._builder.topology.add_processor(node, PassThroughProcessor, self.node)
+        self._builder.topology.add_processor(node, ToStreamProcessor, self.node)
         return KStream(self._builder, node, self.key_serde, self.value_serde, False)
+
+
+class KGroupedTable:
+    """A re-grouped table, ready for ``count``, ``reduce(add, subtract)`` or ``aggregate(initial, add,
+    subtract)``. Updates reach the aggregation through a repartition topic as (new, old) pairs."""
+
+    def __init__(self, builder: Builder, node: str, key: Any, value: Any, name: str | None) -> None:
+        self._builder = builder
+        self.node = node
+        self.key_serde = key
+        self.value_serde = value
+        self.name = name
+
+    def _aggregate(self, prefix: str, initializer: Callable[[], Any] | None, adder: Callable[[Any, Any, Any], Any],
+                   subtractor: Callable[[Any, Any, Any], Any], spec: StoreSpec, named_store: bool,
+                   ) -> KTable:  # fmt: skip
+        builder = self._builder
+        topic = _repartition_topic(builder, self.name, spec, named_store, prefix)
+        value = self.value_serde if self.value_serde is not None else builder.topology.default_value
+        parent = builder.repartition(self.node, topic, None, self.key_serde, ChangeSerde(value))
+        node = builder.new_name(prefix)
+        cache = spec.cache
+        options = TableOptions()
+        builder.topology.add_processor(
+            node, lambda: TableAggregateProcessor(spec.name, initializer, adder, subtractor, cache, options), parent
+        )
+        builder.topology.add_state_store(spec, node)
+        return KTable(builder, node, spec.name, spec.key, spec.value, options)
+
+    def count(self, *, store: str | StoreSpec | None = None, kind: str | None = None,
+              cache: bool | None = None) -> KTable:  # fmt: skip
+        """Rows per group (a row that leaves a group decrements it)."""
+        spec = _store_spec(self._builder, store, self.key_serde, INT, cache, kind)
+        return self._aggregate("KTABLE-AGGREGATE", _zero, _count, _uncount, spec, store is not None)
+
+    def reduce(self, add: Callable[[Any, Any], Any], subtract: Callable[[Any, Any], Any], *,
+               store: str | StoreSpec | None = None, value: Any = None, kind: str | None = None,
+               cache: bool | None = None) -> KTable:  # fmt: skip
+        """``add(aggregate, value)`` for a row joining the group, ``subtract(aggregate, value)`` for one leaving."""
+        _check_callable("reduce() add", add)
+        _check_callable("reduce() subtract", subtract)
+        spec = _store_spec(self._builder, store, self.key_serde, serde_from(value) or self.value_serde, cache, kind)
+        return self._aggregate("KTABLE-REDUCE", None, lambda k, v, agg: add(agg, v),
+                               lambda k, v, agg: subtract(agg, v), spec, store is not None)  # fmt: skip
+
+    def aggregate(self, initial: Callable[[], Any], add: Callable[[Any, Any, Any], Any],
+                  subtract: Callable[[Any, Any, Any], Any], *, store: str | StoreSpec | None = None,
+                  value: Any = None, kind: str | None = None, cache: bool | None = None) -> KTable:  # fmt: skip
+        """``add(key, value, aggregate)`` / ``subtract(key, value, aggregate)``, from ``initial()``."""
+        _check_callable("aggregate() initial", initial)
+        _check_callable("aggregate() add", add)
+        _check_callable("aggregate() subtract", subtract)
+        spec = _store_spec(self._builder, store, self.key_serde, serde_from(value), cache, kind)
+        return self._aggregate("KTABLE-AGGREGATE", initial, add, subtract, spec, store is not None)
+
+
+def _uncount(key: Any, value: Any, agg: int) -> int:
+    return agg - 1

@@ -145,8 +145,10 @@ def resolve(topology: Topology, log: Log, names: TopicNames, dead_letter_topic: 
         topic = names.topic(name, True)
         log.ensure_topic(topic, md.partitions[topic])
     for store, sub_id in md.store_sub.items():
-        if topology.stores[store].logged:
-            log.ensure_topic(names.changelog(store), md.tasks_per_sub[sub_id], compacted=True)
+        spec = topology.stores[store]
+        if spec.logged:
+            log.ensure_topic(names.changelog(store), md.tasks_per_sub[sub_id], compacted=True,
+                             config=spec.changelog_config())  # fmt: skip
     log.ensure_topic(names.membership(), 1, compacted=True)
     log.ensure_topic(names.assignment(), 1, compacted=True)
     md.source_topics = sorted(md.sub_of_topic)

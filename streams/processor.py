@@ -10,21 +10,20 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from streams.errors import InvalidStateStoreError, TopologyError
 
-if TYPE_CHECKING:
-    from streams.task import StreamTask
-
 __all__ = [
     "Cancellable",
+    "Clock",
     "Processor",
     "ProcessorContext",
     "PunctuationType",
     "RecordContext",
     "SystemClock",
+    "TaskContext",
 ]
 
 
@@ -33,6 +32,10 @@ class PunctuationType(enum.Enum):
 
     STREAM_TIME = "stream_time"
     WALL_CLOCK_TIME = "wall_clock_time"
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int: ...
 
 
 class SystemClock:
@@ -85,6 +88,23 @@ class Cancellable:
         return True
 
 
+class TaskContext(Protocol):
+    """What a ``ProcessorContext`` needs of the task it belongs to (``streams.task.StreamTask`` is one)."""
+
+    application_id: str
+    id: str
+    record_context: RecordContext
+    stream_time: int
+    clock: Clock
+    commit_requested: bool
+    dropped_records: int
+
+    @property
+    def stores(self) -> Mapping[str, Any]: ...
+
+    def schedule(self, c: Cancellable) -> Cancellable: ...
+
+
 class Processor:
     """Subclass and override ``process``; ``init`` gets the context (keep it), ``close`` releases resources."""
 
@@ -105,7 +125,7 @@ class ProcessorContext:
 
     def __init__(
         self,
-        task: StreamTask,
+        task: TaskContext,
         node_name: str,
         children: list[Processor],
         child_names: list[str],
@@ -151,13 +171,26 @@ class ProcessorContext:
         return self._rc.headers
 
     @property
+    def record_context(self) -> RecordContext:
+        """The task's record context itself, for built-in processors that forward with another timestamp
+        (set ``timestamp``, forward, restore it) without the cost of ``forward(timestamp=...)``."""
+        return self._rc
+
+    @property
     def stream_time(self) -> int:
-        """The largest record timestamp this task has seen (-1 before the first record)."""
+        """The largest record timestamp this task has seen (-1 before the first record). A restarted task
+        continues from the stream time its time-keeping stores (windows, sessions, suppression buffers)
+        recorded at the last commit."""
         return self._task.stream_time
 
     @property
     def wall_clock_ms(self) -> int:
         return self._task.clock.now_ms()
+
+    def record_dropped(self) -> None:
+        """Count a record this processor dropped (late, null key, ...): the task's ``dropped_records``
+        metric (Kafka Streams' ``dropped-records``)."""
+        self._task.dropped_records += 1
 
     # -- forwarding ----------------------------------------------------------------------------------
 

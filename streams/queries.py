@@ -1,23 +1,30 @@
-"""Interactive queries: a read-only view of one state store over the tasks on this instance
-(``ReadOnlyStore``), and where every key and store of the application lives (``QueryMetadata``, from the
+"""Interactive queries: read-only views of one state store over the tasks on this instance (``read_only_store``:
+``ReadOnlyStore``, ``ReadOnlyWindowStore`` or ``ReadOnlySessionStore``; a read that meets a store mid-change is
+retried), and where every key and store of the application lives (``QueryMetadata``, from the
 newest assignment: which instance runs each task, which hold standbys, at which ``application_server``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from streams.errors import InvalidStateStoreError
 from streams.group_leader import Assignment
 from streams.log.partitioner import partition_for_key
 from streams.metadata import Metadata
 from streams.serdes import bind_serializer
-from streams.state.cache import CachingKeyValueStore
 from streams.task import StreamTask
-from streams.topology import Topology
+from streams.topology import SessionStoreSpec, StoreSpec, Topology, WindowStoreSpec
+from streams.windows import Windowed
 
-__all__ = ["HostInfo", "KeyQueryMetadata", "QueryMetadata", "ReadOnlyStore", "StreamsMetadata"]
+__all__ = [
+    "HostInfo", "KeyQueryMetadata", "QueryMetadata", "ReadOnlySessionStore", "ReadOnlyStore", "ReadOnlyWindowStore",
+    "StreamsMetadata", "read_only_store",
+]  # fmt: skip
+
+T = TypeVar("T")
+_RETRIES = 5
 
 
 @dataclass(frozen=True)
@@ -123,12 +130,18 @@ class QueryMetadata:
         return [m for m in self.all_instances() if store in m.stores or store in m.standby_stores]
 
 
-class ReadOnlyStore:
-    """Store ``name`` over ``active_tasks()``; the key's partition (of ``partitions()``, the store's
-    sub-topology's task count) decides which task holds it. Both are asked on every read: tasks move.
+def _retrying(read: Callable[[], T]) -> T:
+    for _ in range(_RETRIES - 1):
+        try:
+            return read()
+        except RuntimeError:  # "dictionary changed size during iteration": the stream thread wrote
+            continue
+    return read()
 
-    With ``standby_tasks``, partitions whose active task runs elsewhere are answered from a standby or
-    warm-up replica here, which may be behind the active (``is_stale``)."""
+
+class _View:
+    """Store ``name`` over ``active_tasks()`` (and, if given, ``standby_tasks()`` for the partitions not
+    active here); they and ``partitions()`` are asked on every read: tasks move."""
 
     def __init__(
         self,
@@ -142,9 +155,9 @@ class ReadOnlyStore:
         self._partitions = partitions
         self._standby_tasks = standby_tasks
 
-    def _stores(self) -> tuple[dict[int, CachingKeyValueStore], set[int]]:
+    def _stores(self) -> tuple[dict[int, Any], set[int]]:
         """Partition -> store, and the partitions served by replicas. Tasks still restoring are not among them."""
-        out: dict[int, CachingKeyValueStore] = {}
+        out: dict[int, Any] = {}
         for task in self._active_tasks():
             store = task.stores.get(self.name)
             if store is not None and not store.closed:
@@ -158,38 +171,40 @@ class ReadOnlyStore:
                     stale.add(task.partition)
         return out, stale
 
-    def _partition(self, stores: dict[int, CachingKeyValueStore], key: Any) -> int:
+    def _partition(self, stores: dict[int, Any], key: Any) -> int:
         some = next(iter(stores.values()))
         return partition_for_key(some.key_bytes(key), self._partitions())
 
-    def get(self, key: Any) -> Any:
+    def _read_key(self, key: Any, read: Callable[[Any], T], empty: T) -> T:
+        """``read(store)`` on the store holding ``key`` (or, if a custom partitioner put it elsewhere, the
+        first other store where it is not ``empty``)."""
         stores, _ = self._stores()
         if not stores:
             raise InvalidStateStoreError(f"store {self.name!r} has no running task on this instance")
         partition = self._partition(stores, key)
         store = stores.get(partition)
         if store is not None:
-            return store.peek(key)
-        for other in stores.values():  # a custom partitioner may have put it elsewhere
-            value = other.peek(key)
-            if value is not None:
+            return _retrying(lambda: read(store))
+        for other in stores.values():
+            value = _retrying(lambda other=other: read(other))  # type: ignore[misc]
+            if value != empty:
                 return value
         raise InvalidStateStoreError(
             f"key {key!r} of store {self.name!r} is in partition {partition}, whose task runs on another instance"
         )
 
+    def _read_all(self, read: Callable[[Any], list[T]]) -> list[T]:
+        out: list[T] = []
+        for store in self._stores()[0].values():
+            out.extend(_retrying(lambda store=store: read(store)))  # type: ignore[misc]
+        return out
+
     def is_stale(self, key: Any) -> bool:
-        """Whether ``get(key)`` is answered by a replica (possibly behind) rather than by the active task."""
+        """Whether reads of ``key`` are answered by a replica (possibly behind) rather than by the active task."""
         stores, stale = self._stores()
         return bool(stores) and self._partition(stores, key) in stale
 
-    def all(self) -> list[tuple[Any, Any]]:
-        out: list[tuple[Any, Any]] = []
-        for store in self._stores()[0].values():
-            out.extend(store.all())
-        return out
-
-    def partition_stores(self, partitions: Iterable[int]) -> list[tuple[int, CachingKeyValueStore, bool]]:
+    def partition_stores(self, partitions: Iterable[int]) -> list[tuple[int, Any, bool]]:
         """(partition, store, stale) for each of ``partitions``; raises ``InvalidStateStoreError`` naming those
         not served here (their task runs elsewhere, or is restoring)."""
         stores, stale = self._stores()
@@ -204,3 +219,65 @@ class ReadOnlyStore:
 
     def approximate_num_entries(self) -> int:
         return sum(s.approximate_num_entries() for s in self._stores()[0].values())
+
+
+class ReadOnlyStore(_View):
+    """A key-value store."""
+
+    def get(self, key: Any) -> Any:
+        return self._read_key(key, lambda s: s.peek(key), None)
+
+    def all(self) -> list[tuple[Any, Any]]:
+        return self._read_all(lambda s: list(s.all()))
+
+
+class ReadOnlyWindowStore(_View):
+    """A window store (Kafka Streams' ``ReadOnlyWindowStore``)."""
+
+    def get(self, key: Any, window_start: int) -> Any:
+        return self._read_key(key, lambda s: s.get(key, window_start), None)
+
+    def fetch(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
+        return self._read_key(key, lambda s: s.fetch(key, time_from, time_to), [])
+
+    def backward_fetch(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
+        return self.fetch(key, time_from, time_to)[::-1]
+
+    def fetch_all(self, time_from: int, time_to: int) -> list[tuple[Windowed, Any]]:
+        rows = self._read_all(lambda s: s.fetch_all(time_from, time_to))
+        return sorted(rows, key=lambda row: row[0].window.start)
+
+    def backward_fetch_all(self, time_from: int, time_to: int) -> list[tuple[Windowed, Any]]:
+        return self.fetch_all(time_from, time_to)[::-1]
+
+    def all(self) -> list[tuple[Windowed, Any]]:
+        return sorted(self._read_all(lambda s: s.all()), key=lambda row: row[0].window.start)
+
+
+class ReadOnlySessionStore(_View):
+    """A session store (Kafka Streams' ``ReadOnlySessionStore``)."""
+
+    def fetch(self, key: Any) -> list[tuple[Windowed, Any]]:
+        return self._read_key(key, lambda s: s.fetch(key), [])
+
+    def find_sessions(self, key: Any, earliest_end: int, latest_start: int) -> list[tuple[Windowed, Any]]:
+        return self._read_key(key, lambda s: s.find_sessions(key, earliest_end, latest_start), [])
+
+    def fetch_session(self, key: Any, session_start: int, session_end: int) -> Any:
+        return self._read_key(key, lambda s: s.fetch_session(key, session_start, session_end), None)
+
+    def all(self) -> list[tuple[Windowed, Any]]:
+        return sorted(self._read_all(lambda s: s.all()), key=lambda row: row[0].window.end)
+
+
+View = ReadOnlyStore | ReadOnlyWindowStore | ReadOnlySessionStore
+
+
+def read_only_store(spec: StoreSpec, active_tasks: Callable[[], Iterable[StreamTask]], partitions: Callable[[], int],
+                    standby_tasks: Callable[[], Iterable[StreamTask]] | None = None) -> View:  # fmt: skip
+    """The read-only view of the store ``spec`` describes (``standby_tasks``: also answer from replicas)."""
+    if isinstance(spec, WindowStoreSpec):
+        return ReadOnlyWindowStore(spec.name, active_tasks, partitions, standby_tasks)
+    if isinstance(spec, SessionStoreSpec):
+        return ReadOnlySessionStore(spec.name, active_tasks, partitions, standby_tasks)
+    return ReadOnlyStore(spec.name, active_tasks, partitions, standby_tasks)

@@ -40,7 +40,7 @@ from streams.config import parse_host_port
 from streams.errors import InvalidStateStoreError, StreamsError
 from streams.group_leader import Assignment
 from streams.http_pool import HttpPool, HttpPoolError
-from streams.queries import HostInfo, QueryMetadata, ReadOnlyStore
+from streams.queries import HostInfo, QueryMetadata, ReadOnlyStore, View
 from streams.serdes import BytesSerde, FloatSerde, IntSerde, StringSerde
 
 __all__ = ["QueryServer", "QuerySource", "to_json"]
@@ -61,7 +61,7 @@ class QuerySource(Protocol):
     instance_id: str
     query_metadata: QueryMetadata
 
-    def store(self, name: str, include_standby: bool = False) -> ReadOnlyStore: ...
+    def store(self, name: str, include_standby: bool = False) -> View: ...
 
     def assignment(self) -> Assignment: ...
 
@@ -295,6 +295,13 @@ class QueryServer:
         except InvalidStateStoreError as exc:
             raise QueryError(404, STORE_NOT_FOUND, str(exc)) from None
 
+    def _kv_store(self, store: str, include_standby: bool) -> ReadOnlyStore:
+        view = self.source.store(store, include_standby)
+        if not isinstance(view, ReadOnlyStore):
+            raise QueryError(404, STORE_NOT_FOUND, f"store {store!r} is a window or session store: the HTTP API "
+                             "serves key-value stores only (query it in process with app.store)")  # fmt: skip
+        return view
+
     def _key(self, store: str, text: str) -> Any:
         self._check_store(store)
         serde = self.source.query_metadata.key_serde(store)
@@ -312,7 +319,7 @@ class QueryServer:
 
     def _local_get(self, store: str, key: Any, partition: int, include_standby: bool) -> dict[str, Any]:
         try:
-            ((_, kv, stale),) = self.source.store(store, include_standby).partition_stores([partition])
+            ((_, kv, stale),) = self._kv_store(store, include_standby).partition_stores([partition])
         except InvalidStateStoreError as exc:
             raise QueryError(503, NOT_AVAILABLE, f"instance {self.source.instance_id}: {exc}", 1) from None
         value = kv.peek(key)
@@ -384,7 +391,7 @@ class QueryServer:
                     include_standby: bool) -> tuple[list[tuple[bytes, Any, Any]], list[int]]:  # fmt: skip
         """(key bytes, key, value) of ``partitions`` here, and which of them are answered by replicas."""
         try:
-            stores = self.source.store(store, include_standby).partition_stores(partitions)
+            stores = self._kv_store(store, include_standby).partition_stores(partitions)
         except InvalidStateStoreError as exc:
             raise QueryError(503, NOT_AVAILABLE, f"instance {self.source.instance_id}: {exc}", 1) from None
         items: list[tuple[bytes, Any, Any]] = []

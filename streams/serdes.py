@@ -32,6 +32,7 @@ __all__ = [
     "JsonSerde",
     "Serde",
     "StringSerde",
+    "TimestampedSerde",
     "bind_deserializer",
     "bind_serializer",
     "serde_from",
@@ -193,6 +194,46 @@ _BY_NAME: dict[Any, Any] = {
     float: FLOAT, "float": FLOAT, "double": FLOAT,
     "json": JSON, dict: JSON, list: JSON,
 }  # fmt: skip
+
+
+class TimestampedSerde:
+    """``(value, timestamp)`` pairs: the 8-byte big-endian timestamp, then ``inner``'s bytes (the layout of
+    Kafka Streams' timestamped stores). What the DSL's key-value stores keep."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def bind_serializer(self, topic: str, is_key: bool) -> Serializer:
+        ser = bind_serializer(self.inner, topic, is_key)
+        pack = _LONG.pack
+
+        def serialize(pair: Any) -> bytes | None:
+            if pair is None:
+                return None
+            vb = ser(pair[0])
+            return pack(pair[1]) + (vb if vb is not None else b"")
+
+        return serialize
+
+    def bind_deserializer(self, topic: str, is_key: bool) -> Deserializer:
+        de = bind_deserializer(self.inner, topic, is_key)
+        unpack = _LONG.unpack_from
+
+        def deserialize(data: bytes | None) -> Any:
+            if data is None:
+                return None
+            return de(data[8:]), unpack(data)[0]
+
+        return deserialize
+
+    def serialize(self, obj: Any, topic: str, is_key: bool) -> bytes | None:
+        return self.bind_serializer(topic, is_key)(obj)
+
+    def deserialize(self, data: bytes | None, topic: str, is_key: bool) -> Any:
+        return self.bind_deserializer(topic, is_key)(data)
+
+    def __repr__(self) -> str:
+        return f"TimestampedSerde({self.inner!r})"
 
 
 def serde_from(spec: Any, what: str = "serde") -> Any:

@@ -39,7 +39,7 @@ from streams.log.base import Consumer, Record, TopicPartition
 from streams.task import StreamTask
 
 if TYPE_CHECKING:
-    from streams.state.cache import CachingKeyValueStore
+    from streams.state.base import StateStore
 
 __all__ = ["StandbyTask", "StandbyUpdater"]
 
@@ -52,7 +52,7 @@ CommittedOffsets = Callable[[list[TopicPartition]], dict[TopicPartition, "int | 
 class _Tail:
     """One changelog partition of a standby task."""
 
-    store: CachingKeyValueStore
+    store: StateStore
     tp: TopicPartition
     applied: int  # every change before this offset is applied (or known dead)
     next_read: int

@@ -16,14 +16,29 @@ from typing import Any
 
 from streams.changelog import ChangelogWriter, checkpoint_key, source_header, write_checkpoint
 from streams.errors import DeserializationError, ProcessingError, SerdeError, StreamsError, TopologyError
+from streams.extractors import ConsumedRecord, TimestampExtractor, WallclockTimestampExtractor
 from streams.handlers import DeserializationHandler
 from streams.log.base import Record, TopicPartition
 from streams.metadata import TopicNames
 from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType, RecordContext
-from streams.serdes import bind_deserializer, bind_serializer, serde_name
+from streams.serdes import TimestampedSerde, bind_deserializer, bind_serializer, serde_name
+from streams.state.base import StateStore
+from streams.state.buffer import SuppressionBuffer
 from streams.state.cache import CachingKeyValueStore
 from streams.state.memory import InMemoryKeyValueStore
-from streams.topology import ProcessorNode, SinkNode, SourceNode, StoreSpec, SubTopology, Topology
+from streams.state.session import SessionStore
+from streams.state.window import WindowStore
+from streams.topology import (
+    ProcessorNode,
+    SessionStoreSpec,
+    SinkNode,
+    SourceNode,
+    StoreSpec,
+    SubTopology,
+    SuppressionBufferSpec,
+    Topology,
+    WindowStoreSpec,
+)
 
 __all__ = ["StreamTask", "TaskEnv"]
 
@@ -44,6 +59,10 @@ class TaskEnv:
     deserialization_handler: DeserializationHandler
     topic_names: TopicNames
     partitions_of: Callable[[str], int]  # a sink topic's partition count, for custom partitioners
+    #: For sources without their own extractor; None: the log timestamp (negative ones are an error).
+    default_timestamp_extractor: TimestampExtractor | None = None
+    #: Producer.send_batch's signature, for changelog flushes (None: ``send`` per record).
+    send_batch: Callable[..., None] | None = None
 
 
 class _SourceProcessor(Processor):
@@ -92,17 +111,20 @@ class _SinkProcessor(Processor):
 
 
 class _Input:
-    """One input partition of the task: its deserializers, entry processor and position."""
+    """One input partition of the task: its deserializers, timestamp extractor, entry processor and position."""
 
-    __slots__ = ("committed", "forward", "kde", "next_offset", "tp", "vde")
+    __slots__ = ("committed", "extractor", "forward", "kde", "next_offset", "partition_time", "tp", "vde")
 
-    def __init__(self, tp: TopicPartition, source: _SourceProcessor, kde: Any, vde: Any) -> None:
+    def __init__(self, tp: TopicPartition, source: _SourceProcessor, kde: Any, vde: Any,
+                 extractor: TimestampExtractor | None) -> None:  # fmt: skip
         self.tp = tp
         self.kde = kde
         self.vde = vde
+        self.extractor = extractor
         self.forward: Callable[[Any, Any], None] = source.process
         self.next_offset: int | None = None
         self.committed: int | None = None
+        self.partition_time = -1  # the largest extracted timestamp (kept only with an extractor)
 
 
 class StreamTask:
@@ -115,6 +137,7 @@ class StreamTask:
         self.clock = env.clock
         self.record_context = RecordContext()
         self.stream_time = -1
+        self.dropped_records = 0
         self.commit_requested = False
         self.closed = False
         # For metrics: records processed, the time they took (the stream thread measures it), records skipped.
@@ -124,7 +147,7 @@ class StreamTask:
         self.task_dir = env.state_dir / env.application_id / self.id if env.state_dir is not None else None
         self._stream_puncts: list[Cancellable] = []
         self.wall_puncts: list[Cancellable] = []
-        self.stores: dict[str, CachingKeyValueStore] = {}
+        self.stores: dict[str, StateStore] = {}
         self.processors: dict[str, Processor] = {}
         self._inputs: dict[str, _Input] = {}
         self._initialized = False
@@ -139,23 +162,38 @@ class StreamTask:
 
     # -- construction ----------------------------------------------------------------------------------
 
-    def _create_store(self, spec: StoreSpec) -> CachingKeyValueStore:
+    def _create_store(self, spec: StoreSpec) -> StateStore:
         topology = self.env.topology
         key = spec.key if spec.key is not None else topology.default_key
         value = spec.value if spec.value is not None else topology.default_value
         topic = self.env.topic_names.changelog(spec.name)
         kind = spec.kind or self.env.default_store
-        store: CachingKeyValueStore
-        if kind == "memory" or self.task_dir is None:
-            store = InMemoryKeyValueStore(spec.name, key, value, topic, self.record_context)
+        rc = self.record_context
+        path = None if kind == "memory" or self.task_dir is None else self.task_dir / "rocksdb" / spec.name
+        max_cache = self.env.cache_max_entries
+        store: StateStore
+        if isinstance(spec, WindowStoreSpec):
+            store = WindowStore(spec.name, key, value, topic, rc, spec.retention_ms, path, max_cache,
+                                window_size_ms=spec.window_size_ms,
+                                retain_duplicates=spec.retain_duplicates)  # fmt: skip
+        elif isinstance(spec, SessionStoreSpec):
+            store = SessionStore(spec.name, key, value, topic, rc, spec.retention_ms, path, max_cache)
+        elif isinstance(spec, SuppressionBufferSpec):
+            store = SuppressionBuffer(spec.name, key, value, topic, rc, spec.count_bytes)
         else:
-            from streams.state.rocksdb import RocksDBKeyValueStore  # rocksdict is the [streams] extra
+            kv: CachingKeyValueStore
+            if spec.timestamped:
+                value = TimestampedSerde(value)
+            if path is None:
+                kv = InMemoryKeyValueStore(spec.name, key, value, topic, rc)
+            else:
+                from streams.state.rocksdb import RocksDBKeyValueStore  # rocksdict is the [streams] extra
 
-            store = RocksDBKeyValueStore(spec.name, key, value, topic, self.record_context,
-                                         path=self.task_dir / "rocksdb" / spec.name,
-                                         max_cache_entries=self.env.cache_max_entries)  # fmt: skip
+                kv = RocksDBKeyValueStore(spec.name, key, value, topic, rc, path=path, max_cache_entries=max_cache)
+            kv.timestamped = spec.timestamped
+            store = kv
         if spec.logged:
-            store.changelog = ChangelogWriter(self.env.send, topic, self.partition)
+            store.changelog = ChangelogWriter(self.env.send, topic, self.partition, self.env.send_batch)
         return store
 
     def _build(self) -> None:
@@ -182,14 +220,21 @@ class StreamTask:
             value = node.value if node.value is not None else topology.default_value
             source = self.processors[node.name]
             assert isinstance(source, _SourceProcessor)
+            extractor = node.timestamp_extractor or env.default_timestamp_extractor
+            if isinstance(extractor, WallclockTimestampExtractor):
+                extractor = self._wall_clock_timestamp  # the task's clock (the test driver's is simulated)
             for t in node.topics:
                 topic = env.topic_names.topic(t, node.internal)
                 tp = TopicPartition(topic, self.partition)
                 self._inputs[topic] = _Input(tp, source, bind_deserializer(key, topic, True),
-                                             bind_deserializer(value, topic, False))  # fmt: skip
+                                             bind_deserializer(value, topic, False), extractor)  # fmt: skip
 
     def init_processors(self) -> None:
-        """Initialize processors (after the stores are restored), parents first."""
+        """Initialize processors (after the stores are restored), parents first. A restored task resumes
+        at the stream time its stores recorded at the last commit."""
+        for store in self.stores.values():
+            if store.stream_time > self.stream_time:
+                self.stream_time = store.stream_time
         for node in self.sub.nodes:
             children = [self.processors[c] for c in node.children]
             stores = frozenset(node.stores) if isinstance(node, ProcessorNode) else frozenset()
@@ -218,12 +263,7 @@ class StreamTask:
 
     def process(self, rec: Record) -> None:
         inp = self._inputs[rec.topic]
-        rc = self.record_context
-        rc.topic = rec.topic
-        rc.partition = rec.partition
-        rc.offset = offset = rec.offset
-        rc.timestamp = ts = rec.timestamp
-        rc.headers = rec.headers
+        offset = rec.offset
         inp.next_offset = offset + 1
         try:
             key = inp.kde(rec.key)
@@ -235,6 +275,22 @@ class StreamTask:
         except Exception as exc:
             self._deserialization_error(rec, False, exc)
             return
+        ts = rec.timestamp
+        if inp.extractor is not None:
+            ts = self._extract(inp, rec, key, value)
+            if ts < 0:
+                return
+        elif ts < 0:
+            raise StreamsError(
+                f"task {self.id}: the record at {rec.topic}[{rec.partition}] offset {offset} has the invalid "
+                f"timestamp {ts}: give the source a timestamp extractor that handles it (streams.extractors)"
+            )
+        rc = self.record_context
+        rc.topic = rec.topic
+        rc.partition = rec.partition
+        rc.offset = offset
+        rc.timestamp = ts
+        rc.headers = rec.headers
         if ts > self.stream_time:
             self.stream_time = ts
         try:
@@ -248,6 +304,33 @@ class StreamTask:
             ) from exc
         if self._stream_puncts:
             self._punctuate_stream()
+
+    def _wall_clock_timestamp(self, record: ConsumedRecord, partition_time: int) -> int:
+        return self.clock.now_ms()
+
+    def _extract(self, inp: _Input, rec: Record, key: Any, value: Any) -> int:
+        """The record's timestamp from the source's extractor; negative: the record is dropped."""
+        assert inp.extractor is not None
+        consumed = ConsumedRecord(rec.topic, rec.partition, rec.offset, rec.timestamp, key, value, rec.headers)
+        try:
+            ts = inp.extractor(consumed, inp.partition_time)
+        except StreamsError:
+            raise
+        except Exception as exc:
+            raise ProcessingError(f"task {self.id}: the timestamp extractor failed on the record at "
+                                  f"{rec.topic}[{rec.partition}] offset {rec.offset}: {exc}") from exc  # fmt: skip
+        if isinstance(ts, bool) or not isinstance(ts, int):
+            raise ProcessingError(
+                f"task {self.id}: the timestamp extractor returned {ts!r} for the record at "
+                f"{rec.topic}[{rec.partition}] offset {rec.offset}; it must return int milliseconds"
+            )
+        if ts < 0:
+            log.warning("task %s: dropping the record at %s[%d] offset %d: negative extracted timestamp %d",
+                        self.id, rec.topic, rec.partition, rec.offset, ts)  # fmt: skip
+            self.dropped_records += 1
+        elif ts > inp.partition_time:
+            inp.partition_time = ts
+        return ts
 
     def _deserialization_error(self, rec: Record, is_key: bool, exc: Exception) -> None:
         error = DeserializationError(rec.topic, rec.partition, rec.offset, is_key, exc)
@@ -299,6 +382,7 @@ class StreamTask:
         headers = source_header([(inp.tp.topic, inp.tp.partition, inp.next_offset if inp.next_offset is not None
                                   else -1) for inp in self._inputs.values()])  # fmt: skip
         for store in self.stores.values():
+            store.stream_time = self.stream_time  # time-keeping stores write it with their changes
             if store.dirty_count:
                 store.flush(headers)
 

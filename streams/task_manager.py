@@ -28,7 +28,7 @@ from streams.listeners import TaskListener, TaskState
 from streams.log.base import OFFSET_BEGINNING, Consumer, Log, TopicPartition
 from streams.metadata import Metadata
 from streams.standby import StandbyTask, StandbyUpdater
-from streams.state.cache import CachingKeyValueStore
+from streams.state.base import StateStore
 from streams.task import StreamTask, TaskEnv
 from streams.task_producer import TaskProducer
 
@@ -142,7 +142,7 @@ class TaskManager:
     def _new_task(self, task_id: str) -> StreamTask:
         sub, _, partition = task_id.partition("_")
         producer = TaskProducer(self._log, self._env.application_id, task_id)
-        env = dataclasses.replace(self._env, send=producer.send)
+        env = dataclasses.replace(self._env, send=producer.send, send_batch=producer.send_batch)
         task = StreamTask(self._metadata.sub_topologies[int(sub)], int(partition), env)
         self._producers[task_id] = producer
         return task
@@ -257,7 +257,7 @@ class TaskManager:
         log.info("thread %s: started task(s) %s in %s", self._thread_name, sorted(by_id), phases)
 
     @staticmethod
-    def _checkpointed_start(store: CachingKeyValueStore, tp: TopicPartition, checkpoint: dict[str, int]) -> int:
+    def _checkpointed_start(store: StateStore, tp: TopicPartition, checkpoint: dict[str, int]) -> int:
         """Where a store's restore starts: its checkpoint, else (no checkpoint, or not persistent) zero."""
         start = checkpoint.get(checkpoint_key(tp.topic, tp.partition)) if store.persistent else None
         if start is None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from streams.errors import TaskCorruptedError, TaskMigratedError
 from streams.log.base import (
@@ -137,6 +137,23 @@ class TaskProducer:
         try:
             producer.send(topic, value, key, partition=partition, headers=headers, timestamp=timestamp,
                           on_delivery=on_delivery)  # fmt: skip
+        except ProducerFencedError as exc:
+            raise self._error(exc, f"send to {topic!r}") from exc
+
+    def send_batch(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[tuple[bytes | None, bytes | None]],
+        *,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        on_last_delivery: DeliveryCallback | None = None,
+    ) -> None:
+        """``Producer.send_batch`` inside the task's transaction (a store's changelog flush)."""
+        producer = self._producer if self.open else self._begin()
+        assert producer is not None
+        try:
+            producer.send_batch(topic, partition, records, headers=headers, on_last_delivery=on_last_delivery)
         except ProducerFencedError as exc:
             raise self._error(exc, f"send to {topic!r}") from exc
 

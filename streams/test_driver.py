@@ -8,8 +8,10 @@
     driver.get_key_value_store("totals").get("alice")
 
 Every topic has one partition; each piped record is processed completely (through repartition topics
-too), then the driver commits, so cached aggregates are emitted after each input record. Wall-clock
-time is simulated: ``advance_wall_clock(ms)`` fires wall-clock punctuators.
+too), then the driver commits, so cached aggregates are emitted after each input record. Stream time
+advances with the piped records' timestamps (windows close, suppressions emit); wall-clock time is
+simulated: ``advance_wall_clock(ms)`` fires wall-clock punctuators and moves ``WallclockTimestampExtractor``.
+Window and session stores: ``get_window_store`` / ``get_session_store``.
 """
 
 from __future__ import annotations
@@ -21,11 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from streams.errors import StreamsError, TopologyError
+from streams.extractors import extractor_from
 from streams.handlers import handler_from
 from streams.log.base import Headers, Record
 from streams.metadata import TopicNames
 from streams.serdes import bind_deserializer, bind_serializer, serde_from
+from streams.state.base import StateStore
 from streams.state.cache import CachingKeyValueStore
+from streams.state.session import SessionStore
+from streams.state.window import WindowStore
 from streams.task import StreamTask, TaskEnv
 from streams.topology import Topology
 
@@ -52,7 +58,8 @@ class TopologyTestDriver:
     __test__ = False  # not a pytest test class
 
     def __init__(self, topology: Topology, *, application_id: str = "test-driver", wall_clock_ms: int = 0,
-                 state_dir: str | Path | None = None, deserialization_error_handler: Any = "fail") -> None:  # fmt: skip
+                 state_dir: str | Path | None = None, deserialization_error_handler: Any = "fail",
+                 default_timestamp_extractor: Any = None) -> None:  # fmt: skip
         self.topology = topology
         self.application_id = application_id
         self.clock = _MockClock(wall_clock_ms)
@@ -74,6 +81,7 @@ class TopologyTestDriver:
             deserialization_handler=handler_from(deserialization_error_handler),
             topic_names=names,
             partitions_of=lambda topic: 1,
+            default_timestamp_extractor=extractor_from(default_timestamp_extractor, "default_timestamp_extractor"),
         )
         self.tasks: list[StreamTask] = []
         self._task_by_topic: dict[str, StreamTask] = {}
@@ -156,13 +164,32 @@ class TopologyTestDriver:
     def wall_clock_ms(self) -> int:
         return self.clock.ms
 
-    def get_key_value_store(self, name: str) -> CachingKeyValueStore:
+    def get_state_store(self, name: str) -> StateStore:
+        """The store ``name``, whatever its type."""
         for task in self.tasks:
             if name in task.stores:
                 return task.stores[name]
         raise StreamsError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
 
-    get_state_store = get_key_value_store
+    def _typed_store(self, name: str, kind: type, what: str) -> Any:
+        store = self.get_state_store(name)
+        if not isinstance(store, kind):
+            raise StreamsError(f"store {name!r} is a {type(store).__name__}, not a {what}")
+        return store
+
+    def get_key_value_store(self, name: str) -> CachingKeyValueStore:
+        return self._typed_store(name, CachingKeyValueStore, "key-value store")
+
+    def get_window_store(self, name: str) -> WindowStore:
+        return self._typed_store(name, WindowStore, "window store")
+
+    def get_session_store(self, name: str) -> SessionStore:
+        return self._typed_store(name, SessionStore, "session store")
+
+    @property
+    def dropped_records(self) -> int:
+        """Records the topology dropped (late for their window, null keys, negative timestamps)."""
+        return sum(task.dropped_records for task in self.tasks)
 
     def changelog(self, store: str) -> list[Record]:
         """The changelog records the store has written (raw bytes), oldest first."""

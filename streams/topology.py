@@ -15,10 +15,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streams.errors import TopologyError
+from streams.extractors import TimestampExtractor, extractor_from
 from streams.processor import Processor
 from streams.serdes import JSON, serde_from
 
-__all__ = ["ProcessorNode", "SinkNode", "SourceNode", "StoreSpec", "SubTopology", "Topology"]
+__all__ = [
+    "ProcessorNode",
+    "SessionStoreSpec",
+    "SinkNode",
+    "SourceNode",
+    "StoreSpec",
+    "SubTopology",
+    "SuppressionBufferSpec",
+    "Topology",
+    "WindowStoreSpec",
+]
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 STORE_KINDS = ("rocksdb", "memory")
@@ -43,6 +54,8 @@ class StoreSpec:
     value: Any = None
     logged: bool = True
     cache: bool = True
+    #: Keep each value's timestamp with it (the DSL's aggregations and tables do, for their results' timestamps).
+    timestamped: bool = False
 
     def __post_init__(self) -> None:
         _check_name("store", self.name)
@@ -50,6 +63,71 @@ class StoreSpec:
             raise TopologyError(f"store {self.name!r}: kind must be one of {STORE_KINDS}, got {self.kind!r}")
         self.key = serde_from(self.key, f"key serde of store {self.name!r}")
         self.value = serde_from(self.value, f"value serde of store {self.name!r}")
+
+    def changelog_config(self) -> dict[str, str]:
+        """The changelog topic's settings: compacted (the latest value per key is the state)."""
+        return {"cleanup.policy": "compact"}
+
+
+# Kafka Streams keeps a windowed changelog's records for the store's retention plus a day.
+_CHANGELOG_EXTRA_RETENTION_MS = 24 * 60 * 60 * 1000
+
+
+def _check_retention(name: str, retention_ms: int, at_least: int, why: str) -> None:
+    if not isinstance(retention_ms, int) or retention_ms < at_least:
+        raise TopologyError(f"the retention period of store {name!r} must be no smaller than {why} "
+                            f"({at_least} ms), got {retention_ms} ms")  # fmt: skip
+
+
+@dataclass
+class WindowStoreSpec(StoreSpec):
+    """A window store: values per (key, window start), kept ``retention_ms`` behind the newest window
+    start. ``retain_duplicates`` keeps every put (a stream-stream join's buffer); such a store does not
+    cache. Its changelog is compacted and deleted after ``retention_ms`` plus a day."""
+
+    window_size_ms: int = 0
+    retention_ms: int = 0
+    retain_duplicates: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.window_size_ms, int) or self.window_size_ms < 0:
+            raise TopologyError(f"window store {self.name!r}: window_size_ms must be >= 0, got {self.window_size_ms!r}")
+        _check_retention(self.name, self.retention_ms, self.window_size_ms, "its window size")
+        if self.retain_duplicates:
+            self.cache = False
+
+    def changelog_config(self) -> dict[str, str]:
+        return {"cleanup.policy": "compact,delete",
+                "retention.ms": str(self.retention_ms + _CHANGELOG_EXTRA_RETENTION_MS)}  # fmt: skip
+
+
+@dataclass
+class SessionStoreSpec(StoreSpec):
+    """A session store: aggregates per (key, session), kept ``retention_ms`` behind the newest session end."""
+
+    retention_ms: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_retention(self.name, self.retention_ms, 0, "zero")
+
+    def changelog_config(self) -> dict[str, str]:
+        return {"cleanup.policy": "compact,delete",
+                "retention.ms": str(self.retention_ms + _CHANGELOG_EXTRA_RETENTION_MS)}  # fmt: skip
+
+
+@dataclass
+class SuppressionBufferSpec(StoreSpec):
+    """The buffer of a ``KTable.suppress``: in memory, changelogged (compacted). ``count_bytes``: track
+    its size in bytes (for a ``max_bytes`` limit)."""
+
+    count_bytes: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.kind = "memory"
+        self.cache = False
 
 
 @dataclass
@@ -66,6 +144,7 @@ class SourceNode(_Node):
     key: Any = None
     value: Any = None
     internal: bool = False  # topics are repartition topic names, to be prefixed by the application id
+    timestamp_extractor: TimestampExtractor | None = None  # None: the application's default
 
 
 @dataclass
@@ -131,8 +210,16 @@ class Topology:
         self.nodes[node.name] = node
 
     def add_source(
-        self, name: str, *topics: str, key: Any = None, value: Any = None, internal: bool = False
+        self,
+        name: str,
+        *topics: str,
+        key: Any = None,
+        value: Any = None,
+        internal: bool = False,
+        timestamp_extractor: Any = None,
     ) -> Topology:
+        """Read ``topics``; ``timestamp_extractor``: ``(record, partition_time) -> ms`` for their records
+        (None: the application's default, else the log timestamp)."""
         if not topics:
             raise TopologyError(f"source {name!r} needs at least one topic")
         for topic in topics:
@@ -143,7 +230,9 @@ class Topology:
             self._source_topics[(topic, internal)] = name
         key = serde_from(key, f"key serde of source {name!r}")
         value = serde_from(value, f"value serde of source {name!r}")
-        self._add(SourceNode(name, len(self.nodes), [], topics=list(topics), key=key, value=value, internal=internal))
+        extractor = extractor_from(timestamp_extractor, f"timestamp_extractor of source {name!r}")
+        self._add(SourceNode(name, len(self.nodes), [], topics=list(topics), key=key, value=value, internal=internal,
+                             timestamp_extractor=extractor))  # fmt: skip
         return self
 
     def add_processor(self, name: str, supplier: Callable[[], Processor], *parents: str) -> Topology:

@@ -205,6 +205,22 @@ class Producer(abc.ABC):
         """Queue a record. With no partition, the key picks one (murmur2, as Kafka's Java client) or,
         without a key, any partition. ``on_delivery`` is called once the record is durable or failed."""
 
+    def send_batch(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[tuple[bytes | None, bytes | None]],
+        *,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        on_last_delivery: DeliveryCallback | None = None,
+    ) -> None:
+        """``send`` each ``(key, value)`` of ``records`` to ``partition``, all with ``headers``;
+        ``on_last_delivery`` reports the last one (a store's changelog flush). Backends may do it faster."""
+        last = len(records) - 1
+        for i, (key, value) in enumerate(records):
+            self.send(topic, value, key, partition=partition, headers=headers,
+                      on_delivery=on_last_delivery if i == last else None)  # fmt: skip
+
     @abc.abstractmethod
     def flush(self, timeout: float | None = None) -> None:
         """Block until every queued record is durable; raise the first delivery error, if any."""
@@ -479,12 +495,15 @@ class Log(abc.ABC):
     @abc.abstractmethod
     def list_topics(self) -> list[str]: ...
 
-    def ensure_topic(self, name: str, partitions: int = 1, *, compacted: bool = False) -> TopicInfo:
-        """Create the topic, or check that the existing one has exactly these properties."""
+    def ensure_topic(
+        self, name: str, partitions: int = 1, *, compacted: bool = False, config: dict[str, str] | None = None
+    ) -> TopicInfo:
+        """Create the topic (with ``config``, if given), or check that the existing one has exactly these
+        partitions and, if ``compacted``, is compacted."""
         info = self.describe_topic(name)
         if info is None:
             try:
-                return self.create_topic(name, partitions, compacted=compacted)
+                return self.create_topic(name, partitions, compacted=compacted, config=config)
             except TopicExistsError:
                 info = self.describe_topic(name)
                 assert info is not None

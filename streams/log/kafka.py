@@ -67,6 +67,7 @@ _librdkafka_log = logging.getLogger("streams.log.kafka.librdkafka")
 # How long admin calls and metadata look-ups wait for the cluster.
 DEFAULT_TIMEOUT = 30.0
 _LIBRDKAFKA_SESSION_TIMEOUT_MS = 45000
+_POLL_EVERY = 100  # sends between two polls for delivery reports (flush serves the rest)
 
 _CONSUMER_ONLY_PREFIXES = ("fetch.", "group.", "queued.", "auto.commit.")
 _CONSUMER_ONLY = frozenset({
@@ -342,7 +343,7 @@ class KafkaLog(Log):
         check_topic_name(name)
         check_partitions(name, partitions)
         topic_config = {k: _option_value(v) for k, v in (config or {}).items()}
-        if compacted:
+        if compacted and "compact" not in topic_config.get("cleanup.policy", ""):
             topic_config["cleanup.policy"] = "compact"
         replication = min(len(self._metadata().brokers), 3)
         new = NewTopic(name, num_partitions=partitions, replication_factor=replication, config=topic_config)
@@ -471,6 +472,8 @@ class KafkaProducer(Producer):
         self._producer = confluent_kafka.Producer(conf)
         self.transaction = TransactionState(transactional_id)
         self._topics: dict[str, tuple[int, bool]] = {}  # topics known to exist -> (partitions, compacted)
+        self._plain_callbacks: dict[str, Callable[[KafkaError | None, Any], None]] = {}  # per topic, no on_delivery
+        self._unpolled = 0
         self._lock = threading.Lock()
         self._first_error: LogError | None = None
         self._closed = False
@@ -506,7 +509,13 @@ class KafkaProducer(Producer):
             raise LogError("the producer is closed")
         self.transaction.check_send()
         self._check_target(topic, partition, key)
-        kwargs: dict[str, Any] = {"on_delivery": self._delivery_callback(topic, on_delivery)}
+        if on_delivery is None:
+            callback = self._plain_callbacks.get(topic)
+            if callback is None:
+                callback = self._plain_callbacks[topic] = self._delivery_callback(topic, None)
+        else:
+            callback = self._delivery_callback(topic, on_delivery)
+        kwargs: dict[str, Any] = {"on_delivery": callback}
         if key is not None:
             kwargs["key"] = key
         if partition is not None:
@@ -522,13 +531,61 @@ class KafkaProducer(Producer):
                     break
                 except BufferError:
                     self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
+            # Serve delivery reports now and then (flush serves the rest): once per send costs a call into
+            # librdkafka for every record.
+            self._unpolled += 1
+            if self._unpolled >= _POLL_EVERY:
+                self._unpolled = 0
+                self._producer.poll(0)
+        except KafkaException as exc:
+            raise self._send_error(exc, topic) from exc
+
+    def _send_error(self, exc: KafkaException, topic: str) -> LogError:
+        # e.g. a fatal error (a fenced transactional producer) that librdkafka raises from poll
+        error = _exc_error(exc, f"send to topic {topic!r}")
+        if isinstance(error, ProducerFencedError) and self.transactional_id is not None:
+            self.transaction.fence()
+        return error
+
+    def send_batch(
+        self,
+        topic: str,
+        partition: int,
+        records: Sequence[tuple[bytes | None, bytes | None]],
+        *,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        on_last_delivery: DeliveryCallback | None = None,
+    ) -> None:
+        """The checks once, then one ``produce`` per record (a changelog flush sends thousands)."""
+        if not records:
+            return
+        if self._closed:
+            raise LogError("the producer is closed")
+        self.transaction.check_send()
+        self._check_target(topic, partition, records[0][0])
+        if self._topics[topic][1] and any(key is None for key, _ in records):
+            raise LogError(f"topic {topic!r} is compacted: every record needs a key")
+        callback = self._plain_callbacks.get(topic)
+        if callback is None:
+            callback = self._plain_callbacks[topic] = self._delivery_callback(topic, None)
+        kwargs: dict[str, Any] = {"partition": partition, "on_delivery": callback}
+        if headers is not None:
+            kwargs["headers"] = list(headers)
+        produce = self._producer.produce
+        last = len(records) - 1
+        try:
+            for i, (key, value) in enumerate(records):
+                if i == last and on_last_delivery is not None:
+                    kwargs["on_delivery"] = self._delivery_callback(topic, on_last_delivery)
+                while True:
+                    try:
+                        produce(topic, value, key, **kwargs)
+                        break
+                    except BufferError:
+                        self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
             self._producer.poll(0)
         except KafkaException as exc:
-            # e.g. a fatal error (a fenced transactional producer) that librdkafka raises from poll
-            error = _exc_error(exc, f"send to topic {topic!r}")
-            if isinstance(error, ProducerFencedError) and self.transactional_id is not None:
-                self.transaction.fence()
-            raise error from exc
+            raise self._send_error(exc, topic) from exc
 
     def _delivery_callback(
         self, topic: str, on_delivery: DeliveryCallback | None

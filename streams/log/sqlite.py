@@ -467,9 +467,9 @@ class SqliteLog(Log):
         check_topic_name(name)
         check_partitions(name, partitions)
         config = dict(config or {})
-        if compacted:
+        if compacted and "compact" not in config.get("cleanup.policy", ""):
             config["cleanup.policy"] = "compact"
-        elif config.get("cleanup.policy") == "compact":
+        elif "compact" in config.get("cleanup.policy", "").split(","):
             compacted = True
         with self._db.write() as conn:
             if conn.execute("SELECT 1 FROM topics WHERE name = ?", (name,)).fetchone():

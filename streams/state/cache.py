@@ -14,23 +14,31 @@ from typing import TYPE_CHECKING, Any
 
 from streams.errors import SerdeError
 from streams.serdes import bind_deserializer, bind_serializer, serde_name
+from streams.state.base import ChangelogSink
 
 if TYPE_CHECKING:
-    from streams.changelog import ChangelogWriter
     from streams.processor import RecordContext
 
 __all__ = ["CachingKeyValueStore", "FlushListener"]
 
-FlushListener = Callable[[Any, Any, int], None]
+#: ``listener(key, new_value, old_value, timestamp)``: a flushed change; ``old_value`` is the value the
+#: previous flush sent (None unless ``track_old_values``).
+FlushListener = Callable[[Any, Any, Any, int], None]
 
 
 class CachingKeyValueStore:
     """Base of the key-value stores: typed access through serdes plus the per-commit record cache.
 
+    A ``timestamped`` store (every store the DSL makes, as Kafka Streams' ``TimestampedKeyValueStore``)
+    keeps ``(value, timestamp)`` per key: the typed interface reads and writes values, the ``*_serialized``
+    methods and flush listeners see the pairs, and its value serde is ``TimestampedSerde(value serde)``.
+
     Subclasses keep the data (``_lookup`` / ``_store`` / ``_items``, ``restore_batch`` / ``wipe``) and may
     persist after a commit."""
 
     persistent = False
+    stream_time = -1  # key-value stores keep no time
+    timestamped = False
 
     def __init__(self, name: str, key_serde: Any, value_serde: Any, topic: str, record_context: RecordContext):
         self.name = name
@@ -43,9 +51,12 @@ class CachingKeyValueStore:
         self._vser = bind_serializer(value_serde, topic, False)
         self._vde = bind_deserializer(value_serde, topic, False)
         self._rc = record_context
-        self._dirty: dict[bytes, tuple[Any, int]] = {}
+        self._dirty: dict[bytes, tuple[Any, int, Any]] = {}
         self.listener: FlushListener | None = None
-        self.changelog: ChangelogWriter | None = None
+        #: Remember each key's value as of the last flush, for listeners that need (new, old) pairs
+        #: (a table that is re-grouped subtracts the old value from its old group).
+        self.track_old_values = False
+        self.changelog: ChangelogSink | None = None
         self.closed = False
 
     # -- key handling ----------------------------------------------------------------------------------
@@ -64,27 +75,39 @@ class CachingKeyValueStore:
 
     # -- the typed interface ---------------------------------------------------------------------------
 
+    def _value(self, stored: Any) -> Any:
+        """The value of what the store holds (a timestamped store holds ``(value, timestamp)``)."""
+        return stored[0] if self.timestamped and stored is not None else stored
+
+    def _stored(self, value: Any) -> Any:
+        return (value, self._rc.timestamp) if self.timestamped and value is not None else value
+
     def get(self, key: Any) -> Any:
-        return self._lookup(self.key_bytes(key))
+        return self._value(self._lookup(self.key_bytes(key)))
+
+    def get_with_timestamp(self, key: Any) -> tuple[Any, int] | None:
+        """``(value, timestamp)`` of a timestamped store (the timestamp of the value's last update)."""
+        stored = self._lookup(self.key_bytes(key))
+        return stored if self.timestamped or stored is None else (stored, -1)
 
     def peek(self, key: Any) -> Any:
         """Read without filling the cache (safe from other threads, e.g. interactive queries)."""
-        return self._lookup(self.key_bytes(key))
+        return self._value(self._lookup(self.key_bytes(key)))
 
     def put(self, key: Any, value: Any) -> None:
         """Set ``key`` to ``value``; ``None`` deletes it."""
-        self.put_serialized(self.key_bytes(key), key, value)
+        self.put_serialized(self.key_bytes(key), key, self._stored(value))
 
     def put_if_absent(self, key: Any, value: Any) -> Any:
         kb = self.key_bytes(key)
-        old = self._lookup(kb)
+        old = self._value(self._lookup(kb))
         if old is None:
-            self.put_serialized(kb, key, value)
+            self.put_serialized(kb, key, self._stored(value))
         return old
 
     def delete(self, key: Any) -> Any:
         kb = self.key_bytes(key)
-        old = self._lookup(kb)
+        old = self._value(self._lookup(kb))
         self.put_serialized(kb, key, None)
         return old
 
@@ -100,7 +123,7 @@ class CachingKeyValueStore:
     def all(self) -> Iterator[tuple[Any, Any]]:
         """Every (key, value), in key-byte order."""
         for kb, value in sorted(self._items(), key=lambda kv: kv[0]):
-            yield self._kde(kb), value
+            yield self._kde(kb), self._value(value)
 
     def range(self, key_from: Any = None, key_to: Any = None) -> Iterator[tuple[Any, Any]]:
         """(key, value) with ``key_from <= key <= key_to`` compared as serialized keys (Kafka Streams'
@@ -108,7 +131,7 @@ class CachingKeyValueStore:
         low = None if key_from is None else self.key_bytes(key_from)
         high = None if key_to is None else self.key_bytes(key_to)
         for kb, value in sorted(self._items_between(low, high), key=lambda kv: kv[0]):
-            yield self._kde(kb), value
+            yield self._kde(kb), self._value(value)
 
     def keys(self) -> Iterator[Any]:
         for key, _ in self.all():
@@ -129,8 +152,14 @@ class CachingKeyValueStore:
 
     def put_serialized(self, kb: bytes, key: Any, value: Any) -> None:
         """``put(key, value)`` for a key already serialized to ``kb``; ``key`` is what a flush forwards."""
+        # A changed key moves to the end: a flush forwards keys in the order of their last change, so
+        # the timestamps it forwards rise as the input's did (what keeps a suppression downstream from
+        # seeing a later time before an earlier window's last update).
+        dirty = self._dirty
+        prev = dirty.pop(kb, None)
+        old = prev[2] if prev is not None else (self._lookup(kb) if self.track_old_values else None)
         self._store(kb, value)
-        self._dirty[kb] = (key, self._rc.timestamp)
+        dirty[kb] = (key, self._rc.timestamp, old)
 
     # -- commit protocol -------------------------------------------------------------------------------
 
@@ -150,7 +179,7 @@ class CachingKeyValueStore:
         entries: list[tuple[bytes, bytes | None]] = []
         listener = self.listener
         rc = self._rc
-        for kb, (key, ts) in dirty.items():
+        for kb, (key, ts, old) in dirty.items():
             value = lookup(kb)
             try:
                 vb = vser(value)
@@ -166,7 +195,7 @@ class CachingKeyValueStore:
                 saved = rc.timestamp, rc.headers
                 rc.timestamp, rc.headers = ts, ()
                 try:
-                    listener(key, value, ts)
+                    listener(key, value, old, ts)
                 finally:
                     rc.timestamp, rc.headers = saved
         if self.changelog is not None:

@@ -23,13 +23,14 @@ except ImportError as e:  # the one optional package of the runtime
 from streams.errors import StateStoreError
 from streams.state.cache import CachingKeyValueStore
 
-__all__ = ["RocksDBKeyValueStore"]
+__all__ = ["RocksDBKeyValueStore", "open_rocksdb"]
 
 _MISSING = object()
 _OPEN_RETRY_SECONDS = 15.0
 
 
-def _open(path: Path) -> Rdict:
+def open_rocksdb(path: Path) -> Rdict:
+    """Open (creating) a raw-bytes RocksDB at ``path``, waiting briefly for a lock another task still holds."""
     options = Options(raw_mode=True)
     options.create_if_missing(True)
     deadline = time.monotonic() + _OPEN_RETRY_SECONDS
@@ -50,7 +51,7 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
         super().__init__(*args, **kwargs)
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = _open(path)
+        self._db = open_rocksdb(path)
         self._cache: dict[bytes, Any] = {}  # value objects (None: known absent), clean and dirty
         self._max_cache = max(max_cache_entries, 1)
         self._pending: list[tuple[bytes, bytes | None]] = []
@@ -72,7 +73,7 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
         if value is _MISSING:
             vb = self._db.get(kb)
             value = None if vb is None else self._vde(vb)
-        return value
+        return self._value(value)
 
     def _shrink(self) -> None:
         # Drop clean entries; dirty and flushed-but-unpersisted ones are not in RocksDB yet, so they stay.
@@ -148,7 +149,7 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
     def wipe(self) -> None:
         self._db.close()
         shutil.rmtree(self.path, ignore_errors=True)
-        self._db = _open(self.path)
+        self._db = open_rocksdb(self.path)
         self._cache = {}
         self._pending = []
 

@@ -85,6 +85,26 @@ def test_send_and_flush_report_each_record_in_order(log: Log, topic_name: Callab
     assert [r.value for r in records] == [b"%d" % i for i in range(20)]
 
 
+def test_send_batch_sends_every_record_to_one_partition_and_reports_the_last(
+    log: Log, topic_name: Callable[..., str]
+) -> None:
+    topic = topic_name()
+    log.create_topic(topic, 2, compacted=True)
+    reports: list[tuple[RecordMetadata | None, object]] = []
+    with log.producer() as producer:
+        batch = [(b"k%d" % i, b"v%d" % i if i != 3 else None) for i in range(5)]
+        producer.send_batch(topic, 1, batch, headers=[("h", b"1")],
+                            on_last_delivery=lambda md, err: reports.append((md, err)))  # fmt: skip
+        producer.flush()
+        with pytest.raises(Exception, match="every record needs a key"):
+            producer.send_batch(topic, 0, [(None, b"v")])
+    assert [(md.partition, md.offset) for md, _ in reports if md is not None] == [(1, 4)]
+    records = read_all(log, topic, 2, 5)
+    assert [(r.partition, r.key, r.value, r.headers) for r in records] == [
+        (1, b"k%d" % i, b"v%d" % i if i != 3 else None, (("h", b"1"),)) for i in range(5)
+    ]
+
+
 def test_default_timestamp_is_wall_clock_millis(log: Log, topic_name: Callable[..., str]) -> None:
     import time
 

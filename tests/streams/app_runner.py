@@ -3,8 +3,9 @@ metrics whenever they change, and every task state change (``{"event": "task", .
 graceful SIGTERM shutdown.
 
     python -m tests.streams.app_runner <log-url> <application-id> <state-dir> <input-topic> <output-topic>
-        [--commit-ms N] [--topology order_totals|key_counts] [--name NAME] [--standbys N]
-        [--session-ms N] [--probing-ms N] [--recovery-lag N] [--warmups N] [--server http://host:port]
+        [--commit-ms N] [--topology order_totals|key_counts|click_windows|click_windows_uncached]
+        [--name NAME] [--standbys N] [--session-ms N] [--probing-ms N] [--recovery-lag N] [--warmups N]
+        [--server http://host:port]
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import threading
 import time
 
 from streams.app import StreamsApp
-from tests.streams.topologies import key_counts, order_totals
+from tests.streams.topologies import click_windows, key_counts, order_totals
 
 REPORTED = ("state", "tasks", "standby_tasks", "task_states", "restored", "restores", "processed", "leader",
             "generation", "lost_tasks", "standby_records")  # fmt: skip
@@ -55,6 +56,8 @@ def main() -> int:
                         format="%(asctime)s %(process)d %(threadName)s %(name)s %(message)s")  # fmt: skip
     if args.topology == "key_counts":
         topology = key_counts(args.input, args.output, args.name)
+    elif args.topology.startswith("click_windows"):
+        topology = click_windows(args.input, args.output, cache=args.topology == "click_windows")
     else:
         topology = order_totals(args.input, args.output)
     lock = threading.Lock()

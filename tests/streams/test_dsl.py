@@ -14,6 +14,7 @@ from streams import (
     TopologyError,
     TopologyTestDriver,
 )
+from streams.serdes import TimestampedSerde
 
 
 def driver_for(build) -> TopologyTestDriver:  # type: ignore[no-untyped-def]
@@ -221,9 +222,14 @@ def test_changelog_records_carry_the_serialized_latest_value() -> None:
         b.stream("in", key=str, value=str).group_by_key().count(store="c")
 
     with driver_for(build) as d:
-        d.input_topic("in", key=str, value=str).pipe_key_values([("k", "1"), ("k", "2")])
+        d.input_topic("in", key=str, value=str).pipe_input("k", "1", timestamp=5)
+        d.input_topic("in", key=str, value=str).pipe_input("k", "2", timestamp=3)
         log = d.changelog("c")
-        assert [(r.key, INT.deserialize(r.value)) for r in log] == [(b"k", 1), (b"k", 2)]
+        # The DSL's stores are timestamped: 8-byte big-endian timestamp (the aggregate's: the largest of its
+        # records'), then the value.
+        stored = TimestampedSerde(INT)
+        assert [(r.key, stored.deserialize(r.value, "", False)) for r in log] == [(b"k", (1, 5)), (b"k", (2, 5))]
+        assert log[1].value == (5).to_bytes(8, "big") + (2).to_bytes(8, "big")
         assert log[0].topic == "test-driver-c-changelog"
 
 

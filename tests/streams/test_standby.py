@@ -13,7 +13,7 @@ from streams.handlers import handler_from
 from streams.log import Log, TopicPartition, open_log
 from streams.metadata import TopicNames
 from streams.processor import SystemClock
-from streams.serdes import INT
+from streams.serdes import INT, TimestampedSerde
 from streams.standby import StandbyTask, StandbyUpdater
 from streams.task import StreamTask, TaskEnv
 
@@ -33,11 +33,15 @@ def standby_of(lg: Log, state_dir: Path) -> StandbyTask:
     return StandbyTask(task, "STANDBY", read_checkpoint(task.task_dir) if task.task_dir else {})
 
 
+COUNTS = TimestampedSerde(INT)  # the DSL's stores keep (value, timestamp)
+
+
 def write(lg: Log, entries: list[tuple[str, int | None]], input_offset: int) -> None:
     """What an active task's flush writes: changed keys with the input position they reflect."""
     with lg.producer() as p:
         for key, count in entries:
-            p.send(CHANGELOG.topic, None if count is None else INT.serialize(count), key.encode(), partition=0,
+            vb = None if count is None else COUNTS.serialize((count, 100 + input_offset), CHANGELOG.topic, False)
+            p.send(CHANGELOG.topic, vb, key.encode(), partition=0,
                    headers=source_header([(INPUT.topic, 0, input_offset)]))  # fmt: skip
 
 

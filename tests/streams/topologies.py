@@ -6,7 +6,10 @@ import random
 from collections import Counter
 from typing import Any
 
-from streams import StreamsBuilder, Topology
+from streams import StreamsBuilder, Suppressed, TimeWindows, Topology
+
+# The windowed end-to-end tests: hopping windows of 10 s advancing by 5 s, 2 s grace.
+CLICK_WINDOWS = TimeWindows.of_size_and_grace(10_000, 2_000).advance_by(5_000)
 
 
 def word_count(text_topic: str, out_topic: str) -> Topology:
@@ -56,6 +59,33 @@ def make_lines(n: int, seed: int = 3) -> list[str]:
     rng = random.Random(seed)
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
     return [" ".join(rng.choice(words) for _ in range(rng.randrange(1, 6))) for _ in range(n)]
+
+
+def click_windows(clicks_topic: str, finals_topic: str, cache: bool = True) -> Topology:
+    """Clicks keyed by page, counted per hopping window; one final count per window (suppressed until the
+    window closes) to ``finals_topic``. The store is queryable as ``clicks-per-window``. With the cache the
+    counts reach the suppression at commits; without, at once (so finals are also emitted between commits)."""
+    b = StreamsBuilder()
+    (b.stream(clicks_topic, key=str, value="json").group_by_key()
+     .windowed_by(CLICK_WINDOWS).count(store="clicks-per-window", cache=cache)
+     .suppress(Suppressed.until_window_closes().with_name("finals"))
+     .to_stream().to(finals_topic, value=int))  # fmt: skip
+    return b.build()
+
+
+def make_clicks(n: int, start_ms: int, step_ms: int = 20, seed: int = 5) -> list[tuple[str, dict[str, Any], int]]:
+    """``n`` clicks (page key, value, timestamp), timestamps rising by ``step_ms`` from ``start_ms``."""
+    rng = random.Random(seed + start_ms)
+    return [(f"page{rng.randrange(20)}", {"user": rng.randrange(100)}, start_ms + i * step_ms) for i in range(n)]
+
+
+def reference_window_counts(clicks: list[tuple[str, Any, int]]) -> dict[tuple[str, int], int]:
+    """Clicks per (page, window start) of ``CLICK_WINDOWS``."""
+    counts: Counter[tuple[str, int]] = Counter()
+    for page, _, ts in clicks:
+        for start in CLICK_WINDOWS.window_starts(ts):
+            counts[(page, start)] += 1
+    return dict(counts)
 
 
 def key_counts(input_topic: str, out_topic: str, tag: str = "") -> Topology:

@@ -1,0 +1,233 @@
+"""The suppression buffer: the latest update per key, held until it is due, then evicted in due order.
+
+It lives in memory and is changelogged (compacted), so a restarted task gets back exactly the updates
+that were buffered at its last commit: a final result is neither lost nor emitted twice because of the
+restart. Changelog record: key = the table key's bytes; value = due time, record timestamp (8-byte
+big-endian each), the length of the prior value (4 bytes, -1 for none), the prior value, a flag byte (1:
+a new value follows, 0: the update was a delete) and the new value. Evicted keys are deleted (tombstones).
+
+An update to a buffered key keeps its place (its due time) and replaces its value; the prior value (what
+downstream saw last) stays, so the update that is finally emitted is ``Change(latest, prior)``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import struct
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from streams.errors import SerdeError
+from streams.serdes import bind_deserializer, bind_serializer, serde_name
+from streams.state.base import ChangelogSink, Headers
+from streams.state.timed import META_KEY
+
+if TYPE_CHECKING:
+    from streams.processor import RecordContext
+
+__all__ = ["BufferedUpdate", "SuppressionBuffer"]
+
+_HEAD = struct.Struct(">qqi")
+
+
+class BufferedUpdate:
+    __slots__ = ("due", "key", "new", "prior", "seq", "size", "timestamp")
+
+    def __init__(self, key: Any, new: Any, prior: Any, timestamp: int, due: int, seq: int, size: int) -> None:
+        self.key = key
+        self.new = new
+        self.prior = prior
+        self.timestamp = timestamp
+        self.due = due
+        self.seq = seq
+        self.size = size
+
+
+class SuppressionBuffer:
+    persistent = False
+
+    def __init__(self, name: str, key_serde: Any, value_serde: Any, topic: str, record_context: RecordContext,
+                 count_bytes: bool = False) -> None:  # fmt: skip
+        self.name = name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.key_serializer = bind_serializer(key_serde, topic, True)
+        self._kde = bind_deserializer(key_serde, topic, True)
+        self._vser = bind_serializer(value_serde, topic, False)
+        self._vde = bind_deserializer(value_serde, topic, False)
+        self._rc = record_context
+        self._count_bytes = count_bytes
+        self._entries: dict[bytes, BufferedUpdate] = {}
+        self._heap: list[tuple[int, int, bytes]] = []
+        self._seq = 0
+        self._dirty: set[bytes] = set()
+        # Keys whose last changelog record holds an update (the buffer as of the last flush): a key buffered
+        # and evicted between two flushes never needs a record at all.
+        self._logged: set[bytes] = set()
+        self._metadata: dict[str, int] = {}
+        self._meta_dirty = False
+        self.size_bytes = 0
+        self.changelog: ChangelogSink | None = None
+        self.closed = False
+
+    # -- keys and values -------------------------------------------------------------------------------
+
+    def key_bytes(self, key: Any) -> bytes:
+        try:
+            kb = self.key_serializer(key)
+        except Exception as exc:
+            raise SerdeError(f"suppression buffer {self.name!r}: cannot serialize key {key!r} with "
+                             f"{serde_name(self.key_serde)}: {exc}") from exc  # fmt: skip
+        if kb is None:
+            raise SerdeError(f"suppression buffer {self.name!r}: keys must not be None")
+        return kb
+
+    def _value_bytes(self, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        try:
+            return self._vser(value)
+        except Exception as exc:
+            raise SerdeError(f"suppression buffer {self.name!r}: cannot serialize value {value!r:.80} with "
+                             f"{serde_name(self.value_serde)}: {exc}") from exc  # fmt: skip
+
+    def _encode(self, u: BufferedUpdate) -> bytes:
+        prior = self._value_bytes(u.prior)
+        new = self._value_bytes(u.new)
+        head = _HEAD.pack(u.due, u.timestamp, -1 if prior is None else len(prior))
+        return head + (prior or b"") + (b"\x00" if new is None else b"\x01" + new)
+
+    def _decode(self, key: Any, vb: bytes) -> BufferedUpdate:
+        due, ts, prior_len = _HEAD.unpack_from(vb)
+        at = _HEAD.size
+        prior = None
+        if prior_len >= 0:
+            prior = self._vde(vb[at : at + prior_len])
+            at += prior_len
+        new = self._vde(vb[at + 1 :]) if vb[at : at + 1] == b"\x01" else None
+        return BufferedUpdate(key, new, prior, ts, due, 0, len(vb) if self._count_bytes else 0)
+
+    # -- buffering -------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def estimate_num_entries(self) -> int:
+        return len(self._entries)
+
+    @property
+    def min_due(self) -> int | None:
+        """The earliest due time (every buffered key has exactly one heap entry: evictions pop it)."""
+        return self._heap[0][0] if self._heap else None
+
+    def put(self, kb: bytes, key: Any, new: Any, old: Any, timestamp: int, due: int) -> None:
+        """Buffer an update of ``key`` (``old``: what downstream saw before it)."""
+        u = self._entries.get(kb)
+        if u is None:
+            self._seq += 1
+            u = BufferedUpdate(key, new, old, timestamp, due, self._seq, 0)
+            self._entries[kb] = u
+            heapq.heappush(self._heap, (due, u.seq, kb))
+        else:
+            u.new, u.timestamp = new, timestamp
+        if self._count_bytes:
+            self.size_bytes -= u.size
+            u.size = len(kb) + len(self._encode(u))
+            self.size_bytes += u.size
+        self._dirty.add(kb)
+
+    def pop_due(self, now: int) -> list[BufferedUpdate]:
+        """Evict, in due order, every update due at or before ``now``."""
+        heap = self._heap
+        out = []
+        while heap and heap[0][0] <= now:
+            out.append(self.pop_oldest())
+        return out
+
+    def pop_oldest(self) -> BufferedUpdate:
+        _, _, kb = heapq.heappop(self._heap)
+        u = self._entries.pop(kb)
+        self.size_bytes -= u.size
+        self._dirty.add(kb)
+        return u
+
+    # -- time ------------------------------------------------------------------------------------------
+
+    @property
+    def stream_time(self) -> int:
+        return self._metadata.get("stream_time", -1)
+
+    @stream_time.setter
+    def stream_time(self, value: int) -> None:
+        if self._metadata.get("stream_time") != value:
+            self._metadata["stream_time"] = value
+            self._meta_dirty = True
+
+    # -- commit protocol -------------------------------------------------------------------------------
+
+    @property
+    def dirty_count(self) -> int:
+        return len(self._dirty) + self._meta_dirty
+
+    def flush(self, headers: Headers | None) -> int:
+        out: list[tuple[bytes, bytes | None]] = []
+        logged = self._logged
+        for kb in self._dirty:
+            u = self._entries.get(kb)
+            if u is not None:
+                out.append((kb, self._encode(u)))
+                logged.add(kb)
+            elif kb in logged:
+                out.append((kb, None))
+                logged.discard(kb)
+        self._dirty = set()
+        if self._meta_dirty:
+            self._meta_dirty = False
+            out.append((META_KEY, orjson.dumps(self._metadata)))
+        if out and self.changelog is not None:
+            self.changelog.send_batch(out, headers)
+        return len(out)
+
+    def persist(self) -> bool:
+        return False
+
+    def discard_pending(self) -> None:
+        """In memory only: a task whose commit failed is closed and restored from the changelog."""
+        self._dirty = set()
+        self._meta_dirty = False
+
+    def restore_batch(self, entries: list[tuple[bytes, bytes | None]]) -> None:
+        for kb, vb in entries:
+            if kb == META_KEY:
+                if vb is not None:
+                    self._metadata = {k: int(v) for k, v in orjson.loads(vb).items()}
+                continue
+            old = self._entries.pop(kb, None)
+            if old is not None:
+                self.size_bytes -= old.size
+            if vb is not None:
+                u = self._decode(self._kde(kb), vb)
+                self._seq += 1
+                u.seq = self._seq
+                if self._count_bytes:
+                    u.size = len(kb) + len(vb)
+                    self.size_bytes += u.size
+                self._entries[kb] = u
+        self._heap = [(u.due, u.seq, kb) for kb, u in self._entries.items()]
+        heapq.heapify(self._heap)
+        self._logged = set(self._entries)
+
+    def wipe(self) -> None:
+        self._entries.clear()
+        self._heap = []
+        self._dirty = set()
+        self._logged = set()
+        self._metadata = {}
+        self.size_bytes = 0
+
+    def close(self) -> None:
+        self.closed = True
+
+    def __repr__(self) -> str:
+        return f"SuppressionBuffer({self.name!r})"

@@ -1,0 +1,204 @@
+"""Window and session store segments in RocksDB: one database per store partition, every key prefixed by
+its 8-byte segment id, so that dropping an expired segment is one range delete.
+
+Key: segment id, key bytes, time, sub (all big-endian; ``sub`` 4 bytes for windows, 8 for sessions).
+Value: the serialized entry (8-byte timestamp, value bytes). The store's metadata lives under a key past
+every segment. Decoded entries of recent reads are kept in a bounded object cache.
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from pathlib import Path
+from typing import Any, cast
+
+import orjson
+
+from streams.state.rocksdb import WriteBatch, open_rocksdb
+from streams.state.segments import Entry, TimeKeyedRow, WriteRow, segment_interval
+
+__all__ = ["RocksDBSegments"]
+
+_SEG = struct.Struct(">q")
+_META_KEY = b"\xff" * 8 + b"metadata"
+_MISSING = object()
+
+
+class RocksDBSegments:
+    persistent = True
+
+    def __init__(self, path: Path, retention_ms: int, sub_size: int, decode: Any, max_cache_entries: int) -> None:
+        self.path = path
+        self.interval = segment_interval(retention_ms)
+        self._sub = struct.Struct(">qi" if sub_size == 4 else ">qq")  # time + sub
+        self._suffix = self._sub.size
+        self._decode = decode
+        self._max_cache = max(max_cache_entries, 1)
+        self._cache: dict[tuple[bytes, int, int], Entry | None] = {}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = open_rocksdb(path)
+        self.metadata: dict[str, int] = {}
+        self.observed = -1
+        self._load()
+
+    def _load(self) -> None:
+        raw = self._db.get(_META_KEY)
+        meta = orjson.loads(raw) if raw is not None else {}
+        self.observed = int(meta.pop("_observed", -1))
+        self.metadata = {k: int(v) for k, v in meta.items()}
+        self._segment_ids = set()
+        it = self._db.iter()
+        it.seek_to_first()
+        while it.valid():
+            key = cast(bytes, it.key())
+            if key == _META_KEY:
+                break
+            seg_id = _SEG.unpack_from(key)[0]
+            self._segment_ids.add(seg_id)
+            it.seek(_SEG.pack(seg_id + 1))
+
+    def _key(self, kb: bytes, t: int, sub: int) -> bytes:
+        return _SEG.pack(t // self.interval) + kb + self._sub.pack(t, sub)
+
+    def get(self, kb: bytes, t: int, sub: int) -> Entry | None:
+        ck = (kb, t, sub)
+        cache = self._cache
+        entry = cache.get(ck, _MISSING)
+        if entry is _MISSING:
+            vb = self._db.get(_SEG.pack(t // self.interval) + kb + self._sub.pack(t, sub))
+            if vb is None:
+                return None  # not cached: a window looked up and missing is about to be written
+            entry = self._decode(vb)
+            if len(cache) >= self._max_cache:
+                self._shrink()
+            self._cache[ck] = entry
+        return cast("Entry | None", entry)
+
+    def _shrink(self) -> None:
+        """Keep the newer half of the cached entries (a dict keeps insertion order)."""
+        items = list(self._cache.items())
+        self._cache = dict(items[len(items) // 2 :])
+
+    def _scan(self, lower: bytes, upper: bytes) -> list[tuple[bytes, bytes]]:
+        """Raw (key, value) pairs with ``lower <= key <= upper``."""
+        out = []
+        it = self._db.iter()
+        it.seek(lower)
+        while it.valid():
+            key = cast(bytes, it.key())
+            if key > upper:
+                break
+            out.append((key, cast(bytes, it.value())))
+            it.next()
+        return out
+
+    def _segments_between(self, t_from: int, t_to: int) -> list[int]:
+        first, last = t_from // self.interval, t_to // self.interval
+        return sorted(s for s in self._segment_ids if first <= s <= last)
+
+    def fetch(self, kb: bytes, t_from: int, t_to: int) -> list[tuple[int, int, Entry]]:
+        out = []
+        length = 8 + len(kb) + self._suffix
+        lower, upper = _SEG.pack(max(t_from, 0)), _SEG.pack(t_to) + b"\xff" * (self._suffix - 8)
+        for seg_id in self._segments_between(t_from, t_to):
+            prefix = _SEG.pack(seg_id) + kb
+            for key, vb in self._scan(prefix + lower, prefix + upper):
+                # A longer or shorter key can sort in between: only exact-length matches are ours.
+                if len(key) == length and key.startswith(prefix):
+                    t, sub = self._sub.unpack_from(key, 8 + len(kb))
+                    out.append((t, sub, self._decode(vb)))
+        out.sort(key=lambda row: (row[0], row[1]))
+        return out
+
+    def fetch_all(self, t_from: int, t_to: int) -> list[TimeKeyedRow]:
+        out = []
+        suffix = self._suffix
+        for seg_id in self._segments_between(t_from, t_to):
+            prefix = _SEG.pack(seg_id)
+            for key, vb in self._scan(prefix, _SEG.pack(seg_id + 1)):
+                if not key.startswith(prefix):
+                    continue
+                t, sub = self._sub.unpack_from(key, len(key) - suffix)
+                if t_from <= t <= t_to:
+                    out.append((key[8 : len(key) - suffix], t, sub, self._decode(vb)))
+        out.sort(key=lambda row: (row[1], row[0], row[2]))
+        return out
+
+    def write(self, rows: list[WriteRow], metadata: dict[str, int] | None, min_live: int) -> None:
+        batch = WriteBatch(raw_mode=True)
+        seg, pack_sub, interval = _SEG.pack, self._sub.pack, self.interval
+        segments = self._segment_ids
+        observed = self.observed
+        for kb, t, sub, _entry, vb in rows:
+            if t < min_live:
+                continue
+            key = seg(t // interval) + kb + pack_sub(t, sub)
+            if vb is None:
+                batch.delete(key)
+            else:
+                batch.put(key, vb)
+                segments.add(t // interval)
+                if t > observed:
+                    observed = t
+        self.observed = observed
+        # The written entries are the ones most likely read next (windows still open): cache them.
+        cache = self._cache
+        for kb, t, sub, entry, _ in rows[-self._max_cache :]:
+            if t >= min_live:
+                cache[(kb, t, sub)] = entry
+        if len(cache) > self._max_cache:
+            self._shrink()
+        if metadata is not None:
+            self.metadata = dict(metadata)
+        batch.put(_META_KEY, orjson.dumps({**self.metadata, "_observed": self.observed}))
+        self._db.write(batch)
+        self._drop_expired(min_live)
+
+    def restore(self, rows: list[tuple[bytes, int, int, bytes | None]], min_live: int) -> None:
+        batch = WriteBatch(raw_mode=True)
+        for kb, t, sub, vb in rows:
+            if vb is None:
+                batch.delete(self._key(kb, t, sub))
+            else:
+                batch.put(self._key(kb, t, sub), vb)
+                self._segment_ids.add(t // self.interval)
+                if t > self.observed:
+                    self.observed = t
+        batch.put(_META_KEY, orjson.dumps({**self.metadata, "_observed": self.observed}))
+        self._db.write(batch)
+        self._cache = {}
+        self._drop_expired(min_live)
+
+    def restore_metadata(self, metadata: dict[str, int]) -> None:
+        self.metadata = dict(metadata)
+        self._db.put(_META_KEY, orjson.dumps({**self.metadata, "_observed": self.observed}))
+
+    def _drop_expired(self, min_live: int) -> None:
+        expired = sorted(s for s in self._segment_ids if (s + 1) * self.interval <= min_live)
+        if not expired:
+            return
+        self._db.delete_range(_SEG.pack(expired[0]), _SEG.pack(expired[-1] + 1))
+        self._segment_ids.difference_update(expired)
+        self._cache = {}
+
+    @property
+    def segment_ids(self) -> list[int]:
+        return sorted(self._segment_ids)
+
+    def count(self) -> int:
+        return sum(1 for key in self._db.keys() if key != _META_KEY)  # noqa: SIM118 - an Rdict, not a dict
+
+    def wipe(self) -> None:
+        self._db.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+        self._db = open_rocksdb(self.path)
+        self._cache = {}
+        self.metadata = {}
+        self.observed = -1
+        self._segment_ids = set()
+
+    def close(self) -> None:
+        self._db.flush()
+        self._db.close()
+        self._cache = {}

@@ -1,0 +1,323 @@
+"""The outer layer of window and session stores: typed access through serdes, the uncommitted changes
+(Kafka Streams' caching layer) and the changelog (its change-logging layer), over committed
+``Segments`` (``streams/state/segments.py``).
+
+Changes stay here until their input offsets are committed: ``flush`` sends each change once to the
+changelog (and, through ``listener``, downstream), ``persist`` then writes them into the segments. A
+failed commit (or, later, an aborted transaction) drops what is here and the segments hold exactly the
+committed state.
+
+Changelog records: key = key bytes + 8-byte time + sub (4 bytes for windows, as Kafka Streams' window
+store changelog; 8 for sessions: end, start), value = 8-byte timestamp + value bytes, None for a delete.
+One more record, under a reserved key, carries the store's metadata (the task's stream time, and what
+processors keep with the store), so a restore brings back the time as well as the data.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from streams.errors import SerdeError, StateStoreError
+from streams.serdes import bind_deserializer, bind_serializer, serde_name
+from streams.state.base import ChangelogSink, Headers
+from streams.state.segments import Entry, InMemorySegments, Segments, TimeKeyedRow, WriteRow
+
+if TYPE_CHECKING:
+    from streams.processor import RecordContext
+
+__all__ = ["MAX_TIME", "META_KEY", "TimeKeyedListener", "TimeKeyedStore"]
+
+META_KEY = b"\x00schemakit.store-metadata\x00"
+MAX_TIME = 2**63 - 1
+_TS = struct.Struct(">q")
+
+#: ``listener(key, time, sub, new_entry, old_entry)`` for each flushed change (entries are
+#: ``(value, timestamp)`` or None); ``old_entry`` only when ``track_old_values``.
+TimeKeyedListener = Callable[[Any, int, int, Entry | None, Entry | None], None]
+
+
+class TimeKeyedStore:
+    """Base of ``WindowStore`` and ``SessionStore``. ``path``: a RocksDB directory, or None for memory."""
+
+    sub_size = 4
+    #: Entries at or before ``observed - retention + live_offset - 1`` have expired.
+    live_offset = 1
+
+    def __init__(self, name: str, key_serde: Any, value_serde: Any, topic: str, record_context: RecordContext,
+                 retention_ms: int, path: Path | None = None, max_cache_entries: int = 100_000) -> None:  # fmt: skip
+        self.name = name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.topic = topic
+        self.retention_ms = retention_ms
+        self.key_serializer = bind_serializer(key_serde, topic, True)
+        self._kde = bind_deserializer(key_serde, topic, True)
+        self._vser = bind_serializer(value_serde, topic, False)
+        self._vde = bind_deserializer(value_serde, topic, False)
+        self._tsub = struct.Struct(">qi" if self.sub_size == 4 else ">qq")
+        self._rc = record_context
+        self._inner: Segments
+        if path is None:
+            self._inner = InMemorySegments(retention_ms, self._decode)
+        else:
+            from streams.state.rocksdb_segments import RocksDBSegments  # rocksdict is the [streams] extra
+
+            self._inner = RocksDBSegments(path, retention_ms, self.sub_size, self._decode, max_cache_entries)
+        self.persistent = self._inner.persistent
+        #: The largest time (window start, session end) written: what retention is measured from.
+        self.observed = self._inner.observed
+        self._metadata = dict(self._inner.metadata)
+        self._meta_dirty = False
+        self._pending_meta: dict[str, int] | None = None
+        # Uncommitted changes per key bytes: (time, sub) -> entry, None for a delete.
+        self._overlay: dict[bytes, dict[tuple[int, int], Entry | None]] = {}
+        # Changed since the last flush, in the order of their last change: (kb, time, sub) -> (key, old entry,
+        # timestamp of the change).
+        self._dirty: dict[tuple[bytes, int, int], tuple[Any, Entry | None, int]] = {}
+        self._pending: list[WriteRow] = []
+        self.listener: TimeKeyedListener | None = None
+        self.track_old_values = False
+        self.changelog: ChangelogSink | None = None
+        self.closed = False
+
+    # -- serdes ----------------------------------------------------------------------------------------
+
+    def key_bytes(self, key: Any) -> bytes:
+        try:
+            kb = self.key_serializer(key)
+        except Exception as exc:
+            raise SerdeError(f"store {self.name!r}: cannot serialize key {key!r} ({type(key).__name__}) with "
+                             f"{serde_name(self.key_serde)}: {exc}") from exc  # fmt: skip
+        if kb is None:
+            raise SerdeError(f"store {self.name!r}: keys must not be None")
+        return kb
+
+    def _decode(self, vb: bytes) -> Entry:
+        return self._vde(vb[8:]), _TS.unpack_from(vb)[0]
+
+    def _encode(self, key: Any, entry: Entry) -> bytes:
+        try:
+            vb = self._vser(entry[0])
+        except Exception as exc:
+            raise SerdeError(
+                f"store {self.name!r}: cannot serialize the value of key {key!r} ({type(entry[0]).__name__}) "
+                f"with {serde_name(self.value_serde)}: {exc}"
+            ) from exc
+        return _TS.pack(entry[1]) + (vb or b"")
+
+    # -- time ------------------------------------------------------------------------------------------
+
+    @property
+    def min_live(self) -> int:
+        """The oldest time still retained: entries at or before ``observed - retention`` have expired."""
+        return self.observed - self.retention_ms + self.live_offset
+
+    @property
+    def stream_time(self) -> int:
+        return self._metadata.get("stream_time", -1)
+
+    @stream_time.setter
+    def stream_time(self, value: int) -> None:
+        self.set_metadata("stream_time", value)
+
+    def get_metadata(self, name: str, default: int = -1) -> int:
+        return self._metadata.get(name, default)
+
+    def set_metadata(self, name: str, value: int) -> None:
+        """Keep ``value`` with the store: written with its next changes, restored with them."""
+        if self._metadata.get(name) != value:
+            self._metadata[name] = value
+            self._meta_dirty = True
+
+    # -- entries by key bytes (the processors' path) ---------------------------------------------------
+
+    def get_entry(self, kb: bytes, t: int, sub: int = 0) -> Entry | None:
+        """``(value, timestamp)`` at (key, time, sub), or None (also when expired)."""
+        if t < self.observed - self.retention_ms + self.live_offset:
+            return None
+        overlay = self._overlay.get(kb)
+        if overlay is not None:
+            k = (t, sub)
+            if k in overlay:
+                return overlay[k]
+        return self._inner.get(kb, t, sub)
+
+    def put_entry(self, kb: bytes, key: Any, t: int, sub: int, entry: Entry | None) -> bool:
+        """Write (or, with None, delete) an entry; False if ``t`` has expired (nothing is written)."""
+        if t < self.observed - self.retention_ms + self.live_offset:
+            return False
+        if t > self.observed:
+            if t < 0:
+                raise StateStoreError(f"store {self.name!r}: times must not be negative, got {t}")
+            self.observed = t
+        overlay = self._overlay.get(kb)
+        if overlay is None:
+            overlay = self._overlay[kb] = {}
+        k = (t, sub)
+        dk = (kb, t, sub)
+        dirty = self._dirty
+        prev = dirty.pop(dk, None)  # to the end: flushes go in the order of the last changes (see cache.py)
+        if prev is not None:
+            dirty[dk] = (prev[0], prev[1], self._rc.timestamp)
+        else:
+            old = None
+            if self.track_old_values:
+                old = overlay[k] if k in overlay else self._inner.get(kb, t, sub)
+            dirty[dk] = (key, old, self._rc.timestamp)
+        overlay[k] = entry
+        return True
+
+    def entries(self, kb: bytes, t_from: int, t_to: int) -> list[tuple[int, int, Entry]]:
+        """The key's live entries with ``t_from <= time <= t_to``, by (time, sub)."""
+        t_from = max(t_from, self.observed - self.retention_ms + self.live_offset, 0)
+        t_to = min(t_to, MAX_TIME)
+        if t_from > t_to:
+            return []
+        rows = self._inner.fetch(kb, t_from, t_to)
+        overlay = self._overlay.get(kb)
+        if not overlay:
+            return rows
+        merged = {(t, sub): e for t, sub, e in rows}
+        for (t, sub), e in overlay.items():
+            if t_from <= t <= t_to:
+                merged[(t, sub)] = e  # type: ignore[assignment]
+        return [(t, sub, e) for (t, sub), e in sorted(merged.items()) if e is not None]
+
+    def all_entries(self, t_from: int, t_to: int) -> list[TimeKeyedRow]:
+        """Every key's live entries with ``t_from <= time <= t_to``, by (time, key bytes, sub)."""
+        t_from = max(t_from, self.observed - self.retention_ms + self.live_offset, 0)
+        t_to = min(t_to, MAX_TIME)
+        if t_from > t_to:
+            return []
+        rows = self._inner.fetch_all(t_from, t_to)
+        if not self._overlay:
+            return rows
+        merged: dict[tuple[int, bytes, int], Entry | None] = {(t, kb, sub): e for kb, t, sub, e in rows}
+        for kb, overlay in self._overlay.items():
+            for (t, sub), e in overlay.items():
+                if t_from <= t <= t_to:
+                    merged[(t, kb, sub)] = e
+        return [(kb, t, sub, e) for (t, kb, sub), e in sorted(merged.items()) if e is not None]
+
+    def decode_key(self, kb: bytes) -> Any:
+        return self._kde(kb)
+
+    def approximate_num_entries(self) -> int:
+        return len(self.all_entries(0, MAX_TIME))
+
+    def estimate_num_entries(self) -> int:
+        return self.approximate_num_entries()
+
+    # -- commit protocol -------------------------------------------------------------------------------
+
+    @property
+    def dirty_count(self) -> int:
+        return len(self._dirty) + self._meta_dirty
+
+    def _forward_timestamp(self, t: int, sub: int, entry: Entry | None, change_ts: int) -> int:
+        """The timestamp a flushed change is forwarded with: the entry's (a delete: the change's)."""
+        return entry[1] if entry is not None else change_ts
+
+    def flush(self, headers: Headers | None) -> int:
+        dirty = self._dirty
+        if not dirty and not self._meta_dirty:
+            return 0
+        self._dirty = {}
+        tsub = self._tsub.pack
+        out: list[tuple[bytes, bytes | None]] = []
+        pending = self._pending
+        listener = self.listener
+        overlay = self._overlay
+        encode = self._encode
+        forward_ts = self._forward_timestamp
+        rc = self._rc
+        saved = rc.timestamp, rc.headers
+        rc.headers = ()  # what is forwarded is an aggregate, not an input record
+        try:
+            for (kb, t, sub), (key, old, change_ts) in dirty.items():
+                entry = overlay[kb][(t, sub)]
+                vb = None if entry is None else encode(key, entry)
+                out.append((kb + tsub(t, sub), vb))
+                pending.append((kb, t, sub, entry, vb))
+                if listener is None:
+                    continue
+                # A delete of what downstream never saw (made and removed since the last flush) is not news.
+                if entry is None and (old if self.track_old_values else self._inner.get(kb, t, sub)) is None:
+                    continue
+                rc.timestamp = forward_ts(t, sub, entry, change_ts)
+                listener(key, t, sub, entry, old)
+        finally:
+            rc.timestamp, rc.headers = saved
+        if self._meta_dirty:
+            self._meta_dirty = False
+            self._pending_meta = dict(self._metadata)
+            out.append((META_KEY, orjson.dumps(self._pending_meta)))
+        if self.changelog is not None:
+            self.changelog.send_batch(out, headers)
+        return len(out)
+
+    def persist(self) -> bool:
+        """Write the flushed changes into the segments (after their input offsets were committed)."""
+        pending = self._pending
+        if not pending and self._pending_meta is None:
+            return False
+        self._inner.write(pending, self._pending_meta, self.min_live)
+        overlay = self._overlay
+        for kb, t, sub, entry, _ in pending:
+            per_key = overlay.get(kb)
+            # Only if unchanged since the flush; a later change is still pending a flush.
+            if per_key is not None and (t, sub) in per_key and per_key[(t, sub)] is entry:
+                del per_key[(t, sub)]
+                if not per_key:
+                    del overlay[kb]
+        self._pending = []
+        self._pending_meta = None
+        return self.persistent
+
+    def discard_pending(self) -> None:
+        """Forget every uncommitted change: the store is back at its last committed state."""
+        self._overlay = {}
+        self._dirty = {}
+        self._pending = []
+        self._pending_meta = None
+        self._meta_dirty = False
+        self._metadata = dict(self._inner.metadata)
+        self.observed = self._inner.observed
+
+    # -- restore ---------------------------------------------------------------------------------------
+
+    def restore_batch(self, entries: list[tuple[bytes, bytes | None]]) -> None:
+        size = self._tsub.size
+        unpack = self._tsub.unpack_from
+        rows = []
+        observed = self.observed
+        for ck, vb in entries:
+            if ck == META_KEY:
+                if vb is not None:
+                    self._inner.restore_metadata({k: int(v) for k, v in orjson.loads(vb).items()})
+                continue
+            t, sub = unpack(ck, len(ck) - size)
+            rows.append((ck[:-size], t, sub, vb))
+            if vb is not None and t > observed:
+                observed = t
+        self.observed = observed
+        self._inner.restore(rows, self.min_live)
+        self._metadata = dict(self._inner.metadata)
+
+    def wipe(self) -> None:
+        self._inner.wipe()
+        self.discard_pending()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._inner.close()
+            self._overlay = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"

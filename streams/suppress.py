@@ -1,0 +1,184 @@
+"""``KTable.suppress``: hold back a table's updates (Kafka Streams' ``Suppressed``, KIP-328).
+
+- ``Suppressed.until_window_closes(buffer)``: for a windowed table, one final result per window, emitted
+  once stream time reaches the window's close (its end plus grace; sessions: plus the inactivity gap,
+  since a record that late can still extend the session). Deletes (merged sessions) are not emitted.
+- ``Suppressed.until_time_limit(duration, buffer)``: rate-limit: a key's latest update is emitted once
+  ``duration`` of stream time has passed since the first update that was held back.
+
+The buffer keeps one (the latest) update per key. It is bounded by ``BufferConfig``: unbounded, or at most
+``max_records`` / ``max_bytes``; when full, ``emit_early_when_full`` emits the oldest updates early and
+``shut_down_when_full`` stops the application with an error (final results allow only this one: emitting
+early would break the promise of one result per window). The buffer is changelogged, so a restart neither
+loses nor repeats what it held.
+
+Stream time here is the suppression's own: the largest timestamp of the updates it received.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from streams.change import Change
+from streams.errors import StreamsError, TopologyError
+from streams.ops import Forwarding
+from streams.processor import ProcessorContext
+from streams.state.buffer import BufferedUpdate, SuppressionBuffer
+from streams.table_ops import TableOptions
+from streams.windows import to_millis
+
+__all__ = ["BufferConfig", "SuppressProcessor", "Suppressed"]
+
+
+class BufferConfig:
+    """How much a suppression may hold, and what happens when it is full."""
+
+    __slots__ = ("byte_limit", "record_limit", "shut_down")
+
+    def __init__(self, record_limit: int | None = None, byte_limit: int | None = None, shut_down: bool = True) -> None:
+        for name, value in (("max_records", record_limit), ("max_bytes", byte_limit)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"buffer {name} must be a positive integer, got {value!r}")
+        self.record_limit = record_limit
+        self.byte_limit = byte_limit
+        self.shut_down = shut_down
+
+    @classmethod
+    def unbounded(cls) -> BufferConfig:
+        """No limit (memory permitting)."""
+        return cls()
+
+    @classmethod
+    def max_records(cls, n: int) -> BufferConfig:
+        """At most ``n`` keys; emits the oldest early when full (change with ``shut_down_when_full()``)."""
+        return cls(n, None, shut_down=False)
+
+    @classmethod
+    def max_bytes(cls, n: int) -> BufferConfig:
+        """At most ``n`` bytes (keys and serialized values); emits the oldest early when full."""
+        return cls(None, n, shut_down=False)
+
+    def with_max_records(self, n: int) -> BufferConfig:
+        return BufferConfig(n, self.byte_limit, self.shut_down)
+
+    def with_max_bytes(self, n: int) -> BufferConfig:
+        return BufferConfig(self.record_limit, n, self.shut_down)
+
+    def with_no_bound(self) -> BufferConfig:
+        return BufferConfig(None, None, True)
+
+    def emit_early_when_full(self) -> BufferConfig:
+        return BufferConfig(self.record_limit, self.byte_limit, shut_down=False)
+
+    def shut_down_when_full(self) -> BufferConfig:
+        return BufferConfig(self.record_limit, self.byte_limit, shut_down=True)
+
+    @property
+    def bounded(self) -> bool:
+        return self.record_limit is not None or self.byte_limit is not None
+
+    def __repr__(self) -> str:
+        return (f"BufferConfig(max_records={self.record_limit}, max_bytes={self.byte_limit}, "
+                f"{'shut_down' if self.shut_down else 'emit_early'}_when_full)")  # fmt: skip
+
+
+class Suppressed:
+    """What ``KTable.suppress`` holds back; build with ``until_window_closes`` or ``until_time_limit``."""
+
+    __slots__ = ("buffer", "final", "name", "time_limit_ms")
+
+    def __init__(self, final: bool, time_limit_ms: int, buffer: BufferConfig, name: str | None) -> None:
+        if not isinstance(buffer, BufferConfig):
+            raise TypeError(f"buffer must be a BufferConfig, got {buffer!r}")
+        if final and buffer.bounded and not buffer.shut_down:
+            raise TopologyError("until_window_closes() needs a buffer that shuts down when full (or is unbounded): "
+                                "emitting early would emit results that are not final")  # fmt: skip
+        self.final = final
+        self.time_limit_ms = time_limit_ms
+        self.buffer = buffer
+        self.name = name
+
+    @classmethod
+    def until_window_closes(cls, buffer: BufferConfig | None = None) -> Suppressed:
+        """One final result per window of a windowed table, when the window closes."""
+        return cls(True, 0, buffer if buffer is not None else BufferConfig.unbounded(), None)
+
+    @classmethod
+    def until_time_limit(cls, time_limit: timedelta | int, buffer: BufferConfig | None = None) -> Suppressed:
+        """A key's latest update, ``time_limit`` of stream time after the first one held back."""
+        return cls(False, to_millis(time_limit, "suppression time limit"),
+                   buffer if buffer is not None else BufferConfig.unbounded(), None)  # fmt: skip
+
+    def with_name(self, name: str) -> Suppressed:
+        """Names the suppression's node and buffer (``<name>-store``, changelog ``<app>-<name>-store-changelog``)."""
+        return Suppressed(self.final, self.time_limit_ms, self.buffer, name)
+
+    def __repr__(self) -> str:
+        what = "until_window_closes" if self.final else f"until_time_limit({self.time_limit_ms} ms)"
+        return f"Suppressed.{what}({self.buffer!r})"
+
+
+# As Kafka Streams spells it: ``Suppressed.BufferConfig.max_records(10)``.
+setattr(Suppressed, "BufferConfig", BufferConfig)  # noqa: B010 - a nested name mypy need not see
+
+
+class SuppressProcessor(Forwarding):
+    """Buffers each update until it is due, then forwards the key's latest. Due: for final results the
+    window's end + ``close_offset`` (its close), otherwise the update's timestamp + the time limit."""
+
+    def __init__(self, store_name: str, suppressed: Suppressed, close_offset: int, options: TableOptions) -> None:
+        self.store_name = store_name
+        self.suppressed = suppressed
+        self.options = options
+        self._by_window = suppressed.final
+        self._offset = close_offset if suppressed.final else suppressed.time_limit_ms
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._buffer: SuppressionBuffer = context.get_state_store(self.store_name)
+        self._rc = context.record_context
+        self._observed = context.stream_time
+        self._send_old = self.options.send_old_values
+        self._drop_deletes = self.suppressed.final
+        config = self.suppressed.buffer
+        self._max_records = config.record_limit
+        self._max_bytes = config.byte_limit
+        self._shut_down = config.shut_down
+
+    def process(self, key: Any, change: Change) -> None:
+        ts = self._rc.timestamp
+        if ts > self._observed:
+            self._observed = ts
+        buffer = self._buffer
+        due = (key.window.end if self._by_window else ts) + self._offset
+        buffer.put(buffer.key_bytes(key), key, change.new, change.old, ts, due)
+        due = buffer.min_due
+        if due is not None and due <= self._observed:
+            for update in buffer.pop_due(self._observed):
+                self._emit(update)
+        if self._over_capacity():
+            if self._shut_down:
+                raise StreamsError(
+                    f"suppression buffer {self.store_name!r} exceeded its capacity: {len(buffer)} of "
+                    f"{self._max_records} records, {buffer.size_bytes} of {self._max_bytes} bytes "
+                    "(configured to shut down when full)"
+                )
+            while self._over_capacity():
+                self._emit(buffer.pop_oldest())
+
+    def _over_capacity(self) -> bool:
+        buffer = self._buffer
+        return (self._max_records is not None and len(buffer) > self._max_records) or (
+            self._max_bytes is not None and buffer.size_bytes > self._max_bytes)  # fmt: skip
+
+    def _emit(self, update: BufferedUpdate) -> None:
+        if update.new is None and self._drop_deletes:
+            return
+        rc = self._rc
+        saved_ts, saved_headers = rc.timestamp, rc.headers
+        rc.timestamp, rc.headers = update.timestamp, ()
+        try:
+            self._forward(update.key, Change(update.new, update.prior if self._send_old else None))
+        finally:
+            rc.timestamp, rc.headers = saved_ts, saved_headers

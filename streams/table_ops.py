@@ -1,0 +1,278 @@
+"""The processors of table operations. Between them a table update travels as ``Change(new, old)``;
+``old`` is filled only where a downstream operation asked for it (``TableOptions.send_old_values``, set by
+the DSL, as Kafka Streams' ``enableSendingOldValues``): a re-grouped table subtracts the old value from
+the group it leaves. ``to_stream`` hands on the new values.
+
+The stores are timestamped (``(value, timestamp)`` per key): an aggregate's timestamp is the largest of
+the records it has taken in, a table row's that of its last update, and updates go downstream with it.
+Aggregations serialize the key once per record. With its store's cache on, an aggregate forwards each
+key's update when the cache flushes (once per key per commit); otherwise at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from streams.change import Change
+from streams.errors import ProcessingError
+from streams.ops import Forwarding
+from streams.processor import ProcessorContext
+
+__all__ = [
+    "AggregateProcessor",
+    "TableAggregateProcessor",
+    "TableFilterProcessor",
+    "TableMapValuesProcessor",
+    "TableOptions",
+    "TableRepartitionMapProcessor",
+    "TableSourceProcessor",
+    "ToStreamProcessor",
+]
+
+
+@dataclass
+class TableOptions:
+    """Per table node, shared by the DSL and the node's processors: set while the topology is built,
+    read when a processor starts."""
+
+    send_old_values: bool = False
+
+
+def _cached_forwarder(context: ProcessorContext, forward: Callable[[Any, Any], None],
+                      send_old: bool) -> Callable[[Any, Any, Any, int], None]:  # fmt: skip
+    """The flush listener of a timestamped store: forwards each flushed update with its timestamp."""
+    rc = context.record_context
+
+    def flushed(key: Any, new: Any, old: Any, ts: int) -> None:
+        if new is not None:
+            rc.timestamp = new[1]  # the flush restores the record context afterwards
+        forward(key, Change(None if new is None else new[0], old[0] if send_old and old is not None else None))
+
+    return flushed
+
+
+def _emit(context: ProcessorContext, forward: Callable[[Any, Any], None], key: Any, change: Change, ts: int) -> None:
+    """Forward at once, with the aggregate's timestamp."""
+    rc = context.record_context
+    saved = rc.timestamp
+    rc.timestamp = ts
+    try:
+        forward(key, change)
+    finally:
+        rc.timestamp = saved
+
+
+class AggregateProcessor(Forwarding):
+    """count / reduce / aggregate of a grouped stream: ``initializer()`` then ``adder(key, value, agg)``.
+
+    Records with a None key or value are dropped (as Kafka Streams does)."""
+
+    def __init__(self, store_name: str, initializer: Callable[[], Any] | None,
+                 adder: Callable[[Any, Any, Any], Any], cache: bool, options: TableOptions) -> None:  # fmt: skip
+        self.store_name = store_name
+        self.initializer = initializer
+        self.adder = adder
+        self.cache = cache
+        self.options = options
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        store = context.get_state_store(self.store_name)
+        self._kb = store.key_bytes
+        self._kser = store.key_serializer
+        self._get = store.get_serialized
+        self._put = store.put_serialized
+        self._send_old = self.options.send_old_values
+        self._rc = context.record_context
+        self._emit_now = not self.cache
+        if self.cache:
+            store.track_old_values = self._send_old
+            store.listener = _cached_forwarder(context, self._forward, self._send_old)
+
+    def process(self, key: Any, value: Any) -> None:
+        if key is None or value is None:
+            self.context.record_dropped()
+            return
+        try:
+            kb = self._kser(key)
+        except Exception:
+            kb = self._kb(key)  # raises the error that names the store and the key
+        ts = self._rc.timestamp
+        stored = self._get(kb)
+        if stored is None:
+            old = None
+            agg = self.initializer() if self.initializer is not None else None
+        else:
+            old = agg = stored[0]
+            if stored[1] > ts:
+                ts = stored[1]
+        agg = self.adder(key, value, agg)
+        self._put(kb, key, (agg, ts))
+        if self._emit_now:
+            _emit(self.context, self._forward, key, Change(agg, old if self._send_old else None), ts)
+
+
+class TableSourceProcessor(Forwarding):
+    """Materializes a topic as a table: the latest value per key (None deletes)."""
+
+    def __init__(self, store_name: str, cache: bool, options: TableOptions) -> None:
+        self.store_name = store_name
+        self.cache = cache
+        self.options = options
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._store = context.get_state_store(self.store_name)
+        self._send_old = self.options.send_old_values
+        if self.cache:
+            self._store.track_old_values = self._send_old
+            self._store.listener = _cached_forwarder(context, self._forward, self._send_old)
+            self._emit = None
+        else:
+            self._emit = self._forward
+
+    def process(self, key: Any, value: Any) -> None:
+        if key is None:
+            self.context.record_dropped()
+            return
+        if self._emit is None:
+            self._store.put(key, value)
+            return
+        old = self._store.get(key) if self._send_old else None
+        self._store.put(key, value)
+        self._emit(key, Change(value, old))
+
+
+class TableFilterProcessor(Forwarding):
+    """A table filter: a row that fails the predicate becomes a delete (None) downstream."""
+
+    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool, options: TableOptions) -> None:
+        self.predicate = predicate
+        self.negate = negate
+        self.options = options
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._send_old = self.options.send_old_values
+
+    def _keep(self, key: Any, value: Any) -> Any:
+        if value is not None and bool(self.predicate(key, value)) is not self.negate:
+            return value
+        return None
+
+    def process(self, key: Any, change: Change) -> None:
+        new = self._keep(key, change.new)
+        if self._send_old:
+            old = self._keep(key, change.old)
+            if new is None and old is None:
+                return  # invisible downstream before and after
+            self._forward(key, Change(new, old))
+        else:
+            self._forward(key, Change(new, None))
+
+
+class TableMapValuesProcessor(Forwarding):
+    def __init__(self, mapper: Callable[[Any], Any], options: TableOptions) -> None:
+        self.mapper = mapper
+        self.options = options
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._send_old = self.options.send_old_values
+
+    def process(self, key: Any, change: Change) -> None:
+        mapper = self.mapper
+        new = None if change.new is None else mapper(change.new)
+        old = None if not self._send_old or change.old is None else mapper(change.old)
+        self._forward(key, Change(new, old))
+
+
+class ToStreamProcessor(Forwarding):
+    """A table's updates as a stream: the new value (None for a delete)."""
+
+    def process(self, key: Any, change: Change) -> None:
+        self._forward(key, change.new)
+
+
+class TableRepartitionMapProcessor(Forwarding):
+    """``KTable.group_by``: ``selector(key, value) -> (group key, value)`` for the new and the old value
+    (a None pair, key or value: the row is in no group).
+
+    An update whose group is unchanged travels as one ``Change(new, old)``; one that moves sends the
+    subtraction to the old group first, then the addition to the new one (as Kafka Streams)."""
+
+    def __init__(self, selector: Callable[[Any, Any], Any]) -> None:
+        self.selector = selector
+
+    def _select(self, key: Any, value: Any) -> tuple[Any, Any] | None:
+        if value is None:
+            return None
+        pair = self.selector(key, value)
+        if pair is None:
+            return None
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise ProcessingError(f"KTable.group_by() selector must return a (key, value) tuple, got {pair!r:.80}")
+        if pair[0] is None or pair[1] is None:
+            return None
+        return pair
+
+    def process(self, key: Any, change: Change) -> None:
+        if key is None:
+            raise ProcessingError("a table update with a None key cannot be re-grouped")
+        new = self._select(key, change.new)
+        old = self._select(key, change.old)
+        if new is not None and old is not None and new[0] == old[0]:
+            self._forward(new[0], Change(new[1], old[1]))
+            return
+        if old is not None:
+            self._forward(old[0], Change(None, old[1]))
+        if new is not None:
+            self._forward(new[0], Change(new[1], None))
+
+
+class TableAggregateProcessor(Forwarding):
+    """count / reduce / aggregate of a re-grouped table: subtract the old value, add the new one.
+
+    ``initializer`` None (reduce): a group's first value is its aggregate."""
+
+    def __init__(self, store_name: str, initializer: Callable[[], Any] | None,
+                 adder: Callable[[Any, Any, Any], Any], subtractor: Callable[[Any, Any, Any], Any], cache: bool,
+                 options: TableOptions) -> None:  # fmt: skip
+        self.store_name = store_name
+        self.initializer = initializer
+        self.adder = adder
+        self.subtractor = subtractor
+        self.cache = cache
+        self.options = options
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        store = self._store = context.get_state_store(self.store_name)
+        self._send_old = self.options.send_old_values
+        self._rc = context.record_context
+        self._emit_now = not self.cache
+        if self.cache:
+            store.track_old_values = self._send_old
+            store.listener = _cached_forwarder(context, self._forward, self._send_old)
+
+    def process(self, key: Any, change: Change) -> None:
+        if key is None:
+            raise ProcessingError(f"a re-grouped table update for store {self.store_name!r} has a None key")
+        store = self._store
+        kb = store.key_bytes(key)
+        ts = self._rc.timestamp
+        stored = store.get_serialized(kb)
+        old_agg = agg = None if stored is None else stored[0]
+        if stored is not None and stored[1] > ts:
+            ts = stored[1]
+        if change.old is not None and agg is not None:
+            agg = self.subtractor(key, change.old, agg)
+        if change.new is not None:
+            if agg is None and self.initializer is not None:
+                agg = self.initializer()
+            agg = change.new if agg is None else self.adder(key, change.new, agg)
+        store.put_serialized(kb, key, None if agg is None else (agg, ts))
+        if self._emit_now:
+            _emit(self.context, self._forward, key, Change(agg, old_agg if self._send_old else None), ts)

@@ -1,0 +1,385 @@
+"""Windowed aggregations: the processors behind ``TimeWindowedKStream`` and ``SessionWindowedKStream``,
+with Kafka Streams' semantics.
+
+Each keeps its own stream time (the largest timestamp it has seen, starting from the task's restored
+stream time) and, from it, which windows are closed: a record for a closed window is dropped, logged at
+debug and counted in the task's ``dropped_records``. Results are ``Windowed(key, window)`` ->
+``Change(aggregate, old)``, timestamped with the largest record timestamp in the window (sessions: the
+session end). With ``emit_final`` (``EmitStrategy.ON_WINDOW_CLOSE``) nothing is emitted on update; each
+window's result is emitted once, when stream time closes it, and how far that went is kept in the store
+so a restart does not emit it again. Closed windows are emitted before the record that closed them is
+added: that record may move the store's retention past them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from streams.change import Change
+from streams.errors import StreamsError
+from streams.ops import Forwarding
+from streams.processor import ProcessorContext
+from streams.state.segments import Entry
+from streams.state.timed import MAX_TIME
+from streams.table_ops import TableOptions
+from streams.windows import SessionWindow, SessionWindows, SlidingWindows, TimeWindow, TimeWindows, Windowed
+
+__all__ = ["SessionWindowAggregateProcessor", "SlidingWindowAggregateProcessor", "TimeWindowAggregateProcessor"]
+
+log = logging.getLogger("streams.windows")
+
+Initializer = Callable[[], Any] | None
+Adder = Callable[[Any, Any, Any], Any]
+
+
+class _WindowAggregate(Forwarding):
+    """What the three windowed aggregations share: the store, stream time, late records, emitting."""
+
+    _store: Any
+
+    def __init__(self, store_name: str, initializer: Initializer, adder: Adder, cache: bool, emit_final: bool,
+                 options: TableOptions) -> None:  # fmt: skip
+        self.store_name = store_name
+        self.initializer = initializer
+        self.adder = adder
+        self.cache = cache
+        self.emit_final = emit_final
+        self.options = options
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        store = self._store = context.get_state_store(self.store_name)
+        self._rc = context.record_context
+        self._kser = store.key_serializer
+        self._get = store.get_entry
+        self._put = store.put_entry
+        self._observed = context.stream_time
+        self._send_old = self.options.send_old_values
+        self._emit_key = f"emit-final:{context.node_name}"
+        self._last_emit = store.get_metadata(self._emit_key)
+        self._next_emit = self._next_emit_after(self._last_emit)
+        # Updates go downstream when the cache flushes, at once, or (emitting final results) not at all.
+        self._emit_now = not self.cache and not self.emit_final
+        if self.cache and not self.emit_final:
+            store.track_old_values = self._send_old
+            store.listener = self._flushed
+
+    def _key_bytes(self, key: Any) -> bytes:
+        try:
+            return self._kser(key)
+        except Exception:
+            return self._store.key_bytes(key)  # raises the error that names the store
+
+    def _window(self, t: int, sub: int) -> Any:
+        raise NotImplementedError
+
+    def _next_emit_after(self, last: int) -> int:
+        """The smallest close time past ``last`` (the close of the last emission) that may close a window."""
+        return last + 1
+
+    def _flushed(self, key: Any, t: int, sub: int, entry: Entry | None, old: Entry | None) -> None:
+        self._forward(Windowed(key, self._window(t, sub)),
+                      Change(None if entry is None else entry[0], old[0] if old is not None else None))  # fmt: skip
+
+    def _emit(self, key: Any, window: Any, new: Any, old: Any, timestamp: int) -> None:
+        """Forward an update at once, with its own timestamp."""
+        rc = self._rc
+        saved = rc.timestamp
+        rc.timestamp = timestamp
+        try:
+            self._forward(Windowed(key, window), Change(new, old if self._send_old else None))
+        finally:
+            rc.timestamp = saved
+
+    def _drop(self, what: str) -> None:
+        self.context.record_dropped()
+        if log.isEnabledFor(logging.DEBUG):
+            rc = self._rc
+            log.debug("skipping %s: topic=%s partition=%d offset=%d timestamp=%d stream time=%d", what, rc.topic,
+                      rc.partition, rc.offset, rc.timestamp, self._observed)  # fmt: skip
+
+    def _emit_closed(self, rows: list[tuple[Windowed, Any, int]], close: int) -> None:
+        """Emit final results, then remember (with the store) that windows closed by ``close`` are done."""
+        rc = self._rc
+        saved = rc.timestamp
+        try:
+            for windowed, value, timestamp in rows:
+                rc.timestamp = timestamp
+                self._forward(windowed, Change(value, None))
+        finally:
+            rc.timestamp = saved
+        self._last_emit = close
+        self._next_emit = self._next_emit_after(close)
+        self._store.set_metadata(self._emit_key, close)
+
+
+class TimeWindowAggregateProcessor(_WindowAggregate):
+    """Tumbling and hopping windows: each record updates every window ``[start, start + size)`` it falls
+    into whose end is after ``stream time - grace``."""
+
+    def __init__(self, store_name: str, windows: TimeWindows, initializer: Initializer, adder: Adder, cache: bool,
+                 emit_final: bool, options: TableOptions) -> None:  # fmt: skip
+        super().__init__(store_name, initializer, adder, cache, emit_final, options)
+        self.windows = windows
+        self._size = windows.size_ms
+
+    def _window(self, t: int, sub: int) -> TimeWindow:
+        return TimeWindow(t, t + self.windows.size_ms)
+
+    def _flushed(self, key: Any, t: int, sub: int, entry: Entry | None, old: Entry | None) -> None:
+        self._forward(Windowed(key, TimeWindow(t, t + self._size)),
+                      Change(None if entry is None else entry[0], old[0] if old is not None else None))  # fmt: skip
+
+    def _next_emit_after(self, last: int) -> int:
+        size, advance = self.windows.size_ms, self.windows.advance_ms
+        if last < 0:
+            return size  # the window starting at 0
+        return ((last - size) // advance + 1) * advance + size  # the first window not closed by ``last``
+
+    def process(self, key: Any, value: Any) -> None:
+        if key is None:
+            self._drop("a record with a null key")
+            return
+        ts = self._rc.timestamp
+        if ts > self._observed:
+            self._observed = ts
+        size, advance, grace = self.windows.size_ms, self.windows.advance_ms, self.windows.grace_ms
+        close = self._observed - grace
+        if self.emit_final and close >= self._next_emit:
+            self._maybe_emit_final(close)
+        try:
+            kb = self._kser(key)
+        except Exception:
+            kb = self._key_bytes(key)
+        get, put, initializer, adder = self._get, self._put, self.initializer, self.adder
+        first = ts - size + advance
+        first = 0 if first < 0 else first - first % advance
+        for start in range(first, ts + 1, advance):
+            end = start + size
+            if end <= close:
+                self._drop(f"a record for the closed window [{start},{end})")
+                continue
+            entry = get(kb, start, 0)
+            if entry is None:
+                agg = initializer() if initializer is not None else None
+                new_ts = ts
+            else:
+                agg = entry[0]
+                new_ts = ts if ts > entry[1] else entry[1]
+            new = adder(key, value, agg)
+            put(kb, key, start, 0, (new, new_ts))
+            if self._emit_now:
+                self._emit(key, TimeWindow(start, end), new, agg, new_ts)
+
+    def _maybe_emit_final(self, close: int) -> None:
+        last = self._last_emit
+        if last >= close:
+            return
+        size, advance = self.windows.size_ms, self.windows.advance_ms
+        upper = close - size  # windows starting here or before have ended by ``close``
+        if upper < 0:
+            return
+        lower = 0 if last < 0 else max(0, last - size) + 1
+        first_start = -(-lower // advance) * advance
+        if first_start > upper:
+            return  # no window closed since the last emit
+        rows = [(Windowed(self._store.decode_key(kb), TimeWindow(t, t + size)), e[0], e[1])
+                for kb, t, _, e in self._store.all_entries(lower, upper)]  # fmt: skip
+        self._emit_closed(rows, close)
+
+
+class SlidingWindowAggregateProcessor(_WindowAggregate):
+    """Sliding windows (KIP-450): windows ``[start, start + difference]`` exist only where records define
+    them — each record's left window ``[t - difference, t]`` and, when a later record falls within a
+    difference of it, its right window ``[t + 1, t + 1 + difference]``."""
+
+    def __init__(self, store_name: str, windows: SlidingWindows, initializer: Initializer, adder: Adder,
+                 cache: bool, emit_final: bool, options: TableOptions) -> None:  # fmt: skip
+        super().__init__(store_name, initializer, adder, cache, emit_final, options)
+        self.windows = windows
+
+    def _window(self, t: int, sub: int) -> TimeWindow:
+        return TimeWindow(t, t + self.windows.time_difference_ms)
+
+    def _initial(self, ts: int) -> Entry | None:
+        return None if self.initializer is None else (self.initializer(), ts)
+
+    def process(self, key: Any, value: Any) -> None:
+        if key is None or value is None:
+            self._drop("a record with a null key or value")
+            return
+        ts = self._rc.timestamp
+        if ts > self._observed:
+            self._observed = ts
+        diff = self.windows.time_difference_ms
+        close = self._observed - self.windows.grace_ms
+        if self.emit_final and close >= self._next_emit:
+            self._maybe_emit_final(close)
+        if ts + diff < close:
+            self._drop(f"a record for the closed window [{ts},{ts + diff}]")
+            return
+        kb = self._key_bytes(key)
+        if ts < diff:
+            self._process_early(kb, key, value, ts, close)
+        else:
+            self._process(kb, key, value, ts, close)
+
+    def _update(self, kb: bytes, key: Any, start: int, entry: Entry | None, value: Any, ts: int, close: int) -> None:
+        """Add the record to the window at ``start`` whose aggregate so far is ``entry``."""
+        end = start + self.windows.time_difference_ms
+        if end < close:
+            self._drop(f"a record for the closed window [{start},{end}]")
+            return
+        old = None if entry is None else entry[0]
+        new = self.adder(key, value, old)
+        new_ts = ts if old is None else max(ts, entry[1])  # type: ignore[index]
+        self._put(kb, key, start, 0, (new, new_ts))
+        if self._emit_now:
+            self._emit(key, TimeWindow(start, end), new, old, new_ts)
+
+    def _create_right_window(self, kb: bytes, key: Any, ts: int, right: Entry) -> None:
+        """The new record's right window holds the later records' aggregate (not the record itself)."""
+        start = ts + 1
+        self._put(kb, key, start, 0, right)
+        if self._emit_now:
+            self._emit(key, TimeWindow(start, start + self.windows.time_difference_ms), right[0], None, right[1])
+
+    def _process(self, kb: bytes, key: Any, value: Any, ts: int, close: int) -> None:
+        diff = self.windows.time_difference_ms
+        starts: set[int] = set()
+        left: Entry | None = None
+        right: Entry | None = None
+        left_exists = right_exists = False
+        previous: int | None = None  # the timestamp of the record before this one
+        # Newest window first: the right windows of earlier records, then this record's left window.
+        for start, _, entry in reversed(self._store.entries(kb, max(0, ts - 2 * diff), ts + 1)):
+            starts.add(start)
+            end = start + diff
+            if start == ts + 1:
+                right_exists = True
+            elif end > ts:
+                if right is None:
+                    right = entry
+                self._update(kb, key, start, entry, value, ts, close)
+            elif end == ts:
+                left_exists = True
+                self._update(kb, key, start, entry, value, ts, close)
+                if entry[1] >= ts:
+                    return  # a record at this timestamp already made every window there is
+                previous = entry[1]
+            else:
+                left = entry
+                previous = entry[1]
+                break
+        if previous is not None and previous + 1 not in starts and previous + 1 + diff >= ts:
+            # the previous record's right window, which this record is the first to fall into
+            self._update(kb, key, previous + 1, self._initial(ts), value, ts, close)
+        if not left_exists:
+            if previous is not None and left is not None and ts - diff <= previous:
+                self._update(kb, key, ts - diff, (left[0], ts), value, ts, close)
+            else:
+                self._update(kb, key, ts - diff, self._initial(ts), value, ts, close)
+        if not right_exists and right is not None and right[1] > ts:
+            self._create_right_window(kb, key, ts, right)
+
+    def _process_early(self, kb: bytes, key: Any, value: Any, ts: int, close: int) -> None:
+        """A record earlier than one time difference: its left window would start before 0, so every such
+        record shares the window ``[0, difference]``; right windows are made as for the others."""
+        combined: Entry | None = None
+        right: Entry | None = None
+        right_exists = False
+        starts: set[int] = set()
+        previous: int | None = None
+        for start, _, entry in self._store.entries(kb, 0, ts + 1):
+            starts.add(start)
+            if start == 0:
+                combined = entry
+                if entry[1] < ts:
+                    previous = entry[1]
+            elif start <= ts:
+                right = entry
+                self._update(kb, key, start, entry, value, ts, close)
+            elif start == ts + 1:
+                right_exists = True
+            else:
+                raise StreamsError(f"store {self.store_name!r}: unexpected window at {start} for a record at {ts}")
+        if right is None and combined is not None and combined[1] > ts:
+            right = combined
+        if not right_exists and right is not None and right[1] > ts:
+            self._create_right_window(kb, key, ts, right)
+        if previous is not None and previous + 1 not in starts:
+            self._update(kb, key, previous + 1, self._initial(ts), value, ts, close)
+        self._update(kb, key, 0, combined if combined is not None else self._initial(ts), value, ts, close)
+
+    def _maybe_emit_final(self, close: int) -> None:
+        last = self._last_emit
+        if last >= close:
+            return
+        diff = self.windows.time_difference_ms
+        upper = close - diff - 1  # windows starting here or before ended before ``close``
+        if upper < 0:
+            return
+        lower = 0 if last < 0 else max(0, last - diff)
+        rows = [(Windowed(self._store.decode_key(kb), TimeWindow(t, t + diff)), e[0], e[1])
+                for kb, t, _, e in self._store.all_entries(lower, upper)]  # fmt: skip
+        self._emit_closed(rows, close)
+
+
+class SessionWindowAggregateProcessor(_WindowAggregate):
+    """Session windows: a record joins (and merges) every session of its key within the inactivity gap.
+    Merged sessions are removed, which downstream sees as deletes (None) of their windowed keys."""
+
+    def __init__(self, store_name: str, windows: SessionWindows, initializer: Initializer, adder: Adder,
+                 merger: Callable[[Any, Any, Any], Any], cache: bool, emit_final: bool,
+                 options: TableOptions) -> None:  # fmt: skip
+        super().__init__(store_name, initializer, adder, cache, emit_final, options)
+        self.windows = windows
+        self.merger = merger
+
+    def _window(self, t: int, sub: int) -> SessionWindow:
+        return SessionWindow(sub, t)
+
+    def process(self, key: Any, value: Any) -> None:
+        if key is None:
+            self._drop("a record with a null key")
+            return
+        ts = self._rc.timestamp
+        if ts > self._observed:
+            self._observed = ts
+        gap = self.windows.inactivity_gap_ms
+        close = self._observed - self.windows.grace_ms - gap
+        if self.emit_final and close >= self._next_emit:
+            self._maybe_emit_final(close)
+        kb = self._key_bytes(key)
+        overlapping = [(end, start, e) for end, start, e in self._store.entries(kb, ts - gap, MAX_TIME)
+                       if start <= ts + gap]  # fmt: skip
+        agg = self.initializer() if self.initializer is not None else None
+        first, last = ts, ts
+        for end, start, entry in overlapping:
+            agg = self.merger(key, agg, entry[0])
+            first, last = min(first, start), max(last, end)
+        if last < close:
+            self._drop(f"a record for the closed session [{first},{last}]")
+        else:
+            if (first, last) != (ts, ts):
+                for end, start, entry in overlapping:
+                    self._put(kb, key, end, start, None)
+                    if self._emit_now:
+                        self._emit(key, SessionWindow(start, end), None, entry[0], end)
+            agg = self.adder(key, value, agg)
+            self._put(kb, key, last, first, (agg, last))
+            if self._emit_now:
+                self._emit(key, SessionWindow(first, last), agg, None, last)
+
+    def _maybe_emit_final(self, close: int) -> None:
+        last = self._last_emit
+        if last >= close:
+            return
+        lower, upper = max(0, last), close - 1  # sessions ending before ``close``
+        if upper < lower:
+            return
+        rows = [(Windowed(self._store.decode_key(kb), SessionWindow(start, end)), e[0], end)
+                for kb, end, start, e in self._store.all_entries(lower, upper)]  # fmt: skip
+        self._emit_closed(rows, close)

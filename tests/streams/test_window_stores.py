@@ -1,0 +1,312 @@
+"""The window store, session store and suppression buffer contracts, in memory and on RocksDB: the read
+API, retention and segment expiry, retained duplicates, the uncommitted layer (rolled back by
+``discard_pending``), changelog records and restore from them, and the stream time kept with the data."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streams.changelog import ChangelogWriter
+from streams.processor import RecordContext
+from streams.serdes import INT, STRING
+from streams.state.buffer import SuppressionBuffer
+from streams.state.session import SessionStore
+from streams.state.timed import META_KEY
+from streams.state.window import WindowStore
+from streams.windows import SessionWindow, TimeWindow, Windowed
+
+Sent = list[tuple[bytes, bytes | None]]
+
+
+class Changelog:
+    """A real ChangelogWriter whose sends land in a list (as if the log accepted them at once)."""
+
+    def __init__(self) -> None:
+        self.records: Sent = []
+        self.writer = ChangelogWriter(self._send, "app-store-changelog", 0)
+
+    def _send(self, topic: str, value: bytes | None, key: bytes, **kwargs: Any) -> None:
+        self.records.append((key, value))
+
+
+def commit(store: Any) -> None:
+    """The task's commit protocol for one store: flush, (offsets committed), persist."""
+    store.flush(None)
+    store.persist()
+
+
+@pytest.fixture(params=["memory", "rocksdb"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def windows(kind: str, tmp_path: Path) -> Iterator[Callable[..., tuple[WindowStore, Changelog, RecordContext]]]:
+    opened: list[WindowStore] = []
+
+    def make(retention: int = 100, size: int = 10, duplicates: bool = False, path: Path | None = None):  # type: ignore[no-untyped-def]
+        rc = RecordContext()
+        where = (path or tmp_path / "w") if kind == "rocksdb" else None
+        store = WindowStore("w", STRING, INT, "app-w-changelog", rc, retention, where, 1000, window_size_ms=size,
+                            retain_duplicates=duplicates)  # fmt: skip
+        log = Changelog()
+        store.changelog = log.writer
+        opened.append(store)
+        return store, log, rc
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+def test_window_store_read_api(windows) -> None:  # type: ignore[no-untyped-def]
+    store, _, _ = windows()
+    for key, start, value in [("b", 10, 2), ("a", 0, 1), ("a", 10, 3), ("a", 20, 4)]:
+        store.put(key, value, start, timestamp=start + 1)
+    commit(store)
+    store.put("a", 5, 30, timestamp=31)  # uncommitted changes are visible too
+    assert store.get("a", 10) == 3
+    assert store.get("a", 15) is None
+    assert store.fetch("a", 5, 30) == [(10, 3), (20, 4), (30, 5)]
+    assert store.backward_fetch("a", 0, 20) == [(20, 4), (10, 3), (0, 1)]
+    assert store.fetch_with_timestamps("a", 20, 30) == [(20, 4, 21), (30, 5, 31)]
+    assert store.fetch_all(10, 20) == [
+        (Windowed("a", TimeWindow(10, 20)), 3),
+        (Windowed("b", TimeWindow(10, 20)), 2),
+        (Windowed("a", TimeWindow(20, 30)), 4),
+    ]
+    assert [str(w) for w, _ in store.all()] == ["[a@0/10]", "[a@10/20]", "[b@10/20]", "[a@20/30]", "[a@30/40]"]
+    assert str(store.backward_all()[0][0]) == "[a@30/40]"
+    store.put("a", None, 10)  # a delete
+    assert store.fetch("a", 0, 40) == [(0, 1), (20, 4), (30, 5)]
+
+
+def test_changelog_layout_and_restore(windows, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    store, log, _ = windows()
+    store.put("k", 7, 20, timestamp=25)
+    store.stream_time = 25
+    commit(store)
+    store.put("k", None, 20)
+    commit(store)
+    # Kafka Streams' window changelog key: key bytes + 8-byte start + 4-byte sequence number; our value:
+    # 8-byte timestamp + value bytes. The metadata record carries the stream time.
+    assert log.records[0] == (b"k" + struct.pack(">qi", 20, 0), struct.pack(">q", 25) + struct.pack(">q", 7))
+    assert log.records[1] == (META_KEY, b'{"stream_time":25}')
+    assert log.records[2] == (b"k" + struct.pack(">qi", 20, 0), None)
+    fresh = WindowStore("w", STRING, INT, "t", RecordContext(), 100, None, 10, window_size_ms=10)
+    fresh.restore_batch(log.records[:2])
+    assert fresh.fetch_with_timestamps("k", 0, 100) == [(20, 7, 25)]
+    assert fresh.stream_time == 25
+    fresh.restore_batch(log.records[2:])
+    assert fresh.fetch("k", 0, 100) == []
+
+
+def test_retention_hides_and_segments_drop_expired_windows(windows) -> None:  # type: ignore[no-untyped-def]
+    # retention 120 s -> one segment per 60 s (Kafka Streams: half the retention, at least a minute)
+    store, _, _ = windows(retention=120_000, size=60_000)
+    segments = store._inner
+    store.put("k", 1, 0)
+    store.put("k", 2, 60_000)
+    commit(store)
+    assert segments.segment_ids == [0, 1]
+    store.put("k", 3, 120_000)
+    # newest start 120 s, retention 120 s: the window at 0 has expired, though its segment is still there
+    assert store.fetch("k", 0, 10**9) == [(60_000, 2), (120_000, 3)]
+    commit(store)
+    assert segments.segment_ids == [0, 1, 2]
+    assert store.put_entry(b"k", "k", 0, 0, (9, 0)) is False  # an expired window takes no writes
+    store.put("k", 4, 180_000)
+    commit(store)
+    # everything in segment 0 is older than 180 s - 120 s: dropped whole; 60 s has expired but not its segment
+    assert segments.segment_ids == [1, 2, 3]
+    assert store.fetch("k", 0, 10**9) == [(120_000, 3), (180_000, 4)]
+
+
+def test_retained_duplicates_are_all_kept(windows) -> None:  # type: ignore[no-untyped-def]
+    store, log, _ = windows(duplicates=True)
+    for value in (1, 2, 3):
+        store.put("k", value, 5)
+    store.put("k", None, 5)  # ignored: a join buffer has no deletes
+    commit(store)
+    assert store.fetch("k", 0, 10) == [(5, 1), (5, 2), (5, 3)]
+    assert [key[-4:] for key, _ in log.records[:3]] == [struct.pack(">i", n) for n in (1, 2, 3)]
+
+
+def test_uncommitted_changes_roll_back(windows) -> None:  # type: ignore[no-untyped-def]
+    store, _, _ = windows()
+    store.put("k", 1, 10)
+    store.stream_time = 12
+    commit(store)
+    store.put("k", 2, 10)
+    store.put("k", 3, 20)
+    store.stream_time = 30
+    store.flush(None)  # flushed, but the offsets were never committed
+    store.discard_pending()
+    assert store.fetch("k", 0, 100) == [(10, 1)]
+    assert store.stream_time == 12
+
+
+def test_rocksdb_window_store_keeps_data_and_time_across_reopen(tmp_path: Path) -> None:
+    def open_store() -> WindowStore:
+        return WindowStore("w", STRING, INT, "t", RecordContext(), 100, tmp_path / "db", 10, window_size_ms=10)
+
+    store = open_store()
+    store.put("k", 1, 10, timestamp=11)
+    store.set_metadata("emit-final:node", 40)
+    store.stream_time = 55
+    commit(store)
+    store.put("k", 2, 20)  # not committed: gone after the reopen
+    store.close()
+    again = open_store()
+    try:
+        assert again.fetch_with_timestamps("k", 0, 100) == [(10, 1, 11)]
+        assert again.stream_time == 55 and again.get_metadata("emit-final:node") == 40
+        assert again.observed == 10
+    finally:
+        again.close()
+
+
+@pytest.fixture
+def sessions(kind: str, tmp_path: Path) -> Iterator[SessionStore]:
+    rc = RecordContext()
+    store = SessionStore("s", STRING, INT, "t", rc, 100, tmp_path / "s" if kind == "rocksdb" else None, 100)
+    store.changelog = Changelog().writer
+    yield store
+    store.close()
+
+
+def test_session_store_contract(sessions: SessionStore) -> None:
+    def s(key: str, start: int, end: int) -> Windowed:
+        return Windowed(key, SessionWindow(start, end))
+
+    sessions.put(s("a", 0, 5), 2)
+    sessions.put(s("a", 20, 30), 3)
+    sessions.put(s("b", 3, 4), 1)
+    commit(sessions)
+    sessions.put(s("a", 40, 40), 1)
+    assert sessions.fetch_session("a", 20, 30) == 3
+    # sessions that end at or after 5 and start at or before 25, by end
+    assert sessions.find_sessions("a", 5, 25) == [(s("a", 0, 5), 2), (s("a", 20, 30), 3)]
+    assert sessions.backward_find_sessions("a", 6, 100) == [(s("a", 40, 40), 1), (s("a", 20, 30), 3)]
+    assert sessions.fetch("b") == [(s("b", 3, 4), 1)]
+    assert sessions.find_sessions_ending_between(4, 30) == [(s("b", 3, 4), 1), (s("a", 0, 5), 2), (s("a", 20, 30), 3)]
+    sessions.remove(s("a", 20, 30))
+    assert sessions.fetch("a") == [(s("a", 0, 5), 2), (s("a", 40, 40), 1)]
+    with pytest.raises(Exception, match=r"keyed by Windowed\(key, SessionWindow\)"):
+        sessions.put(Windowed("a", TimeWindow(0, 1)), 1)
+
+
+def test_session_changelog_key_is_key_end_start(sessions: SessionStore) -> None:
+    log = Changelog()
+    sessions.changelog = log.writer
+    sessions.put(Windowed("a", SessionWindow(3, 9)), 2)
+    sessions.flush(None)
+    assert log.records[0][0] == b"a" + struct.pack(">qq", 9, 3)
+
+
+def test_suppression_buffer_order_and_restore() -> None:
+    rc = RecordContext()
+    log = Changelog()
+    buffer = SuppressionBuffer("b", STRING, INT, "t", rc, count_bytes=True)
+    buffer.changelog = log.writer
+    buffer.put(b"x", "x", 1, None, 5, 20)
+    buffer.put(b"y", "y", 7, 6, 6, 10)
+    buffer.put(b"x", "x", 2, 1, 8, 99)  # keeps its place (due 20) and its prior value; takes the new value
+    buffer.stream_time = 8
+    buffer.flush(None)
+    assert buffer.size_bytes == sum(len(k) + len(v or b"") for k, v in log.records if k != META_KEY)
+    restored = SuppressionBuffer("b", STRING, INT, "t", RecordContext(), count_bytes=True)
+    restored.restore_batch(log.records)
+    assert restored.stream_time == 8 and restored.size_bytes == buffer.size_bytes
+    for b in (buffer, restored):
+        assert [(u.key, u.new, u.prior, u.timestamp) for u in b.pop_due(15)] == [("y", 7, 6, 6)]
+        assert b.min_due == 20
+        assert [(u.key, u.new, u.prior, u.timestamp) for u in b.pop_due(20)] == [("x", 2, None, 8)]
+        assert len(b) == 0
+    buffer.flush(None)
+    assert log.records[-2:] == [(b"y", None), (b"x", None)] or log.records[-2:] == [(b"x", None), (b"y", None)]
+
+
+def test_keys_that_are_prefixes_of_each_other_stay_apart(kind: str, tmp_path: Path) -> None:
+    """Kafka Streams' SessionKeySchemaTest: keys [0], [0, 0], [0, 0, 0] sort into each other's ranges; a
+    fetch returns only the key asked for."""
+    from streams.serdes import BYTES
+
+    path = tmp_path / "prefix" if kind == "rocksdb" else None
+    sessions = SessionStore("s", BYTES, INT, "t", RecordContext(), 10**6, path, 100)
+    try:
+        values = {(b"\x00\x00", 0, 0): 1, (b"\x00", 0, 0): 2, (b"\x00\x00\x00", 0, 0): 3, (b"\x00", 10, 20): 4,
+                  (b"\x00\x00", 10, 20): 5, (b"\x00\x00\x00", 10, 20): 6}  # fmt: skip
+        for (key, start, end), value in values.items():
+            sessions.put(Windowed(key, SessionWindow(start, end)), value)
+        commit(sessions)
+        assert [v for _, v in sessions.find_sessions(b"\x00", 0, 10**6)] == [2, 4]
+        assert [v for _, v in sessions.find_sessions(b"\x00\x00", 0, 10**6)] == [1, 5]
+    finally:
+        sessions.close()
+
+
+def test_a_flush_forwards_in_the_order_of_the_last_changes(windows) -> None:  # type: ignore[no-untyped-def]
+    """Forwarded timestamps rise with the input's: a key changed again moves behind keys changed since.
+    (A suppression downstream then never sees a later time before an earlier window's last update.)"""
+    store, _, rc = windows()
+    forwarded: list[tuple[str, int, int]] = []
+    store.listener = lambda key, t, sub, entry, old: forwarded.append((key, t, rc.timestamp))
+    for key, start, ts in [("a", 0, 1), ("b", 10, 12), ("a", 0, 5), ("c", 10, 15)]:
+        rc.timestamp = ts
+        store.put(key, ts, start, timestamp=ts)
+    store.flush(None)
+    assert forwarded == [("b", 10, 12), ("a", 0, 5), ("c", 10, 15)]
+
+
+def test_key_value_cache_flushes_in_the_order_of_the_last_changes() -> None:
+    from streams.state.memory import InMemoryKeyValueStore
+
+    rc = RecordContext()
+    store = InMemoryKeyValueStore("kv", STRING, INT, "t", rc)
+    flushed: list[str] = []
+    store.listener = lambda key, new, old, ts: flushed.append(key)
+    for key in ("a", "b", "a"):
+        store.put(key, 1)
+    store.flush(None)
+    assert flushed == ["b", "a"]
+
+
+def test_session_segments_expire_and_restore_from_the_changelog(kind: str, tmp_path: Path) -> None:
+    def s(start: int, end: int) -> Windowed:
+        return Windowed("a", SessionWindow(start, end))
+
+    # retention 120 s -> one segment per 60 s of session end
+    store = SessionStore("s", STRING, INT, "app-s-changelog", RecordContext(), 120_000,
+                         tmp_path / "s" if kind == "rocksdb" else None, 100)  # fmt: skip
+    log = Changelog()
+    store.changelog = log.writer
+    try:
+        store.put(s(0, 10), 1)
+        store.put(s(60_000, 60_010), 2)
+        commit(store)
+        assert store._inner.segment_ids == [0, 1]
+        store.put(s(180_000, 180_000), 3)
+        commit(store)
+        # the session that ended at 10 is older than 180 s - 120 s: its segment is dropped whole;
+        # the one that ended at 60_010 is 119_990 ms old and stays
+        assert store._inner.segment_ids == [1, 3]
+        assert store.fetch("a") == [(s(60_000, 60_010), 2), (s(180_000, 180_000), 3)]
+        store.remove(s(60_000, 60_010))
+        commit(store)
+    finally:
+        store.close()
+    assert [k for k, _ in log.records] == [b"a" + struct.pack(">qq", end, start)
+                                           for start, end in [(0, 10), (60_000, 60_010), (180_000, 180_000),
+                                                              (60_000, 60_010)]]  # fmt: skip
+    fresh = SessionStore("s", STRING, INT, "t", RecordContext(), 120_000, None, 100)
+    fresh.restore_batch(log.records[:3])  # expired on the way in: the first session is not kept
+    assert fresh._inner.segment_ids == [1, 3]
+    assert fresh.fetch("a") == [(s(60_000, 60_010), 2), (s(180_000, 180_000), 3)]
+    fresh.restore_batch(log.records[3:])
+    assert fresh.fetch("a") == [(s(180_000, 180_000), 3)]

@@ -1,0 +1,248 @@
+"""Tumbling and hopping windows (``TimeWindows``), with Kafka Streams' semantics, as scenario tables:
+input (key, value, timestamp) rows -> output (windowed key, value, timestamp) rows, in order.
+
+The expected rows are Kafka Streams' own (``KStreamWindowAggregateTest``, ``SuppressScenarioTest``): windows
+are aligned to the epoch and ``[start, end)``; a result carries the largest timestamp of the records in its
+window; a record whose window ended more than the grace period before stream time is dropped; with
+``emit_strategy="on_window_close"`` each window is emitted once, when stream time reaches end + grace.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streams import (
+    EmitStrategy,
+    StreamsBuilder,
+    TimeWindows,
+    TopologyError,
+    TopologyTestDriver,
+    WindowedSerdes,
+)
+from tests.streams.scenarios import pipe, read_rows, scenario
+
+
+def concat(key: str, value: str, agg: str) -> str:
+    return agg + "+" + value
+
+
+# KStreamWindowAggregateTest.testAggBasic: hopping windows of 10 advancing by 5, grace 100.
+HOPPING_INPUT = [
+    ("A", "1", 0), ("B", "2", 1), ("C", "3", 2), ("D", "4", 3), ("A", "1", 4),
+    ("A", "1", 5), ("B", "2", 6), ("D", "4", 7), ("B", "2", 8), ("C", "3", 9),
+    ("A", "1", 10), ("B", "2", 11), ("D", "4", 12), ("B", "2", 13), ("C", "3", 14),
+    ("B", "1", 3), ("B", "2", 2), ("B", "3", 9),  # out of order, within grace: old windows are updated
+]  # fmt: skip
+HOPPING_OUTPUT = [
+    ("[A@0/10]", "0+1", 0),
+    ("[B@0/10]", "0+2", 1),
+    ("[C@0/10]", "0+3", 2),
+    ("[D@0/10]", "0+4", 3),
+    ("[A@0/10]", "0+1+1", 4),
+    ("[A@0/10]", "0+1+1+1", 5),
+    ("[A@5/15]", "0+1", 5),
+    ("[B@0/10]", "0+2+2", 6),
+    ("[B@5/15]", "0+2", 6),
+    ("[D@0/10]", "0+4+4", 7),
+    ("[D@5/15]", "0+4", 7),
+    ("[B@0/10]", "0+2+2+2", 8),
+    ("[B@5/15]", "0+2+2", 8),
+    ("[C@0/10]", "0+3+3", 9),
+    ("[C@5/15]", "0+3", 9),
+    ("[A@5/15]", "0+1+1", 10),
+    ("[A@10/20]", "0+1", 10),
+    ("[B@5/15]", "0+2+2+2", 11),
+    ("[B@10/20]", "0+2", 11),
+    ("[D@5/15]", "0+4+4", 12),
+    ("[D@10/20]", "0+4", 12),
+    ("[B@5/15]", "0+2+2+2+2", 13),
+    ("[B@10/20]", "0+2+2", 13),
+    ("[C@5/15]", "0+3+3", 14),
+    ("[C@10/20]", "0+3", 14),
+    ("[B@0/10]", "0+2+2+2+1", 8),  # the late records keep the window's largest timestamp
+    ("[B@0/10]", "0+2+2+2+1+2", 8),
+    ("[B@0/10]", "0+2+2+2+1+2+3", 9),
+    ("[B@5/15]", "0+2+2+2+2+3", 13),
+]
+W10 = WindowedSerdes.time_windowed(str, 10)
+
+
+@pytest.mark.parametrize("cache", [True, False])
+@pytest.mark.parametrize("kind", ["memory", "rocksdb"])
+def test_hopping_windows_overlap_and_take_out_of_order_records_within_grace(cache: bool, kind: str,
+                                                                          tmp_path: Path) -> None:  # fmt: skip
+    def build(b: StreamsBuilder) -> None:
+        (b.stream("in", key=str, value=str).group_by_key()
+         .windowed_by(TimeWindows.of_size_and_grace(10, 100).advance_by(5))
+         .aggregate(lambda: "0", concat, store="agg", value=str, cache=cache, kind=kind)
+         .to_stream().to("out", value=str))  # fmt: skip
+
+    # The driver commits after every record, so the cache forwards every update too.
+    assert scenario(build, HOPPING_INPUT, key=W10, value=str, state_dir=tmp_path) == HOPPING_OUTPUT
+
+
+def test_tumbling_window_boundaries_are_start_inclusive_end_exclusive() -> None:
+    def build(b: StreamsBuilder) -> None:
+        (b.stream("in", key=str, value=str).group_by_key()
+         .windowed_by(TimeWindows.of_size_with_no_grace(10)).count(store="c")
+         .to_stream().to("out"))  # fmt: skip
+
+    rows = [("a", "x", 0), ("a", "x", 9), ("a", "x", 10), ("b", "x", 19), ("a", "x", 20)]
+    assert scenario(build, rows, key=W10, value=int) == [
+        ("[a@0/10]", 1, 0),
+        ("[a@0/10]", 2, 9),
+        ("[a@10/20]", 1, 10),
+        ("[b@10/20]", 1, 19),
+        ("[a@20/30]", 1, 20),
+    ]
+
+
+def test_records_later_than_grace_are_dropped_and_counted() -> None:
+    """KStreamWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindowByGrace: tumbling 10, grace 90;
+    at stream time 200 the window [100, 110) closed at 110 + 90."""
+    b = StreamsBuilder()
+    (b.stream("in", key=str, value=str).group_by_key()
+     .windowed_by(TimeWindows.of_size_and_grace(10, 90))
+     .aggregate(lambda: "", concat, store="agg", value=str)
+     .to_stream().to("out", value=str))  # fmt: skip
+    with TopologyTestDriver(b.build()) as d:
+        pipe(d, "in", [("k", "100", 200), ("k", "0", 100), ("k", "1", 101), ("k", "2", 102), ("k", "3", 103),
+                       ("k", "4", 104), ("k", "5", 105), ("k", "6", 6)])  # fmt: skip
+        assert read_rows(d, "out", W10, str) == [("[k@200/210]", "+100", 200)]
+        assert d.dropped_records == 7
+
+
+def test_retention_and_grace_with_hopping_windows() -> None:
+    """KStreamWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindow: size 10, advance 5, grace
+    90, retention 100. At stream time 100 window [0, 10) is closed (10 + 90), [5, 15) still open."""
+    b = StreamsBuilder()
+    (b.stream("in", key=str, value=str).group_by_key()
+     .windowed_by(TimeWindows.of_size_and_grace(10, 90).advance_by(5))
+     .aggregate(lambda: "", concat, store="agg", value=str, retention=100)
+     .to_stream().to("out", value=str))  # fmt: skip
+    with TopologyTestDriver(b.build()) as d:
+        pipe(d, "in", [("k", "100", 100), ("k", "0", 0), ("k", "1", 1), ("k", "2", 2), ("k", "3", 3), ("k", "4", 4),
+                       ("k", "5", 5), ("k", "6", 6), ("k", "105", 105), ("k", "106", 106)])  # fmt: skip
+        assert read_rows(d, "out", W10, str) == [
+            ("[k@95/105]", "+100", 100),
+            ("[k@100/110]", "+100", 100),
+            ("[k@5/15]", "+5", 5),
+            ("[k@5/15]", "+5+6", 6),
+            ("[k@100/110]", "+100+105", 105),
+            ("[k@105/115]", "+105", 105),
+            ("[k@100/110]", "+100+105+106", 106),
+            ("[k@105/115]", "+105+106", 106),
+        ]
+        assert d.dropped_records == 7
+        # The store keeps windows starting after the newest start (105) minus the retention (100): [5, 15)
+        # has expired from it.
+        assert d.get_window_store("agg").fetch("k", 0, 200) == [(95, "+100"), (100, "+100+105+106"), (105, "+105+106")]
+
+
+def test_emit_on_window_close_emits_each_window_once_when_it_closes() -> None:
+    """KIP-825 (KStreamWindowAggregateTest.shouldEmitWithInterval0): size 10, advance 5, grace 5; at D@20
+    stream time closes windows ending by 15."""
+
+    def build(b: StreamsBuilder) -> None:
+        (b.stream("in", key=str, value=str).group_by_key()
+         .windowed_by(TimeWindows.of_size_and_grace(10, 5).advance_by(5))
+         .emit_strategy(EmitStrategy.on_window_close())
+         .aggregate(lambda: "0", concat, store="agg", value=str)
+         .to_stream().to("out", value=str))  # fmt: skip
+
+    rows = [("A", "1", 0), ("A", "1", 5), ("B", "2", 10), ("C", "3", 15), ("D", "4", 20)]
+    assert scenario(build, rows, key=W10, value=str) == [
+        ("[A@0/10]", "0+1+1", 5),
+        ("[A@5/15]", "0+1", 5),
+        ("[B@5/15]", "0+2", 10),
+    ]
+
+
+def test_emit_on_window_close_as_an_aggregation_option_and_late_records() -> None:
+    """The final-result variant of the retention scenario: at stream time 106 only [5, 15) has closed."""
+
+    def build(b: StreamsBuilder) -> None:
+        (b.stream("in", key=str, value=str).group_by_key()
+         .windowed_by(TimeWindows.of_size_and_grace(10, 90).advance_by(5))
+         .aggregate(lambda: "", concat, store="agg", value=str, retention=100, emit_strategy="on_window_close")
+         .to_stream().to("out", value=str))  # fmt: skip
+
+    rows = [("k", "100", 100), ("k", "0", 0), ("k", "1", 1), ("k", "2", 2), ("k", "3", 3), ("k", "4", 4),
+            ("k", "5", 5), ("k", "6", 6), ("k", "105", 105), ("k", "106", 106)]  # fmt: skip
+    assert scenario(build, rows, key=W10, value=str) == [("[k@5/15]", "+5+6", 6)]
+
+
+def test_emitted_final_results_are_not_emitted_again_after_a_restart(tmp_path: Path) -> None:
+    """KStreamWindowAggregateTest.shouldEmitFromLastEmitTime: the last emitted close time is kept with the
+    store, so a restarted task goes on from there."""
+    b = StreamsBuilder()
+    (b.stream("in", key=str, value=str).group_by_key()
+     .windowed_by(TimeWindows.of_size_and_grace(10, 5).advance_by(5))
+     .aggregate(lambda: "0", concat, store="agg", value=str, emit_strategy="on_window_close")
+     .to_stream().to("out", value=str))  # fmt: skip
+    topology = b.build()
+    with TopologyTestDriver(topology, state_dir=tmp_path) as d:
+        pipe(d, "in", [("A", "1", 0), ("B", "2", 5), ("C", "3", 15)])
+        assert read_rows(d, "out", W10, str) == [("[A@0/10]", "0+1", 0), ("[B@0/10]", "0+2", 5)]
+    with TopologyTestDriver(topology, state_dir=tmp_path) as d:
+        pipe(d, "in", [("D", "4", 25)])
+        assert read_rows(d, "out", W10, str) == [("[B@5/15]", "0+2", 5), ("[C@10/20]", "0+3", 15)]
+
+
+def test_stream_time_survives_a_restart_so_late_records_stay_late(tmp_path: Path) -> None:
+    """A restarted task resumes at the stream time of its last commit: a record that was late before the
+    restart is still late after it (and is not counted into a window that already closed)."""
+    b = StreamsBuilder()
+    (b.stream("in", key=str, value=str).group_by_key()
+     .windowed_by(TimeWindows.of_size_with_no_grace(10)).count(store="c")
+     .to_stream().to("out"))  # fmt: skip
+    topology = b.build()
+    with TopologyTestDriver(topology, state_dir=tmp_path) as d:
+        pipe(d, "in", [("a", "x", 5), ("a", "x", 25)])
+        assert read_rows(d, "out", W10, int) == [("[a@0/10]", 1, 5), ("[a@20/30]", 1, 25)]
+    with TopologyTestDriver(topology, state_dir=tmp_path) as d:
+        assert d.tasks[0].stream_time == 25
+        pipe(d, "in", [("a", "x", 7), ("a", "x", 26)])
+        assert read_rows(d, "out", W10, int) == [("[a@20/30]", 2, 26)]
+        assert d.dropped_records == 1
+
+
+def test_null_keys_are_dropped_and_counted() -> None:
+    b = StreamsBuilder()
+    (b.stream("in", key=str, value=str).group_by_key()
+     .windowed_by(TimeWindows.of_size_with_no_grace(10)).count(store="c")
+     .to_stream().to("out"))  # fmt: skip
+    with TopologyTestDriver(b.build()) as d:
+        pipe(d, "in", [(None, "x", 1), ("a", "x", 2)])
+        assert read_rows(d, "out", W10, int) == [("[a@0/10]", 1, 2)]
+        assert d.dropped_records == 1
+
+
+def test_retention_shorter_than_size_plus_grace_is_refused() -> None:
+    b = StreamsBuilder()
+    grouped = b.stream("in", key=str, value=str).group_by_key()
+    with pytest.raises(TopologyError, match=r"retention period of window store 'c' must be no smaller than its "
+                                            r"window size plus the grace period: got retention=50 ms, needs at "
+                                            r"least 70 ms"):  # fmt: skip
+        grouped.windowed_by(TimeWindows.of_size_and_grace(60, 10)).count(store="c", retention=50)
+
+
+def test_window_definitions_are_validated() -> None:
+    with pytest.raises(ValueError, match="window size must be larger than zero"):
+        TimeWindows.of_size_with_no_grace(0)
+    with pytest.raises(ValueError, match=r"window advance must be more than zero and at most the size \(10 ms\)"):
+        TimeWindows.of_size_with_no_grace(10).advance_by(11)
+    with pytest.raises(ValueError, match="window grace must not be negative"):
+        TimeWindows.of_size_and_grace(10, -1)
+    with pytest.raises(TypeError, match="window size must be a timedelta or integer milliseconds"):
+        TimeWindows.of_size_with_no_grace(1.5)  # type: ignore[arg-type]
+
+
+def test_durations_accept_timedelta() -> None:
+    from datetime import timedelta
+
+    w = TimeWindows.of_size_and_grace(timedelta(minutes=1), timedelta(seconds=30)).advance_by(timedelta(seconds=20))
+    assert (w.size_ms, w.advance_ms, w.grace_ms) == (60_000, 20_000, 30_000)
+    assert list(w.window_starts(65_000)) == [20_000, 40_000, 60_000]
