@@ -1,9 +1,10 @@
 """The registry in-process, for unit tests: ``RegistryClient("mock://")`` talks to it.
 
 ``EmbeddedRegistry`` runs the real service and HTTP app (the same compatibility rules, error codes and answers as
-the server) on a private SQLite log in a temporary directory, with no port: requests go to the ASGI app through
-an httpx transport. The app's event loop runs in one thread of its own, so sync and async clients share it; that
-thread is stopped and the directory removed when the registry is closed (with the last client using it).
+the server) on a private in-memory SQLite log (``sqlite:///:memory:NAME``: no file), with no port: requests go
+to the ASGI app through an httpx transport. The app's event loop runs in one thread of its own, so sync and async
+clients share it; that thread is stopped and the log dropped when the registry is closed (with the last client
+using it).
 
 serdes finds it through the ``schemakit.registry_transports`` entry point (serdes may not import ``registry``):
 ``mock://`` alone gives a fresh registry per client, ``mock://name`` the same one to every client naming it, until
@@ -14,9 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
-import tempfile
 import threading
+import uuid
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -24,6 +24,7 @@ import httpx
 
 from registry.config import RegistryConfig
 from registry.server import build_app, check_topics
+from streams.log import open_log
 
 __all__ = ["EmbeddedRegistry", "transport"]
 
@@ -36,8 +37,11 @@ class EmbeddedRegistry:
 
     def __init__(self, name: str = "") -> None:
         self.name = name
-        self._dir = tempfile.mkdtemp(prefix="schemakit-mock-registry-")
-        config = RegistryConfig(log_url=f"sqlite:///{self._dir}", advertised_url="http://mock")
+        url = f"sqlite:///:memory:mock-registry-{uuid.uuid4().hex}"
+        # A named in-memory log lives while one of its users is open: this one keeps it from check_topics on,
+        # which opens and closes its own.
+        self._log = open_log(url)
+        config = RegistryConfig(log_url=url, advertised_url="http://mock")
         check_topics(config)
         self.app = build_app(config)
         self._loop = asyncio.new_event_loop()
@@ -102,6 +106,8 @@ class EmbeddedRegistry:
                 stop.set()
             if self._lifespan is not None:
                 await self._lifespan
+            # join the workers of the loop's default executor: loop.close() alone does not wait for them
+            await asyncio.get_running_loop().shutdown_default_executor()
 
         try:
             self.run(finish())
@@ -109,7 +115,7 @@ class EmbeddedRegistry:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=30)
             self._loop.close()
-            shutil.rmtree(self._dir, ignore_errors=True)
+            self._log.close()
 
 
 _named: dict[str, EmbeddedRegistry] = {}

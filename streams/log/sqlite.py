@@ -13,6 +13,10 @@ fresh), one row per partition holding its next offset, and one ``records`` table
 - Group membership: on SQLite one consumer instance owns all partitions of the topics it subscribes
   to (two members of a group each get everything). ``on_assign`` runs inside the first ``poll`` after
   ``subscribe``, as with Kafka, so callers written against one backend work on the other.
+- ``sqlite:///:memory:`` is a private in-memory log (nothing on disk); ``sqlite:///:memory:NAME`` is one that
+  every log opened with that URL in this process shares while any of them is open. Each SQLite connection to
+  ``:memory:`` is a database of its own, so there every producer, consumer and lease shares one connection
+  under one lock.
 - Leases (``Log.lease``): a row per name holding the holder and the wall-clock time its lease expires
   (the processes share one machine, so they share the clock). The holder renews it every quarter of the
   timeout; anyone takes a row that expired or was released.
@@ -67,6 +71,7 @@ DEFAULT_MAX_RECORD_BYTES = 8 * 1024 * 1024
 DEFAULT_POLL_INTERVAL = 0.025
 DEFAULT_BUSY_TIMEOUT = 30.0
 _DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+_MEMORY = ":memory:"
 _NEEDS_GROUP = "needs a consumer group: create the consumer with log.consumer(group=...)"
 
 _SCHEMA = """
@@ -113,16 +118,26 @@ CREATE TABLE IF NOT EXISTS leases (
 
 
 def path_from_url(url: str) -> Path:
-    """``sqlite:///./data`` → ``./data/log.sqlite3``; ``sqlite:////abs/x.db`` → ``/abs/x.db``.
+    """``sqlite:///./data`` → ``./data/log.sqlite3``; ``sqlite:////abs/x.db`` → ``/abs/x.db``;
+    ``sqlite:///:memory:[name]`` → ``:memory:[name]`` (no file: see ``memory_name``).
 
     A path ending in .db/.sqlite/.sqlite3 is the database file; anything else is a directory."""
     prefix = "sqlite:///"
     if not url.startswith(prefix) or len(url) == len(prefix):
-        raise ValueError(f"bad SQLite log URL {url!r}: expected sqlite:///relative/path or sqlite:////abs/path")
+        raise ValueError(f"bad SQLite log URL {url!r}: expected sqlite:///relative/path, sqlite:////abs/path "
+                         f"or sqlite:///:memory:[name]")
+    if memory_name(url) is not None:
+        return Path(url[len(prefix) :])
     path = Path(url[len(prefix) :])
     if path.suffix.lower() in _DB_SUFFIXES and not path.is_dir():
         return path
     return path / "log.sqlite3"
+
+
+def memory_name(url: str) -> str | None:
+    """The name of an in-memory log URL (``""`` for a private one), None for a file."""
+    rest = url[len("sqlite:///") :]
+    return rest[len(_MEMORY) :] if url.startswith("sqlite:///") and rest.startswith(_MEMORY) else None
 
 
 # --- header and value encoding -------------------------------------------------------------------
@@ -261,6 +276,50 @@ def _shared_for(path: Path) -> _SharedFile:
         return shared
 
 
+class _InMemory:
+    """One in-memory database: a single connection that every ``_Db`` of it shares under one lock, alive while
+    any of them is open (``users``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.conn = sqlite3.connect(_MEMORY, isolation_level=None, check_same_thread=False)
+        self.lock = threading.RLock()
+        self.shared = _SharedFile()
+        self.users = 0
+
+
+_memory_dbs: dict[str, _InMemory] = {}  # the named ones
+
+
+def _open_memory(name: str) -> _InMemory:
+    """The named in-memory database (created on first use) or, for ``""``, a new private one; claimed once."""
+    with _shared_files_lock:
+        db = _memory_dbs.get(name) if name else None
+        if db is None:
+            db = _InMemory(name)
+            if name:
+                _memory_dbs[name] = db
+        db.users += 1
+        return db
+
+
+def _claim_memory(db: _InMemory) -> _InMemory:
+    with _shared_files_lock:
+        db.users += 1
+        return db
+
+
+def _release_memory(db: _InMemory) -> None:
+    with _shared_files_lock:
+        db.users -= 1
+        if db.users > 0:
+            return
+        if db.name and _memory_dbs.get(db.name) is db:
+            del _memory_dbs[db.name]
+    with db.lock:
+        db.conn.close()
+
+
 @dataclass(slots=True)
 class _TopicMeta:
     id: int
@@ -269,11 +328,16 @@ class _TopicMeta:
 
 
 class _Db:
-    """One SQLite connection with the pragmas every user needs and a lock for sharing it across threads."""
+    """One SQLite connection with the pragmas every user needs and a lock for sharing it across threads; for an
+    in-memory log, a claim on its one shared connection (``memory``, already claimed by the caller)."""
 
-    def __init__(self, path: Path, shared: _SharedFile, busy_timeout: float) -> None:
+    def __init__(self, path: Path, shared: _SharedFile, busy_timeout: float, memory: _InMemory | None = None) -> None:
         self.path = path
         self.shared = shared
+        self.memory = memory
+        if memory is not None:
+            self.lock, self.conn = memory.lock, memory.conn
+            return
         self.lock = threading.RLock()
         self.conn = sqlite3.connect(
             path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -292,6 +356,9 @@ class _Db:
         return None if row is None else _TopicMeta(row[0], row[1], bool(row[2]))
 
     def close(self) -> None:
+        if self.memory is not None:
+            _release_memory(self.memory)
+            return
         with self.lock:
             self.conn.close()
 
@@ -358,13 +425,18 @@ class SqliteLog(Log):
         self.max_record_bytes = max_record_bytes
         self.poll_interval = poll_interval
         self.busy_timeout = busy_timeout
+        name = memory_name(url)
+        self._memory = None if name is None else _open_memory(name)
+        if self._memory is not None:
+            self._shared = self._memory.shared
+        else:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StorageError(f"SQLite log {self.path}: cannot create its directory: {e}") from e
+            self._shared = _shared_for(self.path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise StorageError(f"SQLite log {self.path}: cannot create its directory: {e}") from e
-        self._shared = _shared_for(self.path)
-        try:
-            self._db = self._connect()
+            self._db = _Db(self.path, self._shared, self.busy_timeout, self._memory)
             with self._db.write() as conn:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
@@ -374,14 +446,17 @@ class SqliteLog(Log):
         self._closed = False
 
     def _connect(self) -> _Db:
-        return _Db(self.path, self._shared, self.busy_timeout)
+        memory = None if self._memory is None else _claim_memory(self._memory)
+        return _Db(self.path, self._shared, self.busy_timeout, memory)
 
     def describe(self) -> str:
+        if self._memory is not None:
+            return f"sqlite (embedded), in memory{f' ({self._memory.name})' if self._memory.name else ''}"
         return f"sqlite (embedded), data at {self.path.resolve()}"
 
     @property
-    def local_path(self) -> Path:
-        return self.path
+    def local_path(self) -> Path | None:
+        return None if self._memory is not None else self.path
 
     # topics
 
@@ -884,7 +959,7 @@ class SqliteConsumer(Consumer):
         self._on_revoke: RebalanceCallback | None = None
         self._assign_pending = False
         self._rotation = 0
-        self._data_version: int | None = None
+        self._data_version: tuple[int, int] | None = None
         self._closed = False
 
     def _check_open(self) -> None:
@@ -1001,7 +1076,9 @@ class SqliteConsumer(Consumer):
         with self._db.lock:
             conn = self._db.conn
             # Skip the queries when nothing was committed since the last empty fetch (cheap for idle waits).
-            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            # data_version misses commits made on this very connection (an in-memory log has only one): the
+            # in-process commit count covers those.
+            version = (conn.execute("PRAGMA data_version").fetchone()[0], self._db.shared.seq)
             if version == self._data_version and self._data_version is not None:
                 return []
             tps = list(self._positions)

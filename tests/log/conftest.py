@@ -49,6 +49,10 @@ def _sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> Log:
     return open_log(f"sqlite:///{tmp_path}/log")
 
 
+def _sqlite_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Log:
+    return open_log(f"sqlite:///:memory:{tmp_path.name}-{uuid.uuid4().hex}")
+
+
 def _kafka(request: pytest.FixtureRequest, tmp_path: Path) -> Log:
     return open_log(request.getfixturevalue("kafka_log_url"))
 
@@ -62,6 +66,7 @@ def _kafka_caps(request: pytest.FixtureRequest) -> LogCaps:
 
 BACKENDS: dict[str, Backend] = {
     "sqlite": Backend(_sqlite, lambda request: LogCaps("sqlite", lambda cap: None)),
+    "sqlite-memory": Backend(_sqlite_memory, lambda request: LogCaps("sqlite", lambda cap: None)),
 }
 
 # The Kafka backend joins the contract as soon as it exists; run SQLite only with `-m "not kafka"`.

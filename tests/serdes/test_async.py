@@ -15,6 +15,7 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer as CkJS
 from confluent_kafka.schema_registry.json_schema import JSONSerializer as CkJSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer as CkProtobufDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer as CkProtobufSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
 
 from serdes import (
     AsyncAvroDeserializer,
@@ -155,6 +156,36 @@ def test_json_bytes_equal_sync_and_confluent_kafka(registry_url, client, ck_clie
     ours = run(main, registry_url)
     assert ours == theirs == JsonSchemaSerializer(client, text)(JSON_RECORD, value_ctx)
     assert CkJSONDeserializer(text, conf=CK_TOPIC)(ours, value_ctx) == JSON_RECORD
+
+
+def test_async_json_and_protobuf_serializers_off_their_fast_path(registry_url, client, protos, value_ctx,
+                                                                  require_type) -> None:
+    """The async JSON/Protobuf serializers inline their common case: None, a wrong type and header framing take
+    the other paths and give what the sync serializers give."""
+    require_type("PROTOBUF")
+    require_type("JSON")
+    order = make_order(protos)
+    text = json.dumps(JSON_ORDER)
+    json_ctx = SerializationContext(value_ctx.topic + "-json", MessageField.VALUE, [])
+    proto_ctx = SerializationContext(value_ctx.topic, MessageField.VALUE, [])
+
+    async def main(c: AsyncRegistryClient) -> tuple[bytes | None, bytes | None]:
+        proto = AsyncProtobufSerializer(c, protos.order.Order)
+        assert await proto(None, value_ctx) is None
+        with pytest.raises(SerializationError, match=r"expected a sktest\.shop\.Order message, got dict"):
+            await proto({"id": "o-1"}, value_ctx)  # type: ignore[arg-type]
+        assert await AsyncJsonSchemaSerializer(c, text)(None, json_ctx) is None
+        return (await AsyncProtobufSerializer(c, protos.order.Order, schema_id_header=True)(order, proto_ctx),
+                await AsyncJsonSchemaSerializer(c, text, schema_id_header=True)(JSON_RECORD, json_ctx))
+
+    proto_data, json_data = run(main, registry_url)
+    assert proto_data == order.SerializeToString()  # the id went to the header, not the payload
+    sync_proto_ctx = SerializationContext(value_ctx.topic, MessageField.VALUE, [])
+    sync_json_ctx = SerializationContext(value_ctx.topic + "-json", MessageField.VALUE, [])
+    assert proto_data == ProtobufSerializer(client, protos.order.Order, schema_id_header=True)(order, sync_proto_ctx)
+    assert json_data == JsonSchemaSerializer(client, text, schema_id_header=True)(JSON_RECORD, sync_json_ctx)
+    assert proto_ctx.headers == sync_proto_ctx.headers and len(proto_ctx.headers) == 1
+    assert json_ctx.headers == sync_json_ctx.headers and len(json_ctx.headers) == 1
 
 
 def test_many_tasks_share_a_new_serializer(registry_url: str, client, value_ctx) -> None:
