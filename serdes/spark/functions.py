@@ -26,13 +26,14 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, DataType, IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, DataType
 
 from serdes.spark import jvm_engine
 from serdes.spark.encode import encode_batch, encoder_spec
 from serdes.spark.python_engine import decode_batch
 from serdes.spark.reader import ReaderSpec, RecordTypesSpec, resolve_reader, resolve_record_types
 from serdes.spark.registry_options import RegistryOptions
+from serdes.spark.types import result_type
 
 __all__ = ["from_registry", "to_registry"]
 
@@ -118,18 +119,6 @@ def from_registry(col: str | Column, registry: str | Mapping[str, Any], *, subje
             raise RuntimeError(jvm_engine.missing_message(spark))
     return python_column(col, spec, mode, error_column, writer_id_column,
                          json.dumps({"validate": validate}) if validate else "")
-
-
-def result_type(value_type: DataType, error_column: bool, writer_id_column: bool = False) -> DataType:
-    """The column's type: the decoded value's, or the struct holding it and the optional columns."""
-    if not error_column and not writer_id_column:
-        return value_type
-    fields = [StructField("value", value_type, True)]
-    if error_column:
-        fields.append(StructField("error", StringType(), True))
-    if writer_id_column:
-        fields += [StructField("writer_id", IntegerType(), True), StructField("writer_version", IntegerType(), True)]
-    return StructType(fields)
 
 
 def python_column(col: str | Column, spec: ReaderSpec | RecordTypesSpec, mode: str, error_column: bool,

@@ -74,7 +74,7 @@ def decode_column(spark: SparkSession, col: Column, spec: ReaderSpec | RecordTyp
     from pyspark.sql.classic.column import Column as ClassicColumn
     from pyspark.sql.classic.column import _to_java_column
 
-    from serdes.spark.functions import result_type
+    from serdes.spark.types import result_type
 
     jvm = _jvm(spark).schemakit.spark
     decoder = jvm.AvroRegistryDecoder(decoder_spec(spec, mode, error_column, writer_id_column))

@@ -54,7 +54,7 @@ from pyspark.sql.types import (
 )
 
 __all__ = ["TIMESTAMP", "AvroNames", "SchemaMappingError", "avro_decimal_type", "avro_to_spark", "avro_union_branches",
-           "is_map_field", "json_is_null", "json_pointer", "json_schema_to_spark", "protobuf_to_spark"]
+           "is_map_field", "json_is_null", "json_pointer", "json_schema_to_spark", "protobuf_to_spark", "result_type"]
 
 
 class SchemaMappingError(ValueError):
@@ -336,3 +336,15 @@ def protobuf_to_spark(desc: Any, _stack: tuple[str, ...] = ()) -> DataType:
         raise SchemaMappingError(f"recursive Protobuf message {desc.full_name!r} has no Spark equivalent")
     stack = (*_stack, desc.full_name)
     return StructType([StructField(f.name, _proto_field(f, stack), True) for f in desc.fields])
+
+
+def result_type(value_type: DataType, error_column: bool, writer_id_column: bool = False) -> DataType:
+    """The column's type: the decoded value's, or the struct holding it and the optional columns."""
+    if not error_column and not writer_id_column:
+        return value_type
+    fields = [StructField("value", value_type, True)]
+    if error_column:
+        fields.append(StructField("error", StringType(), True))
+    if writer_id_column:
+        fields += [StructField("writer_id", IntegerType(), True), StructField("writer_version", IntegerType(), True)]
+    return StructType(fields)
