@@ -264,7 +264,7 @@ def test_clean_rebalances_move_tasks_without_redoing_work(
         feed(1400)
         wait_for(all_committed, what="the third batch")
         expected = reference_totals(orders)
-        wait_for(lambda: dict(first.store("totals").all()) == expected, what="the totals")
+        wait_for(lambda: dict(first.store("totals").all()) == expected, timeout=120, what="the totals")
     seen = Counter(orjson.loads(r.value)["id"] for r in read_all(log, f"{app_id}-totals-repartition"))
     assert set(seen.values()) == {1}
     assert set(seen) == {o["id"] for o in orders if o["paid"]}

@@ -181,7 +181,8 @@ def test_suppressed_finals_after_kill_9(log: Log, log_url: str, names: Callable[
     try:
         wait_for(lambda: all_committed(log, app_id, clicks_topic, produced), timeout=120,
                  what="all clicks to be committed")  # fmt: skip
-        wait_for(lambda: set(finals(log, finals_topic)) == set(expected), what="a final count of every window")
+        wait_for(lambda: set(finals(log, finals_topic)) == set(expected), timeout=120,
+                 what="a final count of every window")  # fmt: skip
         assert restarted.stop() == 0
     finally:
         if restarted.proc.poll() is None:
