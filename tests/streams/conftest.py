@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -19,6 +20,28 @@ def log_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'log'}"
     return request.getfixturevalue("kafka_log_url")
+
+
+@pytest.fixture
+def private_kafka_log_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A Kafka log URL on a broker of this test's own (the external Kafka when ``SCHEMAKIT_TEST_KAFKA`` is set).
+
+    For the multi-process hand-over and kill -9 tests: late in a full run the session's shared tansu broker
+    holds every earlier test's topics in memory, and these tests then timed out waiting for their results in
+    two of three full runs while passing alone; a fresh broker makes them depend on nothing before them."""
+    from urllib.parse import urlencode
+
+    from tests.broker import ENV_EXTERNAL, TEST_CLIENT_OPTIONS, TansuBroker
+
+    if os.environ.get(ENV_EXTERNAL):
+        yield request.getfixturevalue("kafka_log_url")
+        return
+    broker = TansuBroker(tmp_path / "tansu.log")
+    broker.start()
+    try:
+        yield f"kafka://{broker.bootstrap}?{urlencode(TEST_CLIENT_OPTIONS)}"
+    finally:
+        broker.stop()
 
 
 @pytest.fixture

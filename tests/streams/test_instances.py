@@ -215,14 +215,14 @@ def test_restart_after_kill_9_restores_only_what_follows_the_checkpoint(
 
 @pytest.mark.kafka
 def test_clean_rebalances_move_tasks_without_redoing_work(
-    kafka_log_url: str, names: Callable[[str], str], tmp_path: Path
+    private_kafka_log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
     """A second instance joins, then leaves cleanly: tasks move both ways, each move commits first, so
     no input is processed twice (every order reaches the repartition topic exactly once)."""
     from streams.app import StreamsApp
     from tests.streams.topologies import order_totals
 
-    log = open_log(kafka_log_url)
+    log = open_log(private_kafka_log_url)
     orders_topic, out, app_id = names("orders"), names("totals"), names("rebalance")
     log.create_topic(orders_topic, 4)
     log.create_topic(out, 4)
@@ -243,7 +243,7 @@ def test_clean_rebalances_move_tasks_without_redoing_work(
         return log.committed(app_id, inputs) == ends
 
     def app(name: str) -> StreamsApp:
-        return StreamsApp(order_totals(orders_topic, out), app_id, kafka_log_url, state_dir=tmp_path / name,
+        return StreamsApp(order_totals(orders_topic, out), app_id, private_kafka_log_url, state_dir=tmp_path / name,
                           commit_interval_ms=200)  # fmt: skip
 
     first = app("first")

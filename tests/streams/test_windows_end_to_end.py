@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ import pytest
 
 from streams import WindowedSerdes
 from streams.app import StreamsApp
-from streams.log import Log, TopicPartition
+from streams.log import Log, TopicPartition, open_log
 from tests.streams.conftest import read_all, wait_for
 from tests.streams.instances import Instance
 from tests.streams.topologies import CLICK_WINDOWS, click_windows, make_clicks, reference_window_counts
@@ -137,8 +137,24 @@ def test_hopping_count_with_final_results_across_a_clean_restart(
     assert buffer is not None and buffer.compacted and buffer.config["cleanup.policy"] == "compact"
 
 
+@pytest.fixture
+def kill_log_url(log_url: str, request: pytest.FixtureRequest) -> str:
+    """The kill -9 test's log: on Kafka, a broker of its own (see ``private_kafka_log_url``)."""
+    return log_url if log_url.startswith("sqlite") else request.getfixturevalue("private_kafka_log_url")
+
+
+@pytest.fixture
+def kill_log(kill_log_url: str) -> Iterator[Log]:
+    lg = open_log(kill_log_url)
+    yield lg
+    lg.close()
+
+
 @pytest.mark.slow
-def test_suppressed_finals_after_kill_9(log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path) -> None:
+def test_suppressed_finals_after_kill_9(
+    kill_log: Log, kill_log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
+    log, log_url = kill_log, kill_log_url
     clicks_topic, finals_topic, app_id = names("clicks"), names("click-finals"), names("windows-kill")
     log.create_topic(clicks_topic, 4)
     log.create_topic(finals_topic, 4)
