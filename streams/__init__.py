@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
          "Windowed"],
         "streams.windows",
     ),
+    "JoinWindows": "streams.join_windows",
     **dict.fromkeys(["BufferConfig", "Suppressed"], "streams.suppress"),
     **dict.fromkeys(["SessionWindowedSerde", "TimeWindowedSerde", "WindowedSerdes"], "streams.windowed_serdes"),
     **dict.fromkeys(
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
         WallclockTimestampExtractor,
     )
     from streams.handlers import DeadLetterQueue, ErrorHandler, LogAndContinue, LogAndFail
+    from streams.join_windows import JoinWindows
     from streams.listeners import StateListener, TaskState
     from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
     from streams.queries import HostInfo, KeyQueryMetadata, StreamsMetadata
@@ -128,6 +130,7 @@ __all__ = [
     "FailOnInvalidTimestamp",
     "HostInfo",
     "InvalidStateStoreError",
+    "JoinWindows",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",
