@@ -38,7 +38,8 @@ PUBLIC_API: dict[str, list[str]] = {
     "streams": [
         "BYTES", "BufferConfig", "Cancellable", "CoPartitioningError", "ConsumedRecord", "DeadLetterQueue",
         "DeserializationError", "EmitStrategy", "ErrorHandler", "FLOAT", "FailOnInvalidTimestamp", "HostInfo", "INT",
-        "InvalidStateStoreError", "JSON", "JoinWindows", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "KeyQueryMetadata",
+        "InvalidStateStoreError", "JSON", "JoinWindows", "KGroupedStream", "KGroupedTable", "KStream", "KTable",
+        "KeyQueryMetadata",
         "LogAndContinue", "LogAndFail", "LogAndSkipOnInvalidTimestamp", "MissingTopicError", "ProcessingError",
         "Processor", "ProcessorContext", "ProductionError", "PunctuationType", "STRING", "Serde", "SerdeError",
         "SessionStoreSpec",
