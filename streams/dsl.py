@@ -252,22 +252,24 @@ class KStream:
             return self._stream_table_join(other, keyed, name, left)
         raise TypeError(f"{what}() needs a KStream (with JoinWindows) or a KTable, got {other!r}")
 
-    def _join_source(self, name: str | None, side: str) -> str:
-        """This stream's node, or, after a key change, the source of its repartition topic."""
+    def _join_source(self, name: str | None, side: str, key: Any) -> str:
+        """This stream's node, or, after a key change, the source of its repartition topic, written with
+        ``key`` (the join's key serde: the other side's when this stream has none, so that equal keys
+        land in equal partitions on both sides)."""
         if not self.repartition_required:
             return self.node
         topic = f"{name}-{side}" if name else self._builder.new_name("KSTREAM-JOIN-REPARTITION")
-        return self._builder.repartition(self.node, topic, None, self.key_serde, self.value_serde)
+        return self._builder.repartition(self.node, topic, None, key, self.value_serde)
 
     def _stream_stream_join(self, other: KStream, joiner: Callable[[Any, Any, Any], Any], windows: JoinWindows,
                             name: str | None, left: bool, outer: bool) -> KStream:  # fmt: skip
         builder, topology = self._builder, self._builder.topology
-        left_src, right_src = self._join_source(name, "left"), other._join_source(name, "right")
+        key = self.key_serde if self.key_serde is not None else other.key_serde
+        left_src, right_src = self._join_source(name, "left", key), other._join_source(name, "right", key)
         this_prefix = "KSTREAM-OUTERTHIS" if left else "KSTREAM-JOINTHIS"
         other_prefix = "KSTREAM-OUTEROTHER" if outer else "KSTREAM-JOINOTHER"
         this_node = f"{name}-join-this" if name else builder.new_name(this_prefix)
         other_node = f"{name}-join-other" if name else builder.new_name(other_prefix)
-        key = self.key_serde if self.key_serde is not None else other.key_serde
         size, retention = max(windows.size_ms, 0), max(windows.retention_ms, 1)
         this_store, other_store = f"{this_node}-store", f"{other_node}-store"
         outer_store = None
@@ -300,12 +302,12 @@ class KStream:
             raise TopologyError("a stream-table join needs a table with a store: join with a table from "
                                 "StreamsBuilder.table(...) or an aggregation, not a derived one "
                                 "(filter, map_values, suppress)")  # fmt: skip
-        source = self._join_source(name, "left")
+        key = self.key_serde if self.key_serde is not None else table.key_serde
+        source = self._join_source(name, "left", key)
         store = table.store_name
         node = name or self._builder.new_name("KSTREAM-JOIN")
         self._builder.topology.add_processor(node, lambda: StreamTableJoinProcessor(store, joiner, left), source)
         self._builder.topology.connect_processor_and_state_stores(node, stores=[store])
-        key = self.key_serde if self.key_serde is not None else table.key_serde
         return KStream(self._builder, node, key, None, False)
 
     # -- grouping --------------------------------------------------------------------------------------

@@ -142,8 +142,10 @@ class StreamStreamJoinProcessor(_Join):
             finally:
                 rc.timestamp = ts
         elif self.outer:
-            if outer_store is None or time_to < stream_time:
-                # Its window has closed: nothing that arrives later can join it.
+            if outer_store is None or time_to + self.windows.grace_ms < stream_time:
+                # Its window has closed (end + grace): nothing that arrives later can join it. (Kafka
+                # Streams emits it from its window's end, so a partner within the grace period would
+                # give a second result; here that partner finds it in the outer store instead.)
                 self._forward(key, self._join(key, value, None))
             else:
                 outer_store.put(key, (self.left_side, value), ts, ts)

@@ -244,3 +244,15 @@ def test_join_windows_validate_their_durations() -> None:
         b.stream("a").join(b.stream("b"), show)
     with pytest.raises(TypeError, match="needs a KStream \\(with JoinWindows\\) or a KTable"):
         StreamsBuilder().stream("a").join("b", show, JoinWindows.of_time_difference_with_no_grace(1))
+
+
+def test_a_record_past_its_window_end_but_within_grace_waits_for_a_partner() -> None:
+    """Within the grace period an out-of-order record is not late: it waits in the outer store, and a
+    partner that arrives within the grace period joins it (no spurious ``(value, None)`` first)."""
+    run("left_join", JoinWindows.of_time_difference_and_grace(10, 50), [
+        ([("L", 9, "X", 100)], []),
+        ([("L", 0, "A", 60)], []),  # its window [50, 70] ended at stream time 100, closes at 120
+        ([("R", 0, "a", 65)], [(0, "A+a", 65)]),
+        ([("L", 1, "B", 30)], [(1, "B+null", 30)]),  # window [20, 40] closed at 90: late, emitted at once
+        ([("R", 9, "z", 200)], [(9, "X+null", 100)]),
+    ])  # fmt: skip
