@@ -59,6 +59,10 @@ class Segments(Protocol):
 
     def count(self) -> int: ...
 
+    def estimate_count(self) -> int:
+        """``count()`` where that is cheap, else an estimate; safe to call from another thread."""
+        ...
+
     def wipe(self) -> None: ...
 
     def close(self) -> None: ...
@@ -151,6 +155,10 @@ class InMemorySegments:
 
     def count(self) -> int:
         return sum(len(entries) for segment in self._segments.values() for entries in segment.values())
+
+    def estimate_count(self) -> int:
+        # list() copies under the GIL: the processing thread may change the dicts meanwhile
+        return sum(len(entries) for segment in list(self._segments.values()) for entries in list(segment.values()))
 
     def wipe(self) -> None:
         self._segments.clear()
