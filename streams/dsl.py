@@ -266,8 +266,9 @@ class KStream:
         builder, topology = self._builder, self._builder.topology
         key = self.key_serde if self.key_serde is not None else other.key_serde
         left_src, right_src = self._join_source(name, "left", key), other._join_source(name, "right", key)
-        this_prefix = "KSTREAM-OUTERTHIS" if left else "KSTREAM-JOINTHIS"
-        other_prefix = "KSTREAM-OUTEROTHER" if outer else "KSTREAM-JOINOTHER"
+        # Kafka Streams' names: a processor that may have to emit the other side's unjoined records is OUTER.
+        this_prefix = "KSTREAM-OUTERTHIS" if outer else "KSTREAM-JOINTHIS"
+        other_prefix = "KSTREAM-OUTEROTHER" if left else "KSTREAM-JOINOTHER"
         this_node = f"{name}-join-this" if name else builder.new_name(this_prefix)
         other_node = f"{name}-join-other" if name else builder.new_name(other_prefix)
         size, retention = max(windows.size_ms, 0), max(windows.retention_ms, 1)

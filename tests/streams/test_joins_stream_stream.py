@@ -228,9 +228,9 @@ def test_a_restarted_join_resumes_its_stores_and_stream_time(tmp_path: Path) -> 
 
 def test_describe_shows_the_join_processors_and_their_stores() -> None:
     text = build("left_join", JoinWindows.of_time_difference_with_no_grace(10)).build().describe()
-    assert "Processor: KSTREAM-OUTERTHIS-0000000002 (stores: [KSTREAM-OUTERTHIS-0000000002-store, " \
-           "KSTREAM-JOINOTHER-0000000003-store, KSTREAM-OUTERSHARED-0000000004-store])" in text  # fmt: skip
-    assert "<-- KSTREAM-OUTERTHIS-0000000002, KSTREAM-JOINOTHER-0000000003" in text
+    assert "Processor: KSTREAM-JOINTHIS-0000000002 (stores: [KSTREAM-JOINTHIS-0000000002-store, " \
+           "KSTREAM-OUTEROTHER-0000000003-store, KSTREAM-OUTERSHARED-0000000004-store])" in text  # fmt: skip
+    assert "<-- KSTREAM-JOINTHIS-0000000002, KSTREAM-OUTEROTHER-0000000003" in text
     assert text.count("Sub-topology:") == 1
 
 
@@ -256,3 +256,23 @@ def test_a_record_past_its_window_end_but_within_grace_waits_for_a_partner() -> 
         ([("L", 1, "B", 30)], [(1, "B+null", 30)]),  # window [20, 40] closed at 90: late, emitted at once
         ([("R", 9, "z", 200)], [(9, "X+null", 100)]),
     ])  # fmt: skip
+
+
+def test_both_sides_are_repartitioned_after_a_key_change_and_the_joiner_can_take_the_key() -> None:
+    b = StreamsBuilder()
+    orders = b.stream("orders", key=str, value="json").select_key(lambda k, o: o["ref"])
+    payments = b.stream("payments", key=str, value="json").map(lambda k, p: (p["ref"], p["amount"]))
+    (orders.join(payments, lambda k, o, amount: f"{k}:{o['n']}:{amount}",
+                 JoinWindows.of_time_difference_with_no_grace(10), with_key=True, name="paid")
+     .to("out", key=str, value=str))  # fmt: skip
+    topology = b.build()
+    text = topology.describe()
+    assert text.count("Sub-topology:") == 3
+    assert "(topic: paid-left-repartition)" in text and "(topic: paid-right-repartition)" in text
+    assert "Processor: paid-join-this (stores: [paid-join-this-store, paid-join-other-store])" in text
+    with TopologyTestDriver(topology) as d:
+        d.input_topic("orders", key=str, value="json").pipe_input("o1", {"ref": "r1", "n": 1}, timestamp=100)
+        d.input_topic("payments", key=str, value="json").pipe_input("p1", {"ref": "r1", "amount": 5}, timestamp=105)
+        d.input_topic("payments", key=str, value="json").pipe_input("p2", {"ref": "r1", "amount": 6}, timestamp=111)
+        assert [(r.key, r.value, r.timestamp) for r in d.output_topic("out", key=str, value=str).read_records()] == [
+            ("r1", "r1:1:5", 105)]  # fmt: skip
