@@ -166,7 +166,9 @@ def child(args: argparse.Namespace) -> int:
     if args.runtime == "quix":
         result = run_quix(args.bootstrap, args.job, topics, args.out, args.total, state)
     else:
-        url = f"kafka://{args.bootstrap}?{urlencode(TEST_CLIENT_OPTIONS)}"
+        # The runtime's default session timeout (10 s), not the test suite's 2 s: on a shared 2-core machine a
+        # RocksDB write stall can hold the process for longer than 2 s, and the instance would be expelled.
+        url = f"kafka://{args.bootstrap}?{urlencode({**TEST_CLIENT_OPTIONS, 'session.timeout.ms': '10000'})}"
         result = run_ours(url, args.job, topics, args.out, args.total, state)
     result["rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(result), flush=True)
