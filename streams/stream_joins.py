@@ -107,6 +107,7 @@ class StreamStreamJoinProcessor(_Join):
         joiner = self.joiner
         self._join = joiner if self.left_side else (lambda k, this, other: joiner(k, other, this))
         self._kser = self._this.key_serializer
+        self._seq = 0
 
     def process(self, key: Any, value: Any) -> None:
         rc = self._rc
@@ -126,7 +127,9 @@ class StreamStreamJoinProcessor(_Join):
             kb = self._kser(key)
         except Exception:
             kb = self._this.key_bytes(key)  # raises the error that names the store
-        self._this.put(key, value, ts, ts)
+        # The only writer of this side's store: each record gets its own sequence number (duplicates kept).
+        self._seq = seq = (self._seq + 1) & 0x7FFFFFFF
+        self._this.put_entry(kb, key, ts, seq, (value, ts))
         if outer_store is not None and ts == stream_time:
             self._emit_closed(stream_time)
         time_to = max(0, ts + self._ahead)
