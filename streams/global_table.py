@@ -28,7 +28,14 @@ from streams.topology import GlobalTableSpec, Topology
 if TYPE_CHECKING:
     from streams.table_joins import Joiner
 
-__all__ = ["GlobalKTable", "GlobalStateThread", "StreamGlobalJoinProcessor", "apply_global_records", "global_stores"]
+__all__ = [
+    "GlobalKTable",
+    "GlobalStateThread",
+    "ReadOnlyGlobalStore",
+    "StreamGlobalJoinProcessor",
+    "apply_global_records",
+    "global_stores",
+]
 
 log = logging.getLogger("streams.global_table")
 
@@ -100,7 +107,7 @@ class GlobalStateThread(threading.Thread):
         self._on_failed = on_failed
         self._poll_timeout = poll_timeout_s
         self._progress_interval = progress_interval_s
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self.records = 0  # applied since start
 
     def _apply(self, records: list[Record]) -> None:
@@ -139,7 +146,7 @@ class GlobalStateThread(threading.Thread):
         try:
             consumer = self._consumer
             assert consumer is not None
-            while not self._stop.is_set():
+            while not self._stopping.is_set():
                 self._apply(consumer.poll(self._poll_timeout, 5000))
         except BaseException as exc:
             log.exception("global state thread %s failed", self.name)
@@ -148,7 +155,7 @@ class GlobalStateThread(threading.Thread):
             self.close_clients()
 
     def shutdown(self, timeout: float | None = 10.0) -> None:
-        self._stop.set()
+        self._stopping.set()
         if self.is_alive():
             self.join(timeout)
         else:
@@ -161,6 +168,23 @@ class GlobalStateThread(threading.Thread):
         for store in self.stores.values():
             if not store.closed:
                 store.close()
+
+
+class ReadOnlyGlobalStore:
+    """``app.store(name)`` of a global table: this instance's whole copy (read while the global thread
+    writes: reads do not touch the store's cache)."""
+
+    def __init__(self, store: InMemoryKeyValueStore) -> None:
+        self._store = store
+
+    def get(self, key: Any) -> Any:
+        return self._store.peek(key)
+
+    def all(self) -> list[tuple[Any, Any]]:
+        return list(self._store.all())
+
+    def approximate_num_entries(self) -> int:
+        return self._store.approximate_num_entries()
 
 
 class StreamGlobalJoinProcessor(Forwarding):

@@ -140,6 +140,8 @@ def resolve(topology: Topology, log: Log, names: TopicNames, dead_letter_topics:
         for sink in sub.sinks:
             if not sink.internal:
                 md.partitions.setdefault(sink.topic, partitions_of_existing(sink.topic, "sink"))
+    for glob in topology.global_tables.values():  # read whole by every instance: no tasks, no co-partitioning
+        md.partitions[glob.topic] = partitions_of_existing(glob.topic, "global table")
     for topic in dead_letter_topics:
         partitions_of_existing(topic, "dead-letter")
     for name in topology.repartition_topics:
