@@ -193,6 +193,9 @@ class SubTopology:
 class RepartitionTopic:
     name: str
     partitions: int | None = None
+    #: As many partitions as the other inputs of the sub-topology reading it (a foreign-key join's topics),
+    #: rather than as the inputs of the one writing it.
+    sized_by_reader: bool = False
 
 
 class Topology:
@@ -310,7 +313,7 @@ class Topology:
                     node.stores.append(store)
         return self
 
-    def add_repartition_topic(self, name: str, partitions: int | None = None) -> None:
+    def add_repartition_topic(self, name: str, partitions: int | None = None, *, sized_by_reader: bool = False) -> None:
         _check_name("repartition topic", name)
         if name in self.repartition_topics:
             raise TopologyError(
@@ -318,7 +321,7 @@ class Topology:
             )
         if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
             raise TopologyError(f"repartition topic {name!r}: partitions must be an integer >= 1")
-        self.repartition_topics[name] = RepartitionTopic(name, partitions)
+        self.repartition_topics[name] = RepartitionTopic(name, partitions, sized_by_reader)
 
     # -- analysis --------------------------------------------------------------------------------------
 
@@ -368,7 +371,7 @@ class Topology:
         """Sub-topologies with their sources, processors, sinks and stores, like Kafka Streams prints."""
 
         def topic_label(topic: str, internal: bool) -> str:
-            return f"{topic}-repartition" if internal else topic
+            return f"{topic}-repartition" if internal and not topic.endswith("-topic") else topic
 
         lines = ["Topologies:"]
         for sub in self.sub_topologies():
