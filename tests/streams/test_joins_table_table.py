@@ -4,16 +4,20 @@ tables and checks the join's updates, in order, with their timestamps (the large
 The inner and outer tables are Kafka Streams' ``KTableKTableInnerJoinTest`` / ``KTableKTableOuterJoinTest``
 expectations (``testJoin``: the same inputs, the same outputs); the left join's follows from the same
 inputs by ``KTableKTableLeftJoin``'s rules (a result while the left row exists, the right side None if
-missing).
+missing). End to end (SQLite and the test broker, 4 partitions): both join stores come back after a restart.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from streams import StreamsBuilder, TopologyError, TopologyTestDriver
+from streams import StreamsApp, StreamsBuilder, TopologyError, TopologyTestDriver
+from streams.log import Log
+from tests.streams.conftest import last_values, produce, read_all, wait_for
 from tests.streams.scenarios import Row, pipe, read_rows
 
 
@@ -142,3 +146,38 @@ def test_bad_join_arguments_fail_clearly() -> None:
         t1.outer_join(b.table("topic2"), "nope")  # type: ignore[arg-type]
     with pytest.raises(TopologyError, match="same StreamsBuilder"):
         t1.left_join(StreamsBuilder().table("x"), tostring)
+
+
+# -- end to end -------------------------------------------------------------------------------------------
+
+
+def test_table_join_end_to_end_restores_both_stores_on_restart(
+    log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
+    left_t, right_t, out, app_id = names("t1"), names("t2"), names("joined"), names("tt")
+    for topic in (left_t, right_t, out):
+        log.create_topic(topic, 4)
+    b = StreamsBuilder()
+    b.table(left_t, key=str, value=str).left_join(b.table(right_t, key=str, value=str), tostring, store="joined") \
+        .to_stream().to(out, key=str, value=str)
+    topology = b.build()
+    produce(log, left_t, [(f"k{i}", f"L{i}") for i in range(12)], value=str.encode)
+    produce(log, right_t, [(f"k{i}", f"R{i}") for i in range(0, 12, 2)], value=str.encode)
+
+    def results() -> dict[str, Any]:
+        return last_values(read_all(log, out, quiet=0.5), value=lambda v: v.decode())
+
+    def app() -> StreamsApp:
+        return StreamsApp(topology, app_id, log_url, state_dir=tmp_path / "s", commit_interval_ms=100)
+
+    expected = {f"k{i}": f"L{i}+R{i}" if i % 2 == 0 else f"L{i}+null" for i in range(12)}
+    with app():
+        wait_for(lambda: results() == expected, what="every left row joined")
+    # Restarted, each side's update joins the other side's row from the restored store.
+    produce(log, right_t, [("k1", "R1"), ("k2", None)], value=lambda v: None if v is None else v.encode())
+    produce(log, left_t, [("k4", "L4x"), ("k5", None)], value=lambda v: None if v is None else v.encode())
+    expected.update({"k1": "L1+R1", "k2": "L2+null", "k4": "L4x+R4"})
+    del expected["k5"]
+    with app() as a:
+        wait_for(lambda: {k: v for k, v in results().items() if v is not None} == expected, what="the updates")
+        assert sorted(a.store("joined").all()) == sorted(expected.items())
