@@ -173,3 +173,19 @@ def test_second_instance_takes_half_the_tasks_and_holds_the_whole_global_table(
         second.close()
         first.close()
         lg.close()
+
+
+def test_an_empty_global_topic_restores_at_once_and_fills_while_running(
+    log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
+    orders_t, countries_t, out, app_id = names("orders"), names("countries"), names("located"), names("geo3")
+    for topic in (orders_t, countries_t, out):
+        log.create_topic(topic, 4)
+    topology = located(orders_t, countries_t, out, left=True).build()
+    with StreamsApp(topology, app_id, log_url, state_dir=tmp_path / "s", commit_interval_ms=100) as app:
+        assert app.store("countries").all() == []
+        produce(log, countries_t, [("fr", {"region": "eu"})])
+        wait_for(lambda: app.store("countries").get("fr") == {"region": "eu"}, what="the first country")
+        produce(log, orders_t, [("o1", order("fr")), ("o2", order("jp"))])
+        wait_for(lambda: outputs(log, out) == {"o1": region_of(order("fr"), {"region": "eu"}),
+                                               "o2": region_of(order("jp"), None)}, what="the left join")  # fmt: skip
