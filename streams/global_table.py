@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streams.errors import StreamsError
+from streams.errors import DeserializationError
 from streams.log.base import OFFSET_BEGINNING, Consumer, Log, Record, TopicPartition
 from streams.ops import Forwarding
 from streams.processor import ProcessorContext, RecordContext
@@ -76,17 +76,19 @@ def global_stores(topology: Topology) -> dict[str, InMemoryKeyValueStore]:
 
 
 def apply_global_records(store: InMemoryKeyValueStore, records: list[Record]) -> None:
-    """Apply records of a global table's topic to its store: the latest value per key, None deletes."""
-    entries = [(r.key, None if r.value is None else _TS.pack(r.timestamp) + r.value)
-               for r in records if r.key is not None]  # fmt: skip
+    """Apply records of a global table's topic to its store: the latest value per key, None deletes.
+    A value that does not deserialize stops the global table (``DeserializationError`` names its offset)."""
+    kept = [r for r in records if r.key is not None]
+    entries = [(r.key, None if r.value is None else _TS.pack(r.timestamp) + r.value) for r in kept]
     try:
-        store.restore_batch(entries)
-    except Exception as exc:
-        first = records[0]
-        raise StreamsError(
-            f"global table {store.name!r}: cannot deserialize a record of {first.topic!r} "
-            f"(partition {first.partition}, offsets from {first.offset}): {exc}"
-        ) from exc
+        store.restore_batch(entries)  # type: ignore[arg-type]  # keys are not None
+    except Exception:
+        for rec, entry in zip(kept, entries, strict=True):  # find the record (re-applying the others is harmless)
+            try:
+                store.restore_batch([entry])  # type: ignore[list-item]
+            except Exception as exc:
+                raise DeserializationError(rec.topic, rec.partition, rec.offset, False, exc) from exc
+        raise
 
 
 class GlobalStateThread(threading.Thread):

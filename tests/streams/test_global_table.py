@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from streams import GlobalKTable, StreamsApp, StreamsBuilder, TopologyError, TopologyTestDriver
+from streams import DeserializationError, GlobalKTable, StreamsApp, StreamsBuilder, TopologyError, TopologyTestDriver
 from streams.log import Log, open_log
 from tests.streams.conftest import last_values, produce, read_all, wait_for
 from tests.streams.scenarios import pipe, read_rows
@@ -92,6 +92,15 @@ def test_bad_global_table_use_fails_clearly() -> None:
     other = StreamsBuilder().global_table("x")
     with pytest.raises(TopologyError, match="same StreamsBuilder"):
         orders.left_join(other, lambda k, v: k, lambda v, o: v)
+
+
+def test_a_global_record_that_does_not_deserialize_names_its_offset() -> None:
+    with TopologyTestDriver(located("orders", "countries", "out").build()) as d:
+        countries = d.input_topic("countries", key=str, value="json")
+        countries.pipe_input("fr", {"region": "eu"})
+        with pytest.raises(DeserializationError, match=r"the value of the record at countries\[0\] offset 1"):
+            countries.pipe_raw(b"de", b"{not json")
+        assert d.get_key_value_store("countries").get("fr") == {"region": "eu"}
 
 
 # -- end to end -------------------------------------------------------------------------------------------
