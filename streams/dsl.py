@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from streams.change import ChangeSerde
 from streams.errors import TopologyError
+from streams.global_table import GlobalKTable, StreamGlobalJoinProcessor
 from streams.join_windows import JoinWindows
 from streams.ops import (
     BranchProcessor,
@@ -33,6 +34,7 @@ from streams.processor import Processor
 from streams.serdes import INT, serde_from
 from streams.stream_joins import LeftOrRightSerde, StreamStreamJoinProcessor, StreamTableJoinProcessor
 from streams.suppress import Suppressed, SuppressProcessor
+from streams.table_joins import JOIN_KINDS, TableJoinProcessor, TableMaterializeProcessor, key_joiner
 from streams.table_ops import (
     AggregateProcessor,
     TableAggregateProcessor,
@@ -210,20 +212,46 @@ class KStream:
         return KStream(self._builder, node, key, value, False)
 
     # -- joins ---------------------------------------------------------------------------------------
-    # ``other`` decides the kind: a KStream (windowed, needs JoinWindows) or a KTable (a lookup per record).
+    # ``other`` decides the kind: a KStream (windowed, needs JoinWindows), a KTable (a lookup per record)
+    # or a GlobalKTable (``join(global_table, key_selector, joiner)``).
 
-    def join(self, other: Any, joiner: Callable[..., Any], windows: JoinWindows | None = None, *,
-             with_key: bool = False, name: str | None = None) -> KStream:  # fmt: skip
+    def join(self, other: Any, joiner: Callable[..., Any], windows: Any = None, *, with_key: bool = False,
+             name: str | None = None) -> KStream:  # fmt: skip
         """Inner join: with a ``KStream`` within ``windows`` (``JoinWindows``), or with a ``KTable`` (the
-        table's current row for the record's key). ``joiner(value, other)``, or ``joiner(key, value,
-        other)`` with ``with_key=True``. A stream whose key was changed is repartitioned first."""
-        return self._join("join", other, joiner, windows, with_key, name, left=False, outer=False)
+        table's current row for the record's key); ``joiner(value, other)``, or ``joiner(key, value,
+        other)`` with ``with_key=True``; a stream whose key was changed is repartitioned first. With a
+        ``GlobalKTable``: ``join(global_table, key_selector, joiner)``, where ``key_selector(key, value)``
+        gives the global table's key; records without a row are dropped; no co-partitioning is needed (every
+        instance holds the whole global table)."""
+        return self._join_any("join", other, joiner, windows, with_key, name, left=False)
 
-    def left_join(self, other: Any, joiner: Callable[..., Any], windows: JoinWindows | None = None, *,
-                  with_key: bool = False, name: str | None = None) -> KStream:  # fmt: skip
+    def left_join(self, other: Any, joiner: Callable[..., Any], windows: Any = None, *, with_key: bool = False,
+                  name: str | None = None) -> KStream:  # fmt: skip
         """As ``join``, but every record of this stream gives a result: ``other`` is None when nothing
         joined (with a stream: emitted once the record's window has closed, window end + grace)."""
-        return self._join("left_join", other, joiner, windows, with_key, name, left=True, outer=False)
+        return self._join_any("left_join", other, joiner, windows, with_key, name, left=True)
+
+    def _join_any(self, method: str, other: Any, joiner: Callable[..., Any], third: Any, with_key: bool,
+                  name: str | None, *, left: bool) -> KStream:  # fmt: skip
+        if isinstance(other, GlobalKTable) or callable(third):
+            # join(global_table, key_selector, joiner): the second argument selects the key
+            return self._join_global(method, other, joiner, third, with_key, name, left=left)
+        return self._join(method, other, joiner, third, with_key, name, left=left, outer=False)
+
+    def _join_global(self, method: str, other: Any, key_selector: Callable[[Any, Any], Any],
+                     joiner: Callable[..., Any], with_key: bool, name: str | None, *,
+                     left: bool) -> KStream:  # fmt: skip
+        if not isinstance(other, GlobalKTable):
+            raise TypeError(f"KStream.{method}() with a key selector needs a GlobalKTable "
+                            f"(StreamsBuilder.global_table(...)), got {type(other).__name__}")  # fmt: skip
+        if other.builder is not self._builder:
+            raise TopologyError(f"KStream.{method}() needs a GlobalKTable from the same StreamsBuilder")
+        _check_callable(f"{method}() key selector", key_selector)
+        _check_callable(f"{method}() joiner", joiner)
+        store, fn = other.store_name, key_joiner(joiner, with_key)
+        return self._add("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN",
+                         lambda: StreamGlobalJoinProcessor(store, key_selector, fn, left), name,
+                         key=self.key_serde, value=None)  # fmt: skip
 
     def outer_join(self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows, *,
                    with_key: bool = False, name: str | None = None) -> KStream:  # fmt: skip
@@ -236,7 +264,7 @@ class KStream:
     def _join(self, what: str, other: Any, joiner: Callable[..., Any], windows: JoinWindows | None,
               with_key: bool, name: str | None, *, left: bool, outer: bool) -> KStream:  # fmt: skip
         _check_callable(f"{what}() joiner", joiner)
-        keyed: Callable[[Any, Any, Any], Any] = joiner if with_key else (lambda k, v, o: joiner(v, o))
+        keyed = key_joiner(joiner, with_key)
         if isinstance(other, KStream):
             if not isinstance(windows, JoinWindows):
                 raise TypeError(f"{what}() of two streams needs JoinWindows (e.g. JoinWindows."
@@ -250,7 +278,8 @@ class KStream:
             if other._builder is not self._builder:
                 raise TopologyError(f"{what}() needs a KTable from the same StreamsBuilder")
             return self._stream_table_join(other, keyed, name, left)
-        raise TypeError(f"{what}() needs a KStream (with JoinWindows) or a KTable, got {other!r}")
+        raise TypeError(f"{what}() needs a KStream (with JoinWindows), a KTable or a GlobalKTable (with a key "
+                        f"selector), got {other!r}")  # fmt: skip
 
     def _join_source(self, name: str | None, side: str, key: Any) -> str:
         """This stream's node, or, after a key change, the source of its repartition topic, written with
@@ -299,13 +328,11 @@ class KStream:
 
     def _stream_table_join(self, table: KTable, joiner: Callable[[Any, Any, Any], Any], name: str | None,
                            left: bool) -> KStream:  # fmt: skip
-        if table.store_name is None:
-            raise TopologyError("a stream-table join needs a table with a store: join with a table from "
-                                "StreamsBuilder.table(...) or an aggregation, not a derived one "
-                                "(filter, map_values, suppress)")  # fmt: skip
+        table = table._materialized()  # a derived table (filter, map_values, ...) gets a store to look rows up in
         key = self.key_serde if self.key_serde is not None else table.key_serde
         source = self._join_source(name, "left", key)
         store = table.store_name
+        assert store is not None
         node = name or self._builder.new_name("KSTREAM-JOIN")
         self._builder.topology.add_processor(node, lambda: StreamTableJoinProcessor(store, joiner, left), source)
         self._builder.topology.connect_processor_and_state_stores(node, stores=[store])
@@ -670,6 +697,90 @@ class KTable:
         node = self._builder.new_name("KTABLE-SELECT")
         self._builder.topology.add_processor(node, lambda: TableRepartitionMapProcessor(selector), self.node)
         return KGroupedTable(self._builder, node, serde_from(key), serde_from(value), name)
+
+    # -- joins -----------------------------------------------------------------------------------------
+
+    def join(self, other: KTable, joiner: Callable[..., Any], *, foreign_key: Callable[[Any], Any] | None = None,
+             with_key: bool = False, store: str | StoreSpec | None = None, value: Any = None,
+             name: str | None = None) -> KTable:  # fmt: skip
+        """Inner join on the key: a row while both tables have one, ``joiner(value, other)`` (``(key,
+        value, other)`` with ``with_key``); a row of either side deleted deletes the result.
+        ``foreign_key(value) -> other's key``: join each row with the ``other`` row its value points to
+        (Kafka Streams' foreign-key join, KIP-213); the result is keyed as this table. ``store``:
+        materialize the result (queryable by that name)."""
+        return self._join("inner", other, joiner, foreign_key, with_key, store, value, name)
+
+    def left_join(self, other: KTable, joiner: Callable[..., Any], *,
+                  foreign_key: Callable[[Any], Any] | None = None, with_key: bool = False,
+                  store: str | StoreSpec | None = None, value: Any = None,
+                  name: str | None = None) -> KTable:  # fmt: skip
+        """As ``join``, but a row of this table without a partner is joined with None."""
+        return self._join("left", other, joiner, foreign_key, with_key, store, value, name)
+
+    def outer_join(self, other: KTable, joiner: Callable[..., Any], *, with_key: bool = False,
+                   store: str | StoreSpec | None = None, value: Any = None,
+                   name: str | None = None) -> KTable:  # fmt: skip
+        """A row while either table has one; the missing side is None in ``joiner(value, other)``."""
+        return self._join("outer", other, joiner, None, with_key, store, value, name)
+
+    def _materialized(self) -> KTable:
+        """This table, or (if it keeps no store) a copy of it that does: a join looks rows up there."""
+        if self.store_name is not None:
+            return self
+        builder = self._builder
+        node = builder.new_name("KTABLE-MATERIALIZE")
+        spec = StoreSpec(f"{node}-STATE-STORE", key=self.key_serde, value=self.value_serde, cache=False)
+        spec.timestamped = True
+        options = TableOptions()
+        builder.topology.add_processor(node, lambda: TableMaterializeProcessor(spec.name, options), self.node)
+        builder.topology.add_state_store(spec, node)
+        return KTable(builder, node, spec.name, self.key_serde, self.value_serde, options)
+
+    def _join(self, kind: str, other: KTable, joiner: Callable[..., Any], foreign_key: Callable[[Any], Any] | None,
+              with_key: bool, store: str | StoreSpec | None, value: Any, name: str | None) -> KTable:  # fmt: skip
+        assert kind in JOIN_KINDS
+        method = {"inner": "join", "left": "left_join", "outer": "outer_join"}[kind]
+        if not isinstance(other, KTable) or other._builder is not self._builder:
+            raise TopologyError(f"KTable.{method}() needs a KTable from the same StreamsBuilder, "
+                                f"got {type(other).__name__}")  # fmt: skip
+        _check_callable(f"KTable.{method}() joiner", joiner)
+        if self.windows is not None or other.windows is not None:
+            raise TopologyError(f"KTable.{method}() of windowed tables is not supported; join the tables "
+                                "before windowing, or use to_stream() and a stream join")  # fmt: skip
+        builder, fn = self._builder, key_joiner(joiner, with_key)
+        value = serde_from(value)
+        spec = None if store is None else _store_spec(builder, store, self.key_serde, value, False, None)
+        if foreign_key is not None:
+            from streams.fk_join import foreign_key_join
+
+            _check_callable(f"KTable.{method}() foreign_key", foreign_key)
+            left, right = self._materialized(), other._materialized()
+            left._enable_old_values()
+            node, store_name, options = foreign_key_join(builder, kind, left, right, foreign_key, fn, spec, name)
+            return KTable(builder, node, store_name, self.key_serde, spec.value if spec else value, options)
+        left, right = self._materialized(), other._materialized()
+        left._enable_old_values()  # a row that goes away turns into the tombstone of its result
+        right._enable_old_values()
+        assert left.store_name is not None and right.store_name is not None
+        prefix = {"inner": "KTABLE-JOIN", "left": "KTABLE-LEFTJOIN", "outer": "KTABLE-OUTERJOIN"}[kind]
+        this = f"{name}-join-this" if name else builder.new_name(prefix + "THIS")
+        that = f"{name}-join-other" if name else builder.new_name(prefix + "OTHER")
+        result = TableOptions()
+        sides = TableOptions() if spec is not None else result  # a materialized result finds old values itself
+        lstore, rstore = left.store_name, right.store_name
+        topology = builder.topology
+        topology.add_processor(this, lambda: TableJoinProcessor(rstore, fn, kind, True, sides), left.node)
+        topology.add_processor(that, lambda: TableJoinProcessor(lstore, fn, kind, False, sides), right.node)
+        topology.connect_processor_and_state_stores(this, stores=[rstore])
+        topology.connect_processor_and_state_stores(that, stores=[lstore])
+        merge = name or builder.new_name("KTABLE-MERGE")
+        if spec is None:
+            topology.add_processor(merge, PassThroughProcessor, this, that)
+            return KTable(builder, merge, None, self.key_serde, value, result)
+        store_name = spec.name
+        topology.add_processor(merge, lambda: TableMaterializeProcessor(store_name, result), this, that)
+        topology.add_state_store(spec, merge)
+        return KTable(builder, merge, store_name, self.key_serde, spec.value, result)
 
     def to_stream(self, *, name: str | None = None) -> KStream:
         """The table's updates as a stream (a delete is a record with value None)."""

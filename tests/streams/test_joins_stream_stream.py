@@ -242,7 +242,7 @@ def test_join_windows_validate_their_durations() -> None:
     with pytest.raises(TypeError, match="JoinWindows"):
         b = StreamsBuilder()
         b.stream("a").join(b.stream("b"), show)
-    with pytest.raises(TypeError, match="needs a KStream \\(with JoinWindows\\) or a KTable"):
+    with pytest.raises(TypeError, match="needs a KStream \\(with JoinWindows\\), a KTable or a GlobalKTable"):
         StreamsBuilder().stream("a").join("b", show, JoinWindows.of_time_difference_with_no_grace(1))
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from streams import StreamsBuilder, TopologyError, TopologyTestDriver
+from streams import StreamsBuilder, TopologyTestDriver
 
 Row = tuple[int, str, int]
 
@@ -118,10 +118,18 @@ def test_a_join_after_a_key_change_repartitions_the_stream() -> None:
         ]
 
 
-def test_a_derived_table_without_a_store_is_refused() -> None:
+def test_a_derived_table_is_materialized_for_the_lookup() -> None:
     b = StreamsBuilder()
-    table = b.table("t", key=int, value=str).filter(lambda k, v: True)
-    with pytest.raises(TopologyError, match="needs a table with a store"):
-        b.stream("s", key=int, value=str).join(table, show)
+    table = b.table("table", key=int, value=str).filter(lambda k, v: v != "hidden")
+    b.stream("stream", key=int, value=str).left_join(table, show).to("out", key=int, value=str)
+    with TopologyTestDriver(b.build()) as d:
+        rows = d.input_topic("table", key=int, value=str)
+        rows.pipe_input(1, "shown", timestamp=1)
+        rows.pipe_input(2, "hidden", timestamp=1)
+        stream = d.input_topic("stream", key=int, value=str)
+        for k in (1, 2):
+            stream.pipe_input(k, "X", timestamp=2)
+        assert [(r.key, r.value) for r in d.output_topic("out", key=int, value=str).read_records()] == [
+            (1, "X+shown"), (2, "X+null")]  # fmt: skip
     with pytest.raises(TypeError, match="takes no windows"):
-        b.stream("s2", key=int, value=str).join(b.table("t2"), show, 10)  # type: ignore[arg-type]
+        b.stream("s2", key=int, value=str).join(b.table("t2"), show, 10)
