@@ -4,6 +4,11 @@ its 8-byte segment id, so that dropping an expired segment is one range delete.
 Key: segment id, key bytes, time, sub (all big-endian; ``sub`` 4 bytes for windows, 8 for sessions).
 Value: the serialized entry (8-byte timestamp, value bytes). The store's metadata lives under a key past
 every segment. Decoded entries of recent reads are kept in a bounded object cache.
+
+Most lookups of a window that is not there are for a key's newest window, about to be written. The store
+knows, for the keys it wrote since it opened, the newest time written (``_newest``), and that nothing it did
+not write is newer than ``_untracked`` (the newest time when it opened or last restored): a lookup newer
+than both cannot hit, and skips RocksDB.
 """
 
 from __future__ import annotations
@@ -40,7 +45,10 @@ class RocksDBSegments:
         self._db = open_rocksdb(path)
         self.metadata: dict[str, int] = {}
         self.observed = -1
+        self._newest: dict[bytes, int] = {}
         self._load()
+        # (a store written before the newest time was kept with it: no lookup is skipped)
+        self._untracked = self.observed if self.observed >= 0 or not self._segment_ids else 2**63 - 1
 
     def _load(self) -> None:
         raw = self._db.get(_META_KEY)
@@ -66,6 +74,8 @@ class RocksDBSegments:
         cache = self._cache
         entry = cache.get(ck, _MISSING)
         if entry is _MISSING:
+            if t > self._untracked and t > self._newest.get(kb, -1):
+                return None  # newer than anything written under this key: not there (see the module doc)
             vb = self._db.get(_SEG.pack(t // self.interval) + kb + self._sub.pack(t, sub))
             if vb is None:
                 return None  # not cached: a window looked up and missing is about to be written
@@ -130,6 +140,7 @@ class RocksDBSegments:
         seg, pack_sub, interval = _SEG.pack, self._sub.pack, self.interval
         segments = self._segment_ids
         observed = self.observed
+        newest = self._newest
         for kb, t, sub, _entry, vb in rows:
             if t < min_live:
                 continue
@@ -141,6 +152,8 @@ class RocksDBSegments:
                 segments.add(t // interval)
                 if t > observed:
                     observed = t
+                if t > newest.get(kb, -1):
+                    newest[kb] = t
         self.observed = observed
         # The written entries are the ones most likely read next (windows still open): cache them.
         cache = self._cache
@@ -168,6 +181,7 @@ class RocksDBSegments:
         batch.put(_META_KEY, orjson.dumps({**self.metadata, "_observed": self.observed}))
         self._db.write(batch)
         self._cache = {}
+        self._untracked = self.observed  # restored rows are not in ``_newest``
         self._drop_expired(min_live)
 
     def restore_metadata(self, metadata: dict[str, int]) -> None:
@@ -181,6 +195,8 @@ class RocksDBSegments:
         self._db.delete_range(_SEG.pack(expired[0]), _SEG.pack(expired[-1] + 1))
         self._segment_ids.difference_update(expired)
         self._cache = {}
+        # A key whose newest entry has expired has none left to find (expired times are never looked up).
+        self._newest = {kb: t for kb, t in self._newest.items() if t >= min_live}
 
     @property
     def segment_ids(self) -> list[int]:
@@ -201,6 +217,8 @@ class RocksDBSegments:
         self.metadata = {}
         self.observed = -1
         self._segment_ids = set()
+        self._newest = {}
+        self._untracked = -1
 
     def close(self) -> None:
         self._db.flush()

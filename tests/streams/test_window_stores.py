@@ -192,6 +192,37 @@ def test_rocksdb_window_store_keeps_data_and_time_across_reopen(tmp_path: Path) 
         again.close()
 
 
+def test_rocksdb_lookups_find_what_an_earlier_run_or_a_restore_wrote(tmp_path: Path) -> None:
+    # Lookups newer than anything this store wrote skip RocksDB: never for data it did not write itself.
+    def open_store(path: Path) -> WindowStore:
+        # a cache of one entry: lookups go to RocksDB
+        return WindowStore("w", STRING, INT, "t", RecordContext(), 1000, path, 1, window_size_ms=10)
+
+    store = open_store(tmp_path / "db")
+    log = Changelog()
+    store.changelog = log.writer
+    store.put("k", 1, 100, timestamp=100)
+    commit(store)
+    store.close()
+    again = open_store(tmp_path / "db")
+    restored = open_store(tmp_path / "restored")
+    try:
+        for s in (again, restored):
+            s.put("k", 2, 50, timestamp=50)  # an older window, written after the reopen
+            s.put("other", 3, 200, timestamp=200)
+            commit(s)
+            if s is restored:
+                s.restore_batch(log.records)
+            assert s.get("k", 100) == 1 and s.get("k", 50) == 2 and s.get("other", 200) == 3
+            assert s.get("k", 110) is None and s.get("k", 200) is None
+            s.put("k", 4, 300, timestamp=300)
+            commit(s)
+            assert s.fetch("k", 0, 1000) == [(50, 2), (100, 1), (300, 4)]
+    finally:
+        again.close()
+        restored.close()
+
+
 @pytest.fixture
 def sessions(kind: str, tmp_path: Path) -> Iterator[SessionStore]:
     rc = RecordContext()
