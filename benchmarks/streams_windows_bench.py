@@ -149,7 +149,9 @@ def child(args: argparse.Namespace) -> int:
     else:
         url = f"kafka://{args.bootstrap}?{urlencode(TEST_CLIENT_OPTIONS)}"
         result = run_ours(url, args.topic, args.out, args.records, state, args.job, args.runtime)
-    result["rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    result["rss_mib"] = usage.ru_maxrss / 1024
+    result["cpu_s"] = usage.ru_utime + usage.ru_stime  # the whole process: less sensitive to a busy machine
     print(json.dumps(result), flush=True)
     return 0
 
@@ -199,7 +201,7 @@ def main() -> int:
                 results[job][runtime] = json.loads(done.stdout.strip().splitlines()[-1])
                 r = results[job][runtime]
                 print(f"{job:8s} {labels[runtime]:52s} {r['elapsed']:7.2f}s {r['rate']:10,.0f} records/s "
-                      f"peak RSS {r['rss_mib']:6.0f} MiB", flush=True)  # fmt: skip
+                      f"peak RSS {r['rss_mib']:6.0f} MiB, {r['cpu_s']:.1f} s CPU", flush=True)  # fmt: skip
         log.close()
     finally:
         broker.stop()
