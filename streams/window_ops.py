@@ -53,7 +53,6 @@ class _WindowAggregate(Forwarding):
         store = self._store = context.get_state_store(self.store_name)
         self._rc = context.record_context
         self._kser = store.key_serializer
-        self._get = store.get_entry
         self._put = store.put_entry
         self._observed = context.stream_time
         self._send_old = self.options.send_old_values
@@ -164,20 +163,20 @@ class TimeWindowAggregateProcessor(_WindowAggregate):
             kb = self._kser(key)
         except Exception:
             kb = self._key_bytes(key)
-        get, put, initializer, adder = self._get, self._put, self.initializer, self.adder
+        put, initializer, adder = self._put, self.initializer, self.adder
         first = ts - size + advance
         first = 0 if first < 0 else first - first % advance
+        starts = range(first, ts + 1, advance)
         emit_now = self._emit_now
-        # Without emitting each update, the record's windows are written in one call (what was added
-        # before an adder failed is written too, as window by window).
+        # The record's windows are read in one call and, without emitting each update, written in one
+        # (what was added before an adder failed is written too, as window by window).
         rows: list[tuple[int, int, Any]] = []
         try:
-            for start in range(first, ts + 1, advance):
+            for start, entry in zip(starts, self._store.get_entries(kb, starts), strict=True):
                 end = start + size
                 if end <= close:
                     self._drop(f"a record for the closed window [{start},{end})")
                     continue
-                entry = get(kb, start, 0)
                 if entry is None:
                     agg = initializer() if initializer is not None else None
                     new_ts = ts

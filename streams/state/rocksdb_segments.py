@@ -180,10 +180,17 @@ class RocksDBSegments:
                     newest[kb] = t
         self.observed = observed
         # The written entries are the ones most likely read next (windows still open): cache them.
-        remember = self._remember
-        for kb, t, sub, entry, _ in rows[-self._max_cache :]:
-            if t >= min_live:
-                remember(kb, t, sub, entry)
+        cache = self._cache
+        bucket: dict[tuple[bytes, int], Entry | None] = {}
+        bucket_t = None
+        for kb, t, sub, entry, _ in rows[-self._max_cache :]:  # (``_remember``, inlined: a commit writes many)
+            if t < min_live:
+                continue
+            if t != bucket_t:
+                bucket_t, bucket = t, cache.setdefault(t, {})
+            size = len(bucket)
+            bucket[(kb, sub)] = entry
+            self._cached += len(bucket) - size
         if self._cached > self._max_cache:
             self._shrink()
         if metadata is not None:

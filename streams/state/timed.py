@@ -138,14 +138,22 @@ class TimeKeyedStore:
 
     def get_entry(self, kb: bytes, t: int, sub: int = 0) -> Entry | None:
         """``(value, timestamp)`` at (key, time, sub), or None (also when expired)."""
-        if t < self.observed - self.retention_ms + self.live_offset:
-            return None
+        return self.get_entries(kb, (t,), sub)[0]
+
+    def get_entries(self, kb: bytes, times: Iterable[int], sub: int = 0) -> list[Entry | None]:
+        """``get_entry`` for each of ``times`` (a record's windows in one call)."""
+        min_live = self.observed - self.retention_ms + self.live_offset
         overlay = self._overlay.get(kb)
-        if overlay is not None:
-            k = (t, sub)
-            if k in overlay:
-                return overlay[k]
-        return self._inner.get(kb, t, sub)
+        inner = self._inner.get
+        out: list[Entry | None] = []
+        for t in times:
+            if t < min_live:
+                out.append(None)
+            elif overlay is not None and (t, sub) in overlay:
+                out.append(overlay[(t, sub)])
+            else:
+                out.append(inner(kb, t, sub))
+        return out
 
     def put_entry(self, kb: bytes, key: Any, t: int, sub: int, entry: Entry | None) -> bool:
         """Write (or, with None, delete) an entry; False if ``t`` has expired (nothing is written)."""
