@@ -41,6 +41,7 @@ from fastapi.responses import Response
 
 from streams.config import parse_host_port
 from streams.errors import InvalidStateStoreError, StreamsError
+from streams.global_table import ReadOnlyGlobalStore
 from streams.group_leader import Assignment
 from streams.http_pool import HttpPool, HttpPoolError
 from streams.queries import (
@@ -172,7 +173,10 @@ def _error_code(raw: bytes) -> int:
     return code if isinstance(code, int) else NOT_AVAILABLE
 
 
-_KINDS: dict[type, str] = {ReadOnlyStore: "key-value", ReadOnlyWindowStore: "window", ReadOnlySessionStore: "session"}
+_KINDS: dict[type, str] = {ReadOnlyStore: "key-value", ReadOnlyWindowStore: "window", ReadOnlySessionStore: "session",
+                           ReadOnlyGlobalStore: "global"}  # fmt: skip
+#: The views the HTTP API reads a partition of.
+_Partitioned = ReadOnlyStore | ReadOnlyWindowStore | ReadOnlySessionStore
 
 
 def _unavailable(source: QuerySource, message: str) -> QueryError:
@@ -347,12 +351,13 @@ class QueryServer:
     def _kv_store(self, store: str, include_standby: bool) -> ReadOnlyStore:
         view = self.source.store(store, include_standby)
         if not isinstance(view, ReadOnlyStore):
-            path = "windows" if isinstance(view, ReadOnlyWindowStore) else "sessions"
-            raise QueryError(404, STORE_NOT_FOUND, f"store {store!r} is a {_KINDS[type(view)]} store: ask "
-                             f"/v1/stores/{store}/keys/{{key}}/{path}")  # fmt: skip
+            ask = f": ask /v1/stores/{store}/keys/{{key}}/"
+            hints: dict[type, str] = {ReadOnlyWindowStore: ask + "windows", ReadOnlySessionStore: ask + "sessions"}
+            hint = hints.get(type(view), " (not served over HTTP: read it in process with app.store)")
+            raise QueryError(404, STORE_NOT_FOUND, f"store {store!r} is a {_KINDS[type(view)]} store{hint}")
         return view
 
-    def _view_of(self, store: str, kind: type[View], include_standby: bool) -> View:
+    def _view_of(self, store: str, kind: type[_Partitioned], include_standby: bool) -> _Partitioned:
         """The store's view, which must be of ``kind`` (the path asked for that kind of store)."""
         self._check_store(store)
         view = self.source.store(store, include_standby)
@@ -361,7 +366,7 @@ class QueryServer:
                              f"{_KINDS[kind]} store")  # fmt: skip
         return view
 
-    def _partition_store(self, view: View, partition: int) -> tuple[Any, bool]:
+    def _partition_store(self, view: _Partitioned, partition: int) -> tuple[Any, bool]:
         """This instance's store of ``partition`` and whether it is a replica; 503 if it has none."""
         try:
             ((_, part, stale),) = view.partition_stores([partition])
@@ -419,7 +424,7 @@ class QueryServer:
     async def _windowed_lookup(self, store: str, text: str, what: str, time_from: str | None, time_to: str | None,
                                include_standby: bool, local: bool) -> Response:  # fmt: skip
         """``GET /v1/stores/{store}/keys/{text}/windows`` (``what``) or ``/sessions``."""
-        kind: type[View] = ReadOnlyWindowStore if what == "windows" else ReadOnlySessionStore
+        kind: type[_Partitioned] = ReadOnlyWindowStore if what == "windows" else ReadOnlySessionStore
         self._view_of(store, kind, include_standby)
         low = 0 if time_from is None else parse_time(time_from, "from")
         high = MAX_TIME if time_to is None else parse_time(time_to, "to")
