@@ -144,7 +144,7 @@ class _ProtoWriter(Writer[bytes]):
                  = reference_subject_name, rule_config: dict[str, Any] | None = None,
                  schema_id_header: bool = False) -> None:
         check_client(client, self._is_async, self)
-        self._id_header = IdHeaderWriter(protobuf=True) if schema_id_header else None
+        self._id_header = IdHeaderWriter(protobuf=True, subject=subject) if schema_id_header else None
         self._rule_config = RuleConfig(rule_config)
         self._rules: dict[bytes, rule_steps.Step] = {}  # frame header -> the WRITE rules of its schema
         if not is_message_class(message_type):
