@@ -339,11 +339,16 @@ class Reader(Generic[P]):
         """The frame bytes a plan depends on (Protobuf adds its message-index path to the header)."""
         return data[:self._key_size]
 
+    def _latest_subject(self, data: bytes, ctx: SerializationContext | None) -> Plan[str]:
+        """The subject whose latest version is the reader schema (``use_latest_*``)."""
+        return self._subjects.subject_for(ctx)
+        yield  # a plan, for readers that ask the registry to name the subject
+
     def _resolve(self, data: bytes, ctx: SerializationContext | None) -> Plan[P]:
         key: Any = self._plan_key(data, ctx)
         latest = None
         if self._follows_latest:
-            subject = self._subjects.subject_for(ctx)
+            subject = yield from self._latest_subject(data, ctx)
             try:
                 latest = yield from self._latest.fetch(subject)
             except RegistryError as e:

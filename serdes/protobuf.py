@@ -370,8 +370,9 @@ class _ProtoReader(Reader[_ReadPlan]):
     confluent-kafka's ``rule.conf``).
 
     ``use_latest_version`` / ``use_latest_with_metadata`` take the subject's latest version (with those metadata
-    properties; subject named by ``strategy`` / ``subject`` as for ``AvroDeserializer``) as the reader schema:
-    records come back as its message of the writer's message name (as ``message_type`` when given). Between
+    properties; subject named by ``strategy`` / ``subject`` as for ``AvroDeserializer``; under a record-name
+    strategy without ``message_type``, by the writer's message name) as the reader schema: records come back as
+    its message of the writer's message name (as ``message_type`` when given). Between
     major versions the JSONata migrations run (as for ``AvroDeserializer``) on the writer's message in
     Protobuf's JSON mapping, as confluent-kafka does, and the result is parsed as the reader's message; then the
     READ rules of the reader schema run.
@@ -423,6 +424,24 @@ class _ProtoReader(Reader[_ReadPlan]):
         # Index paths other than [0] take more than the 6 bytes the first lookup uses: decode them here.
         return None if self._follows_latest else self._plans.get(self._plan_key(data, ctx))
 
+    def _latest_subject(self, data: bytes, ctx: SerializationContext | None) -> Plan[str]:
+        # Without message_type a record-name strategy takes the name of the writer's message, from its schema.
+        try:
+            return self._subjects.subject_for(ctx)
+        except SerializationError:
+            if self._cls is not None:
+                raise
+        return self._subjects.subject_for(ctx, (yield from self._writer_message(data, topic_of(ctx)))[0].full_name)
+
+    def _writer_message(self, data: bytes, topic: str | None) -> Plan[tuple[Descriptor, RegisteredProtoFile]]:
+        """The message a frame was written with (from its schema id and message-index path), and its file."""
+        schema_id, indexes, _ = self._header(data, topic)
+        wf = yield from self._file(schema_id, topic)
+        try:
+            return wf.message(indexes), wf
+        except IndexError as e:
+            raise SerializationError(str(e), topic=topic, offset=_PREFIX, schema_id=schema_id) from e
+
     def _file(self, schema_id: int, topic: str | None) -> Plan[RegisteredProtoFile]:
         """Schema ``schema_id`` and its imports in a descriptor pool, loaded once."""
         wf = self._files.get(schema_id)
@@ -442,11 +461,7 @@ class _ProtoReader(Reader[_ReadPlan]):
               latest: RegisteredSchema | None) -> Plan[_ReadPlan]:
         topic = topic_of(ctx)
         schema_id, indexes, start = self._header(data, topic)
-        wf = yield from self._file(schema_id, topic)
-        try:
-            desc = wf.message(indexes)
-        except IndexError as e:
-            raise SerializationError(str(e), topic=topic, offset=_PREFIX, schema_id=schema_id) from e
+        desc, wf = yield from self._writer_message(data, topic)
         if latest is None:
             cls = self._cls if self._cls is not None else GetMessageClass(desc)
             rules = rule_steps.domain_rules(wf.schema, rule_steps.READ, _rule_target(desc), self._rule_config,
