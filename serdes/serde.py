@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -40,6 +41,20 @@ class Serde:
 
     def deserialize(self, data: bytes | None, topic: str, is_key: bool = False) -> Any:
         return self.deserializer(data, self.context(topic, is_key))
+
+    def close(self) -> None:
+        """Close both (their DLQ producers; see ``serdes.base.Closing``); idempotent."""
+        for part in (self.serializer, self.deserializer):
+            close = getattr(part, "close", None)
+            if callable(close):
+                close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
 
 
 class AvroSerde(Serde):

@@ -34,6 +34,7 @@ from serdes import (
     AsyncProtobufDeserializer,
     AsyncRegistryClient,
     AvroDeserializer,
+    AvroSerde,
     AvroSerializer,
     JsonSchemaDeserializer,
     JsonSchemaSerializer,
@@ -290,6 +291,19 @@ def test_close_delivers_the_dlq_record_sent_just_before(
     assert "could not send the record to DLQ topic" in caplog.text and "the serde was closed" in caplog.text
     assert writer(GOOD, value_ctx(topic))[:1] == b"\x00"  # the shared client stays open
     assert client.get_latest_version(f"{topic}-value").version == 1
+
+
+def test_a_closed_serde_pair_sends_nothing_more(
+    http: httpx.Client, client: RegistryClient, topic: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    rule = {**CHECK_QTY, "onFailure": "DLQ", "params": {"dlq.topic": f"{topic}-dlq"}}
+    register(http, f"{topic}-value", ORDER_AVRO, ruleSet={"domainRules": [rule]})
+    with AvroSerde(client, ORDER_AVRO, use_latest_version=True,
+                   rule_config={"bootstrap.servers": "127.0.0.1:1"}) as serde:
+        assert serde.deserialize(serde.serialize(GOOD, topic), topic) == GOOD
+    with pytest.raises(RuleError):
+        serde.serialize({**GOOD, "qty": -1}, topic)
+    assert "the serde was closed" in caplog.text  # no producer was made for the closed serializer
 
 
 def test_aclose_delivers_the_dlq_record_of_an_async_reader(
