@@ -210,6 +210,20 @@ def check_client(client: Any, is_async: bool, owner: object) -> None:
 # -- closing -------------------------------------------------------------------------------------------------
 
 
+class ClosedByWith:
+    """``with obj:`` calls ``obj.close()`` at the end."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
 class Closing:
     """What a serde owns and ``close()`` releases: the dead-letter producer its DLQ rules made from
     ``rule_config`` (flushed first, so a record sent to the DLQ just before is delivered). The registry client is
@@ -222,15 +236,8 @@ class Closing:
         self._rule_config.close()
 
 
-class SyncClosing(Closing):
+class SyncClosing(Closing, ClosedByWith):
     """``with serde:`` closes it at the end."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
 
 class AsyncClosing(Closing):

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from serdes.avro import AvroDeserializer, AvroSerializer
+from serdes.base import ClosedByWith
 from serdes.caches import BoundedDict
 from serdes.client import RegistryClient
 from serdes.json_serdes import JsonSchemaDeserializer, JsonSchemaSerializer
@@ -17,7 +17,7 @@ from serdes.protobuf import ProtobufDeserializer, ProtobufSerializer
 __all__ = ["AvroSerde", "JsonSchemaSerde", "ProtobufSerde", "Serde"]
 
 
-class Serde:
+class Serde(ClosedByWith):
     """A serializer and a deserializer for the same type.
 
     ``serializer`` / ``deserializer`` are the ``(obj, ctx)`` / ``(bytes, ctx)`` callables;
@@ -48,13 +48,6 @@ class Serde:
             close = getattr(part, "close", None)
             if callable(close):
                 close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
 
 class AvroSerde(Serde):
