@@ -8,8 +8,9 @@ Prints records/s (best of R runs) and the ratios ours / confluent-kafka. JSON Sc
 added when the registry lists those types under /schemas/types. A second table compares the asyncio serializers
 (``AsyncAvroSerializer`` & co. on ``AsyncRegistryClient``, awaited once per record in one coroutine) with our sync
 ones and with confluent-kafka's asyncio serializers, interleaved in the same rounds; besides the ratio of the best
-rounds it prints the median over rounds of async/sync within a round (steadier on a busy machine). The "+ CEL rules" rows run a
-data contract (a CEL condition and a CEL_FIELD transform) in both, on ``--rule-records`` records.
+rounds it prints the median over rounds of async/sync within a round (steadier on a busy machine). The
+"+ CEL rules" rows run a data contract (a CEL condition and a CEL_FIELD transform) in both, on ``--rule-records``
+records.
 """
 
 from __future__ import annotations
