@@ -114,7 +114,7 @@ def test_async_serdes_with_headers(registry_url: str, topic: str) -> None:
     asyncio.run(main())
 
 
-def test_guids_of_schemas_in_another_context(client: RegistryClient, topic: str) -> None:
+def test_guids_of_schemas_in_another_context(client: RegistryClient, registry_url: str, topic: str) -> None:
     """A serializer writing to a context-qualified subject puts that context's GUID in the header; the client
     finds GUIDs in every context; a deserializer (which reads ids in the default context) says where the schema
     is until the default context has it too."""
@@ -127,6 +127,12 @@ def test_guids_of_schemas_in_another_context(client: RegistryClient, topic: str)
     assert json.loads(client.get_schema_by_guid(guid).schema_str) == schema  # not the default context's id 1
     assert client.get_ids_by_guid(guid) == {context: 1}
     assert client.get_id_by_guid(guid, context) == 1
+
+    async def through_async_client() -> tuple[dict[str, int], str]:
+        async with AsyncRegistryClient(registry_url) as c:
+            return await c.get_ids_by_guid(guid), (await c.get_schema_by_guid(guid)).schema_str
+
+    assert asyncio.run(through_async_client()) == ({context: 1}, client.get_schema_by_guid(guid).schema_str)
     with pytest.raises(RegistryError) as err:
         client.get_id_by_guid(guid)
     assert (err.value.status, err.value.error_code) == (404, 40403)
