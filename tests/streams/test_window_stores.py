@@ -284,6 +284,27 @@ def test_suppression_buffer_order_and_restore() -> None:
     assert log.records[-2:] == [(b"y", None), (b"x", None)] or log.records[-2:] == [(b"x", None), (b"y", None)]
 
 
+def test_suppression_buffer_evicts_by_due_time_then_in_buffering_order() -> None:
+    # Many keys share a due time (a window's close): they leave in the order they were buffered, also when
+    # keys were evicted in between; after a restore, in the order of their changelog records.
+    log = Changelog()
+    buffer = SuppressionBuffer("b", STRING, INT, "t", RecordContext())
+    buffer.changelog = log.writer
+    for key, due in [("c", 20), ("a", 10), ("d", 20), ("b", 10), ("e", 30), ("a", 20)]:  # "a" keeps due 10
+        buffer.put(key.encode(), key, 1, None, 0, due)
+    assert [u.key for u in buffer.pop_due(10)] == ["a", "b"]
+    buffer.put(b"f", "f", 1, None, 0, 20)
+    buffer.put(b"g", "g", 1, None, 0, 5)
+    buffer.flush(None)
+    restored = SuppressionBuffer("b", STRING, INT, "t", RecordContext())
+    restored.restore_batch(log.records)
+    logged = [k.decode() for k, _ in log.records if k != META_KEY]
+    for b, same_due in ((buffer, ["c", "d", "f"]), (restored, [k for k in logged if k in "cdf"])):
+        assert b.min_due == 5
+        assert [(u.key, u.due) for u in b.pop_due(25)] == [("g", 5)] + [(k, 20) for k in same_due]
+        assert b.pop_oldest().key == "e" and b.min_due is None and len(b) == 0
+
+
 def test_keys_that_are_prefixes_of_each_other_stay_apart(kind: str, tmp_path: Path) -> None:
     """Kafka Streams' SessionKeySchemaTest: keys [0], [0, 0], [0, 0, 0] sort into each other's ranges; a
     fetch returns only the key asked for."""
