@@ -81,6 +81,8 @@ class TaskEnv:
     send_batch: Callable[..., None] | None = None
     processing_handler: ErrorHandler = field(default_factory=LogAndFail)  # a processor raised (KIP-1033)
     production_handler: ErrorHandler = field(default_factory=LogAndFail)  # the log refused an output record
+    #: processing_guarantee="exactly_once_v2": the checkpoint is written only at a clean close.
+    exactly_once: bool = False
 
 
 # Send errors that concern the producer or the log, not the record: never the production handler's to skip.
@@ -454,7 +456,8 @@ class StreamTask:
                 if inp.next_offset is not None and inp.next_offset != inp.committed}  # fmt: skip
 
     def committed(self, offsets: dict[TopicPartition, int]) -> None:
-        """The offsets were committed: persist local state, then record how far it reaches."""
+        """The offsets were committed: persist local state, then record how far it reaches (at-least-once;
+        exactly-once records it only at a clean close, so that a crash leaves no checkpoint to trust)."""
         for inp in self._inputs.values():
             if inp.tp in offsets:
                 inp.committed = offsets[inp.tp]
@@ -462,7 +465,7 @@ class StreamTask:
         for store in self.stores.values():
             if store.persist():
                 persisted = True
-        if persisted:
+        if persisted and not self.env.exactly_once:
             self.write_checkpoint()
 
     def write_checkpoint(self) -> None:
@@ -482,6 +485,8 @@ class StreamTask:
         if self.closed:
             return
         self.closed = True
+        if clean and self.env.exactly_once and self._initialized:
+            self.write_checkpoint()
         if self._initialized:
             for name, proc in self.processors.items():
                 try:

@@ -8,7 +8,7 @@ anything, which fences the previous owner at the log (Kafka: the broker rejects 
 transaction calls; SQLite: its epoch no longer matches, so its commit writes nothing). A zombie (an
 instance paused past the session timeout) therefore cannot produce, write a changelog or commit offsets
 for a task it lost; it learns so with ``TaskMigratedError`` and closes the task. This is Kafka Streams'
-exactly-once "alpha" producer-per-task; at-least-once uses the same fence:
+exactly-once "alpha" producer-per-task; both guarantees use the same fence:
 
 - Transactions begin lazily with the first record; ``commit`` ends one with the task's input offsets
   (``send_offsets_to_transaction``), so changelog records and offsets land together.
@@ -16,6 +16,20 @@ exactly-once "alpha" producer-per-task; at-least-once uses the same fence:
   are sent; on a log that writes only at commit (SQLite), ``flush_records`` commits the records sent so
   far every linger period, without offsets.
 - Restore barriers are written through the same producer, after it has fenced the previous owner.
+- Under ``processing_guarantee="exactly_once_v2"`` consumers read committed records only and nothing is
+  flushed between commits, so a commit interval's outputs, changelog records and input offsets become
+  visible together or never (SQLite: one SQLite transaction per task commit).
+
+Why ``exactly_once_v2`` keeps one producer per task rather than KIP-447's one per thread: KIP-447 lets a
+thread's producer (``transactional.id`` from the thread) commit for any task because the broker checks
+the consumer group metadata passed to ``send_offsets_to_transaction``: a zombie's generation is stale,
+so its offset commit is refused and its transaction cannot commit. Our input consumers use ``assign()``
+and the group leader here, not the broker's group coordinator, hands out tasks; the group generation the
+broker sees never changes when a task moves, so it cannot refuse a zombie thread's commit, and a new
+owner's thread producer has a different transactional id and cannot fence it either. Only a
+transactional id that follows the task fences exactly the previous owner of that task, so the fence
+stays per task; the cost is one producer (and, on Kafka, one transaction coordinator round trip) per
+task instead of per thread.
 """
 
 from __future__ import annotations
