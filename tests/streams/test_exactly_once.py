@@ -16,7 +16,7 @@ import random
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ import pytest
 from streams import ProcessingError, StreamsBuilder, Topology
 from streams.app import StreamsApp
 from streams.changelog import BARRIER_KEY
-from streams.log import Log, TopicPartition, open_log
+from streams.log import Log, TopicPartition
 from tests.broker import TANSU_MISSING, KafkaCaps
 from tests.streams.conftest import read_all, wait_for
 from tests.streams.instances import Instance
@@ -159,19 +159,6 @@ def test_an_abort_mid_interval_leaves_the_last_committed_state(
 
 
 # -- kill -9, three times -----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def kill_log_url(log_url: str, request: pytest.FixtureRequest) -> str:
-    """On Kafka, a broker of the test's own (see ``private_kafka_log_url``)."""
-    return log_url if log_url.startswith("sqlite") else request.getfixturevalue("private_kafka_log_url")
-
-
-@pytest.fixture
-def kill_log(kill_log_url: str) -> Iterator[Log]:
-    lg = open_log(kill_log_url)
-    yield lg
-    lg.close()
 
 
 PARTITIONS = 4
