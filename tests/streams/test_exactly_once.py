@@ -30,7 +30,7 @@ from streams.log import Log, TopicPartition
 from tests.broker import TANSU_MISSING, KafkaCaps
 from tests.streams.conftest import read_all, wait_for
 from tests.streams.instances import Instance
-from tests.streams.test_failover import TASKS, Group, all_committed, outputs, partition_of
+from tests.streams.test_failover import KEYS, TASKS, Group, all_committed, outputs, partition_of
 from tests.streams.topologies import key_counts
 
 EOS = "exactly_once_v2"
@@ -228,17 +228,28 @@ def test_a_zombie_cannot_commit_and_its_tasks_resume_without_duplicates(
 ) -> None:
     group = Group(log, log_url, tmp_path, names, "eos-zombie")
     src, out, app_id, feed_ = group.src, group.out, group.app_id, group.feed
-    options = ("--guarantee", EOS)
-    a, b = group.start("a", *options), group.start("b", *options)
+
+    def start(name: str) -> Instance:  # commits every second: a stop most likely lands mid-interval
+        return Instance(name, [log_url, app_id, str(tmp_path / f"state-{name}"), src, out, "1000", "--topology",
+                               "key_counts", "--name", name, "--session-ms", "2000", "--guarantee", EOS], tmp_path)
+
+    a, b = start("a"), start("b")
     inputs = [TopicPartition(src, p) for p in range(len(TASKS))]
     try:
         wait_for(lambda: sorted(a.tasks() + b.tasks()) == TASKS and a.tasks() and b.tasks(), what="a and b to start")
         lost = set(a.tasks())
-        with feed_.continuously(0.05):
-            time.sleep(1.0)
-            a.signal(signal.SIGSTOP)  # most likely mid-interval: an open transaction with records in it
-            wait_for(lambda: b.tasks() == TASKS, what="b to take over the stopped instance's tasks")
-            time.sleep(0.5)
+        mine = [key for key in KEYS if f"0_{partition_of(key)}" in lost]
+        for _ in range(5):
+            feed_.round()
+        wait_for(all_committed(log, app_id, src, feed_), what="the first rounds to be committed")
+        feed_.round()
+        # Stopped once it processed the round, before it commits it (most likely): an open transaction
+        # whose outputs and changelog records the new owner's fence must abort.
+        wait_for(lambda: a.latest.get("processed") == 6 * len(mine), what="a to process the sixth round")
+        a.signal(signal.SIGSTOP)
+        wait_for(lambda: b.tasks() == TASKS, what="b to take over the stopped instance's tasks")
+        for _ in range(3):  # input the zombie has not seen: it will read it when it wakes up
+            feed_.round()
         wait_for(all_committed(log, app_id, src, feed_), what="b to process and commit everything")
         committed = [log.committed(app_id, inputs)]
         a.signal(signal.SIGCONT)
