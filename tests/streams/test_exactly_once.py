@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 import pytest
 
-from streams import ProcessingError, StreamsBuilder, Topology
+from streams import ProcessingError, StreamsBuilder, StreamsError, Topology
 from streams.app import StreamsApp
 from streams.changelog import BARRIER_KEY
 from streams.log import Log, TopicPartition
@@ -74,11 +74,14 @@ def checked(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def poisonable_counts(src: str, out: str) -> Topology:
-    """``key_counts`` with a step that raises on ``{"poison": true}``, before the count."""
+def poisonable_counts(src: str, out: str, repartition: bool) -> Topology:
+    """``key_counts`` with a step that raises on ``{"poison": true}``, before the count; ``repartition``:
+    grouped through a repartition topic (two sub-topologies), else counted in the source's task."""
     b = StreamsBuilder()
-    (b.stream(src, key=str, value="json").map_values(checked).group_by_key()
-     .count(store="counts", cache=False).to_stream().to(out, key=str, value=int))  # fmt: skip
+    checked_stream = b.stream(src, key=str, value="json").map_values(checked)
+    grouped = (checked_stream.group_by(lambda key, _: key, key=str, value="json") if repartition
+               else checked_stream.group_by_key())  # fmt: skip
+    grouped.count(store="counts", cache=False).to_stream().to(out, key=str, value=int)
     return b.build()
 
 
@@ -98,6 +101,14 @@ def counts_written(log: Log, topic: str) -> dict[str, list[int]]:
     return by_key
 
 
+def counted(app: StreamsApp) -> dict[str, int]:
+    """The ``counts`` store's contents; empty while a task is not running yet."""
+    try:
+        return dict(app.store("counts").all())
+    except StreamsError:
+        return {}
+
+
 def changelog_state(log: Log, topic: str) -> dict[str, int]:
     """The latest count per key in a timestamped store's changelog (committed records only), no barriers."""
     state: dict[str, int] = {}
@@ -108,9 +119,13 @@ def changelog_state(log: Log, topic: str) -> dict[str, int]:
     return state
 
 
+@pytest.mark.parametrize("repartition", [False, True], ids=["one-task", "repartitioned"])
 def test_an_abort_mid_interval_leaves_the_last_committed_state(
-    log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path, request: pytest.FixtureRequest
+    log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path, request: pytest.FixtureRequest,
+    repartition: bool,
 ) -> None:
+    if repartition and aborts_visible(log_url, request):
+        pytest.skip(f"the counting task would count aborted repartition records: {skip_reason()}")
     src, out, app_id = names("events"), names("counts"), names("eos-abort")
     log.create_topic(src, 1)
     log.create_topic(out, 1)
@@ -122,7 +137,7 @@ def test_an_abort_mid_interval_leaves_the_last_committed_state(
     items = first + rest
 
     def app(handler: str) -> StreamsApp:
-        return StreamsApp(poisonable_counts(src, out), app_id, log_url, state_dir=tmp_path / "state",
+        return StreamsApp(poisonable_counts(src, out, repartition), app_id, log_url, state_dir=tmp_path / "state",
                           commit_interval_ms=100, processing_guarantee=EOS,
                           processing_exception_handler=handler)  # fmt: skip
 
@@ -139,9 +154,10 @@ def test_an_abort_mid_interval_leaves_the_last_committed_state(
     committed = log.committed(app_id, [tp])[tp]
     assert committed is not None and len(first) <= committed <= len(first) + 30
     done = Counter(key for key, _ in items[:committed])
-    if not aborts_visible(log_url, request):
+    if not repartition and not aborts_visible(log_url, request):
         # What became visible is exactly what the committed offsets account for: the aborted interval's
-        # outputs and changelog records never appear.
+        # outputs and changelog records never appear. (With a repartition topic the counting task may
+        # not have caught up with the committed repartition records when the app stopped.)
         assert counts_written(log, out) == {k: list(range(1, n + 1)) for k, n in done.items()}
         assert changelog_state(log, f"{app_id}-counts-changelog") == dict(done)
     # A restart resumes from the committed offsets with the committed state, skipping the poison record.
@@ -150,7 +166,7 @@ def test_an_abort_mid_interval_leaves_the_last_committed_state(
     try:
         wait_for(lambda: log.committed(app_id, [tp])[tp] == len(items), what="the rest to be committed")
         expected = Counter(key for key, value in items if not value.get("poison"))
-        assert dict(resumed.store("counts").all()) == dict(expected)
+        wait_for(lambda: counted(resumed) == dict(expected), what="the store to count every record once")
     finally:
         resumed.close()
     if aborts_visible(log_url, request):
