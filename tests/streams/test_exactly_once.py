@@ -25,7 +25,7 @@ import pytest
 
 from streams import ProcessingError, StreamsBuilder, StreamsError, Topology
 from streams.app import StreamsApp
-from streams.changelog import BARRIER_KEY
+from streams.changelog import BARRIER_KEY, CHECKPOINT_FILE
 from streams.log import Log, TopicPartition
 from tests.broker import TANSU_MISSING, KafkaCaps
 from tests.streams.conftest import read_all, wait_for
@@ -202,6 +202,10 @@ def test_count_is_exact_after_three_kill_9s(
         return sum(offset or 0 for offset in log.committed(app_id, inputs).values())
 
     state = tmp_path / "state"
+
+    def checkpoints() -> list[str]:
+        return sorted(path.parent.name for path in (state / app_id).glob(f"*/{CHECKPOINT_FILE}"))
+
     args = [log_url, app_id, str(state), src, out, "200", "--topology", "key_counts", "--guarantee", EOS,
             "--session-ms", "2000"]  # fmt: skip
     # Kill at random points in the first, second and third quarter of the work.
@@ -216,10 +220,13 @@ def test_count_is_exact_after_three_kill_9s(
         finally:
             instance.ensure_dead()
         assert committed_total() < total, "the kill came after the end: lower the targets"
+        # Running tasks keep no checkpoint: the next start cannot trust RocksDB, it wipes and restores it.
+        assert checkpoints() == [], round_
     last = Instance("last", args, tmp_path)
     try:
         wait_for(lambda: committed_total() == total, timeout=120, what="every record to be committed")
         assert last.stop() == 0
+        assert checkpoints() == [f"0_{p}" for p in range(PARTITIONS)]  # written by the clean close
     finally:
         last.ensure_dead()
     # The store, restored by a new instance from the checkpoint of the clean close, counts every input once.
