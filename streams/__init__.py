@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 _EXPORTS: dict[str, str] = {
     "StreamsBuilder": "streams.builder",
     "StreamsApp": "streams.app",
+    "GlobalKTable": "streams.global_table",
     **dict.fromkeys(
         ["KGroupedStream", "KGroupedTable", "KStream", "KTable", "SessionWindowedKStream", "TimeWindowedKStream"],
         "streams.dsl",
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
         UsePartitionTimeOnInvalidTimestamp,
         WallclockTimestampExtractor,
     )
+    from streams.global_table import GlobalKTable
     from streams.handlers import DeadLetterQueue, ErrorHandler, LogAndContinue, LogAndFail
     from streams.listeners import StateListener, TaskState
     from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
@@ -126,6 +128,7 @@ __all__ = [
     "EmitStrategy",
     "ErrorHandler",
     "FailOnInvalidTimestamp",
+    "GlobalKTable",
     "HostInfo",
     "InvalidStateStoreError",
     "KGroupedStream",

@@ -29,6 +29,7 @@ from streams.assignor import AssignorConfig, task_key
 from streams.config import StreamsConfig, parse_host_port
 from streams.errors import IllegalStateError
 from streams.extractors import extractor_from
+from streams.global_table import GlobalStateThread, ReadOnlyGlobalStore
 from streams.group_leader import Assignment
 from streams.handlers import DeadLetterQueue, handler_from
 from streams.listeners import StateListener, TaskState
@@ -185,6 +186,7 @@ class StreamsApp:
         self.query_metadata = QueryMetadata(topology, lambda: self.metadata, self.assignment)
         self._query_bind = query_bind
         self._query_server: Any = None  # a QueryServer while one runs
+        self._global_thread: GlobalStateThread | None = None  # while the topology has global tables
         self._prometheus: Any = None  # the app's own CollectorRegistry, made on first use
         if query_bind is not None:
             parse_host_port(query_bind)  # a malformed address fails here, not at start()
@@ -219,6 +221,7 @@ class StreamsApp:
             topic_names=self._names,
             partitions_of=self.metadata.partitions.__getitem__,
             default_timestamp_extractor=self._extractor,
+            global_stores=self._global_thread.stores if self._global_thread is not None else {},
             exactly_once=eos,
         )
         # Exactly-once makes records visible only with their input offsets: no interim flushes.
@@ -250,8 +253,29 @@ class StreamsApp:
             if self._state_listener is not None:
                 self._state_listener.on_state_change(old, state)
 
+    def _start_global_tables(self) -> None:
+        """Restore the global tables from all partitions of their topics (blocking), then follow them."""
+        if not self.topology.global_tables:
+            return
+        name = f"{self.application_id}-GlobalStreamThread"
+        interval = self.config.progress_interval_s
+        thread = GlobalStateThread(self.topology, self.log, name, self.on_thread_failed, progress_interval_s=interval)
+        try:
+            thread.restore()
+        except BaseException:
+            thread.close_clients()
+            raise
+        thread.start()
+        self._global_thread = thread
+
+    def _stop_global_tables(self) -> None:
+        thread, self._global_thread = self._global_thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.shutdown()
+
     def start(self) -> None:
-        """Resolve topics, join the group and start the stream threads; returns at once."""
+        """Resolve topics, restore the global tables, join the group and start the stream threads; returns
+        once the global tables are restored."""
         if self.state != AppState.CREATED:
             raise IllegalStateError(f"start() in state {self.state}: an app starts once")
         dead_letters = {h.topic for h in (self._handler, self._processing_handler) if isinstance(h, DeadLetterQueue)}
@@ -262,11 +286,13 @@ class StreamsApp:
         n = self.config.num_threads
         threads: list[StreamThread] = []
         try:
+            self._start_global_tables()
             for i in range(n):
                 threads.append(self._new_thread(i))
         except BaseException:
             for thread in threads:
                 thread.close_clients()
+            self._stop_global_tables()
             self._state_dir.close()
             raise
         self._threads = threads
@@ -280,6 +306,7 @@ class StreamsApp:
                 for thread in threads:
                     thread.close_clients()
                 self._threads = []
+                self._stop_global_tables()
                 self._state_dir.close()
                 raise
             self._query_server = server
@@ -311,6 +338,7 @@ class StreamsApp:
         for thread in self._threads:
             if thread.is_alive() and thread is not threading.current_thread():
                 thread.join(timeout)
+        self._stop_global_tables()
         # Leave the group only now: the leader gives the tasks away once they are committed and closed.
         membership = self._membership
         if membership is not None:
@@ -630,7 +658,11 @@ class StreamsApp:
     def store(self, name: str, include_standby: bool = False) -> View:
         """A read-only view of store ``name`` (key-value, window or session) across the tasks on this
         instance. ``include_standby``: also answer from standby and warm-up replicas for partitions whose
-        active task runs elsewhere; such answers may be stale (``is_stale(key)``)."""
+        active task runs elsewhere; such answers may be stale (``is_stale(key)``). A global table's store
+        answers on every instance, from its whole table."""
+        glob = self._global_thread.stores.get(name) if self._global_thread is not None else None
+        if glob is not None:
+            return ReadOnlyGlobalStore(glob)
         self.query_metadata.check_store(name)
         return read_only_store(self.topology.stores[name], self._active_tasks,
                                lambda: self.metadata.store_partitions(name),

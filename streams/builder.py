@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from streams.dsl import KStream, KTable
+from streams.global_table import GlobalKTable
 from streams.serdes import JSON, serde_from
 from streams.table_ops import TableOptions, TableSourceProcessor
-from streams.topology import StoreSpec, Topology
+from streams.topology import GlobalTableSpec, StoreSpec, Topology
 
 __all__ = ["StreamsBuilder"]
 
@@ -55,6 +56,19 @@ class StreamsBuilder:
         self.topology.add_processor(node, lambda: TableSourceProcessor(spec.name, use_cache, options), source)
         self.topology.add_state_store(spec, node)
         return KTable(self, node, spec.name, key, value, options)
+
+    def global_table(self, topic: str, *, key: Any = None, value: Any = None, store: str | None = None) -> GlobalKTable:
+        """``topic`` as a table that every instance holds in full (all partitions), for streams to join
+        with a key selector (``KStream.join(global_table, key_selector, joiner)``). ``store``: its name
+        (queryable with ``app.store(name)`` on every instance)."""
+        key = serde_from(key, "key serde of global_table()")
+        value = serde_from(value, "value serde of global_table()")
+        if store is not None and not isinstance(store, str):
+            raise TypeError(f"global_table() store must be a name, got {store!r}")
+        spec = GlobalTableSpec(store or f"{topic}-STATE-STORE-{self._index:010d}", topic, key, value)
+        self._index += 1
+        self.topology.add_global_table(spec)
+        return GlobalKTable(self, spec)
 
     def add_state_store(self, spec: StoreSpec) -> None:
         """Register a store for processors added with ``KStream.process(..., stores=[name])``."""

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from streams.change import ChangeSerde
 from streams.errors import TopologyError
+from streams.global_table import GlobalKTable, StreamGlobalJoinProcessor
 from streams.ops import (
     BranchProcessor,
     FilterProcessor,
@@ -31,6 +32,7 @@ from streams.ops import (
 from streams.processor import Processor
 from streams.serdes import INT, serde_from
 from streams.suppress import Suppressed, SuppressProcessor
+from streams.table_joins import JOIN_KINDS, TableJoinProcessor, TableMaterializeProcessor, key_joiner
 from streams.table_ops import (
     AggregateProcessor,
     TableAggregateProcessor,
@@ -180,6 +182,35 @@ class KStream:
         if stores:
             self._builder.topology.connect_processor_and_state_stores(out.node, stores=stores)
         return out
+
+    # -- joins -----------------------------------------------------------------------------------------
+
+    def join(self, other: Any, key_selector: Callable[[Any, Any], Any], joiner: Callable[..., Any], *,
+             with_key: bool = False, name: str | None = None) -> KStream:  # fmt: skip
+        """Join with a ``GlobalKTable``: ``key_selector(key, value)`` gives the global table's key, and
+        ``joiner(value, row)`` (``(key, value, row)`` with ``with_key``) the result; records without a row
+        are dropped. No co-partitioning is needed: every instance holds the whole global table."""
+        return self._join_global("join", other, key_selector, joiner, with_key, name, left=False)
+
+    def left_join(self, other: Any, key_selector: Callable[[Any, Any], Any], joiner: Callable[..., Any], *,
+                  with_key: bool = False, name: str | None = None) -> KStream:  # fmt: skip
+        """As ``join``, but a record without a row is joined with None."""
+        return self._join_global("left_join", other, key_selector, joiner, with_key, name, left=True)
+
+    def _join_global(self, method: str, other: Any, key_selector: Callable[[Any, Any], Any],
+                     joiner: Callable[..., Any], with_key: bool, name: str | None, *,
+                     left: bool) -> KStream:  # fmt: skip
+        if not isinstance(other, GlobalKTable):
+            raise TypeError(f"KStream.{method}() with a key selector needs a GlobalKTable "
+                            f"(StreamsBuilder.global_table(...)), got {type(other).__name__}")  # fmt: skip
+        if other.builder is not self._builder:
+            raise TopologyError(f"KStream.{method}() needs a GlobalKTable from the same StreamsBuilder")
+        _check_callable(f"{method}() key selector", key_selector)
+        _check_callable(f"{method}() joiner", joiner)
+        store, fn = other.store_name, key_joiner(joiner, with_key)
+        return self._add("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN",
+                         lambda: StreamGlobalJoinProcessor(store, key_selector, fn, left), name,
+                         key=self.key_serde, value=None)  # fmt: skip
 
     # -- sinks and topics ------------------------------------------------------------------------------
 
@@ -566,6 +597,90 @@ class KTable:
         node = self._builder.new_name("KTABLE-SELECT")
         self._builder.topology.add_processor(node, lambda: TableRepartitionMapProcessor(selector), self.node)
         return KGroupedTable(self._builder, node, serde_from(key), serde_from(value), name)
+
+    # -- joins -----------------------------------------------------------------------------------------
+
+    def join(self, other: KTable, joiner: Callable[..., Any], *, foreign_key: Callable[[Any], Any] | None = None,
+             with_key: bool = False, store: str | StoreSpec | None = None, value: Any = None,
+             name: str | None = None) -> KTable:  # fmt: skip
+        """Inner join on the key: a row while both tables have one, ``joiner(value, other)`` (``(key,
+        value, other)`` with ``with_key``); a row of either side deleted deletes the result.
+        ``foreign_key(value) -> other's key``: join each row with the ``other`` row its value points to
+        (Kafka Streams' foreign-key join, KIP-213); the result is keyed as this table. ``store``:
+        materialize the result (queryable by that name)."""
+        return self._join("inner", other, joiner, foreign_key, with_key, store, value, name)
+
+    def left_join(self, other: KTable, joiner: Callable[..., Any], *,
+                  foreign_key: Callable[[Any], Any] | None = None, with_key: bool = False,
+                  store: str | StoreSpec | None = None, value: Any = None,
+                  name: str | None = None) -> KTable:  # fmt: skip
+        """As ``join``, but a row of this table without a partner is joined with None."""
+        return self._join("left", other, joiner, foreign_key, with_key, store, value, name)
+
+    def outer_join(self, other: KTable, joiner: Callable[..., Any], *, with_key: bool = False,
+                   store: str | StoreSpec | None = None, value: Any = None,
+                   name: str | None = None) -> KTable:  # fmt: skip
+        """A row while either table has one; the missing side is None in ``joiner(value, other)``."""
+        return self._join("outer", other, joiner, None, with_key, store, value, name)
+
+    def _materialized(self) -> KTable:
+        """This table, or (if it keeps no store) a copy of it that does: a join looks rows up there."""
+        if self.store_name is not None:
+            return self
+        builder = self._builder
+        node = builder.new_name("KTABLE-MATERIALIZE")
+        spec = StoreSpec(f"{node}-STATE-STORE", key=self.key_serde, value=self.value_serde, cache=False)
+        spec.timestamped = True
+        options = TableOptions()
+        builder.topology.add_processor(node, lambda: TableMaterializeProcessor(spec.name, options), self.node)
+        builder.topology.add_state_store(spec, node)
+        return KTable(builder, node, spec.name, self.key_serde, self.value_serde, options)
+
+    def _join(self, kind: str, other: KTable, joiner: Callable[..., Any], foreign_key: Callable[[Any], Any] | None,
+              with_key: bool, store: str | StoreSpec | None, value: Any, name: str | None) -> KTable:  # fmt: skip
+        assert kind in JOIN_KINDS
+        method = {"inner": "join", "left": "left_join", "outer": "outer_join"}[kind]
+        if not isinstance(other, KTable) or other._builder is not self._builder:
+            raise TopologyError(f"KTable.{method}() needs a KTable from the same StreamsBuilder, "
+                                f"got {type(other).__name__}")  # fmt: skip
+        _check_callable(f"KTable.{method}() joiner", joiner)
+        if self.windows is not None or other.windows is not None:
+            raise TopologyError(f"KTable.{method}() of windowed tables is not supported; join the tables "
+                                "before windowing, or use to_stream() and a stream join")  # fmt: skip
+        builder, fn = self._builder, key_joiner(joiner, with_key)
+        value = serde_from(value)
+        spec = None if store is None else _store_spec(builder, store, self.key_serde, value, False, None)
+        if foreign_key is not None:
+            from streams.fk_join import foreign_key_join
+
+            _check_callable(f"KTable.{method}() foreign_key", foreign_key)
+            left, right = self._materialized(), other._materialized()
+            left._enable_old_values()
+            node, store_name, options = foreign_key_join(builder, kind, left, right, foreign_key, fn, spec, name)
+            return KTable(builder, node, store_name, self.key_serde, spec.value if spec else value, options)
+        left, right = self._materialized(), other._materialized()
+        left._enable_old_values()  # a row that goes away turns into the tombstone of its result
+        right._enable_old_values()
+        assert left.store_name is not None and right.store_name is not None
+        prefix = {"inner": "KTABLE-JOIN", "left": "KTABLE-LEFTJOIN", "outer": "KTABLE-OUTERJOIN"}[kind]
+        this = f"{name}-join-this" if name else builder.new_name(prefix + "THIS")
+        that = f"{name}-join-other" if name else builder.new_name(prefix + "OTHER")
+        result = TableOptions()
+        sides = TableOptions() if spec is not None else result  # a materialized result finds old values itself
+        lstore, rstore = left.store_name, right.store_name
+        topology = builder.topology
+        topology.add_processor(this, lambda: TableJoinProcessor(rstore, fn, kind, True, sides), left.node)
+        topology.add_processor(that, lambda: TableJoinProcessor(lstore, fn, kind, False, sides), right.node)
+        topology.connect_processor_and_state_stores(this, stores=[rstore])
+        topology.connect_processor_and_state_stores(that, stores=[lstore])
+        merge = name or builder.new_name("KTABLE-MERGE")
+        if spec is None:
+            topology.add_processor(merge, PassThroughProcessor, this, that)
+            return KTable(builder, merge, None, self.key_serde, value, result)
+        store_name = spec.name
+        topology.add_processor(merge, lambda: TableMaterializeProcessor(store_name, result), this, that)
+        topology.add_state_store(spec, merge)
+        return KTable(builder, merge, store_name, self.key_serde, spec.value, result)
 
     def to_stream(self, *, name: str | None = None) -> KStream:
         """The table's updates as a stream (a delete is a record with value None)."""

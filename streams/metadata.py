@@ -26,8 +26,12 @@ class TopicNames:
     application_id: str
 
     def topic(self, name: str, internal: bool) -> str:
-        """The real name of a topology topic; ``internal``: a repartition topic."""
-        return f"{self.application_id}-{name}-repartition" if internal else name
+        """The real name of a topology topic; ``internal``: a repartition topic, or (named ``...-topic``) a
+        foreign-key join's subscription or response topic, which keep their own suffix."""
+        if not internal:
+            return name
+        suffix = "" if name.endswith("-topic") else "-repartition"
+        return f"{self.application_id}-{name}{suffix}"
 
     def changelog(self, store: str) -> str:
         return f"{self.application_id}-{store}-changelog"
@@ -106,12 +110,22 @@ def resolve(topology: Topology, log: Log, names: TopicNames, dead_letter_topics:
             if sink.internal:
                 writers[sink.topic] = sub
     unresolved = dict(topology.repartition_topics)
+    by_topic = {names.topic(name, True): rt for name, rt in topology.repartition_topics.items()}
     while unresolved:
         progress = False
         for name, rt in list(unresolved.items()):
             topic = names.topic(name, True)
             if rt.partitions is not None:
                 md.partitions[topic] = rt.partitions
+            elif rt.sized_by_reader:  # co-partitioned with the other inputs of the sub-topology that reads it
+                reader = md.sub_topologies[md.sub_of_topic[topic]]
+                inputs = [t for t in (names.topic(t, s.internal) for s in reader.sources for t in s.topics)
+                          if t != topic and not (t in by_topic and by_topic[t].sized_by_reader)]  # fmt: skip
+                if not inputs:
+                    raise StreamsError(f"cannot size internal topic {topic!r}: its reader has no other input")
+                if any(t not in md.partitions for t in inputs):
+                    continue
+                md.partitions[topic] = max(md.partitions[t] for t in inputs)
             else:
                 writer = writers[name]
                 inputs = [names.topic(t, s.internal) for s in writer.sources for t in s.topics]
@@ -140,6 +154,8 @@ def resolve(topology: Topology, log: Log, names: TopicNames, dead_letter_topics:
         for sink in sub.sinks:
             if not sink.internal:
                 md.partitions.setdefault(sink.topic, partitions_of_existing(sink.topic, "sink"))
+    for glob in topology.global_tables.values():  # read whole by every instance: no tasks, no co-partitioning
+        md.partitions[glob.topic] = partitions_of_existing(glob.topic, "global table")
     for topic in dead_letter_topics:
         partitions_of_existing(topic, "dead-letter")
     for name in topology.repartition_topics:

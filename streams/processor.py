@@ -102,6 +102,9 @@ class TaskContext(Protocol):
     @property
     def stores(self) -> Mapping[str, Any]: ...
 
+    @property
+    def global_stores(self) -> Mapping[str, Any]: ...
+
     def schedule(self, c: Cancellable) -> Cancellable: ...
 
 
@@ -239,7 +242,11 @@ class ProcessorContext:
     # -- state and time ------------------------------------------------------------------------------
 
     def get_state_store(self, name: str) -> Any:
+        """A store the processor is connected to, or a global table's store (any processor may read those)."""
         if name not in self._store_names:
+            global_store = self._task.global_stores.get(name)
+            if global_store is not None:
+                return global_store
             raise InvalidStateStoreError(
                 f"processor {self.node_name!r} is not connected to store {name!r}; connect it with "
                 f"Topology.add_state_store(..., {self.node_name!r}) or process(..., stores=[{name!r}]). "

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from streams.errors import InvalidStateStoreError
+from streams.global_table import ReadOnlyGlobalStore
 from streams.group_leader import Assignment
 from streams.log.partitioner import partition_for_key
 from streams.metadata import Metadata
@@ -270,7 +271,7 @@ class ReadOnlySessionStore(_View):
         return sorted(self._read_all(lambda s: s.all()), key=lambda row: row[0].window.end)
 
 
-View = ReadOnlyStore | ReadOnlyWindowStore | ReadOnlySessionStore
+View = ReadOnlyStore | ReadOnlyWindowStore | ReadOnlySessionStore | ReadOnlyGlobalStore
 
 
 def read_only_store(spec: StoreSpec, active_tasks: Callable[[], Iterable[StreamTask]], partitions: Callable[[], int],

@@ -9,7 +9,7 @@ drives: ``flush`` (stores -> changelog and downstream), then the producer is flu
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +81,8 @@ class TaskEnv:
     send_batch: Callable[..., None] | None = None
     processing_handler: ErrorHandler = field(default_factory=LogAndFail)  # a processor raised (KIP-1033)
     production_handler: ErrorHandler = field(default_factory=LogAndFail)  # the log refused an output record
+    #: The instance's global tables' stores, by name (``streams/global_table.py``): readable by every task.
+    global_stores: Mapping[str, Any] = field(default_factory=dict)
     #: processing_guarantee="exactly_once_v2": the checkpoint is written only at a clean close.
     exactly_once: bool = False
 
@@ -180,6 +182,7 @@ class StreamTask:
         self._stream_puncts: list[Cancellable] = []
         self.wall_puncts: list[Cancellable] = []
         self.stores: dict[str, StateStore] = {}
+        self.global_stores = env.global_stores
         self.processors: dict[str, Processor] = {}
         self._inputs: dict[str, _Input] = {}
         self._initialized = False

@@ -11,7 +11,8 @@ Every topic has one partition; each piped record is processed completely (throug
 too), then the driver commits, so cached aggregates are emitted after each input record. Stream time
 advances with the piped records' timestamps (windows close, suppressions emit); wall-clock time is
 simulated: ``advance_wall_clock(ms)`` fires wall-clock punctuators and moves ``WallclockTimestampExtractor``.
-Window and session stores: ``get_window_store`` / ``get_session_store``.
+Window and session stores: ``get_window_store`` / ``get_session_store``. Records piped into a global
+table's topic go straight into its store (``get_key_value_store(name)`` reads it).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from streams.errors import StreamsError, TopologyError
 from streams.extractors import extractor_from
+from streams.global_table import apply_global_records, global_stores
 from streams.handlers import handler_from
 from streams.log.base import Headers, Record
 from streams.metadata import TopicNames
@@ -84,7 +86,9 @@ class TopologyTestDriver:
             topic_names=names,
             partitions_of=lambda topic: 1,
             default_timestamp_extractor=extractor_from(default_timestamp_extractor, "default_timestamp_extractor"),
+            global_stores=global_stores(topology),
         )
+        self._global_by_topic = {spec.topic: env.global_stores[spec.store] for spec in topology.global_tables.values()}
         self.tasks: list[StreamTask] = []
         self._task_by_topic: dict[str, StreamTask] = {}
         try:
@@ -99,13 +103,13 @@ class TopologyTestDriver:
             self.close()
             raise
         self._internal = internal
-        self.source_topics = sorted(t for t in self._task_by_topic if t not in internal)
+        self.source_topics = sorted([t for t in self._task_by_topic if t not in internal] + list(self._global_by_topic))
 
     # -- topics ----------------------------------------------------------------------------------------
 
     def input_topic(self, topic: str, *, key: Any = None, value: Any = None, start_timestamp: int = 0,
                     auto_advance_ms: int = 0) -> TestInputTopic:  # fmt: skip
-        if topic not in self._task_by_topic or topic in self._internal:
+        if (topic not in self._task_by_topic and topic not in self._global_by_topic) or topic in self._internal:
             raise TopologyError(
                 f"topic {topic!r} is not a source topic of this topology; sources: {self.source_topics}"
             )
@@ -137,7 +141,11 @@ class TopologyTestDriver:
               headers: tuple[tuple[str, bytes | None], ...]) -> None:  # fmt: skip
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1
-        self._pending.append(Record(topic, 0, offset, key, value, timestamp, headers))
+        rec = Record(topic, 0, offset, key, value, timestamp, headers)
+        if topic in self._global_by_topic:  # a global table's topic: straight into its store
+            apply_global_records(self._global_by_topic[topic], [rec])
+            return
+        self._pending.append(rec)
         self._drain()
 
     def _drain(self) -> None:
@@ -171,6 +179,9 @@ class TopologyTestDriver:
         for task in self.tasks:
             if name in task.stores:
                 return task.stores[name]
+        for store in self._global_by_topic.values():
+            if store.name == name:
+                return store
         raise StreamsError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
 
     def _typed_store(self, name: str, kind: type, what: str) -> Any:

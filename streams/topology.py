@@ -20,6 +20,7 @@ from streams.processor import Processor
 from streams.serdes import JSON, serde_from
 
 __all__ = [
+    "GlobalTableSpec",
     "ProcessorNode",
     "SessionStoreSpec",
     "SinkNode",
@@ -131,6 +132,17 @@ class SuppressionBufferSpec(StoreSpec):
 
 
 @dataclass
+class GlobalTableSpec:
+    """A global table: ``topic`` read in full by every instance into the in-memory store ``store``
+    (no changelog, no tasks; ``streams/global_table.py``)."""
+
+    store: str
+    topic: str
+    key: Any = None
+    value: Any = None
+
+
+@dataclass
 class _Node:
     name: str
     order: int
@@ -181,6 +193,9 @@ class SubTopology:
 class RepartitionTopic:
     name: str
     partitions: int | None = None
+    #: As many partitions as the other inputs of the sub-topology reading it (a foreign-key join's topics),
+    #: rather than as the inputs of the one writing it.
+    sized_by_reader: bool = False
 
 
 class Topology:
@@ -192,6 +207,7 @@ class Topology:
         self.nodes: dict[str, _Node] = {}
         self.stores: dict[str, StoreSpec] = {}
         self.repartition_topics: dict[str, RepartitionTopic] = {}
+        self.global_tables: dict[str, GlobalTableSpec] = {}  # by store name
         self._source_topics: dict[tuple[str, bool], str] = {}
 
     # -- construction ----------------------------------------------------------------------------------
@@ -233,6 +249,21 @@ class Topology:
         extractor = extractor_from(timestamp_extractor, f"timestamp_extractor of source {name!r}")
         self._add(SourceNode(name, len(self.nodes), [], topics=list(topics), key=key, value=value, internal=internal,
                              timestamp_extractor=extractor))  # fmt: skip
+        return self
+
+    def add_global_table(self, spec: GlobalTableSpec) -> Topology:
+        """Read ``spec.topic`` into the global store ``spec.store`` on every instance."""
+        _check_name("store", spec.store)
+        _check_name("topic", spec.topic)
+        if spec.store in self.stores or spec.store in self.global_tables:
+            raise TopologyError(f"a store named {spec.store!r} already exists in this topology")
+        other = self._source_topics.get((spec.topic, False))
+        if other is not None:
+            raise TopologyError(f"topic {spec.topic!r} is already read by source {other!r}; a topic has one source")
+        self._source_topics[(spec.topic, False)] = f"global table {spec.store}"
+        spec.key = serde_from(spec.key, f"key serde of global table {spec.store!r}")
+        spec.value = serde_from(spec.value, f"value serde of global table {spec.store!r}")
+        self.global_tables[spec.store] = spec
         return self
 
     def add_processor(self, name: str, supplier: Callable[[], Processor], *parents: str) -> Topology:
@@ -282,7 +313,7 @@ class Topology:
                     node.stores.append(store)
         return self
 
-    def add_repartition_topic(self, name: str, partitions: int | None = None) -> None:
+    def add_repartition_topic(self, name: str, partitions: int | None = None, *, sized_by_reader: bool = False) -> None:
         _check_name("repartition topic", name)
         if name in self.repartition_topics:
             raise TopologyError(
@@ -290,7 +321,7 @@ class Topology:
             )
         if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
             raise TopologyError(f"repartition topic {name!r}: partitions must be an integer >= 1")
-        self.repartition_topics[name] = RepartitionTopic(name, partitions)
+        self.repartition_topics[name] = RepartitionTopic(name, partitions, sized_by_reader)
 
     # -- analysis --------------------------------------------------------------------------------------
 
@@ -340,7 +371,7 @@ class Topology:
         """Sub-topologies with their sources, processors, sinks and stores, like Kafka Streams prints."""
 
         def topic_label(topic: str, internal: bool) -> str:
-            return f"{topic}-repartition" if internal else topic
+            return f"{topic}-repartition" if internal and not topic.endswith("-topic") else topic
 
         lines = ["Topologies:"]
         for sub in self.sub_topologies():
@@ -360,6 +391,8 @@ class Topology:
                     lines.append(f"      <-- {', '.join(node.parents)}")
             if sub.stores:
                 lines.append(f"    Stores: {', '.join(sub.stores)}")
+        for spec in self.global_tables.values():
+            lines.append(f"   Global store: {spec.store} (topic: {spec.topic}; on every instance, no tasks)")
         return "\n".join(lines) + "\n"
 
     def __str__(self) -> str:

@@ -37,7 +37,8 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "streams": [
         "BYTES", "BufferConfig", "Cancellable", "CoPartitioningError", "ConsumedRecord", "DeadLetterQueue",
-        "DeserializationError", "EmitStrategy", "ErrorHandler", "FLOAT", "FailOnInvalidTimestamp", "HostInfo", "INT",
+        "DeserializationError", "EmitStrategy", "ErrorHandler", "FLOAT", "FailOnInvalidTimestamp", "GlobalKTable",
+        "HostInfo", "INT",
         "InvalidStateStoreError", "JSON", "KGroupedStream", "KGroupedTable", "KStream", "KTable", "KeyQueryMetadata",
         "LogAndContinue", "LogAndFail", "LogAndSkipOnInvalidTimestamp", "MissingTopicError", "ProcessingError",
         "Processor", "ProcessorContext", "ProductionError", "PunctuationType", "STRING", "Serde", "SerdeError",

@@ -133,6 +133,15 @@ class CachingKeyValueStore:
         for kb, value in sorted(self._items_between(low, high), key=lambda kv: kv[0]):
             yield self._kde(kb), self._value(value)
 
+    def prefix_scan(self, prefix: bytes) -> Iterator[tuple[Any, Any]]:
+        """(key, value) of every key whose serialized bytes start with ``prefix``, in key-byte order
+        (Kafka Streams' ``prefixScan``; a foreign-key join reads a foreign key's subscribers so)."""
+        stripped = prefix.rstrip(b"\xff")
+        high = stripped[:-1] + bytes((stripped[-1] + 1,)) if stripped else None  # the first key past the prefix
+        for kb, value in sorted(self._items_between(prefix, high), key=lambda kv: kv[0]):
+            if kb.startswith(prefix):
+                yield self._kde(kb), self._value(value)
+
     def keys(self) -> Iterator[Any]:
         for key, _ in self.all():
             yield key

@@ -1,0 +1,112 @@
+"""Table-table joins on the primary key (``KTable.join`` / ``left_join`` / ``outer_join``).
+
+Each side of the join is a processor on that side's updates which looks the key up in the OTHER side's
+store (both inputs are materialized; the DSL adds a store to an input that has none) and forwards
+``Change(new result, old result)`` with the larger of the two rows' timestamps, as Kafka Streams'
+``KTableKTableInnerJoin`` / ``LeftJoin`` / ``OuterJoin``. Both inputs always send their old values to the
+join, so that a row that disappears can be turned into a tombstone of the result it had produced:
+
+- inner: a result exists while both sides have a row;
+- left: while the left side has a row (the joiner sees None for a missing right row);
+- outer: while either side has a row (the joiner sees None for the missing one).
+
+An update that had no result before and has none after is not forwarded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streams.change import Change
+from streams.ops import Forwarding
+from streams.processor import ProcessorContext
+from streams.table_ops import TableOptions
+
+__all__ = ["JOIN_KINDS", "Joiner", "TableJoinProcessor", "TableMaterializeProcessor", "key_joiner"]
+
+#: ``(key, left value, right value) -> result``: every joiner normalized to this form.
+Joiner = Callable[[Any, Any, Any], Any]
+
+JOIN_KINDS = ("inner", "left", "outer")
+
+
+def key_joiner(joiner: Callable[..., Any], with_key: bool) -> Joiner:
+    """The user's ``(value, other)`` (or ``(key, value, other)`` with ``with_key``) as a ``Joiner``."""
+    if with_key:
+        return joiner
+    return lambda key, left, right: joiner(left, right)
+
+
+def _required(kind: str) -> tuple[bool, bool]:
+    """Which sides a result needs: (left, right)."""
+    return {"inner": (True, True), "left": (True, False), "outer": (False, False)}[kind]
+
+
+class TableJoinProcessor(Forwarding):
+    """One side of a table-table join: ``this`` side's update joined with the other side's current row.
+
+    ``left_side``: this processor sees the left table's updates (else the right's; the joiner's argument
+    order is the same for both). ``options``: the join result's, whose downstream may want old values."""
+
+    def __init__(self, other_store: str, joiner: Joiner, kind: str, left_side: bool, options: TableOptions) -> None:
+        self.other_store = other_store
+        self.joiner = joiner
+        self.left_side = left_side
+        self.options = options
+        need_left, need_right = _required(kind)
+        self._need_this, self._need_other = (need_left, need_right) if left_side else (need_right, need_left)
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._other = context.get_state_store(self.other_store)
+        self._send_old = self.options.send_old_values
+        self._rc = context.record_context
+
+    def _result(self, key: Any, this: Any, other: Any) -> Any:
+        if this is None and other is None:
+            return None
+        if (this is None and self._need_this) or (other is None and self._need_other):
+            return None
+        return self.joiner(key, this, other) if self.left_side else self.joiner(key, other, this)
+
+    def process(self, key: Any, change: Change) -> None:
+        if key is None:
+            self.context.record_dropped()
+            return
+        found = self._other.get_with_timestamp(key)
+        other, other_ts = (None, -1) if found is None else found
+        new = self._result(key, change.new, other)
+        old = self._result(key, change.old, other)
+        if new is None and old is None:
+            return  # no result before, none after
+        rc = self._rc
+        saved = rc.timestamp
+        if other_ts > saved:
+            rc.timestamp = other_ts
+        try:
+            self._forward(key, Change(new, old if self._send_old else None))
+        finally:
+            rc.timestamp = saved
+
+
+class TableMaterializeProcessor(Forwarding):
+    """Keeps a table's rows in a store (for a join's lookups, or a join result's ``store=``) and passes
+    the updates on; with old values asked for downstream, they come from the store."""
+
+    def __init__(self, store_name: str, options: TableOptions) -> None:
+        self.store_name = store_name
+        self.options = options
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._store = context.get_state_store(self.store_name)
+        self._send_old = self.options.send_old_values
+
+    def process(self, key: Any, change: Change) -> None:
+        if key is None:
+            self.context.record_dropped()
+            return
+        old = self._store.get(key) if self._send_old else None
+        self._store.put(key, change.new)
+        self._forward(key, Change(change.new, old))
