@@ -47,11 +47,17 @@ from streams.log.base import (
     ProducerFencedError,
     RecordMetadata,
     TopicPartition,
+    TransactionError,
 )
 
 __all__ = ["TaskProducer", "transactional_id_for"]
 
 log = logging.getLogger("streams.task_producer")
+
+
+# Send errors that end the task's transaction rather than concern one record: e.g. librdkafka refuses every
+# send once a produce request of the open transaction was fenced (a zombie woken up mid-transaction).
+_PRODUCER_ERRORS = (ProducerFencedError, TransactionError)
 
 
 def transactional_id_for(application_id: str, task_id: str) -> str:
@@ -151,7 +157,7 @@ class TaskProducer:
         try:
             producer.send(topic, value, key, partition=partition, headers=headers, timestamp=timestamp,
                           on_delivery=on_delivery)  # fmt: skip
-        except ProducerFencedError as exc:
+        except _PRODUCER_ERRORS as exc:
             raise self._error(exc, f"send to {topic!r}") from exc
 
     def send_batch(
@@ -168,7 +174,7 @@ class TaskProducer:
         assert producer is not None
         try:
             producer.send_batch(topic, partition, records, headers=headers, on_last_delivery=on_last_delivery)
-        except ProducerFencedError as exc:
+        except _PRODUCER_ERRORS as exc:
             raise self._error(exc, f"send to {topic!r}") from exc
 
     def commit(self, offsets: dict[TopicPartition, int]) -> None:
