@@ -7,8 +7,10 @@ Without ``--registry`` it starts ``python -m registry serve`` on a temporary SQL
 Prints records/s (best of R runs) and the ratios ours / confluent-kafka. JSON Schema and Protobuf rows are
 added when the registry lists those types under /schemas/types. A second table compares the asyncio serializers
 (``AsyncAvroSerializer`` & co. on ``AsyncRegistryClient``, awaited once per record in one coroutine) with our sync
-ones and with confluent-kafka's asyncio serializers, interleaved in the same rounds. The "+ CEL rules" rows run a
-data contract (a CEL condition and a CEL_FIELD transform) in both, on ``--rule-records`` records.
+ones and with confluent-kafka's asyncio serializers, interleaved in the same rounds; besides the ratio of the best
+rounds it prints the median over rounds of async/sync within a round (steadier on a busy machine). The
+"+ CEL rules" rows run a data contract (a CEL condition and a CEL_FIELD transform) in both, on ``--rule-records``
+records.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import gc
 import io
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -116,17 +119,28 @@ def make_records(n: int) -> list[dict]:
             for i in range(n)]
 
 
-def race(cases: dict[str, Callable[[], None]], n: int, repeat: int) -> dict[str, float]:
+def race(cases: dict[str, Callable[[], None]], n: int, repeat: int,
+         rounds: dict[str, list[float]] | None = None) -> dict[str, float]:
     """Records/s per case, best of ``repeat`` rounds. Cases run round-robin so that load from other processes
-    on a shared machine hits all of them alike; the best round is the least disturbed one."""
+    on a shared machine hits all of them alike; the best round is the least disturbed one. ``rounds`` (if given)
+    receives every round's seconds per case, in order."""
     best = dict.fromkeys(cases, float("inf"))
     for _ in range(repeat):
         for name, fn in cases.items():
             gc.collect()
             t0 = time.perf_counter()
             fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
+            took = time.perf_counter() - t0
+            best[name] = min(best[name], took)
+            if rounds is not None:
+                rounds.setdefault(name, []).append(took)
     return {name: n / t for name, t in best.items()}
+
+
+def median_ratio(rounds: dict[str, list[float]], slow: str, fast: str) -> float:
+    """The median over rounds of (time of ``fast``) / (time of ``slow``) in the same round: the two ran back to
+    back, so a disturbance hits both, where the best of each can come from different rounds."""
+    return statistics.median(f / s for f, s in zip(rounds[fast], rounds[slow], strict=True))
 
 
 def each(fn: Callable, items: list, *args: object) -> Callable[[], None]:
@@ -328,7 +342,8 @@ def bench_sync(url: str, records: list[dict], repeat: int, rule_records: int,
     return rows
 
 
-AsyncRow = tuple[str, float, float, float]  # operation, ours sync, ours async, confluent-kafka async
+# operation, ours sync, ours async, confluent-kafka async (rec/s, best rounds), async/sync (median of rounds)
+AsyncRow = tuple[str, float, float, float, float]
 
 
 def bench_async(url: str, records: list[dict], repeat: int, types: list[str]) -> list[AsyncRow]:
@@ -350,12 +365,14 @@ def bench_async(url: str, records: list[dict], repeat: int, types: list[str]) ->
         frames = [ser[0](item, ctx) for item in items]
         assert loop.run_until_complete(ser[1](items[0], ctx)) == frames[0], f"{kind}: async wrote other bytes"
         assert loop.run_until_complete(ser[2](items[0], ctx)) == frames[0], f"{kind}: ck async wrote other bytes"
+        s_rounds: dict[str, list[float]] = {}
+        d_rounds: dict[str, list[float]] = {}
         s = race({"sync": each(ser[0], items, ctx), "async": each_async(loop, ser[1], items, ctx),
-                  "ck": each_async(loop, ser[2], items, ctx)}, n, repeat)
+                  "ck": each_async(loop, ser[2], items, ctx)}, n, repeat, s_rounds)
         d = race({"sync": each(de[0], frames, ctx), "async": each_async(loop, de[1], frames, ctx),
-                  "ck": each_async(loop, de[2], frames, ctx)}, n, repeat)
-        rows.append((f"{kind} serialize", s["sync"], s["async"], s["ck"]))
-        rows.append((f"{kind} deserialize", d["sync"], d["async"], d["ck"]))
+                  "ck": each_async(loop, de[2], frames, ctx)}, n, repeat, d_rounds)
+        rows.append((f"{kind} serialize", s["sync"], s["async"], s["ck"], median_ratio(s_rounds, "async", "sync")))
+        rows.append((f"{kind} deserialize", d["sync"], d["async"], d["ck"], median_ratio(d_rounds, "async", "sync")))
 
     async def ck(cls: type, *args: object, **kwargs: object) -> object:
         return await cls(*args, **kwargs)
@@ -424,11 +441,11 @@ def main() -> None:
             print(f"| {name:<30} | {ours:>15,.0f} | {ck:>21,.0f} | {ours / ck:>5.2f}x | {raw_s} | {pct} |")
         print()
     print(f"| {'asyncio':<30} | {'sync rec/s':>12} | {'async rec/s':>12} | {'async/sync':>10} | "
-          f"{'ck async rec/s':>14} | {'vs ck async':>11} |")
-    print(f"|{'-' * 32}|{'-' * 13}:|{'-' * 13}:|{'-' * 11}:|{'-' * 15}:|{'-' * 12}:|")
-    for name, sync, asy, ck_async in async_rows:
-        print(f"| {name:<30} | {sync:>12,.0f} | {asy:>12,.0f} | {asy / sync:>10.2f} | {ck_async:>14,.0f} | "
-              f"{asy / ck_async:>10.2f}x |")
+          f"{'median of rounds':>16} | {'ck async rec/s':>14} | {'vs ck async':>11} |")
+    print(f"|{'-' * 32}|{'-' * 13}:|{'-' * 13}:|{'-' * 11}:|{'-' * 17}:|{'-' * 15}:|{'-' * 12}:|")
+    for name, sync, asy, ck_async, median in async_rows:
+        print(f"| {name:<30} | {sync:>12,.0f} | {asy:>12,.0f} | {asy / sync:>10.2f} | {median:>16.2f} | "
+              f"{ck_async:>14,.0f} | {asy / ck_async:>10.2f}x |")
 
 
 if __name__ == "__main__":

@@ -288,13 +288,21 @@ class Service:
             raise errors.schema_not_found(schema_id)
         return space.contents[schema_id]
 
-    def id_of_guid(self, guid: str) -> int:
-        """The id of the schema with this GUID (Confluent 8); 40403 when no live-or-soft-deleted version has it."""
+    def guid_ids(self, guid: str) -> list[tuple[str, int]]:
+        """(context, id) of the schema with this GUID (Confluent 8) in each context where a live-or-soft-deleted
+        version has it: the default context first, then the others by name; 40403 when there is none. A GUID
+        names content, so each context gives the same schema under its own id."""
         digest = contracts.digest_of_guid(guid)
-        schema_id = self.state.digest_to_id.get(digest) if digest is not None else None
-        if schema_id is None or schema_id not in self.state.id_versions:
+        found = []
+        if digest is not None:
+            for context in sorted(self.state.spaces, key=lambda c: (c != contexts.DEFAULT_CONTEXT, c)):
+                space = self.state.spaces[context]
+                schema_id = space.digest_to_id.get(digest)
+                if schema_id is not None and schema_id in space.id_versions:
+                    found.append((context, schema_id))
+        if not found:
             raise errors.schema_not_found(guid)
-        return schema_id
+        return found
 
     def id_versions(
         self, schema_id: int, *, deleted: bool, context: str = contexts.DEFAULT_CONTEXT

@@ -71,6 +71,8 @@ class AsyncRegistryClient(ClientSettings):
     get_subjects_by_id = _awaiting(RegistryApi.get_subjects_by_id)
     get_guid = _awaiting(RegistryApi.get_guid)
     get_id_by_guid = _awaiting(RegistryApi.get_id_by_guid)
+    get_ids_by_guid = _awaiting(RegistryApi.get_ids_by_guid)
+    get_schema_by_guid = _awaiting(RegistryApi.get_schema_by_guid)
     get_schema_types = _awaiting(RegistryApi.get_schema_types)
     delete_subject = _awaiting(RegistryApi.delete_subject)
     delete_version = _awaiting(RegistryApi.delete_version)

@@ -277,7 +277,7 @@ class _AvroWriter(Writer[_WritePlan]):
                  rule_config: dict[str, Any] | None = None, schema_id_header: bool = False) -> None:
         check_client(client, self._is_async, self)
         self._rule_config = RuleConfig(rule_config)
-        self._id_header = IdHeaderWriter(protobuf=False) if schema_id_header else None
+        self._id_header = IdHeaderWriter(protobuf=False, subject=subject) if schema_id_header else None
         self._choice = WriterSchema(self, "AVRO", schema is not None, auto_register, use_latest_version,
                                     use_latest_with_metadata, use_schema_id)
         self._client = client

@@ -5,10 +5,12 @@ registered schema a serializer writes with, the per-record call paths (``SyncWri
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import threading
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from types import TracebackType
+from typing import Any, Generic, Self, TypeVar
 
 from confluent_kafka.serialization import SerializationContext
 
@@ -16,6 +18,7 @@ from serdes.caches import DEFAULT_CAPACITY, BoundedDict
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import RegisteredSchema, Schema
 from serdes.plans import ClientCall, Plan, get_schema, lookup, run_plan, run_plan_async
+from serdes.rules.engine import RuleConfig
 from serdes.schema_ids import CLASSIC_MAGIC, IdHeaderWriter, Unframer
 from serdes.strategies import SubjectNameStrategy, resolve_strategy
 
@@ -204,6 +207,53 @@ def check_client(client: Any, is_async: bool, owner: object) -> None:
         raise TypeError(f"{type(owner).__name__} needs {wanted}, not {type(client).__name__}")
 
 
+# -- closing -------------------------------------------------------------------------------------------------
+
+
+class ClosedByWith:
+    """``with obj:`` calls ``obj.close()`` at the end."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+class Closing:
+    """What a serde owns and ``close()`` releases: the dead-letter producer its DLQ rules made from
+    ``rule_config`` (flushed first, so a record sent to the DLQ just before is delivered). The registry client is
+    the caller's (shared between serdes) and stays open. ``close()`` is idempotent; a DLQ rule firing after it
+    fails the record as ERROR does, logging that nothing was sent."""
+
+    _rule_config: RuleConfig
+
+    def close(self) -> None:
+        self._rule_config.close()
+
+
+class SyncClosing(Closing, ClosedByWith):
+    """``with serde:`` closes it at the end."""
+
+
+class AsyncClosing(Closing):
+    """``await serde.aclose()`` / ``async with serde:``: ``close()`` in a worker thread (flushing blocks)."""
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+
 # -- the per-record call paths -------------------------------------------------------------------------------
 
 
@@ -223,7 +273,7 @@ class Writer(Generic[P]):
         raise NotImplementedError
 
 
-class SyncWriter(Writer[P]):
+class SyncWriter(Writer[P], SyncClosing):
     _is_async = False
 
     def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
@@ -240,7 +290,7 @@ class SyncWriter(Writer[P]):
         return self._write(obj, plan, ctx)
 
 
-class AsyncWriter(Writer[P]):
+class AsyncWriter(Writer[P], AsyncClosing):
     _is_async = True
 
     async def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
@@ -296,11 +346,16 @@ class Reader(Generic[P]):
         """The frame bytes a plan depends on (Protobuf adds its message-index path to the header)."""
         return data[:self._key_size]
 
+    def _latest_subject(self, data: bytes, ctx: SerializationContext | None) -> Plan[str]:
+        """The subject whose latest version is the reader schema (``use_latest_*``)."""
+        return self._subjects.subject_for(ctx)
+        yield  # a plan, for readers that ask the registry to name the subject
+
     def _resolve(self, data: bytes, ctx: SerializationContext | None) -> Plan[P]:
         key: Any = self._plan_key(data, ctx)
         latest = None
         if self._follows_latest:
-            subject = self._subjects.subject_for(ctx)
+            subject = yield from self._latest_subject(data, ctx)
             try:
                 latest = yield from self._latest.fetch(subject)
             except RegistryError as e:
@@ -313,7 +368,7 @@ class Reader(Generic[P]):
         return plan
 
 
-class SyncReader(Reader[P]):
+class SyncReader(Reader[P], SyncClosing):
     _is_async = False
 
     def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
@@ -331,7 +386,7 @@ class SyncReader(Reader[P]):
         return self._read(data, ctx, plan)
 
 
-class AsyncReader(Reader[P]):
+class AsyncReader(Reader[P], AsyncClosing):
     _is_async = True
 
     async def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:

@@ -69,6 +69,8 @@ class RegistryClient(ClientSettings):
     get_subjects_by_id = _blocking(RegistryApi.get_subjects_by_id)
     get_guid = _blocking(RegistryApi.get_guid)
     get_id_by_guid = _blocking(RegistryApi.get_id_by_guid)
+    get_ids_by_guid = _blocking(RegistryApi.get_ids_by_guid)
+    get_schema_by_guid = _blocking(RegistryApi.get_schema_by_guid)
     get_schema_types = _blocking(RegistryApi.get_schema_types)
     delete_subject = _blocking(RegistryApi.delete_subject)
     delete_version = _blocking(RegistryApi.delete_version)

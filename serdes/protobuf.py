@@ -144,7 +144,7 @@ class _ProtoWriter(Writer[bytes]):
                  = reference_subject_name, rule_config: dict[str, Any] | None = None,
                  schema_id_header: bool = False) -> None:
         check_client(client, self._is_async, self)
-        self._id_header = IdHeaderWriter(protobuf=True) if schema_id_header else None
+        self._id_header = IdHeaderWriter(protobuf=True, subject=subject) if schema_id_header else None
         self._rule_config = RuleConfig(rule_config)
         self._rules: dict[bytes, rule_steps.Step] = {}  # frame header -> the WRITE rules of its schema
         if not is_message_class(message_type):
@@ -197,47 +197,36 @@ class ProtobufSerializer(_ProtoWriter, SyncWriter[bytes]):
     __doc__ = _ProtoWriter.__doc__
 
     def __call__(self, message: Message | None, ctx: SerializationContext | None = None) -> bytes | None:
-        # SyncWriter's path with _write's common case inlined: a Python call is ~10% of this path.
-        if message is None:
-            return None
-        plans = self._plans
-        head = plans.single
-        if head is None:
-            head = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
-            if head is None:
-                head = plans.get(self._client, ctx, self._resolve)
-        if self._id_header is not None:
-            return self._id_header(self._client, self._write(message, head, ctx), ctx)
-        if type(message) is self._cls and not self._rules:
-            try:
-                return head + message.SerializeToString()
-            except Exception:
-                pass  # _write raises it with the details
-        return self._write(message, head, ctx)
+        # The common case (a cached plan, no rules, no id header) inline, everything else SyncWriter's path: a
+        # Python call is ~10% of this path.
+        if type(message) is self._cls and not self._rules and self._id_header is None:
+            head = self._plans.single
+            if head is None and ctx is not None:
+                head = self._plans.by_ctx.get((ctx.topic, ctx.field))
+            if head is not None:
+                try:
+                    return head + message.SerializeToString()  # type: ignore[union-attr]  # not None: its type is _cls
+                except Exception:
+                    pass  # _write raises it with the details
+        return SyncWriter.__call__(self, message, ctx)
 
 
 class AsyncProtobufSerializer(_ProtoWriter, AsyncWriter[bytes]):
     """``await serializer(message, ctx) -> bytes``: ``ProtobufSerializer`` with an ``AsyncRegistryClient``."""
 
     async def __call__(self, message: Message | None, ctx: SerializationContext | None = None) -> bytes | None:
-        # ProtobufSerializer.__call__ with the plan build and header awaited. Kept inline rather than calling a
-        # shared helper: the coroutine already costs a frame, and one more call put async at ~0.8x of sync.
-        if message is None:
-            return None
-        plans = self._plans
-        head = plans.single
-        if head is None:
-            head = plans.by_ctx.get((ctx.topic, ctx.field)) if ctx is not None else None
-            if head is None:
-                head = await plans.aget(self._client, ctx, self._resolve)
-        if self._id_header is not None:
-            return await self._id_header.move_async(self._client, self._write(message, head, ctx), ctx)
-        if type(message) is self._cls and not self._rules:
-            try:
-                return head + message.SerializeToString()
-            except Exception:
-                pass  # _write raises it with the details
-        return self._write(message, head, ctx)
+        # ProtobufSerializer.__call__, the rest of the path awaited. The common case is inline rather than in a
+        # helper shared with it: the coroutine already costs a frame, and one more call put async at ~0.8x of sync.
+        if type(message) is self._cls and not self._rules and self._id_header is None:
+            head = self._plans.single
+            if head is None and ctx is not None:
+                head = self._plans.by_ctx.get((ctx.topic, ctx.field))
+            if head is not None:
+                try:
+                    return head + message.SerializeToString()  # type: ignore[union-attr]  # not None: its type is _cls
+                except Exception:
+                    pass  # _write raises it with the details
+        return await AsyncWriter.__call__(self, message, ctx)
 
 
 class RegisteredProtoFile:
@@ -370,8 +359,9 @@ class _ProtoReader(Reader[_ReadPlan]):
     confluent-kafka's ``rule.conf``).
 
     ``use_latest_version`` / ``use_latest_with_metadata`` take the subject's latest version (with those metadata
-    properties; subject named by ``strategy`` / ``subject`` as for ``AvroDeserializer``) as the reader schema:
-    records come back as its message of the writer's message name (as ``message_type`` when given). Between
+    properties; subject named by ``strategy`` / ``subject`` as for ``AvroDeserializer``; under a record-name
+    strategy without ``message_type``, by the writer's message name) as the reader schema: records come back as
+    its message of the writer's message name (as ``message_type`` when given). Between
     major versions the JSONata migrations run (as for ``AvroDeserializer``) on the writer's message in
     Protobuf's JSON mapping, as confluent-kafka does, and the result is parsed as the reader's message; then the
     READ rules of the reader schema run.
@@ -423,6 +413,24 @@ class _ProtoReader(Reader[_ReadPlan]):
         # Index paths other than [0] take more than the 6 bytes the first lookup uses: decode them here.
         return None if self._follows_latest else self._plans.get(self._plan_key(data, ctx))
 
+    def _latest_subject(self, data: bytes, ctx: SerializationContext | None) -> Plan[str]:
+        # Without message_type a record-name strategy takes the name of the writer's message, from its schema.
+        try:
+            return self._subjects.subject_for(ctx)
+        except SerializationError:
+            if self._cls is not None:
+                raise
+        return self._subjects.subject_for(ctx, (yield from self._writer_message(data, topic_of(ctx)))[0].full_name)
+
+    def _writer_message(self, data: bytes, topic: str | None) -> Plan[tuple[Descriptor, RegisteredProtoFile]]:
+        """The message a frame was written with (from its schema id and message-index path), and its file."""
+        schema_id, indexes, _ = self._header(data, topic)
+        wf = yield from self._file(schema_id, topic)
+        try:
+            return wf.message(indexes), wf
+        except IndexError as e:
+            raise SerializationError(str(e), topic=topic, offset=_PREFIX, schema_id=schema_id) from e
+
     def _file(self, schema_id: int, topic: str | None) -> Plan[RegisteredProtoFile]:
         """Schema ``schema_id`` and its imports in a descriptor pool, loaded once."""
         wf = self._files.get(schema_id)
@@ -442,11 +450,7 @@ class _ProtoReader(Reader[_ReadPlan]):
               latest: RegisteredSchema | None) -> Plan[_ReadPlan]:
         topic = topic_of(ctx)
         schema_id, indexes, start = self._header(data, topic)
-        wf = yield from self._file(schema_id, topic)
-        try:
-            desc = wf.message(indexes)
-        except IndexError as e:
-            raise SerializationError(str(e), topic=topic, offset=_PREFIX, schema_id=schema_id) from e
+        desc, wf = yield from self._writer_message(data, topic)
         if latest is None:
             cls = self._cls if self._cls is not None else GetMessageClass(desc)
             rules = rule_steps.domain_rules(wf.schema, rule_steps.READ, _rule_target(desc), self._rule_config,

@@ -67,6 +67,15 @@ def _seg(value: str | int) -> str:
     return quote(str(value), safe="")
 
 
+def _context_of(subject: str | None) -> str:
+    """The context a subject names (``:.ctx:name`` or ``:.ctx:`` -> ``.ctx``); unqualified: the default, ``.``."""
+    if subject and subject.startswith(":."):
+        end = subject.find(":", 1)
+        if end > 0:
+            return subject[1:end]
+    return "."
+
+
 def _query(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """Query parameters as the registry reads them: booleans spelled true/false, None left out."""
     if not params:
@@ -116,8 +125,9 @@ class RegistryApi:
         self._registrations: LruCache[tuple[str, Schema, bool], RegisteredSchema] = LruCache(cache_capacity)
         self._lookups: LruCache[tuple[str, Schema, bool, bool], RegisteredSchema] = LruCache(cache_capacity)
         self._versions: LruCache[tuple[str, int, str | None], RegisteredSchema] = LruCache(cache_capacity)
-        self._guids: LruCache[int, str] = LruCache(cache_capacity)
-        self._ids_by_guid: LruCache[str, int] = LruCache(cache_capacity)
+        self._guids: LruCache[tuple[int, str], str] = LruCache(cache_capacity)  # by (id, context)
+        self._ids_by_guid: LruCache[str, dict[str, int]] = LruCache(cache_capacity)
+        self._by_guid: LruCache[tuple[str, str | None], Schema] = LruCache(cache_capacity)
         self._latest: LruCache[tuple[str, str | None], RegisteredSchema] = LruCache(cache_capacity, latest_ttl)
         self._latest_meta: LruCache[tuple[str, frozenset, bool, str | None], RegisteredSchema] = LruCache(
             cache_capacity, latest_ttl)
@@ -257,31 +267,57 @@ class RegistryApi:
     def get_subjects_by_id(self, schema_id: int) -> Call[list[str]]:
         return (yield from self.exchange("GET", f"/schemas/ids/{int(schema_id)}/subjects"))
 
-    def get_guid(self, schema_id: int) -> Call[str]:
-        """The GUID of schema ``schema_id`` (Confluent 8.x and schemakit give it with the schema). Cached."""
-        hit = self._guids.get(int(schema_id))
+    def get_guid(self, schema_id: int, subject: str | None = None) -> Call[str]:
+        """The GUID of schema ``schema_id`` (Confluent 8.x and schemakit give it with the schema), in the context
+        ``subject`` names (``:.ctx:name`` or ``:.ctx:``; default: the default context). Cached."""
+        context = _context_of(subject)
+        hit = self._guids.get((int(schema_id), context))
         if hit is not None:
             return hit
-        body = yield from self.exchange("GET", f"/schemas/ids/{int(schema_id)}")
+        body = yield from self.exchange("GET", f"/schemas/ids/{int(schema_id)}",
+                                        params={"subject": subject if context != "." else None})
         guid = body.get("guid") if isinstance(body, dict) else None
         if not guid:
             raise RegistryError(404, 40403, f"the registry gives no GUID for schema {schema_id} (Confluent 8.x or "
                                             f"schemakit needed)")
-        self._by_id.setdefault((int(schema_id), None), Schema.from_json(body))
-        self._ids_by_guid.put(str(guid), int(schema_id))
-        return self._guids.put(int(schema_id), str(guid))
+        if context == ".":
+            self._by_id.setdefault((int(schema_id), None), Schema.from_json(body))
+        return self._guids.put((int(schema_id), context), str(guid))
 
-    def get_id_by_guid(self, guid: str) -> Call[int]:
-        """The id of the schema with this GUID (``GET /schemas/guids/{guid}/ids``, default context). Cached."""
+    def get_ids_by_guid(self, guid: str) -> Call[dict[str, int]]:
+        """The id of the schema with this GUID in each context that has it (``GET /schemas/guids/{guid}/ids``):
+        context (``"."`` for the default one) -> id. Cached."""
         hit = self._ids_by_guid.get(guid)
         if hit is not None:
             return hit
         body = yield from self.exchange("GET", f"/schemas/guids/{_seg(guid)}/ids")
-        ids = [int(item["id"]) for item in body if item.get("context", ".") in (".", "")] if body else []
+        ids = {str(item.get("context") or "."): int(item["id"]) for item in body or ()}
         if not ids:
             raise RegistryError(404, 40403, f"Schema {guid} not found")
-        self._guids.put(ids[0], guid)
-        return self._ids_by_guid.put(guid, ids[0])
+        return self._ids_by_guid.put(guid, ids)
+
+    def get_id_by_guid(self, guid: str, context: str = ".") -> Call[int]:
+        """The id of the schema with this GUID in ``context`` (default: the default context); 40403 naming the
+        contexts that have it when ``context`` does not (asked again each time: it may be registered there
+        since)."""
+        ids = yield from self.get_ids_by_guid(guid)
+        if context not in ids:
+            self._ids_by_guid.discard_where(lambda key: key == guid)
+            ids = yield from self.get_ids_by_guid(guid)
+        if context not in ids:
+            where = ", ".join(f"id {i} in context {c!r}" for c, i in ids.items())
+            raise RegistryError(404, 40403, f"Schema {guid} is not in context {context!r} (it has {where})")
+        return ids[context]
+
+    def get_schema_by_guid(self, guid: str, fmt: str | None = None) -> Call[Schema]:
+        """The schema with this GUID, in whichever context has it (``GET /schemas/guids/{guid}``, as
+        confluent-kafka's ``get_schema_by_guid``). Cached."""
+        key = (guid, fmt)
+        hit = self._by_guid.get(key)
+        if hit is not None:
+            return hit
+        body = yield from self.exchange("GET", f"/schemas/guids/{_seg(guid)}", params={"format": fmt})
+        return self._by_guid.put(key, Schema.from_json(body))
 
     def get_schema_types(self) -> Call[list[str]]:
         return (yield from self.exchange("GET", "/schemas/types"))

@@ -44,9 +44,10 @@ def _header(ctx: SerializationContext | None) -> bytes | None:
 
 
 def _guid_to_id(guid: bytes, topic: str | None) -> Plan[int]:
+    """The id of the schema with this GUID in the default context, where deserializers read schema ids."""
     text = str(uuid.UUID(bytes=guid))
     try:
-        return (yield ClientCall("get_id_by_guid", (text,)))
+        return (yield ClientCall("get_id_by_guid", (text, ".")))
     except RegistryError as e:
         raise SerializationError(f"schema GUID {text} is not known to the registry ({e.message})", topic=topic,
                                  offset=1) from e
@@ -97,10 +98,12 @@ class Unframer:
 
 class IdHeaderWriter:
     """Moves the schema id of a classic frame into the record header as the schema's GUID (``0x01`` + GUID, then
-    the Protobuf message indexes when ``protobuf``); the payload keeps the encoded record alone."""
+    the Protobuf message indexes when ``protobuf``); the payload keeps the encoded record alone. The GUID is asked
+    for in the context of ``subject`` (the serializer's fixed subject), where its ids live."""
 
-    def __init__(self, protobuf: bool) -> None:
+    def __init__(self, protobuf: bool, subject: str | None = None) -> None:
         self.protobuf = protobuf
+        self.subject = subject
         self._guids: dict[int, bytes] = {}
 
     def plan(self, data: bytes, ctx: SerializationContext | None) -> Plan[bytes]:
@@ -113,7 +116,7 @@ class IdHeaderWriter:
         guid = self._guids.get(schema_id)
         if guid is None:
             try:
-                text = yield ClientCall("get_guid", (schema_id,))
+                text = yield ClientCall("get_guid", (schema_id, self.subject))
             except RegistryError as e:
                 raise SerializationError(f"cannot get the GUID of schema {schema_id}: {e}", topic=topic,
                                          schema_id=schema_id) from e

@@ -8,6 +8,7 @@ from typing import Any
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from serdes.avro import AvroDeserializer, AvroSerializer
+from serdes.base import ClosedByWith
 from serdes.caches import BoundedDict
 from serdes.client import RegistryClient
 from serdes.json_serdes import JsonSchemaDeserializer, JsonSchemaSerializer
@@ -16,7 +17,7 @@ from serdes.protobuf import ProtobufDeserializer, ProtobufSerializer
 __all__ = ["AvroSerde", "JsonSchemaSerde", "ProtobufSerde", "Serde"]
 
 
-class Serde:
+class Serde(ClosedByWith):
     """A serializer and a deserializer for the same type.
 
     ``serializer`` / ``deserializer`` are the ``(obj, ctx)`` / ``(bytes, ctx)`` callables;
@@ -40,6 +41,13 @@ class Serde:
 
     def deserialize(self, data: bytes | None, topic: str, is_key: bool = False) -> Any:
         return self.deserializer(data, self.context(topic, is_key))
+
+    def close(self) -> None:
+        """Close both (their DLQ producers; see ``serdes.base.Closing``); idempotent."""
+        for part in (self.serializer, self.deserializer):
+            close = getattr(part, "close", None)
+            if callable(close):
+                close()
 
 
 class AvroSerde(Serde):

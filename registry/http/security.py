@@ -165,15 +165,15 @@ def _check_id_read(request: Request, principal: Principal, service: Any, context
 
 
 async def _schema_guid_access(request: Request, guid: str, service: ServiceDep) -> None:
-    """Reading a schema by GUID: as by its id (in the default context, where GUIDs are looked up)."""
+    """Reading a schema by GUID: as by its id, in the context the route reads it from (the first that has it)."""
     principal = await principal_of(request)
     if principal is None:
         return
     try:
-        schema_id = service.id_of_guid(guid)
+        context, schema_id = service.guid_ids(guid)[0]
     except errors.ApiError:
         return  # the route answers 40403
-    _check_id_read(request, principal, service, contexts.DEFAULT_CONTEXT, schema_id, f"Schema:{guid}")
+    _check_id_read(request, principal, service, context, schema_id, f"Schema:{guid}")
 
 
 async def _import_if_id(

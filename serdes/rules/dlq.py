@@ -6,6 +6,8 @@ it was given, a Protobuf message in its JSON mapping), a record being read as th
 record's own plus ``__rule.name``, ``__rule.mode``, ``__rule.subject``, ``__rule.topic`` and
 ``__rule.exception``. The producer is the rule config's ``producer`` or one made from its other settings
 (``bootstrap.servers``...), with ``acks=all``; ``dlq.auto.flush=true`` flushes after every record.
+``close()`` (the serde's ``close()``) flushes what was sent and closes the producer it made; a ``producer`` given
+in the config is flushed only (it is the caller's).
 """
 
 from __future__ import annotations
@@ -54,9 +56,13 @@ class DeadLetterQueue:
     def __init__(self, conf: dict[str, Any]) -> None:
         self.auto_flush = str(conf.get("dlq.auto.flush", "false")).lower() == "true"
         self._producer = conf.get("producer")
+        self._owned = self._producer is None  # made here from the settings: closed here too
+        self._closed = False
         self._settings = {k: v for k, v in conf.items() if k != "producer" and not k.startswith("dlq.")}
 
     def _get_producer(self) -> Any:
+        if self._closed:
+            raise RuntimeError("the serde was closed")
         if self._producer is None:
             from confluent_kafka import Producer
 
@@ -86,8 +92,20 @@ class DeadLetterQueue:
             log.error("could not send the record to DLQ topic %s: %s", topic, e)
 
     def close(self) -> None:
-        if self._producer is not None and hasattr(self._producer, "flush"):
-            self._producer.flush()
+        """Deliver what was sent (blocks until the broker acknowledged it) and close the producer made here;
+        idempotent. Records sent after this are logged as not delivered."""
+        if self._closed:
+            return
+        self._closed = True
+        producer = self._producer
+        if producer is None:
+            return
+        if hasattr(producer, "flush"):
+            producer.flush()
+        if self._owned:
+            self._producer = None
+            if hasattr(producer, "close"):  # confluent-kafka >= 2.11; older ones close when collected
+                producer.close()
 
 
 __all__ = ["DeadLetterQueue"]

@@ -64,8 +64,8 @@ class RuleConfig:
         return self._dlq
 
     def close(self) -> None:
-        if self._dlq is not None:
-            self._dlq.close()
+        """Flush and close the DLQ producer, if one was made (idempotent); the DLQ sends nothing after this."""
+        self.dlq().close()
 
 
 def _matches(rule_mode: str, mode: str) -> bool:

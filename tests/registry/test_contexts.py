@@ -258,3 +258,37 @@ def test_confluent_serdes_in_two_contexts(registry_url: str) -> None:
     assert sr.register_schema(f":{first}:other", Schema(A, "AVRO")) == 1
     assert f":{first}:orders-value" in sr.get_subjects()
 
+
+
+def test_guids_resolve_in_every_context(registry_url: str) -> None:
+    """A GUID names content: ``/schemas/guids/{guid}`` finds a schema registered only in another context, and
+    ``/ids`` lists its id in each context that has it, the default context first."""
+    tag = uuid.uuid4().hex[:8]
+    a, b = f".a{tag}", f".b{tag}"
+    schema = compact(record(f"G{tag}", ("g", "string")))
+    with httpx.Client(base_url=registry_url, timeout=30) as c:
+        r = c.post(f"/subjects/:{b}:s/versions", json={"schema": schema}, headers=CT)
+        guid, id_b = r.json()["guid"], r.json()["id"]
+        assert c.get(f"/schemas/guids/{guid}").json() == {"guid": guid, "schema": schema}
+        assert c.get(f"/schemas/guids/{guid}/ids").json() == [{"context": b, "id": id_b}]
+        sr = SchemaRegistryClient({"url": registry_url})
+        if hasattr(sr, "get_schema_by_guid"):  # confluent-kafka >= 2.11
+            assert sr.get_schema_by_guid(guid).schema_str == schema
+
+        register(c, f":{a}:filler", A)  # so that the schema gets another id in .a
+        id_a = register(c, f":{a}:s", schema)
+        id_default = register(c, f"g-{tag}", schema)
+        assert id_a == 2
+        assert c.get(f"/schemas/guids/{guid}/ids").json() == [
+            {"context": ".", "id": id_default}, {"context": a, "id": id_a}, {"context": b, "id": id_b}]
+        # soft-deleted versions keep the id readable; a hard delete drops the context from the list
+        assert c.delete(f"/subjects/:{a}:s").status_code == 200
+        assert len(c.get(f"/schemas/guids/{guid}/ids").json()) == 3
+        assert c.delete(f"/subjects/:{a}:s", params={"permanent": "true"}).status_code == 200
+        assert c.get(f"/schemas/guids/{guid}/ids").json() == [
+            {"context": ".", "id": id_default}, {"context": b, "id": id_b}]
+        for s in (f"g-{tag}", f":{b}:s"):
+            assert c.delete(f"/subjects/{s}").status_code == 200
+            assert c.delete(f"/subjects/{s}", params={"permanent": "true"}).status_code == 200
+        r = c.get(f"/schemas/guids/{guid}")
+        assert (r.status_code, r.json()["error_code"]) == (404, 40403)

@@ -4,11 +4,13 @@ registered as references), message indexes, and bad input. Skipped when the regi
 from __future__ import annotations
 
 import base64
+import uuid
 
 import pytest
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer as CkProtobufDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer as CkProtobufSerializer
-from google.protobuf import descriptor_pb2
+from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf.message_factory import GetMessageClass
 
 from serdes import (
     MessageField,
@@ -179,3 +181,30 @@ def test_fresh_process_reads_a_schema_importing_a_well_known_type(registry_url, 
     out = subprocess.run([sys.executable, "-c", code, data.hex()], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["1700000000", "Berlin"]
+
+
+def _item_class(package: str, *fields: str) -> type:
+    """A message class ``<package>.Item`` with string fields ``fields``, built from a descriptor (a unique
+    package gives the record-name strategy a subject of this test's own)."""
+    fdp = descriptor_pb2.FileDescriptorProto(name=f"{package}/item.proto", package=package, syntax="proto3")
+    item = fdp.message_type.add(name="Item")
+    for number, name in enumerate(fields, 1):
+        item.field.add(name=name, number=number, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                       label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    return GetMessageClass(pool.Add(fdp).message_types_by_name["Item"])
+
+
+def test_latest_reader_under_the_record_strategy_needs_no_message_type(client) -> None:
+    package = f"t{uuid.uuid4().hex[:8]}"
+    v1, v2 = _item_class(package, "name"), _item_class(package, "name", "note")
+    data = ProtobufSerializer(client, v1, strategy="record")(v1(name="x"))
+    ProtobufSerializer(client, v2, strategy="record")(v2(name="y"))  # version 2 of the subject <package>.Item
+    for follow in ({"use_latest_version": True}, {"use_latest_with_metadata": {}}):
+        read = ProtobufDeserializer(client, strategy="record", **follow)(data)
+        assert read.DESCRIPTOR.full_name == f"{package}.Item"
+        assert [f.name for f in read.DESCRIPTOR.fields] == ["name", "note"]  # the latest version's message
+        assert (read.name, read.note) == ("x", "")
+    assert client.get_latest_version(f"{package}.Item").version == 2
+    with pytest.raises(SerializationError, match="topic_record subject-name strategy needs a SerializationContext"):
+        ProtobufDeserializer(client, strategy="topic_record", use_latest_version=True)(data)

@@ -30,9 +30,11 @@ from google.protobuf import json_format
 from google.protobuf.message_factory import GetMessageClass
 
 from serdes import (
+    AsyncAvroDeserializer,
     AsyncProtobufDeserializer,
     AsyncRegistryClient,
     AvroDeserializer,
+    AvroSerde,
     AvroSerializer,
     JsonSchemaDeserializer,
     JsonSchemaSerializer,
@@ -265,6 +267,63 @@ def test_dlq_action_produces_the_record_and_raises(
     assert headers["__rule.mode"] == "WRITE"
     assert headers["__rule.topic"] == topic
     assert headers["__rule.subject"] == f"{topic}-value"
+
+
+# librdkafka would hold these records for a minute: only the serde's close() (its flush) delivers them in time
+_LINGERING = {"linger.ms": 60000}
+
+
+def test_close_delivers_the_dlq_record_sent_just_before(
+    http: httpx.Client, client: RegistryClient, topic: str, kafka_bootstrap: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    dlq_topic = _dlq_topic(kafka_bootstrap, topic)
+    rule = {**CHECK_QTY, "onFailure": "DLQ", "params": {"dlq.topic": dlq_topic}}
+    register(http, f"{topic}-value", ORDER_AVRO, ruleSet={"domainRules": [rule]})
+    bad = {**GOOD, "qty": -1}
+    writer = AvroSerializer(client, use_latest_version=True,
+                            rule_config={"bootstrap.servers": kafka_bootstrap, **_LINGERING})
+    with writer, pytest.raises(RuleError):
+        writer(bad, value_ctx(topic))
+    assert json.loads(_dlq_records(kafka_bootstrap, dlq_topic, 1)[0].value()) == bad
+    writer.close()  # idempotent
+    with pytest.raises(RuleError):  # the rule still fails the record; the DLQ says it sent nothing
+        writer(bad, value_ctx(topic))
+    assert "could not send the record to DLQ topic" in caplog.text and "the serde was closed" in caplog.text
+    assert writer(GOOD, value_ctx(topic))[:1] == b"\x00"  # the shared client stays open
+    assert client.get_latest_version(f"{topic}-value").version == 1
+
+
+def test_a_closed_serde_pair_sends_nothing_more(
+    http: httpx.Client, client: RegistryClient, topic: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    rule = {**CHECK_QTY, "onFailure": "DLQ", "params": {"dlq.topic": f"{topic}-dlq"}}
+    register(http, f"{topic}-value", ORDER_AVRO, ruleSet={"domainRules": [rule]})
+    with AvroSerde(client, ORDER_AVRO, use_latest_version=True,
+                   rule_config={"bootstrap.servers": "127.0.0.1:1"}) as serde:
+        assert serde.deserialize(serde.serialize(GOOD, topic), topic) == GOOD
+    with pytest.raises(RuleError):
+        serde.serialize({**GOOD, "qty": -1}, topic)
+    assert "the serde was closed" in caplog.text  # no producer was made for the closed serializer
+
+
+def test_aclose_delivers_the_dlq_record_of_an_async_reader(
+    http: httpx.Client, client: RegistryClient, registry_url: str, topic: str, kafka_bootstrap: str
+) -> None:
+    dlq_topic = _dlq_topic(kafka_bootstrap, topic)
+    rule = {**CHECK_QTY, "mode": "READ", "onFailure": "DLQ", "params": {"dlq.topic": dlq_topic}}
+    register(http, f"{topic}-value", ORDER_AVRO, ruleSet={"domainRules": [rule]})
+    data = AvroSerializer(client, use_latest_version=True)({**GOOD, "qty": -1}, value_ctx(topic))
+
+    async def go() -> None:
+        conf = {"bootstrap.servers": kafka_bootstrap, **_LINGERING}
+        async with AsyncRegistryClient(registry_url) as c:
+            async with AsyncAvroDeserializer(c, rule_config=conf) as reader:
+                with pytest.raises(RuleError):
+                    await reader(data, value_ctx(topic))
+            await reader.aclose()  # idempotent
+
+    asyncio.run(go())
+    assert _dlq_records(kafka_bootstrap, dlq_topic, 1)[0].value() == data
 
 
 def test_protobuf_rules_match_confluent(

@@ -26,6 +26,7 @@ from serdes import (
     ProtobufDeserializer,
     ProtobufSerializer,
     RegistryClient,
+    RegistryError,
     SerializationContext,
     SerializationError,
     wire,
@@ -111,3 +112,34 @@ def test_async_serdes_with_headers(registry_url: str, topic: str) -> None:
             assert await AsyncAvroDeserializer(client)(data, ctx) == POINT
 
     asyncio.run(main())
+
+
+def test_guids_of_schemas_in_another_context(client: RegistryClient, registry_url: str, topic: str) -> None:
+    """A serializer writing to a context-qualified subject puts that context's GUID in the header; the client
+    finds GUIDs in every context; a deserializer (which reads ids in the default context) says where the schema
+    is until the default context has it too."""
+    context = f".c{uuid.uuid4().hex[:8]}"
+    schema = {**SCHEMA, "name": f"P{uuid.uuid4().hex[:8]}"}  # a GUID no other test registers
+    ctx = ctx_with_headers(topic)
+    data = AvroSerializer(client, schema, subject=f":{context}:{topic}-value", schema_id_header=True)(POINT, ctx)
+    [(_, value)] = ctx.headers
+    guid = str(uuid.UUID(bytes=value[1:17]))
+    assert json.loads(client.get_schema_by_guid(guid).schema_str) == schema  # not the default context's id 1
+    assert client.get_ids_by_guid(guid) == {context: 1}
+    assert client.get_id_by_guid(guid, context) == 1
+
+    async def through_async_client() -> tuple[dict[str, int], str]:
+        async with AsyncRegistryClient(registry_url) as c:
+            return await c.get_ids_by_guid(guid), (await c.get_schema_by_guid(guid)).schema_str
+
+    assert asyncio.run(through_async_client()) == ({context: 1}, client.get_schema_by_guid(guid).schema_str)
+    with pytest.raises(RegistryError) as err:
+        client.get_id_by_guid(guid)
+    assert (err.value.status, err.value.error_code) == (404, 40403)
+    assert f"it has id 1 in context '{context}'" in err.value.message
+    with pytest.raises(SerializationError, match=f"is not in context '.' \\(it has id 1 in context '{context}'\\)"):
+        AvroDeserializer(client)(data, ctx)
+    default_id = AvroSerializer(client, schema)(POINT, SerializationContext(topic, MessageField.VALUE))[1:5]
+    assert client.get_ids_by_guid(guid) == {context: 1}  # cached ...
+    assert AvroDeserializer(client)(data, ctx) == POINT  # ... and asked again for the default context
+    assert client.get_id_by_guid(guid) == int.from_bytes(default_id, "big")

@@ -176,20 +176,20 @@ async def get_versions(
     responses={**Doc.schema_not_found, **Doc.stored_schema_unparsable},
 )
 async def get_schema_by_guid(service: ServiceDep, guid: Guid, fmt: Format = "") -> Response:
-    schema_id = service.id_of_guid(guid)
-    content = service.schema(schema_id)
+    context, schema_id = service.guid_ids(guid)[0]  # any context gives the same content
+    content = service.schema(schema_id, context)
     if not fmt:
         return ok(render.id_body(content))
-    return ok(render.dumps(render.id_dict(content, await service.formatted(content, schema_id, fmt))))
+    return ok(render.dumps(render.id_dict(content, await service.formatted(content, schema_id, fmt, context))))
 
 
 @router.get(
     "/schemas/guids/{guid}/ids",
     operation_id="getIdsByGuid",
     dependencies=[ReadSchemaGuid],
-    summary="The ids of the schema with this GUID, per context (Confluent 8; only the default context here).",
+    summary="The ids of the schema with this GUID, one per context that has it (Confluent 8), the default first.",
     response_model=list[ContextId],
     responses={**Doc.schema_not_found},
 )
 async def get_ids_by_guid(service: ServiceDep, guid: Guid) -> Response:
-    return ok(render.dumps([{"context": ".", "id": service.id_of_guid(guid)}]))
+    return ok(render.dumps([{"context": context, "id": schema_id} for context, schema_id in service.guid_ids(guid)]))
