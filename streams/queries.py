@@ -21,7 +21,7 @@ from streams.windows import Windowed
 
 __all__ = [
     "HostInfo", "KeyQueryMetadata", "QueryMetadata", "ReadOnlySessionStore", "ReadOnlyStore", "ReadOnlyWindowStore",
-    "StreamsMetadata", "read_only_store",
+    "StreamsMetadata", "read_only_store", "retrying",
 ]  # fmt: skip
 
 T = TypeVar("T")
@@ -131,7 +131,8 @@ class QueryMetadata:
         return [m for m in self.all_instances() if store in m.stores or store in m.standby_stores]
 
 
-def _retrying(read: Callable[[], T]) -> T:
+def retrying(read: Callable[[], T]) -> T:
+    """``read()``, again if it met the store mid-change (a read from another thread than the task's)."""
     for _ in range(_RETRIES - 1):
         try:
             return read()
@@ -185,9 +186,9 @@ class _View:
         partition = self._partition(stores, key)
         store = stores.get(partition)
         if store is not None:
-            return _retrying(lambda: read(store))
+            return retrying(lambda: read(store))
         for other in stores.values():
-            value = _retrying(lambda other=other: read(other))  # type: ignore[misc]
+            value = retrying(lambda other=other: read(other))  # type: ignore[misc]
             if value != empty:
                 return value
         raise InvalidStateStoreError(
@@ -197,7 +198,7 @@ class _View:
     def _read_all(self, read: Callable[[Any], list[T]]) -> list[T]:
         out: list[T] = []
         for store in self._stores()[0].values():
-            out.extend(_retrying(lambda store=store: read(store)))  # type: ignore[misc]
+            out.extend(retrying(lambda store=store: read(store)))  # type: ignore[misc]
         return out
 
     def is_stale(self, key: Any) -> bool:

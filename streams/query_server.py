@@ -10,12 +10,14 @@ whose owner cannot answer (unreachable, restoring, or none during a hand-over) i
 possibly stale (``"stale": true``); without it such a query fails with 503 and ``Retry-After``, never with
 a partial answer.
 
-Errors are Confluent-style ``{"error_code", "message"}`` bodies: 40401 store not found, 40402 key not found,
-42201 a key the store's key serde cannot take, 50301 not available now (``Retry-After`` in seconds), 50001 a
-value that could not be read or rendered.
+Window and session stores are asked per key, routed the same way: ``/v1/stores/{store}/keys/{key}/windows``
+(``?from=&to=``: the key's windows starting in that range, Kafka Streams' ``fetch(key, from, to)``) and
+``/v1/stores/{store}/keys/{key}/sessions`` (``?from=&to=``: sessions ending at or after ``from`` and starting
+at or before ``to``, as ``findSessions``); times are epoch milliseconds or ISO-8601 (UTC unless it says).
 
-Window and session stores get ``/v1/stores/{store}/keys/{key}/windows?from=&to=`` and ``/sessions`` in the
-same scheme (routing by key, the fan-out for ranges) once the runtime has them.
+Errors are Confluent-style ``{"error_code", "message"}`` bodies: 40001 a bad query parameter, 40401 store not
+found (or not of the kind the path asks for), 40402 key not found, 42201 a key the store's key serde cannot
+take, 50301 not available now (``Retry-After`` in seconds), 50001 a value that could not be read or rendered.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 from urllib.parse import parse_qs, quote, unquote
 
@@ -38,20 +41,33 @@ from fastapi.responses import Response
 
 from streams.config import parse_host_port
 from streams.errors import InvalidStateStoreError, StreamsError
+from streams.global_table import ReadOnlyGlobalStore
 from streams.group_leader import Assignment
 from streams.http_pool import HttpPool, HttpPoolError
-from streams.queries import HostInfo, QueryMetadata, ReadOnlyStore, View
+from streams.queries import (
+    HostInfo,
+    QueryMetadata,
+    ReadOnlySessionStore,
+    ReadOnlyStore,
+    ReadOnlyWindowStore,
+    View,
+    retrying,
+)
 from streams.serdes import BytesSerde, FloatSerde, IntSerde, StringSerde
+from streams.state.timed import MAX_TIME
 
-__all__ = ["QueryServer", "QuerySource", "to_json"]
+__all__ = ["QueryServer", "QuerySource", "parse_time", "to_json"]
 
 log = logging.getLogger("streams.query_server")
 
+INVALID_PARAMETER = 40001
 STORE_NOT_FOUND = 40401
 KEY_NOT_FOUND = 40402
 INVALID_KEY = 42201
 INTERNAL = 50001
 NOT_AVAILABLE = 50301
+
+_MILLISECOND = timedelta(milliseconds=1)
 
 
 class QuerySource(Protocol):
@@ -111,6 +127,25 @@ def parse_key(serde: Any, text: str) -> Any:
         return text
 
 
+def parse_time(text: str, name: str) -> int:
+    """A time parameter as epoch milliseconds: an integer, or ISO-8601 (without an offset: UTC)."""
+    try:
+        ms = int(text)
+    except ValueError:
+        try:
+            when = datetime.fromisoformat(text)
+        except ValueError:
+            raise QueryError(400, INVALID_PARAMETER, f"{name}={text!r} is neither epoch milliseconds nor an "
+                             "ISO-8601 time (e.g. 2024-05-01T12:00:00Z)") from None  # fmt: skip
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        ms = (when - datetime(1970, 1, 1, tzinfo=UTC)) // _MILLISECOND
+    if not 0 <= ms <= MAX_TIME:
+        raise QueryError(400, INVALID_PARAMETER, f"{name}={text!r} is out of range: times are from the epoch "
+                         "(0) on")  # fmt: skip
+    return ms
+
+
 class QueryError(Exception):
     def __init__(self, status: int, code: int, message: str, retry_after: int | None = None) -> None:
         super().__init__(message)
@@ -136,6 +171,12 @@ def _message(raw: bytes) -> str:
 def _error_code(raw: bytes) -> int:
     code = _error(raw).get("error_code")
     return code if isinstance(code, int) else NOT_AVAILABLE
+
+
+_KINDS: dict[type, str] = {ReadOnlyStore: "key-value", ReadOnlyWindowStore: "window", ReadOnlySessionStore: "session",
+                           ReadOnlyGlobalStore: "global"}  # fmt: skip
+#: The views the HTTP API reads a partition of.
+_Partitioned = ReadOnlyStore | ReadOnlyWindowStore | ReadOnlySessionStore
 
 
 def _unavailable(source: QuerySource, message: str) -> QueryError:
@@ -269,6 +310,18 @@ class QueryServer:
             typed = self._key(store, key)
             return _json(dataclasses.asdict(self._key_metadata(store, typed)))
 
+        @app.get("/v1/stores/{store}/keys/{key}/windows")
+        async def window_fetch(store: str, key: str, time_from: str | None = Query(None, alias="from"),
+                               time_to: str | None = Query(None, alias="to"), include_standby: bool = False,
+                               local: bool = False) -> Response:  # fmt: skip
+            return await self._windowed_lookup(store, key, "windows", time_from, time_to, include_standby, local)
+
+        @app.get("/v1/stores/{store}/keys/{key}/sessions")
+        async def session_fetch(store: str, key: str, time_from: str | None = Query(None, alias="from"),
+                                time_to: str | None = Query(None, alias="to"), include_standby: bool = False,
+                                local: bool = False) -> Response:  # fmt: skip
+            return await self._windowed_lookup(store, key, "sessions", time_from, time_to, include_standby, local)
+
         @app.get("/v1/stores/{store}/range")
         async def range_query(store: str, key_from: str | None = Query(None, alias="from"),
                               key_to: str | None = Query(None, alias="to"), include_standby: bool = False,
@@ -298,9 +351,28 @@ class QueryServer:
     def _kv_store(self, store: str, include_standby: bool) -> ReadOnlyStore:
         view = self.source.store(store, include_standby)
         if not isinstance(view, ReadOnlyStore):
-            raise QueryError(404, STORE_NOT_FOUND, f"store {store!r} is a window or session store: the HTTP API "
-                             "serves key-value stores only (query it in process with app.store)")  # fmt: skip
+            ask = f": ask /v1/stores/{store}/keys/{{key}}/"
+            hints: dict[type, str] = {ReadOnlyWindowStore: ask + "windows", ReadOnlySessionStore: ask + "sessions"}
+            hint = hints.get(type(view), " (not served over HTTP: read it in process with app.store)")
+            raise QueryError(404, STORE_NOT_FOUND, f"store {store!r} is a {_KINDS[type(view)]} store{hint}")
         return view
+
+    def _view_of(self, store: str, kind: type[_Partitioned], include_standby: bool) -> _Partitioned:
+        """The store's view, which must be of ``kind`` (the path asked for that kind of store)."""
+        self._check_store(store)
+        view = self.source.store(store, include_standby)
+        if not isinstance(view, kind):
+            raise QueryError(404, STORE_NOT_FOUND, f"store {store!r} is a {_KINDS[type(view)]} store, not a "
+                             f"{_KINDS[kind]} store")  # fmt: skip
+        return view
+
+    def _partition_store(self, view: _Partitioned, partition: int) -> tuple[Any, bool]:
+        """This instance's store of ``partition`` and whether it is a replica; 503 if it has none."""
+        try:
+            ((_, part, stale),) = view.partition_stores([partition])
+        except InvalidStateStoreError as exc:
+            raise QueryError(503, NOT_AVAILABLE, f"instance {self.source.instance_id}: {exc}", 1) from None
+        return part, stale
 
     def _key(self, store: str, text: str) -> Any:
         self._check_store(store)
@@ -318,10 +390,7 @@ class QueryServer:
             raise QueryError(422, INVALID_KEY, f"store {store!r}: cannot serialize key {key!r}: {exc}") from None
 
     def _local_get(self, store: str, key: Any, partition: int, include_standby: bool) -> dict[str, Any]:
-        try:
-            ((_, kv, stale),) = self._kv_store(store, include_standby).partition_stores([partition])
-        except InvalidStateStoreError as exc:
-            raise QueryError(503, NOT_AVAILABLE, f"instance {self.source.instance_id}: {exc}", 1) from None
+        kv, stale = self._partition_store(self._kv_store(store, include_standby), partition)
         value = kv.peek(key)
         if value is None:
             raise QueryError(404, KEY_NOT_FOUND, f"key {key!r} not found in store {store!r}")
@@ -349,19 +418,52 @@ class QueryServer:
         meta = self._key_metadata(store, typed)
         if local:
             return 200, to_json(self._local_get(store, typed, meta.partition, include_standby))
-        return await self._routed_get(store, text, typed, meta.partition, include_standby)
+        return await self._routed(store, text, "", {}, typed, meta.partition, include_standby,
+                                  lambda standby: self._local_get(store, typed, meta.partition, standby))  # fmt: skip
 
-    async def _routed_get(
-        self, store: str, text: str, key: Any, partition: int, include_standby: bool
-    ) -> tuple[int, bytes]:
+    async def _windowed_lookup(self, store: str, text: str, what: str, time_from: str | None, time_to: str | None,
+                               include_standby: bool, local: bool) -> Response:  # fmt: skip
+        """``GET /v1/stores/{store}/keys/{text}/windows`` (``what``) or ``/sessions``."""
+        kind: type[_Partitioned] = ReadOnlyWindowStore if what == "windows" else ReadOnlySessionStore
+        self._view_of(store, kind, include_standby)
+        low = 0 if time_from is None else parse_time(time_from, "from")
+        high = MAX_TIME if time_to is None else parse_time(time_to, "to")
+        if what == "windows" and low > high:
+            raise QueryError(400, INVALID_PARAMETER, f"from ({time_from}) is after to ({time_to})")
+        typed = self._key(store, text)
+        partition = self._key_metadata(store, typed).partition
+
+        def answer(standby: bool) -> dict[str, Any]:
+            part, stale = self._partition_store(self._view_of(store, kind, standby), partition)
+            if what == "windows":
+                size = part.window_size_ms
+                found = [{"start": t, "end": t + size, "value": v}
+                         for t, v in retrying(lambda: part.fetch(typed, low, high))]  # fmt: skip
+            else:
+                found = [{"start": w.window.start, "end": w.window.end, "value": v}
+                         for w, v in retrying(lambda: part.find_sessions(typed, low, high))]  # fmt: skip
+            return {"key": typed, what: found, "partition": partition, "instance": self.source.instance_id,
+                    "stale": stale}  # fmt: skip
+
+        if local:
+            return _json(answer(include_standby))
+        params = {name: value for name, value in (("from", time_from), ("to", time_to)) if value is not None}
+        status, body = await self._routed(store, text, f"/{what}", params, typed, partition, include_standby, answer)
+        return Response(body, status_code=status, media_type="application/json")
+
+    async def _routed(self, store: str, text: str, suffix: str, params: dict[str, str], key: Any, partition: int,
+                      include_standby: bool, answer: Callable[[bool], dict[str, Any]],
+                      ) -> tuple[int, bytes]:  # fmt: skip
+        """Ask ``/v1/stores/{store}/keys/{text}{suffix}`` of the owner of ``partition`` (``answer(standby)``
+        when that is this instance), then, with ``include_standby``, of its standbys, until one answers."""
         hosts, why = self._candidates(store, partition, include_standby)
         reasons = [why] if why else []
         owner_restoring = False  # the owner is alive, only not ready: worth asking again soon
-        path = f"/v1/stores/{quote(store, safe='')}/keys/{quote(text, safe='')}"
+        path = f"/v1/stores/{quote(store, safe='')}/keys/{quote(text, safe='')}{suffix}"
         for host, standby in hosts:
             if host.instance == self.source.instance_id:
                 try:
-                    return 200, to_json(self._local_get(store, key, partition, standby))
+                    return 200, to_json(answer(standby))
                 except QueryError as exc:
                     if exc.code != NOT_AVAILABLE:
                         raise
@@ -371,9 +473,9 @@ class QueryServer:
             if host.server is None:
                 reasons.append(f"instance {host.instance} has no application_server")
                 continue
-            params = {"local": "true", "include_standby": "true" if standby else "false"}
+            query = {**params, "local": "true", "include_standby": "true" if standby else "false"}
             try:
-                status, body = await self._ask(host, path, params)
+                status, body = await self._ask(host, path, query)
             except HttpPoolError as exc:
                 reasons.append(f"instance {host.instance} did not answer: {exc}")
                 continue

@@ -145,6 +145,7 @@ class SuppressProcessor(Forwarding):
         self._max_records = config.record_limit
         self._max_bytes = config.byte_limit
         self._shut_down = config.shut_down
+        self._bounded = config.bounded
 
     def process(self, key: Any, change: Change) -> None:
         ts = self._rc.timestamp
@@ -157,7 +158,7 @@ class SuppressProcessor(Forwarding):
         if due is not None and due <= self._observed:
             for update in buffer.pop_due(self._observed):
                 self._emit(update)
-        if self._over_capacity():
+        if self._bounded and self._over_capacity():
             if self._shut_down:
                 raise StreamsError(
                     f"suppression buffer {self.store_name!r} exceeded its capacity: {len(buffer)} of "

@@ -53,7 +53,6 @@ class _WindowAggregate(Forwarding):
         store = self._store = context.get_state_store(self.store_name)
         self._rc = context.record_context
         self._kser = store.key_serializer
-        self._get = store.get_entry
         self._put = store.put_entry
         self._observed = context.stream_time
         self._send_old = self.options.send_old_values
@@ -124,12 +123,23 @@ class TimeWindowAggregateProcessor(_WindowAggregate):
         super().__init__(store_name, initializer, adder, cache, emit_final, options)
         self.windows = windows
         self._size = windows.size_ms
+        self._windows: dict[int, TimeWindow] = {}
 
     def _window(self, t: int, sub: int) -> TimeWindow:
         return TimeWindow(t, t + self.windows.size_ms)
 
+    def _time_window(self, start: int) -> TimeWindow:
+        """The window at ``start``; one object per window, shared by every key's result (a flush or an
+        emission forwards many keys' results for the same few windows)."""
+        window = self._windows.get(start)
+        if window is None:
+            if len(self._windows) >= 1024:
+                self._windows.clear()
+            window = self._windows[start] = TimeWindow(start, start + self._size)
+        return window
+
     def _flushed(self, key: Any, t: int, sub: int, entry: Entry | None, old: Entry | None) -> None:
-        self._forward(Windowed(key, TimeWindow(t, t + self._size)),
+        self._forward(Windowed(key, self._time_window(t)),
                       Change(None if entry is None else entry[0], old[0] if old is not None else None))  # fmt: skip
 
     def _next_emit_after(self, last: int) -> int:
@@ -153,25 +163,35 @@ class TimeWindowAggregateProcessor(_WindowAggregate):
             kb = self._kser(key)
         except Exception:
             kb = self._key_bytes(key)
-        get, put, initializer, adder = self._get, self._put, self.initializer, self.adder
+        put, initializer, adder = self._put, self.initializer, self.adder
         first = ts - size + advance
         first = 0 if first < 0 else first - first % advance
-        for start in range(first, ts + 1, advance):
-            end = start + size
-            if end <= close:
-                self._drop(f"a record for the closed window [{start},{end})")
-                continue
-            entry = get(kb, start, 0)
-            if entry is None:
-                agg = initializer() if initializer is not None else None
-                new_ts = ts
-            else:
-                agg = entry[0]
-                new_ts = ts if ts > entry[1] else entry[1]
-            new = adder(key, value, agg)
-            put(kb, key, start, 0, (new, new_ts))
-            if self._emit_now:
-                self._emit(key, TimeWindow(start, end), new, agg, new_ts)
+        starts = range(first, ts + 1, advance)
+        emit_now = self._emit_now
+        # The record's windows are read in one call and, without emitting each update, written in one
+        # (what was added before an adder failed is written too, as window by window).
+        rows: list[tuple[int, int, Any]] = []
+        try:
+            for start, entry in zip(starts, self._store.get_entries(kb, starts), strict=True):
+                end = start + size
+                if end <= close:
+                    self._drop(f"a record for the closed window [{start},{end})")
+                    continue
+                if entry is None:
+                    agg = initializer() if initializer is not None else None
+                    new_ts = ts
+                else:
+                    agg = entry[0]
+                    new_ts = ts if ts > entry[1] else entry[1]
+                new = adder(key, value, agg)
+                if emit_now:  # downstream may read the store: it holds the update before it is forwarded
+                    put(kb, key, start, 0, (new, new_ts))
+                    self._emit(key, TimeWindow(start, end), new, agg, new_ts)
+                else:
+                    rows.append((start, 0, (new, new_ts)))
+        finally:
+            if rows:
+                self._store.put_entries(kb, key, rows)
 
     def _maybe_emit_final(self, close: int) -> None:
         last = self._last_emit
@@ -185,8 +205,8 @@ class TimeWindowAggregateProcessor(_WindowAggregate):
         first_start = -(-lower // advance) * advance
         if first_start > upper:
             return  # no window closed since the last emit
-        rows = [(Windowed(self._store.decode_key(kb), TimeWindow(t, t + size)), e[0], e[1])
-                for kb, t, _, e in self._store.all_entries(lower, upper)]  # fmt: skip
+        window, decode = self._time_window, self._store.decode_key
+        rows = [(Windowed(decode(kb), window(t)), e[0], e[1]) for kb, t, _, e in self._store.all_entries(lower, upper)]
         self._emit_closed(rows, close)
 
 

@@ -3,7 +3,14 @@ its 8-byte segment id, so that dropping an expired segment is one range delete.
 
 Key: segment id, key bytes, time, sub (all big-endian; ``sub`` 4 bytes for windows, 8 for sessions).
 Value: the serialized entry (8-byte timestamp, value bytes). The store's metadata lives under a key past
-every segment. Decoded entries of recent reads are kept in a bounded object cache.
+every segment. Decoded entries of recent writes and reads are kept in a bounded object cache, by time:
+when it is full the oldest times go first (a window store's oldest windows are the ones closing; a
+session store's oldest ends the ones least likely to grow).
+
+Most lookups of a window that is not there are for a key's newest window, about to be written. The store
+knows, for the keys it wrote since it opened, the newest time written (``_newest``), and that nothing it did
+not write is newer than ``_untracked`` (the newest time when it opened or last restored): a lookup newer
+than both cannot hit, and skips RocksDB.
 """
 
 from __future__ import annotations
@@ -35,12 +42,17 @@ class RocksDBSegments:
         self._suffix = self._sub.size
         self._decode = decode
         self._max_cache = max(max_cache_entries, 1)
-        self._cache: dict[tuple[bytes, int, int], Entry | None] = {}
+        # time -> (key bytes, sub) -> entry (None: known to be absent); ``_cached`` entries in all
+        self._cache: dict[int, dict[tuple[bytes, int], Entry | None]] = {}
+        self._cached = 0
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = open_rocksdb(path)
         self.metadata: dict[str, int] = {}
         self.observed = -1
+        self._newest: dict[bytes, int] = {}
         self._load()
+        # (a store written before the newest time was kept with it: no lookup is skipped)
+        self._untracked = self.observed if self.observed >= 0 or not self._segment_ids else 2**63 - 1
 
     def _load(self) -> None:
         raw = self._db.get(_META_KEY)
@@ -62,23 +74,45 @@ class RocksDBSegments:
         return _SEG.pack(t // self.interval) + kb + self._sub.pack(t, sub)
 
     def get(self, kb: bytes, t: int, sub: int) -> Entry | None:
-        ck = (kb, t, sub)
-        cache = self._cache
-        entry = cache.get(ck, _MISSING)
-        if entry is _MISSING:
-            vb = self._db.get(_SEG.pack(t // self.interval) + kb + self._sub.pack(t, sub))
-            if vb is None:
-                return None  # not cached: a window looked up and missing is about to be written
-            entry = self._decode(vb)
-            if len(cache) >= self._max_cache:
-                self._shrink()
-            self._cache[ck] = entry
-        return cast("Entry | None", entry)
+        bucket = self._cache.get(t)
+        if bucket is not None:
+            entry = bucket.get((kb, sub), _MISSING)
+            if entry is not _MISSING:
+                return cast("Entry | None", entry)
+        if t > self._untracked and t > self._newest.get(kb, -1):
+            return None  # newer than anything written under this key: not there (see the module doc)
+        vb = self._db.get(_SEG.pack(t // self.interval) + kb + self._sub.pack(t, sub))
+        if vb is None:
+            return None  # not cached: a window looked up and missing is about to be written
+        decoded = self._decode(vb)
+        self._remember(kb, t, sub, decoded)
+        if self._cached > self._max_cache:
+            self._shrink()
+        return decoded
+
+    def _remember(self, kb: bytes, t: int, sub: int, entry: Entry | None) -> None:
+        bucket = self._cache.get(t)
+        if bucket is None:
+            bucket = self._cache[t] = {}
+        if (kb, sub) not in bucket:
+            self._cached += 1
+        bucket[(kb, sub)] = entry
 
     def _shrink(self) -> None:
-        """Keep the newer half of the cached entries (a dict keeps insertion order)."""
-        items = list(self._cache.items())
-        self._cache = dict(items[len(items) // 2 :])
+        """Drop the oldest times until the cache is at most three quarters full."""
+        target = self._max_cache * 3 // 4
+        for t in sorted(self._cache):
+            if self._cached <= target:
+                break
+            self._cached -= len(self._cache.pop(t))
+
+    def _forget_before(self, min_live: int) -> None:
+        for t in [t for t in self._cache if t < min_live]:
+            self._cached -= len(self._cache.pop(t))
+
+    def _forget_all(self) -> None:
+        self._cache.clear()
+        self._cached = 0
 
     def _scan(self, lower: bytes, upper: bytes) -> list[tuple[bytes, bytes]]:
         """Raw (key, value) pairs with ``lower <= key <= upper``."""
@@ -130,6 +164,7 @@ class RocksDBSegments:
         seg, pack_sub, interval = _SEG.pack, self._sub.pack, self.interval
         segments = self._segment_ids
         observed = self.observed
+        newest = self._newest
         for kb, t, sub, _entry, vb in rows:
             if t < min_live:
                 continue
@@ -141,13 +176,22 @@ class RocksDBSegments:
                 segments.add(t // interval)
                 if t > observed:
                     observed = t
+                if t > newest.get(kb, -1):
+                    newest[kb] = t
         self.observed = observed
         # The written entries are the ones most likely read next (windows still open): cache them.
         cache = self._cache
-        for kb, t, sub, entry, _ in rows[-self._max_cache :]:
-            if t >= min_live:
-                cache[(kb, t, sub)] = entry
-        if len(cache) > self._max_cache:
+        bucket: dict[tuple[bytes, int], Entry | None] = {}
+        bucket_t = None
+        for kb, t, sub, entry, _ in rows[-self._max_cache :]:  # (``_remember``, inlined: a commit writes many)
+            if t < min_live:
+                continue
+            if t != bucket_t:
+                bucket_t, bucket = t, cache.setdefault(t, {})
+            size = len(bucket)
+            bucket[(kb, sub)] = entry
+            self._cached += len(bucket) - size
+        if self._cached > self._max_cache:
             self._shrink()
         if metadata is not None:
             self.metadata = dict(metadata)
@@ -167,7 +211,8 @@ class RocksDBSegments:
                     self.observed = t
         batch.put(_META_KEY, orjson.dumps({**self.metadata, "_observed": self.observed}))
         self._db.write(batch)
-        self._cache = {}
+        self._forget_all()
+        self._untracked = self.observed  # restored rows are not in ``_newest``
         self._drop_expired(min_live)
 
     def restore_metadata(self, metadata: dict[str, int]) -> None:
@@ -180,7 +225,9 @@ class RocksDBSegments:
             return
         self._db.delete_range(_SEG.pack(expired[0]), _SEG.pack(expired[-1] + 1))
         self._segment_ids.difference_update(expired)
-        self._cache = {}
+        self._forget_before((expired[-1] + 1) * self.interval)  # what the dropped segments held
+        # A key whose newest entry has expired has none left to find (expired times are never looked up).
+        self._newest = {kb: t for kb, t in self._newest.items() if t >= min_live}
 
     @property
     def segment_ids(self) -> list[int]:
@@ -189,16 +236,22 @@ class RocksDBSegments:
     def count(self) -> int:
         return sum(1 for key in self._db.keys() if key != _META_KEY)  # noqa: SIM118 - an Rdict, not a dict
 
+    def estimate(self) -> int:
+        # RocksDB's own figure (it counts the metadata record, and deletes not yet compacted away).
+        return self._db.property_int_value("rocksdb.estimate-num-keys") or 0
+
     def wipe(self) -> None:
         self._db.close()
         shutil.rmtree(self.path, ignore_errors=True)
         self._db = open_rocksdb(self.path)
-        self._cache = {}
+        self._forget_all()
         self.metadata = {}
         self.observed = -1
         self._segment_ids = set()
+        self._newest = {}
+        self._untracked = -1
 
     def close(self) -> None:
         self._db.flush()
         self._db.close()
-        self._cache = {}
+        self._forget_all()

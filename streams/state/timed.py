@@ -16,7 +16,7 @@ processors keep with the store), so a restore brings back the time as well as th
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -138,39 +138,56 @@ class TimeKeyedStore:
 
     def get_entry(self, kb: bytes, t: int, sub: int = 0) -> Entry | None:
         """``(value, timestamp)`` at (key, time, sub), or None (also when expired)."""
-        if t < self.observed - self.retention_ms + self.live_offset:
-            return None
+        return self.get_entries(kb, (t,), sub)[0]
+
+    def get_entries(self, kb: bytes, times: Iterable[int], sub: int = 0) -> list[Entry | None]:
+        """``get_entry`` for each of ``times`` (a record's windows in one call)."""
+        min_live = self.observed - self.retention_ms + self.live_offset
         overlay = self._overlay.get(kb)
-        if overlay is not None:
-            k = (t, sub)
-            if k in overlay:
-                return overlay[k]
-        return self._inner.get(kb, t, sub)
+        inner = self._inner.get
+        out: list[Entry | None] = []
+        for t in times:
+            if t < min_live:
+                out.append(None)
+            elif overlay is not None and (t, sub) in overlay:
+                out.append(overlay[(t, sub)])
+            else:
+                out.append(inner(kb, t, sub))
+        return out
 
     def put_entry(self, kb: bytes, key: Any, t: int, sub: int, entry: Entry | None) -> bool:
         """Write (or, with None, delete) an entry; False if ``t`` has expired (nothing is written)."""
-        if t < self.observed - self.retention_ms + self.live_offset:
-            return False
-        if t > self.observed:
-            if t < 0:
-                raise StateStoreError(f"store {self.name!r}: times must not be negative, got {t}")
-            self.observed = t
+        return self.put_entries(kb, key, ((t, sub, entry),)) == 1
+
+    def put_entries(self, kb: bytes, key: Any, rows: Iterable[tuple[int, int, Entry | None]]) -> int:
+        """``put_entry`` for each ``(time, sub, entry)`` of one key, in order (a record's windows in one
+        call); returns how many were written (not expired)."""
         overlay = self._overlay.get(kb)
-        if overlay is None:
-            overlay = self._overlay[kb] = {}
-        k = (t, sub)
-        dk = (kb, t, sub)
         dirty = self._dirty
-        prev = dirty.pop(dk, None)  # to the end: flushes go in the order of the last changes (see cache.py)
-        if prev is not None:
-            dirty[dk] = (prev[0], prev[1], self._rc.timestamp)
-        else:
-            old = None
-            if self.track_old_values:
-                old = overlay[k] if k in overlay else self._inner.get(kb, t, sub)
-            dirty[dk] = (key, old, self._rc.timestamp)
-        overlay[k] = entry
-        return True
+        ts = self._rc.timestamp
+        written = 0
+        for t, sub, entry in rows:
+            if t < self.observed - self.retention_ms + self.live_offset:
+                continue
+            if t > self.observed:
+                if t < 0:
+                    raise StateStoreError(f"store {self.name!r}: times must not be negative, got {t}")
+                self.observed = t
+            if overlay is None:
+                overlay = self._overlay[kb] = {}
+            k = (t, sub)
+            dk = (kb, t, sub)
+            prev = dirty.pop(dk, None)  # to the end: flushes go in the order of the last changes (see cache.py)
+            if prev is not None:
+                dirty[dk] = (prev[0], prev[1], ts)
+            else:
+                old = None
+                if self.track_old_values:
+                    old = overlay[k] if k in overlay else self._inner.get(kb, t, sub)
+                dirty[dk] = (key, old, ts)
+            overlay[k] = entry
+            written += 1
+        return written
 
     def entries(self, kb: bytes, t_from: int, t_to: int) -> list[tuple[int, int, Entry]]:
         """The key's live entries with ``t_from <= time <= t_to``, by (time, sub)."""
@@ -211,7 +228,9 @@ class TimeKeyedStore:
         return len(self.all_entries(0, MAX_TIME))
 
     def estimate_num_entries(self) -> int:
-        return self.approximate_num_entries()
+        """A cheap estimate for metrics, which read it from another thread while the task runs: the committed
+        entries' estimate plus the changes not yet written to them (which may count an entry twice)."""
+        return self._inner.estimate() + len(self._dirty) + len(self._pending)
 
     # -- commit protocol -------------------------------------------------------------------------------
 

@@ -127,6 +127,27 @@ def test_retention_hides_and_segments_drop_expired_windows(windows) -> None:  # 
     assert store.fetch("k", 0, 10**9) == [(120_000, 3), (180_000, 4)]
 
 
+def test_the_entry_estimate_follows_writes_deletes_and_expiry(windows, kind: str) -> None:  # type: ignore[no-untyped-def]
+    # Metrics read the estimate from another thread while the task writes: it must not walk the store.
+    store, _, _ = windows(retention=120_000, size=60_000)
+    store.put("a", 1, 0)
+    store.put("b", 1, 0)
+    store.put("a", 2, 60_000)
+    assert store.estimate_num_entries() == 3  # uncommitted: counted from the changes
+    commit(store)
+    if kind == "rocksdb":
+        assert store.estimate_num_entries() >= 3  # RocksDB's own figure (the metadata record included)
+        return
+    assert store.estimate_num_entries() == 3
+    store.put("a", None, 60_000)
+    store.put("a", 3, 0)  # an update of an entry that is there: not a new one
+    commit(store)
+    assert store.estimate_num_entries() == 2
+    store.put("c", 1, 180_000)  # segment 0 (both windows at 0) expires whole
+    commit(store)
+    assert store.estimate_num_entries() == 1 == store.approximate_num_entries()
+
+
 def test_retained_duplicates_are_all_kept(windows) -> None:  # type: ignore[no-untyped-def]
     store, log, _ = windows(duplicates=True)
     for value in (1, 2, 3):
@@ -169,6 +190,37 @@ def test_rocksdb_window_store_keeps_data_and_time_across_reopen(tmp_path: Path) 
         assert again.observed == 10
     finally:
         again.close()
+
+
+def test_rocksdb_lookups_find_what_an_earlier_run_or_a_restore_wrote(tmp_path: Path) -> None:
+    # Lookups newer than anything this store wrote skip RocksDB: never for data it did not write itself.
+    def open_store(path: Path) -> WindowStore:
+        # a cache of one entry: lookups go to RocksDB
+        return WindowStore("w", STRING, INT, "t", RecordContext(), 1000, path, 1, window_size_ms=10)
+
+    store = open_store(tmp_path / "db")
+    log = Changelog()
+    store.changelog = log.writer
+    store.put("k", 1, 100, timestamp=100)
+    commit(store)
+    store.close()
+    again = open_store(tmp_path / "db")
+    restored = open_store(tmp_path / "restored")
+    try:
+        for s in (again, restored):
+            s.put("k", 2, 50, timestamp=50)  # an older window, written after the reopen
+            s.put("other", 3, 200, timestamp=200)
+            commit(s)
+            if s is restored:
+                s.restore_batch(log.records)
+            assert s.get("k", 100) == 1 and s.get("k", 50) == 2 and s.get("other", 200) == 3
+            assert s.get("k", 110) is None and s.get("k", 200) is None
+            s.put("k", 4, 300, timestamp=300)
+            commit(s)
+            assert s.fetch("k", 0, 1000) == [(50, 2), (100, 1), (300, 4)]
+    finally:
+        again.close()
+        restored.close()
 
 
 @pytest.fixture
@@ -230,6 +282,27 @@ def test_suppression_buffer_order_and_restore() -> None:
         assert len(b) == 0
     buffer.flush(None)
     assert log.records[-2:] == [(b"y", None), (b"x", None)] or log.records[-2:] == [(b"x", None), (b"y", None)]
+
+
+def test_suppression_buffer_evicts_by_due_time_then_in_buffering_order() -> None:
+    # Many keys share a due time (a window's close): they leave in the order they were buffered, also when
+    # keys were evicted in between; after a restore, in the order of their changelog records.
+    log = Changelog()
+    buffer = SuppressionBuffer("b", STRING, INT, "t", RecordContext())
+    buffer.changelog = log.writer
+    for key, due in [("c", 20), ("a", 10), ("d", 20), ("b", 10), ("e", 30), ("a", 20)]:  # "a" keeps due 10
+        buffer.put(key.encode(), key, 1, None, 0, due)
+    assert [u.key for u in buffer.pop_due(10)] == ["a", "b"]
+    buffer.put(b"f", "f", 1, None, 0, 20)
+    buffer.put(b"g", "g", 1, None, 0, 5)
+    buffer.flush(None)
+    restored = SuppressionBuffer("b", STRING, INT, "t", RecordContext())
+    restored.restore_batch(log.records)
+    logged = [k.decode() for k, _ in log.records if k != META_KEY]
+    for b, same_due in ((buffer, ["c", "d", "f"]), (restored, [k for k in logged if k in "cdf"])):
+        assert b.min_due == 5
+        assert [(u.key, u.due) for u in b.pop_due(25)] == [("g", 5)] + [(k, 20) for k in same_due]
+        assert b.pop_oldest().key == "e" and b.min_due is None and len(b) == 0
 
 
 def test_keys_that_are_prefixes_of_each_other_stay_apart(kind: str, tmp_path: Path) -> None:
