@@ -69,14 +69,20 @@ class StreamsApp:
     - ``num_threads``: stream threads in this process (CPU scaling is by more processes: the GIL).
     - ``state_dir``: where persistent stores, checkpoints and the instance id live
       (``<state_dir>/<application_id>``); one instance per directory.
-    - ``commit_interval_ms``: how often offsets are committed and caches flushed (at-least-once).
+    - ``commit_interval_ms``: how often offsets are committed and caches flushed. Under exactly-once it is
+      also how long outputs wait to become visible (Kafka Streams then defaults to 100 ms; the 5 s default
+      here is kept for both guarantees, as in Quix Streams: lower it for latency).
     - ``default_store``: ``"rocksdb"`` or ``"memory"`` for stores that do not say.
     - ``cache_max_entries``: per persistent store, how many deserialized values stay cached.
     - ``deserialization_error_handler``, ``processing_exception_handler`` (a processor raised; KIP-1033)
       and ``production_exception_handler`` (the log refused an output record, e.g. too large; KIP-1034):
       ``"fail"`` (the default), ``"skip"``, ``"dead_letter:<topic>"`` / ``DeadLetterQueue(topic)`` (not for
       production errors) or a callable ``(record, error) -> bool``; see ``streams/handlers.py``.
-    - ``processing_guarantee``: ``"at_least_once"``, the only one implemented.
+    - ``processing_guarantee``: ``"at_least_once"`` (the default) or ``"exactly_once_v2"``: each commit
+      interval's outputs, changelog writes and input offsets of a task commit in one transaction, consumers
+      read committed records only, and local state never runs ahead of the last commit (see
+      ``streams/task_producer.py``). Kafka Streams' deprecated ``"exactly_once"``/``"exactly_once_beta"``
+      are refused with a message naming ``"exactly_once_v2"``.
     - ``default_timestamp_extractor``: event time of records whose source has no extractor
       (``streams.extractors``); default: the log timestamp.
     - ``num_standby_replicas``: warm copies of every stateful task on other instances (Kafka Streams'
@@ -121,10 +127,6 @@ class StreamsApp:
         query_bind: str | None = None,
         state_listener: StateListener | None = None,
     ) -> None:
-        if processing_guarantee != "at_least_once":
-            raise ValueError(
-                f"processing_guarantee {processing_guarantee!r} is not supported yet; use 'at_least_once'"
-            )
         if not isinstance(topology, Topology):
             raise TypeError(f"StreamsApp needs a Topology (StreamsBuilder().build()), got {type(topology).__name__}")
         if state_dir is None:
@@ -140,6 +142,7 @@ class StreamsApp:
             max_warmup_replicas=max_warmup_replicas, acceptable_recovery_lag=acceptable_recovery_lag,
             probing_rebalance_interval_ms=probing_rebalance_interval_ms, session_timeout_ms=session_timeout_ms,
             heartbeat_interval_ms=heartbeat_interval_ms, application_server=application_server,
+            processing_guarantee=processing_guarantee,
         )  # fmt: skip
         self.assignor_config = AssignorConfig(num_standby_replicas, max_warmup_replicas, acceptable_recovery_lag)
         self.topology = topology
@@ -201,7 +204,9 @@ class StreamsApp:
     def _new_thread(self, index: int) -> StreamThread:
         name = f"{self.application_id}-StreamThread-{index}"
         # At-least-once: read peers' records as soon as they land, before their transaction commits.
-        consumer = self.log.consumer(self.application_id, client_id=name, read_committed=False)
+        # Exactly-once: only committed ones (an aborted repartition record must not be processed).
+        eos = self.config.exactly_once
+        consumer = self.log.consumer(self.application_id, client_id=name, read_committed=eos)
         env = TaskEnv(
             application_id=self.application_id,
             topology=self.topology,
@@ -217,7 +222,10 @@ class StreamsApp:
             partitions_of=self.metadata.partitions.__getitem__,
             default_timestamp_extractor=self._extractor,
             global_stores=self._global_thread.stores if self._global_thread is not None else {},
+            exactly_once=eos,
         )
+        # Exactly-once makes records visible only with their input offsets: no interim flushes.
+        linger = self.config.linger_ms / 1000 if self.log.capabilities.buffers_until_flush and not eos else None
         return StreamThread(
             name,
             self.config,
@@ -230,7 +238,7 @@ class StreamsApp:
             listener=self,
             task_listener=self,
             restore_listener=self,
-            linger_s=self.config.linger_ms / 1000 if self.log.capabilities.buffers_until_flush else None,
+            linger_s=linger,
         )
 
     # -- lifecycle -------------------------------------------------------------------------------------

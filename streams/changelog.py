@@ -10,7 +10,9 @@
   barrier carries the input offsets committed when it was written: a standby reading it knows that
   changes before it with later positions were never committed (``streams/standby.py``).
 - The checkpoint file (``<state_dir>/<application_id>/<task_id>/.checkpoint``) holds, per persistent
-  store, the changelog offset up to which its local RocksDB data is complete.
+  store, the changelog offset up to which its local RocksDB data is complete. Under exactly-once it is
+  removed when an active task starts and written again only at a clean close, so after a crash no
+  checkpoint is trusted: the stores are wiped and restored from the committed changelog.
 
 The reader reports each store's restore (start, batches, end) to a ``RestoreListener``.
 """
@@ -43,6 +45,7 @@ __all__ = [
     "committed_from_positions",
     "positions_of",
     "read_checkpoint",
+    "remove_checkpoint",
     "source_header",
     "uncommitted",
     "write_checkpoint",
@@ -157,6 +160,12 @@ def write_checkpoint(task_dir: Path, offsets: dict[str, int]) -> None:
     tmp = task_dir / (CHECKPOINT_FILE + ".tmp")
     tmp.write_bytes(orjson.dumps({"version": 1, "offsets": offsets}))
     os.replace(tmp, task_dir / CHECKPOINT_FILE)
+
+
+def remove_checkpoint(task_dir: Path) -> None:
+    """Forget how far local state reaches: the next start wipes the persistent stores and restores them."""
+    with contextlib.suppress(FileNotFoundError):
+        (task_dir / CHECKPOINT_FILE).unlink()
 
 
 def checkpoint_key(topic: str, partition: int) -> str:

@@ -6,7 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["StreamsConfig", "parse_host_port"]
+__all__ = ["AT_LEAST_ONCE", "EXACTLY_ONCE_V2", "StreamsConfig", "parse_host_port"]
+
+AT_LEAST_ONCE = "at_least_once"
+EXACTLY_ONCE_V2 = "exactly_once_v2"
+# Kafka Streams 3.0 deprecated these (KIP-732) and 4.0 removed them; a user who names one learns the new name.
+_RETIRED_GUARANTEES = ("exactly_once", "exactly_once_beta")
 
 
 def parse_host_port(url: str) -> tuple[str, int]:
@@ -46,6 +51,7 @@ class StreamsConfig:
     session_timeout_ms: int = 10_000
     heartbeat_interval_ms: int | None = None  # None: a quarter of the session timeout
     application_server: str | None = None
+    processing_guarantee: str = AT_LEAST_ONCE
 
     def __post_init__(self) -> None:
         import re
@@ -72,6 +78,20 @@ class StreamsConfig:
             parse_host_port(self.application_server)
         if self.state_dir is not None:
             self.state_dir = Path(self.state_dir)
+        if self.processing_guarantee in _RETIRED_GUARANTEES:
+            raise ValueError(
+                f"processing_guarantee {self.processing_guarantee!r} is deprecated since Kafka Streams 3.0 and not "
+                f"supported: use {EXACTLY_ONCE_V2!r}"
+            )
+        if self.processing_guarantee not in (AT_LEAST_ONCE, EXACTLY_ONCE_V2):
+            raise ValueError(
+                f"processing_guarantee must be {AT_LEAST_ONCE!r} or {EXACTLY_ONCE_V2!r}, "
+                f"got {self.processing_guarantee!r}"
+            )
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing_guarantee == EXACTLY_ONCE_V2
 
     @property
     def heartbeat_interval_s(self) -> float:

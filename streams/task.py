@@ -83,6 +83,8 @@ class TaskEnv:
     production_handler: ErrorHandler = field(default_factory=LogAndFail)  # the log refused an output record
     #: The instance's global tables' stores, by name (``streams/global_table.py``): readable by every task.
     global_stores: Mapping[str, Any] = field(default_factory=dict)
+    #: processing_guarantee="exactly_once_v2": the checkpoint is written only at a clean close.
+    exactly_once: bool = False
 
 
 # Send errors that concern the producer or the log, not the record: never the production handler's to skip.
@@ -457,7 +459,8 @@ class StreamTask:
                 if inp.next_offset is not None and inp.next_offset != inp.committed}  # fmt: skip
 
     def committed(self, offsets: dict[TopicPartition, int]) -> None:
-        """The offsets were committed: persist local state, then record how far it reaches."""
+        """The offsets were committed: persist local state, then record how far it reaches (at-least-once;
+        exactly-once records it only at a clean close, so that a crash leaves no checkpoint to trust)."""
         for inp in self._inputs.values():
             if inp.tp in offsets:
                 inp.committed = offsets[inp.tp]
@@ -465,7 +468,7 @@ class StreamTask:
         for store in self.stores.values():
             if store.persist():
                 persisted = True
-        if persisted:
+        if persisted and not self.env.exactly_once:
             self.write_checkpoint()
 
     def write_checkpoint(self) -> None:
@@ -485,6 +488,8 @@ class StreamTask:
         if self.closed:
             return
         self.closed = True
+        if clean and self.env.exactly_once and self._initialized:
+            self.write_checkpoint()
         if self._initialized:
             for name, proc in self.processors.items():
                 try:

@@ -10,7 +10,13 @@ before it reads the committed offsets and writes its restore barriers.
 
 Each active task writes through its own ``TaskProducer``. A task whose writes are fenced (a newer owner
 took it) or whose commit fails is closed without committing and reported with ``on_task_lost``; the
-thread keeps running its other tasks.
+thread keeps running its other tasks. Its local state rolls back with it: persistent stores hold only
+committed changes (they are written after the commit), caches and in-memory stores are dropped, and
+the next owner restores from the changelog up to the barrier.
+
+Under exactly-once (``TaskEnv.exactly_once``) a starting task removes its checkpoint and only a clean
+close writes it again, so a crashed instance wipes its persistent stores and restores them; a failing
+thread aborts its tasks' open transactions instead of flushing them.
 """
 
 from __future__ import annotations
@@ -22,7 +28,15 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from streams.changelog import BARRIER_KEY, ChangelogReader, RestoreJob, barrier_headers, checkpoint_key, read_checkpoint
+from streams.changelog import (
+    BARRIER_KEY,
+    ChangelogReader,
+    RestoreJob,
+    barrier_headers,
+    checkpoint_key,
+    read_checkpoint,
+    remove_checkpoint,
+)
 from streams.errors import TaskCorruptedError, TaskMigratedError
 from streams.listeners import TaskListener, TaskState
 from streams.log.base import OFFSET_BEGINNING, Consumer, Log, TopicPartition
@@ -223,6 +237,8 @@ class TaskManager:
                 self._starts[tp] = OFFSET_BEGINNING if offset is None else offset
             task_committed = {(tp.topic, tp.partition): committed.get(tp) for tp in task.input_partitions}
             checkpoint = read_checkpoint(task.task_dir) if task.task_dir is not None and starts is None else {}
+            if self._env.exactly_once and task.task_dir is not None:
+                remove_checkpoint(task.task_dir)  # until a clean close: a crash then restores from scratch
             for store in task.stores.values():
                 if store.changelog is None:
                     continue
@@ -247,7 +263,8 @@ class TaskManager:
         for task_id, task in by_id.items():
             if task_id in lost:
                 continue
-            task.write_checkpoint()
+            if not self._env.exactly_once:
+                task.write_checkpoint()
             task.init_processors()
             self._active[task_id] = task
             self._set_state(task_id, TaskState.RUNNING)
@@ -331,14 +348,15 @@ class TaskManager:
 
     def close_all(self, clean: bool) -> None:
         """Close every task, active or replica; ``clean``: commit the active ones first. Otherwise (the
-        thread failed) records already sent still go out, without offsets: at-least-once redoes their input."""
+        thread failed) records already sent still go out, without offsets: at-least-once redoes their input;
+        exactly-once aborts them (closing the producer aborts its open transaction)."""
         if clean:
             try:
                 self.commit()
             except Exception:
                 log.exception("thread %s: the final commit failed", self._thread_name)
                 clean = False
-        if not clean:
+        if not clean and not self._env.exactly_once:
             for task_id in list(self._active):
                 try:
                     self._producers[task_id].flush_records()

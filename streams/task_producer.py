@@ -8,7 +8,7 @@ anything, which fences the previous owner at the log (Kafka: the broker rejects 
 transaction calls; SQLite: its epoch no longer matches, so its commit writes nothing). A zombie (an
 instance paused past the session timeout) therefore cannot produce, write a changelog or commit offsets
 for a task it lost; it learns so with ``TaskMigratedError`` and closes the task. This is Kafka Streams'
-exactly-once "alpha" producer-per-task; at-least-once uses the same fence:
+exactly-once "alpha" producer-per-task; both guarantees use the same fence:
 
 - Transactions begin lazily with the first record; ``commit`` ends one with the task's input offsets
   (``send_offsets_to_transaction``), so changelog records and offsets land together.
@@ -16,6 +16,20 @@ exactly-once "alpha" producer-per-task; at-least-once uses the same fence:
   are sent; on a log that writes only at commit (SQLite), ``flush_records`` commits the records sent so
   far every linger period, without offsets.
 - Restore barriers are written through the same producer, after it has fenced the previous owner.
+- Under ``processing_guarantee="exactly_once_v2"`` consumers read committed records only and nothing is
+  flushed between commits, so a commit interval's outputs, changelog records and input offsets become
+  visible together or never (SQLite: one SQLite transaction per task commit).
+
+Why ``exactly_once_v2`` keeps one producer per task rather than KIP-447's one per thread: KIP-447 lets a
+thread's producer (``transactional.id`` from the thread) commit for any task because the broker checks
+the consumer group metadata passed to ``send_offsets_to_transaction``: a zombie's generation is stale,
+so its offset commit is refused and its transaction cannot commit. Our input consumers use ``assign()``
+and the group leader here, not the broker's group coordinator, hands out tasks; the group generation the
+broker sees never changes when a task moves, so it cannot refuse a zombie thread's commit, and a new
+owner's thread producer has a different transactional id and cannot fence it either. Only a
+transactional id that follows the task fences exactly the previous owner of that task, so the fence
+stays per task; the cost is one producer (and, on Kafka, one transaction coordinator round trip) per
+task instead of per thread.
 """
 
 from __future__ import annotations
@@ -33,11 +47,17 @@ from streams.log.base import (
     ProducerFencedError,
     RecordMetadata,
     TopicPartition,
+    TransactionError,
 )
 
 __all__ = ["TaskProducer", "transactional_id_for"]
 
 log = logging.getLogger("streams.task_producer")
+
+
+# Send errors that end the task's transaction rather than concern one record: e.g. librdkafka refuses every
+# send once a produce request of the open transaction was fenced (a zombie woken up mid-transaction).
+_PRODUCER_ERRORS = (ProducerFencedError, TransactionError)
 
 
 def transactional_id_for(application_id: str, task_id: str) -> str:
@@ -137,7 +157,7 @@ class TaskProducer:
         try:
             producer.send(topic, value, key, partition=partition, headers=headers, timestamp=timestamp,
                           on_delivery=on_delivery)  # fmt: skip
-        except ProducerFencedError as exc:
+        except _PRODUCER_ERRORS as exc:
             raise self._error(exc, f"send to {topic!r}") from exc
 
     def send_batch(
@@ -154,7 +174,7 @@ class TaskProducer:
         assert producer is not None
         try:
             producer.send_batch(topic, partition, records, headers=headers, on_last_delivery=on_last_delivery)
-        except ProducerFencedError as exc:
+        except _PRODUCER_ERRORS as exc:
             raise self._error(exc, f"send to {topic!r}") from exc
 
     def commit(self, offsets: dict[TopicPartition, int]) -> None:

@@ -5,7 +5,7 @@ graceful SIGTERM shutdown.
     python -m tests.streams.app_runner <log-url> <application-id> <state-dir> <input-topic> <output-topic>
         [--commit-ms N] [--topology order_totals|key_counts|click_windows|click_windows_uncached]
         [--name NAME] [--standbys N] [--session-ms N] [--probing-ms N] [--recovery-lag N] [--warmups N]
-        [--server http://host:port]
+        [--server http://host:port] [--guarantee at_least_once|exactly_once_v2]
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ def main() -> int:
     parser.add_argument("--recovery-lag", type=int, default=10_000)
     parser.add_argument("--warmups", type=int, default=2)
     parser.add_argument("--server", default=None)
+    parser.add_argument("--guarantee", default="at_least_once")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(process)d %(threadName)s %(name)s %(message)s")  # fmt: skip
@@ -65,6 +66,7 @@ def main() -> int:
                      num_standby_replicas=args.standbys, session_timeout_ms=args.session_ms,
                      probing_rebalance_interval_ms=args.probing_ms, acceptable_recovery_lag=args.recovery_lag,
                      max_warmup_replicas=args.warmups, application_server=args.server,
+                     processing_guarantee=args.guarantee,
                      state_listener=Events(lock))  # fmt: skip
     done = threading.Event()
 

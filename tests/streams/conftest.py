@@ -45,6 +45,19 @@ def private_kafka_log_url(request: pytest.FixtureRequest, tmp_path: Path) -> Ite
 
 
 @pytest.fixture
+def kill_log_url(log_url: str, request: pytest.FixtureRequest) -> str:
+    """A kill -9 test's log: on Kafka, a broker of its own (see ``private_kafka_log_url``)."""
+    return log_url if log_url.startswith("sqlite") else request.getfixturevalue("private_kafka_log_url")
+
+
+@pytest.fixture
+def kill_log(kill_log_url: str) -> Iterator[Log]:
+    lg = open_log(kill_log_url)
+    yield lg
+    lg.close()
+
+
+@pytest.fixture
 def names() -> Callable[[str], str]:
     """Unique topic / application names, so tests sharing one broker never meet."""
     suffix = uuid.uuid4().hex[:8]

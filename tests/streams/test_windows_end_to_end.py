@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ import pytest
 
 from streams import WindowedSerdes
 from streams.app import StreamsApp
-from streams.log import Log, TopicPartition, open_log
+from streams.log import Log, TopicPartition
 from tests.streams.conftest import read_all, wait_for
 from tests.streams.instances import Instance
 from tests.streams.topologies import CLICK_WINDOWS, click_windows, make_clicks, reference_window_counts
@@ -135,19 +135,6 @@ def test_hopping_count_with_final_results_across_a_clean_restart(
     assert changelog.config["retention.ms"] == str(12_000 + 86_400_000)
     buffer = log.describe_topic(f"{app_id}-finals-store-changelog")
     assert buffer is not None and buffer.compacted and buffer.config["cleanup.policy"] == "compact"
-
-
-@pytest.fixture
-def kill_log_url(log_url: str, request: pytest.FixtureRequest) -> str:
-    """The kill -9 test's log: on Kafka, a broker of its own (see ``private_kafka_log_url``)."""
-    return log_url if log_url.startswith("sqlite") else request.getfixturevalue("private_kafka_log_url")
-
-
-@pytest.fixture
-def kill_log(kill_log_url: str) -> Iterator[Log]:
-    lg = open_log(kill_log_url)
-    yield lg
-    lg.close()
 
 
 @pytest.mark.slow
