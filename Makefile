@@ -63,6 +63,7 @@ bench: $(STAMP)
 	$(MAKE) $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python benchmarks/streams_bench.py
 	$(BENCH_VENV)/bin/python benchmarks/streams_windows_bench.py
+	$(BENCH_VENV)/bin/python benchmarks/streams_joins_bench.py
 
 bench-spark: $(STAMP) spark-jar
 	$(PY) benchmarks/spark_decode.py

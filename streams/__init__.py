@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
          "Windowed"],
         "streams.windows",
     ),
+    "JoinWindows": "streams.join_windows",
     **dict.fromkeys(["BufferConfig", "Suppressed"], "streams.suppress"),
     **dict.fromkeys(["SessionWindowedSerde", "TimeWindowedSerde", "WindowedSerdes"], "streams.windowed_serdes"),
     **dict.fromkeys(
@@ -81,6 +82,7 @@ if TYPE_CHECKING:
     )
     from streams.global_table import GlobalKTable
     from streams.handlers import DeadLetterQueue, ErrorHandler, LogAndContinue, LogAndFail
+    from streams.join_windows import JoinWindows
     from streams.listeners import StateListener, TaskState
     from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
     from streams.queries import HostInfo, KeyQueryMetadata, StreamsMetadata
@@ -131,6 +133,7 @@ __all__ = [
     "GlobalKTable",
     "HostInfo",
     "InvalidStateStoreError",
+    "JoinWindows",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from streams.change import ChangeSerde
 from streams.errors import TopologyError
 from streams.global_table import GlobalKTable, StreamGlobalJoinProcessor
+from streams.join_windows import JoinWindows
 from streams.ops import (
     BranchProcessor,
     FilterProcessor,
@@ -31,6 +32,7 @@ from streams.ops import (
 )
 from streams.processor import Processor
 from streams.serdes import INT, serde_from
+from streams.stream_joins import LeftOrRightSerde, StreamStreamJoinProcessor, StreamTableJoinProcessor
 from streams.suppress import Suppressed, SuppressProcessor
 from streams.table_joins import JOIN_KINDS, TableJoinProcessor, TableMaterializeProcessor, key_joiner
 from streams.table_ops import (
@@ -183,35 +185,6 @@ class KStream:
             self._builder.topology.connect_processor_and_state_stores(out.node, stores=stores)
         return out
 
-    # -- joins -----------------------------------------------------------------------------------------
-
-    def join(self, other: Any, key_selector: Callable[[Any, Any], Any], joiner: Callable[..., Any], *,
-             with_key: bool = False, name: str | None = None) -> KStream:  # fmt: skip
-        """Join with a ``GlobalKTable``: ``key_selector(key, value)`` gives the global table's key, and
-        ``joiner(value, row)`` (``(key, value, row)`` with ``with_key``) the result; records without a row
-        are dropped. No co-partitioning is needed: every instance holds the whole global table."""
-        return self._join_global("join", other, key_selector, joiner, with_key, name, left=False)
-
-    def left_join(self, other: Any, key_selector: Callable[[Any, Any], Any], joiner: Callable[..., Any], *,
-                  with_key: bool = False, name: str | None = None) -> KStream:  # fmt: skip
-        """As ``join``, but a record without a row is joined with None."""
-        return self._join_global("left_join", other, key_selector, joiner, with_key, name, left=True)
-
-    def _join_global(self, method: str, other: Any, key_selector: Callable[[Any, Any], Any],
-                     joiner: Callable[..., Any], with_key: bool, name: str | None, *,
-                     left: bool) -> KStream:  # fmt: skip
-        if not isinstance(other, GlobalKTable):
-            raise TypeError(f"KStream.{method}() with a key selector needs a GlobalKTable "
-                            f"(StreamsBuilder.global_table(...)), got {type(other).__name__}")  # fmt: skip
-        if other.builder is not self._builder:
-            raise TopologyError(f"KStream.{method}() needs a GlobalKTable from the same StreamsBuilder")
-        _check_callable(f"{method}() key selector", key_selector)
-        _check_callable(f"{method}() joiner", joiner)
-        store, fn = other.store_name, key_joiner(joiner, with_key)
-        return self._add("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN",
-                         lambda: StreamGlobalJoinProcessor(store, key_selector, fn, left), name,
-                         key=self.key_serde, value=None)  # fmt: skip
-
     # -- sinks and topics ------------------------------------------------------------------------------
 
     def to(self, topic: str, *, key: Any = None, value: Any = None, partitioner: Partitioner | None = None,
@@ -237,6 +210,133 @@ class KStream:
         topic = name or self._builder.new_name("KSTREAM-REPARTITION")
         node = self._builder.repartition(self.node, topic, partitions, key, value)
         return KStream(self._builder, node, key, value, False)
+
+    # -- joins ---------------------------------------------------------------------------------------
+    # ``other`` decides the kind: a KStream (windowed, needs JoinWindows), a KTable (a lookup per record)
+    # or a GlobalKTable (``join(global_table, key_selector, joiner)``).
+
+    def join(self, other: Any, joiner: Callable[..., Any], windows: Any = None, *, with_key: bool = False,
+             name: str | None = None) -> KStream:  # fmt: skip
+        """Inner join: with a ``KStream`` within ``windows`` (``JoinWindows``), or with a ``KTable`` (the
+        table's current row for the record's key); ``joiner(value, other)``, or ``joiner(key, value,
+        other)`` with ``with_key=True``; a stream whose key was changed is repartitioned first. With a
+        ``GlobalKTable``: ``join(global_table, key_selector, joiner)``, where ``key_selector(key, value)``
+        gives the global table's key; records without a row are dropped; no co-partitioning is needed (every
+        instance holds the whole global table)."""
+        return self._join_any("join", other, joiner, windows, with_key, name, left=False)
+
+    def left_join(self, other: Any, joiner: Callable[..., Any], windows: Any = None, *, with_key: bool = False,
+                  name: str | None = None) -> KStream:  # fmt: skip
+        """As ``join``, but every record of this stream gives a result: ``other`` is None when nothing
+        joined (with a stream: emitted once the record's window has closed, window end + grace)."""
+        return self._join_any("left_join", other, joiner, windows, with_key, name, left=True)
+
+    def _join_any(self, method: str, other: Any, joiner: Callable[..., Any], third: Any, with_key: bool,
+                  name: str | None, *, left: bool) -> KStream:  # fmt: skip
+        if isinstance(other, GlobalKTable) or callable(third):
+            # join(global_table, key_selector, joiner): the second argument selects the key
+            return self._join_global(method, other, joiner, third, with_key, name, left=left)
+        return self._join(method, other, joiner, third, with_key, name, left=left, outer=False)
+
+    def _join_global(self, method: str, other: Any, key_selector: Callable[[Any, Any], Any],
+                     joiner: Callable[..., Any], with_key: bool, name: str | None, *,
+                     left: bool) -> KStream:  # fmt: skip
+        if not isinstance(other, GlobalKTable):
+            raise TypeError(f"KStream.{method}() with a key selector needs a GlobalKTable "
+                            f"(StreamsBuilder.global_table(...)), got {type(other).__name__}")  # fmt: skip
+        if other.builder is not self._builder:
+            raise TopologyError(f"KStream.{method}() needs a GlobalKTable from the same StreamsBuilder")
+        _check_callable(f"{method}() key selector", key_selector)
+        _check_callable(f"{method}() joiner", joiner)
+        store, fn = other.store_name, key_joiner(joiner, with_key)
+        return self._add("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN",
+                         lambda: StreamGlobalJoinProcessor(store, key_selector, fn, left), name,
+                         key=self.key_serde, value=None)  # fmt: skip
+
+    def outer_join(self, other: KStream, joiner: Callable[..., Any], windows: JoinWindows, *,
+                   with_key: bool = False, name: str | None = None) -> KStream:  # fmt: skip
+        """Windowed outer join of two streams: records of either side that join nothing are emitted with
+        None for the other side once their window has closed."""
+        if not isinstance(other, KStream):
+            raise TypeError(f"outer_join() needs a KStream (and JoinWindows), got {other!r}")
+        return self._join("outer_join", other, joiner, windows, with_key, name, left=True, outer=True)
+
+    def _join(self, what: str, other: Any, joiner: Callable[..., Any], windows: JoinWindows | None,
+              with_key: bool, name: str | None, *, left: bool, outer: bool) -> KStream:  # fmt: skip
+        _check_callable(f"{what}() joiner", joiner)
+        keyed = key_joiner(joiner, with_key)
+        if isinstance(other, KStream):
+            if not isinstance(windows, JoinWindows):
+                raise TypeError(f"{what}() of two streams needs JoinWindows (e.g. JoinWindows."
+                                f"of_time_difference_and_grace(...)), got {windows!r}")  # fmt: skip
+            if other._builder is not self._builder:
+                raise TopologyError(f"{what}() needs a KStream from the same StreamsBuilder")
+            return self._stream_stream_join(other, keyed, windows, name, left, outer)
+        if isinstance(other, KTable):
+            if windows is not None:
+                raise TypeError(f"{what}() with a KTable takes no windows, got {windows!r}")
+            if other._builder is not self._builder:
+                raise TopologyError(f"{what}() needs a KTable from the same StreamsBuilder")
+            return self._stream_table_join(other, keyed, name, left)
+        raise TypeError(f"{what}() needs a KStream (with JoinWindows), a KTable or a GlobalKTable (with a key "
+                        f"selector), got {other!r}")  # fmt: skip
+
+    def _join_source(self, name: str | None, side: str, key: Any) -> str:
+        """This stream's node, or, after a key change, the source of its repartition topic, written with
+        ``key`` (the join's key serde: the other side's when this stream has none, so that equal keys
+        land in equal partitions on both sides)."""
+        if not self.repartition_required:
+            return self.node
+        topic = f"{name}-{side}" if name else self._builder.new_name("KSTREAM-JOIN-REPARTITION")
+        return self._builder.repartition(self.node, topic, None, key, self.value_serde)
+
+    def _stream_stream_join(self, other: KStream, joiner: Callable[[Any, Any, Any], Any], windows: JoinWindows,
+                            name: str | None, left: bool, outer: bool) -> KStream:  # fmt: skip
+        builder, topology = self._builder, self._builder.topology
+        key = self.key_serde if self.key_serde is not None else other.key_serde
+        left_src, right_src = self._join_source(name, "left", key), other._join_source(name, "right", key)
+        # Kafka Streams' names: a processor that may have to emit the other side's unjoined records is OUTER.
+        this_prefix = "KSTREAM-OUTERTHIS" if outer else "KSTREAM-JOINTHIS"
+        other_prefix = "KSTREAM-OUTEROTHER" if left else "KSTREAM-JOINOTHER"
+        this_node = f"{name}-join-this" if name else builder.new_name(this_prefix)
+        other_node = f"{name}-join-other" if name else builder.new_name(other_prefix)
+        size, retention = max(windows.size_ms, 0), max(windows.retention_ms, 1)
+        this_store, other_store = f"{this_node}-store", f"{other_node}-store"
+        outer_store = None
+        if left:
+            outer_store = f"{name}-outer-shared-join" if name else builder.new_name("KSTREAM-OUTERSHARED")
+            outer_store += "-store"
+        topology.add_processor(this_node, lambda: StreamStreamJoinProcessor(
+            this_store, other_store, outer_store, windows, joiner, True, left, outer), left_src)  # fmt: skip
+        topology.add_processor(other_node, lambda: StreamStreamJoinProcessor(
+            other_store, this_store, outer_store, windows, joiner, False, outer, left), right_src)  # fmt: skip
+        for store, value in ((this_store, self.value_serde), (other_store, other.value_serde)):
+            topology.add_state_store(WindowStoreSpec(store, key=key, value=value, window_size_ms=size,
+                                                     retention_ms=retention, retain_duplicates=True),
+                                     this_node, other_node)  # fmt: skip
+        if outer_store is not None:
+            default = topology.default_value
+            values = LeftOrRightSerde(self.value_serde or default, other.value_serde or default)
+            # Unjoined records wait here until their window closes and are removed once emitted; the
+            # retention (twice the longest a record can wait) only bounds what a lost removal would leave.
+            wait = max(windows.before_ms, windows.after_ms, 0) + windows.grace_ms
+            topology.add_state_store(WindowStoreSpec(outer_store, key=key, value=values, window_size_ms=0,
+                                                     retention_ms=2 * wait + 1, retain_duplicates=True),
+                                     this_node, other_node)  # fmt: skip
+        return self._add("KSTREAM-MERGE", PassThroughProcessor, f"{name}-merge" if name else None, key=key,
+                         value=None, repartition=False, parents=(this_node, other_node))  # fmt: skip
+
+    def _stream_table_join(self, table: KTable, joiner: Callable[[Any, Any, Any], Any], name: str | None,
+                           left: bool) -> KStream:  # fmt: skip
+        table = table._materialized()  # a derived table (filter, map_values, ...) gets a store to look rows up in
+        key = self.key_serde if self.key_serde is not None else table.key_serde
+        source = self._join_source(name, "left", key)
+        store = table.store_name
+        assert store is not None
+        node = name or self._builder.new_name("KSTREAM-JOIN")
+        self._builder.topology.add_processor(node, lambda: StreamTableJoinProcessor(store, joiner, left), source)
+        self._builder.topology.connect_processor_and_state_stores(node, stores=[store])
+        return KStream(self._builder, node, key, None, False)
 
     # -- grouping --------------------------------------------------------------------------------------
 

@@ -1,0 +1,214 @@
+"""The processors behind ``KStream.join`` / ``left_join`` / ``outer_join``, with Kafka Streams' semantics.
+
+Stream-stream (windowed): each side keeps its records in its own window store (``retain_duplicates``,
+keyed by the record timestamp, retention = window size + grace). A record is stored, then joined with
+every record of the other side's store within its window; results carry the larger of the two
+timestamps. A left/outer join keeps a record that found no partner in a shared "outer" store (a window
+store of ``LeftOrRightSerde`` values) until its window has closed by stream time (window end + grace)
+and only then emits it with None for the missing side, in timestamp order (KIP-633); a later partner
+removes it from there. A record whose window had already closed when it arrived still joins what the
+other store holds; if it finds nothing it is emitted (with None) at once. The join's stream time (the
+largest timestamp either side has seen) is kept as metadata of the outer store, so it survives restarts.
+
+Stream-table: the stream record looks up the table's store when it is processed; table updates emit
+nothing. A left join calls the joiner with None when the table has no row.
+
+Records with a null key or value are dropped, logged at debug and counted in the task's
+``dropped_records``. Joiners here take ``(key, left value, right value)``; the DSL adapts the user's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from streams.join_windows import JoinWindows
+from streams.ops import Forwarding
+from streams.processor import ProcessorContext
+
+__all__ = ["LeftOrRightSerde", "StreamStreamJoinProcessor", "StreamTableJoinProcessor"]
+
+log = logging.getLogger("streams.joins")
+
+#: ``joiner(key, left value, right value) -> result``
+Joiner = Callable[[Any, Any, Any], Any]
+
+_STREAM_TIME = "join-stream-time"
+_LEFT, _RIGHT = b"\x01", b"\x00"
+
+
+class LeftOrRightSerde:
+    """The outer store's values: ``(is_left, value)`` as one byte for the side, then the bytes of that
+    side's value serde."""
+
+    def __init__(self, left: Any, right: Any) -> None:
+        self.left = left
+        self.right = right
+
+    def serialize(self, obj: Any, topic: str, is_key: bool) -> bytes | None:
+        if obj is None:
+            return None
+        is_left, value = obj
+        serde = self.left if is_left else self.right
+        return (_LEFT if is_left else _RIGHT) + (serde.serialize(value, topic, False) or b"")
+
+    def deserialize(self, data: bytes | None, topic: str, is_key: bool) -> Any:
+        if data is None:
+            return None
+        is_left = data[:1] == _LEFT
+        return is_left, (self.left if is_left else self.right).deserialize(data[1:], topic, False)
+
+    def __repr__(self) -> str:
+        return f"LeftOrRightSerde({self.left!r}, {self.right!r})"
+
+
+class _Join(Forwarding):
+    """What both kinds of join share: dropping records with a null key or value."""
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._rc = context.record_context
+
+    def _drop(self, key: Any, value: Any) -> None:
+        self.context.record_dropped()
+        if log.isEnabledFor(logging.DEBUG):
+            rc = self._rc
+            log.debug("skipping a record with a null %s: topic=%s partition=%d offset=%d", "key" if key is None
+                      else "value", rc.topic, rc.partition, rc.offset)  # fmt: skip
+
+
+class StreamStreamJoinProcessor(_Join):
+    """One side of a windowed stream-stream join: stores its records, joins them with the other side's.
+
+    ``left_side``: this processor reads the join's left stream. ``outer``: records of this side that find
+    no partner are emitted with None (left join: the left side; outer join: both). ``outer_store``: the
+    shared store of such records (None for an inner join)."""
+
+    def __init__(self, this_store: str, other_store: str, outer_store: str | None, windows: JoinWindows,
+                 joiner: Joiner, left_side: bool, outer: bool, other_outer: bool) -> None:  # fmt: skip
+        self.this_store = this_store
+        self.other_store = other_store
+        self.outer_store = outer_store
+        self.windows = windows
+        self.joiner = joiner
+        self.left_side = left_side
+        self.outer = outer
+        self.other_outer = other_outer
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._this = context.get_state_store(self.this_store)
+        self._other = context.get_state_store(self.other_store)
+        self._outer = None if self.outer_store is None else context.get_state_store(self.outer_store)
+        w = self.windows
+        # A left record looks ``before`` back and ``after`` ahead for right records; a right one the reverse.
+        self._back, self._ahead = (w.before_ms, w.after_ms) if self.left_side else (w.after_ms, w.before_ms)
+        joiner = self.joiner
+        self._join = joiner if self.left_side else (lambda k, this, other: joiner(k, other, this))
+        self._kser = self._this.key_serializer
+        self._seq = 0
+
+    def process(self, key: Any, value: Any) -> None:
+        rc = self._rc
+        ts = rc.timestamp
+        outer_store = self._outer
+        stream_time = ts
+        if outer_store is not None:
+            # The join's stream time: advanced by every record of either side, even one dropped below.
+            stream_time = outer_store.get_metadata(_STREAM_TIME)
+            if ts > stream_time:
+                stream_time = ts
+                outer_store.set_metadata(_STREAM_TIME, ts)
+        if key is None or value is None:
+            self._drop(key, value)
+            return
+        try:
+            kb = self._kser(key)
+        except Exception:
+            kb = self._this.key_bytes(key)  # raises the error that names the store
+        # The only writer of this side's store: each record gets its own sequence number (duplicates kept).
+        self._seq = seq = (self._seq + 1) & 0x7FFFFFFF
+        self._this.put_entry(kb, key, ts, seq, (value, ts))
+        if outer_store is not None and ts == stream_time:
+            self._emit_closed(stream_time)
+        time_to = max(0, ts + self._ahead)
+        matches = self._other.entries(kb, max(0, ts - self._back), time_to)
+        if matches:
+            join, forward = self._join, self._forward
+            try:
+                for t, _, entry in matches:
+                    if self.other_outer:
+                        self._remove_unjoined(kb, key, t)
+                    rc.timestamp = ts if ts > t else t
+                    forward(key, join(key, value, entry[0]))
+            finally:
+                rc.timestamp = ts
+        elif self.outer:
+            if outer_store is None or time_to + self.windows.grace_ms < stream_time:
+                # Its window has closed (end + grace): nothing that arrives later can join it. (Kafka
+                # Streams emits it from its window's end, so a partner within the grace period would
+                # give a second result; here that partner finds it in the outer store instead.)
+                self._forward(key, self._join(key, value, None))
+            else:
+                outer_store.put(key, (self.left_side, value), ts, ts)
+
+    def _remove_unjoined(self, kb: bytes, key: Any, t: int) -> None:
+        """The other side's records at ``t`` found a partner: they leave the outer store."""
+        outer_store = self._outer
+        assert outer_store is not None
+        other_is_left = not self.left_side
+        for _, sub, entry in outer_store.entries(kb, t, t):
+            if entry[0][0] is other_is_left:
+                outer_store.put_entry(kb, key, t, sub, None)
+
+    def _emit_closed(self, stream_time: int) -> None:
+        """Emit (with None for the missing side) and remove the unjoined records whose window has closed,
+        in timestamp order (at equal timestamps right before left, then by key), as Kafka Streams does."""
+        outer_store = self._outer
+        assert outer_store is not None
+        w = self.windows
+        # A left record's window ends ``after`` past it, a right record's ``before`` past it.
+        upper = stream_time - w.grace_ms - min(w.after_ms, w.before_ms) - 1
+        if upper < 0:
+            return
+        rows = outer_store.all_entries(0, upper)
+        if not rows:
+            return
+        limit = stream_time - w.grace_ms
+        closed = [(t, is_left, kb, sub, v) for kb, t, sub, ((is_left, v), _) in rows
+                  if t + (w.after_ms if is_left else w.before_ms) < limit]  # fmt: skip
+        if not closed:
+            return
+        closed.sort(key=lambda row: row[:4])
+        rc, joiner, forward, decode = self._rc, self.joiner, self._forward, outer_store.decode_key
+        saved = rc.timestamp
+        try:
+            for t, is_left, kb, sub, v in closed:
+                key = decode(kb)
+                outer_store.put_entry(kb, key, t, sub, None)
+                rc.timestamp = t
+                forward(key, joiner(key, v, None) if is_left else joiner(key, None, v))
+        finally:
+            rc.timestamp = saved
+
+
+class StreamTableJoinProcessor(_Join):
+    """A stream joined with a table: each stream record looks up the table's row for its key."""
+
+    def __init__(self, table_store: str, joiner: Joiner, left: bool) -> None:
+        self.table_store = table_store
+        self.joiner = joiner
+        self.left = left
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._get = context.get_state_store(self.table_store).get
+
+    def process(self, key: Any, value: Any) -> None:
+        if key is None or value is None:
+            self._drop(key, value)
+            return
+        row = self._get(key)
+        if row is not None or self.left:
+            self._forward(key, self.joiner(key, value, row))
