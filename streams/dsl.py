@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from streams.change import ChangeSerde
 from streams.errors import TopologyError
+from streams.fk_join import foreign_key_join
 from streams.global_table import GlobalKTable, StreamGlobalJoinProcessor
 from streams.join_windows import JoinWindows
 from streams.ops import (
@@ -751,8 +752,6 @@ class KTable:
         value = serde_from(value)
         spec = None if store is None else _store_spec(builder, store, self.key_serde, value, False, None)
         if foreign_key is not None:
-            from streams.fk_join import foreign_key_join
-
             _check_callable(f"KTable.{method}() foreign_key", foreign_key)
             left, right = self._materialized(), other._materialized()
             left._enable_old_values()

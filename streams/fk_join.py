@@ -21,7 +21,7 @@ delete deletes the result. The result is always materialized (its store gives do
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from streams.change import Change
 from streams.ops import Forwarding
@@ -39,10 +39,24 @@ from streams.subscription import (
 )
 from streams.table_joins import Joiner, TableMaterializeProcessor
 from streams.table_ops import TableOptions
-from streams.topology import StoreSpec
+from streams.topology import StoreSpec, Topology
 
-if TYPE_CHECKING:
-    from streams.dsl import Builder, KTable
+
+class _Builder(Protocol):
+    """What the join needs of the DSL's builder (a protocol, so this module does not import the DSL)."""
+
+    topology: Topology
+
+    def new_name(self, prefix: str) -> str: ...
+
+
+class _Side(Protocol):
+    """A materialized input table, as the DSL's ``KTable`` has it."""
+
+    node: str
+    store_name: str | None
+    key_serde: Any
+    value_serde: Any
 
 __all__ = ["foreign_key_join"]
 
@@ -185,7 +199,7 @@ class ResponseJoinProcessor(Forwarding):
             self._forward(key, Change(self.joiner(key, current, response.value)))
 
 
-def foreign_key_join(builder: Builder, kind: str, left: KTable, right: KTable, foreign_key: Callable[[Any], Any],
+def foreign_key_join(builder: _Builder, kind: str, left: _Side, right: _Side, foreign_key: Callable[[Any], Any],
                      joiner: Joiner, spec: StoreSpec | None,
                      name: str | None) -> tuple[str, str, TableOptions]:  # fmt: skip
     """Add a foreign-key join of the materialized ``left`` and ``right`` (left sending old values) to the
