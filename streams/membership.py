@@ -20,7 +20,8 @@ through a transactional producer with the fixed id ``<app>-assignor``: a new lea
 ``init_transactions`` fences the previous one, so a leader that was paused cannot publish afterwards, and
 the generation (one more than the newest it read, after a barrier) orders what members apply. An
 instance that finds it could not heartbeat for longer than the session timeout (it was paused) presumes
-it was expelled: its tasks are closed without committing, and it rejoins as a newcomer.
+it was expelled: its tasks are closed without committing, and it rejoins as a newcomer (a new
+incarnation, so that no assignment made for the old one is awaited from it).
 """
 
 from __future__ import annotations
@@ -119,7 +120,9 @@ class Membership(threading.Thread):
         self._log = log_backend
         self._names = names
         self.instance_id = instance_id
-        self.incarnation = incarnation
+        self.incarnation = incarnation  # a new one each time it rejoins after being expelled
+        self._first_incarnation = incarnation
+        self._rejoins = 0
         self._server = server
         self._threads = threads
         self._tasks = tasks
@@ -216,10 +219,7 @@ class Membership(threading.Thread):
             records = consumer.poll(_LOOP_SECONDS, 1000)
             now = self._clock()
             if now - last_beat > self.session_timeout and self._heartbeats:
-                reason = f"no heartbeat written for {now - last_beat:.1f}s (session timeout {self.session_timeout}s)"
-                log.warning("instance %s: %s: presumed expelled, closing its active tasks", self.instance_id, reason)
-                self._listener.on_expelled(reason)
-                self._step_down("expelled")
+                self._rejoin(now - last_beat)
                 self._lead_after = now + self.session_timeout
                 next_beat = now
             for rec in records:
@@ -243,6 +243,20 @@ class Membership(threading.Thread):
             if now >= progress_at:
                 progress_at = now + self._progress_interval
                 self._log_progress()
+
+    def _rejoin(self, silent: float) -> None:
+        """This instance was silent for longer than the session timeout: the group presumes it dead and gave
+        (or will give) its tasks to others, whose fenced producers end its own. Close them without
+        committing and come back as a new incarnation: the newest assignment may still name the old one,
+        and a leader (this one included) would wait forever for the old incarnation to apply it, while
+        this member, having applied nothing since, reports generation -1 and waits for a newer one."""
+        self._rejoins += 1
+        self.incarnation = f"{self._first_incarnation}.{self._rejoins}"
+        log.warning("instance %s expelled from the group after %d ms without a heartbeat (session timeout %d ms); "
+                    "closing its tasks without committing and rejoining as incarnation %s", self.instance_id,
+                    silent * 1000, self.session_timeout * 1000, self.incarnation)  # fmt: skip
+        self._listener.on_expelled(f"no heartbeat for {silent * 1000:.0f} ms: expelled from the group")
+        self._step_down("expelled")
 
     def _on_status(self, key: bytes | None, value: bytes | None, now: float) -> None:
         if key is None:
