@@ -132,17 +132,35 @@ class RocksDBSegments:
         return sorted(s for s in self._segment_ids if first <= s <= last)
 
     def fetch(self, kb: bytes, t_from: int, t_to: int) -> list[tuple[int, int, Entry]]:
-        out = []
-        length = 8 + len(kb) + self._suffix
+        if t_from > self._untracked:
+            # Everything in range was written since the store opened: nothing under this key is newer than
+            # ``_newest`` (a stream-stream join's first record of a key finds nothing, without RocksDB).
+            newest = self._newest.get(kb, -1)
+            if newest < t_from:
+                return []
+            t_to = min(t_to, newest)
+        out: list[tuple[int, int, Entry]] = []
+        start = 8 + len(kb)
+        length = start + self._suffix
+        unpack, decode = self._sub.unpack_from, self._decode
         lower, upper = _SEG.pack(max(t_from, 0)), _SEG.pack(t_to) + b"\xff" * (self._suffix - 8)
+        it = None  # one iterator for all the segments (making one costs more than a seek)
         for seg_id in self._segments_between(t_from, t_to):
+            if it is None:
+                it = self._db.iter()
             prefix = _SEG.pack(seg_id) + kb
-            for key, vb in self._scan(prefix + lower, prefix + upper):
+            last = prefix + upper
+            it.seek(prefix + lower)
+            while it.valid():
+                key = cast(bytes, it.key())
+                if key > last:
+                    break
                 # A longer or shorter key can sort in between: only exact-length matches are ours.
                 if len(key) == length and key.startswith(prefix):
-                    t, sub = self._sub.unpack_from(key, 8 + len(kb))
-                    out.append((t, sub, self._decode(vb)))
-        out.sort(key=lambda row: (row[0], row[1]))
+                    t, sub = unpack(key, start)
+                    out.append((t, sub, decode(cast(bytes, it.value()))))
+                it.next()
+        # Segments in order, and within one the big-endian (time, sub) suffix: ``out`` is already sorted.
         return out
 
     def fetch_all(self, t_from: int, t_to: int) -> list[TimeKeyedRow]:
