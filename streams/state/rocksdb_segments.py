@@ -41,7 +41,7 @@ class RocksDBSegments:
         self._sub = struct.Struct(">qi" if sub_size == 4 else ">qq")  # time + sub
         self._suffix = self._sub.size
         self._decode = decode
-        self._max_cache = max(max_cache_entries, 1)
+        self._max_cache = max(max_cache_entries, 0)  # 0: no object cache (the store reads by range only)
         # time -> (key bytes, sub) -> entry (None: known to be absent); ``_cached`` entries in all
         self._cache: dict[int, dict[tuple[bytes, int], Entry | None]] = {}
         self._cached = 0
@@ -85,9 +85,10 @@ class RocksDBSegments:
         if vb is None:
             return None  # not cached: a window looked up and missing is about to be written
         decoded = self._decode(vb)
-        self._remember(kb, t, sub, decoded)
-        if self._cached > self._max_cache:
-            self._shrink()
+        if self._max_cache:
+            self._remember(kb, t, sub, decoded)
+            if self._cached > self._max_cache:
+                self._shrink()
         return decoded
 
     def _remember(self, kb: bytes, t: int, sub: int, entry: Entry | None) -> None:
@@ -197,6 +198,15 @@ class RocksDBSegments:
                 if t > newest.get(kb, -1):
                     newest[kb] = t
         self.observed = observed
+        if self._max_cache:
+            self._cache_written(rows, min_live)
+        if metadata is not None:
+            self.metadata = dict(metadata)
+        batch.put(_META_KEY, orjson.dumps({**self.metadata, "_observed": self.observed}))
+        self._db.write(batch)
+        self._drop_expired(min_live)
+
+    def _cache_written(self, rows: list[WriteRow], min_live: int) -> None:
         # The written entries are the ones most likely read next (windows still open): cache them.
         cache = self._cache
         bucket: dict[tuple[bytes, int], Entry | None] = {}
@@ -211,11 +221,6 @@ class RocksDBSegments:
             self._cached += len(bucket) - size
         if self._cached > self._max_cache:
             self._shrink()
-        if metadata is not None:
-            self.metadata = dict(metadata)
-        batch.put(_META_KEY, orjson.dumps({**self.metadata, "_observed": self.observed}))
-        self._db.write(batch)
-        self._drop_expired(min_live)
 
     def restore(self, rows: list[tuple[bytes, int, int, bytes | None]], min_live: int) -> None:
         batch = WriteBatch(raw_mode=True)
