@@ -41,7 +41,7 @@ class RocksDBSegments:
         self._sub = struct.Struct(">qi" if sub_size == 4 else ">qq")  # time + sub
         self._suffix = self._sub.size
         self._decode = decode
-        self._max_cache = max(max_cache_entries, 1)
+        self._max_cache = max(max_cache_entries, 0)  # 0: no object cache (the store reads by range only)
         # time -> (key bytes, sub) -> entry (None: known to be absent); ``_cached`` entries in all
         self._cache: dict[int, dict[tuple[bytes, int], Entry | None]] = {}
         self._cached = 0
@@ -85,9 +85,10 @@ class RocksDBSegments:
         if vb is None:
             return None  # not cached: a window looked up and missing is about to be written
         decoded = self._decode(vb)
-        self._remember(kb, t, sub, decoded)
-        if self._cached > self._max_cache:
-            self._shrink()
+        if self._max_cache:
+            self._remember(kb, t, sub, decoded)
+            if self._cached > self._max_cache:
+                self._shrink()
         return decoded
 
     def _remember(self, kb: bytes, t: int, sub: int, entry: Entry | None) -> None:
@@ -132,17 +133,35 @@ class RocksDBSegments:
         return sorted(s for s in self._segment_ids if first <= s <= last)
 
     def fetch(self, kb: bytes, t_from: int, t_to: int) -> list[tuple[int, int, Entry]]:
-        out = []
-        length = 8 + len(kb) + self._suffix
+        if t_from > self._untracked:
+            # Everything in range was written since the store opened: nothing under this key is newer than
+            # ``_newest`` (a stream-stream join's first record of a key finds nothing, without RocksDB).
+            newest = self._newest.get(kb, -1)
+            if newest < t_from:
+                return []
+            t_to = min(t_to, newest)
+        out: list[tuple[int, int, Entry]] = []
+        start = 8 + len(kb)
+        length = start + self._suffix
+        unpack, decode = self._sub.unpack_from, self._decode
         lower, upper = _SEG.pack(max(t_from, 0)), _SEG.pack(t_to) + b"\xff" * (self._suffix - 8)
+        it = None  # one iterator for all the segments (making one costs more than a seek)
         for seg_id in self._segments_between(t_from, t_to):
+            if it is None:
+                it = self._db.iter()
             prefix = _SEG.pack(seg_id) + kb
-            for key, vb in self._scan(prefix + lower, prefix + upper):
+            last = prefix + upper
+            it.seek(prefix + lower)
+            while it.valid():
+                key = cast(bytes, it.key())
+                if key > last:
+                    break
                 # A longer or shorter key can sort in between: only exact-length matches are ours.
                 if len(key) == length and key.startswith(prefix):
-                    t, sub = self._sub.unpack_from(key, 8 + len(kb))
-                    out.append((t, sub, self._decode(vb)))
-        out.sort(key=lambda row: (row[0], row[1]))
+                    t, sub = unpack(key, start)
+                    out.append((t, sub, decode(cast(bytes, it.value()))))
+                it.next()
+        # Segments in order, and within one the big-endian (time, sub) suffix: ``out`` is already sorted.
         return out
 
     def fetch_all(self, t_from: int, t_to: int) -> list[TimeKeyedRow]:
@@ -179,6 +198,15 @@ class RocksDBSegments:
                 if t > newest.get(kb, -1):
                     newest[kb] = t
         self.observed = observed
+        if self._max_cache:
+            self._cache_written(rows, min_live)
+        if metadata is not None:
+            self.metadata = dict(metadata)
+        batch.put(_META_KEY, orjson.dumps({**self.metadata, "_observed": self.observed}))
+        self._db.write(batch)
+        self._drop_expired(min_live)
+
+    def _cache_written(self, rows: list[WriteRow], min_live: int) -> None:
         # The written entries are the ones most likely read next (windows still open): cache them.
         cache = self._cache
         bucket: dict[tuple[bytes, int], Entry | None] = {}
@@ -193,11 +221,6 @@ class RocksDBSegments:
             self._cached += len(bucket) - size
         if self._cached > self._max_cache:
             self._shrink()
-        if metadata is not None:
-            self.metadata = dict(metadata)
-        batch.put(_META_KEY, orjson.dumps({**self.metadata, "_observed": self.observed}))
-        self._db.write(batch)
-        self._drop_expired(min_live)
 
     def restore(self, rows: list[tuple[bytes, int, int, bytes | None]], min_live: int) -> None:
         batch = WriteBatch(raw_mode=True)

@@ -47,6 +47,9 @@ class TimeKeyedStore:
     sub_size = 4
     #: Entries at or before ``observed - retention + live_offset - 1`` have expired.
     live_offset = 1
+    #: Whether entries are looked up one at a time (``get_entry``); if not, RocksDB segments keep no object
+    #: cache, which only such lookups read.
+    point_reads = True
 
     def __init__(self, name: str, key_serde: Any, value_serde: Any, topic: str, record_context: RecordContext,
                  retention_ms: int, path: Path | None = None, max_cache_entries: int = 100_000) -> None:  # fmt: skip
@@ -67,7 +70,8 @@ class TimeKeyedStore:
         else:
             from streams.state.rocksdb_segments import RocksDBSegments  # rocksdict is the [streams] extra
 
-            self._inner = RocksDBSegments(path, retention_ms, self.sub_size, self._decode, max_cache_entries)
+            cache = max_cache_entries if self.point_reads else 0
+            self._inner = RocksDBSegments(path, retention_ms, self.sub_size, self._decode, cache)
         self.persistent = self._inner.persistent
         #: The largest time (window start, session end) written: what retention is measured from.
         self.observed = self._inner.observed

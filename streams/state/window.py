@@ -20,6 +20,7 @@ class WindowStore(TimeKeyedStore):
     sub_size = 4  # the sequence number of a duplicate
 
     def __init__(self, *args: Any, window_size_ms: int, retain_duplicates: bool = False, **kwargs: Any) -> None:
+        self.point_reads = not retain_duplicates  # duplicates are read by time range (``entries``)
         super().__init__(*args, **kwargs)
         self.window_size_ms = window_size_ms
         self.retain_duplicates = retain_duplicates
