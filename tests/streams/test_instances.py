@@ -22,9 +22,9 @@ from tests.streams.topologies import make_orders, reference_totals
 
 @pytest.mark.kafka
 def test_two_instances_split_work_and_survive_kill_9(
-    kafka_log_url: str, names: Callable[[str], str], tmp_path: Path
+    private_kafka_log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
-    log = open_log(kafka_log_url)
+    log = open_log(private_kafka_log_url)
     orders_topic, out, app_id = names("orders"), names("customer-totals"), names("billing")
     log.create_topic(orders_topic, 4)
     log.create_topic(out, 4)
@@ -47,8 +47,8 @@ def test_two_instances_split_work_and_survive_kill_9(
     instances: list[Instance] = []
     try:
         for name in ("a", "b"):
-            instances.append(Instance(name, [kafka_log_url, app_id, str(tmp_path / f"state-{name}"), orders_topic,
-                                             out, "1500"], tmp_path))  # fmt: skip
+            args = [private_kafka_log_url, app_id, str(tmp_path / f"state-{name}"), orders_topic, out, "1500"]
+            instances.append(Instance(name, args, tmp_path))
         a, b = instances
 
         # Work splits: every task runs on exactly one instance, and both instances have tasks.
