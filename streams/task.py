@@ -26,16 +26,20 @@ from streams.errors import (
 from streams.extractors import ConsumedRecord, TimestampExtractor, WallclockTimestampExtractor
 from streams.handlers import DeserializationHandler, ErrorHandler, LogAndFail
 from streams.log.base import (
+    DeliveryCallback,
     LogError,
     LogTimeoutError,
     ProducerFencedError,
     Record,
+    RecordMetadata,
     StorageError,
     TopicPartition,
     TransactionError,
     UnknownTopicError,
 )
+from streams.log.partitioner import partition_for_key
 from streams.metadata import TopicNames
+from streams.output_skips import OutputSkips
 from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType, RecordContext
 from streams.serdes import TimestampedSerde, bind_deserializer, bind_serializer, serde_name
 from streams.state.base import StateStore
@@ -85,6 +89,8 @@ class TaskEnv:
     global_stores: Mapping[str, Any] = field(default_factory=dict)
     #: processing_guarantee="exactly_once_v2": the checkpoint is written only at a clean close.
     exactly_once: bool = False
+    #: Outputs to leave out on a replay (dropped by the production handler after a late delivery failure).
+    output_skips: OutputSkips | None = None
 
 
 # Send errors that concern the producer or the log, not the record: never the production handler's to skip.
@@ -102,8 +108,9 @@ class _SourceProcessor(Processor):
 
 class _SinkProcessor(Processor):
     def __init__(self, node: SinkNode, topic: str, key_serde: Any, value_serde: Any, env: TaskEnv,
-                 rc: RecordContext, on_send_error: Callable[[Record, LogError], None]) -> None:  # fmt: skip
-        self._on_send_error = on_send_error
+                 rc: RecordContext, task: StreamTask) -> None:  # fmt: skip
+        self._task = task
+        self._skips = env.output_skips
         self.node = node
         self.topic = topic
         self._key_serde = key_serde
@@ -134,13 +141,34 @@ class _SinkProcessor(Processor):
         partition = None
         if self._partitioner is not None:
             partition = self._partitioner(key, value, self._partitions)
+        skips = self._skips
+        if skips and skips.take(self.topic, kb, vb):
+            self._task.skipped_output(self.topic, kb)
+            return
         try:
-            self._send(self.topic, vb, kb, partition=partition, timestamp=rc.timestamp, headers=rc.headers or None)
+            self._send(self.topic, vb, kb, partition=partition, timestamp=rc.timestamp, headers=rc.headers or None,
+                       on_delivery=self._delivery_report(kb, vb, partition))  # fmt: skip
         except _NOT_RECORD_ERRORS:
             raise
         except LogError as exc:
             out = Record(self.topic, -1 if partition is None else partition, -1, kb, vb, rc.timestamp, rc.headers)
-            self._on_send_error(out, exc)
+            self._task._production_error(out, exc)
+
+    def _delivery_report(self, kb: bytes | None, vb: bytes | None, partition: int | None) -> DeliveryCallback:
+        """The record's delivery callback: a failure the log reports after the send (a broker refusing it,
+        the SQLite log checking the topic's limits at commit) is kept for the task manager to act on."""
+        rc = self._rc
+        source, timestamp, headers = (rc.topic, rc.partition, rc.offset), rc.timestamp, rc.headers
+
+        def delivered(md: RecordMetadata | None, err: LogError | None) -> None:
+            if err is not None and not isinstance(err, _NOT_RECORD_ERRORS):
+                p = partition
+                if p is None:  # the log partitioned it: by key as both logs do (None: round robin, unknown)
+                    p = -1 if kb is None else partition_for_key(kb, self._task.env.partitions_of(self.topic))
+                out = Record(self.topic, p, -1, kb, vb, timestamp, headers)
+                self._task.late_failures.append((out, err, source))
+
+        return delivered
 
 
 class _Input:
@@ -178,6 +206,9 @@ class StreamTask:
         self.process_seconds = 0.0
         self.dropped = 0
         self.dropped_reasons: dict[str, int] = {}  # the same, per reason ("deserialization_error", ...)
+        #: Outputs whose delivery failed after the send: (record, the log's error, (topic, partition, offset)
+        #: of the input record it came from). The transaction holding them cannot commit.
+        self.late_failures: list[tuple[Record, LogError, tuple[str | None, int, int]]] = []
         self.task_dir = env.state_dir / env.application_id / self.id if env.state_dir is not None else None
         self._stream_puncts: list[Cancellable] = []
         self.wall_puncts: list[Cancellable] = []
@@ -241,7 +272,7 @@ class StreamTask:
                 topic = env.topic_names.topic(node.topic, node.internal)
                 key = node.key if node.key is not None else topology.default_key
                 value = node.value if node.value is not None else topology.default_value
-                self.processors[node.name] = _SinkProcessor(node, topic, key, value, env, rc, self._production_error)
+                self.processors[node.name] = _SinkProcessor(node, topic, key, value, env, rc, self)
             else:
                 assert isinstance(node, ProcessorNode) and node.supplier is not None
                 proc = node.supplier()
@@ -387,7 +418,30 @@ class StreamTask:
         error.__cause__ = exc
         self._ask(self.env.production_handler, out, error, "production_error")
 
+    def decide_late_failures(self, skips: OutputSkips) -> None:
+        """The task's transaction failed because the log refused outputs after they were sent: the production
+        handler decides for each. "fail" raises its ``ProductionError`` (the application stops); "continue"
+        puts the output in ``skips``, for the replay from the last commit to leave out (and count then)."""
+        failures, self.late_failures = self.late_failures, []
+        for out, exc, (topic, partition, offset) in failures:
+            error = ProductionError(self.id, out.topic, topic, partition, offset, exc, sink_partition=out.partition)
+            error.__cause__ = exc
+            self._decide(self.env.production_handler, out, error, "production_error")
+            log.warning("task %s: dropping an output to %s[%d] the log refused: %s", self.id, out.topic,
+                        out.partition, exc)  # fmt: skip
+            skips.add(out.topic, out.key, out.value)
+
+    def skipped_output(self, topic: str, key: bytes | None) -> None:
+        """The replay left out an output the production handler dropped: count it."""
+        log.info("task %s: the replay left out the output to %s that the production handler dropped", self.id, topic)
+        self._drop("production_error")
+
     def _ask(self, handler: ErrorHandler, record: Record | None, error: StreamsError, reason: str) -> None:
+        """Raise ``error`` unless ``handler`` says to go on (then count the record as dropped)."""
+        self._decide(handler, record, error, reason)
+        self._drop(reason)
+
+    def _decide(self, handler: ErrorHandler, record: Record | None, error: StreamsError, reason: str) -> None:
         """Raise ``error`` unless ``handler`` says to go on; a handler that itself raises stops the task too."""
         try:
             go_on = handler.handle(record, error, self.env.send)
@@ -398,7 +452,6 @@ class StreamTask:
             raise error from exc
         if not go_on:
             raise error
-        self._drop(reason)
 
     def _drop(self, reason: str) -> None:
         self.dropped += 1
