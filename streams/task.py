@@ -26,18 +26,15 @@ from streams.errors import (
 from streams.extractors import ConsumedRecord, TimestampExtractor, WallclockTimestampExtractor
 from streams.handlers import DeserializationHandler, ErrorHandler, LogAndFail
 from streams.log.base import (
-    DeliveryCallback,
     LogError,
     LogTimeoutError,
     ProducerFencedError,
     Record,
-    RecordMetadata,
     StorageError,
     TopicPartition,
     TransactionError,
     UnknownTopicError,
 )
-from streams.log.partitioner import partition_for_key
 from streams.metadata import TopicNames
 from streams.output_skips import OutputSkips
 from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType, RecordContext
@@ -110,7 +107,7 @@ class _SinkProcessor(Processor):
     def __init__(self, node: SinkNode, topic: str, key_serde: Any, value_serde: Any, env: TaskEnv,
                  rc: RecordContext, task: StreamTask) -> None:  # fmt: skip
         self._task = task
-        self._skips = env.output_skips
+        self._skips = env.output_skips or None  # only a replay after a dropped output has any
         self.node = node
         self.topic = topic
         self._key_serde = key_serde
@@ -141,34 +138,16 @@ class _SinkProcessor(Processor):
         partition = None
         if self._partitioner is not None:
             partition = self._partitioner(key, value, self._partitions)
-        skips = self._skips
-        if skips and skips.take(self.topic, kb, vb):
-            self._task.skipped_output(self.topic, kb)
+        if self._skips is not None and self._skips.take(self.topic, kb, vb):
+            self._task.skipped_output(self.topic)
             return
         try:
-            self._send(self.topic, vb, kb, partition=partition, timestamp=rc.timestamp, headers=rc.headers or None,
-                       on_delivery=self._delivery_report(kb, vb, partition))  # fmt: skip
+            self._send(self.topic, vb, kb, partition=partition, timestamp=rc.timestamp, headers=rc.headers or None)
         except _NOT_RECORD_ERRORS:
             raise
         except LogError as exc:
             out = Record(self.topic, -1 if partition is None else partition, -1, kb, vb, rc.timestamp, rc.headers)
             self._task._production_error(out, exc)
-
-    def _delivery_report(self, kb: bytes | None, vb: bytes | None, partition: int | None) -> DeliveryCallback:
-        """The record's delivery callback: a failure the log reports after the send (a broker refusing it,
-        the SQLite log checking the topic's limits at commit) is kept for the task manager to act on."""
-        rc = self._rc
-        source, timestamp, headers = (rc.topic, rc.partition, rc.offset), rc.timestamp, rc.headers
-
-        def delivered(md: RecordMetadata | None, err: LogError | None) -> None:
-            if err is not None and not isinstance(err, _NOT_RECORD_ERRORS):
-                p = partition
-                if p is None:  # the log partitioned it: by key as both logs do (None: round robin, unknown)
-                    p = -1 if kb is None else partition_for_key(kb, self._task.env.partitions_of(self.topic))
-                out = Record(self.topic, p, -1, kb, vb, timestamp, headers)
-                self._task.late_failures.append((out, err, source))
-
-        return delivered
 
 
 class _Input:
@@ -206,9 +185,6 @@ class StreamTask:
         self.process_seconds = 0.0
         self.dropped = 0
         self.dropped_reasons: dict[str, int] = {}  # the same, per reason ("deserialization_error", ...)
-        #: Outputs whose delivery failed after the send: (record, the log's error, (topic, partition, offset)
-        #: of the input record it came from). The transaction holding them cannot commit.
-        self.late_failures: list[tuple[Record, LogError, tuple[str | None, int, int]]] = []
         self.task_dir = env.state_dir / env.application_id / self.id if env.state_dir is not None else None
         self._stream_puncts: list[Cancellable] = []
         self.wall_puncts: list[Cancellable] = []
@@ -418,20 +394,28 @@ class StreamTask:
         error.__cause__ = exc
         self._ask(self.env.production_handler, out, error, "production_error")
 
-    def decide_late_failures(self, skips: OutputSkips) -> None:
-        """The task's transaction failed because the log refused outputs after they were sent: the production
-        handler decides for each. "fail" raises its ``ProductionError`` (the application stops); "continue"
-        puts the output in ``skips``, for the replay from the last commit to leave out (and count then)."""
-        failures, self.late_failures = self.late_failures, []
-        for out, exc, (topic, partition, offset) in failures:
-            error = ProductionError(self.id, out.topic, topic, partition, offset, exc, sink_partition=out.partition)
+    def decide_late_failures(self, failures: list[tuple[Record, LogError]], skips: OutputSkips) -> bool:
+        """The task's transaction failed and ``failures`` are the deliveries the log failed after the send.
+        For each output it refused (not a failure of the producer or the log itself) the production handler
+        decides: "fail" raises its ``ProductionError`` (the application stops); "continue" puts the output
+        in ``skips``, for the replay from the last commit to leave out (and count then). Returns whether
+        there was any such output."""
+        refused = [(out, exc) for out, exc in failures if not isinstance(exc, _NOT_RECORD_ERRORS)]
+        # Which input record an output came from is not known here (successful sends carry no callback,
+        # which keeps them cheap): the error names the input range of the failed transaction instead.
+        inputs = ", ".join(f"{inp.tp.topic}[{inp.tp.partition}] from offset {inp.committed or 0}"
+                           for inp in self._inputs.values())  # fmt: skip
+        for out, exc in refused:
+            error = ProductionError(self.id, out.topic, None, -1, -1, exc, sink_partition=out.partition,
+                                    source=f"the records at {inputs}")  # fmt: skip
             error.__cause__ = exc
             self._decide(self.env.production_handler, out, error, "production_error")
             log.warning("task %s: dropping an output to %s[%d] the log refused: %s", self.id, out.topic,
                         out.partition, exc)  # fmt: skip
             skips.add(out.topic, out.key, out.value)
+        return bool(refused)
 
-    def skipped_output(self, topic: str, key: bytes | None) -> None:
+    def skipped_output(self, topic: str) -> None:
         """The replay left out an output the production handler dropped: count it."""
         log.info("task %s: the replay left out the output to %s that the production handler dropped", self.id, topic)
         self._drop("production_error")

@@ -339,10 +339,12 @@ class TaskManager:
     def _failed(self, task: StreamTask, error: BaseException) -> None:
         """``task``'s transaction cannot commit. When the log refused outputs after they were sent, the
         production handler decides (raising ``ProductionError`` for "fail"); otherwise the task is lost."""
-        if not task.late_failures or isinstance(error, TaskMigratedError):
+        producer = self._producers.get(task.id)
+        failures = producer.late_failures if producer is not None else []
+        skips = self._skips.setdefault(task.id, OutputSkips())
+        if isinstance(error, TaskMigratedError) or not failures or not task.decide_late_failures(failures, skips):
             self._lose(task, error)
             return
-        task.decide_late_failures(self._skips.setdefault(task.id, OutputSkips()))
         if self._active.pop(task.id, None) is None:
             return
         log.warning("thread %s: task %s rolls back to its last commit and replays without the dropped output(s)",

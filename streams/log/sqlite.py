@@ -884,15 +884,19 @@ class SqliteProducer(Producer):
         )
         return results
 
-    @staticmethod
     def _report(
-        results: list[tuple[_Pending, RecordMetadata | None, LogError | None]], raise_first: bool = True
+        self, results: list[tuple[_Pending, RecordMetadata | None, LogError | None]], raise_first: bool = True
     ) -> None:
         first_error: LogError | None = None
         callback_error: BaseException | None = None
+        failures = self.on_delivery_failure
         for rec, md, err in results:
-            if err is not None and first_error is None:
-                first_error = err
+            if err is not None:
+                if first_error is None:
+                    first_error = err
+                if failures is not None and not isinstance(err, TransactionError):
+                    headers = _decode_headers(rec.headers)
+                    failures(Record(rec.topic, rec.partition, -1, rec.key, rec.value, rec.timestamp, headers), err)
             if rec.on_delivery is not None:
                 try:
                     rec.on_delivery(md, err)

@@ -196,7 +196,9 @@ def test_record_above_the_topics_max_message_bytes_fails_its_delivery_alone(
     topic = topic_name()
     log.create_topic(topic, config={"max.message.bytes": "1000"})
     errors: dict[bytes, Exception | None] = {}
+    refused: list[tuple[str, int, int, bytes | None, bytes | None]] = []
     with log.producer() as producer:
+        producer.on_delivery_failure = lambda r, err: refused.append((r.topic, r.partition, r.offset, r.key, r.value))
         for value in (b"a", b"x" * 2000, b"c"):
             producer.send(topic, value, b"k", partition=0,
                           on_delivery=lambda md, err, v=value: errors.__setitem__(v, err))  # fmt: skip
@@ -204,4 +206,5 @@ def test_record_above_the_topics_max_message_bytes_fails_its_delivery_alone(
             producer.flush()
     assert errors[b"a"] is None and errors[b"c"] is None
     assert isinstance(errors[b"x" * 2000], RecordTooLargeError)
+    assert refused == [(topic, 0, -1, b"k", b"x" * 2000)]  # the listener gets the record itself
     assert [r.value for r in read_all(log, topic, 1, 2)] == [b"a", b"c"]
