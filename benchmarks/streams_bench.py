@@ -35,7 +35,7 @@ from streams import StreamsBuilder
 from streams.topology import Topology
 
 
-def inputs(records: int, keys: int) -> Iterable[harness.Row]:
+def input_rows(records: int, keys: int) -> Iterable[harness.Row]:
     return ((f"key-{i % keys}", {"n": i}, 0) for i in range(records))
 
 
@@ -96,7 +96,7 @@ def main() -> int:
         for name in ("out-ours-cached", "out-ours-uncached", "out-ours-eos", "out-quix", "out-quix-eos"):
             bench.create_output(name)
         started = time.perf_counter()
-        harness.produce(bench.bootstrap, topic, inputs(args.records, args.keys))
+        harness.produce(bench.bootstrap, topic, input_rows(args.records, args.keys))
         print(f"produced {args.records:,} records ({args.keys:,} keys, {harness.PARTITIONS} partitions) in "
               f"{time.perf_counter() - started:.1f}s")  # fmt: skip
         results: dict[str, harness.Result] = {}
