@@ -15,7 +15,8 @@ handler sees the output record that could not be sent (``offset`` -1, ``partitio
 partitioner had not chosen one). A production error the log reports late (a delivery that fails after the
 send, e.g. above the topic's ``max.message.bytes``) reaches the production handler when the task's
 transaction fails: "fail" stops the application, "continue" rolls the task back to its last commit and
-replays it without that output (``streams/task_manager.py``). A punctuator that raises goes to the
+replays it without that output (``streams/task_manager.py``); what a handler sends then is rolled back with
+that transaction. A punctuator that raises goes to the
 processing handler with ``record`` None (there is no input record; a dead-letter queue then has nothing to
 send, logs and continues).
 """

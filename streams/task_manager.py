@@ -175,7 +175,6 @@ class TaskManager:
 
     def apply(self, generation: int, active: set[str], replicas: dict[str, str]) -> None:
         """Make this thread run ``active`` and hold ``replicas`` (task -> ``STANDBY``/``WARMUP``)."""
-        self._restarting.clear()  # those still ours start below as new active tasks
         leaving = [t for t in self._active if t not in active]
         if leaving:
             log.info("thread %s: handing over task(s) %s", self._thread_name, leaving)
@@ -189,6 +188,9 @@ class TaskManager:
                 self._skips.pop(task_id, None)
             self._index()
             self._reassign_consumer()
+        # Tasks rolled back after a late production error (also while handing over, just above): those
+        # still ours start below as new active tasks, the others are gone.
+        self._forget_restarts(keep=active)
         for task_id in list(self._standbys.tasks):
             if task_id not in replicas and task_id not in active:
                 standby = self._standbys.remove(task_id)
@@ -358,9 +360,10 @@ class TaskManager:
         self._index()
         self._reassign_consumer()  # stop reading its partitions until it restarts at the committed offsets
 
-    def _forget_restarts(self) -> None:
+    def _forget_restarts(self, keep: set[str] | frozenset[str] = frozenset()) -> None:
         for task_id in self._restarting:
-            self._set_state(task_id, TaskState.CLOSED)
+            if task_id not in keep:
+                self._set_state(task_id, TaskState.CLOSED)
         self._restarting.clear()
 
     def _restart_pending(self) -> None:
