@@ -147,3 +147,24 @@ def test_callable_handler_sees_the_refused_output_and_the_log_error(
     assert str(error).startswith(f"task 0_0: cannot send to topic '{out}' partition 0 the output of the records at "
                                  f"{src}[0] from offset 1: RecordTooLargeError: ")  # fmt: skip
     assert outputs(late_log, out) == EXPECTED_OUT
+
+
+def test_identical_refused_outputs_are_each_dropped_once(
+    late_log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Two equal outputs (same key and value) refused: each occurrence is asked about and dropped once."""
+    seen: list[Record | None] = []
+
+    def handler(record: Record | None, error: Exception) -> bool:
+        seen.append(record)
+        return True
+
+    app, src, out = make_app(late_log, log_url, names, tmp_path, processing_guarantee="exactly_once_v2",
+                             production_exception_handler=handler)  # fmt: skip
+    with app:
+        produce(late_log, src, [("k2", "big"), ("k1", "a"), ("k2", "big"), ("k3", "c")], value=str.encode)
+        assert app.wait_until(lambda a: committed(a, late_log, src) == 4, 60)
+        assert app.metrics()["task_states"]["0_0"]["dropped_reasons"] == {"production_error": 2}
+        assert dict(app.store("counts").all()) == {"k1": 1, "k2": 2, "k3": 1}
+    assert len(seen) == 2 and all(r is not None and r.key == b"k2" for r in seen)
+    assert outputs(late_log, out) == [("k1", "A"), ("k3", "C")]
