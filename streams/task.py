@@ -147,7 +147,7 @@ class _SinkProcessor(Processor):
             raise
         except LogError as exc:
             out = Record(self.topic, -1 if partition is None else partition, -1, kb, vb, rc.timestamp, rc.headers)
-            self._task._production_error(out, exc)
+            self._task.production_error(out, exc)
 
 
 class _Input:
@@ -387,7 +387,7 @@ class StreamTask:
         error.__cause__ = exc
         self._ask(self.env.processing_handler, rec, error, "processing_error")
 
-    def _production_error(self, out: Record, exc: LogError) -> None:
+    def production_error(self, out: Record, exc: LogError) -> None:
         """The log refused ``out``, an output of the current record: the production handler decides."""
         rc = self.record_context
         error = ProductionError(self.id, out.topic, rc.topic, rc.partition, rc.offset, exc)
