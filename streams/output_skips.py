@@ -6,7 +6,10 @@ Such a failure leaves the task's transaction unable to commit, so the task is ro
 commit and replays from the committed offsets; the replay meets the same outputs again and must leave out
 exactly the dropped ones. An output is recognised by a digest of its topic, key and value, which does not
 depend on where the commit interval cut the input; each entry drops one occurrence, so an identical record
-produced later goes to the log (and its handler) again.
+produced later goes to the log (and its handler) again. An entry is used up only when the transaction that
+left the output out commits its input offsets: a replay that fails again (the log refused another output)
+gives its entries back, so the next replay leaves out the old and the new ones and the handler is asked
+about each refused output once.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ class OutputSkips:
 
     def __init__(self) -> None:
         self._pending: dict[bytes, int] = {}
+        self._taken: list[bytes] = []  # left out since the task's last offset commit
 
     def __bool__(self) -> bool:
         return bool(self._pending)
@@ -53,4 +57,15 @@ class OutputSkips:
             del self._pending[d]
         else:
             self._pending[d] = left - 1
+        self._taken.append(d)
         return True
+
+    def committed(self) -> None:
+        """The task committed its input offsets: what it left out since is dropped for good."""
+        self._taken.clear()
+
+    def rolled_back(self) -> None:
+        """The task goes back to its last commit: the outputs it left out since will be met again."""
+        for d in self._taken:
+            self._pending[d] = self._pending.get(d, 0) + 1
+        self._taken.clear()

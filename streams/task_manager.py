@@ -319,6 +319,9 @@ class TaskManager:
         for task, offsets in done:
             task.commit_requested = False
             task.committed(offsets)
+            skips = self._skips.get(task.id)
+            if skips is not None and offsets:
+                skips.committed()
         if tasks:
             self.commits += 1
         for standby in list(self._standbys.tasks.values()):
@@ -344,6 +347,7 @@ class TaskManager:
         producer = self._producers.get(task.id)
         failures = producer.late_failures if producer is not None else []
         skips = self._skips.setdefault(task.id, OutputSkips())
+        skips.rolled_back()  # whatever happens, the task replays from its last commit
         if isinstance(error, TaskMigratedError) or not failures or not task.decide_late_failures(failures, skips):
             self._lose(task, error)
             return
