@@ -21,7 +21,7 @@ def restore_thresholds() -> Iterator[None]:
 def test_the_interpreter_defaults_are_relaxed() -> None:
     gc.set_threshold(700, 10, 10)
     assert relax_full_collections() is True
-    assert gc.get_threshold() == STREAMS_THRESHOLDS == (700, 10, 100)
+    assert gc.get_threshold() == STREAMS_THRESHOLDS == (700, 10, 1000)
     assert relax_full_collections() is False  # already set: nothing to do
 
 
