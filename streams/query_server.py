@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import gc
 import logging
 import threading
 import time
@@ -32,7 +33,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
-from urllib.parse import parse_qs, quote, unquote
+from urllib.parse import quote, unquote, unquote_to_bytes
 
 import orjson
 import uvicorn
@@ -183,8 +184,15 @@ def _unavailable(source: QuerySource, message: str) -> QueryError:
     return QueryError(503, NOT_AVAILABLE, message, source.retry_after_s)
 
 
-def _flag(query: dict[bytes, list[bytes]], name: bytes) -> bool:
-    return query.get(name, [b"false"])[-1].lower() in (b"true", b"1", b"yes")
+def _flags(query_string: bytes) -> dict[bytes, bool]:
+    """The boolean query parameters (``true``, ``1``, ``yes``) of a query string; the last one of a name counts."""
+    if not query_string:
+        return {}
+    flags = {}
+    for part in query_string.split(b"&"):
+        name, _, value = part.partition(b"=")
+        flags[unquote_to_bytes(name)] = unquote_to_bytes(value).lower() in (b"true", b"1", b"yes")
+    return flags
 
 
 class _KeyLookups:
@@ -199,12 +207,12 @@ class _KeyLookups:
         if scope["type"] == "http" and scope["method"] == "GET":
             parts = (scope.get("raw_path") or scope["path"].encode()).split(b"?", 1)[0].split(b"/")
             if len(parts) == 6 and parts[1] == b"v1" and parts[2] == b"stores" and parts[4] == b"keys" and parts[5]:
-                query = parse_qs(scope.get("query_string", b""))
+                flags = _flags(scope.get("query_string", b""))
                 headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
                 try:
                     status, body = await self._server.key_lookup(
                         unquote(parts[3].decode("utf-8", "replace")), unquote(parts[5].decode("utf-8", "replace")),
-                        _flag(query, b"include_standby"), _flag(query, b"local"),
+                        flags.get(b"include_standby", False), flags.get(b"local", False),
                     )  # fmt: skip
                 except QueryError as exc:
                     status, body = exc.status, orjson.dumps({"error_code": exc.code, "message": exc.message})
@@ -234,13 +242,15 @@ class QueryServer:
         self._client: HttpPool | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self._frozen = False
         self.app = _KeyLookups(self, self._build())
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
     def start(self, timeout: float = 15.0) -> None:
+        # No proxy-headers middleware: nothing here reads the client's address, and it costs every request.
         config = uvicorn.Config(self.app, host=self.host, port=self.port, log_level="warning", access_log=False,
-                                lifespan="on", timeout_graceful_shutdown=2)  # fmt: skip
+                                lifespan="on", timeout_graceful_shutdown=2, proxy_headers=False)  # fmt: skip
         server = self._server = uvicorn.Server(config)
         failure: list[BaseException] = []
 
@@ -260,15 +270,25 @@ class QueryServer:
                     f"{self.advertised}): {failure[0] if failure else 'it did not start in time'}"
                 )
             time.sleep(0.01)
-        log.info("query server of %s (instance %s) listening on %s:%d, advertised as %s",
-                 self.source.application_id, self.source.instance_id, self.host, self.port,
-                 self.advertised)  # fmt: skip
+        # A full collection walks every object of the process (modules, FastAPI, pydantic, the topology: tens of
+        # ms with the GIL held), stalling every lookup in flight; the objects alive now stay for good, so they
+        # are moved out of the collector's sight. close() gives them back.
+        gc.collect()
+        gc.freeze()
+        self._frozen = True
+        log.info("query server of %s (instance %s) listening on %s:%d, advertised as %s (%d objects frozen out of "
+                 "the garbage collector)", self.source.application_id, self.source.instance_id, self.host, self.port,
+                 self.advertised, gc.get_freeze_count())  # fmt: skip
 
     def close(self, timeout: float = 10.0) -> None:
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout)
+        if self._frozen:
+            # Some frozen objects may be garbage by now (another app closed meanwhile): collectable again.
+            gc.unfreeze()
+            self._frozen = False
 
     # -- the routes ------------------------------------------------------------------------------------
 
