@@ -63,3 +63,54 @@ def test_keep_alive_reuse_stale_connection_and_chunked() -> None:
             await pool.get(f"http://127.0.0.1:{free_port()}", "/a")
 
     asyncio.run(scenario())
+
+
+def test_answers_in_pieces_connection_close_and_timeout() -> None:
+    """An answer whose head and body arrive in separate segments is put together; ``connection: close`` and an
+    answer without a length (read to the end) are not reused; a peer that never answers times out."""
+
+    async def scenario() -> None:
+        connections: list[int] = []
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            connections.append(len(connections))
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except asyncio.IncompleteReadError:
+                    break
+                target = head.split(b" ")[1]
+                if target == b"/pieces":
+                    for piece in (b"HTTP/1.1 200 OK\r\ncontent-", b"length: 5\r\n\r", b"\nhel", b"lo"):
+                        writer.write(piece)
+                        await writer.drain()
+                        await asyncio.sleep(0.01)
+                elif target == b"/close":
+                    writer.write(b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 3\r\n\r\nbye")
+                elif target == b"/unsized":
+                    writer.write(b"HTTP/1.1 200 OK\r\n\r\nto the end")
+                    await writer.drain()
+                    break
+                else:  # /silent: never answers
+                    continue
+                await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        pool = HttpPool(timeout=0.5)
+        assert await pool.get(url, "/pieces") == (200, b"hello")
+        assert await pool.get(url, "/pieces") == (200, b"hello")
+        assert len(connections) == 1
+        assert await pool.get(url, "/close") == (200, b"bye")
+        assert await pool.get(url, "/unsized") == (200, b"to the end")
+        assert await pool.get(url, "/pieces") == (200, b"hello")
+        assert len(connections) == 3  # neither the closed nor the read-to-the-end connection was reused
+        with pytest.raises(HttpPoolError, match=r"did not answer within 0.5s"):
+            await pool.get(url, "/silent")
+        assert await pool.get(url, "/pieces") == (200, b"hello")  # the timed-out connection was dropped
+        assert len(connections) == 4
+        await pool.aclose()
+        server.close()
+
+    asyncio.run(scenario())
