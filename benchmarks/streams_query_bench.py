@@ -10,8 +10,9 @@ routed lookup <= 5 ms at 1,000 req/s.
 The client runs on uvloop when it is installed (the query servers do: uvicorn picks it), sends through the
 same keep-alive pool the servers forward with, and freezes its start-up objects out of the garbage collector
 as the servers do; it keeps no reference to finished requests, so its own collector passes stay short. It
-prints the CPU each process used per phase (in cores): on a shared machine, the latency tail follows the
-CPU the three processes need against what the scheduler gives them.
+prints, per phase, the CPU each process used (in cores) and how long its threads were runnable but waited for
+a CPU (ms per second, from ``/proc/*/task/*/schedstat``): on a shared machine the latency tail follows that
+wait, which no change in the servers removes.
 
     .venv/bin/python benchmarks/streams_query_bench.py [--rate 1000] [--seconds 10] [--keys 2000]
 """
@@ -50,12 +51,18 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-def cpu_seconds(pids: list[int]) -> list[float]:
-    """User plus system CPU time of each process so far."""
+def cpu_seconds(pids: list[int]) -> list[tuple[float, float]]:
+    """Per process: (CPU time so far, time its threads spent runnable but waiting for a CPU so far), seconds."""
     out = []
     for pid in pids:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        out.append((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+        waited = 0
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                waited += int((task / "schedstat").read_text().split()[1])
+            except (OSError, IndexError, ValueError):  # a thread that ended meanwhile; no schedstats
+                pass
+        out.append(((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), waited / 1e9))
     return out
 
 
@@ -102,11 +109,14 @@ async def measure(server: str, remote: list[str], local: list[str], rate: int, s
         before, began = cpu_seconds(pids), time.perf_counter()
         latencies, failures = await load(pool, server, subset, rate, seconds)
         elapsed = time.perf_counter() - began
-        cores = ", ".join(f"{(b - a) / elapsed:.2f}" for a, b in zip(before, cpu_seconds(pids), strict=True))
+        after = cpu_seconds(pids)
+        cores = ", ".join(f"{(b[0] - a[0]) / elapsed:.2f}" for a, b in zip(before, after, strict=True))
+        waits = ", ".join(f"{(b[1] - a[1]) * 1000 / elapsed:.0f}" for a, b in zip(before, after, strict=True))
         print(f"GET keys/{{k}} {what}: {len(latencies)} requests at {rate}/s, {failures} failed; "
               f"p50 {percentile(latencies, 0.50):.2f} ms, p99 {percentile(latencies, 0.99):.2f} ms, "
               f"p99.9 {percentile(latencies, 0.999):.2f} ms, max {latencies[-1]:.2f} ms; "
-              f"CPU (cores) client, A, B: {cores}; load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+              f"CPU (cores) client, A, B: {cores}; waiting for a CPU (ms/s) {waits}; "
+              f"load average {os.getloadavg()[0]:.2f}")  # fmt: skip
     await pool.aclose()
 
 
