@@ -11,88 +11,56 @@ Variants of ours:
 Throughput is counted from the first to the last input record processed (group join excluded for both).
 Then restore: a fresh state directory makes our app rebuild the store from its changelog.
 
-    .venv/bin/python benchmarks/streams_bench.py [--records 1000000] [--keys 100000] [--skip-quix]
+    .venv-bench/bin/python benchmarks/streams_bench.py [--records 1000000] [--keys 100000] [--skip-quix]
 
-Needs ``quixstreams`` (``pip install quixstreams``) for the comparison.
+``--records``: input records; ``--keys``: distinct keys among them; ``--skip-quix``: ours only (runs in ``.venv``
+too). Needs ``quixstreams`` for the comparison (``make bench`` builds ``.venv-bench`` with it).
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import shutil
 import sys
-import tempfile
 import time
-import uuid
+from collections.abc import Iterable
 from pathlib import Path
-from urllib.parse import urlencode
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import confluent_kafka
-import orjson
+import streams_harness as harness
 
 from streams import StreamsBuilder
-from streams.app import StreamsApp
-from streams.log import open_log
-from tests.broker import TEST_CLIENT_OPTIONS, TansuBroker
-
-PARTITIONS = 4
+from streams.topology import Topology
 
 
-def produce_input(bootstrap: str, topic: str, records: int, keys: int) -> float:
-    producer = confluent_kafka.Producer({
-        "bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 10_000,
-        "queue.buffering.max.messages": 500_000, "partitioner": "murmur2_random",
-    })  # fmt: skip
-    started = time.perf_counter()
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(topic, orjson.dumps({"n": i}), f"key-{i % keys}".encode())
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if i % 10_000 == 0:
-            producer.poll(0)
-    producer.flush()
-    return time.perf_counter() - started
+def input_rows(records: int, keys: int) -> Iterable[harness.Row]:
+    return ((f"key-{i % keys}", {"n": i}, 0) for i in range(records))
 
 
-def run_ours(url: str, topic: str, out: str, records: int, state_dir: Path, cache: bool,
-             guarantee: str = "at_least_once") -> dict[str, float]:  # fmt: skip
-    app_id = f"bench-ours-{uuid.uuid4().hex[:6]}"
+def count_by_key(topic: str, out: str, cache: bool = True) -> Topology:
     b = StreamsBuilder()
     (b.stream(topic, key=str, value="json").group_by_key()
      .count(store="counts", cache=cache).to_stream().to(out, key=str, value=int))  # fmt: skip
-    app = StreamsApp(b.build(), app_id, url, state_dir=state_dir, progress_interval_s=3600,
-                     processing_guarantee=guarantee)  # fmt: skip
-    app.start()
-    first = None
-    while True:
-        processed = app.metrics()["processed"]
-        if app.error is not None:
-            raise app.error
-        if processed and first is None:
-            first = time.perf_counter()
-        if processed >= records:
-            break
-        time.sleep(0.005)
-    elapsed = time.perf_counter() - (first or time.perf_counter())
-    app.close()
-    return {"elapsed": elapsed, "rate": records / elapsed, "app_id": app_id}  # type: ignore[dict-item]
+    return b.build()
+
+
+def run_ours(url: str, topic: str, out: str, records: int, state_dir: Path, cache: bool,
+             guarantee: str = "at_least_once") -> tuple[harness.Result, str]:  # fmt: skip
+    """The result, and the application id (the restore reuses its changelog)."""
+    app = harness.ours_app(count_by_key(topic, out, cache), url, state_dir, processing_guarantee=guarantee)
+    # Timed to the last record processed, before the closing (the final commit).
+    elapsed, _ = harness.time_ours(app, records, poll_s=0.005, time_close=False)
+    return harness.rate(records, elapsed), app.application_id
 
 
 def restore_ours(url: str, topic: str, out: str, app_id: str, state_dir: Path) -> dict[str, float]:
     """A fresh state directory: every store restores from its changelog before processing."""
     shutil.rmtree(state_dir, ignore_errors=True)
-    b = StreamsBuilder()
-    (b.stream(topic, key=str, value="json").group_by_key()
-     .count(store="counts").to_stream().to(out, key=str, value=int))  # fmt: skip
-    app = StreamsApp(b.build(), app_id, url, state_dir=state_dir, progress_interval_s=3600)
+    app = harness.ours_app(count_by_key(topic, out), url, state_dir, app_id)
     app.start()
-    app.wait_until(lambda a: len(a.tasks()) == PARTITIONS, timeout=600)
+    app.wait_until(lambda a: len(a.tasks()) == harness.PARTITIONS, timeout=600)
     m = app.metrics()
     app.close()
     restored = m["restored"].get("counts", 0)
@@ -100,84 +68,57 @@ def restore_ours(url: str, topic: str, out: str, app_id: str, state_dir: Path) -
 
 
 def run_quix(bootstrap: str, topic: str, out: str, records: int, state_dir: Path,
-             guarantee: str = "at-least-once") -> dict[str, float]:  # fmt: skip
-    from quixstreams import Application
-
-    client = {k: int(v) for k, v in TEST_CLIENT_OPTIONS.items()}
-    app = Application(
-        broker_address=bootstrap, consumer_group=f"bench-quix-{uuid.uuid4().hex[:6]}",
-        auto_offset_reset="earliest", state_dir=str(state_dir), loglevel="WARNING",
-        consumer_extra_config={k: v for k, v in client.items()}, processing_guarantee=guarantee,
-    )  # fmt: skip
+             guarantee: harness.QuixGuarantee = "at-least-once") -> harness.Result:  # fmt: skip
+    app = harness.quix_app(bootstrap, state_dir, guarantee)
     source = app.topic(topic, key_deserializer="str", value_deserializer="json")
     sink = app.topic(out, key_serializer="str", value_serializer="int")
-    seen = 0
-    first: list[float] = []
+    clock = harness.QuixClock(app, records)
 
-    def count(value: dict, state) -> int:  # type: ignore[no-untyped-def]
-        nonlocal seen
+    def count(value: dict, state: Any) -> int:
         total = state.get("count", 0) + 1
         state.set("count", total)
-        seen += 1
-        if seen == 1:
-            first.append(time.perf_counter())
-        elif seen == records:
-            first.append(time.perf_counter())
-            app.stop()
+        clock()
         return total
 
-    sdf = app.dataframe(source)
-    sdf = sdf.apply(count, stateful=True)
-    sdf.to_topic(sink)
-    app.run()
-    elapsed = first[-1] - first[0]
-    return {"elapsed": elapsed, "rate": records / elapsed}
+    app.dataframe(source).apply(count, stateful=True).to_topic(sink)
+    # Timed to the last record counted, before the final checkpoint, as ours.
+    return harness.rate(records, clock.run(time_stop=False))
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=1_000_000)
+    parser = harness.bench_parser(__doc__)
     parser.add_argument("--keys", type=int, default=100_000)
-    parser.add_argument("--skip-quix", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    work = Path(tempfile.mkdtemp(prefix="streams-bench-"))
-    broker = TansuBroker(work / "broker.log")
-    broker.start()
-    try:
-        url = f"kafka://{broker.bootstrap}?{urlencode(TEST_CLIENT_OPTIONS)}"
-        log = open_log(url)
+    with harness.bench_broker("streams-bench-") as bench:
         topic = "bench-input"
-        # tansu reports only explicitly set topic configs; Quix derives its changelog settings from these.
-        log.create_topic(topic, PARTITIONS, config={"retention.ms": "604800000", "retention.bytes": "-1"})
+        bench.create_input(topic)
         for name in ("out-ours-cached", "out-ours-uncached", "out-ours-eos", "out-quix", "out-quix-eos"):
-            log.create_topic(name, PARTITIONS)
-        seconds = produce_input(broker.bootstrap, topic, args.records, args.keys)
-        print(f"produced {args.records:,} records ({args.keys:,} keys, {PARTITIONS} partitions) in {seconds:.1f}s")
-        results: dict[str, dict[str, float]] = {}
-        results["ours (cached, default)"] = run_ours(url, topic, "out-ours-cached", args.records, work / "s1", True)
-        results["ours (cache=False)"] = run_ours(url, topic, "out-ours-uncached", args.records, work / "s2", False)
-        results["ours (exactly_once_v2)"] = run_ours(url, topic, "out-ours-eos", args.records, work / "s3", True,
-                                                     "exactly_once_v2")  # fmt: skip
+            bench.create_output(name)
+        started = time.perf_counter()
+        harness.produce(bench.bootstrap, topic, input_rows(args.records, args.keys))
+        print(f"produced {args.records:,} records ({args.keys:,} keys, {harness.PARTITIONS} partitions) in "
+              f"{time.perf_counter() - started:.1f}s")  # fmt: skip
+        results: dict[str, harness.Result] = {}
+        url, work = bench.url, bench.work
+        results["ours (cached, default)"], app_id = run_ours(url, topic, "out-ours-cached", args.records,
+                                                             work / "s1", True)  # fmt: skip
+        results["ours (cache=False)"], _ = run_ours(url, topic, "out-ours-uncached", args.records, work / "s2", False)
+        results["ours (exactly_once_v2)"], _ = run_ours(url, topic, "out-ours-eos", args.records, work / "s3", True,
+                                                        "exactly_once_v2")  # fmt: skip
         if not args.skip_quix:
-            results["Quix Streams"] = run_quix(broker.bootstrap, topic, "out-quix", args.records, work / "quix")
-            results["Quix Streams (exactly-once)"] = run_quix(broker.bootstrap, topic, "out-quix-eos", args.records,
+            results["Quix Streams"] = run_quix(bench.bootstrap, topic, "out-quix", args.records, work / "quix")
+            results["Quix Streams (exactly-once)"] = run_quix(bench.bootstrap, topic, "out-quix-eos", args.records,
                                                               work / "quix-eos", "exactly-once")  # fmt: skip
-        restore = restore_ours(url, topic, "out-ours-cached", str(results["ours (cached, default)"]["app_id"]),
-                               work / "s1")  # fmt: skip
-        log.close()
-    finally:
-        broker.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        restore = restore_ours(url, topic, "out-ours-cached", app_id, work / "s1")
     quix = results.get("Quix Streams", {}).get("rate")
     quix_eos = results.get("Quix Streams (exactly-once)", {}).get("rate")
-    print(f"\nstateful count by key, {args.records:,} records, {PARTITIONS} partitions, one process each")
-    print("| runtime | seconds | records/s | vs Quix Streams (same guarantee) |")
-    print("|---|---:|---:|---:|")
+    print(f"\nstateful count by key, {args.records:,} records, {harness.PARTITIONS} partitions, one process each")
+    rows: list[list[Any]] = []
     for name, r in results.items():
         peer = quix_eos if "exactly" in name else quix
-        ratio = f"{r['rate'] / peer:.2f}x" if peer else "-"
-        print(f"| {name} | {r['elapsed']:.2f} | {r['rate']:,.0f} | {ratio} |")
+        rows.append([name, f"{r['elapsed']:.2f}", f"{r['rate']:,.0f}", harness.ratio(r["rate"], peer)])
+    harness.print_table(["runtime", "seconds", "records/s", "vs Quix Streams (same guarantee)"], rows)
     eos, alos = results["ours (exactly_once_v2)"]["rate"], results["ours (cached, default)"]["rate"]
     print(f"\nexactly_once_v2 keeps {eos / alos:.0%} of our at-least-once throughput (target >= 70%)")
     print(f"\nrestore (ours, RocksDB, from the changelog): {restore['records']:,.0f} records in "

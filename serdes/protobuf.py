@@ -217,6 +217,8 @@ class AsyncProtobufSerializer(_ProtoWriter, AsyncWriter[bytes]):
     async def __call__(self, message: Message | None, ctx: SerializationContext | None = None) -> bytes | None:
         # ProtobufSerializer.__call__, the rest of the path awaited. The common case is inline rather than in a
         # helper shared with it: the coroutine already costs a frame, and one more call put async at ~0.8x of sync.
+        # Beyond the sync path a record costs only the coroutine itself, as much as for an empty body (~60 ns): the
+        # README's asyncio benchmark has the counts.
         if type(message) is self._cls and not self._rules and self._id_header is None:
             head = self._plans.single
             if head is None and ctx is not None:

@@ -56,16 +56,19 @@ class ProductionError(StreamsError):
     exception handler said to stop; names the sink topic and the input record it came from."""
 
     def __init__(self, task_id: str, sink_topic: str, topic: str | None, partition: int, offset: int,
-                 cause: BaseException) -> None:  # fmt: skip
+                 cause: BaseException, sink_partition: int = -1, source: str | None = None) -> None:  # fmt: skip
         self.task_id = task_id
         self.sink_topic = sink_topic
+        self.sink_partition = sink_partition  # -1: not known (the log had not chosen one)
         self.topic = topic
         self.partition = partition
         self.offset = offset
         self.cause = cause
-        source = f"the record at {topic}[{partition}] offset {offset}" if topic is not None else "a punctuation"
+        if source is None:  # else the caller's description (a late failure: the inputs of the transaction)
+            source = f"the record at {topic}[{partition}] offset {offset}" if topic is not None else "a punctuation"
+        where = f" partition {sink_partition}" if sink_partition >= 0 else ""
         super().__init__(
-            f"task {task_id}: cannot send to topic {sink_topic!r} the output of {source}: "
+            f"task {task_id}: cannot send to topic {sink_topic!r}{where} the output of {source}: "
             f"{type(cause).__name__}: {cause}"
         )
 

@@ -12,8 +12,14 @@ Each of the app's three options takes the same specs:
 
 The record a deserialization or processing handler sees is the input record as read; a production
 handler sees the output record that could not be sent (``offset`` -1, ``partition`` -1 when the
-partitioner had not chosen one). A punctuator that raises goes to the processing handler with ``record``
-None (there is no input record; a dead-letter queue then has nothing to send, logs and continues).
+partitioner had not chosen one). A production error the log reports late (a delivery that fails after the
+send, e.g. above the topic's ``max.message.bytes``) reaches the production handler when the task's
+transaction fails (its ``ProductionError`` has ``topic`` None and names the inputs of that transaction instead
+of one input record): "fail" stops the application, "continue" rolls the task back to its last commit and
+replays it without that output (``streams/task_manager.py``); what a handler sends then is rolled back with
+that transaction. A punctuator that raises goes to the
+processing handler with ``record`` None (there is no input record; a dead-letter queue then has nothing to
+send, logs and continues).
 """
 
 from __future__ import annotations

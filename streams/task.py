@@ -36,6 +36,7 @@ from streams.log.base import (
     UnknownTopicError,
 )
 from streams.metadata import TopicNames
+from streams.output_skips import OutputSkips
 from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType, RecordContext
 from streams.serdes import TimestampedSerde, bind_deserializer, bind_serializer, serde_name
 from streams.state.base import StateStore
@@ -85,6 +86,8 @@ class TaskEnv:
     global_stores: Mapping[str, Any] = field(default_factory=dict)
     #: processing_guarantee="exactly_once_v2": the checkpoint is written only at a clean close.
     exactly_once: bool = False
+    #: Outputs to leave out on a replay (dropped by the production handler after a late delivery failure).
+    output_skips: OutputSkips | None = None
 
 
 # Send errors that concern the producer or the log, not the record: never the production handler's to skip.
@@ -102,8 +105,9 @@ class _SourceProcessor(Processor):
 
 class _SinkProcessor(Processor):
     def __init__(self, node: SinkNode, topic: str, key_serde: Any, value_serde: Any, env: TaskEnv,
-                 rc: RecordContext, on_send_error: Callable[[Record, LogError], None]) -> None:  # fmt: skip
-        self._on_send_error = on_send_error
+                 rc: RecordContext, task: StreamTask) -> None:  # fmt: skip
+        self._task = task
+        self._skips = env.output_skips or None  # only a replay after a dropped output has any
         self.node = node
         self.topic = topic
         self._key_serde = key_serde
@@ -134,13 +138,16 @@ class _SinkProcessor(Processor):
         partition = None
         if self._partitioner is not None:
             partition = self._partitioner(key, value, self._partitions)
+        if self._skips is not None and self._skips.take(self.topic, kb, vb):
+            self._task.skipped_output(self.topic)
+            return
         try:
             self._send(self.topic, vb, kb, partition=partition, timestamp=rc.timestamp, headers=rc.headers or None)
         except _NOT_RECORD_ERRORS:
             raise
         except LogError as exc:
             out = Record(self.topic, -1 if partition is None else partition, -1, kb, vb, rc.timestamp, rc.headers)
-            self._on_send_error(out, exc)
+            self._task.production_error(out, exc)
 
 
 class _Input:
@@ -241,7 +248,7 @@ class StreamTask:
                 topic = env.topic_names.topic(node.topic, node.internal)
                 key = node.key if node.key is not None else topology.default_key
                 value = node.value if node.value is not None else topology.default_value
-                self.processors[node.name] = _SinkProcessor(node, topic, key, value, env, rc, self._production_error)
+                self.processors[node.name] = _SinkProcessor(node, topic, key, value, env, rc, self)
             else:
                 assert isinstance(node, ProcessorNode) and node.supplier is not None
                 proc = node.supplier()
@@ -380,14 +387,45 @@ class StreamTask:
         error.__cause__ = exc
         self._ask(self.env.processing_handler, rec, error, "processing_error")
 
-    def _production_error(self, out: Record, exc: LogError) -> None:
+    def production_error(self, out: Record, exc: LogError) -> None:
         """The log refused ``out``, an output of the current record: the production handler decides."""
         rc = self.record_context
         error = ProductionError(self.id, out.topic, rc.topic, rc.partition, rc.offset, exc)
         error.__cause__ = exc
         self._ask(self.env.production_handler, out, error, "production_error")
 
+    def decide_late_failures(self, failures: list[tuple[Record, LogError]], skips: OutputSkips) -> bool:
+        """The task's transaction failed and ``failures`` are the deliveries the log failed after the send.
+        For each output it refused (not a failure of the producer or the log itself) the production handler
+        decides: "fail" raises its ``ProductionError`` (the application stops); "continue" puts the output
+        in ``skips``, for the replay from the last commit to leave out (and count then). Returns whether
+        there was any such output."""
+        refused = [(out, exc) for out, exc in failures if not isinstance(exc, _NOT_RECORD_ERRORS)]
+        # Which input record an output came from is not known here (successful sends carry no callback,
+        # which keeps them cheap): the error names the input range of the failed transaction instead.
+        inputs = ", ".join(f"{inp.tp.topic}[{inp.tp.partition}] from offset {inp.committed or 0}"
+                           for inp in self._inputs.values())  # fmt: skip
+        for out, exc in refused:
+            error = ProductionError(self.id, out.topic, None, -1, -1, exc, sink_partition=out.partition,
+                                    source=f"the records at {inputs}")  # fmt: skip
+            error.__cause__ = exc
+            self._decide(self.env.production_handler, out, error, "production_error")
+            log.warning("task %s: dropping an output to %s[%d] the log refused: %s", self.id, out.topic,
+                        out.partition, exc)  # fmt: skip
+            skips.add(out.topic, out.key, out.value)
+        return bool(refused)
+
+    def skipped_output(self, topic: str) -> None:
+        """The replay left out an output the production handler dropped: count it."""
+        log.info("task %s: the replay left out the output to %s that the production handler dropped", self.id, topic)
+        self._drop("production_error")
+
     def _ask(self, handler: ErrorHandler, record: Record | None, error: StreamsError, reason: str) -> None:
+        """Raise ``error`` unless ``handler`` says to go on (then count the record as dropped)."""
+        self._decide(handler, record, error, reason)
+        self._drop(reason)
+
+    def _decide(self, handler: ErrorHandler, record: Record | None, error: StreamsError, reason: str) -> None:
         """Raise ``error`` unless ``handler`` says to go on; a handler that itself raises stops the task too."""
         try:
             go_on = handler.handle(record, error, self.env.send)
@@ -398,7 +436,6 @@ class StreamTask:
             raise error from exc
         if not go_on:
             raise error
-        self._drop(reason)
 
     def _drop(self, reason: str) -> None:
         self.dropped += 1

@@ -14,6 +14,12 @@ thread keeps running its other tasks. Its local state rolls back with it: persis
 committed changes (they are written after the commit), caches and in-memory stores are dropped, and
 the next owner restores from the changelog up to the barrier.
 
+A transaction that fails because the log refused an output after it was sent (a late delivery failure,
+e.g. a record above the topic's ``max.message.bytes``) goes to the production exception handler instead:
+"fail" stops the thread with its ``ProductionError``; "continue" rolls the task back here, in place (closed
+without committing, then restored and restarted from its committed offsets at the next commit point), and
+the replay leaves out the dropped outputs (``streams/output_skips.py``).
+
 Under exactly-once (``TaskEnv.exactly_once``) a starting task removes its checkpoint and only a clean
 close writes it again, so a crashed instance wipes its persistent stores and restores them; a failing
 thread aborts its tasks' open transactions instead of flushing them.
@@ -41,6 +47,7 @@ from streams.errors import TaskCorruptedError, TaskMigratedError
 from streams.listeners import TaskListener, TaskState
 from streams.log.base import OFFSET_BEGINNING, Consumer, Log, TopicPartition
 from streams.metadata import Metadata
+from streams.output_skips import OutputSkips
 from streams.standby import StandbyTask, StandbyUpdater
 from streams.state.base import StateStore
 from streams.task import StreamTask, TaskEnv
@@ -84,6 +91,8 @@ class TaskManager:
         self._starts: dict[TopicPartition, int] = {}  # where new tasks' inputs start (committed offsets)
         #: topic -> partition -> the active task reading it: the thread's per-record look-up.
         self.by_topic: dict[str, dict[int, StreamTask]] = {}
+        self._skips: dict[str, OutputSkips] = {}  # per active task: outputs its replay leaves out
+        self._restarting: list[str] = []  # tasks rolled back after a late production error, to start again
         self.commits = 0
         self.lost = 0
 
@@ -123,7 +132,7 @@ class TaskManager:
         return [t for t in self._active.values() if t.wall_puncts]
 
     def commit_requested(self) -> bool:
-        return any(t.commit_requested for t in self._active.values())
+        return bool(self._restarting) or any(t.commit_requested for t in self._active.values())
 
     def _set_state(self, task_id: str, state: str) -> None:
         old = self._states.get(task_id, TaskState.CLOSED)
@@ -156,7 +165,8 @@ class TaskManager:
     def _new_task(self, task_id: str) -> StreamTask:
         sub, _, partition = task_id.partition("_")
         producer = TaskProducer(self._log, self._env.application_id, task_id)
-        env = dataclasses.replace(self._env, send=producer.send, send_batch=producer.send_batch)
+        skips = self._skips.setdefault(task_id, OutputSkips())
+        env = dataclasses.replace(self._env, send=producer.send, send_batch=producer.send_batch, output_skips=skips)
         task = StreamTask(self._metadata.sub_topologies[int(sub)], int(partition), env)
         self._producers[task_id] = producer
         return task
@@ -175,8 +185,12 @@ class TaskManager:
                     task.close(clean=True)
                     self._producers.pop(task_id).close()
                     self._set_state(task_id, TaskState.CLOSED)
+                self._skips.pop(task_id, None)
             self._index()
             self._reassign_consumer()
+        # Tasks rolled back after a late production error (also while handing over, just above): those
+        # still ours start below as new active tasks, the others are gone.
+        self._forget_restarts(keep=active)
         for task_id in list(self._standbys.tasks):
             if task_id not in replicas and task_id not in active:
                 standby = self._standbys.remove(task_id)
@@ -288,6 +302,8 @@ class TaskManager:
     def commit(self, tasks: Sequence[StreamTask] | None = None) -> None:
         """Per task: flush its stores (changelog + downstream), then commit its transaction with its input
         offsets, then persist local state and the checkpoint. Standbys checkpoint how far they got."""
+        if self._restarting and tasks is None:
+            self._restart_pending()
         tasks = list(self._active.values()) if tasks is None else list(tasks)
         lost: list[tuple[StreamTask, BaseException]] = []
         done: list[tuple[StreamTask, dict[TopicPartition, int]]] = []
@@ -303,12 +319,15 @@ class TaskManager:
         for task, offsets in done:
             task.commit_requested = False
             task.committed(offsets)
+            skips = self._skips.get(task.id)
+            if skips is not None and offsets:
+                skips.committed()
         if tasks:
             self.commits += 1
         for standby in list(self._standbys.tasks.values()):
             standby.checkpoint()
         for task, error in lost:
-            self._lose(task, error)
+            self._failed(task, error)
 
     def flush_records(self) -> None:
         """Make what the tasks sent so far visible (a log that writes only at commit)."""
@@ -316,11 +335,48 @@ class TaskManager:
             try:
                 self._producers[task.id].flush_records()
             except LostTask as exc:
-                self._lose(task, exc)
+                self._failed(task, exc)
 
     def lose(self, task: StreamTask, error: BaseException) -> None:
         """``task`` was fenced or failed to commit while processing: close it without committing."""
-        self._lose(task, error)
+        self._failed(task, error)
+
+    def _failed(self, task: StreamTask, error: BaseException) -> None:
+        """``task``'s transaction cannot commit. When the log refused outputs after they were sent, the
+        production handler decides (raising ``ProductionError`` for "fail"); otherwise the task is lost."""
+        producer = self._producers.get(task.id)
+        failures = producer.late_failures if producer is not None else []
+        skips = self._skips.setdefault(task.id, OutputSkips())
+        skips.rolled_back()  # whatever happens, the task replays from its last commit
+        if isinstance(error, TaskMigratedError) or not failures or not task.decide_late_failures(failures, skips):
+            self._lose(task, error)
+            return
+        if self._active.pop(task.id, None) is None:
+            return
+        log.warning("thread %s: task %s rolls back to its last commit and replays without the dropped output(s)",
+                    self._thread_name, task.id)  # fmt: skip
+        task.close(clean=False)
+        producer = self._producers.pop(task.id, None)
+        if producer is not None:
+            producer.close()  # aborts the transaction (the next producer's fence would too)
+        self._set_state(task.id, TaskState.RESTORING)
+        self._restarting.append(task.id)
+        self._index()
+        self._reassign_consumer()  # stop reading its partitions until it restarts at the committed offsets
+
+    def _forget_restarts(self, keep: set[str] | frozenset[str] = frozenset()) -> None:
+        for task_id in self._restarting:
+            if task_id not in keep:
+                self._set_state(task_id, TaskState.CLOSED)
+        self._restarting.clear()
+
+    def _restart_pending(self) -> None:
+        """Start again, from their committed offsets and changelogs, the tasks rolled back by ``_failed``."""
+        ids, self._restarting = self._restarting, []
+        self._initialize([(self._new_task(task_id), None) for task_id in ids])
+        self._index()
+        self._reassign_consumer()
+        self._listener.on_tasks_changed()
 
     def _lose(self, task: StreamTask, error: BaseException) -> None:
         if self._active.pop(task.id, None) is None:
@@ -343,6 +399,7 @@ class TaskManager:
     def lose_all(self, reason: str) -> None:
         """This instance was presumed dead by the group: close every active task without committing (its
         new owner has fenced it, or will)."""
+        self._forget_restarts()
         for task in list(self._active.values()):
             self._lose(task, TaskMigratedError(task.id, reason))
 
@@ -350,6 +407,7 @@ class TaskManager:
         """Close every task, active or replica; ``clean``: commit the active ones first. Otherwise (the
         thread failed) records already sent still go out, without offsets: at-least-once redoes their input;
         exactly-once aborts them (closing the producer aborts its open transaction)."""
+        self._forget_restarts()
         if clean:
             try:
                 self.commit()

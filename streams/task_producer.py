@@ -45,6 +45,7 @@ from streams.log.base import (
     LogError,
     Producer,
     ProducerFencedError,
+    Record,
     RecordMetadata,
     TopicPartition,
     TransactionError,
@@ -76,6 +77,9 @@ class TaskProducer:
         self._prepared: Producer | None = None
         self.open = False  # a transaction is open (records or offsets pending)
         self.fenced = False
+        #: Deliveries of the open transaction that failed after the send (the log's listener reports them):
+        #: the transaction cannot commit; the task manager asks the production handler about them.
+        self.late_failures: list[tuple[Record, LogError]] = []
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -95,7 +99,11 @@ class TaskProducer:
         except BaseException as exc:
             _close_quietly(producer)
             raise self._error(exc, "init_transactions") from exc
+        producer.on_delivery_failure = self._delivery_failed
         self._producer = producer
+
+    def _delivery_failed(self, record: Record, error: LogError) -> None:
+        self.late_failures.append((record, error))
 
     @property
     def active(self) -> bool:
@@ -138,6 +146,7 @@ class TaskProducer:
         except (LogError, RuntimeError) as exc:
             raise self._error(exc, "begin_transaction") from exc
         self.open = True
+        self.late_failures.clear()
         return producer
 
     def send(

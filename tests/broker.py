@@ -45,6 +45,7 @@ TANSU_MISSING: dict[str, str] = {
     "static_membership": "tansu never reassigns a closed static member's partitions",
     "delete_records": "tansu panics on DeleteRecords",
     "offsets_for_times": "tansu answers every offsets_for_times query with 0",
+    "max_message_bytes": "tansu does not enforce a topic's max.message.bytes (it stores larger records)",
     "fenced_commit": "tansu drops the connection on a fenced producer's EndTxn instead of answering "
     "PRODUCER_FENCED, so the zombie's commit_transaction times out (a zombie's send is fenced correctly)",
 }

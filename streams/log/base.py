@@ -165,6 +165,8 @@ class RecordMetadata:
 
 
 DeliveryCallback = Callable[[RecordMetadata | None, LogError | None], None]
+#: Told of every record whose delivery failed: the record as sent (``offset`` -1) and the log's error.
+DeliveryFailureListener = Callable[[Record, LogError], None]
 RebalanceCallback = Callable[[list[TopicPartition]], None]
 
 
@@ -186,9 +188,14 @@ class Producer(abc.ABC):
       ``on_delivery`` reports each record's offset once ``commit_transaction`` returns.
     * One transaction is open at a time and one thread drives it; records sent by other producers are not
       part of it. Readers see committed records only (Kafka: ``isolation.level=read_committed``).
+
+    ``on_delivery_failure`` (set by the owner) is told of every record whose delivery failed after the send
+    (e.g. a broker refusing a record above the topic's ``max.message.bytes``), with the record itself, at no
+    cost to successful deliveries: what a transaction's owner needs to know which output made it fail.
     """
 
     transaction: TransactionState
+    on_delivery_failure: DeliveryFailureListener | None = None
 
     @abc.abstractmethod
     def send(

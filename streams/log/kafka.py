@@ -592,10 +592,14 @@ class KafkaProducer(Producer):
     ) -> Callable[[KafkaError | None, Any], None]:
         def delivered(err: KafkaError | None, msg: Any) -> None:
             if err is not None:
-                error = _error(err, f"delivery to topic {topic!r}")
+                error = _error(err, f"delivery to topic {topic!r} partition {msg.partition()}")
                 with self._lock:
                     if self._first_error is None:
                         self._first_error = error
+                if self.on_delivery_failure is not None:
+                    failed = Record(topic, msg.partition(), -1, msg.key(), msg.value(), msg.timestamp()[1],
+                                    tuple(msg.headers() or ()))  # fmt: skip
+                    self.on_delivery_failure(failed, error)
                 if on_delivery is not None:
                     on_delivery(None, error)
             elif on_delivery is not None:

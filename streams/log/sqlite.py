@@ -56,9 +56,11 @@ from streams.log.base import (
     RecordTooLargeError,
     StorageError,
     StorageFullError,
+    TopicConfigError,
     TopicExistsError,
     TopicInfo,
     TopicPartition,
+    TransactionError,
     TransactionState,
     UnknownTopicError,
     check_offsets,
@@ -327,6 +329,25 @@ class _TopicMeta:
     compacted: bool
 
 
+def _max_message_bytes(name: str, config: dict[str, str]) -> int | None:
+    """The topic's ``max.message.bytes`` (Kafka's per-topic record size limit), None when unset."""
+    raw = config.get("max.message.bytes")
+    if raw is None:
+        return None
+    try:
+        limit = int(raw)
+    except (TypeError, ValueError):
+        limit = 0
+    if limit <= 0:
+        raise TopicConfigError(f"topic {name!r}: max.message.bytes must be a positive integer, got {raw!r}")
+    return limit
+
+
+def _record_size(key: bytes | None, value: bytes | None, headers: Headers) -> int:
+    size = (len(value) if value else 0) + (len(key) if key else 0)
+    return size + sum(len(n) + (len(v) if v else 0) for n, v in headers)
+
+
 class _Db:
     """One SQLite connection with the pragmas every user needs and a lock for sharing it across threads; for an
     in-memory log, a claim on its one shared connection (``memory``, already claimed by the caller)."""
@@ -471,6 +492,7 @@ class SqliteLog(Log):
             config["cleanup.policy"] = "compact"
         elif "compact" in config.get("cleanup.policy", "").split(","):
             compacted = True
+        _max_message_bytes(name, config)  # a bad value is refused now, not at the first write
         with self._db.write() as conn:
             if conn.execute("SELECT 1 FROM topics WHERE name = ?", (name,)).fetchone():
                 raise TopicExistsError(f"topic {name!r} already exists")
@@ -684,12 +706,20 @@ class _Pending:
     timestamp: int
     headers: bytes | None
     on_delivery: DeliveryCallback | None
+    size: int  # what the topic's max.message.bytes is checked against when the record is written
 
 
 @dataclass(slots=True)
 class _Txn:
     records: list[_Pending] = field(default_factory=list)
     offsets: dict[str, dict[TopicPartition, int]] = field(default_factory=dict)
+
+
+class _Refused(Exception):
+    """A transaction's record the log refused; raised inside the write to roll it back."""
+
+    def __init__(self, error: LogError) -> None:
+        self.error = error
 
 
 class SqliteProducer(Producer):
@@ -728,8 +758,7 @@ class SqliteProducer(Producer):
         value = _as_bytes("value", value)
         key = _as_bytes("key", key)
         hdrs = _normalize_headers(headers)
-        size = (len(value) if value else 0) + (len(key) if key else 0)
-        size += sum(len(n) + (len(v) if v else 0) for n, v in hdrs)
+        size = _record_size(key, value, hdrs)
         if size > self._log.max_record_bytes:
             raise RecordTooLargeError(
                 f"record for topic {topic!r} is {size} bytes, above the maximum of "
@@ -753,7 +782,7 @@ class SqliteProducer(Producer):
             raise LogError(f"topic {topic!r} is compacted: every record needs a key")
         if timestamp is None:
             timestamp = _now_ms()
-        pending = _Pending(topic, partition, key, value, timestamp, _encode_headers(hdrs), on_delivery)
+        pending = _Pending(topic, partition, key, value, timestamp, _encode_headers(hdrs), on_delivery, size)
         if self._transactional_id is not None:
             self.transaction.check_send()
             assert self._txn is not None
@@ -803,14 +832,16 @@ class SqliteProducer(Producer):
         self, conn: sqlite3.Connection, batch: list[_Pending]
     ) -> list[tuple[_Pending, RecordMetadata | None, LogError | None]]:
         ids: dict[str, int | None] = {}
+        limits: dict[str, int | None] = {}
         next_offsets: dict[tuple[int, int], int] = {}
         rows: list[tuple[int, int, int, bytes | None, bytes | None, int, bytes | None]] = []
         results: list[tuple[_Pending, RecordMetadata | None, LogError | None]] = []
         for rec in batch:
             if rec.topic not in ids:
                 # Re-resolve inside the transaction: the topic may have been deleted or re-created.
-                row = conn.execute("SELECT id FROM topics WHERE name = ?", (rec.topic,)).fetchone()
+                row = conn.execute("SELECT id, config FROM topics WHERE name = ?", (rec.topic,)).fetchone()
                 ids[rec.topic] = None if row is None else row[0]
+                limits[rec.topic] = None if row is None else _max_message_bytes(rec.topic, json.loads(row[1]))
                 cached = self._topics.get(rec.topic)
                 if cached is not None and (row is None or cached.id != row[0]):
                     self._topics.pop(rec.topic, None)
@@ -825,8 +856,17 @@ class SqliteProducer(Producer):
                 else:
                     next_offsets[slot] = row[0]
             if slot is None:
-                err = UnknownTopicError(f"topic {rec.topic!r} partition {rec.partition} no longer exists")
-                results.append((rec, None, err))
+                gone = UnknownTopicError(f"topic {rec.topic!r} partition {rec.partition} no longer exists")
+                results.append((rec, None, gone))
+                continue
+            limit = limits[rec.topic]
+            if limit is not None and rec.size > limit:
+                # Checked when written, as a broker does: the delivery fails after the send was accepted.
+                too_large = RecordTooLargeError(
+                    f"delivery to topic {rec.topic!r} partition {rec.partition}: the record is {rec.size} bytes, "
+                    f"above the topic's max.message.bytes of {limit}"
+                )
+                results.append((rec, None, too_large))
                 continue
             offset = next_offsets[slot]
             next_offsets[slot] = offset + 1
@@ -844,13 +884,19 @@ class SqliteProducer(Producer):
         )
         return results
 
-    @staticmethod
-    def _report(results: list[tuple[_Pending, RecordMetadata | None, LogError | None]]) -> None:
+    def _report(
+        self, results: list[tuple[_Pending, RecordMetadata | None, LogError | None]], raise_first: bool = True
+    ) -> None:
         first_error: LogError | None = None
         callback_error: BaseException | None = None
+        failures = self.on_delivery_failure
         for rec, md, err in results:
-            if err is not None and first_error is None:
-                first_error = err
+            if err is not None:
+                if first_error is None:
+                    first_error = err
+                if failures is not None and not isinstance(err, TransactionError):
+                    headers = _decode_headers(rec.headers)
+                    failures(Record(rec.topic, rec.partition, -1, rec.key, rec.value, rec.timestamp, headers), err)
             if rec.on_delivery is not None:
                 try:
                     rec.on_delivery(md, err)
@@ -858,7 +904,7 @@ class SqliteProducer(Producer):
                     callback_error = callback_error or exc
         if callback_error is not None:
             raise callback_error
-        if first_error is not None:
+        if first_error is not None and raise_first:
             raise first_error
 
     # transactions
@@ -913,14 +959,21 @@ class SqliteProducer(Producer):
             self._txn = None
             self.transaction.end()
             results: list[tuple[_Pending, RecordMetadata | None, LogError | None]] = []
-            with self._db.write() as conn:
-                self._check_epoch(conn)
-                for group, offsets in txn.offsets.items():
-                    _write_group_offsets(conn, group, offsets)
-                results = self._insert(conn, txn.records)
-                if any(err is not None for _, _, err in results):
-                    # All or nothing: a transaction that cannot write one of its records writes none.
-                    raise next(err for _, _, err in results if err is not None)
+            try:
+                with self._db.write() as conn:
+                    self._check_epoch(conn)
+                    for group, offsets in txn.offsets.items():
+                        _write_group_offsets(conn, group, offsets)
+                    results = self._insert(conn, txn.records)
+                    failed = next((err for _, _, err in results if err is not None), None)
+                    if failed is not None:
+                        raise _Refused(failed)  # rolls the SQLite transaction back
+            except _Refused as refused:
+                # All or nothing, as a Kafka transaction with a failed delivery must be aborted: nothing is
+                # written; the refused records' deliveries fail with their error, the others' with the abort.
+                aborted = TransactionError(f"commit_transaction: the transaction was aborted: {refused.error}")
+                self._report([(rec, None, err or aborted) for rec, _, err in results], raise_first=False)
+                raise aborted from refused.error
             self._report(results)
 
     def abort_transaction(self, timeout: float | None = None) -> None:

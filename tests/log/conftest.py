@@ -18,7 +18,7 @@ import pytest
 from streams.log import Log, open_log
 
 # Capabilities a backend may lack; the names match tests/broker.py's TANSU_MISSING.
-CAPABILITIES = ("compaction", "read_committed_aborts", "watermarks", "fenced_commit")
+CAPABILITIES = ("compaction", "read_committed_aborts", "watermarks", "fenced_commit", "max_message_bytes")
 
 
 class LogCaps:

@@ -15,6 +15,7 @@ from streams.log import (
     UnknownTopicError,
 )
 from streams.log.partitioner import partition_for_key
+from tests.log.conftest import LogCaps
 from tests.log.helpers import poll_until
 
 
@@ -185,3 +186,25 @@ def test_record_above_the_size_limit_is_rejected(log: Log, topic_name: Callable[
             producer.produce(topic, b"x" * (16 * 1024 * 1024 + 1))
         # The producer stays usable, and the rejected record was never written.
         assert producer.produce(topic, b"small").offset == 0
+
+
+def test_record_above_the_topics_max_message_bytes_fails_its_delivery_alone(
+    log: Log, log_caps: LogCaps, topic_name: Callable[..., str]
+) -> None:
+    """Checked when the record is written (a broker's check), so the send is accepted and the delivery fails."""
+    log_caps.require("max_message_bytes")
+    topic = topic_name()
+    log.create_topic(topic, config={"max.message.bytes": "1000"})
+    errors: dict[bytes, Exception | None] = {}
+    refused: list[tuple[str, int, int, bytes | None, bytes | None]] = []
+    with log.producer() as producer:
+        producer.on_delivery_failure = lambda r, err: refused.append((r.topic, r.partition, r.offset, r.key, r.value))
+        for value in (b"a", b"x" * 2000, b"c"):
+            producer.send(topic, value, b"k", partition=0,
+                          on_delivery=lambda md, err, v=value: errors.__setitem__(v, err))  # fmt: skip
+        with pytest.raises(RecordTooLargeError):
+            producer.flush()
+    assert errors[b"a"] is None and errors[b"c"] is None
+    assert isinstance(errors[b"x" * 2000], RecordTooLargeError)
+    assert refused == [(topic, 0, -1, b"k", b"x" * 2000)]  # the listener gets the record itself
+    assert [r.value for r in read_all(log, topic, 1, 2)] == [b"a", b"c"]

@@ -21,6 +21,7 @@ from streams.log import (
     RecordTooLargeError,
     StorageError,
     StorageFullError,
+    TopicConfigError,
     TopicPartition,
     TransactionError,
     UnknownTopicError,
@@ -309,6 +310,32 @@ def test_record_size_limit_is_configurable(url: str) -> None:
         assert producer.produce("t", b"x" * 90, b"k" * 10).offset == 0
         with pytest.raises(RecordTooLargeError, match="101 bytes"):
             producer.produce("t", b"x" * 91, b"k" * 10)
+
+
+def test_a_bad_max_message_bytes_is_refused_at_create_topic(slog: SqliteLog) -> None:
+    for bad in ("0", "-5", "1kb"):
+        with pytest.raises(TopicConfigError, match=rf"'t': max.message.bytes must be a positive integer, got '{bad}'"):
+            slog.create_topic("t", config={"max.message.bytes": bad})
+    assert slog.list_topics() == []
+
+
+def test_a_failed_transaction_reports_every_delivery_and_writes_nothing(slog: SqliteLog) -> None:
+    """The refused record's delivery fails with the log's reason, the others' with the abort (none is written)."""
+    slog.create_topic("t", config={"max.message.bytes": "10"})
+    reports: list[tuple[object, object]] = []
+    with slog.producer("tx") as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send("t", b"small", on_delivery=lambda md, err: reports.append((md, err)))
+        producer.send("t", b"x" * 20, b"k", on_delivery=lambda md, err: reports.append((md, err)))
+        with pytest.raises(TransactionError, match=r"the transaction was aborted: delivery to topic 't' partition 0: "
+                           r"the record is 21 bytes, above the topic's max.message.bytes of 10"):  # fmt: skip
+            producer.commit_transaction()
+        assert [(md, type(err)) for md, err in reports] == [(None, TransactionError), (None, RecordTooLargeError)]
+        producer.begin_transaction()  # the producer goes on with a new transaction
+        producer.send("t", b"ok")
+        producer.commit_transaction()
+    assert slog.end_offsets("t") == {0: 1}
 
 
 def test_records_of_a_deleted_topic_fail_at_flush(slog: SqliteLog) -> None:

@@ -10,8 +10,10 @@ import pytest
 from streams.log import (
     OFFSET_BEGINNING,
     Log,
+    LogError,
     ProducerFencedError,
     RecordMetadata,
+    RecordTooLargeError,
     TopicPartition,
     TransactionError,
 )
@@ -215,3 +217,24 @@ def test_a_fenced_producer_raises_producer_fenced_from_every_call(log: Log, topi
             assert old.transaction.fenced
     finally:
         old.close()
+
+
+def test_a_record_above_the_topics_max_message_bytes_fails_the_transaction(
+    log: Log, log_caps: LogCaps, topic_name: Callable[..., str]
+) -> None:
+    """The delivery fails after the send was accepted; the transaction cannot commit and nothing of it is read."""
+    log_caps.require("max_message_bytes")
+    log_caps.require("read_committed_aborts")
+    topic = topic_name()
+    log.create_topic(topic, config={"max.message.bytes": "1000"})
+    errors: dict[bytes, Exception | None] = {}
+    with log.producer(topic_name("txn")) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for value in (b"a", b"x" * 2000):
+            producer.send(topic, value, b"k", partition=0,
+                          on_delivery=lambda md, err, v=value: errors.__setitem__(v, err))  # fmt: skip
+        with pytest.raises(LogError):
+            producer.commit_transaction()
+    assert isinstance(errors[b"x" * 2000], RecordTooLargeError)
+    assert [r.value for r in read_through(log, topic, marker(log, topic))] == [b"marker"]
