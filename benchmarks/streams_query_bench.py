@@ -66,16 +66,19 @@ def cpu_seconds(pids: list[int]) -> list[tuple[float, float]]:
     return out
 
 
-async def load(pool: HttpPool, server: str, keys: list[str], rate: int, seconds: float) -> tuple[list[float], int]:
+async def load(pool: HttpPool, server: str, keys: list[str], rate: int,
+               seconds: float) -> tuple[list[float], list[float], int]:  # fmt: skip
     """Latencies in ms of ``rate * seconds`` requests sent on schedule; and how many failed. The requests go
     through the same keep-alive pool the query servers forward with (httpx's async pool is the bottleneck
     at this rate, not the server)."""
     interval = 1 / rate
     latencies: list[float] = []
+    late: list[float] = []  # how late this process sent each request: its own share of the latency
     failures = 0
 
     async def one(i: int, scheduled: float) -> None:
         nonlocal failures
+        late.append((time.perf_counter() - scheduled) * 1000)
         try:
             status, _ = await pool.get(server, f"/v1/stores/counts/keys/{keys[i % len(keys)]}")
             ok = status == 200
@@ -95,7 +98,7 @@ async def load(pool: HttpPool, server: str, keys: list[str], rate: int, seconds:
         pending.add(task)
         task.add_done_callback(pending.discard)
     await asyncio.gather(*pending)
-    return sorted(latencies), failures
+    return sorted(latencies), sorted(late), failures
 
 
 async def measure(server: str, remote: list[str], local: list[str], rate: int, seconds: float,
@@ -107,14 +110,15 @@ async def measure(server: str, remote: list[str], local: list[str], rate: int, s
     gc.freeze()
     for what, subset in (("routed to the other instance", remote), ("answered locally", local)):
         before, began = cpu_seconds(pids), time.perf_counter()
-        latencies, failures = await load(pool, server, subset, rate, seconds)
+        latencies, late, failures = await load(pool, server, subset, rate, seconds)
         elapsed = time.perf_counter() - began
         after = cpu_seconds(pids)
         cores = ", ".join(f"{(b[0] - a[0]) / elapsed:.2f}" for a, b in zip(before, after, strict=True))
         waits = ", ".join(f"{(b[1] - a[1]) * 1000 / elapsed:.0f}" for a, b in zip(before, after, strict=True))
         print(f"GET keys/{{k}} {what}: {len(latencies)} requests at {rate}/s, {failures} failed; "
               f"p50 {percentile(latencies, 0.50):.2f} ms, p99 {percentile(latencies, 0.99):.2f} ms, "
-              f"p99.9 {percentile(latencies, 0.999):.2f} ms, max {latencies[-1]:.2f} ms; "
+              f"p99.9 {percentile(latencies, 0.999):.2f} ms, max {latencies[-1]:.2f} ms; sent late by the client: "
+              f"p99 {percentile(late, 0.99):.2f} ms, max {late[-1]:.2f} ms; "
               f"CPU (cores) client, A, B: {cores}; waiting for a CPU (ms/s) {waits}; "
               f"load average {os.getloadavg()[0]:.2f}")  # fmt: skip
     await pool.aclose()
