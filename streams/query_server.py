@@ -32,7 +32,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 from urllib.parse import quote, unquote, unquote_to_bytes
 
 import orjson
@@ -45,6 +45,7 @@ from streams.errors import InvalidStateStoreError, StreamsError
 from streams.global_table import ReadOnlyGlobalStore
 from streams.group_leader import Assignment
 from streams.http_pool import HttpPool, HttpPoolError
+from streams.key_lookup_protocol import KeyLookupProtocol
 from streams.queries import (
     HostInfo,
     QueryMetadata,
@@ -196,32 +197,44 @@ def _flags(query_string: bytes) -> dict[bytes, bool]:
 
 
 class _KeyLookups:
-    """The hot path as plain ASGI in front of FastAPI: ``GET /v1/stores/{store}/keys/{key}`` never enters
-    FastAPI's routing and parameter validation; everything else does."""
+    """The hot path in front of FastAPI: ``GET /v1/stores/{store}/keys/{key}`` never enters FastAPI's routing
+    and parameter validation; everything else does. As ASGI it serves uvicorn's connections; ``match`` and
+    ``answer`` also serve ``KeyLookupProtocol``'s, which skip uvicorn's request handling as well."""
 
     def __init__(self, server: QueryServer, app: FastAPI) -> None:
         self._server = server
         self._app = app
 
+    @staticmethod
+    def match(raw_path: bytes) -> tuple[str, str] | None:
+        """(store, key) if ``raw_path`` (without the query) asks for a key of a store, else None."""
+        parts = raw_path.split(b"/")
+        if len(parts) == 6 and parts[1] == b"v1" and parts[2] == b"stores" and parts[4] == b"keys" and parts[5]:
+            return unquote(parts[3].decode("utf-8", "replace")), unquote(parts[5].decode("utf-8", "replace"))
+        return None
+
+    async def answer(self, store: str, key: str, query_string: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Status, headers (without the length) and body of the lookup of ``key`` in ``store``; never raises."""
+        flags = _flags(query_string)
+        headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
+        try:
+            status, body = await self._server.key_lookup(store, key, flags.get(b"include_standby", False),
+                                                         flags.get(b"local", False))  # fmt: skip
+        except QueryError as exc:
+            status, body = exc.status, orjson.dumps({"error_code": exc.code, "message": exc.message})
+            if exc.retry_after is not None:
+                headers.append((b"retry-after", str(exc.retry_after).encode()))
+        except Exception as exc:  # a value that does not deserialize or render: say which
+            log.warning("query of key %r in store %r failed: %s", key, store, exc, exc_info=True)
+            message = f"{type(exc).__name__}: {exc}"
+            status, body = 500, orjson.dumps({"error_code": INTERNAL, "message": message})
+        return status, headers, body
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["method"] == "GET":
-            parts = (scope.get("raw_path") or scope["path"].encode()).split(b"?", 1)[0].split(b"/")
-            if len(parts) == 6 and parts[1] == b"v1" and parts[2] == b"stores" and parts[4] == b"keys" and parts[5]:
-                flags = _flags(scope.get("query_string", b""))
-                headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
-                try:
-                    status, body = await self._server.key_lookup(
-                        unquote(parts[3].decode("utf-8", "replace")), unquote(parts[5].decode("utf-8", "replace")),
-                        flags.get(b"include_standby", False), flags.get(b"local", False),
-                    )  # fmt: skip
-                except QueryError as exc:
-                    status, body = exc.status, orjson.dumps({"error_code": exc.code, "message": exc.message})
-                    if exc.retry_after is not None:
-                        headers.append((b"retry-after", str(exc.retry_after).encode()))
-                except Exception as exc:  # a value that does not deserialize or render: say which
-                    log.warning("query %s failed: %s", scope["path"], exc, exc_info=True)
-                    message = f"{type(exc).__name__}: {exc}"
-                    status, body = 500, orjson.dumps({"error_code": INTERNAL, "message": message})
+            matched = self.match((scope.get("raw_path") or scope["path"].encode()).split(b"?", 1)[0])
+            if matched is not None:
+                status, headers, body = await self.answer(*matched, scope.get("query_string", b""))
                 headers.append((b"content-length", str(len(body)).encode()))
                 await send({"type": "http.response.start", "status": status, "headers": headers})
                 await send({"type": "http.response.body", "body": body})
@@ -250,7 +263,8 @@ class QueryServer:
     def start(self, timeout: float = 15.0) -> None:
         # No proxy-headers middleware: nothing here reads the client's address, and it costs every request.
         config = uvicorn.Config(self.app, host=self.host, port=self.port, log_level="warning", access_log=False,
-                                lifespan="on", timeout_graceful_shutdown=2, proxy_headers=False)  # fmt: skip
+                                lifespan="on", timeout_graceful_shutdown=2, proxy_headers=False,
+                                http=self._http_protocol())  # fmt: skip
         server = self._server = uvicorn.Server(config)
         failure: list[BaseException] = []
 
@@ -279,6 +293,14 @@ class QueryServer:
         log.info("query server of %s (instance %s) listening on %s:%d, advertised as %s (%d objects frozen out of "
                  "the garbage collector)", self.source.application_id, self.source.instance_id, self.host, self.port,
                  self.advertised, gc.get_freeze_count())  # fmt: skip
+
+    def _http_protocol(self) -> type[asyncio.Protocol] | Literal["auto"]:
+        """Key lookups answered by ``KeyLookupProtocol``, the rest by uvicorn's httptools protocol."""
+        try:
+            from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+        except ImportError:  # no httptools (uvicorn[standard] brings it): uvicorn's choice, lookups as ASGI
+            return "auto"
+        return KeyLookupProtocol.for_lookups(self.app, HttpToolsProtocol)
 
     def close(self, timeout: float = 10.0) -> None:
         if self._server is not None:
