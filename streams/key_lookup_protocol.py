@@ -42,6 +42,14 @@ class KeyLookups(Protocol):
         ...
 
 
+def _reason(status: int) -> bytes:
+    """The reason phrase (a status the owner answered with may be one ``HTTPStatus`` does not know)."""
+    try:
+        return HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b"Unknown"
+
+
 class KeyLookupProtocol(asyncio.Protocol):
     """Built by uvicorn per connection with its own arguments, which the protocol handed over to gets too.
     Use ``for_lookups`` to bind the query server and uvicorn's protocol."""
@@ -111,7 +119,7 @@ class KeyLookupProtocol(asyncio.Protocol):
 
     async def _answer(self, matched: tuple[str, str], query: bytes) -> None:
         status, headers, body = await self.lookups.answer(*matched, query)
-        head = [b"HTTP/1.1 %d %s\r\n" % (status, HTTPStatus(status).phrase.encode())]
+        head = [b"HTTP/1.1 %d %s\r\n" % (status, _reason(status))]
         for name, value in (*self._server_state.default_headers, *headers, (b"content-length", b"%d" % len(body))):
             head += (name, b": ", value, b"\r\n")
         head += (b"\r\n", body)
