@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
-from urllib.parse import quote, unquote, unquote_to_bytes
+from urllib.parse import quote, unquote, unquote_to_bytes, urlencode
 
 import orjson
 import uvicorn
@@ -450,7 +450,7 @@ class QueryServer:
         why = "" if meta.active is not None else f"task {meta.task} has no active instance now (a rebalance)"
         return hosts, why
 
-    async def _ask(self, host: HostInfo, path: str, params: dict[str, str]) -> tuple[int, bytes]:
+    async def _ask(self, host: HostInfo, path: str, params: dict[str, str] | None) -> tuple[int, bytes]:
         assert self._client is not None and host.server is not None
         return await self._client.get(host.server, path, params)
 
@@ -501,7 +501,8 @@ class QueryServer:
         hosts, why = self._candidates(store, partition, include_standby)
         reasons = [why] if why else []
         owner_restoring = False  # the owner is alive, only not ready: worth asking again soon
-        path = f"/v1/stores/{quote(store, safe='')}/keys/{quote(text, safe='')}{suffix}"
+        path = f"/v1/stores/{quote(store, safe='')}/keys/{quote(text, safe='')}{suffix}?"
+        extra = f"{urlencode(params)}&" if params else ""  # a key lookup's query is a constant: no urlencode
         for host, standby in hosts:
             if host.instance == self.source.instance_id:
                 try:
@@ -515,9 +516,9 @@ class QueryServer:
             if host.server is None:
                 reasons.append(f"instance {host.instance} has no application_server")
                 continue
-            query = {**params, "local": "true", "include_standby": "true" if standby else "false"}
+            flags = "local=true&include_standby=true" if standby else "local=true&include_standby=false"
             try:
-                status, body = await self._ask(host, path, query)
+                status, body = await self._ask(host, f"{path}{extra}{flags}", None)
             except HttpPoolError as exc:
                 reasons.append(f"instance {host.instance} did not answer: {exc}")
                 continue
