@@ -68,6 +68,7 @@ class KeyLookupProtocol(asyncio.Protocol):
         self._busy = False  # a lookup is being answered; later requests wait in the buffer
         self._paused = False
         self._closing = False  # shut down after the answer in progress
+        self._task: asyncio.Task[None] | None = None
 
     # -- asyncio.Protocol -------------------------------------------------------------------------------
 
@@ -115,7 +116,7 @@ class KeyLookupProtocol(asyncio.Protocol):
             return
         del buf[: end + 4]
         self._busy = True
-        asyncio.get_running_loop().create_task(self._answer(matched, query))
+        self._task = asyncio.get_running_loop().create_task(self._answer(matched, query))  # referenced till done
 
     async def _answer(self, matched: tuple[str, str], query: bytes) -> None:
         status, headers, body = await self.lookups.answer(*matched, query)
@@ -125,8 +126,10 @@ class KeyLookupProtocol(asyncio.Protocol):
         head += (b"\r\n", body)
         transport = self._transport
         assert transport is not None
-        transport.write(b"".join(head))  # one write: one segment, one wake-up of the asker
         self._busy = False
+        if transport.is_closing():  # the asker went away meanwhile
+            return
+        transport.write(b"".join(head))  # one write: one segment, one wake-up of the asker
         if self._closing:
             transport.close()
             return
