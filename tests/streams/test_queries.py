@@ -2,7 +2,8 @@
 every key answered from either instance (routed to its owner), ranges and ``all`` complete by fan-out,
 the metadata endpoints and ``query_metadata_for_key``, Prometheus metrics; and a failover (the other
 instance kill -9'd): 503 with ``Retry-After`` while its tasks have no live owner, a standby's copy with
-``include_standby=true``, the new owner's answer once the session timed out."""
+``include_standby=true``, the new owner's answer once the session timed out. Key lookups on plain sockets
+exercise the server's own protocol for them (pipelining, a request in pieces, the hand-over to uvicorn)."""
 
 from __future__ import annotations
 
