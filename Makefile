@@ -43,10 +43,14 @@ browser:
 		|| echo "chromium could not be installed: the UI tests skip"; \
 	else echo "chromium not found: the UI tests skip. Install: make browser (as root), or apt-get install chromium chromium-driver"; fi
 
+# Two pytest workers (pytest-xdist), one test file at a time each: most end-to-end tests wait on brokers and
+# processes, so two files side by side take about half the wall time on 2 cores. Each worker starts its own
+# test broker and registry. PYTEST_WORKERS=0 runs everything in one process.
+PYTEST_WORKERS ?= 2
 test: $(STAMP) spark-jar browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

@@ -7,6 +7,13 @@ Two instances of a key count (``tests/streams/topologies.key_counts``, 4 partiti
 separate processes on a shared SQLite log; this process only sends requests. Target (issue 15): p99 of the
 routed lookup <= 5 ms at 1,000 req/s.
 
+The client runs on uvloop when it is installed (the query servers do: uvicorn picks it), sends through the
+same keep-alive pool the servers forward with, and freezes its start-up objects out of the garbage collector
+as the servers do; it keeps no reference to finished requests, so its own collector passes stay short. It
+prints, per phase, the CPU each process used (in cores) and how long its threads were runnable but waited for
+a CPU (ms per second, from ``/proc/*/task/*/schedstat``): on a shared machine the latency tail follows that
+wait, which no change in the servers removes.
+
     .venv/bin/python benchmarks/streams_query_bench.py [--rate 1000] [--seconds 10] [--keys 2000]
 """
 
@@ -14,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import os
 import sys
 import tempfile
 import time
@@ -24,6 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 import orjson
+
+try:
+    import uvloop
+except ImportError:  # uvicorn[standard] brings it on the platforms that have it
+    uvloop = None  # type: ignore[assignment]
 
 from streams.http_pool import HttpPool, HttpPoolError
 from streams.log import open_log
@@ -37,16 +51,34 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-async def load(pool: HttpPool, server: str, keys: list[str], rate: int, seconds: float) -> tuple[list[float], int]:
+def cpu_seconds(pids: list[int]) -> list[tuple[float, float]]:
+    """Per process: (CPU time so far, time its threads spent runnable but waiting for a CPU so far), seconds."""
+    out = []
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        waited = 0
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                waited += int((task / "schedstat").read_text().split()[1])
+            except (OSError, IndexError, ValueError):  # a thread that ended meanwhile; no schedstats
+                pass
+        out.append(((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), waited / 1e9))
+    return out
+
+
+async def load(pool: HttpPool, server: str, keys: list[str], rate: int,
+               seconds: float) -> tuple[list[float], list[float], int]:  # fmt: skip
     """Latencies in ms of ``rate * seconds`` requests sent on schedule; and how many failed. The requests go
     through the same keep-alive pool the query servers forward with (httpx's async pool is the bottleneck
     at this rate, not the server)."""
     interval = 1 / rate
     latencies: list[float] = []
+    late: list[float] = []  # how late this process sent each request: its own share of the latency
     failures = 0
 
     async def one(i: int, scheduled: float) -> None:
         nonlocal failures
+        late.append((time.perf_counter() - scheduled) * 1000)
         try:
             status, _ = await pool.get(server, f"/v1/stores/counts/keys/{keys[i % len(keys)]}")
             ok = status == 200
@@ -55,27 +87,40 @@ async def load(pool: HttpPool, server: str, keys: list[str], rate: int, seconds:
         failures += not ok
         latencies.append((time.perf_counter() - scheduled) * 1000)
 
-    pending: list[asyncio.Task[None]] = []
+    pending: set[asyncio.Task[None]] = set()  # only those in flight: finished ones are garbage at once
     start = time.perf_counter() + 0.05
     for i in range(int(rate * seconds)):
         scheduled = start + i * interval
         delay = scheduled - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
-        pending.append(asyncio.create_task(one(i, scheduled)))
+        task = asyncio.create_task(one(i, scheduled))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
     await asyncio.gather(*pending)
-    return sorted(latencies), failures
+    return sorted(latencies), sorted(late), failures
 
 
-async def measure(server: str, remote: list[str], local: list[str], rate: int, seconds: float) -> None:
+async def measure(server: str, remote: list[str], local: list[str], rate: int, seconds: float,
+                  pids: list[int]) -> None:  # fmt: skip
     # One client pool for the warm-up and the runs: connections are opened once, as a long-lived client would.
     pool = HttpPool(timeout=5, max_per_host=64)
     await load(pool, server, remote + local, rate, 2.0)
+    gc.collect()
+    gc.freeze()
     for what, subset in (("routed to the other instance", remote), ("answered locally", local)):
-        latencies, failures = await load(pool, server, subset, rate, seconds)
+        before, began = cpu_seconds(pids), time.perf_counter()
+        latencies, late, failures = await load(pool, server, subset, rate, seconds)
+        elapsed = time.perf_counter() - began
+        after = cpu_seconds(pids)
+        cores = ", ".join(f"{(b[0] - a[0]) / elapsed:.2f}" for a, b in zip(before, after, strict=True))
+        waits = ", ".join(f"{(b[1] - a[1]) * 1000 / elapsed:.0f}" for a, b in zip(before, after, strict=True))
         print(f"GET keys/{{k}} {what}: {len(latencies)} requests at {rate}/s, {failures} failed; "
               f"p50 {percentile(latencies, 0.50):.2f} ms, p99 {percentile(latencies, 0.99):.2f} ms, "
-              f"max {latencies[-1]:.2f} ms")  # fmt: skip
+              f"p99.9 {percentile(latencies, 0.999):.2f} ms, max {latencies[-1]:.2f} ms; sent late by the client: "
+              f"p99 {percentile(late, 0.99):.2f} ms, max {late[-1]:.2f} ms; "
+              f"CPU (cores) client, A, B: {cores}; waiting for a CPU (ms/s) {waits}; "
+              f"load average {os.getloadavg()[0]:.2f}")  # fmt: skip
     await pool.aclose()
 
 
@@ -119,7 +164,9 @@ def main() -> int:
                          for k in keys}  # fmt: skip
             remote = [k for k in keys if owner[k] != me]
             local = [k for k in keys if owner[k] == me]
-            asyncio.run(measure(servers[0], remote, local, args.rate, args.seconds))
+            pids = [os.getpid(), *(i.proc.pid for i in instances)]
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop is not None else None) as runner:
+                runner.run(measure(servers[0], remote, local, args.rate, args.seconds, pids))
         finally:
             for instance in instances:
                 instance.stop()

@@ -36,6 +36,7 @@ class OutputSkips:
     def __init__(self) -> None:
         self._pending: dict[bytes, int] = {}
         self._taken: list[bytes] = []  # left out since the task's last offset commit
+        self.futile_replays = 0  # replays in a row that met none of the outputs they were to leave out
 
     def __bool__(self) -> bool:
         return bool(self._pending)
@@ -63,9 +64,12 @@ class OutputSkips:
     def committed(self) -> None:
         """The task committed its input offsets: what it left out since is dropped for good."""
         self._taken.clear()
+        self.futile_replays = 0
 
     def rolled_back(self) -> None:
-        """The task goes back to its last commit: the outputs it left out since will be met again."""
+        """The task goes back to its last commit: the outputs it left out since will be met again. A replay
+        that had outputs to leave out and met none of them before failing again did not reproduce them."""
+        self.futile_replays = self.futile_replays + 1 if self._pending and not self._taken else 0
         for d in self._taken:
             self._pending[d] = self._pending.get(d, 0) + 1
         self._taken.clear()

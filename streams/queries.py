@@ -67,6 +67,7 @@ class QueryMetadata:
         self._metadata = metadata
         self._assignment = assignment
         self._serializers: dict[str, Callable[[Any], bytes | None]] = {}
+        self._hosts_cache: tuple[Assignment, dict[str, tuple[HostInfo | None, tuple[HostInfo, ...]]]] | None = None
 
     def check_store(self, store: str) -> None:
         if store not in self._topology.stores:
@@ -100,14 +101,28 @@ class QueryMetadata:
 
     def for_partition(self, store: str, partition: int) -> KeyQueryMetadata:
         task = self.task_of(store, partition)
-        active: HostInfo | None = None
-        standbys: list[HostInfo] = []
-        for instance, member in sorted(self._assignment().members.items()):
-            if task in member.active:
-                active = HostInfo(instance, member.server)
-            elif task in member.standby:
-                standbys.append(HostInfo(instance, member.server))
-        return KeyQueryMetadata(active, standbys, partition, task)
+        active, standbys = self._hosts_of_tasks().get(task, (None, ()))
+        return KeyQueryMetadata(active, list(standbys), partition, task)
+
+    def _hosts_of_tasks(self) -> dict[str, tuple[HostInfo | None, tuple[HostInfo, ...]]]:
+        """Task -> (active host, standby hosts) of the newest assignment, worked out once per assignment (a
+        routed lookup asks on every request)."""
+        assignment = self._assignment()
+        cached = self._hosts_cache
+        if cached is not None and cached[0] is assignment:
+            return cached[1]
+        active: dict[str, HostInfo] = {}
+        standbys: dict[str, list[HostInfo]] = {}
+        for instance, member in sorted(assignment.members.items()):
+            host = HostInfo(instance, member.server)
+            for task in member.active:
+                active[task] = host
+            for task in member.standby:
+                if task not in member.active:
+                    standbys.setdefault(task, []).append(host)
+        hosts = {task: (active.get(task), tuple(standbys.get(task, ()))) for task in active.keys() | standbys.keys()}
+        self._hosts_cache = (assignment, hosts)
+        return hosts
 
     def for_key(self, store: str, key: Any) -> KeyQueryMetadata:
         return self.for_partition(store, self.partition_of(store, key))

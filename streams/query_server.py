@@ -25,14 +25,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import gc
 import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
-from urllib.parse import parse_qs, quote, unquote
+from typing import Any, Literal, Protocol
+from urllib.parse import quote, unquote, unquote_to_bytes, urlencode
 
 import orjson
 import uvicorn
@@ -44,6 +45,7 @@ from streams.errors import InvalidStateStoreError, StreamsError
 from streams.global_table import ReadOnlyGlobalStore
 from streams.group_leader import Assignment
 from streams.http_pool import HttpPool, HttpPoolError
+from streams.key_lookup_protocol import KeyLookupProtocol
 from streams.queries import (
     HostInfo,
     QueryMetadata,
@@ -183,37 +185,56 @@ def _unavailable(source: QuerySource, message: str) -> QueryError:
     return QueryError(503, NOT_AVAILABLE, message, source.retry_after_s)
 
 
-def _flag(query: dict[bytes, list[bytes]], name: bytes) -> bool:
-    return query.get(name, [b"false"])[-1].lower() in (b"true", b"1", b"yes")
+def _flags(query_string: bytes) -> dict[bytes, bool]:
+    """The boolean query parameters (``true``, ``1``, ``yes``) of a query string; the last one of a name counts."""
+    if not query_string:
+        return {}
+    flags = {}
+    for part in query_string.split(b"&"):
+        name, _, value = part.partition(b"=")
+        flags[unquote_to_bytes(name)] = unquote_to_bytes(value).lower() in (b"true", b"1", b"yes")
+    return flags
 
 
 class _KeyLookups:
-    """The hot path as plain ASGI in front of FastAPI: ``GET /v1/stores/{store}/keys/{key}`` never enters
-    FastAPI's routing and parameter validation; everything else does."""
+    """The hot path in front of FastAPI: ``GET /v1/stores/{store}/keys/{key}`` never enters FastAPI's routing
+    and parameter validation; everything else does. As ASGI it serves uvicorn's connections; ``match`` and
+    ``answer`` also serve ``KeyLookupProtocol``'s, which skip uvicorn's request handling as well."""
 
     def __init__(self, server: QueryServer, app: FastAPI) -> None:
         self._server = server
         self._app = app
 
+    @staticmethod
+    def match(raw_path: bytes) -> tuple[str, str] | None:
+        """(store, key) if ``raw_path`` (without the query) asks for a key of a store, else None."""
+        parts = raw_path.split(b"/")
+        if len(parts) == 6 and parts[1] == b"v1" and parts[2] == b"stores" and parts[4] == b"keys" and parts[5]:
+            return unquote(parts[3].decode("utf-8", "replace")), unquote(parts[5].decode("utf-8", "replace"))
+        return None
+
+    async def answer(self, store: str, key: str, query_string: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        """Status, headers (without the length) and body of the lookup of ``key`` in ``store``; never raises."""
+        flags = _flags(query_string)
+        headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
+        try:
+            status, body = await self._server.key_lookup(store, key, flags.get(b"include_standby", False),
+                                                         flags.get(b"local", False))  # fmt: skip
+        except QueryError as exc:
+            status, body = exc.status, orjson.dumps({"error_code": exc.code, "message": exc.message})
+            if exc.retry_after is not None:
+                headers.append((b"retry-after", str(exc.retry_after).encode()))
+        except Exception as exc:  # a value that does not deserialize or render: say which
+            log.warning("query of key %r in store %r failed: %s", key, store, exc, exc_info=True)
+            message = f"{type(exc).__name__}: {exc}"
+            status, body = 500, orjson.dumps({"error_code": INTERNAL, "message": message})
+        return status, headers, body
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["method"] == "GET":
-            parts = (scope.get("raw_path") or scope["path"].encode()).split(b"?", 1)[0].split(b"/")
-            if len(parts) == 6 and parts[1] == b"v1" and parts[2] == b"stores" and parts[4] == b"keys" and parts[5]:
-                query = parse_qs(scope.get("query_string", b""))
-                headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
-                try:
-                    status, body = await self._server.key_lookup(
-                        unquote(parts[3].decode("utf-8", "replace")), unquote(parts[5].decode("utf-8", "replace")),
-                        _flag(query, b"include_standby"), _flag(query, b"local"),
-                    )  # fmt: skip
-                except QueryError as exc:
-                    status, body = exc.status, orjson.dumps({"error_code": exc.code, "message": exc.message})
-                    if exc.retry_after is not None:
-                        headers.append((b"retry-after", str(exc.retry_after).encode()))
-                except Exception as exc:  # a value that does not deserialize or render: say which
-                    log.warning("query %s failed: %s", scope["path"], exc, exc_info=True)
-                    message = f"{type(exc).__name__}: {exc}"
-                    status, body = 500, orjson.dumps({"error_code": INTERNAL, "message": message})
+            matched = self.match((scope.get("raw_path") or scope["path"].encode()).split(b"?", 1)[0])
+            if matched is not None:
+                status, headers, body = await self.answer(*matched, scope.get("query_string", b""))
                 headers.append((b"content-length", str(len(body)).encode()))
                 await send({"type": "http.response.start", "status": status, "headers": headers})
                 await send({"type": "http.response.body", "body": body})
@@ -234,13 +255,16 @@ class QueryServer:
         self._client: HttpPool | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self._frozen = False
         self.app = _KeyLookups(self, self._build())
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
     def start(self, timeout: float = 15.0) -> None:
+        # No proxy-headers middleware: nothing here reads the client's address, and it costs every request.
         config = uvicorn.Config(self.app, host=self.host, port=self.port, log_level="warning", access_log=False,
-                                lifespan="on", timeout_graceful_shutdown=2)  # fmt: skip
+                                lifespan="on", timeout_graceful_shutdown=2, proxy_headers=False,
+                                http=self._http_protocol())  # fmt: skip
         server = self._server = uvicorn.Server(config)
         failure: list[BaseException] = []
 
@@ -260,15 +284,33 @@ class QueryServer:
                     f"{self.advertised}): {failure[0] if failure else 'it did not start in time'}"
                 )
             time.sleep(0.01)
-        log.info("query server of %s (instance %s) listening on %s:%d, advertised as %s",
-                 self.source.application_id, self.source.instance_id, self.host, self.port,
-                 self.advertised)  # fmt: skip
+        # A full collection walks every object of the process (modules, FastAPI, pydantic, the topology: tens of
+        # ms with the GIL held), stalling every lookup in flight; the objects alive now stay for good, so they
+        # are moved out of the collector's sight. close() gives them back.
+        gc.collect()
+        gc.freeze()
+        self._frozen = True
+        log.info("query server of %s (instance %s) listening on %s:%d, advertised as %s (%d objects frozen out of "
+                 "the garbage collector)", self.source.application_id, self.source.instance_id, self.host, self.port,
+                 self.advertised, gc.get_freeze_count())  # fmt: skip
+
+    def _http_protocol(self) -> type[asyncio.Protocol] | Literal["auto"]:
+        """Key lookups answered by ``KeyLookupProtocol``, the rest by uvicorn's httptools protocol."""
+        try:
+            from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+        except ImportError:  # no httptools (uvicorn[standard] brings it): uvicorn's choice, lookups as ASGI
+            return "auto"
+        return KeyLookupProtocol.for_lookups(self.app, HttpToolsProtocol)
 
     def close(self, timeout: float = 10.0) -> None:
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout)
+        if self._frozen:
+            # Some frozen objects may be garbage by now (another app closed meanwhile): collectable again.
+            gc.unfreeze()
+            self._frozen = False
 
     # -- the routes ------------------------------------------------------------------------------------
 
@@ -408,7 +450,7 @@ class QueryServer:
         why = "" if meta.active is not None else f"task {meta.task} has no active instance now (a rebalance)"
         return hosts, why
 
-    async def _ask(self, host: HostInfo, path: str, params: dict[str, str]) -> tuple[int, bytes]:
+    async def _ask(self, host: HostInfo, path: str, params: dict[str, str] | None) -> tuple[int, bytes]:
         assert self._client is not None and host.server is not None
         return await self._client.get(host.server, path, params)
 
@@ -459,7 +501,8 @@ class QueryServer:
         hosts, why = self._candidates(store, partition, include_standby)
         reasons = [why] if why else []
         owner_restoring = False  # the owner is alive, only not ready: worth asking again soon
-        path = f"/v1/stores/{quote(store, safe='')}/keys/{quote(text, safe='')}{suffix}"
+        path = f"/v1/stores/{quote(store, safe='')}/keys/{quote(text, safe='')}{suffix}?"
+        extra = f"{urlencode(params)}&" if params else ""  # a key lookup's query is a constant: no urlencode
         for host, standby in hosts:
             if host.instance == self.source.instance_id:
                 try:
@@ -473,9 +516,9 @@ class QueryServer:
             if host.server is None:
                 reasons.append(f"instance {host.instance} has no application_server")
                 continue
-            query = {**params, "local": "true", "include_standby": "true" if standby else "false"}
+            flags = "local=true&include_standby=true" if standby else "local=true&include_standby=false"
             try:
-                status, body = await self._ask(host, path, query)
+                status, body = await self._ask(host, f"{path}{extra}{flags}", None)
             except HttpPoolError as exc:
                 reasons.append(f"instance {host.instance} did not answer: {exc}")
                 continue

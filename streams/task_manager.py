@@ -43,7 +43,7 @@ from streams.changelog import (
     read_checkpoint,
     remove_checkpoint,
 )
-from streams.errors import TaskCorruptedError, TaskMigratedError
+from streams.errors import StreamsError, TaskCorruptedError, TaskMigratedError
 from streams.listeners import TaskListener, TaskState
 from streams.log.base import OFFSET_BEGINNING, Consumer, Log, TopicPartition
 from streams.metadata import Metadata
@@ -56,6 +56,10 @@ from streams.task_producer import TaskProducer
 __all__ = ["TaskManager"]
 
 log = logging.getLogger("streams.task_manager")
+
+# Replays in a row that met none of the refused outputs they were to leave out, before the thread stops: a
+# deterministic replay meets them all again (the same inputs give the same outputs), so one is a fluke at most.
+MAX_FUTILE_REPLAYS = 3
 
 LostTask = (TaskMigratedError, TaskCorruptedError)
 _T = TypeVar("_T")
@@ -351,6 +355,16 @@ class TaskManager:
         if isinstance(error, TaskMigratedError) or not failures or not task.decide_late_failures(failures, skips):
             self._lose(task, error)
             return
+        if skips.futile_replays >= MAX_FUTILE_REPLAYS:
+            # Each replay met refused outputs it had not met before and none it was to leave out: the topology
+            # does not reproduce its outputs (e.g. values from the wall clock or a random number), so leaving
+            # out the dropped ones cannot converge.
+            out, exc = failures[-1]
+            raise StreamsError(
+                f"task {task.id}: {skips.futile_replays} replays in a row after the log refused outputs (the last to "
+                f"topic {out.topic!r}: {exc}) met none of the outputs the production handler dropped: the "
+                "topology does not reproduce its outputs on replay (is it deterministic?)"
+            ) from exc
         if self._active.pop(task.id, None) is None:
             return
         log.warning("thread %s: task %s rolls back to its last commit and replays without the dropped output(s)",

@@ -8,15 +8,17 @@ it, so the Kafka runs skip there and run against a real Kafka (SCHEMAKIT_TEST_KA
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from streams import ProductionError, StreamsBuilder
+from streams import ProductionError, StreamsBuilder, StreamsError
 from streams.app import StreamsApp
 from streams.log import Log, Record, RecordTooLargeError, TopicPartition
+from streams.task_manager import MAX_FUTILE_REPLAYS
 from streams.topology import Topology
 from tests.broker import KafkaCaps
 from tests.streams.conftest import produce, read_all
@@ -168,3 +170,24 @@ def test_identical_refused_outputs_are_each_dropped_once(
         assert dict(app.store("counts").all()) == {"k1": 1, "k2": 2, "k3": 1}
     assert len(seen) == 2 and all(r is not None and r.key == b"k2" for r in seen)
     assert outputs(late_log, out) == [("k1", "A"), ("k3", "C")]
+
+
+def test_a_replay_that_does_not_reproduce_the_dropped_output_stops_the_app(
+    late_log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
+    """A refused output that differs on every replay (built from a counter) can never be left out: after
+    MAX_FUTILE_REPLAYS replays that met none of the dropped outputs the app stops instead of looping."""
+    replays = itertools.count()
+    src, out = names("in"), names("out")
+    late_log.create_topic(src, 1)
+    late_log.create_topic(out, 1, config={"max.message.bytes": str(LIMIT)})
+    b = StreamsBuilder()
+    b.stream(src, key=str, value=str).map_values(lambda v: f"{next(replays)}:" + "x" * (2 * LIMIT)).to(out)
+    app = StreamsApp(b.build(), names("app"), log_url, state_dir=tmp_path / "state", commit_interval_ms=100,
+                     production_exception_handler="continue")  # fmt: skip
+    produce(late_log, src, [("k1", "a")], value=str.encode)
+    with pytest.raises(StreamsError, match=rf"task 0_0: {MAX_FUTILE_REPLAYS} replays in a row .* topic '{out}'.*"
+                                           r"does not reproduce its outputs on replay"):  # fmt: skip
+        app.run()
+    assert app.state == "ERROR"
+    assert next(replays) == MAX_FUTILE_REPLAYS + 1  # the first run and the futile replays, then no more

@@ -30,3 +30,21 @@ def test_a_replay_that_fails_again_gives_its_entries_back_and_a_commit_uses_them
     assert not skips and not skips.take("out", b"k", b"big")
     skips.add("out", None, None)
     assert skips.take("out", None, None)
+
+
+def test_replays_that_meet_none_of_their_outputs_to_leave_out_are_counted_until_one_does() -> None:
+    skips = OutputSkips()
+    skips.rolled_back()  # the first failure: nothing was to be left out yet
+    assert skips.futile_replays == 0
+    skips.add("out", b"k", b"big-1")
+    skips.rolled_back()  # the replay met a different output and failed on it
+    skips.add("out", b"k", b"big-2")
+    skips.rolled_back()
+    assert skips.futile_replays == 2
+    assert skips.take("out", b"k", b"big-1")
+    skips.rolled_back()  # this replay met one of them: it reproduces its outputs
+    assert skips.futile_replays == 0
+    skips.rolled_back()
+    assert skips.futile_replays == 1
+    skips.committed()
+    assert skips.futile_replays == 0

@@ -2,16 +2,19 @@
 every key answered from either instance (routed to its owner), ranges and ``all`` complete by fan-out,
 the metadata endpoints and ``query_metadata_for_key``, Prometheus metrics; and a failover (the other
 instance kill -9'd): 503 with ``Retry-After`` while its tasks have no live owner, a standby's copy with
-``include_standby=true``, the new owner's answer once the session timed out."""
+``include_standby=true``, the new owner's answer once the session timed out. Key lookups on plain sockets
+exercise the server's own protocol for them (pipelining, a request in pieces, the hand-over to uvicorn)."""
 
 from __future__ import annotations
 
 import dataclasses
 import socket
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -170,6 +173,7 @@ def test_int_keys_and_dataclass_values_over_http(tmp_path: Path, names: Callable
         r = client.get(f"{base}/keys/seven")
         assert (r.status_code, r.json()["error_code"]) == (422, 42201)
         assert "'seven' is not a IntSerde key" in r.json()["message"]
+        _raw_connections(app.config.application_server, {k: client.get(f"{base}/keys/{k}").content for k in (7, 12)})
         # The poison record was dropped, and counted where it landed.
         dropped = {t: m["dropped"] for t, m in app.metrics()["task_states"].items()}
         assert sorted(dropped.values()) == [0, 1]
@@ -179,6 +183,42 @@ def test_int_keys_and_dataclass_values_over_http(tmp_path: Path, names: Callable
                 f'reason="deserialization_error",task="{task}",thread="{app_id}-StreamThread-0"}} 1.0'
                 ) in text.splitlines()  # fmt: skip
     lg.close()
+
+
+def _read_answer(f: Any) -> tuple[int, dict[str, str], bytes]:
+    status = int(f.readline().split()[1])
+    headers = {}
+    while (line := f.readline().decode().strip()) != "":
+        name, _, value = line.partition(":")
+        headers[name.lower()] = value.strip()
+    return status, headers, f.read(int(headers["content-length"]))
+
+
+def _raw_connections(server: str, bodies: dict[int, bytes]) -> None:
+    """Key lookups on plain sockets, as the query server answers them without uvicorn: pipelined requests in
+    order, a request arriving in pieces, an error; then a request that is not a lookup on the same connection
+    (uvicorn takes the connection over, lookups still answered); ``Connection: close`` honoured."""
+    host, port = server.removeprefix("http://").split(":")
+    path = "/v1/stores/totals/keys"
+    with socket.create_connection((host, int(port)), timeout=10) as sock, sock.makefile("rb") as f:
+        sock.sendall(f"GET {path}/7 HTTP/1.1\r\nHost: x\r\n\r\nGET {path}/12 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert [_read_answer(f)[::2] for _ in range(2)] == [(200, bodies[7]), (200, bodies[12])]
+        sock.sendall(f"GET {path}/1".encode())
+        time.sleep(0.05)
+        sock.sendall(b"2 HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _read_answer(f)[::2] == (200, bodies[12])
+        sock.sendall(f"GET {path}/seven HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        status, headers, body = _read_answer(f)
+        assert (status, headers["content-type"], orjson.loads(body)["error_code"]) == (422, "application/json", 42201)
+        sock.sendall(b"GET /v1/metadata HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, _, body = _read_answer(f)
+        assert status == 200 and orjson.loads(body)["instance"]
+        sock.sendall(f"GET {path}/7 HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert _read_answer(f)[::2] == (200, bodies[7])
+    with socket.create_connection((host, int(port)), timeout=10) as sock, sock.makefile("rb") as f:
+        sock.sendall(f"GET {path}/7 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        assert _read_answer(f)[::2] == (200, bodies[7])
+        assert f.read() == b""  # closed
 
 
 def test_query_server_address_errors(tmp_path: Path, names: Callable[[str], str]) -> None:
