@@ -29,6 +29,7 @@ from streams.assignor import AssignorConfig, task_key
 from streams.config import StreamsConfig, parse_host_port
 from streams.errors import IllegalStateError
 from streams.extractors import extractor_from
+from streams.gc_policy import relax_full_collections
 from streams.global_table import GlobalStateThread, ReadOnlyGlobalStore
 from streams.group_leader import Assignment
 from streams.handlers import DeadLetterQueue, handler_from
@@ -285,6 +286,7 @@ class StreamsApp:
         self.instance_id = self._state_dir.instance_id
         n = self.config.num_threads
         threads: list[StreamThread] = []
+        relax_full_collections()
         try:
             self._start_global_tables()
             for i in range(n):

@@ -122,7 +122,7 @@ class TimeWindowAggregateProcessor(_WindowAggregate):
                  emit_final: bool, options: TableOptions) -> None:  # fmt: skip
         super().__init__(store_name, initializer, adder, cache, emit_final, options)
         self.windows = windows
-        self._size = windows.size_ms
+        self._size, self._advance, self._grace = windows.size_ms, windows.advance_ms, windows.grace_ms
         self._windows: dict[int, TimeWindow] = {}
 
     def _window(self, t: int, sub: int) -> TimeWindow:
@@ -155,43 +155,53 @@ class TimeWindowAggregateProcessor(_WindowAggregate):
         ts = self._rc.timestamp
         if ts > self._observed:
             self._observed = ts
-        size, advance, grace = self.windows.size_ms, self.windows.advance_ms, self.windows.grace_ms
-        close = self._observed - grace
-        if self.emit_final and close >= self._next_emit:
+        size, advance = self._size, self._advance
+        close = self._observed - self._grace
+        if close >= self._next_emit and self.emit_final:
             self._maybe_emit_final(close)
         try:
             kb = self._kser(key)
         except Exception:
             kb = self._key_bytes(key)
-        put, initializer, adder = self._put, self.initializer, self.adder
+        initializer, adder = self.initializer, self.adder
         first = ts - size + advance
         first = 0 if first < 0 else first - first % advance
         starts = range(first, ts + 1, advance)
-        emit_now = self._emit_now
-        # The record's windows are read in one call and, without emitting each update, written in one
-        # (what was added before an adder failed is written too, as window by window).
+        if self._emit_now:
+            self._process_emitting(kb, key, value, ts, starts, close)
+            return
+        # The record's windows are read in one call and written in one (what was added before an adder
+        # failed is written too, as window by window).
         rows: list[tuple[int, int, Any]] = []
         try:
             for start, entry in zip(starts, self._store.get_entries(kb, starts), strict=True):
-                end = start + size
-                if end <= close:
-                    self._drop(f"a record for the closed window [{start},{end})")
-                    continue
-                if entry is None:
-                    agg = initializer() if initializer is not None else None
-                    new_ts = ts
+                if start + size <= close:
+                    self._drop(f"a record for the closed window [{start},{start + size})")
+                elif entry is None:
+                    rows.append((start, 0, (adder(key, value, initializer() if initializer is not None else None), ts)))
                 else:
-                    agg = entry[0]
-                    new_ts = ts if ts > entry[1] else entry[1]
-                new = adder(key, value, agg)
-                if emit_now:  # downstream may read the store: it holds the update before it is forwarded
-                    put(kb, key, start, 0, (new, new_ts))
-                    self._emit(key, TimeWindow(start, end), new, agg, new_ts)
-                else:
-                    rows.append((start, 0, (new, new_ts)))
+                    rows.append((start, 0, (adder(key, value, entry[0]), ts if ts > entry[1] else entry[1])))
         finally:
             if rows:
                 self._store.put_entries(kb, key, rows)
+
+    def _process_emitting(self, kb: bytes, key: Any, value: Any, ts: int, starts: range, close: int) -> None:
+        """``process`` without a cache: each window's update is written, then forwarded at once."""
+        size, initializer = self._size, self.initializer
+        for start, entry in zip(starts, self._store.get_entries(kb, starts), strict=True):
+            end = start + size
+            if end <= close:
+                self._drop(f"a record for the closed window [{start},{end})")
+                continue
+            if entry is None:
+                agg = initializer() if initializer is not None else None
+                new_ts = ts
+            else:
+                agg = entry[0]
+                new_ts = ts if ts > entry[1] else entry[1]
+            new = self.adder(key, value, agg)
+            self._put(kb, key, start, 0, (new, new_ts))  # downstream may read the store: it holds the update first
+            self._emit(key, TimeWindow(start, end), new, agg, new_ts)
 
     def _maybe_emit_final(self, close: int) -> None:
         last = self._last_emit

@@ -24,6 +24,7 @@ __all__ = ["SessionWindowedSerde", "TimeWindowedSerde", "WindowedSerdes"]
 
 _LONG = struct.Struct(">q")
 _TWO_LONGS = struct.Struct(">qq")
+_IMMUTABLE = (str, bytes, int, float)  # key types whose bytes may be remembered by identity
 
 
 def _windowed(obj: Any, topic: str) -> Windowed:
@@ -42,15 +43,24 @@ class TimeWindowedSerde:
     def bind_serializer(self, topic: str, is_key: bool) -> Serializer:
         ser = bind_serializer(self.inner, topic, is_key)
         pack = _LONG.pack
+        # (inner key, its bytes) of the last call with an immutable key: a record's windows (hopping) reach
+        # here one after another with the same key object. One tuple, replaced whole: safe across threads.
+        last: list[tuple[Any, bytes]] = [(None, b"")]
 
         def serialize(obj: Any) -> bytes | None:
             if obj is None:
                 return None
             if type(obj) is not Windowed:
                 _windowed(obj, topic)
-            kb = ser(obj.key)
+            key = obj.key
+            memo = last[0]
+            if key is memo[0] and key is not None:
+                return memo[1] + pack(obj.window.start)
+            kb = ser(key)
             if kb is None:
                 raise SerdeError(f"topic {topic!r}: the key of a windowed key must not be None")
+            if type(key) in _IMMUTABLE:
+                last[0] = (key, kb)
             return kb + pack(obj.window.start)
 
         return serialize

@@ -17,6 +17,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -563,7 +564,7 @@ class KafkaProducer(Producer):
             raise LogError("the producer is closed")
         self.transaction.check_send()
         self._check_target(topic, partition, records[0][0])
-        if self._topics[topic][1] and any(key is None for key, _ in records):
+        if self._topics[topic][1] and None in map(itemgetter(0), records):
             raise LogError(f"topic {topic!r} is compacted: every record needs a key")
         callback = self._plain_callbacks.get(topic)
         if callback is None:
@@ -572,20 +573,27 @@ class KafkaProducer(Producer):
         if headers is not None:
             kwargs["headers"] = list(headers)
         produce = self._producer.produce
-        last = len(records) - 1
         try:
-            for i, (key, value) in enumerate(records):
-                if i == last and on_last_delivery is not None:
-                    kwargs["on_delivery"] = self._delivery_callback(topic, on_last_delivery)
-                while True:
-                    try:
-                        produce(topic, value, key, **kwargs)
-                        break
-                    except BufferError:
-                        self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
+            for key, value in records if on_last_delivery is None else records[:-1]:
+                try:
+                    produce(topic, value, key, **kwargs)
+                except BufferError:
+                    self._produce_when_queued(topic, value, key, kwargs)
+            if on_last_delivery is not None:
+                kwargs["on_delivery"] = self._delivery_callback(topic, on_last_delivery)
+                key, value = records[-1]
+                self._produce_when_queued(topic, value, key, kwargs)
             self._producer.poll(0)
         except KafkaException as exc:
             raise self._send_error(exc, topic) from exc
+
+    def _produce_when_queued(self, topic: str, value: bytes | None, key: bytes | None, kwargs: dict[str, Any]) -> None:
+        while True:
+            try:
+                self._producer.produce(topic, value, key, **kwargs)
+                return
+            except BufferError:
+                self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
 
     def _delivery_callback(
         self, topic: str, on_delivery: DeliveryCallback | None

@@ -8,12 +8,17 @@ a new value follows, 0: the update was a delete) and the new value. Evicted keys
 
 An update to a buffered key keeps its place (its due time) and replaces its value; the prior value (what
 downstream saw last) stays, so the update that is finally emitted is ``Change(latest, prior)``.
+
+Keys wait in one queue per due time, in the order they were first buffered; a heap holds the distinct due
+times. Final results share few due times (one per window end), so buffering and evicting a key costs a
+queue append and pop, not a heap operation among every buffered key.
 """
 
 from __future__ import annotations
 
 import heapq
 import struct
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -59,7 +64,8 @@ class SuppressionBuffer:
         self._rc = record_context
         self._count_bytes = count_bytes
         self._entries: dict[bytes, BufferedUpdate] = {}
-        self._heap: list[tuple[int, int, bytes]] = []
+        self._queues: dict[int, deque[bytes]] = {}  # due time -> keys, first buffered first
+        self._dues: list[int] = []  # a heap of the due times in ``_queues``
         self._seq = 0
         self._dirty: set[bytes] = set()
         # Keys whose last changelog record holds an update (the buffer as of the last flush): a key buffered
@@ -118,17 +124,16 @@ class SuppressionBuffer:
 
     @property
     def min_due(self) -> int | None:
-        """The earliest due time (every buffered key has exactly one heap entry: evictions pop it)."""
-        return self._heap[0][0] if self._heap else None
+        """The earliest due time (a due time's queue is dropped with its last key)."""
+        return self._dues[0] if self._dues else None
 
     def put(self, kb: bytes, key: Any, new: Any, old: Any, timestamp: int, due: int) -> None:
         """Buffer an update of ``key`` (``old``: what downstream saw before it)."""
         u = self._entries.get(kb)
         if u is None:
             self._seq += 1
-            u = BufferedUpdate(key, new, old, timestamp, due, self._seq, 0)
-            self._entries[kb] = u
-            heapq.heappush(self._heap, (due, u.seq, kb))
+            u = self._entries[kb] = BufferedUpdate(key, new, old, timestamp, due, self._seq, 0)
+            self._enqueue(due, kb)
         else:
             u.new, u.timestamp = new, timestamp
         if self._count_bytes:
@@ -137,16 +142,32 @@ class SuppressionBuffer:
             self.size_bytes += u.size
         self._dirty.add(kb)
 
+    def _enqueue(self, due: int, kb: bytes) -> None:
+        queue = self._queues.get(due)
+        if queue is None:
+            queue = self._queues[due] = deque()
+            heapq.heappush(self._dues, due)
+        queue.append(kb)
+
     def pop_due(self, now: int) -> list[BufferedUpdate]:
         """Evict, in due order, every update due at or before ``now``."""
-        heap = self._heap
+        dues, queues, entries, dirty = self._dues, self._queues, self._entries, self._dirty
         out = []
-        while heap and heap[0][0] <= now:
-            out.append(self.pop_oldest())
+        while dues and dues[0] <= now:
+            for kb in queues.pop(heapq.heappop(dues)):
+                u = entries.pop(kb)
+                self.size_bytes -= u.size
+                dirty.add(kb)
+                out.append(u)
         return out
 
     def pop_oldest(self) -> BufferedUpdate:
-        _, _, kb = heapq.heappop(self._heap)
+        due = self._dues[0]
+        queue = self._queues[due]
+        kb = queue.popleft()
+        if not queue:
+            del self._queues[due]
+            heapq.heappop(self._dues)
         u = self._entries.pop(kb)
         self.size_bytes -= u.size
         self._dirty.add(kb)
@@ -214,13 +235,14 @@ class SuppressionBuffer:
                     u.size = len(kb) + len(vb)
                     self.size_bytes += u.size
                 self._entries[kb] = u
-        self._heap = [(u.due, u.seq, kb) for kb, u in self._entries.items()]
-        heapq.heapify(self._heap)
+        self._queues, self._dues = {}, []
+        for u, kb in sorted(((u, kb) for kb, u in self._entries.items()), key=lambda ukb: (ukb[0].due, ukb[0].seq)):
+            self._enqueue(u.due, kb)
         self._logged = set(self._entries)
 
     def wipe(self) -> None:
         self._entries.clear()
-        self._heap = []
+        self._queues, self._dues = {}, []
         self._dirty = set()
         self._logged = set()
         self._metadata = {}

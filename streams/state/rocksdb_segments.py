@@ -115,19 +115,6 @@ class RocksDBSegments:
         self._cache.clear()
         self._cached = 0
 
-    def _scan(self, lower: bytes, upper: bytes) -> list[tuple[bytes, bytes]]:
-        """Raw (key, value) pairs with ``lower <= key <= upper``."""
-        out = []
-        it = self._db.iter()
-        it.seek(lower)
-        while it.valid():
-            key = cast(bytes, it.key())
-            if key > upper:
-                break
-            out.append((key, cast(bytes, it.value())))
-            it.next()
-        return out
-
     def _segments_between(self, t_from: int, t_to: int) -> list[int]:
         first, last = t_from // self.interval, t_to // self.interval
         return sorted(s for s in self._segment_ids if first <= s <= last)
@@ -167,36 +154,49 @@ class RocksDBSegments:
     def fetch_all(self, t_from: int, t_to: int) -> list[TimeKeyedRow]:
         out = []
         suffix = self._suffix
+        unpack, decode = self._sub.unpack_from, self._decode
+        it = None
         for seg_id in self._segments_between(t_from, t_to):
+            # A segment holds several times, and time comes after the key bytes: the whole segment is
+            # read, but only the rows in range are decoded (emitting final results reads one time of it).
             prefix = _SEG.pack(seg_id)
-            for key, vb in self._scan(prefix, _SEG.pack(seg_id + 1)):
-                if not key.startswith(prefix):
-                    continue
-                t, sub = self._sub.unpack_from(key, len(key) - suffix)
+            end = _SEG.pack(seg_id + 1)
+            if it is None:
+                it = self._db.iter()
+            it.seek(prefix)
+            while it.valid():
+                key = cast(bytes, it.key())
+                if key >= end:
+                    break
+                n = len(key) - suffix
+                t, sub = unpack(key, n)
                 if t_from <= t <= t_to:
-                    out.append((key[8 : len(key) - suffix], t, sub, self._decode(vb)))
+                    out.append((key[8:n], t, sub, decode(cast(bytes, it.value()))))
+                it.next()
         out.sort(key=lambda row: (row[1], row[0], row[2]))
         return out
 
     def write(self, rows: list[WriteRow], metadata: dict[str, int] | None, min_live: int) -> None:
         batch = WriteBatch(raw_mode=True)
+        put, delete = batch.put, batch.delete
         seg, pack_sub, interval = _SEG.pack, self._sub.pack, self.interval
-        segments = self._segment_ids
         observed = self.observed
         newest = self._newest
+        seg_ids = set()
         for kb, t, sub, _entry, vb in rows:
             if t < min_live:
                 continue
-            key = seg(t // interval) + kb + pack_sub(t, sub)
+            s = t // interval
             if vb is None:
-                batch.delete(key)
-            else:
-                batch.put(key, vb)
-                segments.add(t // interval)
-                if t > observed:
-                    observed = t
-                if t > newest.get(kb, -1):
-                    newest[kb] = t
+                delete(seg(s) + kb + pack_sub(t, sub))
+                continue
+            put(seg(s) + kb + pack_sub(t, sub), vb)
+            seg_ids.add(s)
+            if t > observed:
+                observed = t
+            if t > newest.get(kb, -1):
+                newest[kb] = t
+        self._segment_ids |= seg_ids
         self.observed = observed
         if self._max_cache:
             self._cache_written(rows, min_live)
@@ -209,16 +209,18 @@ class RocksDBSegments:
     def _cache_written(self, rows: list[WriteRow], min_live: int) -> None:
         # The written entries are the ones most likely read next (windows still open): cache them.
         cache = self._cache
-        bucket: dict[tuple[bytes, int], Entry | None] = {}
-        bucket_t = None
+        added = 0
         for kb, t, sub, entry, _ in rows[-self._max_cache :]:  # (``_remember``, inlined: a commit writes many)
             if t < min_live:
                 continue
-            if t != bucket_t:
-                bucket_t, bucket = t, cache.setdefault(t, {})
-            size = len(bucket)
-            bucket[(kb, sub)] = entry
-            self._cached += len(bucket) - size
+            bucket = cache.get(t)
+            if bucket is None:
+                bucket = cache[t] = {}
+            k = (kb, sub)
+            if k not in bucket:
+                added += 1
+            bucket[k] = entry
+        self._cached += added
         if self._cached > self._max_cache:
             self._shrink()
 

@@ -35,6 +35,7 @@ __all__ = ["MAX_TIME", "META_KEY", "TimeKeyedListener", "TimeKeyedStore"]
 META_KEY = b"\x00schemakit.store-metadata\x00"
 MAX_TIME = 2**63 - 1
 _TS = struct.Struct(">q")
+_UNSET = object()
 
 #: ``listener(key, time, sub, new_entry, old_entry)`` for each flushed change (entries are
 #: ``(value, timestamp)`` or None); ``old_entry`` only when ``track_old_values``.
@@ -150,13 +151,14 @@ class TimeKeyedStore:
         overlay = self._overlay.get(kb)
         inner = self._inner.get
         out: list[Entry | None] = []
+        if overlay is None:
+            return [None if t < min_live else inner(kb, t, sub) for t in times]
         for t in times:
             if t < min_live:
                 out.append(None)
-            elif overlay is not None and (t, sub) in overlay:
-                out.append(overlay[(t, sub)])
             else:
-                out.append(inner(kb, t, sub))
+                entry = overlay.get((t, sub), _UNSET)
+                out.append(inner(kb, t, sub) if entry is _UNSET else entry)  # type: ignore[arg-type]
         return out
 
     def put_entry(self, kb: bytes, key: Any, t: int, sub: int, entry: Entry | None) -> bool:
@@ -167,30 +169,38 @@ class TimeKeyedStore:
         """``put_entry`` for each ``(time, sub, entry)`` of one key, in order (a record's windows in one
         call); returns how many were written (not expired)."""
         overlay = self._overlay.get(kb)
+        if overlay is None:
+            overlay = self._overlay[kb] = {}
         dirty = self._dirty
         ts = self._rc.timestamp
+        track_old = self.track_old_values
+        observed = self.observed
+        min_live = observed - self.retention_ms + self.live_offset
         written = 0
-        for t, sub, entry in rows:
-            if t < self.observed - self.retention_ms + self.live_offset:
-                continue
-            if t > self.observed:
-                if t < 0:
-                    raise StateStoreError(f"store {self.name!r}: times must not be negative, got {t}")
-                self.observed = t
-            if overlay is None:
-                overlay = self._overlay[kb] = {}
-            k = (t, sub)
-            dk = (kb, t, sub)
-            prev = dirty.pop(dk, None)  # to the end: flushes go in the order of the last changes (see cache.py)
-            if prev is not None:
-                dirty[dk] = (prev[0], prev[1], ts)
-            else:
-                old = None
-                if self.track_old_values:
-                    old = overlay[k] if k in overlay else self._inner.get(kb, t, sub)
-                dirty[dk] = (key, old, ts)
-            overlay[k] = entry
-            written += 1
+        try:
+            for t, sub, entry in rows:
+                if t < min_live:
+                    continue
+                if t > observed:
+                    if t < 0:
+                        raise StateStoreError(f"store {self.name!r}: times must not be negative, got {t}")
+                    observed = t
+                    min_live = observed - self.retention_ms + self.live_offset
+                dk = (kb, t, sub)
+                prev = dirty.pop(dk, None)  # to the end: flushes go in the order of the last changes (see cache.py)
+                if prev is not None:
+                    dirty[dk] = (prev[0], prev[1], ts)
+                elif track_old:
+                    k = (t, sub)
+                    dirty[dk] = (key, overlay[k] if k in overlay else self._inner.get(kb, t, sub), ts)
+                else:
+                    dirty[dk] = (key, None, ts)
+                overlay[(t, sub)] = entry
+                written += 1
+        finally:
+            self.observed = observed
+            if not overlay:
+                del self._overlay[kb]
         return written
 
     def entries(self, kb: bytes, t_from: int, t_to: int) -> list[tuple[int, int, Entry]]:
@@ -256,6 +266,36 @@ class TimeKeyedStore:
         pending = self._pending
         listener = self.listener
         overlay = self._overlay
+        encode, ts_pack, vser = self._encode, _TS.pack, self._vser
+        if listener is None:
+            # Changelog only (the common case: a store that forwards nothing, or emits final results).
+            for kb, t, sub in dirty:
+                entry = overlay[kb][(t, sub)]
+                if entry is None:
+                    vb = None
+                else:
+                    try:
+                        vb = ts_pack(entry[1]) + (vser(entry[0]) or b"")
+                    except Exception:
+                        vb = encode(dirty[(kb, t, sub)][0], entry)  # raises the error that names the store
+                out.append((kb + tsub(t, sub), vb))
+                pending.append((kb, t, sub, entry, vb))
+        else:
+            self._flush_to(listener, dirty, out)
+        if self._meta_dirty:
+            self._meta_dirty = False
+            self._pending_meta = dict(self._metadata)
+            out.append((META_KEY, orjson.dumps(self._pending_meta)))
+        if self.changelog is not None:
+            self.changelog.send_batch(out, headers)
+        return len(out)
+
+    def _flush_to(self, listener: TimeKeyedListener, dirty: dict[tuple[bytes, int, int], tuple[Any, Entry | None, int]],
+                  out: list[tuple[bytes, bytes | None]]) -> None:  # fmt: skip
+        """``flush``'s loop when changes also go downstream: each to the changelog, then to ``listener``."""
+        tsub = self._tsub.pack
+        pending = self._pending
+        overlay = self._overlay
         encode = self._encode
         forward_ts = self._forward_timestamp
         rc = self._rc
@@ -267,8 +307,6 @@ class TimeKeyedStore:
                 vb = None if entry is None else encode(key, entry)
                 out.append((kb + tsub(t, sub), vb))
                 pending.append((kb, t, sub, entry, vb))
-                if listener is None:
-                    continue
                 # A delete of what downstream never saw (made and removed since the last flush) is not news.
                 if entry is None and (old if self.track_old_values else self._inner.get(kb, t, sub)) is None:
                     continue
@@ -276,13 +314,6 @@ class TimeKeyedStore:
                 listener(key, t, sub, entry, old)
         finally:
             rc.timestamp, rc.headers = saved
-        if self._meta_dirty:
-            self._meta_dirty = False
-            self._pending_meta = dict(self._metadata)
-            out.append((META_KEY, orjson.dumps(self._pending_meta)))
-        if self.changelog is not None:
-            self.changelog.send_batch(out, headers)
-        return len(out)
 
     def persist(self) -> bool:
         """Write the flushed changes into the segments (after their input offsets were committed)."""
@@ -294,7 +325,7 @@ class TimeKeyedStore:
         for kb, t, sub, entry, _ in pending:
             per_key = overlay.get(kb)
             # Only if unchanged since the flush; a later change is still pending a flush.
-            if per_key is not None and (t, sub) in per_key and per_key[(t, sub)] is entry:
+            if per_key is not None and per_key.get((t, sub), _UNSET) is entry:
                 del per_key[(t, sub)]
                 if not per_key:
                     del overlay[kb]

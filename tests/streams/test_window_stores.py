@@ -339,6 +339,18 @@ def test_suppression_buffer_evicts_by_due_time_then_in_buffering_order() -> None
         assert b.pop_oldest().key == "e" and b.min_due is None and len(b) == 0
 
 
+def test_suppression_buffer_pops_oldest_across_due_times() -> None:
+    # What a full buffer that emits early evicts: the earliest due time first, within it the first buffered.
+    buffer = SuppressionBuffer("b", STRING, INT, "t", RecordContext())
+    for key, due in [("c", 20), ("a", 10), ("d", 20), ("b", 10)]:
+        buffer.put(key.encode(), key, 1, None, 0, due)
+    assert [buffer.pop_oldest().key for _ in range(3)] == ["a", "b", "c"]
+    assert buffer.min_due == 20 and len(buffer) == 1
+    buffer.put(b"e", "e", 1, None, 0, 15)
+    assert [(u.key, u.due) for u in buffer.pop_due(20)] == [("e", 15), ("d", 20)]
+    assert buffer.min_due is None
+
+
 def test_keys_that_are_prefixes_of_each_other_stay_apart(kind: str, tmp_path: Path) -> None:
     """Kafka Streams' SessionKeySchemaTest: keys [0], [0, 0], [0, 0, 0] sort into each other's ranges; a
     fetch returns only the key asked for."""

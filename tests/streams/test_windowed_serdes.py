@@ -28,6 +28,23 @@ def test_time_windowed_key_bytes() -> None:
     assert serde.deserialize(data) == Windowed("alice", TimeWindow(120_000, 180_000))
 
 
+def test_time_windowed_serializer_reuses_a_key_only_while_it_cannot_change() -> None:
+    """A record's windows are serialized one after another with the same key object: its bytes are made
+    once. A mutable key (a JSON object) is serialized anew each time, so a change to it shows."""
+    ser = WindowedSerdes.time_windowed(str, 60_000).bind_serializer("t", True)
+    key = "alice"
+    assert [ser(Windowed(key, TimeWindow(s, s + 60_000))) for s in (0, 60_000)] == [
+        b"alice" + struct.pack(">q", 0),
+        b"alice" + struct.pack(">q", 60_000),
+    ]
+    assert ser(Windowed("bob", TimeWindow(0, 60_000))) == b"bob" + struct.pack(">q", 0)
+    json_ser = WindowedSerdes.time_windowed("json", 60_000).bind_serializer("t", True)
+    user = {"id": 1}
+    assert json_ser(Windowed(user, TimeWindow(0, 60_000))) == b'{"id":1}' + struct.pack(">q", 0)
+    user["id"] = 2
+    assert json_ser(Windowed(user, TimeWindow(0, 60_000))) == b'{"id":2}' + struct.pack(">q", 0)
+
+
 def test_session_windowed_key_bytes() -> None:
     serde = WindowedSerdes.session_windowed(int)
     data = serde.serialize(Windowed(7, SessionWindow(1_000, 2_500)))
