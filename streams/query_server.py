@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
-import gc
 import logging
 import threading
 import time
@@ -42,6 +41,7 @@ from fastapi.responses import Response
 
 from streams.config import parse_host_port
 from streams.errors import InvalidStateStoreError, StreamsError
+from streams.gc_policy import freeze_long_lived, thaw_long_lived
 from streams.global_table import ReadOnlyGlobalStore
 from streams.group_leader import Assignment
 from streams.http_pool import HttpPool, HttpPoolError
@@ -284,15 +284,11 @@ class QueryServer:
                     f"{self.advertised}): {failure[0] if failure else 'it did not start in time'}"
                 )
             time.sleep(0.01)
-        # A full collection walks every object of the process (modules, FastAPI, pydantic, the topology: tens of
-        # ms with the GIL held), stalling every lookup in flight; the objects alive now stay for good, so they
-        # are moved out of the collector's sight. close() gives them back.
-        gc.collect()
-        gc.freeze()
+        frozen = freeze_long_lived()  # no full collection stalls lookups in flight
         self._frozen = True
         log.info("query server of %s (instance %s) listening on %s:%d, advertised as %s (%d objects frozen out of "
                  "the garbage collector)", self.source.application_id, self.source.instance_id, self.host, self.port,
-                 self.advertised, gc.get_freeze_count())  # fmt: skip
+                 self.advertised, frozen)  # fmt: skip
 
     def _http_protocol(self) -> type[asyncio.Protocol] | Literal["auto"]:
         """Key lookups answered by ``KeyLookupProtocol``, the rest by uvicorn's httptools protocol."""
@@ -308,8 +304,7 @@ class QueryServer:
         if self._thread is not None:
             self._thread.join(timeout)
         if self._frozen:
-            # Some frozen objects may be garbage by now (another app closed meanwhile): collectable again.
-            gc.unfreeze()
+            thaw_long_lived()
             self._frozen = False
 
     # -- the routes ------------------------------------------------------------------------------------
