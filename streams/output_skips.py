@@ -50,6 +50,8 @@ class OutputSkips:
 
     def take(self, topic: str, key: bytes | None, value: bytes | None) -> bool:
         """Whether this output is one to drop; dropping it uses the entry up."""
+        if not self._pending:
+            return False  # the replay has left out all it was to: no digest per output for the task's life
         d = _digest(topic, key, value)
         left = self._pending.get(d)
         if left is None:
