@@ -51,12 +51,14 @@ def late_log(log_url: str, request: pytest.FixtureRequest) -> Log:
     return lg
 
 
-def make_app(log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path, **options: Any
+def make_app(log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path,
+             build: Callable[[str, str], Topology] = topology, **options: Any
              ) -> tuple[StreamsApp, str, str]:  # fmt: skip
+    """``build(src, out)``'s app on a one-partition input and an output that refuses records above LIMIT."""
     src, out = names("in"), names("out")
     log.create_topic(src, 1)
     log.create_topic(out, 1, config={"max.message.bytes": str(LIMIT)})
-    app = StreamsApp(topology(src, out), names("app"), log_url, state_dir=tmp_path / "state", commit_interval_ms=100,
+    app = StreamsApp(build(src, out), names("app"), log_url, state_dir=tmp_path / "state", commit_interval_ms=100,
                      **options)  # fmt: skip
     return app, src, out
 
@@ -178,13 +180,14 @@ def test_a_replay_that_does_not_reproduce_the_dropped_output_stops_the_app(
     """A refused output that differs on every replay (built from a counter) can never be left out: after
     MAX_FUTILE_REPLAYS replays that met none of the dropped outputs the app stops instead of looping."""
     replays = itertools.count()
-    src, out = names("in"), names("out")
-    late_log.create_topic(src, 1)
-    late_log.create_topic(out, 1, config={"max.message.bytes": str(LIMIT)})
-    b = StreamsBuilder()
-    b.stream(src, key=str, value=str).map_values(lambda v: f"{next(replays)}:" + "x" * (2 * LIMIT)).to(out)
-    app = StreamsApp(b.build(), names("app"), log_url, state_dir=tmp_path / "state", commit_interval_ms=100,
-                     production_exception_handler="continue")  # fmt: skip
+
+    def counter_built(src: str, out: str) -> Topology:
+        b = StreamsBuilder()
+        b.stream(src, key=str, value=str).map_values(lambda v: f"{next(replays)}:" + "x" * (2 * LIMIT)).to(out)
+        return b.build()
+
+    app, src, out = make_app(late_log, log_url, names, tmp_path, counter_built,
+                             production_exception_handler="continue")  # fmt: skip
     produce(late_log, src, [("k1", "a")], value=str.encode)
     with pytest.raises(StreamsError, match=rf"task 0_0: {MAX_FUTILE_REPLAYS} replays in a row .* topic '{out}'.*"
                                            r"does not reproduce its outputs on replay"):  # fmt: skip
