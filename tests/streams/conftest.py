@@ -46,7 +46,8 @@ def private_kafka_log_url(request: pytest.FixtureRequest, tmp_path: Path) -> Ite
 
 @pytest.fixture
 def kill_log_url(log_url: str, request: pytest.FixtureRequest) -> str:
-    """A kill -9 test's log: on Kafka, a broker of its own (see ``private_kafka_log_url``)."""
+    """A kill -9 test's log, or one that timed out late in a full run on the shared broker: on Kafka, a broker
+    of its own (see ``private_kafka_log_url``)."""
     return log_url if log_url.startswith("sqlite") else request.getfixturevalue("private_kafka_log_url")
 
 
