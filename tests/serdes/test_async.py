@@ -244,3 +244,34 @@ def test_sync_and_async_clients_are_not_interchangeable(registry_url: str) -> No
             AvroSerializer(c, ORDER)  # type: ignore[arg-type]
 
     run(main, registry_url)
+
+
+def test_async_json_and_protobuf_serializers_on_their_fast_path_behave_as_coroutines(
+        registry_url, client, protos, value_ctx, require_type) -> None:
+    """Their common case returns a finished coroutine (``serdes.awaitables.ready``) instead of running an
+    ``async def``: tasks, gather and ``iscoroutinefunction`` see coroutines, and an invalid record still raises when
+    awaited, not when called."""
+    require_type("PROTOBUF")
+    require_type("JSON")
+    order = make_order(protos)
+    text = json.dumps(JSON_ORDER)
+    json_ctx = SerializationContext(value_ctx.topic + "-json", MessageField.VALUE, [])
+    proto_ctx = SerializationContext(value_ctx.topic, MessageField.VALUE, [])
+
+    async def main(c: AsyncRegistryClient) -> tuple[list[bytes | None], list[bytes | None]]:
+        proto, json_ser = AsyncProtobufSerializer(c, protos.order.Order), AsyncJsonSchemaSerializer(c, text)
+        assert asyncio.iscoroutinefunction(proto.__call__) and asyncio.iscoroutinefunction(json_ser.__call__)
+        first = [await proto(order, proto_ctx), await json_ser(JSON_RECORD, json_ctx)]  # plans now cached
+        again = [await asyncio.create_task(proto(order, proto_ctx)),
+                 *await asyncio.gather(json_ser(JSON_RECORD, json_ctx), json_ser(dict(JSON_RECORD, qty=7), json_ctx))]
+        pending = json_ser(dict(JSON_RECORD, qty="three"), json_ctx)  # nothing raised yet
+        with pytest.raises(SerializationError, match=r"at \$\.qty: 'three' is not of type 'integer'"):
+            await pending
+        return first, again
+
+    first, again = run(main, registry_url)
+    assert again[:2] == first
+    assert first[0] == ProtobufSerializer(client, protos.order.Order)(order, proto_ctx)
+    sync_json = JsonSchemaSerializer(client, text)
+    assert first[1] == sync_json(JSON_RECORD, json_ctx)
+    assert again[2] == sync_json(dict(JSON_RECORD, qty=7), json_ctx)
