@@ -13,12 +13,17 @@ from typing import Any, NamedTuple
 from streams.errors import SerdeError
 from streams.serdes import Deserializer, Serializer, bind_deserializer, bind_serializer
 
-__all__ = ["Change", "ChangeSerde"]
+__all__ = ["Change", "ChangeSerde", "new_change"]
 
 
 class Change(NamedTuple):
     new: Any
     old: Any = None
+
+
+# ``new_change(Change, (new, old))`` is ``Change(new, old)`` without the NamedTuple's Python-level ``__new__``
+# (~0.3 us of ~0.5 us): for the paths that make one per window update.
+new_change = tuple.__new__
 
 
 def _varint(n: int) -> bytes:

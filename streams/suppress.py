@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from streams.change import Change
+from streams.change import Change, new_change
 from streams.errors import StreamsError, TopologyError
 from streams.ops import Forwarding
 from streams.processor import ProcessorContext
@@ -137,6 +137,7 @@ class SuppressProcessor(Forwarding):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._buffer: SuppressionBuffer = context.get_state_store(self.store_name)
+        self._kser = self._buffer.key_serializer
         self._rc = context.record_context
         self._observed = context.stream_time
         self._send_old = self.options.send_old_values
@@ -152,10 +153,15 @@ class SuppressProcessor(Forwarding):
         if ts > self._observed:
             self._observed = ts
         buffer = self._buffer
-        due = (key.window.end if self._by_window else ts) + self._offset
-        buffer.put(buffer.key_bytes(key), key, change.new, change.old, ts, due)
-        due = buffer.min_due
-        if due is not None and due <= self._observed:
+        try:
+            kb = self._kser(key)
+        except Exception:
+            kb = None
+        if kb is None:
+            kb = buffer.key_bytes(key)  # raises the error that names the buffer
+        # put returns the earliest due time in the buffer
+        if buffer.put(kb, key, change[0], change[1], ts,
+                      (key.window.end if self._by_window else ts) + self._offset) <= self._observed:
             for update in buffer.pop_due(self._observed):
                 self._emit(update)
         if self._bounded and self._over_capacity():
@@ -180,6 +186,6 @@ class SuppressProcessor(Forwarding):
         saved_ts, saved_headers = rc.timestamp, rc.headers
         rc.timestamp, rc.headers = update.timestamp, ()
         try:
-            self._forward(update.key, Change(update.new, update.prior if self._send_old else None))
+            self._forward(update.key, new_change(Change, (update.new, update.prior if self._send_old else None)))
         finally:
             rc.timestamp, rc.headers = saved_ts, saved_headers

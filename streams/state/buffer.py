@@ -127,13 +127,17 @@ class SuppressionBuffer:
         """The earliest due time (a due time's queue is dropped with its last key)."""
         return self._dues[0] if self._dues else None
 
-    def put(self, kb: bytes, key: Any, new: Any, old: Any, timestamp: int, due: int) -> None:
-        """Buffer an update of ``key`` (``old``: what downstream saw before it)."""
+    def put(self, kb: bytes, key: Any, new: Any, old: Any, timestamp: int, due: int) -> int:
+        """Buffer an update of ``key`` (``old``: what downstream saw before it); returns the earliest due time."""
         u = self._entries.get(kb)
         if u is None:
             self._seq += 1
             u = self._entries[kb] = BufferedUpdate(key, new, old, timestamp, due, self._seq, 0)
-            self._enqueue(due, kb)
+            queue = self._queues.get(due)  # (``_enqueue``, inlined: once per buffered window)
+            if queue is None:
+                queue = self._queues[due] = deque()
+                heapq.heappush(self._dues, due)
+            queue.append(kb)
         else:
             u.new, u.timestamp = new, timestamp
         if self._count_bytes:
@@ -141,6 +145,7 @@ class SuppressionBuffer:
             u.size = len(kb) + len(self._encode(u))
             self.size_bytes += u.size
         self._dirty.add(kb)
+        return self._dues[0]
 
     def _enqueue(self, due: int, kb: bytes) -> None:
         queue = self._queues.get(due)
@@ -193,11 +198,18 @@ class SuppressionBuffer:
 
     def flush(self, headers: Headers | None) -> int:
         out: list[tuple[bytes, bytes | None]] = []
-        logged = self._logged
+        logged, entries, vser, head = self._logged, self._entries, self._vser, _HEAD.pack
         for kb in self._dirty:
-            u = self._entries.get(kb)
+            u = entries.get(kb)
             if u is not None:
-                out.append((kb, self._encode(u)))
+                # ``_encode``, inlined (once per buffered window and commit); it raises the error naming the buffer
+                try:
+                    prior = None if u.prior is None else vser(u.prior)
+                    vb = (head(u.due, u.timestamp, -1 if prior is None else len(prior)) + (prior or b"")
+                          + (b"\x00" if u.new is None else b"\x01" + vser(u.new)))
+                except Exception:
+                    vb = self._encode(u)
+                out.append((kb, vb))
                 logged.add(kb)
             elif kb in logged:
                 out.append((kb, None))

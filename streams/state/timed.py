@@ -297,20 +297,32 @@ class TimeKeyedStore:
         pending = self._pending
         overlay = self._overlay
         encode = self._encode
-        forward_ts = self._forward_timestamp
+        # The entry's own timestamp unless a subclass forwards another (sessions: their end): no call per entry.
+        forward_ts = None if type(self)._forward_timestamp is TimeKeyedStore._forward_timestamp \
+            else self._forward_timestamp
+        ts_pack, vser = _TS.pack, self._vser
         rc = self._rc
         saved = rc.timestamp, rc.headers
         rc.headers = ()  # what is forwarded is an aggregate, not an input record
         try:
             for (kb, t, sub), (key, old, change_ts) in dirty.items():
                 entry = overlay[kb][(t, sub)]
-                vb = None if entry is None else encode(key, entry)
+                if entry is None:
+                    vb = None
+                else:
+                    try:
+                        vb = ts_pack(entry[1]) + (vser(entry[0]) or b"")
+                    except Exception:
+                        vb = encode(key, entry)  # raises the error that names the store
                 out.append((kb + tsub(t, sub), vb))
                 pending.append((kb, t, sub, entry, vb))
-                # A delete of what downstream never saw (made and removed since the last flush) is not news.
-                if entry is None and (old if self.track_old_values else self._inner.get(kb, t, sub)) is None:
-                    continue
-                rc.timestamp = forward_ts(t, sub, entry, change_ts)
+                if entry is None:
+                    # A delete of what downstream never saw (made and removed since the last flush) is not news.
+                    if (old if self.track_old_values else self._inner.get(kb, t, sub)) is None:
+                        continue
+                    rc.timestamp = change_ts if forward_ts is None else forward_ts(t, sub, entry, change_ts)
+                else:
+                    rc.timestamp = entry[1] if forward_ts is None else forward_ts(t, sub, entry, change_ts)
                 listener(key, t, sub, entry, old)
         finally:
             rc.timestamp, rc.headers = saved
