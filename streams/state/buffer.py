@@ -205,8 +205,9 @@ class SuppressionBuffer:
                 # ``_encode``, inlined (once per buffered window and commit); it raises the error naming the buffer
                 try:
                     prior = None if u.prior is None else vser(u.prior)
+                    new = None if u.new is None else vser(u.new)
                     vb = (head(u.due, u.timestamp, -1 if prior is None else len(prior)) + (prior or b"")
-                          + (b"\x00" if u.new is None else b"\x01" + vser(u.new)))
+                          + (b"\x00" if new is None else b"\x01" + new))
                 except Exception:
                     vb = self._encode(u)
                 out.append((kb, vb))
