@@ -267,45 +267,18 @@ class TimeKeyedStore:
         listener = self.listener
         overlay = self._overlay
         encode, ts_pack, vser = self._encode, _TS.pack, self._vser
-        if listener is None:
-            # Changelog only (the common case: a store that forwards nothing, or emits final results).
-            for kb, t, sub in dirty:
-                entry = overlay[kb][(t, sub)]
-                if entry is None:
-                    vb = None
-                else:
-                    try:
-                        vb = ts_pack(entry[1]) + (vser(entry[0]) or b"")
-                    except Exception:
-                        vb = encode(dirty[(kb, t, sub)][0], entry)  # raises the error that names the store
-                out.append((kb + tsub(t, sub), vb))
-                pending.append((kb, t, sub, entry, vb))
-        else:
-            self._flush_to(listener, dirty, out)
-        if self._meta_dirty:
-            self._meta_dirty = False
-            self._pending_meta = dict(self._metadata)
-            out.append((META_KEY, orjson.dumps(self._pending_meta)))
-        if self.changelog is not None:
-            self.changelog.send_batch(out, headers)
-        return len(out)
-
-    def _flush_to(self, listener: TimeKeyedListener, dirty: dict[tuple[bytes, int, int], tuple[Any, Entry | None, int]],
-                  out: list[tuple[bytes, bytes | None]]) -> None:  # fmt: skip
-        """``flush``'s loop when changes also go downstream: each to the changelog, then to ``listener``."""
-        tsub = self._tsub.pack
-        pending = self._pending
-        overlay = self._overlay
-        encode = self._encode
-        # The entry's own timestamp unless a subclass forwards another (sessions: their end): no call per entry.
+        # Forwarded (with a listener) at the entry's own timestamp unless a subclass forwards another (sessions:
+        # their end): no call per entry for it.
         forward_ts = None if type(self)._forward_timestamp is TimeKeyedStore._forward_timestamp \
             else self._forward_timestamp
-        ts_pack, vser = _TS.pack, self._vser
         rc = self._rc
         saved = rc.timestamp, rc.headers
         rc.headers = ()  # what is forwarded is an aggregate, not an input record
         try:
-            for (kb, t, sub), (key, old, change_ts) in dirty.items():
+            # Each change to the changelog, then (a store that forwards its updates, e.g. to a suppression) to
+            # ``listener``. One loop for both: it runs once per changed window and commit.
+            for dk in dirty:
+                kb, t, sub = dk
                 entry = overlay[kb][(t, sub)]
                 if entry is None:
                     vb = None
@@ -313,9 +286,12 @@ class TimeKeyedStore:
                     try:
                         vb = ts_pack(entry[1]) + (vser(entry[0]) or b"")
                     except Exception:
-                        vb = encode(key, entry)  # raises the error that names the store
+                        vb = encode(dirty[dk][0], entry)  # raises the error that names the store
                 out.append((kb + tsub(t, sub), vb))
                 pending.append((kb, t, sub, entry, vb))
+                if listener is None:
+                    continue
+                key, old, change_ts = dirty[dk]
                 if entry is None:
                     # A delete of what downstream never saw (made and removed since the last flush) is not news.
                     if (old if self.track_old_values else self._inner.get(kb, t, sub)) is None:
@@ -326,6 +302,13 @@ class TimeKeyedStore:
                 listener(key, t, sub, entry, old)
         finally:
             rc.timestamp, rc.headers = saved
+        if self._meta_dirty:
+            self._meta_dirty = False
+            self._pending_meta = dict(self._metadata)
+            out.append((META_KEY, orjson.dumps(self._pending_meta)))
+        if self.changelog is not None:
+            self.changelog.send_batch(out, headers)
+        return len(out)
 
     def persist(self) -> bool:
         """Write the flushed changes into the segments (after their input offsets were committed)."""
