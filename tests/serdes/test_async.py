@@ -158,16 +158,25 @@ def test_json_bytes_equal_sync_and_confluent_kafka(registry_url, client, ck_clie
     assert CkJSONDeserializer(text, conf=CK_TOPIC)(ours, value_ctx) == JSON_RECORD
 
 
+JsonAndProtobuf = tuple[Any, str, SerializationContext, SerializationContext]  # order, JSON Schema, contexts
+
+
+def _json_and_protobuf(protos: Any, value_ctx: SerializationContext,
+                       require_type: Callable[[str], None]) -> JsonAndProtobuf:
+    """What the JSON/Protobuf serializer tests share: a Protobuf order, the JSON Schema text, and a context for
+    each (the JSON one on a topic of its own, so their subjects differ)."""
+    require_type("PROTOBUF")
+    require_type("JSON")
+    return (make_order(protos), json.dumps(JSON_ORDER),
+            SerializationContext(value_ctx.topic + "-json", MessageField.VALUE, []),
+            SerializationContext(value_ctx.topic, MessageField.VALUE, []))
+
+
 def test_async_json_and_protobuf_serializers_off_their_fast_path(registry_url, client, protos, value_ctx,
                                                                   require_type) -> None:
     """The async JSON/Protobuf serializers inline their common case: None, a wrong type and header framing take
     the other paths and give what the sync serializers give."""
-    require_type("PROTOBUF")
-    require_type("JSON")
-    order = make_order(protos)
-    text = json.dumps(JSON_ORDER)
-    json_ctx = SerializationContext(value_ctx.topic + "-json", MessageField.VALUE, [])
-    proto_ctx = SerializationContext(value_ctx.topic, MessageField.VALUE, [])
+    order, text, json_ctx, proto_ctx = _json_and_protobuf(protos, value_ctx, require_type)
 
     async def main(c: AsyncRegistryClient) -> tuple[bytes | None, bytes | None]:
         proto = AsyncProtobufSerializer(c, protos.order.Order)
@@ -251,12 +260,7 @@ def test_async_json_and_protobuf_serializers_on_their_fast_path_behave_as_corout
     """Their common case returns a finished coroutine (``serdes.awaitables.ready``) instead of running an
     ``async def``: tasks, gather and ``iscoroutinefunction`` see coroutines, and an invalid record still raises when
     awaited, not when called."""
-    require_type("PROTOBUF")
-    require_type("JSON")
-    order = make_order(protos)
-    text = json.dumps(JSON_ORDER)
-    json_ctx = SerializationContext(value_ctx.topic + "-json", MessageField.VALUE, [])
-    proto_ctx = SerializationContext(value_ctx.topic, MessageField.VALUE, [])
+    order, text, json_ctx, proto_ctx = _json_and_protobuf(protos, value_ctx, require_type)
 
     async def main(c: AsyncRegistryClient) -> tuple[list[bytes | None], list[bytes | None]]:
         proto, json_ser = AsyncProtobufSerializer(c, protos.order.Order), AsyncJsonSchemaSerializer(c, text)
