@@ -99,8 +99,15 @@ class SuppressionBuffer:
                              f"{serde_name(self.value_serde)}: {exc}") from exc  # fmt: skip
 
     def _encode(self, u: BufferedUpdate) -> bytes:
-        prior = self._value_bytes(u.prior)
-        new = self._value_bytes(u.new)
+        # Once per buffered key and commit: the values are serialized here directly; a serializer that fails is
+        # called again through ``_value_bytes``, which raises the error naming the buffer.
+        vser = self._vser
+        try:
+            prior = None if u.prior is None else vser(u.prior)
+            new = None if u.new is None else vser(u.new)
+        except Exception:
+            prior = self._value_bytes(u.prior)
+            new = self._value_bytes(u.new)
         head = _HEAD.pack(u.due, u.timestamp, -1 if prior is None else len(prior))
         return head + (prior or b"") + (b"\x00" if new is None else b"\x01" + new)
 
@@ -133,11 +140,7 @@ class SuppressionBuffer:
         if u is None:
             self._seq += 1
             u = self._entries[kb] = BufferedUpdate(key, new, old, timestamp, due, self._seq, 0)
-            queue = self._queues.get(due)  # (``_enqueue``, inlined: once per buffered window)
-            if queue is None:
-                queue = self._queues[due] = deque()
-                heapq.heappush(self._dues, due)
-            queue.append(kb)
+            self._enqueue(due, kb)
         else:
             u.new, u.timestamp = new, timestamp
         if self._count_bytes:
@@ -198,19 +201,11 @@ class SuppressionBuffer:
 
     def flush(self, headers: Headers | None) -> int:
         out: list[tuple[bytes, bytes | None]] = []
-        logged, entries, vser, head = self._logged, self._entries, self._vser, _HEAD.pack
+        logged, entries, encode = self._logged, self._entries, self._encode
         for kb in self._dirty:
             u = entries.get(kb)
             if u is not None:
-                # ``_encode``, inlined (once per buffered window and commit); it raises the error naming the buffer
-                try:
-                    prior = None if u.prior is None else vser(u.prior)
-                    new = None if u.new is None else vser(u.new)
-                    vb = (head(u.due, u.timestamp, -1 if prior is None else len(prior)) + (prior or b"")
-                          + (b"\x00" if new is None else b"\x01" + new))
-                except Exception:
-                    vb = self._encode(u)
-                out.append((kb, vb))
+                out.append((kb, encode(u)))
                 logged.add(kb)
             elif kb in logged:
                 out.append((kb, None))
