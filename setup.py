@@ -44,13 +44,20 @@ class BuildPyWithSparkJar(build_py):
             return
         build_jar = _load_build_jar()
         jars = build_jar.spark_jars()
-        missing = [what for what, ok in (("javac (a JDK 17+)", shutil.which("javac") is not None),
-                                         ("Spark's jars (pyspark in the build environment, or SPARK_HOME)",
-                                          jars is not None)) if not ok]
+        missing = [
+            what
+            for what, ok in (
+                ("javac (a JDK 17+)", shutil.which("javac") is not None),
+                ("Spark's jars (pyspark in the build environment, or SPARK_HOME)", jars is not None),
+            )
+            if not ok
+        ]
         if missing:
-            message = (f"schemakit: the Spark JVM engine's jar is not in this build: no {' and no '.join(missing)}. "
-                       "Build it after installing with `python -m serdes.spark.build_jar`, or build the wheel with "
-                       "`pip wheel --no-build-isolation .` where pyspark and a JDK are installed")
+            message = (
+                f"schemakit: the Spark JVM engine's jar is not in this build: no {' and no '.join(missing)}. "
+                "Build it after installing with `python -m serdes.spark.build_jar`, or build the wheel with "
+                "`pip wheel --no-build-isolation .` where pyspark and a JDK are installed"
+            )
             if mode == "require":
                 raise SystemExit(message)
             print(message)

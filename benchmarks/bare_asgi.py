@@ -25,8 +25,13 @@ def make_app(bodies: dict[str, bytes]) -> Any:
                 msg = await receive()
                 more = msg.get("more_body", False)
         body = bodies.get(scope["path"], b"{}")
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [*HEADERS, (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [*HEADERS, (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     return app
@@ -39,8 +44,15 @@ def main() -> None:
     a = p.parse_args()
     with open(a.bodies) as f:
         bodies = {k: v.encode() for k, v in json.load(f).items()}
-    uvicorn.run(make_app(bodies), host="127.0.0.1", port=a.port, access_log=False, log_level="warning",
-                lifespan="off", timeout_keep_alive=30)
+    uvicorn.run(
+        make_app(bodies),
+        host="127.0.0.1",
+        port=a.port,
+        access_log=False,
+        log_level="warning",
+        lifespan="off",
+        timeout_keep_alive=30,
+    )
 
 
 if __name__ == "__main__":

@@ -24,9 +24,23 @@ def own_registry() -> Iterator[str]:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         log = open(Path(d) / "server.log", "wb")  # noqa: SIM115
-        proc = subprocess.Popen([sys.executable, "-m", "registry", "serve", "--log", f"sqlite:///{d}/data",
-                                 "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-                                cwd=ROOT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "registry",
+                "serve",
+                "--log",
+                f"sqlite:///{d}/data",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             for _ in range(300):

@@ -65,8 +65,19 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 30) -> N
 def start_registry(data: Path, extra_args: list[str]) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "registry", "serve", "--log", f"sqlite:///{data}", "--port", str(port),
-         "--log-level", "WARNING", *extra_args],
+        [
+            sys.executable,
+            "-m",
+            "registry",
+            "serve",
+            "--log",
+            f"sqlite:///{data}",
+            "--port",
+            str(port),
+            "--log-level",
+            "WARNING",
+            *extra_args,
+        ],
         cwd=HERE.parent,
     )
     url = f"http://127.0.0.1:{port}"
@@ -94,8 +105,10 @@ def register_many(url: str, count: int, subjects: int, label: str, headers: dict
             r.raise_for_status()
             out.append((subject, text))
             if (n + 1) % 1000 == 0:
-                print(f"  {label}: registered {n + 1}/{count} ({(n + 1) / (time.monotonic() - started):.0f}/s)",
-                      flush=True)
+                print(
+                    f"  {label}: registered {n + 1}/{count} ({(n + 1) / (time.monotonic() - started):.0f}/s)",
+                    flush=True,
+                )
     return out
 
 
@@ -124,7 +137,9 @@ def lua_script(path: Path, requests: list[tuple[str, str | None]], headers: dict
 def run_wrk(url: str, script: Path, duration: int, connections: int) -> tuple[float, float]:
     out = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(script), url],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     m = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
@@ -171,8 +186,9 @@ def main() -> None:
         bodies_file = tmp / "bodies.json"
         bodies_file.write_text(json.dumps(bodies))
         bare_port = free_port()
-        bare = subprocess.Popen([sys.executable, str(HERE / "bare_asgi.py"), "--port", str(bare_port),
-                                 "--bodies", str(bodies_file)])
+        bare = subprocess.Popen(
+            [sys.executable, str(HERE / "bare_asgi.py"), "--port", str(bare_port), "--bodies", str(bodies_file)]
+        )
         procs.append(bare)
         bare_url = f"http://127.0.0.1:{bare_port}"
         wait_http(bare_url + "/", bare)
@@ -193,8 +209,11 @@ def main() -> None:
                 ours = max(ours, run_wrk(reg_url, script, args.duration, args.connections))
                 limit = max(limit, run_wrk(bare_url, script, args.duration, args.connections))
             rows.append((name, ours, limit))
-            print(f"{name}: schemakit {ours[0]:.0f} req/s p99 {ours[1]:.1f} ms; bare ASGI {limit[0]:.0f} req/s "
-                  f"p99 {limit[1]:.1f} ms; ratio {ours[0] / limit[0]:.2f}", flush=True)
+            print(
+                f"{name}: schemakit {ours[0]:.0f} req/s p99 {ours[1]:.1f} ms; bare ASGI {limit[0]:.0f} req/s "
+                f"p99 {limit[1]:.1f} ms; ratio {ours[0] / limit[0]:.2f}",
+                flush=True,
+            )
         reg_rss = rss_kib(reg.pid)
 
         for p in procs:
@@ -214,15 +233,21 @@ def main() -> None:
         print()
         if args.server_arg or headers:
             print(f"server options {args.server_arg}, request headers {sorted(headers)}")
-        print(f"| workload ({args.connections} connections, best of {args.rounds} x {args.duration} s, wrk 1 thread) "
-              "| schemakit req/s | p99 ms | bare ASGI req/s | p99 ms | ratio |")
+        print(
+            f"| workload ({args.connections} connections, best of {args.rounds} x {args.duration} s, wrk 1 thread) "
+            "| schemakit req/s | p99 ms | bare ASGI req/s | p99 ms | ratio |"
+        )
         print("|---|---|---|---|---|---|")
         for name, ours, limit in rows:
-            print(f"| {name} | {ours[0]:.0f} | {ours[1]:.1f} | {limit[0]:.0f} | {limit[1]:.1f} | "
-                  f"{ours[0] / limit[0]:.2f} |")
+            print(
+                f"| {name} | {ours[0]:.0f} | {ours[1]:.1f} | {limit[0]:.0f} | {limit[1]:.1f} | "
+                f"{ours[0] / limit[0]:.2f} |"
+            )
         print(f"| RSS with {args.schemas} schemas | {reg_rss / 1024:.0f} MiB | | | | |")
-        print(f"| RSS empty / with {args.memory_schemas} schemas | {base_rss / 1024:.0f} MiB / "
-              f"{big_rss / 1024:.0f} MiB | | | | |")
+        print(
+            f"| RSS empty / with {args.memory_schemas} schemas | {base_rss / 1024:.0f} MiB / "
+            f"{big_rss / 1024:.0f} MiB | | | | |"
+        )
     finally:
         for p in procs:
             p.terminate()

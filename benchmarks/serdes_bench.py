@@ -47,7 +47,9 @@ import serdes
 from serdes.typed_records import avro_decoder
 
 ORDER_SCHEMA = {
-    "type": "record", "name": "Order", "namespace": "bench",
+    "type": "record",
+    "name": "Order",
+    "namespace": "bench",
     "fields": [
         {"name": "id", "type": "string"},
         {"name": "qty", "type": "long"},
@@ -56,20 +58,34 @@ ORDER_SCHEMA = {
         {"name": "note", "type": ["null", "string"], "default": None},
         {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "SHIPPED"]}},
         {"name": "tags", "type": {"type": "array", "items": "int"}},
-        {"name": "address", "type": {"type": "record", "name": "Address", "fields": [
-            {"name": "city", "type": "string"}, {"name": "zip", "type": "int"}]}},
+        {
+            "name": "address",
+            "type": {
+                "type": "record",
+                "name": "Address",
+                "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": "int"}],
+            },
+        },
     ],
 }
 
 ORDER_JSON_SCHEMA = {
-    "$schema": "http://json-schema.org/draft-07/schema#", "title": "Order", "type": "object",
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": "Order",
+    "type": "object",
     "properties": {
-        "id": {"type": "string"}, "qty": {"type": "integer"}, "price": {"type": "number"},
-        "paid": {"type": "boolean"}, "note": {"type": ["null", "string"]},
+        "id": {"type": "string"},
+        "qty": {"type": "integer"},
+        "price": {"type": "number"},
+        "paid": {"type": "boolean"},
+        "note": {"type": ["null", "string"]},
         "status": {"type": "string", "enum": ["NEW", "PAID", "SHIPPED"]},
         "tags": {"type": "array", "items": {"type": "integer"}},
-        "address": {"type": "object", "properties": {"city": {"type": "string"}, "zip": {"type": "integer"}},
-                    "required": ["city", "zip"]},
+        "address": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "zip": {"type": "integer"}},
+            "required": ["city", "zip"],
+        },
     },
     "required": ["id", "qty", "price", "paid", "status", "tags", "address"],
 }
@@ -113,14 +129,24 @@ class Order:
 
 
 def make_records(n: int) -> list[dict]:
-    return [{"id": f"order-{i:08d}", "qty": i, "price": i * 1.25, "paid": i % 2 == 0,
-             "note": None if i % 3 else f"note {i}", "status": ("NEW", "PAID", "SHIPPED")[i % 3],
-             "tags": [i % 7, i % 11, i % 13], "address": {"city": f"city-{i % 100}", "zip": 10000 + i % 9000}}
-            for i in range(n)]
+    return [
+        {
+            "id": f"order-{i:08d}",
+            "qty": i,
+            "price": i * 1.25,
+            "paid": i % 2 == 0,
+            "note": None if i % 3 else f"note {i}",
+            "status": ("NEW", "PAID", "SHIPPED")[i % 3],
+            "tags": [i % 7, i % 11, i % 13],
+            "address": {"city": f"city-{i % 100}", "zip": 10000 + i % 9000},
+        }
+        for i in range(n)
+    ]
 
 
-def race(cases: dict[str, Callable[[], None]], n: int, repeat: int,
-         rounds: dict[str, list[float]] | None = None) -> dict[str, float]:
+def race(
+    cases: dict[str, Callable[[], None]], n: int, repeat: int, rounds: dict[str, list[float]] | None = None
+) -> dict[str, float]:
     """Records/s per case, best of ``repeat`` rounds. Cases run round-robin so that load from other processes
     on a shared machine hits all of them alike; the best round is the least disturbed one. ``rounds`` (if given)
     receives every round's seconds per case, in order."""
@@ -178,8 +204,7 @@ def bench_avro(url: str, records: list[dict], repeat: int) -> list[tuple[str, fl
     ck_client = SchemaRegistryClient({"url": url})
     ours_ser = serdes.AvroSerializer(client, ORDER_SCHEMA)
     ours_de = serdes.AvroDeserializer(client)
-    ck_ser = CkAvroSerializer(ck_client, json.dumps(ORDER_SCHEMA),
-                              conf={"subject.name.strategy.type": "TOPIC"})
+    ck_ser = CkAvroSerializer(ck_client, json.dumps(ORDER_SCHEMA), conf={"subject.name.strategy.type": "TOPIC"})
     ck_de = CkAvroDeserializer(ck_client, conf={"subject.name.strategy.type": "TOPIC"})
     parsed = fastavro.parse_schema(ORDER_SCHEMA)
 
@@ -197,25 +222,56 @@ def bench_avro(url: str, records: list[dict], repeat: int) -> list[tuple[str, fl
     t_ser = serdes.AvroSerializer(client, Order, subject=f"bench-typed-{os.getpid()}")
     t_de = serdes.AvroDeserializer(client, Order)
     t_frames = [t_ser(o) for o in typed]
-    ser = race({"ours": each(ours_ser, records, ctx), "ck": each(ck_ser, records, ctx),
-                "raw": each(raw_write_one, records), "typed": each(t_ser, typed)}, n, repeat)
-    de = race({"ours": each(ours_de, frames, ctx), "ck": each(ck_de, frames, ctx),
-               "raw": each(lambda b: fastavro.schemaless_reader(io.BytesIO(b), parsed), raw),
-               "typed": each(t_de, t_frames)}, n, repeat)
+    ser = race(
+        {
+            "ours": each(ours_ser, records, ctx),
+            "ck": each(ck_ser, records, ctx),
+            "raw": each(raw_write_one, records),
+            "typed": each(t_ser, typed),
+        },
+        n,
+        repeat,
+    )
+    de = race(
+        {
+            "ours": each(ours_de, frames, ctx),
+            "ck": each(ck_de, frames, ctx),
+            "raw": each(lambda b: fastavro.schemaless_reader(io.BytesIO(b), parsed), raw),
+            "typed": each(t_de, t_frames),
+        },
+        n,
+        repeat,
+    )
     ser_ours, ser_ck, ser_raw, ser_typed = ser["ours"], ser["ck"], ser["raw"], ser["typed"]
     de_ours, de_ck, de_raw, de_typed = de["ours"], de["ck"], de["raw"], de["typed"]
     client.close()
-    return [("avro serialize", ser_ours, ser_ck, ser_raw), ("avro deserialize", de_ours, de_ck, de_raw),
-            ("avro serialize (dataclass)", ser_typed, ser_ck, ser_raw),
-            ("avro deserialize (dataclass)", de_typed, de_ck, de_raw)]
+    return [
+        ("avro serialize", ser_ours, ser_ck, ser_raw),
+        ("avro deserialize", de_ours, de_ck, de_raw),
+        ("avro serialize (dataclass)", ser_typed, ser_ck, ser_raw),
+        ("avro deserialize (dataclass)", de_typed, de_ck, de_raw),
+    ]
 
 
-RULE_SET = {"domainRules": [
-    {"name": "sane", "kind": "CONDITION", "mode": "WRITEREAD", "type": "CEL",
-     "expr": "message.qty >= 0 && message.price >= 0.0 && size(message.id) > 0"},
-    {"name": "maskPii", "kind": "TRANSFORM", "mode": "WRITE", "type": "CEL_FIELD", "tags": ["PII"],
-     "expr": "typeName == 'STRING' ; value + '*'"},
-]}
+RULE_SET = {
+    "domainRules": [
+        {
+            "name": "sane",
+            "kind": "CONDITION",
+            "mode": "WRITEREAD",
+            "type": "CEL",
+            "expr": "message.qty >= 0 && message.price >= 0.0 && size(message.id) > 0",
+        },
+        {
+            "name": "maskPii",
+            "kind": "TRANSFORM",
+            "mode": "WRITE",
+            "type": "CEL_FIELD",
+            "tags": ["PII"],
+            "expr": "typeName == 'STRING' ; value + '*'",
+        },
+    ]
+}
 
 
 def bench_avro_rules(url: str, records: list[dict], repeat: int) -> list[tuple[str, float, float, float | None]]:
@@ -230,10 +286,17 @@ def bench_avro_rules(url: str, records: list[dict], repeat: int) -> list[tuple[s
     n = len(records)
     topic = f"bench-rules-{os.getpid()}"
     ctx = SerializationContext(topic, MessageField.VALUE)
-    body = {"schema": json.dumps(ORDER_SCHEMA), "ruleSet": RULE_SET,
-            "metadata": {"tags": {"bench.Order.id": ["PII"], "bench.Address.city": ["PII"]}}}
-    r = httpx.post(f"{url}/subjects/{topic}-value/versions", json=body,
-                   headers={"Content-Type": "application/vnd.schemaregistry.v1+json"}, timeout=30)
+    body = {
+        "schema": json.dumps(ORDER_SCHEMA),
+        "ruleSet": RULE_SET,
+        "metadata": {"tags": {"bench.Order.id": ["PII"], "bench.Address.city": ["PII"]}},
+    }
+    r = httpx.post(
+        f"{url}/subjects/{topic}-value/versions",
+        json=body,
+        headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
+        timeout=30,
+    )
     r.raise_for_status()
     client = serdes.RegistryClient(url)
     ck_client = SchemaRegistryClient({"url": url})
@@ -249,8 +312,10 @@ def bench_avro_rules(url: str, records: list[dict], repeat: int) -> list[tuple[s
     ser = race({"ours": each(ours_ser, records, ctx), "ck": each(ck_ser, records, ctx)}, n, repeat)
     de = race({"ours": each(ours_de, frames, ctx), "ck": each(ck_de, frames, ctx)}, n, repeat)
     client.close()
-    return [("avro serialize + CEL rules", ser["ours"], ser["ck"], None),
-            ("avro deserialize + CEL rules", de["ours"], de["ck"], None)]
+    return [
+        ("avro serialize + CEL rules", ser["ours"], ser["ck"], None),
+        ("avro deserialize + CEL rules", de["ours"], de["ck"], None),
+    ]
 
 
 def bench_json(url: str, records: list[dict], repeat: int) -> list[tuple[str, float, float, float | None]]:
@@ -298,8 +363,15 @@ def order_module() -> Any:
 def proto_messages(pb: Any, records: list[dict]) -> list:
     msgs = []
     for r in records:
-        m = pb.Order(id=r["id"], qty=r["qty"], price=r["price"], paid=r["paid"], status=r["status"],
-                     tags=r["tags"], address=pb.Address(**r["address"]))
+        m = pb.Order(
+            id=r["id"],
+            qty=r["qty"],
+            price=r["price"],
+            paid=r["paid"],
+            status=r["status"],
+            tags=r["tags"],
+            address=pb.Address(**r["address"]),
+        )
         if r["note"] is not None:
             m.note = r["note"]
         msgs.append(m)
@@ -318,20 +390,21 @@ def bench_protobuf(url: str, records: list[dict], repeat: int) -> list[tuple[str
     ours_ser = serdes.ProtobufSerializer(client, pb.Order)
     ours_de = serdes.ProtobufDeserializer(client, pb.Order)
     ck_ser = ProtobufSerializer(pb.Order, ck_client, conf={"subject.name.strategy.type": "TOPIC"})
-    ck_de = ProtobufDeserializer(pb.Order, conf={"subject.name.strategy.type": "TOPIC"},
-                                 schema_registry_client=ck_client)
+    ck_de = ProtobufDeserializer(
+        pb.Order, conf={"subject.name.strategy.type": "TOPIC"}, schema_registry_client=ck_client
+    )
     frames = [ours_ser(m, ctx) for m in msgs]
     assert frames[0] == ck_ser(msgs[0], ctx)
     ser = race({"ours": each(ours_ser, msgs, ctx), "ck": each(ck_ser, msgs, ctx)}, n, repeat)
     de = race({"ours": each(ours_de, frames, ctx), "ck": each(ck_de, frames, ctx)}, n, repeat)
-    out = [("protobuf serialize", ser["ours"], ser["ck"], None),
-           ("protobuf deserialize", de["ours"], de["ck"], None)]
+    out = [("protobuf serialize", ser["ours"], ser["ck"], None), ("protobuf deserialize", de["ours"], de["ck"], None)]
     client.close()
     return out
 
 
-def bench_sync(url: str, records: list[dict], repeat: int, rule_records: int,
-               types: list[str]) -> list[tuple[str, float, float, float | None]]:
+def bench_sync(
+    url: str, records: list[dict], repeat: int, rule_records: int, types: list[str]
+) -> list[tuple[str, float, float, float | None]]:
     """The first table: our sync serdes against confluent-kafka's, per schema type the registry supports."""
     rows = bench_avro(url, records, repeat)
     rows += bench_avro_rules(url, records[:rule_records], repeat)
@@ -367,10 +440,26 @@ def bench_async(url: str, records: list[dict], repeat: int, types: list[str]) ->
         assert loop.run_until_complete(ser[2](items[0], ctx)) == frames[0], f"{kind}: ck async wrote other bytes"
         s_rounds: dict[str, list[float]] = {}
         d_rounds: dict[str, list[float]] = {}
-        s = race({"sync": each(ser[0], items, ctx), "async": each_async(loop, ser[1], items, ctx),
-                  "ck": each_async(loop, ser[2], items, ctx)}, n, repeat, s_rounds)
-        d = race({"sync": each(de[0], frames, ctx), "async": each_async(loop, de[1], frames, ctx),
-                  "ck": each_async(loop, de[2], frames, ctx)}, n, repeat, d_rounds)
+        s = race(
+            {
+                "sync": each(ser[0], items, ctx),
+                "async": each_async(loop, ser[1], items, ctx),
+                "ck": each_async(loop, ser[2], items, ctx),
+            },
+            n,
+            repeat,
+            s_rounds,
+        )
+        d = race(
+            {
+                "sync": each(de[0], frames, ctx),
+                "async": each_async(loop, de[1], frames, ctx),
+                "ck": each_async(loop, de[2], frames, ctx),
+            },
+            n,
+            repeat,
+            d_rounds,
+        )
         rows.append((f"{kind} serialize", s["sync"], s["async"], s["ck"], median_ratio(s_rounds, "async", "sync")))
         rows.append((f"{kind} deserialize", d["sync"], d["async"], d["ck"], median_ratio(d_rounds, "async", "sync")))
 
@@ -379,30 +468,62 @@ def bench_async(url: str, records: list[dict], repeat: int, types: list[str]) ->
 
     ctx = SerializationContext(f"bench-async-avro-{os.getpid()}", MessageField.VALUE)
     text = json.dumps(ORDER_SCHEMA)
-    race_pair("avro", records,
-              (serdes.AvroSerializer(client, ORDER_SCHEMA), serdes.AsyncAvroSerializer(aclient, ORDER_SCHEMA),
-               loop.run_until_complete(ck(AsyncAvroSerializer, ck_aclient, text, conf=topic_conf))),
-              (serdes.AvroDeserializer(client), serdes.AsyncAvroDeserializer(aclient),
-               loop.run_until_complete(ck(AsyncAvroDeserializer, ck_aclient, conf=topic_conf))), ctx)
+    race_pair(
+        "avro",
+        records,
+        (
+            serdes.AvroSerializer(client, ORDER_SCHEMA),
+            serdes.AsyncAvroSerializer(aclient, ORDER_SCHEMA),
+            loop.run_until_complete(ck(AsyncAvroSerializer, ck_aclient, text, conf=topic_conf)),
+        ),
+        (
+            serdes.AvroDeserializer(client),
+            serdes.AsyncAvroDeserializer(aclient),
+            loop.run_until_complete(ck(AsyncAvroDeserializer, ck_aclient, conf=topic_conf)),
+        ),
+        ctx,
+    )
     if "JSON" in types:
         ctx = SerializationContext(f"bench-async-json-{os.getpid()}", MessageField.VALUE)
         text = json.dumps(ORDER_JSON_SCHEMA)
-        race_pair("json", records,
-                  (serdes.JsonSchemaSerializer(client, text), serdes.AsyncJsonSchemaSerializer(aclient, text),
-                   loop.run_until_complete(ck(AsyncJSONSerializer, text, ck_aclient, conf=topic_conf))),
-                  (serdes.JsonSchemaDeserializer(client), serdes.AsyncJsonSchemaDeserializer(aclient),
-                   loop.run_until_complete(ck(AsyncJSONDeserializer, text, schema_registry_client=ck_aclient,
-                                              conf=topic_conf))), ctx)
+        race_pair(
+            "json",
+            records,
+            (
+                serdes.JsonSchemaSerializer(client, text),
+                serdes.AsyncJsonSchemaSerializer(aclient, text),
+                loop.run_until_complete(ck(AsyncJSONSerializer, text, ck_aclient, conf=topic_conf)),
+            ),
+            (
+                serdes.JsonSchemaDeserializer(client),
+                serdes.AsyncJsonSchemaDeserializer(aclient),
+                loop.run_until_complete(
+                    ck(AsyncJSONDeserializer, text, schema_registry_client=ck_aclient, conf=topic_conf)
+                ),
+            ),
+            ctx,
+        )
     if "PROTOBUF" in types:
         pb = order_module()
         msgs = proto_messages(pb, records)
         ctx = SerializationContext(f"bench-async-proto-{os.getpid()}", MessageField.VALUE)
-        race_pair("protobuf", msgs,
-                  (serdes.ProtobufSerializer(client, pb.Order), serdes.AsyncProtobufSerializer(aclient, pb.Order),
-                   loop.run_until_complete(ck(AsyncProtobufSerializer, pb.Order, ck_aclient, conf=topic_conf))),
-                  (serdes.ProtobufDeserializer(client, pb.Order), serdes.AsyncProtobufDeserializer(aclient, pb.Order),
-                   loop.run_until_complete(ck(AsyncProtobufDeserializer, pb.Order, conf=topic_conf,
-                                              schema_registry_client=ck_aclient))), ctx)
+        race_pair(
+            "protobuf",
+            msgs,
+            (
+                serdes.ProtobufSerializer(client, pb.Order),
+                serdes.AsyncProtobufSerializer(aclient, pb.Order),
+                loop.run_until_complete(ck(AsyncProtobufSerializer, pb.Order, ck_aclient, conf=topic_conf)),
+            ),
+            (
+                serdes.ProtobufDeserializer(client, pb.Order),
+                serdes.AsyncProtobufDeserializer(aclient, pb.Order),
+                loop.run_until_complete(
+                    ck(AsyncProtobufDeserializer, pb.Order, conf=topic_conf, schema_registry_client=ck_aclient)
+                ),
+            ),
+            ctx,
+        )
     loop.run_until_complete(aclient.aclose())
     loop.close()
     client.close()
@@ -414,8 +535,9 @@ def main() -> None:
     ap.add_argument("--registry", help="URL of a running registry (default: start one)")
     ap.add_argument("--records", type=int, default=20000)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--rule-records", type=int, default=2000,
-                    help="records for the rule rows (confluent-kafka runs CEL slowly)")
+    ap.add_argument(
+        "--rule-records", type=int, default=2000, help="records for the rule rows (confluent-kafka runs CEL slowly)"
+    )
     ap.add_argument("--async-only", action="store_true", help="only the asyncio table")
     args = ap.parse_args()
     records = make_records(args.records)
@@ -424,28 +546,36 @@ def main() -> None:
     def given(url: str) -> Iterator[str]:
         yield url
 
-    with (given(args.registry) if args.registry else own_registry()) as url:
+    with given(args.registry) if args.registry else own_registry() as url:
         types = schema_types(url)
         rows = [] if args.async_only else bench_sync(url, records, args.repeat, args.rule_records, types)
         async_rows = bench_async(url, records, args.repeat, types)
 
-    print(f"{args.records} records x best of {args.repeat}, Python {sys.version.split()[0]}, "
-          f"fastavro {fastavro.__version__}")
+    print(
+        f"{args.records} records x best of {args.repeat}, Python {sys.version.split()[0]}, "
+        f"fastavro {fastavro.__version__}"
+    )
     if rows:
-        print(f"| {'operation':<30} | {'schemakit rec/s':>15} | {'confluent-kafka rec/s':>21} | {'ratio':>6} | "
-              f"{'raw fastavro rec/s':>18} | {'% of raw':>8} |")
+        print(
+            f"| {'operation':<30} | {'schemakit rec/s':>15} | {'confluent-kafka rec/s':>21} | {'ratio':>6} | "
+            f"{'raw fastavro rec/s':>18} | {'% of raw':>8} |"
+        )
         print(f"|{'-' * 32}|{'-' * 17}:|{'-' * 23}:|{'-' * 7}:|{'-' * 20}:|{'-' * 9}:|")
         for name, ours, ck, raw in rows:
             raw_s = f"{raw:>18,.0f}" if raw else f"{'-':>18}"
             pct = f"{100 * ours / raw:>7.0f}%" if raw else f"{'-':>8}"
             print(f"| {name:<30} | {ours:>15,.0f} | {ck:>21,.0f} | {ours / ck:>5.2f}x | {raw_s} | {pct} |")
         print()
-    print(f"| {'asyncio':<30} | {'sync rec/s':>12} | {'async rec/s':>12} | {'async/sync':>10} | "
-          f"{'median of rounds':>16} | {'ck async rec/s':>14} | {'vs ck async':>11} |")
+    print(
+        f"| {'asyncio':<30} | {'sync rec/s':>12} | {'async rec/s':>12} | {'async/sync':>10} | "
+        f"{'median of rounds':>16} | {'ck async rec/s':>14} | {'vs ck async':>11} |"
+    )
     print(f"|{'-' * 32}|{'-' * 13}:|{'-' * 13}:|{'-' * 11}:|{'-' * 17}:|{'-' * 15}:|{'-' * 12}:|")
     for name, sync, asy, ck_async, median in async_rows:
-        print(f"| {name:<30} | {sync:>12,.0f} | {asy:>12,.0f} | {asy / sync:>10.2f} | {median:>16.2f} | "
-              f"{ck_async:>14,.0f} | {asy / ck_async:>10.2f}x |")
+        print(
+            f"| {name:<30} | {sync:>12,.0f} | {asy:>12,.0f} | {asy / sync:>10.2f} | {median:>16.2f} | "
+            f"{ck_async:>14,.0f} | {asy / ck_async:>10.2f}x |"
+        )
 
 
 if __name__ == "__main__":

@@ -44,20 +44,36 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from own_registry import own_registry  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
-SCHEMA = {"type": "record", "name": "User", "namespace": "bench", "fields": [
-    {"name": "id", "type": "long"},
-    {"name": "name", "type": "string"},
-    {"name": "score", "type": "double"},
-    {"name": "active", "type": "boolean"},
-    {"name": "email", "type": ["null", "string"], "default": None},
-    {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["ACTIVE", "INACTIVE", "PENDING"]}},
-    {"name": "tags", "type": {"type": "array", "items": "int"}},
-    {"name": "address", "type": {"type": "record", "name": "Address", "fields": [
-        {"name": "street", "type": "string"}, {"name": "zip", "type": "int"},
-        {"name": "country", "type": ["null", "string"], "default": None}]}},
-]}
-SPARK_TYPE = ("id bigint, name string, score double, active boolean, email string, status string, tags array<int>, "
-              "address struct<street: string, zip: int, country: string>")
+SCHEMA = {
+    "type": "record",
+    "name": "User",
+    "namespace": "bench",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "name", "type": "string"},
+        {"name": "score", "type": "double"},
+        {"name": "active", "type": "boolean"},
+        {"name": "email", "type": ["null", "string"], "default": None},
+        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["ACTIVE", "INACTIVE", "PENDING"]}},
+        {"name": "tags", "type": {"type": "array", "items": "int"}},
+        {
+            "name": "address",
+            "type": {
+                "type": "record",
+                "name": "Address",
+                "fields": [
+                    {"name": "street", "type": "string"},
+                    {"name": "zip", "type": "int"},
+                    {"name": "country", "type": ["null", "string"], "default": None},
+                ],
+            },
+        },
+    ],
+}
+SPARK_TYPE = (
+    "id bigint, name string, score double, active boolean, email string, status string, tags array<int>, "
+    "address struct<street: string, zip: int, country: string>"
+)
 PROTO = """
 syntax = "proto3";
 package bench;
@@ -71,30 +87,54 @@ message Address { string street = 1; int32 zip = 2; optional string country = 3;
 SCHEMA_V2 = {**SCHEMA, "fields": [*SCHEMA["fields"], {"name": "level", "type": "int", "default": 1}]}
 SPARK_TYPE_V2 = SPARK_TYPE + ", level int"
 STATUSES = ["ACTIVE", "INACTIVE", "PENDING"]
-CHECK = ("sum(v.id) as sum_id, count(v.email) as n_email, sum(size(v.tags)) as n_tags, "
-         "sum(v.address.zip) as sum_zip, count(v.address.country) as n_country, count(v.status) as n_status")
+CHECK = (
+    "sum(v.id) as sum_id, count(v.email) as n_email, sum(size(v.tags)) as n_tags, "
+    "sum(v.address.zip) as sum_zip, count(v.address.country) as n_country, count(v.status) as n_status"
+)
 
 
 # Every field of v2 takes part: counts, sums, string lengths, the nested record, the array's size and elements.
 MIXED_CHECK = [
-    "count(*) as n", "count(v) as n_decoded", "sum(v.id) as sum_id", "sum(length(v.name)) as len_name",
-    "sum(v.score) as sum_score", "sum(if(v.active, 1, 0)) as n_active", "count(v.email) as n_email",
-    "sum(length(v.email)) as len_email", "sum(length(v.status)) as len_status", "sum(size(v.tags)) as n_tags",
-    "sum(aggregate(v.tags, 0L, (acc, x) -> acc + x)) as sum_tags", "sum(length(v.address.street)) as len_street",
-    "sum(v.address.zip) as sum_zip", "count(v.address.country) as n_country", "sum(v.level) as sum_level"]
+    "count(*) as n",
+    "count(v) as n_decoded",
+    "sum(v.id) as sum_id",
+    "sum(length(v.name)) as len_name",
+    "sum(v.score) as sum_score",
+    "sum(if(v.active, 1, 0)) as n_active",
+    "count(v.email) as n_email",
+    "sum(length(v.email)) as len_email",
+    "sum(length(v.status)) as len_status",
+    "sum(size(v.tags)) as n_tags",
+    "sum(aggregate(v.tags, 0L, (acc, x) -> acc + x)) as sum_tags",
+    "sum(length(v.address.street)) as len_street",
+    "sum(v.address.zip) as sum_zip",
+    "count(v.address.country) as n_country",
+    "sum(v.level) as sum_level",
+]
 
 
 def record(i: int) -> dict:
-    return {"id": i * 7919, "name": f"user-{i}", "score": i * 0.5, "active": i % 2 == 0,
-            "email": None if i % 4 == 0 else f"u{i}@example.com", "status": STATUSES[i % 3],
-            "tags": list(range(i % 6)), "address": {"street": f"{i % 1000} Main St", "zip": 10000 + i % 90000,
-                                                   "country": None if i % 5 == 0 else "DE"}}
+    return {
+        "id": i * 7919,
+        "name": f"user-{i}",
+        "score": i * 0.5,
+        "active": i % 2 == 0,
+        "email": None if i % 4 == 0 else f"u{i}@example.com",
+        "status": STATUSES[i % 3],
+        "tags": list(range(i % 6)),
+        "address": {"street": f"{i % 1000} Main St", "zip": 10000 + i % 90000, "country": None if i % 5 == 0 else "DE"},
+    }
 
 
 def expected(n: int) -> dict:
-    return {"sum_id": sum(i * 7919 for i in range(n)), "n_email": sum(1 for i in range(n) if i % 4),
-            "n_tags": sum(i % 6 for i in range(n)), "sum_zip": sum(10000 + i % 90000 for i in range(n)),
-            "n_country": sum(1 for i in range(n) if i % 5), "n_status": n}
+    return {
+        "sum_id": sum(i * 7919 for i in range(n)),
+        "n_email": sum(1 for i in range(n) if i % 4),
+        "n_tags": sum(i % 6 for i in range(n)),
+        "sum_zip": sum(10000 + i % 90000 for i in range(n)),
+        "n_country": sum(1 for i in range(n) if i % 5),
+        "n_status": n,
+    }
 
 
 def mixed_record(i: int) -> tuple[bool, dict]:
@@ -107,9 +147,23 @@ def mixed_record(i: int) -> tuple[bool, dict]:
 
 
 def expected_mixed(n: int) -> dict:
-    want = {"n": n, "n_decoded": n, "sum_id": 0, "len_name": 0, "sum_score": 0.0, "n_active": 0, "n_email": 0,
-            "len_email": 0, "len_status": 0, "n_tags": 0, "sum_tags": 0, "len_street": 0, "sum_zip": 0,
-            "n_country": 0, "sum_level": 0}
+    want = {
+        "n": n,
+        "n_decoded": n,
+        "sum_id": 0,
+        "len_name": 0,
+        "sum_score": 0.0,
+        "n_active": 0,
+        "n_email": 0,
+        "len_email": 0,
+        "len_status": 0,
+        "n_tags": 0,
+        "sum_tags": 0,
+        "len_street": 0,
+        "sum_zip": 0,
+        "n_country": 0,
+        "sum_level": 0,
+    }
     for i in range(n):
         v2, r = mixed_record(i)
         want["sum_id"] += r["id"]
@@ -132,9 +186,13 @@ def write_parquet(frames: list[bytes], out: Path, files: int = 8) -> None:
     out.mkdir(parents=True)
     step = (len(frames) + files - 1) // files
     for k in range(files):
-        chunk = frames[k * step:(k + 1) * step]
-        table = pa.table({"offset": pa.array(range(k * step, k * step + len(chunk)), pa.int64()),
-                          "value": pa.array(chunk, pa.binary())})
+        chunk = frames[k * step : (k + 1) * step]
+        table = pa.table(
+            {
+                "offset": pa.array(range(k * step, k * step + len(chunk)), pa.int64()),
+                "value": pa.array(chunk, pa.binary()),
+            }
+        )
         pq.write_table(table, out / f"part-{k}.parquet", compression="none")
 
 
@@ -151,8 +209,15 @@ def compile_proto(workdir: Path):
 
 
 def to_proto(pb, r: dict):
-    m = pb.User(id=r["id"], name=r["name"], score=r["score"], active=r["active"], status=r["status"],
-                tags=r["tags"], address=pb.Address(street=r["address"]["street"], zip=r["address"]["zip"]))
+    m = pb.User(
+        id=r["id"],
+        name=r["name"],
+        score=r["score"],
+        active=r["active"],
+        status=r["status"],
+        tags=r["tags"],
+        address=pb.Address(street=r["address"]["street"], zip=r["address"]["zip"]),
+    )
     if r["email"] is not None:
         m.email = r["email"]
     if r["address"]["country"] is not None:
@@ -213,10 +278,16 @@ def plain_proto_udf(descriptor_bytes: bytes):
             return None
         m = user_class().FromString(v[6:])
         a = m.address
-        return {"id": m.id, "name": m.name, "score": m.score, "active": m.active,
-                "email": m.email if m.HasField("email") else None, "status": STATUSES[m.status],
-                "tags": list(m.tags), "address": {"street": a.street, "zip": a.zip,
-                                                  "country": a.country if a.HasField("country") else None}}
+        return {
+            "id": m.id,
+            "name": m.name,
+            "score": m.score,
+            "active": m.active,
+            "email": m.email if m.HasField("email") else None,
+            "status": STATUSES[m.status],
+            "tags": list(m.tags),
+            "address": {"street": a.street, "zip": a.zip, "country": a.country if a.HasField("country") else None},
+        }
 
     return F.udf(decode, SPARK_TYPE, useArrow=False)
 
@@ -236,8 +307,9 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--reps", type=int, default=3, help="timed reps per method (after one warm-up)")
     ap.add_argument("--registry", help="use this registry instead of starting one")
-    ap.add_argument("--only", choices=["avro", "protobuf", "mixed"],
-                    help="run only the (a)-(c), the (d)-(e) or the (f)-(h) methods")
+    ap.add_argument(
+        "--only", choices=["avro", "protobuf", "mixed"], help="run only the (a)-(c), the (d)-(e) or the (f)-(h) methods"
+    )
     args = ap.parse_args()
     if args.registry:
         run(args.registry, args.rows, args.reps, args.only)
@@ -278,10 +350,18 @@ def run(url: str, n: int, reps: int, only: str | None = None) -> None:
     want = expected(n)
     want_mixed = expected_mixed(n) if "mixed" in groups else {}
 
-    spark = spark_session("local[2]", "spark-decode-bench", conf={
-        "spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false", "spark.sql.files.maxPartitionBytes": str(max(n * 10, 1 << 20)),
-        "spark.sql.execution.arrow.maxRecordsPerBatch": "10000"})
+    spark = spark_session(
+        "local[2]",
+        "spark-decode-bench",
+        conf={
+            "spark.driver.memory": "2g",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.files.maxPartitionBytes": str(max(n * 10, 1 << 20)),
+            "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+        },
+    )
     spark.sparkContext.setLogLevel("ERROR")
     frames_df = {}
     for group in groups:
@@ -293,28 +373,64 @@ def run(url: str, n: int, reps: int, only: str | None = None) -> None:
     jvm = JAR.exists()
     methods: list[tuple[str, Callable]] = []
     if "avro" in groups:
-        methods.append(("(a) avro plain UDF + fastavro",
-                        lambda: (avro_df, plain_avro_udf(fastavro.parse_schema(SCHEMA))("value"), want)))
+        methods.append(
+            (
+                "(a) avro plain UDF + fastavro",
+                lambda: (avro_df, plain_avro_udf(fastavro.parse_schema(SCHEMA))("value"), want),
+            )
+        )
         if jvm:
-            methods.append(("(b) avro from_registry, JVM engine", lambda: (
-                avro_df, from_registry("value", url, subject=f"{subject}-avro", engine="jvm"), want)))
-        methods.append(("(c) avro from_registry, Python engine", lambda: (
-            avro_df, from_registry("value", url, subject=f"{subject}-avro", engine="python"), want)))
+            methods.append(
+                (
+                    "(b) avro from_registry, JVM engine",
+                    lambda: (avro_df, from_registry("value", url, subject=f"{subject}-avro", engine="jvm"), want),
+                )
+            )
+        methods.append(
+            (
+                "(c) avro from_registry, Python engine",
+                lambda: (avro_df, from_registry("value", url, subject=f"{subject}-avro", engine="python"), want),
+            )
+        )
     if "protobuf" in groups:
         methods += [
-            ("(d) protobuf plain UDF", lambda: (
-                proto_df, plain_proto_udf(pb.User.DESCRIPTOR.file.serialized_pb)("value"), want)),
-            ("(e) protobuf from_registry, Python engine", lambda: (
-                proto_df, from_registry("value", url, subject=f"{subject}-proto", message="bench.User"), want)),
+            (
+                "(d) protobuf plain UDF",
+                lambda: (proto_df, plain_proto_udf(pb.User.DESCRIPTOR.file.serialized_pb)("value"), want),
+            ),
+            (
+                "(e) protobuf from_registry, Python engine",
+                lambda: (proto_df, from_registry("value", url, subject=f"{subject}-proto", message="bench.User"), want),
+            ),
         ]
     if "mixed" in groups:
-        methods.append(("(f) mixed v1/v2 plain UDF + fastavro", lambda: (
-            mixed_df, plain_mixed_udf(writers, fastavro.parse_schema(SCHEMA_V2))("value"), want_mixed)))
+        methods.append(
+            (
+                "(f) mixed v1/v2 plain UDF + fastavro",
+                lambda: (mixed_df, plain_mixed_udf(writers, fastavro.parse_schema(SCHEMA_V2))("value"), want_mixed),
+            )
+        )
         if jvm:
-            methods.append(("(g) mixed v1/v2 from_registry, JVM engine", lambda: (
-                mixed_df, from_registry("value", url, subject=f"{subject}-mixed", engine="jvm"), want_mixed)))
-        methods.append(("(h) mixed v1/v2 from_registry, Python engine", lambda: (
-            mixed_df, from_registry("value", url, subject=f"{subject}-mixed", engine="python"), want_mixed)))
+            methods.append(
+                (
+                    "(g) mixed v1/v2 from_registry, JVM engine",
+                    lambda: (
+                        mixed_df,
+                        from_registry("value", url, subject=f"{subject}-mixed", engine="jvm"),
+                        want_mixed,
+                    ),
+                )
+            )
+        methods.append(
+            (
+                "(h) mixed v1/v2 from_registry, Python engine",
+                lambda: (
+                    mixed_df,
+                    from_registry("value", url, subject=f"{subject}-mixed", engine="python"),
+                    want_mixed,
+                ),
+            )
+        )
     # Reps are interleaved (every method once per round) so that neighbours on the shared cores slow all methods
     # alike; round 0 warms up the JVM and the Python workers and is not counted.
     built = [(name, *build()) for name, build in methods]

@@ -41,13 +41,19 @@ def input_rows(records: int, keys: int) -> Iterable[harness.Row]:
 
 def count_by_key(topic: str, out: str, cache: bool = True) -> Topology:
     b = StreamsBuilder()
-    (b.stream(topic, key=str, value="json").group_by_key()
-     .count(store="counts", cache=cache).to_stream().to(out, key=str, value=int))  # fmt: skip
+    (
+        b.stream(topic, key=str, value="json")
+        .group_by_key()
+        .count(store="counts", cache=cache)
+        .to_stream()
+        .to(out, key=str, value=int)
+    )
     return b.build()
 
 
-def run_ours(url: str, topic: str, out: str, records: int, state_dir: Path, cache: bool,
-             guarantee: str = "at_least_once") -> tuple[harness.Result, str]:  # fmt: skip
+def run_ours(
+    url: str, topic: str, out: str, records: int, state_dir: Path, cache: bool, guarantee: str = "at_least_once"
+) -> tuple[harness.Result, str]:
     """The result, and the application id (the restore reuses its changelog)."""
     app = harness.ours_app(count_by_key(topic, out, cache), url, state_dir, processing_guarantee=guarantee)
     # Timed to the last record processed, before the closing (the final commit).
@@ -67,8 +73,14 @@ def restore_ours(url: str, topic: str, out: str, app_id: str, state_dir: Path) -
     return {"records": restored, "seconds": m["restore_seconds"], "rate": restored / max(m["restore_seconds"], 1e-9)}
 
 
-def run_quix(bootstrap: str, topic: str, out: str, records: int, state_dir: Path,
-             guarantee: harness.QuixGuarantee = "at-least-once") -> harness.Result:  # fmt: skip
+def run_quix(
+    bootstrap: str,
+    topic: str,
+    out: str,
+    records: int,
+    state_dir: Path,
+    guarantee: harness.QuixGuarantee = "at-least-once",
+) -> harness.Result:
     app = harness.quix_app(bootstrap, state_dir, guarantee)
     source = app.topic(topic, key_deserializer="str", value_deserializer="json")
     sink = app.topic(out, key_serializer="str", value_serializer="int")
@@ -97,19 +109,24 @@ def main() -> int:
             bench.create_output(name)
         started = time.perf_counter()
         harness.produce(bench.bootstrap, topic, input_rows(args.records, args.keys))
-        print(f"produced {args.records:,} records ({args.keys:,} keys, {harness.PARTITIONS} partitions) in "
-              f"{time.perf_counter() - started:.1f}s")  # fmt: skip
+        print(
+            f"produced {args.records:,} records ({args.keys:,} keys, {harness.PARTITIONS} partitions) in "
+            f"{time.perf_counter() - started:.1f}s"
+        )
         results: dict[str, harness.Result] = {}
         url, work = bench.url, bench.work
-        results["ours (cached, default)"], app_id = run_ours(url, topic, "out-ours-cached", args.records,
-                                                             work / "s1", True)  # fmt: skip
+        results["ours (cached, default)"], app_id = run_ours(
+            url, topic, "out-ours-cached", args.records, work / "s1", True
+        )
         results["ours (cache=False)"], _ = run_ours(url, topic, "out-ours-uncached", args.records, work / "s2", False)
-        results["ours (exactly_once_v2)"], _ = run_ours(url, topic, "out-ours-eos", args.records, work / "s3", True,
-                                                        "exactly_once_v2")  # fmt: skip
+        results["ours (exactly_once_v2)"], _ = run_ours(
+            url, topic, "out-ours-eos", args.records, work / "s3", True, "exactly_once_v2"
+        )
         if not args.skip_quix:
             results["Quix Streams"] = run_quix(bench.bootstrap, topic, "out-quix", args.records, work / "quix")
-            results["Quix Streams (exactly-once)"] = run_quix(bench.bootstrap, topic, "out-quix-eos", args.records,
-                                                              work / "quix-eos", "exactly-once")  # fmt: skip
+            results["Quix Streams (exactly-once)"] = run_quix(
+                bench.bootstrap, topic, "out-quix-eos", args.records, work / "quix-eos", "exactly-once"
+            )
         restore = restore_ours(url, topic, "out-ours-cached", app_id, work / "s1")
     quix = results.get("Quix Streams", {}).get("rate")
     quix_eos = results.get("Quix Streams (exactly-once)", {}).get("rate")
@@ -121,8 +138,10 @@ def main() -> int:
     harness.print_table(["runtime", "seconds", "records/s", "vs Quix Streams (same guarantee)"], rows)
     eos, alos = results["ours (exactly_once_v2)"]["rate"], results["ours (cached, default)"]["rate"]
     print(f"\nexactly_once_v2 keeps {eos / alos:.0%} of our at-least-once throughput (target >= 70%)")
-    print(f"\nrestore (ours, RocksDB, from the changelog): {restore['records']:,.0f} records in "
-          f"{restore['seconds']:.2f}s = {restore['rate']:,.0f} changelog records/s")  # fmt: skip
+    print(
+        f"\nrestore (ours, RocksDB, from the changelog): {restore['records']:,.0f} records in "
+        f"{restore['seconds']:.2f}s = {restore['rate']:,.0f} changelog records/s"
+    )
     return 0
 
 

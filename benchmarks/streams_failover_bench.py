@@ -56,8 +56,11 @@ def instance(url: str, app_id: str, state_dir: str, source: str, out: str, stand
     from streams import StreamsBuilder
     from streams.app import StreamsApp
 
-    logging.basicConfig(level=os.environ.get("BENCH_LOG_LEVEL", "WARNING"), stream=sys.stderr,
-                        format="%(asctime)s %(process)d %(threadName)s %(name)s %(message)s")  # fmt: skip
+    logging.basicConfig(
+        level=os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
+        stream=sys.stderr,
+        format="%(asctime)s %(process)d %(threadName)s %(name)s %(message)s",
+    )
     lock = threading.Lock()
 
     def emit(item: dict[str, Any]) -> None:
@@ -72,11 +75,24 @@ def instance(url: str, app_id: str, state_dir: str, source: str, out: str, stand
             emit({"event": "task", "task": task_id, "new": new, "t": time.time()})
 
     b = StreamsBuilder()
-    (b.stream(source, key=str, value="json").group_by_key()
-     .count(store="counts", cache=False).to_stream().to(out, key=str, value=int))  # fmt: skip
-    app = StreamsApp(b.build(), app_id, url, state_dir=state_dir, commit_interval_ms=COMMIT_MS,
-                     num_standby_replicas=standbys, session_timeout_ms=2000, state_listener=Events(),
-                     progress_interval_s=3600)  # fmt: skip
+    (
+        b.stream(source, key=str, value="json")
+        .group_by_key()
+        .count(store="counts", cache=False)
+        .to_stream()
+        .to(out, key=str, value=int)
+    )
+    app = StreamsApp(
+        b.build(),
+        app_id,
+        url,
+        state_dir=state_dir,
+        commit_interval_ms=COMMIT_MS,
+        num_standby_replicas=standbys,
+        session_timeout_ms=2000,
+        state_listener=Events(),
+        progress_interval_s=3600,
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     app.start()
@@ -99,8 +115,9 @@ class Instance:
         self.metrics: dict[str, Any] = {}
         self.events: list[dict[str, Any]] = []
         self._stderr = open(work / f"{name}.log", "ab")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([sys.executable, __file__, "instance", *args], stdout=subprocess.PIPE,
-                                     stderr=self._stderr)  # fmt: skip
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "instance", *args], stdout=subprocess.PIPE, stderr=self._stderr
+        )
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -140,10 +157,15 @@ def wait(predicate: Any, timeout: float, what: str) -> None:
 
 def produce(bootstrap: str, topic: str, keys: range, prefix: str) -> dict[int, int]:
     """One record per key; returns the end offset of every partition."""
-    producer = confluent_kafka.Producer({
-        "bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 10_000,
-        "queue.buffering.max.messages": 500_000, "partitioner": "murmur2_random",
-    })  # fmt: skip
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 50,
+            "batch.num.messages": 10_000,
+            "queue.buffering.max.messages": 500_000,
+            "partitioner": "murmur2_random",
+        }
+    )
     ends: dict[int, int] = {p: 0 for p in range(PARTITIONS)}
 
     def done(err: Any, msg: Any) -> None:
@@ -176,10 +198,17 @@ def changelog_size(url: str, topic: str, partitions: set[int]) -> int:
         return count
 
 
-def first_output_after(bootstrap: str, topic: str, partitions: set[int], starts: dict[int, int], stop: threading.Event,
-                       found: list[float]) -> None:  # fmt: skip
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4().hex[:6]}",
-                                         "isolation.level": "read_uncommitted", "fetch.wait.max.ms": 10})  # fmt: skip
+def first_output_after(
+    bootstrap: str, topic: str, partitions: set[int], starts: dict[int, int], stop: threading.Event, found: list[float]
+) -> None:
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"probe-{uuid.uuid4().hex[:6]}",
+            "isolation.level": "read_uncommitted",
+            "fetch.wait.max.ms": 10,
+        }
+    )
     consumer.assign([confluent_kafka.TopicPartition(topic, p, starts[p]) for p in partitions])
     while not stop.is_set() and not found:
         msg = consumer.poll(0.05)
@@ -257,8 +286,13 @@ def scenario(broker: TansuBroker, url: str, work: Path, keys: int, standbys: int
             running = max(t for task in moved if (t := survivor.first(task, "RUNNING", killed_at)) is not None)
             restored = sum(n for task, _, n in survivor.metrics["restores"] if task in moved)
             size = changelog_size(url, f"{app_id}-counts-changelog", moved_partitions)
-            return {"detect": assigned - killed_at, "restore": running - assigned, "first_output": found[0] - killed_at,
-                    "restored": restored, "changelog": size}  # fmt: skip
+            return {
+                "detect": assigned - killed_at,
+                "restore": running - assigned,
+                "first_output": found[0] - killed_at,
+                "restored": restored,
+                "changelog": size,
+            }
         finally:
             a.stop()
             b.stop()
@@ -287,18 +321,26 @@ def main() -> int:
         if not os.environ.get("KEEP_BENCH_DIR"):
             shutil.rmtree(work, ignore_errors=True)
     none, one = results[0], results[1]
-    print(f"\nkill -9 of one of two instances, count store of {args.keys:,} keys, 4 partitions, RocksDB, "
-          f"session timeout 2 s, commit {COMMIT_MS} ms; numbers for the killed instance's tasks")  # fmt: skip
-    print("| standbys | (a) detection + rebalance | (b) restore | records restored / changelog "
-          "| (c) kill -> first output |")
+    print(
+        f"\nkill -9 of one of two instances, count store of {args.keys:,} keys, 4 partitions, RocksDB, "
+        f"session timeout 2 s, commit {COMMIT_MS} ms; numbers for the killed instance's tasks"
+    )
+    print(
+        "| standbys | (a) detection + rebalance | (b) restore | records restored / changelog "
+        "| (c) kill -> first output |"
+    )
     print("|---:|---:|---:|---:|---:|")
     for n, r in results.items():
         share = r["restored"] / r["changelog"] if r["changelog"] else 0.0
-        print(f"| {n} | {r['detect']:.2f} s | {r['restore']:.2f} s | {r['restored']:,.0f} / {r['changelog']:,.0f} "
-              f"({share:.2%}) | {r['first_output']:.2f} s |")  # fmt: skip
+        print(
+            f"| {n} | {r['detect']:.2f} s | {r['restore']:.2f} s | {r['restored']:,.0f} / {r['changelog']:,.0f} "
+            f"({share:.2%}) | {r['first_output']:.2f} s |"
+        )
     speedup = none["restore"] / max(one["restore"], 1e-9)
-    print(f"\nrestore with a standby: {speedup:.0f}x faster (target >= 10x); "
-          f"restored {one['restored'] / max(one['changelog'], 1):.2%} of the changelog (target <= 1%)")  # fmt: skip
+    print(
+        f"\nrestore with a standby: {speedup:.0f}x faster (target >= 10x); "
+        f"restored {one['restored'] / max(one['changelog'], 1):.2%} of the changelog (target <= 1%)"
+    )
     return 0
 
 

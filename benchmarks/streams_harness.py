@@ -58,10 +58,15 @@ def kafka_url(bootstrap: str, **options: str) -> str:
 
 def produce(bootstrap: str, topic: str, rows: Iterable[Row]) -> int:
     """Writes ``rows`` to ``topic`` (keys spread as Java clients do), waits for all; returns how many."""
-    producer = confluent_kafka.Producer({
-        "bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 10_000,
-        "queue.buffering.max.messages": 500_000, "partitioner": "murmur2_random",
-    })  # fmt: skip
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 50,
+            "batch.num.messages": 10_000,
+            "queue.buffering.max.messages": 500_000,
+            "partitioner": "murmur2_random",
+        }
+    )
     n = 0
     for key, value, ts in rows:
         while True:
@@ -168,10 +173,14 @@ def quix_app(bootstrap: str, state_dir: Path, guarantee: QuixGuarantee = "at-lea
     from quixstreams import Application
 
     return Application(
-        broker_address=bootstrap, consumer_group=f"bench-quix-{uuid.uuid4().hex[:6]}",
-        auto_offset_reset="earliest", state_dir=str(state_dir), loglevel="WARNING",
-        consumer_extra_config={k: int(v) for k, v in TEST_CLIENT_OPTIONS.items()}, processing_guarantee=guarantee,
-    )  # fmt: skip
+        broker_address=bootstrap,
+        consumer_group=f"bench-quix-{uuid.uuid4().hex[:6]}",
+        auto_offset_reset="earliest",
+        state_dir=str(state_dir),
+        loglevel="WARNING",
+        consumer_extra_config={k: int(v) for k, v in TEST_CLIENT_OPTIONS.items()},
+        processing_guarantee=guarantee,
+    )
 
 
 class QuixClock:
@@ -227,13 +236,27 @@ class ChildJob:
         """The job this process is the child for, or None in the parent."""
         if not args.job:
             return None
-        return cls(args.job, args.runtime, args.bootstrap, args.topics.split(","), args.out, Path(args.state),
-                   args.total)  # fmt: skip
+        return cls(
+            args.job, args.runtime, args.bootstrap, args.topics.split(","), args.out, Path(args.state), args.total
+        )
 
     def argv(self) -> list[str]:
-        return ["--job", self.job, "--runtime", self.runtime, "--bootstrap", self.bootstrap,
-                "--topics", ",".join(self.topics), "--out", self.out, "--state", str(self.state),
-                "--total", str(self.total)]  # fmt: skip
+        return [
+            "--job",
+            self.job,
+            "--runtime",
+            self.runtime,
+            "--bootstrap",
+            self.bootstrap,
+            "--topics",
+            ",".join(self.topics),
+            "--out",
+            self.out,
+            "--state",
+            str(self.state),
+            "--total",
+            str(self.total),
+        ]
 
 
 def child_main(job: ChildJob, run: Callable[[ChildJob], Result]) -> int:
@@ -248,9 +271,12 @@ def child_main(job: ChildJob, run: Callable[[ChildJob], Result]) -> int:
 
 
 def run_jobs(
-    script: str, bench: BenchBroker, inputs: Mapping[str, list[str]], totals: Mapping[str, int],
+    script: str,
+    bench: BenchBroker,
+    inputs: Mapping[str, list[str]],
+    totals: Mapping[str, int],
     labels: Mapping[str, str],
-) -> dict[str, dict[str, Result]]:  # fmt: skip
+) -> dict[str, dict[str, Result]]:
     """The parent's side: each job (``inputs``: job -> its input topics) with each runtime (``labels``: runtime ->
     its name), one after the other, each in a child process running ``script``. Prints a line per run."""
     results: dict[str, dict[str, Result]] = {job: {} for job in inputs}
@@ -259,13 +285,17 @@ def run_jobs(
         for runtime, label in labels.items():
             out = f"out-{job}-{runtime}"
             bench.create_output(out)
-            child = ChildJob(job, runtime, bench.bootstrap, topics, out, bench.work / f"state-{job}-{runtime}",
-                             totals[job])  # fmt: skip
+            child = ChildJob(
+                job, runtime, bench.bootstrap, topics, out, bench.work / f"state-{job}-{runtime}", totals[job]
+            )
             cmd = [sys.executable, script, *child.argv()]
             done = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)  # its warnings show
             results[job][runtime] = r = json.loads(done.stdout.strip().splitlines()[-1])
-            print(f"{job:{job_width}s} {label:{label_width}s} {r['elapsed']:7.2f}s {r['rate']:10,.0f} records/s "
-                  f"peak RSS {r['rss_mib']:6.0f} MiB, {r['cpu_s']:.1f} s CPU", flush=True)  # fmt: skip
+            print(
+                f"{job:{job_width}s} {label:{label_width}s} {r['elapsed']:7.2f}s {r['rate']:10,.0f} records/s "
+                f"peak RSS {r['rss_mib']:6.0f} MiB, {r['cpu_s']:.1f} s CPU",
+                flush=True,
+            )
     return results
 
 

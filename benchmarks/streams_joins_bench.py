@@ -48,8 +48,9 @@ def customers(n: int) -> Iterable[harness.Row]:
 
 
 def orders_by_customer(n: int, customers: int) -> Iterable[harness.Row]:
-    return ((f"c{i % customers}", {"order": i, "amount": i % 997}, harness.BASE_MS + 1 + i * SPAN_MS // n)
-            for i in range(n))  # fmt: skip
+    return (
+        (f"c{i % customers}", {"order": i, "amount": i % 997}, harness.BASE_MS + 1 + i * SPAN_MS // n) for i in range(n)
+    )
 
 
 def orders_by_id(n: int) -> Iterable[harness.Row]:
@@ -58,8 +59,14 @@ def orders_by_id(n: int) -> Iterable[harness.Row]:
 
 def payments(n: int) -> Iterable[harness.Row]:
     rng = random.Random(5)
-    return ((f"o{i}", {"amount": i % 997}, harness.BASE_MS + 5 * MINUTE_MS + i * SPAN_MS // n
-             + rng.randrange(-5 * MINUTE_MS, 5 * MINUTE_MS)) for i in range(n))  # fmt: skip
+    return (
+        (
+            f"o{i}",
+            {"amount": i % 997},
+            harness.BASE_MS + 5 * MINUTE_MS + i * SPAN_MS // n + rng.randrange(-5 * MINUTE_MS, 5 * MINUTE_MS),
+        )
+        for i in range(n)
+    )
 
 
 def run_ours(url: str, job: str, topics: list[str], out: str, total: int, state_dir: Path) -> harness.Result:
@@ -67,10 +74,12 @@ def run_ours(url: str, job: str, topics: list[str], out: str, total: int, state_
     if job == "enrich":
         table = b.table(topics[0], key=str, value="json", store="customers")
         joined = b.stream(topics[1], key=str, value="json").left_join(
-            table, lambda o, c: {**o, "tier": c and c["tier"]})  # fmt: skip
+            table, lambda o, c: {**o, "tier": c and c["tier"]}
+        )
     else:
         joined = b.stream(topics[0], key=str, value="json").join(
-            b.stream(topics[1], key=str, value="json"), lambda o, p: {**o, "paid": p["amount"]}, WINDOW)  # fmt: skip
+            b.stream(topics[1], key=str, value="json"), lambda o, p: {**o, "paid": p["amount"]}, WINDOW
+        )
     joined.to(out, key=str, value="json")
     # Fine until the first record (the start mark), then coarser; the closing (timed) is the final commit.
     app = harness.ours_app(b.build(), url, state_dir)
@@ -89,9 +98,14 @@ def run_quix(bootstrap: str, job: str, topics: list[str], out: str, total: int, 
         # left = customers, right = orders here: the orders are the join's left side
         joined = right.join_asof(left, how="left", on_merge=lambda o, c: {**o, "tier": c and c["tier"]})
     else:
-        joined = left.join_interval(right, how="inner", on_merge=lambda o, p: {**o, "paid": p["amount"]},
-                                    grace_ms=21 * MINUTE_MS, backward_ms=10 * MINUTE_MS,
-                                    forward_ms=10 * MINUTE_MS)  # fmt: skip
+        joined = left.join_interval(
+            right,
+            how="inner",
+            on_merge=lambda o, p: {**o, "paid": p["amount"]},
+            grace_ms=21 * MINUTE_MS,
+            backward_ms=10 * MINUTE_MS,
+            forward_ms=10 * MINUTE_MS,
+        )
     joined.to_topic(sink)
     return harness.rate(total, clock.run())
 
@@ -118,10 +132,14 @@ def main() -> int:
     labels = {"ours": "schemakit streams", "quix": "Quix Streams"}
     if args.skip_quix:
         del labels["quix"]
-    names = {"enrich": "(a) stream-table enrichment (Quix: join_asof, how=left)",
-             "window": "(b) windowed stream-stream join, 10 min (Quix: join_interval)"}  # fmt: skip
-    topics_of = {"enrich": ["bench-customers", "bench-orders-by-customer"],
-                 "window": ["bench-orders", "bench-payments"]}  # fmt: skip
+    names = {
+        "enrich": "(a) stream-table enrichment (Quix: join_asof, how=left)",
+        "window": "(b) windowed stream-stream join, 10 min (Quix: join_interval)",
+    }
+    topics_of = {
+        "enrich": ["bench-customers", "bench-orders-by-customer"],
+        "window": ["bench-orders", "bench-payments"],
+    }
     inputs = {job: topics_of[job] for job in jobs}
     with harness.bench_broker("streams-joins-bench-") as bench:
         started = time.perf_counter()
@@ -136,14 +154,25 @@ def main() -> int:
                 totals[job] += harness.produce(bench.bootstrap, topic, data)
         print(f"produced the inputs ({totals}) in {time.perf_counter() - started:.1f}s", flush=True)
         results = harness.run_jobs(__file__, bench, inputs, totals, labels)
-    print(f"\njoins, {args.records:,} orders, {args.customers:,} customers, {harness.PARTITIONS} partitions, "
-          "one process each")  # fmt: skip
+    print(
+        f"\njoins, {args.records:,} orders, {args.customers:,} customers, {harness.PARTITIONS} partitions, "
+        "one process each"
+    )
     rows: list[list[Any]] = []
     for job in jobs:
         quix = results[job].get("quix", {}).get("rate")
         for runtime, r in results[job].items():
-            rows.append([names[job], labels[runtime], f"{totals[job]:,}", f"{r['elapsed']:.2f}",
-                             f"{r['rate']:,.0f}", harness.ratio(r["rate"], quix), f"{r['rss_mib']:.0f}"])  # fmt: skip
+            rows.append(
+                [
+                    names[job],
+                    labels[runtime],
+                    f"{totals[job]:,}",
+                    f"{r['elapsed']:.2f}",
+                    f"{r['rate']:,.0f}",
+                    harness.ratio(r["rate"], quix),
+                    f"{r['rss_mib']:.0f}",
+                ]
+            )
     header = ["job", "runtime", "input records", "seconds", "records/s", "vs Quix Streams", "peak RSS MiB"]
     harness.print_table(header, rows, text_columns=2)
     return 0

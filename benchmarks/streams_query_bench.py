@@ -66,8 +66,9 @@ def cpu_seconds(pids: list[int]) -> list[tuple[float, float]]:
     return out
 
 
-async def load(pool: HttpPool, server: str, keys: list[str], rate: int,
-               seconds: float) -> tuple[list[float], list[float], int]:  # fmt: skip
+async def load(
+    pool: HttpPool, server: str, keys: list[str], rate: int, seconds: float
+) -> tuple[list[float], list[float], int]:
     """Latencies in ms of ``rate * seconds`` requests sent on schedule; and how many failed. The requests go
     through the same keep-alive pool the query servers forward with (httpx's async pool is the bottleneck
     at this rate, not the server)."""
@@ -101,8 +102,7 @@ async def load(pool: HttpPool, server: str, keys: list[str], rate: int,
     return sorted(latencies), sorted(late), failures
 
 
-async def measure(server: str, remote: list[str], local: list[str], rate: int, seconds: float,
-                  pids: list[int]) -> None:  # fmt: skip
+async def measure(server: str, remote: list[str], local: list[str], rate: int, seconds: float, pids: list[int]) -> None:
     # One client pool for the warm-up and the runs: connections are opened once, as a long-lived client would.
     pool = HttpPool(timeout=5, max_per_host=64)
     await load(pool, server, remote + local, rate, 2.0)
@@ -115,12 +115,14 @@ async def measure(server: str, remote: list[str], local: list[str], rate: int, s
         after = cpu_seconds(pids)
         cores = ", ".join(f"{(b[0] - a[0]) / elapsed:.2f}" for a, b in zip(before, after, strict=True))
         waits = ", ".join(f"{(b[1] - a[1]) * 1000 / elapsed:.0f}" for a, b in zip(before, after, strict=True))
-        print(f"GET keys/{{k}} {what}: {len(latencies)} requests at {rate}/s, {failures} failed; "
-              f"p50 {percentile(latencies, 0.50):.2f} ms, p99 {percentile(latencies, 0.99):.2f} ms, "
-              f"p99.9 {percentile(latencies, 0.999):.2f} ms, max {latencies[-1]:.2f} ms; sent late by the client: "
-              f"p99 {percentile(late, 0.99):.2f} ms, max {late[-1]:.2f} ms; "
-              f"CPU (cores) client, A, B: {cores}; waiting for a CPU (ms/s) {waits}; "
-              f"load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+        print(
+            f"GET keys/{{k}} {what}: {len(latencies)} requests at {rate}/s, {failures} failed; "
+            f"p50 {percentile(latencies, 0.50):.2f} ms, p99 {percentile(latencies, 0.99):.2f} ms, "
+            f"p99.9 {percentile(latencies, 0.999):.2f} ms, max {latencies[-1]:.2f} ms; sent late by the client: "
+            f"p99 {percentile(late, 0.99):.2f} ms, max {late[-1]:.2f} ms; "
+            f"CPU (cores) client, A, B: {cores}; waiting for a CPU (ms/s) {waits}; "
+            f"load average {os.getloadavg()[0]:.2f}"
+        )
     await pool.aclose()
 
 
@@ -145,9 +147,27 @@ def main() -> int:
         producer.flush()
         lg.close()
         servers = [f"http://127.0.0.1:{free_port()}" for _ in range(2)]
-        instances = [Instance(name, [url, app_id, str(tmp / name), src, out, "1000", "--topology", "key_counts",
-                                     "--standbys", "1", "--server", server], tmp)
-                     for name, server in zip(("a", "b"), servers, strict=True)]  # fmt: skip
+        instances = [
+            Instance(
+                name,
+                [
+                    url,
+                    app_id,
+                    str(tmp / name),
+                    src,
+                    out,
+                    "1000",
+                    "--topology",
+                    "key_counts",
+                    "--standbys",
+                    "1",
+                    "--server",
+                    server,
+                ],
+                tmp,
+            )
+            for name, server in zip(("a", "b"), servers, strict=True)
+        ]
         try:
             with httpx.Client(timeout=5) as client:
                 deadline = time.monotonic() + 120
@@ -160,8 +180,10 @@ def main() -> int:
                             break
                     time.sleep(0.2)
                 me = client.get(f"{servers[0]}/v1/metadata").json()["instance"]
-                owner = {k: client.get(f"{servers[0]}/v1/stores/counts/keys/{k}/metadata").json()["active"]["instance"]
-                         for k in keys}  # fmt: skip
+                owner = {
+                    k: client.get(f"{servers[0]}/v1/stores/counts/keys/{k}/metadata").json()["active"]["instance"]
+                    for k in keys
+                }
             remote = [k for k in keys if owner[k] != me]
             local = [k for k in keys if owner[k] == me]
             pids = [os.getpid(), *(i.proc.pid for i in instances)]

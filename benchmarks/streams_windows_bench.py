@@ -97,9 +97,11 @@ def main() -> int:
 
     logging.basicConfig(level=logging.WARNING)
     jobs = [args.only] if args.only else list(JOBS)
-    labels = {"suppress": "schemakit streams (suppress until_window_closes)",
-              "emit-final": "schemakit streams (emit_strategy on_window_close)",
-              "quix": "Quix Streams (final, closing_strategy=partition)"}  # fmt: skip
+    labels = {
+        "suppress": "schemakit streams (suppress until_window_closes)",
+        "emit-final": "schemakit streams (emit_strategy on_window_close)",
+        "quix": "Quix Streams (final, closing_strategy=partition)",
+    }
     if args.skip_quix:
         del labels["quix"]
     with harness.bench_broker("streams-windows-bench-") as bench:
@@ -107,20 +109,34 @@ def main() -> int:
         bench.create_input(topic)
         started = time.perf_counter()
         harness.produce(bench.bootstrap, topic, clicks(args.records, args.keys))
-        print(f"produced {args.records:,} records ({args.keys:,} keys, {harness.PARTITIONS} partitions, event time "
-              f"over {SPAN_MS // 60000} minutes) in {time.perf_counter() - started:.1f}s", flush=True)  # fmt: skip
+        print(
+            f"produced {args.records:,} records ({args.keys:,} keys, {harness.PARTITIONS} partitions, event time "
+            f"over {SPAN_MS // 60000} minutes) in {time.perf_counter() - started:.1f}s",
+            flush=True,
+        )
         inputs = {job: [topic] for job in jobs}
         results = harness.run_jobs(__file__, bench, inputs, dict.fromkeys(jobs, args.records), labels)
     names = {"tumbling": "(a) tumbling 1 min, final results", "hopping": "(b) hopping 5 min / 1 min, final results"}
-    print(f"\nwindowed count, {args.records:,} records, {args.keys:,} keys, {harness.PARTITIONS} partitions, "
-          "one process each")  # fmt: skip
+    print(
+        f"\nwindowed count, {args.records:,} records, {args.keys:,} keys, {harness.PARTITIONS} partitions, "
+        "one process each"
+    )
     rows = []
     for job in jobs:
         quix = results[job].get("quix", {})
         for runtime, r in results[job].items():
-            rows.append([names[job], labels[runtime], f"{r['elapsed']:.2f}", f"{r['rate']:,.0f}",
-                         harness.ratio(r["rate"], quix.get("rate")), f"{r['cpu_s']:.1f}",
-                         harness.ratio(quix.get("cpu_s"), r["cpu_s"]), f"{r['rss_mib']:.0f}"])  # fmt: skip
+            rows.append(
+                [
+                    names[job],
+                    labels[runtime],
+                    f"{r['elapsed']:.2f}",
+                    f"{r['rate']:,.0f}",
+                    harness.ratio(r["rate"], quix.get("rate")),
+                    f"{r['cpu_s']:.1f}",
+                    harness.ratio(quix.get("cpu_s"), r["cpu_s"]),
+                    f"{r['rss_mib']:.0f}",
+                ]
+            )
     header = ["job", "runtime", "seconds", "records/s", "vs Quix Streams", "CPU s", "Quix CPU / ours", "peak RSS MiB"]
     harness.print_table(header, rows, text_columns=2)
     return 0

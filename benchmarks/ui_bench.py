@@ -62,8 +62,10 @@ def main() -> None:
             ("GET /subjects (Confluent's API: every name)", "/subjects"),
             ("GET /ui/api/subjects (first page of 50)", "/ui/api/subjects"),
             ("GET /ui/api/subjects?q=0042 (search)", "/ui/api/subjects?q=0042"),
-            ("GET /ui/api/subjects?type=AVRO&compatibility=BACKWARD&offset=5000 (filters, page 101)",
-             "/ui/api/subjects?type=AVRO&compatibility=BACKWARD&offset=5000"),
+            (
+                "GET /ui/api/subjects?type=AVRO&compatibility=BACKWARD&offset=5000 (filters, page 101)",
+                "/ui/api/subjects?type=AVRO&compatibility=BACKWARD&offset=5000",
+            ),
         ]
         with httpx.Client(base_url=url, timeout=30) as client:
             print(f"\n{'request':<84} {'uncached ms':>12} {'cached ms':>10}")

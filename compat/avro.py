@@ -62,8 +62,10 @@ def _describe(kind: str, path: str, info: str) -> tuple[str, str]:
 
     def text(reader: str, writer: str) -> str:
         if kind == "FIXED_SIZE_MISMATCH":
-            return (f"The size of FIXED type field at path '{path}' in the {reader} schema does not match "
-                    f"with the {writer} schema")
+            return (
+                f"The size of FIXED type field at path '{path}' in the {reader} schema does not match "
+                f"with the {writer} schema"
+            )
         if kind == "TYPE_MISMATCH":
             return f"The type (path '{path}') of a field in the {reader} schema does not match with the {writer} schema"
         if kind == "NAME_MISMATCH":
@@ -72,8 +74,10 @@ def _describe(kind: str, path: str, info: str) -> tuple[str, str]:
             return f"The {reader} schema is missing enum symbols '{info}' at path '{path}' in the {writer} schema"
         if kind == "MISSING_UNION_BRANCH":
             return f"The {reader} schema is missing a type inside a union field at path '{path}' in the {writer} schema"
-        return (f"The field '{info}' at path '{path}' in the {reader} schema has no default value and is "
-                f"missing in the {writer} schema")
+        return (
+            f"The field '{info}' at path '{path}' in the {reader} schema has no default value and is "
+            f"missing in the {writer} schema"
+        )
 
     backward, forward = text("new", "old"), text("old", "new")
     return backward, ("" if forward == backward else forward)
@@ -201,8 +205,7 @@ class _Checker:
             matches = [by_name[n] for n in [rf["name"], *rf["aliases"]] if n in by_name]
             if len(matches) > 1:
                 raise _MultipleWriterFields(
-                    f"Reader record field {rf['name']} matches multiple fields in writer record schema "
-                    f"{writer['name']}"
+                    f"Reader record field {rf['name']} matches multiple fields in writer record schema {writer['name']}"
                 )
             if not matches:
                 if "default" not in rf:

@@ -44,17 +44,38 @@ from compat.result import Incompatibility
 
 COMPATIBLE_CHANGES: frozenset[str] = frozenset(
     {
-        "ID_CHANGED", "DESCRIPTION_CHANGED", "TITLE_CHANGED", "DEFAULT_CHANGED", "SCHEMA_REMOVED",
+        "ID_CHANGED",
+        "DESCRIPTION_CHANGED",
+        "TITLE_CHANGED",
+        "DEFAULT_CHANGED",
+        "SCHEMA_REMOVED",
         "TYPE_EXTENDED",
-        "MAX_LENGTH_INCREASED", "MAX_LENGTH_REMOVED", "MIN_LENGTH_DECREASED", "MIN_LENGTH_REMOVED",
+        "MAX_LENGTH_INCREASED",
+        "MAX_LENGTH_REMOVED",
+        "MIN_LENGTH_DECREASED",
+        "MIN_LENGTH_REMOVED",
         "PATTERN_REMOVED",
-        "MAXIMUM_INCREASED", "MAXIMUM_REMOVED", "MINIMUM_DECREASED", "MINIMUM_REMOVED",
-        "EXCLUSIVE_MAXIMUM_INCREASED", "EXCLUSIVE_MAXIMUM_REMOVED", "EXCLUSIVE_MINIMUM_DECREASED",
-        "EXCLUSIVE_MINIMUM_REMOVED", "MULTIPLE_OF_REDUCED", "MULTIPLE_OF_REMOVED",
-        "REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED", "REQUIRED_ATTRIBUTE_REMOVED",
-        "DEPENDENCY_ARRAY_NARROWED", "DEPENDENCY_ARRAY_REMOVED", "DEPENDENCY_SCHEMA_REMOVED",
-        "MAX_PROPERTIES_INCREASED", "MAX_PROPERTIES_REMOVED", "MIN_PROPERTIES_DECREASED",
-        "MIN_PROPERTIES_REMOVED", "ADDITIONAL_PROPERTIES_ADDED", "ADDITIONAL_PROPERTIES_EXTENDED",
+        "MAXIMUM_INCREASED",
+        "MAXIMUM_REMOVED",
+        "MINIMUM_DECREASED",
+        "MINIMUM_REMOVED",
+        "EXCLUSIVE_MAXIMUM_INCREASED",
+        "EXCLUSIVE_MAXIMUM_REMOVED",
+        "EXCLUSIVE_MINIMUM_DECREASED",
+        "EXCLUSIVE_MINIMUM_REMOVED",
+        "MULTIPLE_OF_REDUCED",
+        "MULTIPLE_OF_REMOVED",
+        "REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED",
+        "REQUIRED_ATTRIBUTE_REMOVED",
+        "DEPENDENCY_ARRAY_NARROWED",
+        "DEPENDENCY_ARRAY_REMOVED",
+        "DEPENDENCY_SCHEMA_REMOVED",
+        "MAX_PROPERTIES_INCREASED",
+        "MAX_PROPERTIES_REMOVED",
+        "MIN_PROPERTIES_DECREASED",
+        "MIN_PROPERTIES_REMOVED",
+        "ADDITIONAL_PROPERTIES_ADDED",
+        "ADDITIONAL_PROPERTIES_EXTENDED",
         "PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL",
         "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL",
         "OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL",
@@ -62,19 +83,33 @@ COMPATIBLE_CHANGES: frozenset[str] = frozenset(
         "PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL",
         "PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
         "PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
-        "MAX_ITEMS_INCREASED", "MAX_ITEMS_REMOVED", "MIN_ITEMS_DECREASED", "MIN_ITEMS_REMOVED",
-        "MAX_CONTAINS_INCREASED", "MAX_CONTAINS_REMOVED", "MIN_CONTAINS_DECREASED",
+        "MAX_ITEMS_INCREASED",
+        "MAX_ITEMS_REMOVED",
+        "MIN_ITEMS_DECREASED",
+        "MIN_ITEMS_REMOVED",
+        "MAX_CONTAINS_INCREASED",
+        "MAX_CONTAINS_REMOVED",
+        "MIN_CONTAINS_DECREASED",
         "MIN_CONTAINS_REMOVED",
-        "UNIQUE_ITEMS_REMOVED", "ADDITIONAL_ITEMS_ADDED", "ADDITIONAL_ITEMS_EXTENDED",
-        "ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL", "ITEM_ADDED_TO_CLOSED_CONTENT_MODEL",
-        "ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL", "ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL",
+        "UNIQUE_ITEMS_REMOVED",
+        "ADDITIONAL_ITEMS_ADDED",
+        "ADDITIONAL_ITEMS_EXTENDED",
+        "ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL",
+        "ITEM_ADDED_TO_CLOSED_CONTENT_MODEL",
+        "ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL",
+        "ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL",
         "ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
         "ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
         "ENUM_ARRAY_EXTENDED",
         # unevaluated* mirror additional*: allowing more is compatible (draft 2019-09 and later)
-        "UNEVALUATED_PROPERTIES_ADDED", "UNEVALUATED_PROPERTIES_EXTENDED",
-        "UNEVALUATED_ITEMS_ADDED", "UNEVALUATED_ITEMS_EXTENDED",
-        "COMBINED_TYPE_EXTENDED", "PRODUCT_TYPE_NARROWED", "SUM_TYPE_EXTENDED", "NOT_TYPE_NARROWED",
+        "UNEVALUATED_PROPERTIES_ADDED",
+        "UNEVALUATED_PROPERTIES_EXTENDED",
+        "UNEVALUATED_ITEMS_ADDED",
+        "UNEVALUATED_ITEMS_EXTENDED",
+        "COMBINED_TYPE_EXTENDED",
+        "PRODUCT_TYPE_NARROWED",
+        "SUM_TYPE_EXTENDED",
+        "NOT_TYPE_NARROWED",
     }
 )
 
@@ -82,9 +117,12 @@ COMPATIBLE_CHANGES: frozenset[str] = frozenset(
 #: an open object (optional, or required with a default), properties removed from a closed one, and
 #: narrowed or forbidden additional/unevaluated properties (Confluent's ``COMPATIBLE_CHANGES_LENIENT``)
 COMPATIBLE_CHANGES_LENIENT: frozenset[str] = COMPATIBLE_CHANGES | {
-    "ADDITIONAL_PROPERTIES_NARROWED", "ADDITIONAL_PROPERTIES_REMOVED",
-    "UNEVALUATED_PROPERTIES_NARROWED", "UNEVALUATED_PROPERTIES_REMOVED",
-    "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL",
+    "ADDITIONAL_PROPERTIES_NARROWED",
+    "ADDITIONAL_PROPERTIES_REMOVED",
+    "UNEVALUATED_PROPERTIES_NARROWED",
+    "UNEVALUATED_PROPERTIES_REMOVED",
+    "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL",
+    "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL",
     "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL",
     "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
     "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
@@ -95,30 +133,72 @@ def compatible_changes(policy: CompatibilityPolicy = CompatibilityPolicy.STRICT)
     """The change kinds that count as compatible under ``policy``."""
     return COMPATIBLE_CHANGES_LENIENT if policy is CompatibilityPolicy.LENIENT else COMPATIBLE_CHANGES
 
+
 _KEYWORD_ADDED_OR_REMOVED = {
-    "MAXIMUM_ADDED", "MINIMUM_ADDED", "EXCLUSIVE_MAXIMUM_ADDED", "EXCLUSIVE_MINIMUM_ADDED",
-    "MULTIPLE_OF_ADDED", "MAX_LENGTH_ADDED", "MIN_LENGTH_ADDED", "PATTERN_ADDED",
-    "REQUIRED_ATTRIBUTE_ADDED", "MAX_PROPERTIES_ADDED", "MIN_PROPERTIES_ADDED", "DEPENDENCY_ARRAY_ADDED",
-    "DEPENDENCY_SCHEMA_ADDED", "MAX_ITEMS_ADDED", "MIN_ITEMS_ADDED", "MAX_CONTAINS_ADDED",
-    "MIN_CONTAINS_ADDED", "UNIQUE_ITEMS_ADDED", "ADDITIONAL_ITEMS_REMOVED", "ADDITIONAL_PROPERTIES_REMOVED",
-    "UNEVALUATED_PROPERTIES_REMOVED", "UNEVALUATED_ITEMS_REMOVED", "SCHEMA_ADDED",
+    "MAXIMUM_ADDED",
+    "MINIMUM_ADDED",
+    "EXCLUSIVE_MAXIMUM_ADDED",
+    "EXCLUSIVE_MINIMUM_ADDED",
+    "MULTIPLE_OF_ADDED",
+    "MAX_LENGTH_ADDED",
+    "MIN_LENGTH_ADDED",
+    "PATTERN_ADDED",
+    "REQUIRED_ATTRIBUTE_ADDED",
+    "MAX_PROPERTIES_ADDED",
+    "MIN_PROPERTIES_ADDED",
+    "DEPENDENCY_ARRAY_ADDED",
+    "DEPENDENCY_SCHEMA_ADDED",
+    "MAX_ITEMS_ADDED",
+    "MIN_ITEMS_ADDED",
+    "MAX_CONTAINS_ADDED",
+    "MIN_CONTAINS_ADDED",
+    "UNIQUE_ITEMS_ADDED",
+    "ADDITIONAL_ITEMS_REMOVED",
+    "ADDITIONAL_PROPERTIES_REMOVED",
+    "UNEVALUATED_PROPERTIES_REMOVED",
+    "UNEVALUATED_ITEMS_REMOVED",
+    "SCHEMA_ADDED",
 }
 _VALUE_INCREASED = {
-    "MIN_LENGTH_INCREASED", "MINIMUM_INCREASED", "EXCLUSIVE_MINIMUM_INCREASED", "MIN_PROPERTIES_INCREASED",
-    "MULTIPLE_OF_EXPANDED", "MIN_ITEMS_INCREASED", "MIN_CONTAINS_INCREASED",
+    "MIN_LENGTH_INCREASED",
+    "MINIMUM_INCREASED",
+    "EXCLUSIVE_MINIMUM_INCREASED",
+    "MIN_PROPERTIES_INCREASED",
+    "MULTIPLE_OF_EXPANDED",
+    "MIN_ITEMS_INCREASED",
+    "MIN_CONTAINS_INCREASED",
 }
 _VALUE_DECREASED = {
-    "MAX_LENGTH_DECREASED", "MAXIMUM_DECREASED", "MAX_ITEMS_DECREASED", "MAX_CONTAINS_DECREASED",
-    "EXCLUSIVE_MAXIMUM_DECREASED", "MAX_PROPERTIES_DECREASED",
+    "MAX_LENGTH_DECREASED",
+    "MAXIMUM_DECREASED",
+    "MAX_ITEMS_DECREASED",
+    "MAX_CONTAINS_DECREASED",
+    "EXCLUSIVE_MAXIMUM_DECREASED",
+    "MAX_PROPERTIES_DECREASED",
 }
-_NARROWED = {"ADDITIONAL_ITEMS_NARROWED", "ENUM_ARRAY_NARROWED", "SUM_TYPE_NARROWED", "ADDITIONAL_PROPERTIES_NARROWED",
-             "UNEVALUATED_PROPERTIES_NARROWED", "UNEVALUATED_ITEMS_NARROWED"}
+_NARROWED = {
+    "ADDITIONAL_ITEMS_NARROWED",
+    "ENUM_ARRAY_NARROWED",
+    "SUM_TYPE_NARROWED",
+    "ADDITIONAL_PROPERTIES_NARROWED",
+    "UNEVALUATED_PROPERTIES_NARROWED",
+    "UNEVALUATED_ITEMS_NARROWED",
+}
 _VALUE_CHANGED = {"PATTERN_CHANGED", "MULTIPLE_OF_CHANGED", "DEPENDENCY_ARRAY_CHANGED"}
-_TYPE_CHANGED = {"TYPE_CHANGED", "TYPE_NARROWED", "COMBINED_TYPE_CHANGED", "COMBINED_TYPE_SUBSCHEMAS_CHANGED",
-                 "ENUM_ARRAY_CHANGED"}
+_TYPE_CHANGED = {
+    "TYPE_CHANGED",
+    "TYPE_NARROWED",
+    "COMBINED_TYPE_CHANGED",
+    "COMBINED_TYPE_SUBSCHEMAS_CHANGED",
+    "ENUM_ARRAY_CHANGED",
+}
 _EXTENDED = {"DEPENDENCY_ARRAY_EXTENDED", "PRODUCT_TYPE_EXTENDED", "SUM_TYPE_EXTENDED", "NOT_TYPE_EXTENDED"}
-_ADDED_TO_OPEN = {"OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", "REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL",
-                  "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL", "ITEM_ADDED_TO_OPEN_CONTENT_MODEL"}
+_ADDED_TO_OPEN = {
+    "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL",
+    "REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL",
+    "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL",
+    "ITEM_ADDED_TO_OPEN_CONTENT_MODEL",
+}
 
 
 def describe(kind: str, path: str, new: str = "new", old: str = "old") -> str:
@@ -132,31 +212,45 @@ def describe(kind: str, path: str, new: str = "new", old: str = "old") -> str:
     if kind in _VALUE_CHANGED:
         return f"The value at path '{path}' is different between the {new} and {old} schema"
     if kind in _NARROWED:
-        return (f"An array or combined type at path '{path}' has fewer elements in the {new} schema "
-                f"than the {old} schema")
+        return (
+            f"An array or combined type at path '{path}' has fewer elements in the {new} schema than the {old} schema"
+        )
     if kind in _EXTENDED:
-        return (f"An array or combined type at path '{path}' has more elements in the {new} schema "
-                f"than the {old} schema")
+        return f"An array or combined type at path '{path}' has more elements in the {new} schema than the {old} schema"
     if kind in _TYPE_CHANGED:
         return f"A type at path '{path}' is different between the {new} schema and the {old} schema"
     if kind in _ADDED_TO_OPEN:
-        return (f"The {new} schema has an open content model and has a property or item at path '{path}' "
-                f"which is missing in the {old} schema")
+        return (
+            f"The {new} schema has an open content model and has a property or item at path '{path}' "
+            f"which is missing in the {old} schema"
+        )
     if kind == "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL":
-        return (f"The {new} schema has an unopen content model and has a required property at path "
-                f"'{path}' which is missing in the {old} schema")
+        return (
+            f"The {new} schema has an unopen content model and has a required property at path "
+            f"'{path}' which is missing in the {old} schema"
+        )
     if kind in ("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL", "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL"):
         # sic: Confluent's sentence lacks "schema" after the first name
-        return (f"The {new} has a closed content model and is missing a property or item present "
-                f"at path '{path}' in the {old} schema")
-    if kind in ("PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
-                "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"):
-        return (f"A property or item is missing in the {new} schema but present at path '{path}' in the "
-                f"{old} schema and is not covered by its partially open content model")
-    if kind in ("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
-                "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"):
-        return (f"The {new} schema has a property or item at path '{path}' which is missing in the {old} "
-                f"schema and is not covered by its partially open content model")
+        return (
+            f"The {new} has a closed content model and is missing a property or item present "
+            f"at path '{path}' in the {old} schema"
+        )
+    if kind in (
+        "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+        "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+    ):
+        return (
+            f"A property or item is missing in the {new} schema but present at path '{path}' in the "
+            f"{old} schema and is not covered by its partially open content model"
+        )
+    if kind in (
+        "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+        "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+    ):
+        return (
+            f"The {new} schema has a property or item at path '{path}' which is missing in the {old} "
+            f"schema and is not covered by its partially open content model"
+        )
     return f"{kind} at path '{path}'"
 
 
@@ -190,8 +284,11 @@ def diff(
     it decides which subschemas of a combination match and whether a partial content model covers a
     property, and so which differences are found."""
     ctx = _Context(compatible_changes(policy))
-    _compare(ctx, _build(original, original.root, original.base_uri, ctx.walk),
-             _build(update, update.root, update.base_uri, ctx.walk))
+    _compare(
+        ctx,
+        _build(original, original.root, original.base_uri, ctx.walk),
+        _build(update, update.root, update.base_uri, ctx.walk),
+    )
     seen: set[tuple[str, str]] = set()
     out: list[Incompatibility] = []
     for d in ctx.diffs:  # metadata can be reached twice when a schema turns into a combination
@@ -203,21 +300,52 @@ def diff(
 
 # -- the schema model ---------------------------------------------------------------------------
 
-_OBJECT_KEYWORDS = frozenset({
-    "properties", "required", "additionalProperties", "patternProperties", "dependencies",
-    "dependentRequired", "dependentSchemas", "minProperties", "maxProperties", "propertyNames",
-    "unevaluatedProperties",
-})
-_ARRAY_KEYWORDS = frozenset({
-    "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
-    "minContains", "maxContains", "unevaluatedItems",
-})
+_OBJECT_KEYWORDS = frozenset(
+    {
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "dependencies",
+        "dependentRequired",
+        "dependentSchemas",
+        "minProperties",
+        "maxProperties",
+        "propertyNames",
+        "unevaluatedProperties",
+    }
+)
+_ARRAY_KEYWORDS = frozenset(
+    {
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "unevaluatedItems",
+    }
+)
 _STRING_KEYWORDS = frozenset({"minLength", "maxLength", "pattern"})
 _NUMBER_KEYWORDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
-_TYPE_KINDS = {"string": "STRING", "integer": "NUMBER", "number": "NUMBER", "boolean": "BOOLEAN",
-               "null": "NULL", "object": "OBJECT", "array": "ARRAY"}
-_IMPLICIT = (("OBJECT", _OBJECT_KEYWORDS), ("ARRAY", _ARRAY_KEYWORDS), ("STRING", _STRING_KEYWORDS),
-             ("NUMBER", _NUMBER_KEYWORDS))
+_TYPE_KINDS = {
+    "string": "STRING",
+    "integer": "NUMBER",
+    "number": "NUMBER",
+    "boolean": "BOOLEAN",
+    "null": "NULL",
+    "object": "OBJECT",
+    "array": "ARRAY",
+}
+_IMPLICIT = (
+    ("OBJECT", _OBJECT_KEYWORDS),
+    ("ARRAY", _ARRAY_KEYWORDS),
+    ("STRING", _STRING_KEYWORDS),
+    ("NUMBER", _NUMBER_KEYWORDS),
+)
 _CRITERIA = ("allOf", "anyOf", "oneOf")
 
 
@@ -337,11 +465,11 @@ def _build_node(doc: JsonSchemaLike, raw: Any, base: str, walk: _Walk, refs: tup
     if typed is not None:
         parts.append(typed)
     if "enum" in raw and isinstance(raw["enum"], list):
-        parts.append(_Node("ENUM", raw, base, doc, values=list(raw["enum"]), key=("enum", raw["enum"]),
-                           walk=walk))
+        parts.append(_Node("ENUM", raw, base, doc, values=list(raw["enum"]), key=("enum", raw["enum"]), walk=walk))
     if "const" in raw:
-        parts.append(_Node("ENUM", raw, base, doc, values=[raw["const"]], key=("const", raw["const"]),
-                           const=True, walk=walk))
+        parts.append(
+            _Node("ENUM", raw, base, doc, values=[raw["const"]], key=("const", raw["const"]), const=True, walk=walk)
+        )
     if "not" in raw:
         parts.append(_Node("NOT", raw, base, doc, key=("not", raw["not"]), walk=walk))
     for criterion in _CRITERIA:
@@ -349,21 +477,44 @@ def _build_node(doc: JsonSchemaLike, raw: Any, base: str, walk: _Walk, refs: tup
             walk.down(lambda: criterion)  # noqa: B023 (called at once)
             subs = [_build(doc, s, base, walk, refs) for s in raw[criterion]]
             walk.up()
-            parts.append(_Node("COMBINED", raw, base, doc, criterion=criterion, parts=subs,
-                               key=(criterion, raw[criterion]), walk=walk))
+            parts.append(
+                _Node(
+                    "COMBINED",
+                    raw,
+                    base,
+                    doc,
+                    criterion=criterion,
+                    parts=subs,
+                    key=(criterion, raw[criterion]),
+                    walk=walk,
+                )
+            )
     if not parts:
         return _Node("EMPTY", raw, base, doc, meta=raw, key=("", raw), walk=walk)
     # the parts of a synthetic allOf share the node's keywords; only the node itself owns metadata
-    node = parts[0] if len(parts) == 1 else _Node("COMBINED", raw, base, doc, criterion="allOf", parts=parts,
-                                                  walk=walk)
+    node = parts[0] if len(parts) == 1 else _Node("COMBINED", raw, base, doc, criterion="allOf", parts=parts, walk=walk)
     node.meta = raw
     node.key = ("", raw)
     return node
 
 
 def _has_assertions(raw: dict[str, Any]) -> bool:
-    annotations = {"$schema", "$id", "id", "title", "description", "default", "examples", "$comment",
-                   "definitions", "$defs", "format", "readOnly", "writeOnly", "deprecated"}
+    annotations = {
+        "$schema",
+        "$id",
+        "id",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "$comment",
+        "definitions",
+        "$defs",
+        "format",
+        "readOnly",
+        "writeOnly",
+        "deprecated",
+    }
     return any(k not in annotations for k in raw)
 
 
@@ -374,8 +525,7 @@ def _typed_part(doc: JsonSchemaLike, raw: dict[str, Any], base: str, walk: _Walk
     if isinstance(declared, list):
         # a type array is an anyOf even with one member (as everit loads it)
         subs = [_typed(doc, raw, base, t, walk) for t in declared if isinstance(t, str)]
-        return _Node("COMBINED", raw, base, doc, criterion="anyOf", parts=subs, key=("type", declared),
-                     walk=walk)
+        return _Node("COMBINED", raw, base, doc, criterion="anyOf", parts=subs, key=("type", declared), walk=walk)
     implicit = [kind for kind, keywords in _IMPLICIT if keywords & raw.keys()]
     if not implicit:
         return None
@@ -388,8 +538,6 @@ def _typed_part(doc: JsonSchemaLike, raw: dict[str, Any], base: str, walk: _Walk
 def _typed(doc: JsonSchemaLike, raw: dict[str, Any], base: str, type_name: str, walk: _Walk) -> _Node:
     kind = _TYPE_KINDS.get(type_name, "EMPTY")
     return _Node(kind, raw, base, doc, integer=type_name == "integer", key=(type_name, None), walk=walk)
-
-
 
 
 # -- context ------------------------------------------------------------------------------------
@@ -416,14 +564,21 @@ class _Context:
         try:
             yield
         finally:
-            del self.path[len(self.path) - len(segments):]
+            del self.path[len(self.path) - len(segments) :]
 
     def add(self, kind: str, attribute: str | None = None) -> None:
         segments = [*self.path, attribute] if attribute is not None else self.path
         path = "#/" + "/".join(segments)
         self.walk.report(path)
-        self.diffs.append(Incompatibility(kind, path, describe(kind, path), forward_message=describe(
-            kind, path, new="old", old="new"), style="json"))
+        self.diffs.append(
+            Incompatibility(
+                kind,
+                path,
+                describe(kind, path),
+                forward_message=describe(kind, path, new="old", old="new"),
+                style="json",
+            )
+        )
 
     def compatible(self) -> bool:
         return all(d.kind in self.allowed for d in self.diffs)
@@ -852,8 +1007,11 @@ def _property_removed(ctx: _Context, removed: _Node | None, update: _Node, name:
         sub = ctx.sub()
         _compare(sub, removed, partial)
         ctx.diffs.extend(sub.diffs)
-        ctx.add("PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL" if sub.compatible()
-                else "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
+        ctx.add(
+            "PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+            if sub.compatible()
+            else "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+        )
     elif removed is not None and removed.kind == "FALSE":
         ctx.add("PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
     else:
@@ -867,8 +1025,11 @@ def _property_added(ctx: _Context, original: _Node, update: _Node, name: str) ->
         if added is not None and added.kind == "EMPTY":
             ctx.add("PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL")
         elif name in _required(update):
-            ctx.add("REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL" if _has_default(update, name)
-                    else "REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL")
+            ctx.add(
+                "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL"
+                if _has_default(update, name)
+                else "REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"
+            )
         else:
             ctx.add("OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL")
         return
@@ -879,11 +1040,17 @@ def _property_added(ctx: _Context, original: _Node, update: _Node, name: str) ->
         sub = ctx.sub()
         _compare(sub, partial, added)
         ctx.diffs.extend(sub.diffs)
-        ctx.add("PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL" if sub.compatible()
-                else "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
+        ctx.add(
+            "PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+            if sub.compatible()
+            else "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+        )
     if name in _required(update):
-        ctx.add("REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL" if _has_default(update, name)
-                else "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL")
+        ctx.add(
+            "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL"
+            if _has_default(update, name)
+            else "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL"
+        )
     else:
         ctx.add("OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL")
 
@@ -913,11 +1080,18 @@ def _compare_dependencies(ctx: _Context, original: _Node, update: _Node) -> None
             elif name not in o_arrays:
                 ctx.add("DEPENDENCY_ARRAY_ADDED", name)
             else:
-                o_set, u_set = {ctx.walk.fingerprint(v) for v in o_arrays[name]}, {
-                    ctx.walk.fingerprint(v) for v in u_arrays[name]}
+                o_set, u_set = (
+                    {ctx.walk.fingerprint(v) for v in o_arrays[name]},
+                    {ctx.walk.fingerprint(v) for v in u_arrays[name]},
+                )
                 if o_set != u_set:
-                    kind = ("DEPENDENCY_ARRAY_EXTENDED" if u_set >= o_set
-                            else "DEPENDENCY_ARRAY_NARROWED" if o_set >= u_set else "DEPENDENCY_ARRAY_CHANGED")
+                    kind = (
+                        "DEPENDENCY_ARRAY_EXTENDED"
+                        if u_set >= o_set
+                        else "DEPENDENCY_ARRAY_NARROWED"
+                        if o_set >= u_set
+                        else "DEPENDENCY_ARRAY_CHANGED"
+                    )
                     ctx.add(kind, name)
         for name in list(o_schemas) + [n for n in u_schemas if n not in o_schemas]:
             with ctx.enter(name):
@@ -979,8 +1153,10 @@ def _open_array(node: _Node, shape: _ArrayShape) -> bool:
 def _partial_items(node: _Node, shape: _ArrayShape) -> _Node | None:
     if not shape.tuple_items:
         return None
-    value = node.raw[shape.additional_keyword] if shape.additional_keyword in node.raw else _unevaluated(
-        node, "unevaluatedItems"
+    value = (
+        node.raw[shape.additional_keyword]
+        if shape.additional_keyword in node.raw
+        else _unevaluated(node, "unevaluatedItems")
     )
     return node.sub(value) if isinstance(value, dict) else None
 
@@ -1026,8 +1202,11 @@ def _item_removed(ctx: _Context, removed: _Node | None, update: _Node, u_shape: 
         sub = ctx.sub()
         _compare(sub, removed, partial)
         ctx.diffs.extend(sub.diffs)
-        ctx.add("ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL" if sub.compatible()
-                else "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
+        ctx.add(
+            "ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+            if sub.compatible()
+            else "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+        )
     elif removed is not None and removed.kind == "FALSE":
         ctx.add("ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
     else:
@@ -1046,8 +1225,11 @@ def _item_added(ctx: _Context, original: _Node, o_shape: _ArrayShape, added: _No
         sub = ctx.sub()
         _compare(sub, partial, added)
         ctx.diffs.extend(sub.diffs)
-        ctx.add("ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL" if sub.compatible()
-                else "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
+        ctx.add(
+            "ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+            if sub.compatible()
+            else "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+        )
     else:
         ctx.add("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL")
 

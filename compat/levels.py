@@ -78,9 +78,7 @@ class LevelResult(Generic[S]):
     failed_index: int | None = None  # index into ``previous`` of the schema that failed
 
 
-def check_levels(
-    level: CompatibilityLevel, new: S, previous: Sequence[S], checker: Checker[S]
-) -> LevelResult[S]:
+def check_levels(level: CompatibilityLevel, new: S, previous: Sequence[S], checker: Checker[S]) -> LevelResult[S]:
     """Check ``new`` against ``previous`` (live versions, oldest first) as Confluent does.
 
     Non-transitive levels compare with the newest previous schema only; transitive levels walk from

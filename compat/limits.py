@@ -48,8 +48,7 @@ class SchemaTooDeepError(CheckLimitError):
     """The schemas nest deeper than :data:`MAX_DEPTH` levels along one path of the check."""
 
     def __init__(self, limit: int = MAX_DEPTH, path: str = "") -> None:
-        super().__init__(f"Schema too deeply nested: a compatibility check follows at most {limit} levels",
-                         limit, path)
+        super().__init__(f"Schema too deeply nested: a compatibility check follows at most {limit} levels", limit, path)
 
 
 class SchemaTooComplexError(CheckLimitError):

@@ -85,8 +85,7 @@ COMPATIBLE_CHANGES: frozenset[str] = frozenset(
 
 #: Confluent's descriptions; ``{reader}`` is the schema that reads (the new one for BACKWARD)
 _DESCRIPTIONS = {
-    PACKAGE_CHANGED: "The package at '{path}' in the {reader} schema does not match the package in the {writer} "
-    "schema",
+    PACKAGE_CHANGED: "The package at '{path}' in the {reader} schema does not match the package in the {writer} schema",
     MESSAGE_REMOVED: "The {reader} schema is missing a MESSAGE type at path '{path}' in the {writer} schema",
     FIELD_KIND_CHANGED: "The type of a field at path '{path}' in the {reader} schema does not match the {writer} "
     "schema",
@@ -97,10 +96,8 @@ _DESCRIPTIONS = {
     FIELD_NUMERIC_LABEL_CHANGED: "The label for a NUMERIC field at path '{path}' in the {reader} schema does not "
     "match its label in the {writer} schema",
     # sic: two spaces, as Confluent prints it
-    REQUIRED_FIELD_ADDED: "A required field  at path '{path}' in the {reader} schema is missing in the {writer} "
-    "schema",
-    REQUIRED_FIELD_REMOVED: "The {reader} schema is missing a required field at path: '{path}' in the {writer} "
-    "schema",
+    REQUIRED_FIELD_ADDED: "A required field  at path '{path}' in the {reader} schema is missing in the {writer} schema",
+    REQUIRED_FIELD_REMOVED: "The {reader} schema is missing a required field at path: '{path}' in the {writer} schema",
     ONEOF_FIELD_REMOVED: "The {reader} schema is missing a oneof field at path '{path}' in the {writer} schema",
     ONEOF_FIELD_MOVED_TO_TOP_LEVEL: "The oneof field at path '{path}' in the {reader} schema was moved out of its "
     "oneof to a top-level field in the {writer} schema",
@@ -224,8 +221,7 @@ class _Context:
     cuts: list[int] = field(default_factory=lambda: [0])
 
     def sub(self, path: list[str]) -> _Context:
-        return _Context(self.original, self.update, list(path), [], self.in_progress, self.walk, self.memo,
-                        self.cuts)
+        return _Context(self.original, self.update, list(path), [], self.in_progress, self.walk, self.memo, self.cuts)
 
     @contextmanager
     def enter(self, segment: str) -> Iterator[None]:
@@ -468,9 +464,7 @@ def _kind(index: _TypeIndex, proto: FDP) -> str:
     return "SCALAR"
 
 
-def _compare_field_types(
-    ctx: _Context, o_label: str | None, original: FDP, u_label: str | None, update: FDP
-) -> None:
+def _compare_field_types(ctx: _Context, o_label: str | None, original: FDP, u_label: str | None, update: FDP) -> None:
     o_kind, u_kind = _kind(ctx.original, original), _kind(ctx.update, update)
     if o_kind != u_kind:
         ctx.add(FIELD_KIND_CHANGED)
@@ -481,9 +475,7 @@ def _compare_field_types(
         elif o_label is not None and u_label is not None and o_label != u_label:
             # packed repeated numbers cannot be read as a singular value (strings/bytes can)
             ctx.add(
-                FIELD_STRING_OR_BYTES_LABEL_CHANGED
-                if o_scalar == "STRING_OR_BYTES"
-                else FIELD_NUMERIC_LABEL_CHANGED
+                FIELD_STRING_OR_BYTES_LABEL_CHANGED if o_scalar == "STRING_OR_BYTES" else FIELD_NUMERIC_LABEL_CHANGED
             )
     elif o_kind == "MAP":
         o_entry = ctx.original.get(original.type_name)

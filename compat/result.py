@@ -39,7 +39,4 @@ class Incompatibility:
             return f'{{errorType:"{self.kind}", description:"{self.message}\'}}'
         if self.style == "protobuf":
             return f'{{errorType:"{self.kind}", description:"{self.message}"}}'
-        return (
-            f"{{errorType:'{self.kind}', description:'{self.message}', "
-            f"additionalInfo:'{self.additional_info}'}}"
-        )
+        return f"{{errorType:'{self.kind}', description:'{self.message}', additionalInfo:'{self.additional_info}'}}"

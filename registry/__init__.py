@@ -1,7 +1,7 @@
 """schemakit's schema registry: Confluent's REST API over a log (see docs/architecture.md).
 
-    from registry import RegistryConfig, serve
-    serve(RegistryConfig(log_url="sqlite:///./data", port=8081))
+from registry import RegistryConfig, serve
+serve(RegistryConfig(log_url="sqlite:///./data", port=8081))
 """
 
 from __future__ import annotations

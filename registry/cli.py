@@ -40,9 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"log URL: sqlite:///DIR (embedded, default {DEFAULTS.log_url}) or kafka://host:port[,host:port] "
         "[env SCHEMAKIT_LOG]",
     )
-    s.add_argument(
-        "--host", default=_env("SCHEMAKIT_HOST", DEFAULTS.host), help="listen address [env SCHEMAKIT_HOST]"
-    )
+    s.add_argument("--host", default=_env("SCHEMAKIT_HOST", DEFAULTS.host), help="listen address [env SCHEMAKIT_HOST]")
     s.add_argument(
         "--port",
         type=int,

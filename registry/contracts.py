@@ -153,8 +153,10 @@ def with_confluent_version(metadata: dict[str, Any] | None, version: int) -> dic
     """``metadata`` with ``properties["confluent:version"]`` set to ``version``."""
     metadata = metadata or {}
     return _normalized_metadata(
-        metadata.get("tags") or {}, {**(metadata.get("properties") or {}), CONFLUENT_VERSION: str(version)},
-        metadata.get("sensitive") or ())
+        metadata.get("tags") or {},
+        {**(metadata.get("properties") or {}), CONFLUENT_VERSION: str(version)},
+        metadata.get("sensitive") or (),
+    )
 
 
 def merged_contract(
@@ -174,9 +176,7 @@ def merged_contract(
         rule_set = rule_set if rule_set is not None else previous[1]
     metadata = merge_metadata(merge_metadata(config.get("defaultMetadata"), metadata), config.get("overrideMetadata"))
     rule_set = merge_rule_sets(merge_rule_sets(config.get("defaultRuleSet"), rule_set), config.get("overrideRuleSet"))
-    if new_version is not None and (
-        version_given or CONFLUENT_VERSION in ((metadata or {}).get("properties") or {})
-    ):
+    if new_version is not None and (version_given or CONFLUENT_VERSION in ((metadata or {}).get("properties") or {})):
         metadata = with_confluent_version(metadata, new_version)
     return metadata or None, rule_set or None
 

@@ -45,8 +45,9 @@ class EmbeddedRegistry:
         check_topics(config)
         self.app = build_app(config)
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=f"mock-registry-{name or 'anon'}",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name=f"mock-registry-{name or 'anon'}", daemon=True
+        )
         self._thread.start()
         self._lifespan: asyncio.Future[Any] | None = None
         self._started: asyncio.Event | None = None

@@ -54,9 +54,7 @@ class ApiError(Exception):
     """An error answer: HTTP status plus Confluent's ``{"error_code", "message"}`` body, and any headers the
     answer needs (``Retry-After``)."""
 
-    def __init__(
-        self, status: int, error_code: int, message: str, headers: tuple[tuple[str, str], ...] = ()
-    ) -> None:
+    def __init__(self, status: int, error_code: int, message: str, headers: tuple[tuple[str, str], ...] = ()) -> None:
         super().__init__(message)
         self.status = status
         self.error_code = error_code

@@ -34,10 +34,22 @@ FORWARDED_HEADER = b"x-schemakit-forwarded"
 OFFSET_HEADER = b"x-schemakit-offset"
 
 # Hop-by-hop and framing headers belong to each connection, not to the request.
-_DROP_HEADERS = frozenset({
-    b"host", b"content-length", b"connection", b"keep-alive", b"transfer-encoding", b"te", b"trailer",
-    b"upgrade", b"proxy-authorization", b"proxy-connection", b"accept-encoding", FORWARDED_HEADER,
-})  # fmt: skip
+_DROP_HEADERS = frozenset(
+    {
+        b"host",
+        b"content-length",
+        b"connection",
+        b"keep-alive",
+        b"transfer-encoding",
+        b"te",
+        b"trailer",
+        b"upgrade",
+        b"proxy-authorization",
+        b"proxy-connection",
+        b"accept-encoding",
+        FORWARDED_HEADER,
+    }
+)
 
 
 class LeaderView(Protocol):

@@ -482,8 +482,9 @@ class Election:
             with self._lock:
                 self.writers.hold(writer)
                 self.is_leader = True
-            writer.write([(self.topic, ANNOUNCE_KEY, encode_announcement(Announcement(self.url, generation)))],
-                         self.timeout)  # fmt: skip
+            writer.write(
+                [(self.topic, ANNOUNCE_KEY, encode_announcement(Announcement(self.url, generation)))], self.timeout
+            )
         except BaseException:
             self._step_down("taking leadership failed")
             _close_in_background(producer)

@@ -116,9 +116,7 @@ class ReferenceResolver:
             node = ResolvedReference(r.name, r.subject, node.version, node.schema, node.schema_type, node.references)
         return node
 
-    def _count_below(
-        self, node: ResolvedReference, subject: str, reached: set[tuple[str, int]], limit: int
-    ) -> None:
+    def _count_below(self, node: ResolvedReference, subject: str, reached: set[tuple[str, int]], limit: int) -> None:
         """A memoized node's references count toward this request's bound too (each distinct one once).
         ``subject``: the node's qualified subject, the context its references' subjects are named in."""
         stack = [(child, subject) for child in node.references]
@@ -130,7 +128,8 @@ class ReferenceResolver:
             reached.add(key)
             if len(reached) > limit:
                 raise errors.limit_exceeded(
-                    "the number of referenced schemas (directly or through references)", limit,
+                    "the number of referenced schemas (directly or through references)",
+                    limit,
                     "--max-schema-references",
                 )
             stack.extend((grandchild, key[0]) for grandchild in child.references)

@@ -45,9 +45,7 @@ class Key:
     def encode(self) -> bytes:
         """The key bytes today's Confluent registry writes."""
         if self.keytype == SCHEMA:
-            body = (
-                f'{{"keytype":"SCHEMA","subject":{jdumps(self.subject)},"version":{self.version},"magic":1}}'
-            )
+            body = f'{{"keytype":"SCHEMA","subject":{jdumps(self.subject)},"version":{self.version},"magic":1}}'
         elif self.keytype == NOOP:
             body = '{"keytype":"NOOP","magic":0}'
         elif self.keytype == CONTEXT:  # ContextKey: @JsonPropertyOrder keytype, tenant, context; then magic

@@ -366,9 +366,7 @@ class Service:
                 out.append(subject)
         return out
 
-    def list_versions(
-        self, subject: str, *, deleted: bool, deleted_only: bool, as_negative: bool
-    ) -> list[int]:
+    def list_versions(self, subject: str, *, deleted: bool, deleted_only: bool, as_negative: bool) -> list[int]:
         vs = self.state.versions(subject, deleted=deleted or deleted_only or as_negative)
         if deleted_only:
             vs = [v for v in vs if v.deleted]
@@ -400,9 +398,7 @@ class Service:
                 ids.add(ref.id)
         return sorted(ids)
 
-    def latest_with_metadata(
-        self, subject: str, keys: list[str], values: list[str], *, deleted: bool
-    ) -> Version:
+    def latest_with_metadata(self, subject: str, keys: list[str], values: list[str], *, deleted: bool) -> Version:
         vs = self.state.versions(subject, deleted=deleted)
         if not vs:
             raise errors.subject_not_found(subject)
@@ -422,9 +418,7 @@ class Service:
             out.extend(vs[-1:] if latest_only else vs)
         return out
 
-    async def lookup(
-        self, subject: str, req: SchemaRequest, *, normalize: bool | None, deleted: bool
-    ) -> Version:
+    async def lookup(self, subject: str, req: SchemaRequest, *, normalize: bool | None, deleted: bool) -> Version:
         """The version of ``subject`` holding this schema. As Confluent: the schema is parsed first (42201),
         an empty one matches nothing, and a miss is 40401 when the subject has no versions (soft-deleted ones
         count only with ``deleted``), else 40403. ``normalize`` None: the subject's config decides. An
@@ -581,9 +575,7 @@ class Service:
             if is_empty_schema(req.schema):
                 raise errors.invalid_schema("Empty schema")
             assert req.schema is not None
-            parsed = await self.parse(
-                req.schema_type, req.schema, req.references, normalize=normalize, subject=subject
-            )
+            parsed = await self.parse(req.schema_type, req.schema, req.references, normalize=normalize, subject=subject)
         except errors.ApiError as e:
             if verbose and e.error_code == errors.ErrorCode.INVALID_SCHEMA:
                 return CompatibilityVerdict(False, [e.message])
@@ -655,8 +647,10 @@ class Service:
         """What a compatibility verdict for ``subject`` depends on: its live versions, its next version (the
         default metadata and rule sets may depend on it) and its config."""
         st = self.state
-        return tuple((v.version, v.id) for v in st.versions(subject)), st.next_version(subject), self.effective_config(
-            subject
+        return (
+            tuple((v.version, v.id) for v in st.versions(subject)),
+            st.next_version(subject),
+            self.effective_config(subject),
         )
 
     async def _check_new(
@@ -725,8 +719,7 @@ class Service:
             existing_v = st.subjects.get(subject, {}).get(version)
             if existing_v is not None and existing_v.id != schema_id:
                 raise errors.operation_not_permitted(
-                    f"Overwrite new schema with id {existing_v.id} in context {_in_context(subject)} is not "
-                    "permitted."
+                    f"Overwrite new schema with id {existing_v.id} in context {_in_context(subject)} is not permitted."
                 )
         else:
             schema_id = _allocate_id(space, content)

@@ -67,9 +67,7 @@ class Version:
     content: SchemaContent
     deleted: bool
     timestamp: int
-    key_raws: set[bytes] = field(
-        default_factory=set
-    )  # every key byte form this subject-version was written with
+    key_raws: set[bytes] = field(default_factory=set)  # every key byte form this subject-version was written with
     rendered: bytes | None = None  # GET /subjects/{s}/versions/{v} body (default format)
 
     @property
@@ -191,8 +189,7 @@ class State:
         subject = key.subject or ""
         schema_id = int(value["id"])
         refs = tuple(
-            Reference(str(r["name"]), str(r["subject"]), int(r["version"]))
-            for r in value.get("references") or ()
+            Reference(str(r["name"]), str(r["subject"]), int(r["version"])) for r in value.get("references") or ()
         )
         content = SchemaContent(
             schema_type=value.get("schemaType") or "AVRO",
@@ -230,9 +227,7 @@ class State:
             raws = old.key_raws
             self._unindex(old)
         raws.add(key.raw)
-        v = Version(
-            subject, version_no, schema_id, content, bool(value.get("deleted", False)), timestamp, raws
-        )
+        v = Version(subject, version_no, schema_id, content, bool(value.get("deleted", False)), timestamp, raws)
         versions[version_no] = v
         space.id_versions.setdefault(schema_id, set()).add(v.ref_key)
         for r in refs:

@@ -60,9 +60,7 @@ class WriterProvider(Protocol):
 
 
 class Store:
-    def __init__(
-        self, log_backend: Log, topic: str, *, timeout: float, writers: WriterProvider | None = None
-    ) -> None:
+    def __init__(self, log_backend: Log, topic: str, *, timeout: float, writers: WriterProvider | None = None) -> None:
         """``writers``: None when this store is the log's only writer (it produces itself); otherwise every
         write goes through ``writers.current()``."""
         self.log = log_backend
@@ -189,9 +187,7 @@ class Store:
         except LogTimeoutError as e:
             raise errors.store_timeout(f"{operation} operation timed out") from e
         except LogError as e:
-            raise errors.store_error(
-                f"{operation} operation failed while writing to the Kafka store: {e}"
-            ) from e
+            raise errors.store_error(f"{operation} operation failed while writing to the Kafka store: {e}") from e
         except Exception as e:  # a backend bug must still answer Confluent's envelope, with the cause
             log.exception("%s operation: writing to %s failed unexpectedly", operation, self.topic)
             raise errors.store_error(f"{operation} operation failed while writing to the Kafka store: {e!r}") from e

@@ -23,8 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # Listed for --help only: main() hands `schemakit serve …` to registry/cli.py, which owns its options.
-    sub.add_parser("serve", help="run the schema registry (Confluent REST API); `schemakit serve --help`",
-                   add_help=False)
+    sub.add_parser(
+        "serve", help="run the schema registry (Confluent REST API); `schemakit serve --help`", add_help=False
+    )
     sub.add_parser("hash-password", help="hash a password for the registry's --users-file", add_help=False)
     registry_cmd.add_parser(sub)
     compat_cmd.add_parser(sub)

@@ -47,23 +47,48 @@ missing file, an old schema that does not parse, bad options)."""
 
 
 def add_parser(sub: Any) -> None:
-    compat = sub.add_parser("compat", help="offline compatibility checks of schema files (for CI)",
-                            description="Offline compatibility checks: no registry needed.")
+    compat = sub.add_parser(
+        "compat",
+        help="offline compatibility checks of schema files (for CI)",
+        description="Offline compatibility checks: no registry needed.",
+    )
     compat_sub = compat.add_subparsers(dest="compat_command", required=True, metavar="COMMAND")
-    p = compat_sub.add_parser("check", help="check schema files against earlier versions",
-                              description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="*", metavar="FILE",
-                   help="OLD NEW [OLDER …]; with --against-dir: [NEWDIR]")
-    p.add_argument("--against-dir", metavar="DIR", type=Path,
-                   help="check every schema file of the current tree (or NEWDIR) against its namesake under DIR")
-    p.add_argument("--type", choices=SCHEMA_TYPES, type=str.upper,
-                   help="schema type; default from the extension (.avsc AVRO, .proto PROTOBUF, .json JSON). "
-                   "With --against-dir types follow extensions and --type says what .json files hold")
-    p.add_argument("--level", default="BACKWARD", type=str.upper, choices=LEVELS, metavar="LEVEL",
-                   help=f"compatibility level: {', '.join(LEVELS)} (default BACKWARD)")
-    p.add_argument("--reference", action="append", default=[], metavar="NAME=FILE",
-                   help="a referenced schema: NAME is the Avro full name, JSON Schema $ref or Protobuf import "
-                   "path; repeat for several")
+    p = compat_sub.add_parser(
+        "check",
+        help="check schema files against earlier versions",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("files", nargs="*", metavar="FILE", help="OLD NEW [OLDER …]; with --against-dir: [NEWDIR]")
+    p.add_argument(
+        "--against-dir",
+        metavar="DIR",
+        type=Path,
+        help="check every schema file of the current tree (or NEWDIR) against its namesake under DIR",
+    )
+    p.add_argument(
+        "--type",
+        choices=SCHEMA_TYPES,
+        type=str.upper,
+        help="schema type; default from the extension (.avsc AVRO, .proto PROTOBUF, .json JSON). "
+        "With --against-dir types follow extensions and --type says what .json files hold",
+    )
+    p.add_argument(
+        "--level",
+        default="BACKWARD",
+        type=str.upper,
+        choices=LEVELS,
+        metavar="LEVEL",
+        help=f"compatibility level: {', '.join(LEVELS)} (default BACKWARD)",
+    )
+    p.add_argument(
+        "--reference",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="a referenced schema: NAME is the Avro full name, JSON Schema $ref or Protobuf import "
+        "path; repeat for several",
+    )
     add_output_options(p)
     p.set_defaults(handler=run)
 
@@ -82,8 +107,14 @@ class Verdict:
         return {"is_compatible": self.is_compatible, "messages": self.messages}
 
 
-def check_files(loader: SchemaLoader, schema_type: str, level: CompatibilityLevel, new: Path,
-                previous: list[Path], old_loader: SchemaLoader | None = None) -> Verdict:
+def check_files(
+    loader: SchemaLoader,
+    schema_type: str,
+    level: CompatibilityLevel,
+    new: Path,
+    previous: list[Path],
+    old_loader: SchemaLoader | None = None,
+) -> Verdict:
     """``new`` against ``previous`` (oldest first). Old files parse as stored schemas, the new one as a
     registration does (stricter); an invalid new schema is an incompatible verdict with the registry's 42201
     message, an invalid old one a ``SchemaFileError``."""
@@ -106,8 +137,9 @@ def check_files(loader: SchemaLoader, schema_type: str, level: CompatibilityLeve
     if not result.incompatibilities:
         return Verdict(True)
     index = result.failed_index or 0
-    messages = compatibility_messages(result.incompatibilities, old_version=index + 1,
-                                      old_schema=old_parsed[index].canonical, level=level)
+    messages = compatibility_messages(
+        result.incompatibilities, old_version=index + 1, old_schema=old_parsed[index].canonical, level=level
+    )
     return Verdict(False, messages, list(result.incompatibilities), previous[index])
 
 
@@ -189,27 +221,36 @@ def _run_dirs(args: argparse.Namespace, level: CompatibilityLevel) -> int:
             row["status"] = "removed"
             continue
         try:
-            verdict = check_files(new_loader, type_of(rel, None, json_type), level, new_root / rel,
-                                  [old_root / rel], old_loader)
+            verdict = check_files(
+                new_loader, type_of(rel, None, json_type), level, new_root / rel, [old_root / rel], old_loader
+            )
         except SchemaFileError as e:
             row.update(status="error", messages=[str(e)])
             continue
         row.update(status="compatible" if verdict.is_compatible else "incompatible", messages=verdict.messages)
         row["reasons"] = _reasons(verdict)
-    counts = {s: sum(1 for r in rows if r["status"] == s)
-              for s in ("compatible", "incompatible", "error", "new", "removed")}
+    counts = {
+        s: sum(1 for r in rows if r["status"] == s) for s in ("compatible", "incompatible", "error", "new", "removed")
+    }
     ok = counts["incompatible"] == 0 and counts["error"] == 0
     if args.output == "json":
-        print_json({"is_compatible": ok, "level": level.value,
-                    "files": [{k: v for k, v in r.items() if k != "reasons"} for r in rows]})
+        print_json(
+            {
+                "is_compatible": ok,
+                "level": level.value,
+                "files": [{k: v for k, v in r.items() if k != "reasons"} for r in rows],
+            }
+        )
     else:
         for r in rows:
             print(f"{r['status'].upper():<13} {r['path']}")
             for line in r.get("reasons", r["messages"]) if r["status"] in ("incompatible", "error") else ():
                 print(f"  {line}")
         if not args.quiet:
-            print(f"{counts['compatible'] + counts['incompatible'] + counts['error']} checked at {level.value}: "
-                  + ", ".join(f"{n} {s}" for s, n in counts.items()))
+            print(
+                f"{counts['compatible'] + counts['incompatible'] + counts['error']} checked at {level.value}: "
+                + ", ".join(f"{n} {s}" for s, n in counts.items())
+            )
     if counts["error"]:
         return 2
     return 0 if ok else 1

@@ -26,8 +26,9 @@ class UsageError(Exception):
     """A command line that cannot work (a missing URL, a malformed option); exit status 2."""
 
 
-def add_connection_options(p: argparse.ArgumentParser, *, suppress: bool = False, url_flag: str = "--url",
-                           prefix: str = "", role: str = "") -> None:
+def add_connection_options(
+    p: argparse.ArgumentParser, *, suppress: bool = False, url_flag: str = "--url", prefix: str = "", role: str = ""
+) -> None:
     """``--url``, ``--user``, ``--token``, ``--ca``/``--cert``/``--key``, ``--timeout``. With ``prefix``
     (``to-``) the options of a second registry: ``--to-user`` … (no environment variables for those)."""
 
@@ -42,23 +43,57 @@ def add_connection_options(p: argparse.ArgumentParser, *, suppress: bool = False
         return "" if prefix else f" [env {env}]"
 
     g = p.add_argument_group(f"the {role} registry" if role else "connection")
-    g.add_argument(url_flag, dest=f"{dest}url", metavar="URL", default=default("SCHEMAKIT_REGISTRY_URL"),
-                   help="registry URL; several comma-separated for failover; http://user:pw@host sets basic auth"
-                   + tag("SCHEMAKIT_REGISTRY_URL"))
-    g.add_argument(f"--{prefix}user", dest=f"{dest}user", metavar="USER:PASSWORD",
-                   default=default("SCHEMAKIT_REGISTRY_USER"), help="HTTP basic auth" + tag("SCHEMAKIT_REGISTRY_USER"))
-    g.add_argument(f"--{prefix}token", dest=f"{dest}token", metavar="TOKEN",
-                   default=default("SCHEMAKIT_REGISTRY_TOKEN"),
-                   help="bearer token, sent as 'Authorization: Bearer TOKEN'" + tag("SCHEMAKIT_REGISTRY_TOKEN"))
-    g.add_argument(f"--{prefix}ca", dest=f"{dest}ca", metavar="FILE", default=default(None),
-                   help="CA bundle (PEM) to verify the registry's certificate")
-    g.add_argument(f"--{prefix}cert", dest=f"{dest}cert", metavar="FILE", default=default(None),
-                   help="client certificate (PEM) for mutual TLS")
-    g.add_argument(f"--{prefix}key", dest=f"{dest}key", metavar="FILE", default=default(None),
-                   help="the client certificate's private key (PEM), when --cert does not hold it")
+    g.add_argument(
+        url_flag,
+        dest=f"{dest}url",
+        metavar="URL",
+        default=default("SCHEMAKIT_REGISTRY_URL"),
+        help="registry URL; several comma-separated for failover; http://user:pw@host sets basic auth"
+        + tag("SCHEMAKIT_REGISTRY_URL"),
+    )
+    g.add_argument(
+        f"--{prefix}user",
+        dest=f"{dest}user",
+        metavar="USER:PASSWORD",
+        default=default("SCHEMAKIT_REGISTRY_USER"),
+        help="HTTP basic auth" + tag("SCHEMAKIT_REGISTRY_USER"),
+    )
+    g.add_argument(
+        f"--{prefix}token",
+        dest=f"{dest}token",
+        metavar="TOKEN",
+        default=default("SCHEMAKIT_REGISTRY_TOKEN"),
+        help="bearer token, sent as 'Authorization: Bearer TOKEN'" + tag("SCHEMAKIT_REGISTRY_TOKEN"),
+    )
+    g.add_argument(
+        f"--{prefix}ca",
+        dest=f"{dest}ca",
+        metavar="FILE",
+        default=default(None),
+        help="CA bundle (PEM) to verify the registry's certificate",
+    )
+    g.add_argument(
+        f"--{prefix}cert",
+        dest=f"{dest}cert",
+        metavar="FILE",
+        default=default(None),
+        help="client certificate (PEM) for mutual TLS",
+    )
+    g.add_argument(
+        f"--{prefix}key",
+        dest=f"{dest}key",
+        metavar="FILE",
+        default=default(None),
+        help="the client certificate's private key (PEM), when --cert does not hold it",
+    )
     if not prefix:
-        g.add_argument("--timeout", type=float, metavar="SECONDS", default=default(None, 30.0),
-                       help="seconds per request (default 30)")
+        g.add_argument(
+            "--timeout",
+            type=float,
+            metavar="SECONDS",
+            default=default(None, 30.0),
+            help="seconds per request (default 30)",
+        )
 
 
 def connect(args: argparse.Namespace, *, prefix: str = "", url_flag: str = "--url") -> RegistryClient:
@@ -84,8 +119,13 @@ def connect(args: argparse.Namespace, *, prefix: str = "", url_flag: str = "--ur
     headers = {"Authorization": f"Bearer {token}"} if token else None
     try:
         return RegistryClient(
-            target, user_info=user, timeout=float(getattr(args, "timeout", 30.0)), max_retries=2,
-            verify=opt("ca") or True, cert=(cert, key) if cert and key else cert, headers=headers,
-        )  # fmt: skip
+            target,
+            user_info=user,
+            timeout=float(getattr(args, "timeout", 30.0)),
+            max_retries=2,
+            verify=opt("ca") or True,
+            cert=(cert, key) if cert and key else cert,
+            headers=headers,
+        )
     except (ValueError, OSError) as e:
         raise UsageError(str(e)) from None

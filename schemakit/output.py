@@ -12,10 +12,20 @@ FORMATS = ("table", "json")
 
 
 def add_output_options(p: argparse.ArgumentParser, *, suppress: bool = False) -> None:
-    p.add_argument("--output", "-o", choices=FORMATS, default=argparse.SUPPRESS if suppress else "table",
-                   help="table (for people, the default) or json (one JSON document, for scripts)")
-    p.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS if suppress else False,
-                   help="no progress line and no summary")
+    p.add_argument(
+        "--output",
+        "-o",
+        choices=FORMATS,
+        default=argparse.SUPPRESS if suppress else "table",
+        help="table (for people, the default) or json (one JSON document, for scripts)",
+    )
+    p.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="no progress line and no summary",
+    )
 
 
 def print_json(data: Any) -> None:
@@ -26,8 +36,10 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
     """Columns padded to their widest cell; the last column is not padded."""
     cells = [[str(c) for c in header], *([("" if c is None else str(c)) for c in row] for row in rows)]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)) + ("  " if len(r) > 1 else "") + r[-1]
-             for r in cells]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)) + ("  " if len(r) > 1 else "") + r[-1]
+        for r in cells
+    ]
     return "\n".join(line.rstrip() for line in lines)
 
 
@@ -55,8 +67,9 @@ def pretty_json(value: Any, width: int = 100, indent: int = 0) -> str:
         return flat
     pad = " " * (indent + 2)
     if isinstance(value, dict):
-        items = [f"{pad}{json.dumps(k, ensure_ascii=False)}: {pretty_json(v, width, indent + 2)}"
-                 for k, v in value.items()]
+        items = [
+            f"{pad}{json.dumps(k, ensure_ascii=False)}: {pretty_json(v, width, indent + 2)}" for k, v in value.items()
+        ]
         return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
     items = [pad + pretty_json(v, width, indent + 2) for v in value]
     return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"

@@ -39,10 +39,14 @@ incompatible, 2 an error."""
 
 
 def add_parser(sub: Any) -> None:
-    reg = sub.add_parser("registry", help="administer a registry (Confluent API): subjects, schemas, export/import",
-                         description="Administer a schema registry through its Confluent REST API (schemakit, "
-                         "Confluent Schema Registry, Karapace).", epilog=EPILOG,
-                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    reg = sub.add_parser(
+        "registry",
+        help="administer a registry (Confluent API): subjects, schemas, export/import",
+        description="Administer a schema registry through its Confluent REST API (schemakit, "
+        "Confluent Schema Registry, Karapace).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_connection_options(reg)
     add_output_options(reg)
     cmds = reg.add_subparsers(dest="registry_command", required=True, metavar="COMMAND")
@@ -76,8 +80,11 @@ def add_parser(sub: Any) -> None:
 
     p = command("check", "check a schema file's compatibility with a subject (exit 0 compatible, 1 not)", cmd_check)
     _schema_file_options(p)
-    p.add_argument("--version", default=None,
-                   help="check against this version only (default: the versions the subject's level selects)")
+    p.add_argument(
+        "--version",
+        default=None,
+        help="check against this version only (default: the versions the subject's level selects)",
+    )
 
     p = command("diff", "show what changed between two versions and at which levels V2 may follow V1", cmd_diff)
     p.add_argument("subject")
@@ -88,23 +95,33 @@ def add_parser(sub: Any) -> None:
     p = command("config", "show or change the compatibility config (global, or a subject's)", cmd_config)
     p.add_argument("subject", nargs="?", help="a subject (default: the global config)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--set", dest="level", type=str.upper, choices=LEVELS, metavar="LEVEL",
-                   help=f"set the compatibility level: {', '.join(LEVELS)}")
+    g.add_argument(
+        "--set",
+        dest="level",
+        type=str.upper,
+        choices=LEVELS,
+        metavar="LEVEL",
+        help=f"set the compatibility level: {', '.join(LEVELS)}",
+    )
     g.add_argument("--delete", action="store_true", help="delete the subject's config (the global one applies)")
 
     p = command("mode", "show or change the mode (global, or a subject's)", cmd_mode)
     p.add_argument("subject", nargs="?", help="a subject (default: the global mode)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--set", dest="mode", type=str.upper, choices=MODES, metavar="MODE",
-                   help=f"set the mode: {', '.join(MODES)}")
+    g.add_argument(
+        "--set", dest="mode", type=str.upper, choices=MODES, metavar="MODE", help=f"set the mode: {', '.join(MODES)}"
+    )
     g.add_argument("--delete", action="store_true", help="delete the subject's mode (the global one applies)")
     p.add_argument("--force", action="store_true", help="with --set IMPORT: even if subjects exist")
 
     p = command("delete", "delete a subject or one version (soft; --permanent: hard)", cmd_delete)
     p.add_argument("subject")
     p.add_argument("version", nargs="?", help="one version (a number or latest); default: the whole subject")
-    p.add_argument("--permanent", action="store_true",
-                   help="hard delete (soft-deletes first when needed): ids and versions are gone for good")
+    p.add_argument(
+        "--permanent",
+        action="store_true",
+        help="hard delete (soft-deletes first when needed): ids and versions are gone for good",
+    )
 
     from schemakit import transfer_cmd
 
@@ -114,11 +131,20 @@ def add_parser(sub: Any) -> None:
 def _schema_file_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, help="the schema file (.avsc, .json, .proto)")
     p.add_argument("--subject", "-s", required=True)
-    p.add_argument("--type", choices=SCHEMA_TYPES, type=str.upper,
-                   help="schema type (default: from the extension: .avsc AVRO, .proto PROTOBUF, .json JSON)")
-    p.add_argument("--reference", action="append", default=[], metavar="NAME=SUBJECT:VERSION",
-                   help="a registered schema this one references (Avro full name, JSON $ref or Protobuf import "
-                   "path = subject:version or subject:latest); repeat for several")
+    p.add_argument(
+        "--type",
+        choices=SCHEMA_TYPES,
+        type=str.upper,
+        help="schema type (default: from the extension: .avsc AVRO, .proto PROTOBUF, .json JSON)",
+    )
+    p.add_argument(
+        "--reference",
+        action="append",
+        default=[],
+        metavar="NAME=SUBJECT:VERSION",
+        help="a registered schema this one references (Avro full name, JSON $ref or Protobuf import "
+        "path = subject:version or subject:latest); repeat for several",
+    )
 
 
 def _guarded(handler: Any) -> Any:
@@ -171,13 +197,18 @@ def cmd_versions(args: argparse.Namespace) -> int:
         rows = []
         for n in numbers:
             found = client.get_version(args.subject, n, deleted=n not in live)
-            rows.append({"version": n, "id": found.schema_id, "schemaType": found.schema.schema_type,
-                         "deleted": n not in live})
+            rows.append(
+                {"version": n, "id": found.schema_id, "schemaType": found.schema.schema_type, "deleted": n not in live}
+            )
     if args.output == "json":
         print_json(rows)
     else:
-        print(table([(r["version"], r["id"], r["schemaType"], "deleted" if r["deleted"] else "") for r in rows],
-                    ("VERSION", "ID", "TYPE", "STATE")))
+        print(
+            table(
+                [(r["version"], r["id"], r["schemaType"], "deleted" if r["deleted"] else "") for r in rows],
+                ("VERSION", "ID", "TYPE", "STATE"),
+            )
+        )
     return 0
 
 
@@ -189,8 +220,11 @@ def cmd_get(args: argparse.Namespace) -> int:
             body = client.request("GET", f"/schemas/ids/{args.id}")
             body = {"id": args.id, **body}
         else:
-            body = client.request("GET", f"/subjects/{seg(args.subject)}/versions/{seg(args.version)}",
-                                  params={"deleted": args.deleted or None})
+            body = client.request(
+                "GET",
+                f"/subjects/{seg(args.subject)}/versions/{seg(args.version)}",
+                params={"deleted": args.deleted or None},
+            )
     if args.schema_only:
         print(body["schema"])
     elif args.output == "json":
@@ -199,8 +233,9 @@ def cmd_get(args: argparse.Namespace) -> int:
         schema_type = body.get("schemaType") or "AVRO"
         rows: list[tuple[str, Any]] = [(k, body[k]) for k in ("subject", "version", "id") if k in body]
         rows.append(("type", schema_type))
-        rows += [("reference", f"{r['name']} -> {r['subject']} version {r['version']}")
-                 for r in body.get("references") or ()]
+        rows += [
+            ("reference", f"{r['name']} -> {r['subject']} version {r['version']}") for r in body.get("references") or ()
+        ]
         for k in ("metadata", "ruleSet"):
             if body.get(k):
                 rows.append((k, _compact(body[k])))
@@ -294,8 +329,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
     print()
     old, new = result["old"]["version"], result["new"]["version"]
     print(f"can version {new} follow version {old}?")
-    print(table([(v.level, "yes" if v.is_compatible else "no", "; ".join(v.reasons)) for v in levels],
-                ("LEVEL", "COMPATIBLE", "WHY NOT")))
+    print(
+        table(
+            [(v.level, "yes" if v.is_compatible else "no", "; ".join(v.reasons)) for v in levels],
+            ("LEVEL", "COMPATIBLE", "WHY NOT"),
+        )
+    )
     return 0
 
 

@@ -43,8 +43,12 @@ class Call:
     expect_id: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "description": self.description, "method": self.method,
-                               "path": self.path}
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "description": self.description,
+            "method": self.method,
+            "path": self.path,
+        }
         if self.body is not None:
             out["body"] = self.body
         if self.params:
@@ -66,8 +70,11 @@ class Plan:
         parts = []
         if regs:
             parts.append(f"register {len(regs)} schema versions in {len({c.path for c in regs})} subjects")
-        for kind, what in (("delete", "soft-delete {} versions"), ("config", "set {} configs"),
-                           ("mode", "set {} modes")):
+        for kind, what in (
+            ("delete", "soft-delete {} versions"),
+            ("config", "set {} configs"),
+            ("mode", "set {} modes"),
+        ):
             if self.count(kind):
                 parts.append(what.format(self.count(kind)))
         return (", ".join(parts) or "change nothing") + f"; {self.unchanged} versions were there already"
@@ -79,10 +86,12 @@ def non_empty_message(target: Snapshot, url: str) -> str | None:
         return None
     subjects = target.subjects
     shown = ", ".join(subjects[:3]) + (", …" if len(subjects) > 3 else "")
-    return (f"the registry at {url} is not empty: {len(subjects)} subjects, {len(target.versions)} schema "
-            f"versions ({shown}). Import restores into an empty registry; pass --force to import into this one "
-            "(versions it already has with the same id and schema are skipped, any other clash stops the "
-            "import before it writes anything)")
+    return (
+        f"the registry at {url} is not empty: {len(subjects)} subjects, {len(target.versions)} schema "
+        f"versions ({shown}). Import restores into an empty registry; pass --force to import into this one "
+        "(versions it already has with the same id and schema are skipped, any other clash stops the "
+        "import before it writes anything)"
+    )
 
 
 def plan_restore(source: Snapshot, target: Snapshot) -> Plan:
@@ -96,11 +105,13 @@ def plan_restore(source: Snapshot, target: Snapshot) -> Plan:
         label = f"subject {v.subject!r} version {v.version}"
         if there is not None:
             if not there.same_schema(v):
-                plan.conflicts.append(f"{label}: the target holds id {there.id} with another schema than the "
-                                      f"export's id {v.id}")
+                plan.conflicts.append(
+                    f"{label}: the target holds id {there.id} with another schema than the export's id {v.id}"
+                )
             elif there.deleted and not v.deleted:
-                plan.conflicts.append(f"{label}: soft-deleted in the target, live in the export (a registry "
-                                      "cannot undelete a version)")
+                plan.conflicts.append(
+                    f"{label}: soft-deleted in the target, live in the export (a registry cannot undelete a version)"
+                )
             elif v.deleted and not there.deleted:
                 to_delete.append(v)
             else:
@@ -109,13 +120,17 @@ def plan_restore(source: Snapshot, target: Snapshot) -> Plan:
         owner = owners.setdefault(v.id, v)
         if not owner.same_schema(v):
             where = "the target" if owner.key in have else "the export"
-            plan.conflicts.append(f"{label}: id {v.id} belongs to another schema in {where} "
-                                  f"(subject {owner.subject!r} version {owner.version})")
+            plan.conflicts.append(
+                f"{label}: id {v.id} belongs to another schema in {where} "
+                f"(subject {owner.subject!r} version {owner.version})"
+            )
             continue
         mode = target.subject_modes.get(v.subject)
         if mode in _WRITE_BLOCKING_MODES:
-            plan.conflicts.append(f"{label}: subject {v.subject!r} has mode {mode} in the target, which refuses "
-                                  "registrations with ids; delete that mode first")
+            plan.conflicts.append(
+                f"{label}: subject {v.subject!r} has mode {mode} in the target, which refuses "
+                "registrations with ids; delete that mode first"
+            )
             continue
         to_register.append(v)
         if v.deleted:
@@ -124,31 +139,78 @@ def plan_restore(source: Snapshot, target: Snapshot) -> Plan:
         return plan
     switch = bool(to_register) and target.mode != "IMPORT"
     if switch:
-        plan.calls.append(Call("mode", "set global mode IMPORT (keeps ids and versions)", "PUT", "/mode",
-                               {"mode": "IMPORT"}, {"force": True} if target.versions else None))
+        plan.calls.append(
+            Call(
+                "mode",
+                "set global mode IMPORT (keeps ids and versions)",
+                "PUT",
+                "/mode",
+                {"mode": "IMPORT"},
+                {"force": True} if target.versions else None,
+            )
+        )
     for v in to_register:
         gone = " (soft-deleted below)" if v.deleted else ""
-        plan.calls.append(Call("register", f"register {v.subject!r} version {v.version} id {v.id} "
-                               f"{v.schema_type}{gone}", "POST", f"/subjects/{seg(v.subject)}/versions",
-                               v.import_body(), expect_id=v.id))
+        plan.calls.append(
+            Call(
+                "register",
+                f"register {v.subject!r} version {v.version} id {v.id} {v.schema_type}{gone}",
+                "POST",
+                f"/subjects/{seg(v.subject)}/versions",
+                v.import_body(),
+                expect_id=v.id,
+            )
+        )
     for v in reversed(to_delete):  # dependency order reversed: referencing versions go first
-        plan.calls.append(Call("delete", f"soft-delete {v.subject!r} version {v.version}", "DELETE",
-                               f"/subjects/{seg(v.subject)}/versions/{v.version}"))
+        plan.calls.append(
+            Call(
+                "delete",
+                f"soft-delete {v.subject!r} version {v.version}",
+                "DELETE",
+                f"/subjects/{seg(v.subject)}/versions/{v.version}",
+            )
+        )
     if source.config is not None and source.config != target.config:
-        plan.calls.append(Call("config", f"set global config {_config_text(source.config)}", "PUT", "/config",
-                               _config_body(source.config)))
+        plan.calls.append(
+            Call(
+                "config",
+                f"set global config {_config_text(source.config)}",
+                "PUT",
+                "/config",
+                _config_body(source.config),
+            )
+        )
     for s, cfg in sorted(source.subject_configs.items()):
         if target.subject_configs.get(s) != cfg:
-            plan.calls.append(Call("config", f"set config of {s!r}: {_config_text(cfg)}", "PUT",
-                                   f"/config/{seg(s)}", _config_body(cfg)))
+            plan.calls.append(
+                Call(
+                    "config", f"set config of {s!r}: {_config_text(cfg)}", "PUT", f"/config/{seg(s)}", _config_body(cfg)
+                )
+            )
     for s, mode in sorted(source.subject_modes.items()):
         if target.subject_modes.get(s) != mode:
-            plan.calls.append(Call("mode", f"set mode of {s!r}: {mode}", "PUT", f"/mode/{seg(s)}", {"mode": mode},
-                                   {"force": True} if mode == "IMPORT" else None))
+            plan.calls.append(
+                Call(
+                    "mode",
+                    f"set mode of {s!r}: {mode}",
+                    "PUT",
+                    f"/mode/{seg(s)}",
+                    {"mode": mode},
+                    {"force": True} if mode == "IMPORT" else None,
+                )
+            )
     final = source.mode or target.mode
     if final is not None and (switch or final != target.mode):
-        plan.calls.append(Call("mode", f"set global mode {final}", "PUT", "/mode", {"mode": final},
-                               {"force": True} if final == "IMPORT" else None))
+        plan.calls.append(
+            Call(
+                "mode",
+                f"set global mode {final}",
+                "PUT",
+                "/mode",
+                {"mode": final},
+                {"force": True} if final == "IMPORT" else None,
+            )
+        )
     return plan
 
 
@@ -181,12 +243,20 @@ class Restorer:
                 try:
                     answer = self.client.request(call.method, call.path, call.body, call.params)
                 except RegistryError as e:
-                    left = (" The target is left in IMPORT mode: fix the cause and run the import again with "
-                            "--force to go on from here.") if switched else ""
+                    left = (
+                        (
+                            " The target is left in IMPORT mode: fix the cause and run the import again with "
+                            "--force to go on from here."
+                        )
+                        if switched
+                        else ""
+                    )
                     raise RestoreError(f"{call.description}: {e}.{left}") from None
                 if call.expect_id is not None and (not isinstance(answer, dict) or answer.get("id") != call.expect_id):
-                    raise RestoreError(f"{call.description}: the registry answered {answer!r}, not id "
-                                       f"{call.expect_id}; is it really in IMPORT mode?")
+                    raise RestoreError(
+                        f"{call.description}: the registry answered {answer!r}, not id "
+                        f"{call.expect_id}; is it really in IMPORT mode?"
+                    )
                 if call.kind == "mode" and call.path == "/mode":
                     switched = call.body["mode"] == "IMPORT"
                 self.progress.advance()

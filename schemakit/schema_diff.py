@@ -33,7 +33,8 @@ class RemoteSchemas:
         key = (subject, version)
         if key not in self._bodies:
             self._bodies[key] = self.client.request(
-                "GET", f"/subjects/{seg(subject)}/versions/{seg(version)}", params={"deleted": True})
+                "GET", f"/subjects/{seg(subject)}/versions/{seg(version)}", params={"deleted": True}
+            )
         return self._bodies[key]
 
     def references(self, refs: list[dict[str, Any]], depth: int = 0) -> tuple[ResolvedReference, ...]:
@@ -44,9 +45,16 @@ class RemoteSchemas:
         out = []
         for r in refs:
             b = self.body(r["subject"], int(r["version"]))
-            out.append(ResolvedReference(r["name"], r["subject"], int(b["version"]), b["schema"],
-                                         b.get("schemaType") or "AVRO",
-                                         self.references(b.get("references") or [], depth + 1)))
+            out.append(
+                ResolvedReference(
+                    r["name"],
+                    r["subject"],
+                    int(b["version"]),
+                    b["schema"],
+                    b.get("schemaType") or "AVRO",
+                    self.references(b.get("references") or [], depth + 1),
+                )
+            )
         return tuple(out)
 
     def parsed(self, body: dict[str, Any]) -> ParsedSchema:

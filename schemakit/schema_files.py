@@ -40,8 +40,10 @@ def type_of(path: Path, given: str | None, json_type: str = "JSON") -> str:
         return json_type
     found = EXTENSION_TYPES.get(suffix)
     if found is None:
-        raise UsageError(f"{path}: cannot tell the schema type from the extension {suffix or '(none)'}; "
-                         f"pass --type {'|'.join(SCHEMA_TYPES)}")
+        raise UsageError(
+            f"{path}: cannot tell the schema type from the extension {suffix or '(none)'}; "
+            f"pass --type {'|'.join(SCHEMA_TYPES)}"
+        )
     return found
 
 

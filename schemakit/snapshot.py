@@ -70,15 +70,26 @@ class SchemaVersion:
     def same_schema(self, other: SchemaVersion) -> bool:
         """Same id and the same stored content (what a GET answers), deletion state aside."""
         return (self.id, self.schema_type, self.schema, self.references, self.metadata, self.rule_set) == (
-            other.id, other.schema_type, other.schema, other.references, other.metadata, other.rule_set)
+            other.id,
+            other.schema_type,
+            other.schema,
+            other.references,
+            other.metadata,
+            other.rule_set,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "subject": self.subject, "version": self.version, "id": self.id, "schemaType": self.schema_type,
+            "subject": self.subject,
+            "version": self.version,
+            "id": self.id,
+            "schemaType": self.schema_type,
             "schema": self.schema,
             "references": [{"name": n, "subject": s, "version": v} for n, s, v in self.references],
-            "metadata": self.metadata, "ruleSet": self.rule_set, "deleted": self.deleted,
-        }  # fmt: skip
+            "metadata": self.metadata,
+            "ruleSet": self.rule_set,
+            "deleted": self.deleted,
+        }
 
     def import_body(self) -> dict[str, Any]:
         """The ``POST /subjects/{s}/versions`` body that registers this version with its id and version."""
@@ -91,11 +102,16 @@ class SchemaVersion:
     def from_api(cls, body: dict[str, Any], deleted: bool) -> SchemaVersion:
         """From a ``GET /subjects/{s}/versions/{v}`` answer (``schemaType`` absent means AVRO)."""
         return cls(
-            subject=body["subject"], version=int(body["version"]), id=int(body["id"]),
-            schema_type=body.get("schemaType") or "AVRO", schema=body["schema"],
+            subject=body["subject"],
+            version=int(body["version"]),
+            id=int(body["id"]),
+            schema_type=body.get("schemaType") or "AVRO",
+            schema=body["schema"],
             references=tuple((r["name"], r["subject"], int(r["version"])) for r in body.get("references") or ()),
-            metadata=body.get("metadata") or None, rule_set=body.get("ruleSet") or None, deleted=deleted,
-        )  # fmt: skip
+            metadata=body.get("metadata") or None,
+            rule_set=body.get("ruleSet") or None,
+            deleted=deleted,
+        )
 
     @classmethod
     def from_json(cls, body: Any, where: str) -> SchemaVersion:
@@ -126,9 +142,12 @@ class Snapshot:
         return sorted({v.subject for v in self.versions})
 
     def counts(self) -> dict[str, int]:
-        return {"subjects": len(self.subjects), "versions": len(self.versions),
-                "deleted_versions": sum(v.deleted for v in self.versions),
-                "ids": len({v.id for v in self.versions})}
+        return {
+            "subjects": len(self.subjects),
+            "versions": len(self.versions),
+            "deleted_versions": sum(v.deleted for v in self.versions),
+            "ids": len({v.id for v in self.versions}),
+        }
 
 
 def dependency_order(versions: Iterable[SchemaVersion]) -> list[SchemaVersion]:
@@ -175,8 +194,9 @@ class RegistryReader:
         get = self.client.request
         subjects: list[str] = get("GET", "/subjects", params={"deleted": True})
         per_subject = self._each("reading subjects", subjects, self._read_subject)
-        wanted = [(s, v, v in live) for s, (every, live, _c, _m) in zip(subjects, per_subject, strict=True)
-                  for v in every]
+        wanted = [
+            (s, v, v in live) for s, (every, live, _c, _m) in zip(subjects, per_subject, strict=True) for v in every
+        ]
         versions = self._each("reading versions", wanted, self._read_version)
         snap = Snapshot(dependency_order(versions), source=self.client.urls[0])
         for s, (_every, _live, config, mode) in zip(subjects, per_subject, strict=True):
@@ -260,12 +280,18 @@ def write_dir(snap: Snapshot, out: Path, progress: Progress | None = None) -> No
     check_out_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     manifest = {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "source": snap.source,
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "source": snap.source,
         "exported_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "counts": snap.counts(), "config": snap.config, "mode": snap.mode,
-        "subjects": {s: {"config": snap.subject_configs.get(s), "mode": snap.subject_modes.get(s)}
-                     for s in sorted(set(snap.subject_configs) | set(snap.subject_modes))},
-    }  # fmt: skip
+        "counts": snap.counts(),
+        "config": snap.config,
+        "mode": snap.mode,
+        "subjects": {
+            s: {"config": snap.subject_configs.get(s), "mode": snap.subject_modes.get(s)}
+            for s in sorted(set(snap.subject_configs) | set(snap.subject_modes))
+        },
+    }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     progress.start("writing files", len(snap.versions))
     with (out / SCHEMAS).open("w", encoding="utf-8") as lines:
@@ -283,15 +309,18 @@ def read_dir(root: Path) -> Snapshot:
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise SnapshotError(f"{manifest_path}: missing; is {root} a directory written by "
-                            "`schemakit registry export`?") from None
+        raise SnapshotError(
+            f"{manifest_path}: missing; is {root} a directory written by `schemakit registry export`?"
+        ) from None
     except (OSError, ValueError) as e:
         raise SnapshotError(f"{manifest_path}: cannot read: {e}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise SnapshotError(f"{manifest_path}: not a schemakit registry export (format {FORMAT!r} expected)")
     if manifest.get("format_version") != FORMAT_VERSION:
-        raise SnapshotError(f"{manifest_path}: format_version {manifest.get('format_version')!r} is not "
-                            f"{FORMAT_VERSION}; this schemakit cannot read it")
+        raise SnapshotError(
+            f"{manifest_path}: format_version {manifest.get('format_version')!r} is not "
+            f"{FORMAT_VERSION}; this schemakit cannot read it"
+        )
     snap = Snapshot(config=manifest.get("config"), mode=manifest.get("mode"), source=manifest.get("source", ""))
     for s, settings in (manifest.get("subjects") or {}).items():
         if settings.get("config") is not None:
@@ -316,8 +345,10 @@ def read_dir(root: Path) -> Snapshot:
     seen: dict[tuple[str, int], int] = {}
     for n, v in enumerate(versions, 1):
         if v.key in seen:
-            raise SnapshotError(f"{schemas_path}: subject {v.subject!r} version {v.version} appears twice "
-                                f"(entries {seen[v.key]} and {n})")
+            raise SnapshotError(
+                f"{schemas_path}: subject {v.subject!r} version {v.version} appears twice "
+                f"(entries {seen[v.key]} and {n})"
+            )
         seen[v.key] = n
     snap.versions = dependency_order(versions)
     return snap

@@ -25,18 +25,23 @@ EXIT_REFUSED = 2
 
 
 def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
-    p = command("export", "write every subject, version, id, deletion state, config, mode, metadata and rule "
-                "set to a directory", cmd_export)
+    p = command(
+        "export",
+        "write every subject, version, id, deletion state, config, mode, metadata and rule set to a directory",
+        cmd_export,
+    )
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="a new or empty directory")
     _jobs(p)
 
-    p = command("import", "restore an export into an empty registry, with the same ids and versions (IMPORT mode)",
-                cmd_import)
+    p = command(
+        "import", "restore an export into an empty registry, with the same ids and versions (IMPORT mode)", cmd_import
+    )
     p.add_argument("--in", dest="source_dir", type=Path, required=True, metavar="DIR", help="an export directory")
     _restore_options(p)
 
-    p = command("copy", "copy one registry's contents into another (export + import, no files)", cmd_copy,
-                connection=False)
+    p = command(
+        "copy", "copy one registry's contents into another (export + import, no files)", cmd_copy, connection=False
+    )
     add_connection_options(p, url_flag="--from", role="source")
     add_connection_options(p, url_flag="--to", prefix="to-", role="target")
     _restore_options(p)
@@ -45,9 +50,12 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
 
 def _restore_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print what would change and change nothing")
-    p.add_argument("--force", action="store_true",
-                   help="import into a registry that is not empty: versions it has with the same id and schema "
-                   "are skipped, any other clash stops the import before it writes")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="import into a registry that is not empty: versions it has with the same id and schema "
+        "are skipped, any other clash stops the import before it writes",
+    )
 
 
 def _jobs(p: argparse.ArgumentParser) -> None:
@@ -69,8 +77,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.output == "json":
         print_json({"out": str(args.out), **counts})
     elif not args.quiet:
-        print(f"exported {counts['versions']} schema versions ({counts['deleted_versions']} soft-deleted, "
-              f"{counts['ids']} ids) of {counts['subjects']} subjects to {args.out}")
+        print(
+            f"exported {counts['versions']} schema versions ({counts['deleted_versions']} soft-deleted, "
+            f"{counts['ids']} ids) of {counts['subjects']} subjects to {args.out}"
+        )
     return 0
 
 
@@ -123,8 +133,11 @@ def _restore(args: argparse.Namespace, source: Snapshot, client: RegistryClient,
 
 def _print_plan(args: argparse.Namespace, plan: Plan, *, dry_run: bool) -> None:
     if args.output == "json":
-        out: dict[str, Any] = {"dry_run": dry_run, "unchanged": plan.unchanged,
-                               "calls": [c.to_json() for c in plan.calls]}
+        out: dict[str, Any] = {
+            "dry_run": dry_run,
+            "unchanged": plan.unchanged,
+            "calls": [c.to_json() for c in plan.calls],
+        }
         print_json(out)
         return
     if dry_run:

@@ -26,8 +26,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _awaiting(call: Callable[Concatenate[RegistryApi, P], Call[R]]
-              ) -> Callable[Concatenate[AsyncRegistryClient, P], Coroutine[Any, Any, R]]:
+def _awaiting(
+    call: Callable[Concatenate[RegistryApi, P], Call[R]],
+) -> Callable[Concatenate[AsyncRegistryClient, P], Coroutine[Any, Any, R]]:
     """The ``AsyncRegistryClient`` coroutine method running ``call`` over the client's ``httpx.AsyncClient``."""
 
     @functools.wraps(call)

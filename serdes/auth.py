@@ -44,8 +44,9 @@ def _authorize(request: httpx.Request, token: str, logical_cluster: str | None, 
 class BearerAuth(httpx.Auth):
     """A static bearer token (confluent-kafka's ``bearer.auth.credentials.source=STATIC_TOKEN``)."""
 
-    def __init__(self, token: str, logical_cluster: str | None = None,
-                 identity_pool_id: str | Sequence[str] | None = None) -> None:
+    def __init__(
+        self, token: str, logical_cluster: str | None = None, identity_pool_id: str | Sequence[str] | None = None
+    ) -> None:
         if not token:
             raise ValueError("BearerAuth needs a token")
         self.token = token
@@ -73,8 +74,12 @@ class CustomBearerAuth(httpx.Auth):
         token = fields.get("bearer.auth.token")
         if not token:
             raise OAuthTokenError(-1, -1, "the custom bearer provider returned no 'bearer.auth.token'")
-        _authorize(request, token, fields.get("bearer.auth.logical.cluster"),
-                   _pool_id(fields.get("bearer.auth.identity.pool.id")))
+        _authorize(
+            request,
+            token,
+            fields.get("bearer.auth.logical.cluster"),
+            _pool_id(fields.get("bearer.auth.identity.pool.id")),
+        )
         yield request
 
 
@@ -94,11 +99,23 @@ class OAuthClientCredentials(httpx.Auth):
         clock: seconds, monotonic (for tests).
     """
 
-    def __init__(self, token_url: str, client_id: str, client_secret: str, scope: str | None = None, *,
-                 logical_cluster: str | None = None, identity_pool_id: str | Sequence[str] | None = None,
-                 timeout: float = 10.0, verify: bool | str = True, max_retries: int = 3, retry_backoff: float = 0.1,
-                 retry_max_backoff: float = 5.0, refresh_ratio: float = 0.8,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        token_url: str,
+        client_id: str,
+        client_secret: str,
+        scope: str | None = None,
+        *,
+        logical_cluster: str | None = None,
+        identity_pool_id: str | Sequence[str] | None = None,
+        timeout: float = 10.0,
+        verify: bool | str = True,
+        max_retries: int = 3,
+        retry_backoff: float = 0.1,
+        retry_max_backoff: float = 5.0,
+        refresh_ratio: float = 0.8,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if not token_url.startswith(("http://", "https://")):
             raise ValueError(f"OAuth token endpoint {token_url!r} must start with http:// or https://")
         if not 0 < refresh_ratio <= 1:
@@ -117,10 +134,15 @@ class OAuthClientCredentials(httpx.Auth):
         self._verify = verify
         credentials = f"{quote(client_id, safe='')}:{quote(client_secret, safe='')}".encode()
         self._request = HttpRequest(
-            "POST", token_url,
+            "POST",
+            token_url,
             urlencode({"grant_type": "client_credentials", **({"scope": scope} if scope else {})}).encode(),
-            {"Authorization": "Basic " + base64.b64encode(credentials).decode("ascii"),
-             "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"})
+            {
+                "Authorization": "Basic " + base64.b64encode(credentials).decode("ascii"),
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Accept": "application/json",
+            },
+        )
         self._token: str | None = None
         self._refresh_at = 0.0
         self._lock = threading.Lock()
@@ -151,8 +173,11 @@ class OAuthClientCredentials(httpx.Auth):
                 failure = f"HTTP {status}: {content[:200].decode('utf-8', 'replace')}"
                 continue
             return self._accept(status, content)
-        raise OAuthTokenError(status, -1, f"OAuth token endpoint {self.token_url} gave no token after "
-                                          f"{self.max_retries + 1} tries ({failure})")
+        raise OAuthTokenError(
+            status,
+            -1,
+            f"OAuth token endpoint {self.token_url} gave no token after {self.max_retries + 1} tries ({failure})",
+        )
 
     def _accept(self, status: int, content: bytes) -> str:
         try:
@@ -161,13 +186,21 @@ class OAuthClientCredentials(httpx.Auth):
             body = None
         if status >= 300 or not isinstance(body, dict):
             detail = body.get("error_description") or body.get("error") if isinstance(body, dict) else None
-            raise OAuthTokenError(status, -1, f"OAuth token endpoint {self.token_url} refused the client "
-                                              f"credentials of {self.client_id!r}: HTTP {status}: "
-                                              f"{detail or content[:200].decode('utf-8', 'replace')}")
+            raise OAuthTokenError(
+                status,
+                -1,
+                f"OAuth token endpoint {self.token_url} refused the client "
+                f"credentials of {self.client_id!r}: HTTP {status}: "
+                f"{detail or content[:200].decode('utf-8', 'replace')}",
+            )
         token = body.get("access_token")
         if not isinstance(token, str) or not token:
-            raise OAuthTokenError(status, -1, f"OAuth token endpoint {self.token_url} answered without an "
-                                              f"access_token (keys: {', '.join(sorted(body))})")
+            raise OAuthTokenError(
+                status,
+                -1,
+                f"OAuth token endpoint {self.token_url} answered without an "
+                f"access_token (keys: {', '.join(sorted(body))})",
+            )
         try:
             lifetime = float(body["expires_in"])
         except (KeyError, TypeError, ValueError):

@@ -55,8 +55,14 @@ from serdes.schema_ids import IdHeaderWriter
 from serdes.strategies import SubjectNameStrategy
 from serdes.typed_records import avro_decoder, avro_encoder, avro_named_schema, avro_schema, is_record_type
 
-__all__ = ["AsyncAvroDeserializer", "AsyncAvroSerializer", "AvroDeserializer", "AvroSerializer", "parse_avro",
-           "parse_avro_schema"]
+__all__ = [
+    "AsyncAvroDeserializer",
+    "AsyncAvroSerializer",
+    "AvroDeserializer",
+    "AvroSerializer",
+    "parse_avro",
+    "parse_avro_schema",
+]
 
 _BytesIO = io.BytesIO
 _PREFIX = wire.PREFIX_SIZE
@@ -84,8 +90,9 @@ def _as_schema(schema: Any, references: Sequence[type] = ()) -> tuple[Schema, ty
         return Schema(schema), None
     if isinstance(schema, (dict, list)):
         return Schema(json.dumps(schema, separators=(",", ":"))), None
-    raise TypeError(f"an Avro schema must be a dataclass/pydantic class, JSON text, dict or Schema, "
-                    f"not {type(schema).__name__}")
+    raise TypeError(
+        f"an Avro schema must be a dataclass/pydantic class, JSON text, dict or Schema, not {type(schema).__name__}"
+    )
 
 
 def _reference_schema(item: Any, classes: Sequence[type]) -> Schema:
@@ -103,16 +110,19 @@ def _record_name(schema: Schema) -> str | None:
     return None
 
 
-def parse_avro(schema: Schema, references: Iterable[Schema] = (), named: dict[str, Any] | None = None
-               ) -> tuple[Any, dict]:
+def parse_avro(
+    schema: Schema, references: Iterable[Schema] = (), named: dict[str, Any] | None = None
+) -> tuple[Any, dict]:
     """Parse with fastavro after the schemas it references (dependencies first), which define its named types."""
     named = {} if named is None else named
     for text in [*(r.schema_str for r in references), schema.schema_str]:
         try:
             parsed = fastavro.parse_schema(json.loads(text), named_schemas=named)
         except fastavro.schema.UnknownType as e:
-            raise ValueError(f"invalid Avro schema: unknown type {e.name!r} (a named type from another schema is "
-                             f"given as a reference)") from e
+            raise ValueError(
+                f"invalid Avro schema: unknown type {e.name!r} (a named type from another schema is "
+                f"given as a reference)"
+            ) from e
         except (fastavro.schema.SchemaParseException, ValueError, TypeError, KeyError) as e:
             raise ValueError(f"invalid Avro schema: {e}") from e
     return parsed, named
@@ -124,8 +134,9 @@ def load_avro(schema: Schema) -> Plan[tuple[Any, dict]]:
     return parse_avro(schema, refs.values())
 
 
-def parse_avro_schema(schema: Schema, client: RegistryClient | None = None,
-                      named: dict[str, Any] | None = None) -> tuple[Any, dict]:
+def parse_avro_schema(
+    schema: Schema, client: RegistryClient | None = None, named: dict[str, Any] | None = None
+) -> tuple[Any, dict]:
     """Parse with fastavro, loading referenced schemas (their named types) from the registry first."""
     if schema.references and client is None:
         raise ValueError(f"schema references {schema.references[0].name!r}: a registry client is needed to resolve it")
@@ -191,8 +202,9 @@ def _rule_target(parsed: Any, named: dict) -> rule_steps.TargetFactory:
     from serdes.rules.avro_walk import avro_walker
 
     def target(schema: Schema, schema_id: int | None) -> RuleTarget:
-        return RuleTarget(schema, lambda selection, condition: avro_walker(parsed, named, selection, condition),
-                          schema_id=schema_id)
+        return RuleTarget(
+            schema, lambda selection, condition: avro_walker(parsed, named, selection, condition), schema_id=schema_id
+        )
 
     return target
 
@@ -267,19 +279,30 @@ class _AvroWriter(Writer[_WritePlan]):
     The WRITE rules of the schema written with (its ``ruleSet``) run on every record before it is encoded.
     """
 
-    def __init__(self, client: RegistryClient | AsyncRegistryClient, schema: Any = None, *,
-                 strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
-                 auto_register: bool | None = None, use_latest_version: bool = False,
-                 use_latest_with_metadata: dict[str, str] | None = None, use_schema_id: int | None = None,
-                 normalize: bool = False, references: Sequence[Any] = (),
-                 reference_subject_strategy: ReferenceSubjectStrategy = _by_full_name,
-                 to_dict: Callable[[Any, SerializationContext | None], dict] | None = None,
-                 rule_config: dict[str, Any] | None = None, schema_id_header: bool = False) -> None:
+    def __init__(
+        self,
+        client: RegistryClient | AsyncRegistryClient,
+        schema: Any = None,
+        *,
+        strategy: str | SubjectNameStrategy = "topic",
+        subject: str | None = None,
+        auto_register: bool | None = None,
+        use_latest_version: bool = False,
+        use_latest_with_metadata: dict[str, str] | None = None,
+        use_schema_id: int | None = None,
+        normalize: bool = False,
+        references: Sequence[Any] = (),
+        reference_subject_strategy: ReferenceSubjectStrategy = _by_full_name,
+        to_dict: Callable[[Any, SerializationContext | None], dict] | None = None,
+        rule_config: dict[str, Any] | None = None,
+        schema_id_header: bool = False,
+    ) -> None:
         check_client(client, self._is_async, self)
         self._rule_config = RuleConfig(rule_config)
         self._id_header = IdHeaderWriter(protobuf=False, subject=subject) if schema_id_header else None
-        self._choice = WriterSchema(self, "AVRO", schema is not None, auto_register, use_latest_version,
-                                    use_latest_with_metadata, use_schema_id)
+        self._choice = WriterSchema(
+            self, "AVRO", schema is not None, auto_register, use_latest_version, use_latest_with_metadata, use_schema_id
+        )
         self._client = client
         self._auto_register = self._choice.auto_register
         self._normalize = normalize
@@ -305,8 +328,9 @@ class _AvroWriter(Writer[_WritePlan]):
         if to_dict is not None and self._encode is None:
             self._encode = dict  # placeholder: marks "convert non-dicts"; _to_dict does the work
         capacity = cache_capacity(client)
-        self._plans: SubjectPlans[_WritePlan] = SubjectPlans(strategy, subject, record_name, capacity,
-                                                             cache=not self._choice.latest.enabled)
+        self._plans: SubjectPlans[_WritePlan] = SubjectPlans(
+            strategy, subject, record_name, capacity, cache=not self._choice.latest.enabled
+        )
         self._plans_by_id: BoundedDict[int, _WritePlan] = BoundedDict(capacity)  # registered schemas written
 
     @property
@@ -331,31 +355,34 @@ class _AvroWriter(Writer[_WritePlan]):
         writer = yield from self._own_writer()
         schema = self._schema
         if self._local_refs:
-            done = yield from register_references(self._local_refs, lambda name: self._ref_subject(ctx, name),
-                                                  self._auto_register, self._normalize)
-            schema = dataclasses.replace(schema, references=(*schema.references,
-                                                             *(done[n] for n in self._main_uses)))
+            done = yield from register_references(
+                self._local_refs, lambda name: self._ref_subject(ctx, name), self._auto_register, self._normalize
+            )
+            schema = dataclasses.replace(schema, references=(*schema.references, *(done[n] for n in self._main_uses)))
         schema_id = yield from register_or_lookup(subject, schema, self._auto_register, self._normalize)
-        return _write_plan(schema_id, writer,
-                           self._write_rules(subject, schema, schema_id, writer.schema, writer.named))
+        return _write_plan(
+            schema_id, writer, self._write_rules(subject, schema, schema_id, writer.schema, writer.named)
+        )
 
-    def _write_rules(self, subject: str | None, schema: Schema, schema_id: int, parsed: Any,
-                     named: dict) -> rule_steps.Step | None:
+    def _write_rules(
+        self, subject: str | None, schema: Schema, schema_id: int, parsed: Any, named: dict
+    ) -> rule_steps.Step | None:
         if not rule_steps.has_rules(schema):
             return None
-        return rule_steps.write_rules(schema, _rule_target(parsed, named), self._rule_config, schema_id,
-                                      subject)
+        return rule_steps.write_rules(schema, _rule_target(parsed, named), self._rule_config, schema_id, subject)
 
-    def _plan_for(self, schema_id: int, schema: Schema, ctx: SerializationContext | None,
-                  subject: str | None = None) -> Plan[_WritePlan]:
+    def _plan_for(
+        self, schema_id: int, schema: Schema, ctx: SerializationContext | None, subject: str | None = None
+    ) -> Plan[_WritePlan]:
         """The plan writing with registered schema ``schema_id`` (latest version, or ``use_schema_id``)."""
         plan = self._plans_by_id.get(schema_id)
         if plan is None:
             try:
                 parsed, named = yield from load_avro(schema)
             except (ValueError, RegistryError) as e:
-                raise SerializationError(f"cannot write with schema {schema_id}: {e}", topic=topic_of(ctx),
-                                         schema_id=schema_id) from e
+                raise SerializationError(
+                    f"cannot write with schema {schema_id}: {e}", topic=topic_of(ctx), schema_id=schema_id
+                ) from e
             rules = self._write_rules(subject, schema, schema_id, parsed, named)
             plan = self._plans_by_id.put(schema_id, _write_plan(schema_id, _writer(parsed, named), rules))
         return plan
@@ -384,8 +411,9 @@ class _AvroWriter(Writer[_WritePlan]):
                 raise self._write_error(obj, datum, plan, ctx, e) from e
         return bytes(buf)
 
-    def _write_error(self, obj: Any, datum: Any, plan: _WritePlan, ctx: SerializationContext | None,
-                     cause: Exception) -> SerializationError:
+    def _write_error(
+        self, obj: Any, datum: Any, plan: _WritePlan, ctx: SerializationContext | None, cause: Exception
+    ) -> SerializationError:
         if self._cls is not None and not isinstance(obj, (self._cls, dict)):
             why = f"expected {self._cls.__name__} or dict, got {type(obj).__name__}"
         else:
@@ -393,12 +421,15 @@ class _AvroWriter(Writer[_WritePlan]):
                 validate(datum, plan.schema, raise_errors=True)
                 why = f"{type(cause).__name__}: {cause}"
             except ValidationError as ve:
-                why = "; ".join(f"field {err.field or '(root)'}: {err.datum!r} is not a valid {_label(err.schema)}"
-                                for err in getattr(ve, "errors", ())) or str(ve)
+                why = "; ".join(
+                    f"field {err.field or '(root)'}: {err.datum!r} is not a valid {_label(err.schema)}"
+                    for err in getattr(ve, "errors", ())
+                ) or str(ve)
             except Exception as ve:
                 why = f"{type(ve).__name__}: {ve}"
-        return SerializationError(f"record does not match the Avro schema: {why}", topic=topic_of(ctx),
-                                  schema_id=plan.schema_id)
+        return SerializationError(
+            f"record does not match the Avro schema: {why}", topic=topic_of(ctx), schema_id=plan.schema_id
+        )
 
 
 class AvroSerializer(_AvroWriter, SyncWriter[_WritePlan]):
@@ -430,12 +461,19 @@ class _AvroReader(Reader[_ReadPlan]):
     writer's schema; then the READ rules of the reader schema (the writer's when there is none) run.
     """
 
-    def __init__(self, client: RegistryClient | AsyncRegistryClient, reader: Any = None, *,
-                 use_latest_version: bool = False,
-                 use_latest_with_metadata: dict[str, str] | None = None,
-                 strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
-                 from_dict: Callable[[dict, SerializationContext | None], Any] | None = None,
-                 return_record_name: bool = False, rule_config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        client: RegistryClient | AsyncRegistryClient,
+        reader: Any = None,
+        *,
+        use_latest_version: bool = False,
+        use_latest_with_metadata: dict[str, str] | None = None,
+        strategy: str | SubjectNameStrategy = "topic",
+        subject: str | None = None,
+        from_dict: Callable[[dict, SerializationContext | None], Any] | None = None,
+        return_record_name: bool = False,
+        rule_config: dict[str, Any] | None = None,
+    ) -> None:
         check_client(client, self._is_async, self)
         self._client = client
         self._rule_config = RuleConfig(rule_config)
@@ -476,8 +514,11 @@ class _AvroReader(Reader[_ReadPlan]):
             return post(record) if self._from_dict is None else self._from_dict(post(record), ctx)
         except Exception as e:
             what = self._cls.__name__ if self._cls is not None else "the object"
-            raise SerializationError(f"cannot build {what} from the record read: {type(e).__name__}: {e}",
-                                     topic=topic_of(ctx), schema_id=plan.schema_id) from e
+            raise SerializationError(
+                f"cannot build {what} from the record read: {type(e).__name__}: {e}",
+                topic=topic_of(ctx),
+                schema_id=plan.schema_id,
+            ) from e
 
     def _read_slow(self, data: bytes, ctx: SerializationContext | None, plan: _ReadPlan) -> Any:
         """fastavro's reader: schema resolution, and the exact result or error for odd payloads."""
@@ -487,13 +528,20 @@ class _AvroReader(Reader[_ReadPlan]):
         try:
             record = _read_data(bio, plan.writer, plan.named, plan.reader, plan.options)
         except Exception as e:
-            raise SerializationError(f"cannot decode Avro payload with writer schema {schema_id}: "
-                                     f"{type(e).__name__}: {e}", topic=topic_of(ctx), offset=bio.tell(),
-                                     schema_id=schema_id) from e
+            raise SerializationError(
+                f"cannot decode Avro payload with writer schema {schema_id}: {type(e).__name__}: {e}",
+                topic=topic_of(ctx),
+                offset=bio.tell(),
+                schema_id=schema_id,
+            ) from e
         if bio.tell() != len(data):
-            raise SerializationError(f"{len(data) - bio.tell()} unread bytes after the Avro record: the payload "
-                                     f"does not match writer schema {schema_id}", topic=topic_of(ctx),
-                                     offset=bio.tell(), schema_id=schema_id)
+            raise SerializationError(
+                f"{len(data) - bio.tell()} unread bytes after the Avro record: the payload "
+                f"does not match writer schema {schema_id}",
+                topic=topic_of(ctx),
+                offset=bio.tell(),
+                schema_id=schema_id,
+            )
         return record
 
     def _plan(self, data: bytes, ctx: SerializationContext | None, latest: RegisteredSchema | None) -> Plan[_ReadPlan]:
@@ -501,8 +549,9 @@ class _AvroReader(Reader[_ReadPlan]):
         schema_id = wire.read_schema_id(data, topic)
         writer = yield from writer_schema(schema_id, topic)
         if writer.schema_type != "AVRO":
-            raise SerializationError(f"schema {schema_id} is {writer.schema_type}, not AVRO", topic=topic,
-                                     offset=1, schema_id=schema_id)
+            raise SerializationError(
+                f"schema {schema_id} is {writer.schema_type}, not AVRO", topic=topic, offset=1, schema_id=schema_id
+            )
         try:
             w_parsed, w_named = yield from load_avro(writer)
             if latest is not None:
@@ -514,8 +563,9 @@ class _AvroReader(Reader[_ReadPlan]):
             else:
                 r_parsed, r_named = None, {}
         except (ValueError, RegistryError) as e:
-            raise SerializationError(f"cannot resolve schemas for id {schema_id}: {e}", topic=topic,
-                                     schema_id=schema_id) from e
+            raise SerializationError(
+                f"cannot resolve schemas for id {schema_id}: {e}", topic=topic, schema_id=schema_id
+            ) from e
         rules = None
         reader_schema = latest.schema if latest is not None else self._reader or writer
         if rule_steps.has_rules(writer) or rule_steps.has_rules(reader_schema):
@@ -524,18 +574,26 @@ class _AvroReader(Reader[_ReadPlan]):
             if latest is not None:
                 subject = self._subjects.subject_for(ctx)
                 try:
-                    migrations = yield from rule_steps.migrations(subject, writer, latest, _lazy_rule_target,
-                                                                  self._rule_config)
+                    migrations = yield from rule_steps.migrations(
+                        subject, writer, latest, _lazy_rule_target, self._rule_config
+                    )
                 except RegistryError as e:
-                    raise SerializationError(f"cannot find the migrations from schema {schema_id} to version "
-                                             f"{latest.version} of {subject!r}: {e}", topic=topic,
-                                             schema_id=schema_id) from e
+                    raise SerializationError(
+                        f"cannot find the migrations from schema {schema_id} to version "
+                        f"{latest.version} of {subject!r}: {e}",
+                        topic=topic,
+                        schema_id=schema_id,
+                    ) from e
                 if migrations:
                     r_parsed, r_named = None, {}  # read as written, then migrated
-            read_rules = rule_steps.domain_rules(reader_schema, rule_steps.READ, _rule_target(*reader_parsed),
-                                                 self._rule_config,
-                                                 latest.schema_id if latest is not None else schema_id,
-                                                 self._subjects.subject_or_none(ctx))
+            read_rules = rule_steps.domain_rules(
+                reader_schema,
+                rule_steps.READ,
+                _rule_target(*reader_parsed),
+                self._rule_config,
+                latest.schema_id if latest is not None else schema_id,
+                self._subjects.subject_or_none(ctx),
+            )
             rules = rule_steps.chain(*migrations, read_rules)
         if r_parsed is not None and _strip(r_parsed) == _strip(w_parsed):
             r_parsed = None  # same schema: skip fastavro's per-record resolution work
@@ -549,8 +607,9 @@ class _AvroReader(Reader[_ReadPlan]):
                 fast = compile_reader(w_parsed, w_named, self._options)
             except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
                 fast = _no_fast_path
-        return _ReadPlan(w_parsed, {"writer": w_named, "reader": r_named}, r_parsed, self._options, post, schema_id,
-                         fast, rules)
+        return _ReadPlan(
+            w_parsed, {"writer": w_named, "reader": r_named}, r_parsed, self._options, post, schema_id, fast, rules
+        )
 
 
 class AvroDeserializer(_AvroReader, SyncReader[_ReadPlan]):

@@ -80,9 +80,18 @@ class CodeWriter:
 
 class _Gen(CodeWriter):
     def __init__(self, named: dict[str, Any]) -> None:
-        super().__init__(named, {"T": _VARINT, "big": _big_varint, "F": struct.Struct("<f").pack,
-                                 "D": struct.Struct("<d").pack, "wd": fastavro_core.write_data,
-                                 "named": named, "opts": fastavro_core.WRITE_OPTIONS})
+        super().__init__(
+            named,
+            {
+                "T": _VARINT,
+                "big": _big_varint,
+                "F": struct.Struct("<f").pack,
+                "D": struct.Struct("<d").pack,
+                "wd": fastavro_core.write_data,
+                "named": named,
+                "opts": fastavro_core.WRITE_OPTIONS,
+            },
+        )
 
     def length(self, n: str, ind: int) -> None:
         self.emit(f"z = {n} << 1", ind)
@@ -109,8 +118,10 @@ class _Gen(CodeWriter):
         elif kind == "record" or kind == "error":
             self.record(schema, v, ind)
         elif kind == "enum":
-            table = {s: _VARINT[i << 1] if (i << 1) < _TABLE_SIZE else _big_varint(i << 1)
-                     for i, s in enumerate(schema["symbols"])}
+            table = {
+                s: _VARINT[i << 1] if (i << 1) < _TABLE_SIZE else _big_varint(i << 1)
+                for i, s in enumerate(schema["symbols"])
+            }
             self.emit(f"buf += {self.const(table)}[{v}]", ind)
         elif kind == "array":
             self.array(schema["items"], v, ind)
@@ -251,9 +262,18 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
 
 class _ReadGen(CodeWriter):
     def __init__(self, named: dict[str, Any], options: dict[str, Any]) -> None:
-        super().__init__(named, {"rv": _read_varint, "UD": UNPACK_DOUBLE, "UF": UNPACK_FLOAT,
-                                 "rd": fastavro_core.read_data, "BIO": io.BytesIO,
-                                 "NAMED": {"writer": named, "reader": {}}, "OPTS": options})
+        super().__init__(
+            named,
+            {
+                "rv": _read_varint,
+                "UD": UNPACK_DOUBLE,
+                "UF": UNPACK_FLOAT,
+                "rd": fastavro_core.read_data,
+                "BIO": io.BytesIO,
+                "NAMED": {"writer": named, "reader": {}},
+                "OPTS": options,
+            },
+        )
 
     def long(self, target: str, ind: int) -> None:
         self.emit("b = data[pos]", ind)
@@ -364,15 +384,15 @@ class _ReadGen(CodeWriter):
         self.emit("else: raise ValueError", ind)
 
 
-def compile_reader(schema: Any, named: dict[str, Any],
-                   options: dict[str, Any]) -> Callable[[bytes, int], tuple[Any, int]]:
+def compile_reader(
+    schema: Any, named: dict[str, Any], options: dict[str, Any]
+) -> Callable[[bytes, int], tuple[Any, int]]:
     """``decode(data, pos) -> (value, end position)`` for a fastavro-parsed writer ``schema``, read without a
     reader schema. Raises on anything unexpected (truncation, bad index, bad UTF-8); the caller then reads the
     record with fastavro, which gives its own result or error."""
     gen = _ReadGen(named, options)
     gen.value(schema, "out", 1)
-    source = ("def decode(data, pos):\n    end = len(data)\n" + "\n".join(gen.lines)
-              + "\n    return out, pos\n")
+    source = "def decode(data, pos):\n    end = len(data)\n" + "\n".join(gen.lines) + "\n    return out, pos\n"
     namespace = dict(gen.consts)
     exec(compile(source, "<serdes avro decoder>", "exec"), namespace)
     decode = namespace["decode"]

@@ -51,8 +51,14 @@ class SubjectPlans(Generic[P]):
     indexes on the per-record path (a NamedTuple's named field costs ~10x an index on CPython 3.11).
     """
 
-    def __init__(self, strategy: str | SubjectNameStrategy, subject: str | None, record_name: str | None,
-                 capacity: int = DEFAULT_CAPACITY, cache: bool = True) -> None:
+    def __init__(
+        self,
+        strategy: str | SubjectNameStrategy,
+        subject: str | None,
+        record_name: str | None,
+        capacity: int = DEFAULT_CAPACITY,
+        cache: bool = True,
+    ) -> None:
         self.fixed_subject = subject
         self.cache = cache  # False: every call builds (plans that follow the subject's latest version)
         self.strategy, self.per_topic = resolve_strategy(strategy)
@@ -79,19 +85,23 @@ class SubjectPlans(Generic[P]):
         if not self.per_topic:
             return self.single
         if ctx is None:
-            raise SerializationError("this serializer's subject depends on the topic: pass a SerializationContext "
-                                     "(topic, MessageField.KEY/VALUE), or use strategy='record' or subject=...")
+            raise SerializationError(
+                "this serializer's subject depends on the topic: pass a SerializationContext "
+                "(topic, MessageField.KEY/VALUE), or use strategy='record' or subject=..."
+            )
         return self.by_ctx.get((ctx.topic, ctx.field))
 
-    def building(self, ctx: SerializationContext | None,
-                 build: Callable[[str, SerializationContext | None], Plan[P]]) -> Plan[P]:
+    def building(
+        self, ctx: SerializationContext | None, build: Callable[[str, SerializationContext | None], Plan[P]]
+    ) -> Plan[P]:
         """Build the plan for ``ctx`` and cache it."""
         subject = self.subject_for(ctx)
         try:
             plan = yield from build(subject, ctx)
         except RegistryError as e:
-            raise SerializationError(f"schema registry call for subject {subject!r} failed: {e}",
-                                     topic=topic_of(ctx)) from e
+            raise SerializationError(
+                f"schema registry call for subject {subject!r} failed: {e}", topic=topic_of(ctx)
+            ) from e
         if not self.cache:
             return plan
         if not self.per_topic:
@@ -101,8 +111,12 @@ class SubjectPlans(Generic[P]):
             self.by_ctx.put((ctx.topic, ctx.field), plan)
         return plan
 
-    def get(self, client: Any, ctx: SerializationContext | None,
-            build: Callable[[str, SerializationContext | None], Plan[P]]) -> P:
+    def get(
+        self,
+        client: Any,
+        ctx: SerializationContext | None,
+        build: Callable[[str, SerializationContext | None], Plan[P]],
+    ) -> P:
         """The plan for ``ctx``, built on first use with the sync ``client`` (one build at a time)."""
         plan = self.cached(ctx)
         if plan is None:
@@ -112,8 +126,12 @@ class SubjectPlans(Generic[P]):
                     plan = run_plan(client, self.building(ctx, build))
         return plan
 
-    async def aget(self, client: Any, ctx: SerializationContext | None,
-                   build: Callable[[str, SerializationContext | None], Plan[P]]) -> P:
+    async def aget(
+        self,
+        client: Any,
+        ctx: SerializationContext | None,
+        build: Callable[[str, SerializationContext | None], Plan[P]],
+    ) -> P:
         """The plan for ``ctx``, built on first use with the async ``client``."""
         plan = self.cached(ctx)
         if plan is None:
@@ -121,21 +139,28 @@ class SubjectPlans(Generic[P]):
         return plan
 
 
-def writer_schema(schema_id: int, topic: str | None, fmt: str | None = None,
-                  subject: str | None = None) -> Plan[Schema]:
+def writer_schema(
+    schema_id: int, topic: str | None, fmt: str | None = None, subject: str | None = None
+) -> Plan[Schema]:
     """The writer schema for ``schema_id``; an unknown id becomes a SerializationError naming it."""
     try:
         return (yield from get_schema(schema_id, subject, fmt))
     except RegistryError as e:
         if e.status == 404:
-            raise SerializationError(f"schema id {schema_id} is not known to the registry ({e.message})",
-                                     topic=topic, offset=1, schema_id=schema_id) from e
-        raise SerializationError(f"could not fetch writer schema {schema_id}: {e}", topic=topic, offset=1,
-                                 schema_id=schema_id) from e
+            raise SerializationError(
+                f"schema id {schema_id} is not known to the registry ({e.message})",
+                topic=topic,
+                offset=1,
+                schema_id=schema_id,
+            ) from e
+        raise SerializationError(
+            f"could not fetch writer schema {schema_id}: {e}", topic=topic, offset=1, schema_id=schema_id
+        ) from e
 
 
-def fetch_writer_schema(client: Any, schema_id: int, topic: str | None, fmt: str | None = None,
-                        subject: str | None = None) -> Schema:
+def fetch_writer_schema(
+    client: Any, schema_id: int, topic: str | None, fmt: str | None = None, subject: str | None = None
+) -> Schema:
     """``writer_schema`` with the sync ``client``."""
     return run_plan(client, writer_schema(schema_id, topic, fmt, subject))
 
@@ -162,9 +187,16 @@ class WriterSchema:
     (``use_latest_version``), its newest version with some metadata properties (``use_latest_with_metadata``), or
     a fixed id (``use_schema_id``). Checks the options once; ``auto_register`` is what they leave of it."""
 
-    def __init__(self, owner: object, schema_type: str, has_schema: bool, auto_register: bool | None,
-                 use_latest_version: bool, use_latest_with_metadata: dict[str, str] | None,
-                 use_schema_id: int | None) -> None:
+    def __init__(
+        self,
+        owner: object,
+        schema_type: str,
+        has_schema: bool,
+        auto_register: bool | None,
+        use_latest_version: bool,
+        use_latest_with_metadata: dict[str, str] | None,
+        use_schema_id: int | None,
+    ) -> None:
         self.schema_type = schema_type
         self.latest = LatestSchema(use_latest_version, use_latest_with_metadata)
         self.schema_id = use_schema_id
@@ -173,11 +205,14 @@ class WriterSchema:
         if self.latest.enabled and use_schema_id is not None:
             raise ValueError("use_schema_id and use_latest_version/use_latest_with_metadata exclude each other")
         if not has_schema and not self.chosen:
-            raise ValueError(f"{name} needs a schema unless it writes a registered one (use_latest_version, "
-                             f"use_latest_with_metadata or use_schema_id)")
+            raise ValueError(
+                f"{name} needs a schema unless it writes a registered one (use_latest_version, "
+                f"use_latest_with_metadata or use_schema_id)"
+            )
         if auto_register and self.chosen:
-            raise ValueError("auto_register and use_latest_version/use_latest_with_metadata/use_schema_id "
-                             "exclude each other")
+            raise ValueError(
+                "auto_register and use_latest_version/use_latest_with_metadata/use_schema_id exclude each other"
+            )
         self.auto_register = (not self.chosen) if auto_register is None else auto_register
 
     def fetch(self, subject: str, ctx: SerializationContext | None) -> Plan[tuple[int, Schema]]:
@@ -192,8 +227,11 @@ class WriterSchema:
             schema = yield from get_schema(schema_id, subject)
             yield from lookup(subject, schema, False, True)  # as confluent-kafka: the id must be in the subject
         if schema.schema_type != self.schema_type:
-            raise SerializationError(f"schema {schema_id} is {schema.schema_type}, not {self.schema_type}",
-                                     topic=topic_of(ctx), schema_id=schema_id)
+            raise SerializationError(
+                f"schema {schema_id} is {schema.schema_type}, not {self.schema_type}",
+                topic=topic_of(ctx),
+                schema_id=schema_id,
+            )
         return schema_id, schema
 
 
@@ -219,8 +257,7 @@ class ClosedByWith:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
 
@@ -249,8 +286,9 @@ class AsyncClosing(Closing):
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.aclose()
 
 
@@ -344,7 +382,7 @@ class Reader(Generic[P]):
 
     def _plan_key(self, data: bytes, ctx: SerializationContext | None) -> bytes:
         """The frame bytes a plan depends on (Protobuf adds its message-index path to the header)."""
-        return data[:self._key_size]
+        return data[: self._key_size]
 
     def _latest_subject(self, data: bytes, ctx: SerializationContext | None) -> Plan[str]:
         """The subject whose latest version is the reader schema (``use_latest_*``)."""
@@ -359,8 +397,9 @@ class Reader(Generic[P]):
             try:
                 latest = yield from self._latest.fetch(subject)
             except RegistryError as e:
-                raise SerializationError(f"cannot get the reader schema (latest of subject {subject!r}): {e}",
-                                         topic=topic_of(ctx)) from e
+                raise SerializationError(
+                    f"cannot get the reader schema (latest of subject {subject!r}): {e}", topic=topic_of(ctx)
+                ) from e
             key = (key, latest.schema_id)
         plan = self._plans.get(key)
         if plan is None:
@@ -378,7 +417,7 @@ class SyncReader(Reader[P], SyncClosing):
             data = bytes(data)
         if data[:1] != CLASSIC_MAGIC or (ctx is not None and getattr(ctx, "headers", None)):  # Unframer.needed
             data = self._unframing()(self._client, data, ctx)
-        plan = None if self._follows_latest else self._plans.get(data[:self._key_size])
+        plan = None if self._follows_latest else self._plans.get(data[: self._key_size])
         if plan is None:
             plan = self._lookup(data, ctx)
             if plan is None:
@@ -396,7 +435,7 @@ class AsyncReader(Reader[P], AsyncClosing):
             data = bytes(data)
         if data[:1] != CLASSIC_MAGIC or (ctx is not None and getattr(ctx, "headers", None)):  # Unframer.needed
             data = await self._unframing().unframe_async(self._client, data, ctx)
-        plan = None if self._follows_latest else self._plans.get(data[:self._key_size])
+        plan = None if self._follows_latest else self._plans.get(data[: self._key_size])
         if plan is None:
             plan = self._lookup(data, ctx)
             if plan is None:

@@ -24,8 +24,9 @@ class LruCache(Generic[K, V]):
     """At most ``capacity`` entries, the least recently used evicted first. With ``ttl`` (seconds) an entry
     also expires that long after it was stored; ``ttl=0`` stores nothing. Thread-safe."""
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY, ttl: float | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, capacity: int = DEFAULT_CAPACITY, ttl: float | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         if capacity < 1:
             raise ValueError(f"cache capacity must be at least 1, not {capacity}")
         if ttl is not None and ttl < 0:

@@ -30,8 +30,9 @@ def _split_urls(url: str | Sequence[str]) -> list[str]:
         raise ValueError("RegistryClient needs at least one registry URL")
     for u in urls:
         if not u.startswith(("http://", "https://")) and _plugin_transport(u) is None:
-            raise ValueError(f"registry URL {u!r} must start with http:// or https:// (or mock:// for the "
-                             f"in-process registry)")
+            raise ValueError(
+                f"registry URL {u!r} must start with http:// or https:// (or mock:// for the in-process registry)"
+            )
     return urls
 
 
@@ -59,7 +60,9 @@ def _strip_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
         host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), (
-        unquote(parts.username), unquote(parts.password or ""))
+        unquote(parts.username),
+        unquote(parts.password or ""),
+    )
 
 
 def _user_info(info: str) -> tuple[str, str]:
@@ -69,15 +72,19 @@ def _user_info(info: str) -> tuple[str, str]:
     return user, password
 
 
-def ssl_context(verify: bool | str, cert: str | tuple[str, str] | None,
-                key_password: str | None) -> ssl.SSLContext | bool:
+def ssl_context(
+    verify: bool | str, cert: str | tuple[str, str] | None, key_password: str | None
+) -> ssl.SSLContext | bool:
     """httpx's ``verify``: True/False as given, else a context with the CA bundle (a file or a directory) and the
     client certificate and key for mutual TLS."""
     if cert is None and isinstance(verify, bool):
         return verify
     if isinstance(verify, str):
-        ctx = (ssl.create_default_context(capath=verify) if os.path.isdir(verify)
-               else ssl.create_default_context(cafile=verify))
+        ctx = (
+            ssl.create_default_context(capath=verify)
+            if os.path.isdir(verify)
+            else ssl.create_default_context(cafile=verify)
+        )
     else:
         ctx = ssl.create_default_context()
     if verify is False:
@@ -107,23 +114,27 @@ def _bearer_from_config(conf: dict[str, Any], settings: dict[str, Any]) -> httpx
     source = conf.pop("bearer.auth.credentials.source", None)
     if source is None:
         return None
-    cloud = {"logical_cluster": conf.pop("bearer.auth.logical.cluster", None),
-             "identity_pool_id": conf.pop("bearer.auth.identity.pool.id", None)}
+    cloud = {
+        "logical_cluster": conf.pop("bearer.auth.logical.cluster", None),
+        "identity_pool_id": conf.pop("bearer.auth.identity.pool.id", None),
+    }
     if source == "STATIC_TOKEN":
         (token,) = _required(conf, source, "bearer.auth.token")
         return BearerAuth(token, **cloud)
     if source == "OAUTHBEARER":
-        url, client_id, secret = _required(conf, source, "bearer.auth.issuer.endpoint.url", "bearer.auth.client.id",
-                                           "bearer.auth.client.secret")
-        retries = {k: settings[k] for k in ("max_retries", "retry_backoff", "retry_max_backoff", "timeout")
-                   if k in settings}
+        url, client_id, secret = _required(
+            conf, source, "bearer.auth.issuer.endpoint.url", "bearer.auth.client.id", "bearer.auth.client.secret"
+        )
+        retries = {
+            k: settings[k] for k in ("max_retries", "retry_backoff", "retry_max_backoff", "timeout") if k in settings
+        }
         return OAuthClientCredentials(url, client_id, secret, conf.pop("bearer.auth.scope", None), **cloud, **retries)
     if source == "CUSTOM":
-        function, config = _required(conf, source, "bearer.auth.custom.provider.function",
-                                     "bearer.auth.custom.provider.config")
+        function, config = _required(
+            conf, source, "bearer.auth.custom.provider.function", "bearer.auth.custom.provider.config"
+        )
         return CustomBearerAuth(function, config)
-    raise ValueError(f"unsupported bearer.auth.credentials.source {source!r} "
-                     f"(use STATIC_TOKEN, OAUTHBEARER or CUSTOM)")
+    raise ValueError(f"unsupported bearer.auth.credentials.source {source!r} (use STATIC_TOKEN, OAUTHBEARER or CUSTOM)")
 
 
 def settings_from_config(conf: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -133,10 +144,14 @@ def settings_from_config(conf: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         raise ValueError("missing required configuration property url")
     url = conf.pop("url")
     kwargs: dict[str, Any] = {}
-    for key, arg, scale in (("timeout", "timeout", 1.0), ("max.retries", "max_retries", None),
-                            ("retries.wait.ms", "retry_backoff", 1000.0),
-                            ("retries.max.wait.ms", "retry_max_backoff", 1000.0),
-                            ("cache.capacity", "cache_capacity", None), ("cache.latest.ttl.sec", "latest_ttl", 1.0)):
+    for key, arg, scale in (
+        ("timeout", "timeout", 1.0),
+        ("max.retries", "max_retries", None),
+        ("retries.wait.ms", "retry_backoff", 1000.0),
+        ("retries.max.wait.ms", "retry_max_backoff", 1000.0),
+        ("cache.capacity", "cache_capacity", None),
+        ("cache.latest.ttl.sec", "latest_ttl", 1.0),
+    ):
         value = _number(conf, key)
         if value is not None:
             kwargs[arg] = int(value) if scale is None else value / scale
@@ -193,12 +208,24 @@ class ClientSettings:
         proxy: an HTTP(S) proxy URL.
     """
 
-    def __init__(self, url: str | Sequence[str], *, auth: Auth | None = None, user_info: str | None = None,
-                 timeout: float = 10.0, max_retries: int = 3, retry_backoff: float = 0.1,
-                 retry_max_backoff: float = 5.0, cache_capacity: int = DEFAULT_CAPACITY,
-                 latest_ttl: float | None = 60.0, verify: bool | str = True,
-                 cert: str | tuple[str, str] | None = None, key_password: str | None = None,
-                 headers: dict[str, str] | None = None, proxy: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str | Sequence[str],
+        *,
+        auth: Auth | None = None,
+        user_info: str | None = None,
+        timeout: float = 10.0,
+        max_retries: int = 3,
+        retry_backoff: float = 0.1,
+        retry_max_backoff: float = 5.0,
+        cache_capacity: int = DEFAULT_CAPACITY,
+        latest_ttl: float | None = 60.0,
+        verify: bool | str = True,
+        cert: str | tuple[str, str] | None = None,
+        key_password: str | None = None,
+        headers: dict[str, str] | None = None,
+        proxy: str | None = None,
+    ) -> None:
         urls = []
         url_auth = None
         split = _split_urls(url)
@@ -220,13 +247,21 @@ class ClientSettings:
             raise ValueError("credentials are given both in the URL and as auth/user_info: remove one")
         auth = auth or url_auth
         self._auth: httpx.Auth | None = httpx.BasicAuth(*auth) if isinstance(auth, tuple) else auth
-        self._api = RegistryApi(urls, max_retries=max_retries, retry_backoff=retry_backoff,
-                                retry_max_backoff=retry_max_backoff, cache_capacity=cache_capacity,
-                                latest_ttl=latest_ttl)
+        self._api = RegistryApi(
+            urls,
+            max_retries=max_retries,
+            retry_backoff=retry_backoff,
+            retry_max_backoff=retry_max_backoff,
+            cache_capacity=cache_capacity,
+            latest_ttl=latest_ttl,
+        )
         self._http_options: dict[str, Any] = {
-            "timeout": timeout, "verify": ssl_context(verify, cert, key_password), "auth": self._auth,
+            "timeout": timeout,
+            "verify": ssl_context(verify, cert, key_password),
+            "auth": self._auth,
             "headers": {"Accept": ACCEPT, "User-Agent": "schemakit-serdes", **(headers or {})},
-            "limits": httpx.Limits(max_keepalive_connections=20, keepalive_expiry=60.0), "proxy": proxy,
+            "limits": httpx.Limits(max_keepalive_connections=20, keepalive_expiry=60.0),
+            "proxy": proxy,
         }
         if plugin is not None:
             self._http_options["transport"] = plugin(url if isinstance(url, str) else url[0], self._is_async)

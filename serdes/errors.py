@@ -34,8 +34,9 @@ class SerializationError(_KafkaSerializationError):
     known and are part of the message.
     """
 
-    def __init__(self, message: str, *, topic: str | None = None, offset: int | None = None,
-                 schema_id: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, topic: str | None = None, offset: int | None = None, schema_id: int | None = None
+    ) -> None:
         details = []
         if topic is not None:
             details.append(f"topic {topic!r}")
@@ -56,8 +57,9 @@ class RuleError(SerializationError):
     stopped the record: ``rule`` is the rule's name, ``mode`` the mode it ran in (WRITE, READ, UPGRADE,
     DOWNGRADE). A ``SerializationError``, as confluent-kafka raises for the same failure."""
 
-    def __init__(self, message: str, *, rule: str, mode: str, topic: str | None = None,
-                 schema_id: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, rule: str, mode: str, topic: str | None = None, schema_id: int | None = None
+    ) -> None:
         super().__init__(f"rule {rule!r} ({mode}): {message}", topic=topic, schema_id=schema_id)
         self.rule = rule
         self.mode = mode

@@ -26,8 +26,13 @@ WRITE_OPTIONS: dict[str, Any] = {"strict": False, "strict_allow_default": False,
 
 def read_options(return_record_name: bool = False, return_record_name_override: bool = False) -> dict[str, Any]:
     """The options dict ``read_data`` takes (fastavro's reader defaults apart from the two union flags)."""
-    return {"return_record_name": return_record_name, "return_record_name_override": return_record_name_override,
-            "handle_unicode_errors": "strict", "return_named_type": False, "return_named_type_override": False}
+    return {
+        "return_record_name": return_record_name,
+        "return_record_name_override": return_record_name_override,
+        "handle_unicode_errors": "strict",
+        "return_named_type": False,
+        "return_named_type_override": False,
+    }
 
 
 def _public_write_data(buf: bytearray, datum: Any, schema: Any, named: dict, fname: str, options: dict) -> None:
@@ -37,8 +42,9 @@ def _public_write_data(buf: bytearray, datum: Any, schema: Any, named: dict, fna
 
 
 def _public_read_data(fo: io.BytesIO, writer: Any, named: dict, reader: Any, options: dict) -> Any:
-    return fastavro.schemaless_reader(fo, writer, reader, options["return_record_name"],
-                                      options["return_record_name_override"])
+    return fastavro.schemaless_reader(
+        fo, writer, reader, options["return_record_name"], options["return_record_name_override"]
+    )
 
 
 write_data: WriteData

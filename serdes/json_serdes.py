@@ -50,8 +50,13 @@ from serdes.schema_ids import IdHeaderWriter
 from serdes.strategies import SubjectNameStrategy
 from serdes.typed_records import is_record_type, json_decoder, json_encoder, json_schema
 
-__all__ = ["AsyncJsonSchemaDeserializer", "AsyncJsonSchemaSerializer", "JsonSchemaDeserializer", "JsonSchemaSerializer",
-           "compile_validator"]
+__all__ = [
+    "AsyncJsonSchemaDeserializer",
+    "AsyncJsonSchemaSerializer",
+    "JsonSchemaDeserializer",
+    "JsonSchemaSerializer",
+    "compile_validator",
+]
 
 _rs: ModuleType | None
 try:  # optional accelerator (a Rust validator); results are the same, only faster
@@ -74,8 +79,9 @@ def _as_schema(schema: Any) -> tuple[Schema, type | None]:
         return Schema(schema, "JSON"), None
     if isinstance(schema, (dict, bool)):
         return Schema(orjson.dumps(schema).decode(), "JSON"), None
-    raise TypeError(f"a JSON schema must be a dataclass/pydantic class, JSON text, dict or Schema, "
-                    f"not {type(schema).__name__}")
+    raise TypeError(
+        f"a JSON schema must be a dataclass/pydantic class, JSON text, dict or Schema, not {type(schema).__name__}"
+    )
 
 
 def _ref_registry(references: Mapping[str, Schema]) -> Registry:
@@ -192,18 +198,29 @@ class _JsonWriter(Writer[_WritePlan]):
     run on each record before it is validated.
     """
 
-    def __init__(self, client: RegistryClient | AsyncRegistryClient, schema: Any = None, *,
-                 strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
-                 auto_register: bool | None = None, use_latest_version: bool = False,
-                 use_latest_with_metadata: dict[str, str] | None = None, use_schema_id: int | None = None,
-                 normalize: bool = False, validate: bool = True,
-                 to_dict: Callable[[Any, SerializationContext | None], Any] | None = None,
-                 rule_config: dict[str, Any] | None = None, schema_id_header: bool = False) -> None:
+    def __init__(
+        self,
+        client: RegistryClient | AsyncRegistryClient,
+        schema: Any = None,
+        *,
+        strategy: str | SubjectNameStrategy = "topic",
+        subject: str | None = None,
+        auto_register: bool | None = None,
+        use_latest_version: bool = False,
+        use_latest_with_metadata: dict[str, str] | None = None,
+        use_schema_id: int | None = None,
+        normalize: bool = False,
+        validate: bool = True,
+        to_dict: Callable[[Any, SerializationContext | None], Any] | None = None,
+        rule_config: dict[str, Any] | None = None,
+        schema_id_header: bool = False,
+    ) -> None:
         check_client(client, self._is_async, self)
         self._rule_config = RuleConfig(rule_config)
         self._id_header = IdHeaderWriter(protobuf=False, subject=subject) if schema_id_header else None
-        self._choice = WriterSchema(self, "JSON", schema is not None, auto_register, use_latest_version,
-                                    use_latest_with_metadata, use_schema_id)
+        self._choice = WriterSchema(
+            self, "JSON", schema is not None, auto_register, use_latest_version, use_latest_with_metadata, use_schema_id
+        )
         self._client = client
         self._auto_register = self._choice.auto_register
         self._normalize = normalize
@@ -221,8 +238,9 @@ class _JsonWriter(Writer[_WritePlan]):
         self._encode = json_encoder(self._cls) if self._cls is not None else None
         self._user_to_dict = to_dict
         capacity = cache_capacity(client)
-        self._plans: SubjectPlans[_WritePlan] = SubjectPlans(strategy, subject, record_name, capacity,
-                                                             cache=not self._choice.latest.enabled)
+        self._plans: SubjectPlans[_WritePlan] = SubjectPlans(
+            strategy, subject, record_name, capacity, cache=not self._choice.latest.enabled
+        )
         self._plans_by_id: BoundedDict[int, _WritePlan] = BoundedDict(capacity)
 
     @property
@@ -237,8 +255,12 @@ class _JsonWriter(Writer[_WritePlan]):
         if self._validate and self._validator is None:
             self._validator = yield from load_validator(self._schema)
         schema_id = yield from register_or_lookup(subject, self._schema, self._auto_register, self._normalize)
-        return _WritePlan(wire.prefix(schema_id), schema_id, self._validator,
-                          (yield from self._write_rules(subject, self._schema, schema_id)))
+        return _WritePlan(
+            wire.prefix(schema_id),
+            schema_id,
+            self._validator,
+            (yield from self._write_rules(subject, self._schema, schema_id)),
+        )
 
     def _write_rules(self, subject: str | None, schema: Schema, schema_id: int) -> Plan[rule_steps.Step | None]:
         if not rule_steps.has_rules(schema):
@@ -246,16 +268,18 @@ class _JsonWriter(Writer[_WritePlan]):
         target = yield from load_rule_target(schema)
         return rule_steps.write_rules(schema, target, self._rule_config, schema_id, subject)
 
-    def _plan_for(self, schema_id: int, schema: Schema, ctx: SerializationContext | None,
-                  subject: str | None = None) -> Plan[_WritePlan]:
+    def _plan_for(
+        self, schema_id: int, schema: Schema, ctx: SerializationContext | None, subject: str | None = None
+    ) -> Plan[_WritePlan]:
         """The plan writing with registered schema ``schema_id`` (latest version, or ``use_schema_id``)."""
         plan = self._plans_by_id.get(schema_id)
         if plan is None:
             try:
                 validator = (yield from load_validator(schema)) if self._validate else None
             except (ValueError, RegistryError) as e:
-                raise SerializationError(f"cannot write with schema {schema_id}: {e}", topic=topic_of(ctx),
-                                         schema_id=schema_id) from e
+                raise SerializationError(
+                    f"cannot write with schema {schema_id}: {e}", topic=topic_of(ctx), schema_id=schema_id
+                ) from e
             rules = yield from self._write_rules(subject, schema, schema_id)
             plan = self._plans_by_id.put(schema_id, _WritePlan(wire.prefix(schema_id), schema_id, validator, rules))
         return plan
@@ -273,12 +297,18 @@ class _JsonWriter(Writer[_WritePlan]):
         except SerializationError:
             raise
         except Exception as e:
-            raise SerializationError(f"cannot encode {type(obj).__name__} as JSON: {type(e).__name__}: {e}",
-                                     topic=topic_of(ctx), schema_id=plan.schema_id) from e
+            raise SerializationError(
+                f"cannot encode {type(obj).__name__} as JSON: {type(e).__name__}: {e}",
+                topic=topic_of(ctx),
+                schema_id=plan.schema_id,
+            ) from e
         validator = plan.validator
         if validator is not None and not validator.is_valid(value):
-            raise SerializationError(f"record does not match the JSON Schema {_validation_message(validator, value)}",
-                                     topic=topic_of(ctx), schema_id=plan.schema_id)
+            raise SerializationError(
+                f"record does not match the JSON Schema {_validation_message(validator, value)}",
+                topic=topic_of(ctx),
+                schema_id=plan.schema_id,
+            )
         return plan.prefix + body
 
 
@@ -333,11 +363,19 @@ class _JsonReader(Reader[_ReadPlan]):
     (as for ``AvroDeserializer``), then the READ rules of the reader schema, then validation.
     """
 
-    def __init__(self, client: RegistryClient | AsyncRegistryClient, reader: Any = None, *, validate: bool = True,
-                 use_latest_version: bool = False, use_latest_with_metadata: dict[str, str] | None = None,
-                 strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
-                 from_dict: Callable[[Any, SerializationContext | None], Any] | None = None,
-                 rule_config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        client: RegistryClient | AsyncRegistryClient,
+        reader: Any = None,
+        *,
+        validate: bool = True,
+        use_latest_version: bool = False,
+        use_latest_with_metadata: dict[str, str] | None = None,
+        strategy: str | SubjectNameStrategy = "topic",
+        subject: str | None = None,
+        from_dict: Callable[[Any, SerializationContext | None], Any] | None = None,
+        rule_config: dict[str, Any] | None = None,
+    ) -> None:
         check_client(client, self._is_async, self)
         self._client = client
         self._rule_config = RuleConfig(rule_config)
@@ -361,22 +399,32 @@ class _JsonReader(Reader[_ReadPlan]):
         try:
             value = _loads(memoryview(data)[_PREFIX:])
         except orjson.JSONDecodeError as e:
-            raise SerializationError(f"payload is not valid JSON: {e.msg}", topic=topic_of(ctx),
-                                     offset=_PREFIX + e.pos, schema_id=plan.schema_id) from e
+            raise SerializationError(
+                f"payload is not valid JSON: {e.msg}",
+                topic=topic_of(ctx),
+                offset=_PREFIX + e.pos,
+                schema_id=plan.schema_id,
+            ) from e
         if plan.rules is not None:
             value = plan.rules(value, ctx, data)
         validator = plan.validator
         if validator is not None and not validator.is_valid(value):
             raise SerializationError(
                 f"record does not match the JSON Schema {_validation_message(validator, value)}",
-                topic=topic_of(ctx), offset=_PREFIX, schema_id=plan.schema_id)
+                topic=topic_of(ctx),
+                offset=_PREFIX,
+                schema_id=plan.schema_id,
+            )
         if self._decode is not None:
             try:
                 value = self._decode(value)
             except Exception as e:
                 what = self._cls.__name__ if self._cls is not None else "the object"
-                raise SerializationError(f"cannot build {what} from the JSON read: {type(e).__name__}: {e}",
-                                         topic=topic_of(ctx), schema_id=plan.schema_id) from e
+                raise SerializationError(
+                    f"cannot build {what} from the JSON read: {type(e).__name__}: {e}",
+                    topic=topic_of(ctx),
+                    schema_id=plan.schema_id,
+                ) from e
         if self._from_dict is not None:
             value = self._from_dict(value, ctx)
         return value
@@ -386,8 +434,9 @@ class _JsonReader(Reader[_ReadPlan]):
         schema_id = wire.read_schema_id(data, topic)
         writer = yield from writer_schema(schema_id, topic)
         if writer.schema_type != "JSON":
-            raise SerializationError(f"schema {schema_id} is {writer.schema_type}, not JSON", topic=topic,
-                                     offset=1, schema_id=schema_id)
+            raise SerializationError(
+                f"schema {schema_id} is {writer.schema_type}, not JSON", topic=topic, offset=1, schema_id=schema_id
+            )
         validator: _Validator | None = None
         rules = None
         reader_schema = latest.schema if latest is not None else self._reader or writer
@@ -396,20 +445,30 @@ class _JsonReader(Reader[_ReadPlan]):
             if latest is not None:
                 subject = self._subjects.subject_for(ctx)
                 try:
-                    migrations = yield from rule_steps.migrations(subject, writer, latest, _rule_target,
-                                                                  self._rule_config)
+                    migrations = yield from rule_steps.migrations(
+                        subject, writer, latest, _rule_target, self._rule_config
+                    )
                 except RegistryError as e:
-                    raise SerializationError(f"cannot find the migrations from schema {schema_id} to version "
-                                             f"{latest.version} of {subject!r}: {e}", topic=topic,
-                                             schema_id=schema_id) from e
+                    raise SerializationError(
+                        f"cannot find the migrations from schema {schema_id} to version "
+                        f"{latest.version} of {subject!r}: {e}",
+                        topic=topic,
+                        schema_id=schema_id,
+                    ) from e
             try:
                 target = yield from load_rule_target(reader_schema)
             except RegistryError as e:
-                raise SerializationError(f"cannot load the schemas referenced by the reader schema: {e}",
-                                         topic=topic, schema_id=schema_id) from e
-            read_rules = rule_steps.domain_rules(reader_schema, rule_steps.READ, target, self._rule_config,
-                                                 latest.schema_id if latest is not None else schema_id,
-                                                 self._subjects.subject_or_none(ctx))
+                raise SerializationError(
+                    f"cannot load the schemas referenced by the reader schema: {e}", topic=topic, schema_id=schema_id
+                ) from e
+            read_rules = rule_steps.domain_rules(
+                reader_schema,
+                rule_steps.READ,
+                target,
+                self._rule_config,
+                latest.schema_id if latest is not None else schema_id,
+                self._subjects.subject_or_none(ctx),
+            )
             rules = rule_steps.chain(*migrations, read_rules)
         if self._validate:
             try:
@@ -422,8 +481,9 @@ class _JsonReader(Reader[_ReadPlan]):
                 else:
                     validator = yield from load_validator(writer)
             except (ValueError, RegistryError) as e:
-                raise SerializationError(f"cannot compile the JSON Schema for id {schema_id}: {e}", topic=topic,
-                                         schema_id=schema_id) from e
+                raise SerializationError(
+                    f"cannot compile the JSON Schema for id {schema_id}: {e}", topic=topic, schema_id=schema_id
+                ) from e
         return _ReadPlan(validator, schema_id, rules)
 
 

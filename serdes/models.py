@@ -122,9 +122,19 @@ class Rule:
 
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> Rule:
-        return cls(body["name"], body.get("kind") or "TRANSFORM", body.get("mode") or "WRITEREAD",
-                   body.get("type") or "", body.get("expr"), tuple(body.get("tags") or ()), body.get("params") or {},
-                   body.get("onSuccess"), body.get("onFailure"), bool(body.get("disabled")), body.get("doc"))
+        return cls(
+            body["name"],
+            body.get("kind") or "TRANSFORM",
+            body.get("mode") or "WRITEREAD",
+            body.get("type") or "",
+            body.get("expr"),
+            tuple(body.get("tags") or ()),
+            body.get("params") or {},
+            body.get("onSuccess"),
+            body.get("onFailure"),
+            bool(body.get("disabled")),
+            body.get("doc"),
+        )
 
 
 @dataclass(frozen=True)
@@ -142,8 +152,11 @@ class RuleSet:
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {}
-        for key, rules in (("migrationRules", self.migration_rules), ("domainRules", self.domain_rules),
-                           ("encodingRules", self.encoding_rules)):
+        for key, rules in (
+            ("migrationRules", self.migration_rules),
+            ("domainRules", self.domain_rules),
+            ("encodingRules", self.encoding_rules),
+        ):
             if rules:
                 body[key] = [r.to_json() for r in rules]
         if self.enable_at:
@@ -154,8 +167,10 @@ class RuleSet:
     def from_json(cls, body: dict[str, Any] | None) -> RuleSet | None:
         if not body:
             return None
-        rules = [tuple(Rule.from_json(r) for r in body.get(key) or ())
-                 for key in ("migrationRules", "domainRules", "encodingRules")]
+        rules = [
+            tuple(Rule.from_json(r) for r in body.get(key) or ())
+            for key in ("migrationRules", "domainRules", "encodingRules")
+        ]
         migration, domain, encoding = rules
         return cls(migration, domain, encoding, body.get("enableAt")) if any(rules) else None
 
@@ -186,8 +201,13 @@ class Schema:
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> Schema:
         refs = tuple(SchemaReference(r["name"], r["subject"], int(r["version"])) for r in body.get("references") or ())
-        return cls(body["schema"], body.get("schemaType") or "AVRO", refs, Metadata.from_json(body.get("metadata")),
-                   RuleSet.from_json(body.get("ruleSet")))
+        return cls(
+            body["schema"],
+            body.get("schemaType") or "AVRO",
+            refs,
+            Metadata.from_json(body.get("metadata")),
+            RuleSet.from_json(body.get("ruleSet")),
+        )
 
 
 @dataclass(frozen=True)

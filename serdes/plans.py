@@ -125,8 +125,9 @@ class LocalReference:
     uses: tuple[str, ...] = ()
 
 
-def register_references(local: Sequence[LocalReference], subject_for: Callable[[str], str], auto_register: bool,
-                        normalize: bool) -> Plan[dict[str, SchemaReference]]:
+def register_references(
+    local: Sequence[LocalReference], subject_for: Callable[[str], str], auto_register: bool, normalize: bool
+) -> Plan[dict[str, SchemaReference]]:
     """Register (or, without ``auto_register``, look up) each local reference under ``subject_for(name)``,
     dependencies first (``local`` is in that order), each with references to those it uses; returns the
     ``SchemaReference`` of each by name."""
@@ -134,7 +135,8 @@ def register_references(local: Sequence[LocalReference], subject_for: Callable[[
     for ref in local:
         schema = Schema(ref.schema.schema_str, ref.schema.schema_type, tuple(done[u] for u in ref.uses))
         subject = subject_for(ref.name)
-        registered = yield from (register_full(subject, schema, normalize) if auto_register
-                                 else lookup(subject, schema, normalize))
+        registered = yield from (
+            register_full(subject, schema, normalize) if auto_register else lookup(subject, schema, normalize)
+        )
         done[ref.name] = SchemaReference(ref.name, subject, registered.version)
     return done

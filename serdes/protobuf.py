@@ -50,8 +50,16 @@ from serdes.rules.engine import RuleConfig, RuleTarget
 from serdes.schema_ids import CLASSIC_MAGIC, IdHeaderWriter
 from serdes.strategies import SubjectNameStrategy
 
-__all__ = ["AsyncProtobufDeserializer", "AsyncProtobufSerializer", "ProtobufDeserializer", "ProtobufSerializer",
-           "RegisteredProtoFile", "is_builtin_proto", "is_message_class", "message_indexes"]
+__all__ = [
+    "AsyncProtobufDeserializer",
+    "AsyncProtobufSerializer",
+    "ProtobufDeserializer",
+    "ProtobufSerializer",
+    "RegisteredProtoFile",
+    "is_builtin_proto",
+    "is_message_class",
+    "message_indexes",
+]
 
 _PREFIX = wire.PREFIX_SIZE
 
@@ -87,8 +95,9 @@ def reference_subject_name(ctx: SerializationContext | None, dep: FileDescriptor
     return dep.name
 
 
-def _local_references(fd: FileDescriptor, skip_known: bool) -> tuple[list[LocalReference], tuple[str, ...],
-                                                                      dict[str, FileDescriptor]]:
+def _local_references(
+    fd: FileDescriptor, skip_known: bool
+) -> tuple[list[LocalReference], tuple[str, ...], dict[str, FileDescriptor]]:
     """The files ``fd`` imports, transitively, as references to register (dependencies first), the names of its
     direct imports among them, and each file by name."""
     files: dict[str, FileDescriptor] = {}
@@ -118,9 +127,15 @@ def _rule_target(desc: Descriptor) -> rule_steps.TargetFactory:
     from serdes.rules import proto_walk
 
     def target(schema: Schema, schema_id: int | None) -> RuleTarget:
-        return RuleTarget(schema, lambda selection, condition: proto_walk.proto_walker(desc, selection, condition),
-                          proto_walk.to_value, proto_walk.from_value, proto_walk.to_json, proto_walk.from_json,
-                          schema_id=schema_id)
+        return RuleTarget(
+            schema,
+            lambda selection, condition: proto_walk.proto_walker(desc, selection, condition),
+            proto_walk.to_value,
+            proto_walk.from_value,
+            proto_walk.to_json,
+            proto_walk.from_json,
+            schema_id=schema_id,
+        )
 
     return target
 
@@ -136,22 +151,34 @@ class _ProtoWriter(Writer[bytes]):
     (a transform works on a copy).
     """
 
-    def __init__(self, client: RegistryClient | AsyncRegistryClient, message_type: type[Message], *,
-                 strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
-                 auto_register: bool | None = None, use_latest_version: bool = False,
-                 use_latest_with_metadata: dict[str, str] | None = None, use_schema_id: int | None = None,
-                 normalize: bool = False, skip_known_types: bool = True,
-                 reference_subject_strategy: Callable[[SerializationContext | None, FileDescriptor], str]
-                 = reference_subject_name, rule_config: dict[str, Any] | None = None,
-                 schema_id_header: bool = False) -> None:
+    def __init__(
+        self,
+        client: RegistryClient | AsyncRegistryClient,
+        message_type: type[Message],
+        *,
+        strategy: str | SubjectNameStrategy = "topic",
+        subject: str | None = None,
+        auto_register: bool | None = None,
+        use_latest_version: bool = False,
+        use_latest_with_metadata: dict[str, str] | None = None,
+        use_schema_id: int | None = None,
+        normalize: bool = False,
+        skip_known_types: bool = True,
+        reference_subject_strategy: Callable[
+            [SerializationContext | None, FileDescriptor], str
+        ] = reference_subject_name,
+        rule_config: dict[str, Any] | None = None,
+        schema_id_header: bool = False,
+    ) -> None:
         check_client(client, self._is_async, self)
         self._id_header = IdHeaderWriter(protobuf=True, subject=subject) if schema_id_header else None
         self._rule_config = RuleConfig(rule_config)
         self._rules: dict[bytes, rule_steps.Step] = {}  # frame header -> the WRITE rules of its schema
         if not is_message_class(message_type):
             raise TypeError(f"{type(self).__name__} needs a generated message class, not {message_type!r}")
-        self._choice = WriterSchema(self, "PROTOBUF", True, auto_register, use_latest_version,
-                                    use_latest_with_metadata, use_schema_id)
+        self._choice = WriterSchema(
+            self, "PROTOBUF", True, auto_register, use_latest_version, use_latest_with_metadata, use_schema_id
+        )
         self._client = client
         self._auto_register = self._choice.auto_register
         self._cls = message_type
@@ -161,37 +188,47 @@ class _ProtoWriter(Writer[bytes]):
         self._local_refs, self._main_uses, self._files = _local_references(self._desc.file, skip_known_types)
         self._ref_subject = reference_subject_strategy
         # A plan here is the frame header alone: prefix + message indexes, to which the message bytes are appended.
-        self._plans: SubjectPlans[bytes] = SubjectPlans(strategy, subject, self._desc.full_name,
-                                                        cache_capacity(client),
-                                                        cache=not self._choice.latest.enabled)
+        self._plans: SubjectPlans[bytes] = SubjectPlans(
+            strategy, subject, self._desc.full_name, cache_capacity(client), cache=not self._choice.latest.enabled
+        )
 
     def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[bytes]:
         if self._choice.chosen:
             schema_id, registered = yield from self._choice.fetch(subject, ctx)
-            rules = rule_steps.write_rules(registered, _rule_target(self._desc), self._rule_config, schema_id,
-                                           subject) if rule_steps.has_rules(registered) else None
+            rules = (
+                rule_steps.write_rules(registered, _rule_target(self._desc), self._rule_config, schema_id, subject)
+                if rule_steps.has_rules(registered)
+                else None
+            )
             if rules is not None:
                 self._rules[wire.prefix(schema_id) + self._indexes] = rules
         else:
             done = yield from register_references(
-                self._local_refs, lambda name: self._ref_subject(ctx, self._files[name]), self._auto_register,
-                self._normalize)
+                self._local_refs,
+                lambda name: self._ref_subject(ctx, self._files[name]),
+                self._auto_register,
+                self._normalize,
+            )
             schema = Schema(_b64(self._desc.file), "PROTOBUF", tuple(done[n] for n in self._main_uses))
             schema_id = yield from register_or_lookup(subject, schema, self._auto_register, self._normalize)
         return wire.prefix(schema_id) + self._indexes
 
     def _write(self, message: Message, head: bytes, ctx: SerializationContext | None) -> bytes:
         if type(message) is not self._cls and not isinstance(message, self._cls):
-            raise SerializationError(f"expected a {self._desc.full_name} message, got {type(message).__name__}",
-                                     topic=topic_of(ctx))
+            raise SerializationError(
+                f"expected a {self._desc.full_name} message, got {type(message).__name__}", topic=topic_of(ctx)
+            )
         rules = self._rules.get(head) if self._rules else None
         if rules is not None:
             message = rules(message, ctx, message)
         try:
             return head + message.SerializeToString()
         except Exception as e:  # e.g. proto2 required fields missing
-            raise SerializationError(f"cannot serialize {self._desc.full_name}: {e}", topic=topic_of(ctx),
-                                     schema_id=wire.read_schema_id(head)) from e
+            raise SerializationError(
+                f"cannot serialize {self._desc.full_name}: {e}",
+                topic=topic_of(ctx),
+                schema_id=wire.read_schema_id(head),
+            ) from e
 
 
 class ProtobufSerializer(_ProtoWriter, SyncWriter[bytes]):
@@ -216,8 +253,9 @@ class AsyncProtobufSerializer(_ProtoWriter, AsyncWriter[bytes]):
     """``await serializer(message, ctx) -> bytes``: ``ProtobufSerializer`` with an ``AsyncRegistryClient``."""
 
     @mark_coroutine_function
-    def __call__(self, message: Message | None,
-                 ctx: SerializationContext | None = None) -> Coroutine[Any, Any, bytes | None]:
+    def __call__(
+        self, message: Message | None, ctx: SerializationContext | None = None
+    ) -> Coroutine[Any, Any, bytes | None]:
         # ProtobufSerializer.__call__, the rest of the path awaited. The common case awaits nothing, so it is done
         # here and handed back finished (``ready``) rather than in an ``async def``, whose coroutine alone is ~60 ns
         # of a ~550 ns record; any error goes to the awaited path, so it is raised when awaited, as a coroutine's.
@@ -243,8 +281,13 @@ class RegisteredProtoFile:
     deserializers build one per writer schema id; ``serdes.spark`` uses it to find reader messages.
     """
 
-    def __init__(self, client: RegistryClient | None, schema_id: int, schema: Schema,
-                 references: Mapping[str, Schema] | None = None) -> None:
+    def __init__(
+        self,
+        client: RegistryClient | None,
+        schema_id: int,
+        schema: Schema,
+        references: Mapping[str, Schema] | None = None,
+    ) -> None:
         if references is None:
             references = run_plan(client, load_references(schema, "serialized")) if schema.references else {}
         self.schema_id = schema_id
@@ -348,8 +391,11 @@ def _migration(steps: Sequence[rule_steps.Step], reader_class: type[Message], sc
                 raise TypeError(f"the migrations gave a {type(value).__name__}, not an object")
             return proto_walk.from_json(value, prototype)
         except (TypeError, ValueError, json_format.ParseError) as e:
-            raise SerializationError(f"the record migrated to {reader_class.DESCRIPTOR.full_name} does not fit "
-                                     f"it: {e}", topic=topic_of(ctx), schema_id=schema_id) from e
+            raise SerializationError(
+                f"the record migrated to {reader_class.DESCRIPTOR.full_name} does not fit it: {e}",
+                topic=topic_of(ctx),
+                schema_id=schema_id,
+            ) from e
 
     return migrate
 
@@ -371,11 +417,17 @@ class _ProtoReader(Reader[_ReadPlan]):
     READ rules of the reader schema run.
     """
 
-    def __init__(self, client: RegistryClient | AsyncRegistryClient,
-                 message_type: type[Message] | None = None, *, use_latest_version: bool = False,
-                 use_latest_with_metadata: dict[str, str] | None = None,
-                 strategy: str | SubjectNameStrategy = "topic", subject: str | None = None,
-                 rule_config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        client: RegistryClient | AsyncRegistryClient,
+        message_type: type[Message] | None = None,
+        *,
+        use_latest_version: bool = False,
+        use_latest_with_metadata: dict[str, str] | None = None,
+        strategy: str | SubjectNameStrategy = "topic",
+        subject: str | None = None,
+        rule_config: dict[str, Any] | None = None,
+    ) -> None:
         check_client(client, self._is_async, self)
         self._rule_config = RuleConfig(rule_config)
         if message_type is not None and not is_message_class(message_type):
@@ -386,7 +438,8 @@ class _ProtoReader(Reader[_ReadPlan]):
         self._latest = LatestSchema(use_latest_version, use_latest_with_metadata)
         self._follows_latest = self._latest.enabled
         self._subjects: SubjectPlans[None] = SubjectPlans(
-            strategy, subject, message_type.DESCRIPTOR.full_name if message_type is not None else None)
+            strategy, subject, message_type.DESCRIPTOR.full_name if message_type is not None else None
+        )
         capacity = cache_capacity(client)
         self._files: BoundedDict[int, RegisteredProtoFile] = BoundedDict(capacity)
         # keyed by prefix + index-path bytes; with use_latest_* by (those, reader schema id)
@@ -394,10 +447,14 @@ class _ProtoReader(Reader[_ReadPlan]):
 
     def _read(self, data: bytes, ctx: SerializationContext | None, plan: _ReadPlan) -> Message:
         try:
-            message = plan.message_class.FromString(data[plan.payload_start:])
+            message = plan.message_class.FromString(data[plan.payload_start :])
         except (DecodeError, RuntimeError, ValueError) as e:
-            raise SerializationError(f"cannot decode Protobuf {plan.message_class.DESCRIPTOR.full_name}: {e}",
-                                     topic=topic_of(ctx), offset=plan.payload_start, schema_id=plan.schema_id) from e
+            raise SerializationError(
+                f"cannot decode Protobuf {plan.message_class.DESCRIPTOR.full_name}: {e}",
+                topic=topic_of(ctx),
+                offset=plan.payload_start,
+                schema_id=plan.schema_id,
+            ) from e
         return message if plan.rules is None else plan.rules(message, ctx, data)
 
     @staticmethod
@@ -405,13 +462,14 @@ class _ProtoReader(Reader[_ReadPlan]):
         """(schema id, message-index path, where the message bytes start)."""
         schema_id = wire.read_schema_id(data, topic)
         if len(data) == _PREFIX:
-            raise SerializationError("payload ends before the Protobuf message indexes", topic=topic,
-                                     offset=_PREFIX, schema_id=schema_id)
+            raise SerializationError(
+                "payload ends before the Protobuf message indexes", topic=topic, offset=_PREFIX, schema_id=schema_id
+            )
         indexes, start = wire.decode_message_indexes(data, _PREFIX, topic, schema_id)
         return schema_id, indexes, start
 
     def _plan_key(self, data: bytes, ctx: SerializationContext | None) -> bytes:
-        return data[:self._header(data, topic_of(ctx))[2]]
+        return data[: self._header(data, topic_of(ctx))[2]]
 
     def _lookup(self, data: bytes, ctx: SerializationContext | None) -> _ReadPlan | None:
         # Index paths other than [0] take more than the 6 bytes the first lookup uses: decode them here.
@@ -441,25 +499,38 @@ class _ProtoReader(Reader[_ReadPlan]):
         if wf is None:
             schema = yield from writer_schema(schema_id, topic, fmt="serialized")
             if schema.schema_type != "PROTOBUF":
-                raise SerializationError(f"schema {schema_id} is {schema.schema_type}, not PROTOBUF",
-                                         topic=topic, offset=1, schema_id=schema_id)
+                raise SerializationError(
+                    f"schema {schema_id} is {schema.schema_type}, not PROTOBUF",
+                    topic=topic,
+                    offset=1,
+                    schema_id=schema_id,
+                )
             try:
                 wf = self._files.put(schema_id, (yield from RegisteredProtoFile.load(schema_id, schema)))
             except (ValueError, TypeError, RegistryError) as e:
-                raise SerializationError(f"cannot load Protobuf schema {schema_id}: {e}",
-                                         topic=topic, schema_id=schema_id) from e
+                raise SerializationError(
+                    f"cannot load Protobuf schema {schema_id}: {e}", topic=topic, schema_id=schema_id
+                ) from e
         return wf
 
-    def _plan(self, data: bytes, ctx: SerializationContext | None,
-              latest: RegisteredSchema | None) -> Plan[_ReadPlan]:
+    def _plan(self, data: bytes, ctx: SerializationContext | None, latest: RegisteredSchema | None) -> Plan[_ReadPlan]:
         topic = topic_of(ctx)
         schema_id, indexes, start = self._header(data, topic)
         desc, wf = yield from self._writer_message(data, topic)
         if latest is None:
             cls = self._cls if self._cls is not None else GetMessageClass(desc)
-            rules = rule_steps.domain_rules(wf.schema, rule_steps.READ, _rule_target(desc), self._rule_config,
-                                            schema_id, self._subjects.subject_or_none(ctx, desc.full_name)
-                                            ) if rule_steps.has_rules(wf.schema) else None
+            rules = (
+                rule_steps.domain_rules(
+                    wf.schema,
+                    rule_steps.READ,
+                    _rule_target(desc),
+                    self._rule_config,
+                    schema_id,
+                    self._subjects.subject_or_none(ctx, desc.full_name),
+                )
+                if rule_steps.has_rules(wf.schema)
+                else None
+            )
             return _ReadPlan(cls, start, schema_id, rules)
         subject = self._subjects.subject_for(ctx, desc.full_name)
         reader_desc = _reader_message((yield from self._file(latest.schema_id, topic)), desc, indexes)
@@ -469,15 +540,22 @@ class _ProtoReader(Reader[_ReadPlan]):
         try:
             migrations = yield from rule_steps.migrations(subject, wf.schema, latest, _json_target, self._rule_config)
         except RegistryError as e:
-            raise SerializationError(f"cannot find the migrations from schema {schema_id} to version "
-                                     f"{latest.version} of {subject!r}: {e}", topic=topic,
-                                     schema_id=schema_id) from e
-        read_rules = rule_steps.domain_rules(latest.schema, rule_steps.READ, _rule_target(reader_desc),
-                                             self._rule_config, latest.schema_id, subject)
+            raise SerializationError(
+                f"cannot find the migrations from schema {schema_id} to version {latest.version} of {subject!r}: {e}",
+                topic=topic,
+                schema_id=schema_id,
+            ) from e
+        read_rules = rule_steps.domain_rules(
+            latest.schema, rule_steps.READ, _rule_target(reader_desc), self._rule_config, latest.schema_id, subject
+        )
         if not migrations:  # the payload is parsed as the reader's message directly
             return _ReadPlan(cls, start, schema_id, read_rules)
-        return _ReadPlan(GetMessageClass(desc), start, schema_id,
-                         rule_steps.chain(_migration(migrations, cls, schema_id), read_rules))
+        return _ReadPlan(
+            GetMessageClass(desc),
+            start,
+            schema_id,
+            rule_steps.chain(_migration(migrations, cls, schema_id), read_rules),
+        )
 
 
 class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
@@ -497,7 +575,7 @@ class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
         if plan.rules is not None:
             return self._read(data, ctx, plan)
         try:
-            return plan.message_class.FromString(data[plan.payload_start:])
+            return plan.message_class.FromString(data[plan.payload_start :])
         except Exception:
             return self._read(data, ctx, plan)  # raises it with the details
 

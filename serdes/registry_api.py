@@ -60,7 +60,7 @@ Call = Generator[Effect, Any, T]
 
 def backoff_delay(attempt: int, base: float, cap: float) -> float:
     """Full-jitter exponential backoff before retry round ``attempt + 1``: ``uniform(0, min(cap, base * 2**n))``."""
-    return random.uniform(0.0, min(cap, base * (2 ** attempt)))
+    return random.uniform(0.0, min(cap, base * (2**attempt)))
 
 
 def _seg(value: str | int) -> str:
@@ -93,8 +93,9 @@ def _error_body(status: int, content: bytes) -> tuple[int, str]:
 
 
 def _registered(body: dict[str, Any], subject: str) -> RegisteredSchema:
-    return RegisteredSchema(int(body["id"]), Schema.from_json(body), body.get("subject", subject),
-                            int(body["version"]), body.get("guid"))
+    return RegisteredSchema(
+        int(body["id"]), Schema.from_json(body), body.get("subject", subject), int(body["version"]), body.get("guid")
+    )
 
 
 class RegistryApi:
@@ -109,9 +110,16 @@ class RegistryApi:
         latest_ttl: seconds a latest-version answer is reused; None = until evicted, 0 = never.
     """
 
-    def __init__(self, urls: list[str], *, max_retries: int = 3, retry_backoff: float = 0.1,
-                 retry_max_backoff: float = 5.0, cache_capacity: int = DEFAULT_CAPACITY,
-                 latest_ttl: float | None = 60.0) -> None:
+    def __init__(
+        self,
+        urls: list[str],
+        *,
+        max_retries: int = 3,
+        retry_backoff: float = 0.1,
+        retry_max_backoff: float = 5.0,
+        cache_capacity: int = DEFAULT_CAPACITY,
+        latest_ttl: float | None = 60.0,
+    ) -> None:
         self.urls = urls
         self.max_retries = max_retries
         self.retry_backoff = retry_backoff
@@ -130,7 +138,8 @@ class RegistryApi:
         self._by_guid: LruCache[tuple[str, str | None], Schema] = LruCache(cache_capacity)
         self._latest: LruCache[tuple[str, str | None], RegisteredSchema] = LruCache(cache_capacity, latest_ttl)
         self._latest_meta: LruCache[tuple[str, frozenset, bool, str | None], RegisteredSchema] = LruCache(
-            cache_capacity, latest_ttl)
+            cache_capacity, latest_ttl
+        )
 
     # -- one request, with failover and retries ----------------------------------------------------------
 
@@ -163,10 +172,12 @@ class RegistryApi:
                 last_status, last_code = status, code
             if attempt < self.max_retries:
                 yield Sleep(backoff_delay(attempt, self.retry_backoff, self.retry_max_backoff))
-        tried = "; ".join(failures[-2 * n:])
+        tried = "; ".join(failures[-2 * n :])
         raise RegistryUnavailableError(
-            last_status, last_code,
-            f"{method} {path} failed on every registry URL after {self.max_retries + 1} rounds ({tried})")
+            last_status,
+            last_code,
+            f"{method} {path} failed on every registry URL after {self.max_retries + 1} rounds ({tried})",
+        )
 
     # -- schemas ---------------------------------------------------------------------------------------
 
@@ -176,13 +187,15 @@ class RegistryApi:
         hit = self._registered_ids.get(key)
         if hit is not None:
             return hit
-        body = yield from self.exchange("POST", f"/subjects/{_seg(subject)}/versions", schema.to_json(),
-                                        {"normalize": normalize})
+        body = yield from self.exchange(
+            "POST", f"/subjects/{_seg(subject)}/versions", schema.to_json(), {"normalize": normalize}
+        )
         schema_id = int(body["id"])
         self._by_id.setdefault((schema_id, None), schema)
         if body.get("version") is not None:
-            self._registrations.put(key, RegisteredSchema(schema_id, schema, subject, int(body["version"]),
-                                                          body.get("guid")))
+            self._registrations.put(
+                key, RegisteredSchema(schema_id, schema, subject, int(body["version"]), body.get("guid"))
+            )
         return self._registered_ids.put(key, schema_id)
 
     def register_full(self, subject: str, schema: Schema, normalize: bool = False) -> Call[RegisteredSchema]:
@@ -199,17 +212,20 @@ class RegistryApi:
         found = yield from self.lookup(subject, schema, normalize)
         return self._registrations.put(key, RegisteredSchema(schema_id, schema, subject, found.version, found.guid))
 
-    def lookup(self, subject: str, schema: Schema, normalize: bool = False,
-               deleted: bool = False) -> Call[RegisteredSchema]:
+    def lookup(
+        self, subject: str, schema: Schema, normalize: bool = False, deleted: bool = False
+    ) -> Call[RegisteredSchema]:
         """Find ``schema`` among ``subject``'s versions without registering (40401/40403 when absent)."""
         key = (subject, schema, normalize, deleted)
         hit = self._lookups.get(key)
         if hit is not None:
             return hit
-        body = yield from self.exchange("POST", f"/subjects/{_seg(subject)}", schema.to_json(),
-                                        {"normalize": normalize, "deleted": deleted or None})
-        registered = RegisteredSchema(int(body["id"]), schema, body.get("subject", subject), int(body["version"]),
-                                      body.get("guid"))
+        body = yield from self.exchange(
+            "POST", f"/subjects/{_seg(subject)}", schema.to_json(), {"normalize": normalize, "deleted": deleted or None}
+        )
+        registered = RegisteredSchema(
+            int(body["id"]), schema, body.get("subject", subject), int(body["version"]), body.get("guid")
+        )
         return self._lookups.put(key, registered)
 
     def get_schema(self, schema_id: int, subject: str | None = None, fmt: str | None = None) -> Call[Schema]:
@@ -218,20 +234,25 @@ class RegistryApi:
         hit = self._by_id.get(key)
         if hit is not None:
             return hit
-        body = yield from self.exchange("GET", f"/schemas/ids/{int(schema_id)}",
-                                        params={"subject": subject, "format": fmt})
+        body = yield from self.exchange(
+            "GET", f"/schemas/ids/{int(schema_id)}", params={"subject": subject, "format": fmt}
+        )
         return self._by_id.put(key, Schema.from_json(body))
 
-    def get_version(self, subject: str, version: int | str, fmt: str | None = None,
-                    deleted: bool = False) -> Call[RegisteredSchema]:
+    def get_version(
+        self, subject: str, version: int | str, fmt: str | None = None, deleted: bool = False
+    ) -> Call[RegisteredSchema]:
         """One version of a subject (``"latest"`` is not cached here; use ``get_latest_version``)."""
         key = (subject, int(version), fmt) if version != "latest" and not deleted else None
         if key is not None:
             hit = self._versions.get(key)
             if hit is not None:
                 return hit
-        body = yield from self.exchange("GET", f"/subjects/{_seg(subject)}/versions/{_seg(version)}",
-                                        params={"format": fmt, "deleted": deleted or None})
+        body = yield from self.exchange(
+            "GET",
+            f"/subjects/{_seg(subject)}/versions/{_seg(version)}",
+            params={"format": fmt, "deleted": deleted or None},
+        )
         registered = _registered(body, subject)
         return registered if key is None else self._versions.put(key, registered)
 
@@ -244,8 +265,9 @@ class RegistryApi:
         body = yield from self.exchange("GET", f"/subjects/{_seg(subject)}/versions/latest", params={"format": fmt})
         return self._latest.put(key, _registered(body, subject))
 
-    def get_latest_with_metadata(self, subject: str, metadata: Mapping[str, str], deleted: bool = False,
-                                 fmt: str | None = None) -> Call[RegisteredSchema]:
+    def get_latest_with_metadata(
+        self, subject: str, metadata: Mapping[str, str], deleted: bool = False, fmt: str | None = None
+    ) -> Call[RegisteredSchema]:
         """The newest version of ``subject`` whose metadata properties include all of ``metadata``
         (``GET /subjects/{s}/metadata``); reused for ``latest_ttl`` seconds."""
         key = (subject, frozenset(metadata.items()), deleted, fmt)
@@ -257,12 +279,14 @@ class RegistryApi:
         return self._latest_meta.put(key, _registered(body, subject))
 
     def get_versions(self, subject: str, deleted: bool = False) -> Call[list[int]]:
-        return (yield from self.exchange("GET", f"/subjects/{_seg(subject)}/versions",
-                                         params={"deleted": deleted or None}))
+        return (
+            yield from self.exchange("GET", f"/subjects/{_seg(subject)}/versions", params={"deleted": deleted or None})
+        )
 
     def get_subjects(self, prefix: str | None = None, deleted: bool = False) -> Call[list[str]]:
-        return (yield from self.exchange("GET", "/subjects", params={"subjectPrefix": prefix,
-                                                                     "deleted": deleted or None}))
+        return (
+            yield from self.exchange("GET", "/subjects", params={"subjectPrefix": prefix, "deleted": deleted or None})
+        )
 
     def get_subjects_by_id(self, schema_id: int) -> Call[list[str]]:
         return (yield from self.exchange("GET", f"/schemas/ids/{int(schema_id)}/subjects"))
@@ -274,12 +298,14 @@ class RegistryApi:
         hit = self._guids.get((int(schema_id), context))
         if hit is not None:
             return hit
-        body = yield from self.exchange("GET", f"/schemas/ids/{int(schema_id)}",
-                                        params={"subject": subject if context != "." else None})
+        body = yield from self.exchange(
+            "GET", f"/schemas/ids/{int(schema_id)}", params={"subject": subject if context != "." else None}
+        )
         guid = body.get("guid") if isinstance(body, dict) else None
         if not guid:
-            raise RegistryError(404, 40403, f"the registry gives no GUID for schema {schema_id} (Confluent 8.x or "
-                                            f"schemakit needed)")
+            raise RegistryError(
+                404, 40403, f"the registry gives no GUID for schema {schema_id} (Confluent 8.x or schemakit needed)"
+            )
         if context == ".":
             self._by_id.setdefault((int(schema_id), None), Schema.from_json(body))
         return self._guids.put((int(schema_id), context), str(guid))
@@ -331,15 +357,22 @@ class RegistryApi:
         return versions
 
     def delete_version(self, subject: str, version: int | str, permanent: bool = False) -> Call[int]:
-        result = yield from self.exchange("DELETE", f"/subjects/{_seg(subject)}/versions/{_seg(version)}",
-                                          params={"permanent": permanent or None})
+        result = yield from self.exchange(
+            "DELETE", f"/subjects/{_seg(subject)}/versions/{_seg(version)}", params={"permanent": permanent or None}
+        )
         self.forget(subject)
         return int(result)
 
     def forget(self, subject: str) -> None:
         """Drop every cached answer about ``subject`` (after a delete)."""
-        for cache in (self._registered_ids, self._registrations, self._lookups, self._versions, self._latest,
-                      self._latest_meta):
+        for cache in (
+            self._registered_ids,
+            self._registrations,
+            self._lookups,
+            self._versions,
+            self._latest,
+            self._latest_meta,
+        ):
             cache.discard_where(lambda key: key[0] == subject)
 
     # -- config and compatibility -------------------------------------------------------------------
@@ -349,11 +382,13 @@ class RegistryApi:
         return body.get("compatibilityLevel") or body["compatibility"]
 
     def set_compatibility(self, level: str, subject: str | None = None) -> Call[str]:
-        body = yield from self.exchange("PUT", f"/config/{_seg(subject)}" if subject else "/config",
-                                        {"compatibility": level.upper()})
+        body = yield from self.exchange(
+            "PUT", f"/config/{_seg(subject)}" if subject else "/config", {"compatibility": level.upper()}
+        )
         return body["compatibility"]
 
     def test_compatibility(self, subject: str, schema: Schema, version: int | str = "latest") -> Call[bool]:
         body = yield from self.exchange(
-            "POST", f"/compatibility/subjects/{_seg(subject)}/versions/{_seg(version)}", schema.to_json())
+            "POST", f"/compatibility/subjects/{_seg(subject)}/versions/{_seg(version)}", schema.to_json()
+        )
         return bool(body["is_compatible"])

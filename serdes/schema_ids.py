@@ -49,8 +49,9 @@ def _guid_to_id(guid: bytes, topic: str | None) -> Plan[int]:
     try:
         return (yield ClientCall("get_id_by_guid", (text, ".")))
     except RegistryError as e:
-        raise SerializationError(f"schema GUID {text} is not known to the registry ({e.message})", topic=topic,
-                                 offset=1) from e
+        raise SerializationError(
+            f"schema GUID {text} is not known to the registry ({e.message})", topic=topic, offset=1
+        ) from e
 
 
 class Unframer:
@@ -71,14 +72,18 @@ class Unframer:
             if head[:1] == b"\x00":
                 return head + data
             if head[:1] != bytes([MAGIC_GUID]) or len(head) < _GUID_END:
-                raise SerializationError(f"bad schema id header {header_name(ctx)}: {head[:_GUID_END].hex()}",
-                                         topic=topic, offset=0)
+                raise SerializationError(
+                    f"bad schema id header {header_name(ctx)}: {head[:_GUID_END].hex()}", topic=topic, offset=0
+                )
             schema_id = yield from self._id(head[1:_GUID_END], topic)
             return wire.prefix(schema_id) + head[_GUID_END:] + data
         if data[:1] == bytes([MAGIC_GUID]):
             if len(data) < _GUID_END:
-                raise SerializationError(f"payload of {len(data)} bytes is too short for the 17-byte GUID frame",
-                                         topic=topic, offset=len(data))
+                raise SerializationError(
+                    f"payload of {len(data)} bytes is too short for the 17-byte GUID frame",
+                    topic=topic,
+                    offset=len(data),
+                )
             schema_id = yield from self._id(data[1:_GUID_END], topic)
             return wire.prefix(schema_id) + data[_GUID_END:]
         return data
@@ -110,20 +115,27 @@ class IdHeaderWriter:
         topic = ctx.topic if ctx is not None else None
         headers = getattr(ctx, "headers", None) if ctx is not None else None
         if headers is None:
-            raise SerializationError("schema_id_header needs a SerializationContext with headers (a list or dict "
-                                     "the record's headers are taken from)", topic=topic)
+            raise SerializationError(
+                "schema_id_header needs a SerializationContext with headers (a list or dict "
+                "the record's headers are taken from)",
+                topic=topic,
+            )
         schema_id = wire.read_schema_id(data, topic)
         guid = self._guids.get(schema_id)
         if guid is None:
             try:
                 text = yield ClientCall("get_guid", (schema_id, self.subject))
             except RegistryError as e:
-                raise SerializationError(f"cannot get the GUID of schema {schema_id}: {e}", topic=topic,
-                                         schema_id=schema_id) from e
+                raise SerializationError(
+                    f"cannot get the GUID of schema {schema_id}: {e}", topic=topic, schema_id=schema_id
+                ) from e
             guid = self._guids[schema_id] = uuid.UUID(text).bytes
-        start = wire.decode_message_indexes(data, wire.PREFIX_SIZE, topic, schema_id)[1] if self.protobuf \
+        start = (
+            wire.decode_message_indexes(data, wire.PREFIX_SIZE, topic, schema_id)[1]
+            if self.protobuf
             else wire.PREFIX_SIZE
-        value = bytes([MAGIC_GUID]) + guid + data[wire.PREFIX_SIZE:start]
+        )
+        value = bytes([MAGIC_GUID]) + guid + data[wire.PREFIX_SIZE : start]
         if isinstance(headers, dict):
             headers[header_name(ctx)] = value
         else:

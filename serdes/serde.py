@@ -32,8 +32,9 @@ class Serde(ClosedByWith):
     def context(self, topic: str, is_key: bool = False) -> SerializationContext:
         ctx = self._contexts.get((topic, is_key))
         if ctx is None:
-            ctx = self._contexts.put((topic, is_key), SerializationContext(
-                topic, MessageField.KEY if is_key else MessageField.VALUE))
+            ctx = self._contexts.put(
+                (topic, is_key), SerializationContext(topic, MessageField.KEY if is_key else MessageField.VALUE)
+            )
         return ctx
 
     def serialize(self, obj: Any, topic: str, is_key: bool = False) -> bytes | None:
@@ -55,21 +56,26 @@ class AvroSerde(Serde):
     the serializer, except ``reader`` (defaults to the same type/schema) which goes to the deserializer."""
 
     def __init__(self, client: RegistryClient, schema: Any, *, reader: Any = ..., **serializer_options: Any):
-        super().__init__(AvroSerializer(client, schema, **serializer_options),
-                         AvroDeserializer(client, schema if reader is ... else reader))
+        super().__init__(
+            AvroSerializer(client, schema, **serializer_options),
+            AvroDeserializer(client, schema if reader is ... else reader),
+        )
 
 
 class JsonSchemaSerde(Serde):
     """``JsonSchemaSerde(client, Order)``: JSON Schema for a typed record (or a schema + dicts)."""
 
     def __init__(self, client: RegistryClient, schema: Any, *, reader: Any = ..., **serializer_options: Any):
-        super().__init__(JsonSchemaSerializer(client, schema, **serializer_options),
-                         JsonSchemaDeserializer(client, schema if reader is ... else reader))
+        super().__init__(
+            JsonSchemaSerializer(client, schema, **serializer_options),
+            JsonSchemaDeserializer(client, schema if reader is ... else reader),
+        )
 
 
 class ProtobufSerde(Serde):
     """``ProtobufSerde(client, OrderPb)``: Protobuf for one generated message class."""
 
     def __init__(self, client: RegistryClient, message_type: Any, **serializer_options: Any):
-        super().__init__(ProtobufSerializer(client, message_type, **serializer_options),
-                         ProtobufDeserializer(client, message_type))
+        super().__init__(
+            ProtobufSerializer(client, message_type, **serializer_options), ProtobufDeserializer(client, message_type)
+        )

@@ -18,16 +18,19 @@ SubjectNameStrategy = Callable[[SerializationContext | None, str | None], str]
 def topic_subject_name_strategy(ctx: SerializationContext | None, record_name: str | None) -> str:
     """``<topic>-key`` / ``<topic>-value`` (the default)."""
     if ctx is None:
-        raise SerializationError("the topic subject-name strategy needs a SerializationContext (topic and "
-                                 "key/value); pass ctx or use strategy='record'")
+        raise SerializationError(
+            "the topic subject-name strategy needs a SerializationContext (topic and "
+            "key/value); pass ctx or use strategy='record'"
+        )
     return f"{ctx.topic}-{ctx.field}"
 
 
 def record_subject_name_strategy(ctx: SerializationContext | None, record_name: str | None) -> str:
     """The record's fully qualified name, whatever the topic."""
     if not record_name:
-        raise SerializationError("the record subject-name strategy needs a named record schema",
-                                 topic=ctx.topic if ctx else None)
+        raise SerializationError(
+            "the record subject-name strategy needs a named record schema", topic=ctx.topic if ctx else None
+        )
     return record_name
 
 
@@ -36,8 +39,7 @@ def topic_record_subject_name_strategy(ctx: SerializationContext | None, record_
     if ctx is None:
         raise SerializationError("the topic_record subject-name strategy needs a SerializationContext")
     if not record_name:
-        raise SerializationError("the topic_record subject-name strategy needs a named record schema",
-                                 topic=ctx.topic)
+        raise SerializationError("the topic_record subject-name strategy needs a named record schema", topic=ctx.topic)
     return f"{ctx.topic}-{record_name}"
 
 
@@ -55,6 +57,8 @@ def resolve_strategy(strategy: str | SubjectNameStrategy) -> tuple[SubjectNameSt
     try:
         fn = _BY_NAME[strategy.lower()]
     except KeyError:
-        raise ValueError(f"unknown subject-name strategy {strategy!r}; use one of {', '.join(_BY_NAME)} "
-                         f"or a callable (ctx, record_name) -> subject") from None
+        raise ValueError(
+            f"unknown subject-name strategy {strategy!r}; use one of {', '.join(_BY_NAME)} "
+            f"or a callable (ctx, record_name) -> subject"
+        ) from None
     return fn, fn is not record_subject_name_strategy

@@ -26,8 +26,9 @@ def run_sync(http: httpx.Client, call: Call[T]) -> T:
             effect = call.send(reply)
             if isinstance(effect, HttpRequest):
                 try:
-                    resp = http.request(effect.method, effect.url, content=effect.content, headers=effect.headers,
-                                        params=effect.params)
+                    resp = http.request(
+                        effect.method, effect.url, content=effect.content, headers=effect.headers, params=effect.params
+                    )
                     reply = (resp.status_code, resp.content)
                 except httpx.TransportError as e:
                     reply = e
@@ -46,8 +47,9 @@ async def run_async(http: httpx.AsyncClient, call: Call[T]) -> T:
             effect = call.send(reply)
             if isinstance(effect, HttpRequest):
                 try:
-                    resp = await http.request(effect.method, effect.url, content=effect.content,
-                                              headers=effect.headers, params=effect.params)
+                    resp = await http.request(
+                        effect.method, effect.url, content=effect.content, headers=effect.headers, params=effect.params
+                    )
                     reply = (resp.status_code, resp.content)
                 except httpx.TransportError as e:
                     reply = e

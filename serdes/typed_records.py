@@ -35,8 +35,18 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-__all__ = ["DecimalSpec", "avro_decoder", "avro_encoder", "avro_named_schema", "avro_schema", "is_record_type",
-           "json_decoder", "json_encoder", "json_schema", "record_fullname"]
+__all__ = [
+    "DecimalSpec",
+    "avro_decoder",
+    "avro_encoder",
+    "avro_named_schema",
+    "avro_schema",
+    "is_record_type",
+    "json_decoder",
+    "json_encoder",
+    "json_schema",
+    "record_fullname",
+]
 
 Converter = Callable[[Any], Any]
 
@@ -71,8 +81,9 @@ def _fields(cls: type) -> tuple[_Field, ...]:
         try:
             hints = typing.get_type_hints(cls, include_extras=True)
         except NameError as e:
-            raise TypeError(f"cannot resolve the type hints of {cls.__qualname__} ({e}); define the classes it "
-                            f"uses at module level") from None
+            raise TypeError(
+                f"cannot resolve the type hints of {cls.__qualname__} ({e}); define the classes it uses at module level"
+            ) from None
         out = []
         for f in dataclasses.fields(cls):
             if not f.init:
@@ -382,8 +393,10 @@ def _encoder(hint: Any, codec: str) -> Converter | None:
             return None
         records = [a for a, _ in branches if is_record_type(a)]
         tagged = codec == "avro" and len(records) > 1
-        table = tuple((_isinstance_target(a), c, record_fullname(a) if tagged and is_record_type(a) else None)
-                      for a, c in branches)
+        table = tuple(
+            (_isinstance_target(a), c, record_fullname(a) if tagged and is_record_type(a) else None)
+            for a, c in branches
+        )
 
         def encode_union(v: Any) -> Any:
             if v is None:
@@ -478,9 +491,13 @@ def _record_decoder(cls: type, codec: str) -> Callable[[dict[str, Any]], Any]:
 def _builder(cls: type) -> Callable[[dict[str, Any]], Any]:
     """dict of field values -> instance. A plain dataclass (no __post_init__, no slots, every field in
     __init__) gets the dict as its __dict__ without running __init__, which would only copy it there."""
-    plain = (dataclasses.is_dataclass(cls) and "__slots__" not in cls.__dict__
-             and not hasattr(cls, "__post_init__") and all(f.init for f in dataclasses.fields(cls))
-             and cls.__new__ is object.__new__)
+    plain = (
+        dataclasses.is_dataclass(cls)
+        and "__slots__" not in cls.__dict__
+        and not hasattr(cls, "__post_init__")
+        and all(f.init for f in dataclasses.fields(cls))
+        and cls.__new__ is object.__new__
+    )
     if not plain:
         return lambda d: cls(**d)
     names = frozenset(f.name for f in dataclasses.fields(cls))
@@ -540,8 +557,13 @@ def _decoder(hint: Any, codec: str) -> Converter | None:
             if isinstance(v, dict) and len(by_name) == 1:
                 return next(iter(by_name.values()))(v)
             for a, c in others:
-                if (c is not None and isinstance(v, str) and isinstance(a, type) and issubclass(a, enum.Enum)
-                        and v in a.__members__):
+                if (
+                    c is not None
+                    and isinstance(v, str)
+                    and isinstance(a, type)
+                    and issubclass(a, enum.Enum)
+                    and v in a.__members__
+                ):
                     return c(v)
             return v
 
@@ -605,8 +627,7 @@ def _json_object(cls: type, definitions: dict[str, Any], root: bool = False) -> 
         else:
             prop = {**prop, "default": _json_default(f.default)}
         props[f.name] = prop
-    out: dict[str, Any] = {"title": getattr(cls, "__avro_name__", cls.__name__), "type": "object",
-                           "properties": props}
+    out: dict[str, Any] = {"title": getattr(cls, "__avro_name__", cls.__name__), "type": "object", "properties": props}
     if required:
         out["required"] = required
     out["additionalProperties"] = False

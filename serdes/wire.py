@@ -56,8 +56,9 @@ def decode_varint(data: bytes, pos: int, topic: str | None = None, schema_id: in
     start = pos
     while True:
         if pos >= len(data):
-            raise SerializationError("truncated varint in the Protobuf message indexes",
-                                     topic=topic, offset=start, schema_id=schema_id)
+            raise SerializationError(
+                "truncated varint in the Protobuf message indexes", topic=topic, offset=start, schema_id=schema_id
+            )
         b = data[pos]
         pos += 1
         n |= (b & 0x7F) << shift
@@ -65,13 +66,18 @@ def decode_varint(data: bytes, pos: int, topic: str | None = None, schema_id: in
             break
         shift += 7
         if shift > 28:
-            raise SerializationError("varint longer than 5 bytes in the Protobuf message indexes",
-                                     topic=topic, offset=start, schema_id=schema_id)
+            raise SerializationError(
+                "varint longer than 5 bytes in the Protobuf message indexes",
+                topic=topic,
+                offset=start,
+                schema_id=schema_id,
+            )
     return (n >> 1) ^ -(n & 1), pos
 
 
-def decode_message_indexes(data: bytes, pos: int = PREFIX_SIZE, topic: str | None = None,
-                           schema_id: int | None = None) -> tuple[list[int], int]:
+def decode_message_indexes(
+    data: bytes, pos: int = PREFIX_SIZE, topic: str | None = None, schema_id: int | None = None
+) -> tuple[list[int], int]:
     """Read the message-index path starting at ``pos``; returns (indexes, position of the payload).
 
     A count of 0 means ``[0]``, as written by the single-byte shortcut.
@@ -80,14 +86,16 @@ def decode_message_indexes(data: bytes, pos: int = PREFIX_SIZE, topic: str | Non
     if count == 0:
         return [0], pos
     if count < 0 or count > len(data) - pos:
-        raise SerializationError(f"invalid Protobuf message-index count {count}",
-                                 topic=topic, offset=pos - 1, schema_id=schema_id)
+        raise SerializationError(
+            f"invalid Protobuf message-index count {count}", topic=topic, offset=pos - 1, schema_id=schema_id
+        )
     indexes = []
     for _ in range(count):
         i, pos = decode_varint(data, pos, topic, schema_id)
         if i < 0:
-            raise SerializationError(f"negative Protobuf message index {i}", topic=topic, offset=pos - 1,
-                                     schema_id=schema_id)
+            raise SerializationError(
+                f"negative Protobuf message index {i}", topic=topic, offset=pos - 1, schema_id=schema_id
+            )
         indexes.append(i)
     return indexes, pos
 
@@ -99,11 +107,15 @@ def read_schema_id(data: bytes | bytearray | memoryview | None, topic: str | Non
     if len(data) < PREFIX_SIZE:
         raise SerializationError(
             f"payload of {len(data)} bytes is too short for the 5-byte schema-registry frame header",
-            topic=topic, offset=len(data))
+            topic=topic,
+            offset=len(data),
+        )
     if data[0] != MAGIC_BYTE:
         raise SerializationError(
             f"unknown magic byte 0x{data[0]:02x} (expected 0x00): not schema-registry framed data",
-            topic=topic, offset=0)
+            topic=topic,
+            offset=0,
+        )
     return _ID.unpack_from(data, 0)[1]
 
 

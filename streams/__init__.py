@@ -24,21 +24,35 @@ _EXPORTS: dict[str, str] = {
         "streams.dsl",
     ),
     **dict.fromkeys(
-        ["ConsumedRecord", "FailOnInvalidTimestamp", "LogAndSkipOnInvalidTimestamp",
-         "UsePartitionTimeOnInvalidTimestamp", "WallclockTimestampExtractor"],
+        [
+            "ConsumedRecord",
+            "FailOnInvalidTimestamp",
+            "LogAndSkipOnInvalidTimestamp",
+            "UsePartitionTimeOnInvalidTimestamp",
+            "WallclockTimestampExtractor",
+        ],
         "streams.extractors",
     ),
     **dict.fromkeys(
-        ["EmitStrategy", "SessionWindow", "SessionWindows", "SlidingWindows", "TimeWindow", "TimeWindows",
-         "Windowed"],
+        ["EmitStrategy", "SessionWindow", "SessionWindows", "SlidingWindows", "TimeWindow", "TimeWindows", "Windowed"],
         "streams.windows",
     ),
     "JoinWindows": "streams.join_windows",
     **dict.fromkeys(["BufferConfig", "Suppressed"], "streams.suppress"),
     **dict.fromkeys(["SessionWindowedSerde", "TimeWindowedSerde", "WindowedSerdes"], "streams.windowed_serdes"),
     **dict.fromkeys(
-        ["CoPartitioningError", "DeserializationError", "InvalidStateStoreError", "MissingTopicError",
-         "ProcessingError", "ProductionError", "SerdeError", "StateStoreError", "StreamsError", "TopologyError"],
+        [
+            "CoPartitioningError",
+            "DeserializationError",
+            "InvalidStateStoreError",
+            "MissingTopicError",
+            "ProcessingError",
+            "ProductionError",
+            "SerdeError",
+            "StateStoreError",
+            "StreamsError",
+            "TopologyError",
+        ],
         "streams.errors",
     ),
     **dict.fromkeys(["DeadLetterQueue", "ErrorHandler", "LogAndContinue", "LogAndFail"], "streams.handlers"),
@@ -48,7 +62,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["BYTES", "FLOAT", "INT", "JSON", "STRING", "Serde"], "streams.serdes"),
     **dict.fromkeys(["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"], "streams.test_driver"),
     **dict.fromkeys(["SessionStoreSpec", "StoreSpec", "Topology", "WindowStoreSpec"], "streams.topology"),
-}  # fmt: skip
+}
 
 if TYPE_CHECKING:
     from streams.app import StreamsApp

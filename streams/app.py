@@ -133,18 +133,27 @@ class StreamsApp:
         if state_dir is None:
             state_dir = Path(tempfile.gettempdir()) / "schemakit-streams"
         self.config = StreamsConfig(
-            application_id=application_id, num_threads=num_threads, state_dir=Path(state_dir),
-            commit_interval_ms=commit_interval_ms, default_store=default_store,
-            cache_max_entries=cache_max_entries, deserialization_error_handler=deserialization_error_handler,
+            application_id=application_id,
+            num_threads=num_threads,
+            state_dir=Path(state_dir),
+            commit_interval_ms=commit_interval_ms,
+            default_store=default_store,
+            cache_max_entries=cache_max_entries,
+            deserialization_error_handler=deserialization_error_handler,
             processing_exception_handler=processing_exception_handler,
             production_exception_handler=production_exception_handler,
-            poll_timeout_ms=poll_timeout_ms, max_poll_records=max_poll_records,
-            progress_interval_s=progress_interval_s, num_standby_replicas=num_standby_replicas,
-            max_warmup_replicas=max_warmup_replicas, acceptable_recovery_lag=acceptable_recovery_lag,
-            probing_rebalance_interval_ms=probing_rebalance_interval_ms, session_timeout_ms=session_timeout_ms,
-            heartbeat_interval_ms=heartbeat_interval_ms, application_server=application_server,
+            poll_timeout_ms=poll_timeout_ms,
+            max_poll_records=max_poll_records,
+            progress_interval_s=progress_interval_s,
+            num_standby_replicas=num_standby_replicas,
+            max_warmup_replicas=max_warmup_replicas,
+            acceptable_recovery_lag=acceptable_recovery_lag,
+            probing_rebalance_interval_ms=probing_rebalance_interval_ms,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+            application_server=application_server,
             processing_guarantee=processing_guarantee,
-        )  # fmt: skip
+        )
         self.assignor_config = AssignorConfig(num_standby_replicas, max_warmup_replicas, acceptable_recovery_lag)
         self.topology = topology
         self.application_id = application_id
@@ -152,8 +161,9 @@ class StreamsApp:
         self._handler = handler_from(deserialization_error_handler)
         self._extractor = extractor_from(default_timestamp_extractor, "default_timestamp_extractor")
         self._processing_handler = handler_from(processing_exception_handler, "processing_exception_handler")
-        self._production_handler = handler_from(production_exception_handler, "production_exception_handler",
-                                                dead_letter=False)  # fmt: skip
+        self._production_handler = handler_from(
+            production_exception_handler, "production_exception_handler", dead_letter=False
+        )
         self._owns_log = isinstance(log, str)
         self.log: Log = self._open_log(log) if isinstance(log, str) else log
         if not self.log.capabilities.leases:
@@ -196,8 +206,11 @@ class StreamsApp:
         # Group settings matter for the leader lease on Kafka: cooperative-sticky keeps the lease with its
         # holder when others join; the session timeout is the instances' session timeout.
         heartbeat_ms = int(self.config.heartbeat_interval_s * 1000)
-        groups = GroupSettings(assignment="cooperative-sticky", session_timeout_ms=self.config.session_timeout_ms,
-                               heartbeat_interval_ms=max(heartbeat_ms, 1))  # fmt: skip
+        groups = GroupSettings(
+            assignment="cooperative-sticky",
+            session_timeout_ms=self.config.session_timeout_ms,
+            heartbeat_interval_ms=max(heartbeat_ms, 1),
+        )
         return open_log(url, groups=groups)
 
     # -- threads -------------------------------------------------------------------------------------------
@@ -313,19 +326,32 @@ class StreamsApp:
                 raise
             self._query_server = server
         self._membership = Membership(
-            self.log, self._names, instance_id=self.instance_id, incarnation=uuid.uuid4().hex[:8],
-            server=self.config.application_server, threads=n, tasks=self.metadata.task_ids(),
-            stateful=self.metadata.stateful_task_ids(), assignor=self.assignor_config,
+            self.log,
+            self._names,
+            instance_id=self.instance_id,
+            incarnation=uuid.uuid4().hex[:8],
+            server=self.config.application_server,
+            threads=n,
+            tasks=self.metadata.task_ids(),
+            stateful=self.metadata.stateful_task_ids(),
+            assignor=self.assignor_config,
             probing_interval=self.config.probing_rebalance_interval_ms / 1000,
-            session_timeout=self.config.session_timeout_ms / 1000, heartbeat_interval=self.config.heartbeat_interval_s,
-            listener=self, progress_interval=self.config.progress_interval_s,
-        )  # fmt: skip
+            session_timeout=self.config.session_timeout_ms / 1000,
+            heartbeat_interval=self.config.heartbeat_interval_s,
+            listener=self,
+            progress_interval=self.config.progress_interval_s,
+        )
         self._set_state(AppState.REBALANCING)
         for thread in self._threads:
             thread.start()
         self._membership.start()
-        log.info("application %s: instance %s started %d thread(s) on %s", self.application_id, self.instance_id, n,
-                 self.log.safe_url)  # fmt: skip
+        log.info(
+            "application %s: instance %s started %d thread(s) on %s",
+            self.application_id,
+            self.instance_id,
+            n,
+            self.log.safe_url,
+        )
 
     def close(self, timeout: float | None = 60.0) -> None:
         """Stop the threads (each commits and closes its tasks), leave the group and release the log."""
@@ -414,9 +440,14 @@ class StreamsApp:
             self._revoked = set()
             shares = self._place(active, standby | warmup)
             self.rebalances += 1
-        log.info("instance %s applies generation %d: active %s, standby %s, warm-up %s", self.instance_id,
-                 assignment.generation, sorted(active, key=task_key), sorted(standby, key=task_key),
-                 sorted(warmup, key=task_key))  # fmt: skip
+        log.info(
+            "instance %s applies generation %d: active %s, standby %s, warm-up %s",
+            self.instance_id,
+            assignment.generation,
+            sorted(active, key=task_key),
+            sorted(standby, key=task_key),
+            sorted(warmup, key=task_key),
+        )
         if self.state == AppState.RUNNING:
             self._set_state(AppState.REBALANCING)
         for thread, (thread_active, thread_replicas) in zip(self._threads, shares, strict=True):
@@ -550,19 +581,30 @@ class StreamsApp:
                 stats = TaskStats(task_id, thread.name, state)
                 task = held.get(task_id)
                 if task is not None:
-                    stats.processed, stats.process_seconds, stats.dropped = (task.processed, task.process_seconds,
-                                                                             task.dropped)  # fmt: skip
+                    stats.processed, stats.process_seconds, stats.dropped = (
+                        task.processed,
+                        task.process_seconds,
+                        task.dropped,
+                    )
                     stats.dropped_reasons = dict(task.dropped_reasons)
-                    stats.store_entries = {name: store.estimate_num_entries() for name, store in task.stores.items()
-                                           if not store.closed}  # fmt: skip
+                    stats.store_entries = {
+                        name: store.estimate_num_entries() for name, store in task.stores.items() if not store.closed
+                    }
                 if task_id in restoring:
                     stats.restore_remaining = max(0, restoring[task_id][1] - restoring[task_id][0])
                 if state in (TaskState.STANDBY, TaskState.WARMUP) and membership is not None:
                     stats.lag = membership.lag(task_id)
                 tasks.append(stats)
         tasks.sort(key=lambda t: task_key(t.task))
-        return RuntimeStats(self.application_id, self.instance_id, threads, tasks, self.rebalances, self.lost_tasks,
-                            sum(thread.standby_records for thread in self._threads))  # fmt: skip
+        return RuntimeStats(
+            self.application_id,
+            self.instance_id,
+            threads,
+            tasks,
+            self.rebalances,
+            self.lost_tasks,
+            sum(thread.standby_records for thread in self._threads),
+        )
 
     def metrics_exposition(self) -> tuple[bytes, str]:
         """This instance's metrics in the Prometheus text format, and its content type (the query server's
@@ -593,9 +635,13 @@ class StreamsApp:
             if t.task in restoring:
                 entry["restored"], entry["to_restore"] = restoring[t.task]
             if t.state == TaskState.RUNNING:
-                entry.update(processed=t.processed, process_seconds=t.process_seconds, dropped=t.dropped,
-                             dropped_reasons=t.dropped_reasons,
-                             store_entries=t.store_entries)  # fmt: skip
+                entry.update(
+                    processed=t.processed,
+                    process_seconds=t.process_seconds,
+                    dropped=t.dropped,
+                    dropped_reasons=t.dropped_reasons,
+                    store_entries=t.store_entries,
+                )
             task_states[t.task] = entry
         membership = self._membership
         return {
@@ -613,8 +659,10 @@ class StreamsApp:
             "lost_tasks": self.lost_tasks,
             "restored": restored,
             "restores": restores,
-            "threads": {th.thread: {"processed": th.processed, "commits": th.commits,
-                                    "commit_seconds": th.commit_seconds} for th in stats.threads},
+            "threads": {
+                th.thread: {"processed": th.processed, "commits": th.commits, "commit_seconds": th.commit_seconds}
+                for th in stats.threads
+            },
             "restore_seconds": sum(thread.restore_seconds for thread in self._threads),
             "standby_records": sum(thread.standby_records for thread in self._threads),
         }
@@ -666,6 +714,9 @@ class StreamsApp:
         if glob is not None:
             return ReadOnlyGlobalStore(glob)
         self.query_metadata.check_store(name)
-        return read_only_store(self.topology.stores[name], self._active_tasks,
-                               lambda: self.metadata.store_partitions(name),
-                               self._standby_tasks if include_standby else None)  # fmt: skip
+        return read_only_store(
+            self.topology.stores[name],
+            self._active_tasks,
+            lambda: self.metadata.store_partitions(name),
+            self._standby_tasks if include_standby else None,
+        )

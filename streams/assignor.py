@@ -197,8 +197,7 @@ def assign(
         result.clients[chosen].active.add(t)
 
     # 3. Stateless actives balance the total active load per thread.
-    quota_total = _quotas(len(all_tasks), ids, threads,
-                          {c: len(clients[c].active) for c in ids})  # fmt: skip
+    quota_total = _quotas(len(all_tasks), ids, threads, {c: len(clients[c].active) for c in ids})
     for t in stateless_tasks:
         c = previous_owner.get(t)
         if c in active_load and active_load[c] < quota_total[c]:

@@ -26,8 +26,15 @@ class StreamsBuilder:
         self._index += 1
         return name
 
-    def stream(self, topics: str | list[str], *, key: Any = None, value: Any = None, name: str | None = None,
-               timestamp_extractor: Any = None) -> KStream:  # fmt: skip
+    def stream(
+        self,
+        topics: str | list[str],
+        *,
+        key: Any = None,
+        value: Any = None,
+        name: str | None = None,
+        timestamp_extractor: Any = None,
+    ) -> KStream:
         """Records of ``topics`` (a name or a list), read with these serdes. ``timestamp_extractor``:
         ``(record, partition_time) -> ms`` gives each record's event time (``streams.extractors``)."""
         names = [topics] if isinstance(topics, str) else list(topics)
@@ -36,8 +43,17 @@ class StreamsBuilder:
         self.topology.add_source(node, *names, key=key, value=value, timestamp_extractor=timestamp_extractor)
         return KStream(self, node, key, value, False)
 
-    def table(self, topic: str, *, key: Any = None, value: Any = None, store: str | StoreSpec | None = None,
-              kind: str | None = None, cache: bool = True, timestamp_extractor: Any = None) -> KTable:  # fmt: skip
+    def table(
+        self,
+        topic: str,
+        *,
+        key: Any = None,
+        value: Any = None,
+        store: str | StoreSpec | None = None,
+        kind: str | None = None,
+        cache: bool = True,
+        timestamp_extractor: Any = None,
+    ) -> KTable:
         """``topic`` as a table: the latest value per key, kept in a store (queryable by its name)."""
         key, value = serde_from(key, "key serde of table()"), serde_from(value, "value serde of table()")
         source = self.new_name("KSTREAM-SOURCE")
@@ -47,8 +63,9 @@ class StreamsBuilder:
             spec.key = spec.key or key
             spec.value = spec.value or value
         else:
-            spec = StoreSpec(store or f"{topic}-STATE-STORE-{self._index:010d}", kind=kind, key=key, value=value,
-                             cache=cache)  # fmt: skip
+            spec = StoreSpec(
+                store or f"{topic}-STATE-STORE-{self._index:010d}", kind=kind, key=key, value=value, cache=cache
+            )
         spec.timestamped = True
         node = self.new_name("KTABLE-SOURCE")
         use_cache = spec.cache

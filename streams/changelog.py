@@ -113,8 +113,9 @@ class ChangelogWriter:
     """Sends a store's changes to its changelog partition and learns the offset of the last one.
     ``send_batch``: a producer's ``send_batch`` (faster for large flushes), else ``send`` per record."""
 
-    def __init__(self, send: Callable[..., None], topic: str, partition: int,
-                 send_batch: Callable[..., None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, send: Callable[..., None], topic: str, partition: int, send_batch: Callable[..., None] | None = None
+    ) -> None:
         self._send = send
         self._send_batch = send_batch
         self.topic = topic
@@ -229,8 +230,14 @@ class ChangelogReader:
                 if md is not None:
                     job.end = md.offset
 
-            self._producer.send(job.tp.topic, None, BARRIER_KEY, partition=job.tp.partition,
-                                headers=[(BARRIER_HEADER, b"1")], on_delivery=delivered)  # fmt: skip
+            self._producer.send(
+                job.tp.topic,
+                None,
+                BARRIER_KEY,
+                partition=job.tp.partition,
+                headers=[(BARRIER_HEADER, b"1")],
+                on_delivery=delivered,
+            )
         self._producer.flush()
         for job in jobs:
             if job.end < 0:
@@ -277,9 +284,18 @@ class ChangelogReader:
             if job.store.changelog is not None:
                 job.store.changelog.written_offset = job.end + 1
             self._listener.on_restore_end(job.task_id, job.store.name, job.tp, job.restored)
-            log.info("task %s store %s restored %d records from %s[%d] offsets %d..%d (%d skipped as "
-                     "uncommitted) in %.2fs", job.task_id, job.store.name, job.restored, job.tp.topic,
-                     job.tp.partition, job.start, job.end, job.skipped, time.monotonic() - started)  # fmt: skip
+            log.info(
+                "task %s store %s restored %d records from %s[%d] offsets %d..%d (%d skipped as uncommitted) in %.2fs",
+                job.task_id,
+                job.store.name,
+                job.restored,
+                job.tp.topic,
+                job.tp.partition,
+                job.start,
+                job.end,
+                job.skipped,
+                time.monotonic() - started,
+            )
         self.restore_seconds += time.monotonic() - started
 
     def _read(self, consumer: Consumer, active: dict[TopicPartition, RestoreJob], total: int) -> None:
@@ -294,8 +310,9 @@ class ChangelogReader:
             now = time.monotonic()
             if not records:
                 if now - last_progress > _STALL_TIMEOUT:
-                    waiting = ", ".join(f"{tp.topic}[{tp.partition}] at {consumer.position(tp)} of {j.end}"
-                                        for tp, j in pending.items())  # fmt: skip
+                    waiting = ", ".join(
+                        f"{tp.topic}[{tp.partition}] at {consumer.position(tp)} of {j.end}" for tp, j in pending.items()
+                    )
                     raise StateStoreError(f"changelog restore made no progress for {_STALL_TIMEOUT:.0f}s: {waiting}")
                 continue
             last_progress = now

@@ -58,8 +58,15 @@ class StreamsConfig:
 
         if not isinstance(self.application_id, str) or not re.match(r"^[A-Za-z0-9._-]{1,200}$", self.application_id):
             raise ValueError(f"application_id {self.application_id!r} is invalid: use 1-200 of [A-Za-z0-9._-]")
-        for name in ("num_threads", "commit_interval_ms", "poll_timeout_ms", "max_poll_records", "restore_batch",
-                     "probing_rebalance_interval_ms", "session_timeout_ms"):
+        for name in (
+            "num_threads",
+            "commit_interval_ms",
+            "poll_timeout_ms",
+            "max_poll_records",
+            "restore_batch",
+            "probing_rebalance_interval_ms",
+            "session_timeout_ms",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "poll_timeout_ms" else 1):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")

@@ -43,8 +43,9 @@ class ProcessingError(StreamsError):
     """User code raised while a task processed a record or punctuated. When a record was being processed,
     ``topic``, ``partition`` and ``offset`` say which (else None)."""
 
-    def __init__(self, message: str, *, topic: str | None = None, partition: int | None = None,
-                 offset: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, message: str, *, topic: str | None = None, partition: int | None = None, offset: int | None = None
+    ) -> None:
         self.topic = topic
         self.partition = partition
         self.offset = offset
@@ -55,8 +56,17 @@ class ProductionError(StreamsError):
     """The log refused an output record (too large, or otherwise not writable as it is) and the production
     exception handler said to stop; names the sink topic and the input record it came from."""
 
-    def __init__(self, task_id: str, sink_topic: str, topic: str | None, partition: int, offset: int,
-                 cause: BaseException, sink_partition: int = -1, source: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        task_id: str,
+        sink_topic: str,
+        topic: str | None,
+        partition: int,
+        offset: int,
+        cause: BaseException,
+        sink_partition: int = -1,
+        source: str | None = None,
+    ) -> None:
         self.task_id = task_id
         self.sink_topic = sink_topic
         self.sink_partition = sink_partition  # -1: not known (the log had not chosen one)

@@ -58,6 +58,7 @@ class _Side(Protocol):
     key_serde: Any
     value_serde: Any
 
+
 __all__ = ["foreign_key_join"]
 
 
@@ -70,8 +71,16 @@ class SubscriptionSendProcessor(Forwarding):
     """Left side: turns each left update into subscriptions (to the registration topic's sink) or, where
     the foreign key is None, into the result at once (to the result node)."""
 
-    def __init__(self, foreign_key: Callable[[Any], Any], joiner: Joiner, left_join: bool, value_serde: Any,
-                 hash_topic: str, sink: str, result: str) -> None:  # fmt: skip
+    def __init__(
+        self,
+        foreign_key: Callable[[Any], Any],
+        joiner: Joiner,
+        left_join: bool,
+        value_serde: Any,
+        hash_topic: str,
+        sink: str,
+        result: str,
+    ) -> None:
         self.foreign_key = foreign_key
         self.joiner = joiner
         self.left_join = left_join
@@ -110,8 +119,11 @@ class SubscriptionSendProcessor(Forwarding):
                 self.context.forward(key, Change(None), to=self.result)
             return
         changed = old_fk is not None and old_fk != new_fk  # an inner result of the old key may need deleting
-        instruction = (Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE if self.left_join or changed
-                       else Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)  # fmt: skip
+        instruction = (
+            Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
+            if self.left_join or changed
+            else Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
+        )
         self._subscribe(new_fk, instruction, h, key)
 
 
@@ -199,9 +211,16 @@ class ResponseJoinProcessor(Forwarding):
             self._forward(key, Change(self.joiner(key, current, response.value)))
 
 
-def foreign_key_join(builder: _Builder, kind: str, left: _Side, right: _Side, foreign_key: Callable[[Any], Any],
-                     joiner: Joiner, spec: StoreSpec | None,
-                     name: str | None) -> tuple[str, str, TableOptions]:  # fmt: skip
+def foreign_key_join(
+    builder: _Builder,
+    kind: str,
+    left: _Side,
+    right: _Side,
+    foreign_key: Callable[[Any], Any],
+    joiner: Joiner,
+    spec: StoreSpec | None,
+    name: str | None,
+) -> tuple[str, str, TableOptions]:
     """Add a foreign-key join of the materialized ``left`` and ``right`` (left sending old values) to the
     topology; returns the result's node, store and options."""
     if kind not in ("inner", "left"):
@@ -219,16 +238,18 @@ def foreign_key_join(builder: _Builder, kind: str, left: _Side, right: _Side, fo
     if spec is None:
         spec = StoreSpec(f"{base}-STATE-STORE", key=left_key)
         spec.timestamped = True
-    subs = StoreSpec(f"{base}-subscription-store", key=CombinedKeySerde(right_key, left_key), value=BYTES,
-                     cache=False)  # fmt: skip
+    subs = StoreSpec(f"{base}-subscription-store", key=CombinedKeySerde(right_key, left_key), value=BYTES, cache=False)
     topology.add_repartition_topic(registration, sized_by_reader=True)
     topology.add_repartition_topic(response, sized_by_reader=True)
     send, send_sink, result = f"{base}-subscription-send", f"{base}-subscription-registration-sink", base
     fk, left_store = foreign_key, left.store_name
 
     # left side: subscribe
-    topology.add_processor(send, lambda: SubscriptionSendProcessor(fk, joiner, left_join, left_value, hash_topic,
-                                                                   send_sink, result), left.node)  # fmt: skip
+    topology.add_processor(
+        send,
+        lambda: SubscriptionSendProcessor(fk, joiner, left_join, left_value, hash_topic, send_sink, result),
+        left.node,
+    )
     topology.add_sink(send_sink, registration, send, key=right_key, value=SubscriptionSerde(left_key), internal=True)
     # right side: keep subscriptions, answer them and every right update
     receive_source, receive = f"{base}-subscription-registration-source", f"{base}-subscription-receive"
@@ -240,13 +261,21 @@ def foreign_key_join(builder: _Builder, kind: str, left: _Side, right: _Side, fo
     fan_out = f"{base}-foreign-table-change"
     topology.add_processor(fan_out, lambda: ForeignTableChangeProcessor(subs.name), right.node)
     topology.connect_processor_and_state_stores(fan_out, stores=[subs.name])
-    topology.add_sink(f"{base}-subscription-response-sink", response, receive, fan_out, key=left_key,
-                      value=ResponseSerde(right_value), internal=True)  # fmt: skip
+    topology.add_sink(
+        f"{base}-subscription-response-sink",
+        response,
+        receive,
+        fan_out,
+        key=left_key,
+        value=ResponseSerde(right_value),
+        internal=True,
+    )
     # left side: join the answers
     answer_source, answer = f"{base}-subscription-response-source", f"{base}-subscription-response-join"
     topology.add_source(answer_source, response, key=left_key, value=ResponseSerde(right_value), internal=True)
-    topology.add_processor(answer, lambda: ResponseJoinProcessor(left_store, joiner, left_join, left_value,
-                                                                 hash_topic), answer_source)  # fmt: skip
+    topology.add_processor(
+        answer, lambda: ResponseJoinProcessor(left_store, joiner, left_join, left_value, hash_topic), answer_source
+    )
     topology.connect_processor_and_state_stores(answer, stores=[left_store])
     options = TableOptions()
     store_name = spec.name

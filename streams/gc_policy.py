@@ -31,8 +31,11 @@ def relax_full_collections() -> bool:
     if gc.get_threshold() != _INTERPRETER_DEFAULTS:
         return False
     gc.set_threshold(*STREAMS_THRESHOLDS)
-    log.info("garbage collection thresholds %s -> %s: full collections run less often over the streams state",
-             _INTERPRETER_DEFAULTS, STREAMS_THRESHOLDS)  # fmt: skip
+    log.info(
+        "garbage collection thresholds %s -> %s: full collections run less often over the streams state",
+        _INTERPRETER_DEFAULTS,
+        STREAMS_THRESHOLDS,
+    )
     return True
 
 

@@ -98,9 +98,15 @@ class GlobalStateThread(threading.Thread):
     then follows the topics until ``shutdown()``. A failure is reported to ``on_failed`` (the app goes
     to ERROR, as Kafka Streams does when its global thread dies)."""
 
-    def __init__(self, topology: Topology, log_backend: Log, client_id: str,
-                 on_failed: Callable[[str, BaseException], None], poll_timeout_s: float = 0.1,
-                 progress_interval_s: float = 10.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        topology: Topology,
+        log_backend: Log,
+        client_id: str,
+        on_failed: Callable[[str, BaseException], None],
+        poll_timeout_s: float = 0.1,
+        progress_interval_s: float = 10.0,
+    ) -> None:
         super().__init__(name=client_id, daemon=True)
         self.stores = global_stores(topology)
         self._by_topic = {spec.topic: self.stores[spec.store] for spec in topology.global_tables.values()}
@@ -141,8 +147,13 @@ class GlobalStateThread(threading.Thread):
             if now - last_report >= self._progress_interval:
                 last_report = now
                 log.info("global tables %s: restored %d of about %d records", sorted(self.stores), self.records, total)
-        log.info("global tables %s: restored %d records from %d partitions in %.1f s", sorted(self.stores),
-                 self.records, len(ends), time.monotonic() - started)  # fmt: skip
+        log.info(
+            "global tables %s: restored %d records from %d partitions in %.1f s",
+            sorted(self.stores),
+            self.records,
+            len(ends),
+            time.monotonic() - started,
+        )
 
     def run(self) -> None:
         try:

@@ -144,8 +144,11 @@ class GroupLeader:
         for instance in list(self.statuses):
             silent = now - self._last_seen.get(instance, -math.inf)
             if silent > self._session_timeout:
-                log.warning("member %s: no heartbeat for %s, presumed dead", instance,
-                            "ever" if math.isinf(silent) else f"{silent:.1f}s")  # fmt: skip
+                log.warning(
+                    "member %s: no heartbeat for %s, presumed dead",
+                    instance,
+                    "ever" if math.isinf(silent) else f"{silent:.1f}s",
+                )
                 del self.statuses[instance]
                 self._last_seen.pop(instance, None)
 

@@ -124,7 +124,6 @@ def handler_from(spec: Any, option: str = "deserialization_error_handler", dead_
     if handler is None or (isinstance(handler, DeadLetterQueue) and not dead_letter):
         dlq = "'dead_letter:<topic>', DeadLetterQueue(topic), " if dead_letter else ""
         raise ValueError(
-            f"{option} must be 'fail', 'skip', {dlq}an ErrorHandler or a callable "
-            f"(record, error) -> bool; got {spec!r}"
+            f"{option} must be 'fail', 'skip', {dlq}an ErrorHandler or a callable (record, error) -> bool; got {spec!r}"
         )
     return handler

@@ -34,8 +34,9 @@ class JoinWindows:
 
     def __init__(self, before_ms: int, after_ms: int, grace_ms: int) -> None:
         if before_ms + after_ms < 0:
-            raise ValueError(f"join window size (before + after) must not be negative, got before={before_ms} ms "
-                             f"after={after_ms} ms")  # fmt: skip
+            raise ValueError(
+                f"join window size (before + after) must not be negative, got before={before_ms} ms after={after_ms} ms"
+            )
         if grace_ms < 0:
             raise ValueError(f"join window grace must not be negative, got {grace_ms} ms")
         self.before_ms = before_ms
@@ -75,7 +76,10 @@ class JoinWindows:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, JoinWindows) and (self.before_ms, self.after_ms, self.grace_ms) == (
-            other.before_ms, other.after_ms, other.grace_ms)  # fmt: skip
+            other.before_ms,
+            other.after_ms,
+            other.grace_ms,
+        )
 
     def __hash__(self) -> int:
         return hash((self.before_ms, self.after_ms, self.grace_ms))

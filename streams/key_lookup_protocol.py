@@ -143,8 +143,11 @@ class KeyLookupProtocol(asyncio.Protocol):
         """From now on uvicorn's protocol serves this connection, starting with the bytes not yet answered."""
         transport = self._transport
         assert transport is not None
-        protocol = self.fallback(config=self._config, server_state=self._server_state,  # type: ignore[call-arg]
-                                 app_state=self._app_state)  # fmt: skip
+        protocol = self.fallback(
+            config=self._config,
+            server_state=self._server_state,  # type: ignore[call-arg]
+            app_state=self._app_state,
+        )
         self._server_state.connections.discard(self)
         protocol.connection_made(transport)
         transport.set_protocol(protocol)

@@ -40,8 +40,14 @@ from streams.group_leader import Assignment, GroupLeader, MemberAssignment, Memb
 from streams.log.base import OFFSET_BEGINNING, Lease, Log, LogError, Producer, ProducerFencedError, TopicPartition
 from streams.metadata import TopicNames
 
-__all__ = ["Membership", "MembershipListener", "decode_assignment", "decode_status", "encode_assignment",
-           "encode_status"]  # fmt: skip
+__all__ = [
+    "Membership",
+    "MembershipListener",
+    "decode_assignment",
+    "decode_status",
+    "encode_assignment",
+    "encode_status",
+]
 
 log = logging.getLogger("streams.membership")
 
@@ -177,8 +183,10 @@ class Membership(threading.Thread):
         for status in statuses:
             for task, position in status.positions.items():
                 ends[task] = max(ends.get(task, 0), position)
-        return {s.instance: {t: max(0, ends.get(t, 0) - s.positions.get(t, 0)) for t in [*s.active, *s.replicas]}
-                for s in statuses}  # fmt: skip
+        return {
+            s.instance: {t: max(0, ends.get(t, 0) - s.positions.get(t, 0)) for t in [*s.active, *s.replicas]}
+            for s in statuses
+        }
 
     # -- the loop ----------------------------------------------------------------------------------------
 
@@ -252,9 +260,14 @@ class Membership(threading.Thread):
         this member, having applied nothing since, reports generation -1 and waits for a newer one."""
         self._rejoins += 1
         self.incarnation = f"{self._first_incarnation}.{self._rejoins}"
-        log.warning("instance %s expelled from the group after %d ms without a heartbeat (session timeout %d ms); "
-                    "closing its tasks without committing and rejoining as incarnation %s", self.instance_id,
-                    silent * 1000, self.session_timeout * 1000, self.incarnation)  # fmt: skip
+        log.warning(
+            "instance %s expelled from the group after %d ms without a heartbeat (session timeout %d ms); "
+            "closing its tasks without committing and rejoining as incarnation %s",
+            self.instance_id,
+            silent * 1000,
+            self.session_timeout * 1000,
+            self.incarnation,
+        )
         self._listener.on_expelled(f"no heartbeat for {silent * 1000:.0f} ms: expelled from the group")
         self._step_down("expelled")
 
@@ -277,8 +290,17 @@ class Membership(threading.Thread):
     def _heartbeat(self, producer: Producer) -> bool:
         generation, active, replicas, positions = self._listener.member_status()
         self._heartbeats += 1
-        status = MemberStatus(self.instance_id, self.incarnation, self._server, self._threads, self._heartbeats,
-                              generation, sorted(active), sorted(replicas), positions)  # fmt: skip
+        status = MemberStatus(
+            self.instance_id,
+            self.incarnation,
+            self._server,
+            self._threads,
+            self._heartbeats,
+            generation,
+            sorted(active),
+            sorted(replicas),
+            positions,
+        )
         try:
             producer.produce(self._membership_tp.topic, encode_status(status), self.instance_id.encode(), partition=0)
         except LogError as exc:
@@ -303,9 +325,17 @@ class Membership(threading.Thread):
             if consumer.position(self._assignment_tp) <= self._catch_up_to:
                 return
             self._catch_up_to = None
-            self.leader = GroupLeader(self.instance_id, self._tasks, self._stateful, self._assignor,
-                                      self.session_timeout, self._probing_interval, self.assignment,
-                                      dict(self.statuses), now)  # fmt: skip
+            self.leader = GroupLeader(
+                self.instance_id,
+                self._tasks,
+                self._stateful,
+                self._assignor,
+                self.session_timeout,
+                self._probing_interval,
+                self.assignment,
+                dict(self.statuses),
+                now,
+            )
             log.info("instance %s leads the group from generation %d", self.instance_id, self.assignment.generation)
         leader = self.leader
         if leader is None:
@@ -329,8 +359,13 @@ class Membership(threading.Thread):
             writer.init_transactions()
             landed: list[int] = []
             writer.begin_transaction()
-            writer.send(self._assignment_tp.topic, b"{}", BARRIER_KEY, partition=0,
-                        on_delivery=lambda md, err: landed.append(md.offset) if md is not None else None)  # fmt: skip
+            writer.send(
+                self._assignment_tp.topic,
+                b"{}",
+                BARRIER_KEY,
+                partition=0,
+                on_delivery=lambda md, err: landed.append(md.offset) if md is not None else None,
+            )
             writer.commit_transaction()
         except LogError as exc:
             log.warning("instance %s could not take the lead: %s", self.instance_id, exc)
@@ -348,8 +383,13 @@ class Membership(threading.Thread):
             writer.commit_transaction()
         except LogError as exc:
             fenced = isinstance(exc, ProducerFencedError)
-            log.warning("instance %s: publishing generation %d failed (%s)%s", self.instance_id,
-                        assignment.generation, exc, ": another instance leads" if fenced else "")  # fmt: skip
+            log.warning(
+                "instance %s: publishing generation %d failed (%s)%s",
+                self.instance_id,
+                assignment.generation,
+                exc,
+                ": another instance leads" if fenced else "",
+            )
             self._step_down("publishing failed")
             self._lead_after = self._clock() + self.session_timeout
             return
@@ -374,16 +414,26 @@ class Membership(threading.Thread):
             log.info("instance %s (%s), generation %d: no tasks", self.instance_id, role, self.assignment.generation)
             return
         lags = {t: self.lag(t) for t in mine.standby + mine.warmup}
-        log.info("instance %s (%s), generation %d: active %s, standby %s, warm-up %s, replica lags %s",
-                 self.instance_id, role, self.assignment.generation, mine.active, mine.standby, mine.warmup,
-                 lags)  # fmt: skip
+        log.info(
+            "instance %s (%s), generation %d: active %s, standby %s, warm-up %s, replica lags %s",
+            self.instance_id,
+            role,
+            self.assignment.generation,
+            mine.active,
+            mine.standby,
+            mine.warmup,
+            lags,
+        )
 
 
 def describe(assignment: Assignment) -> str:
     parts = []
     for instance, m in sorted(assignment.members.items()):
-        parts.append(f"{instance}: active {m.active}" + (f", standby {m.standby}" if m.standby else "")
-                     + (f", warm-up {m.warmup}" if m.warmup else ""))  # fmt: skip
+        parts.append(
+            f"{instance}: active {m.active}"
+            + (f", standby {m.standby}" if m.standby else "")
+            + (f", warm-up {m.warmup}" if m.warmup else "")
+        )
     return "; ".join(parts) or "no members"
 
 

@@ -64,9 +64,11 @@ class Metadata:
 
     def input_partitions(self, sub_id: int, partition: int) -> list[TopicPartition]:
         """The partitions task ``<sub_id>_<partition>`` reads."""
-        return [TopicPartition(self.names.topic(t, s.internal), partition)
-                for s in self.sub_topologies[sub_id].sources for t in s.topics]  # fmt: skip
-
+        return [
+            TopicPartition(self.names.topic(t, s.internal), partition)
+            for s in self.sub_topologies[sub_id].sources
+            for t in s.topics
+        ]
 
     def store_partitions(self, store: str) -> int:
         """How many tasks, and so partitions, store ``store`` is split into."""
@@ -119,8 +121,11 @@ def resolve(topology: Topology, log: Log, names: TopicNames, dead_letter_topics:
                 md.partitions[topic] = rt.partitions
             elif rt.sized_by_reader:  # co-partitioned with the other inputs of the sub-topology that reads it
                 reader = md.sub_topologies[md.sub_of_topic[topic]]
-                inputs = [t for t in (names.topic(t, s.internal) for s in reader.sources for t in s.topics)
-                          if t != topic and not (t in by_topic and by_topic[t].sized_by_reader)]  # fmt: skip
+                inputs = [
+                    t
+                    for t in (names.topic(t, s.internal) for s in reader.sources for t in s.topics)
+                    if t != topic and not (t in by_topic and by_topic[t].sized_by_reader)
+                ]
                 if not inputs:
                     raise StreamsError(f"cannot size internal topic {topic!r}: its reader has no other input")
                 if any(t not in md.partitions for t in inputs):
@@ -164,8 +169,9 @@ def resolve(topology: Topology, log: Log, names: TopicNames, dead_letter_topics:
     for store, sub_id in md.store_sub.items():
         spec = topology.stores[store]
         if spec.logged:
-            log.ensure_topic(names.changelog(store), md.tasks_per_sub[sub_id], compacted=True,
-                             config=spec.changelog_config())  # fmt: skip
+            log.ensure_topic(
+                names.changelog(store), md.tasks_per_sub[sub_id], compacted=True, config=spec.changelog_config()
+            )
     log.ensure_topic(names.membership(), 1, compacted=True)
     log.ensure_topic(names.assignment(), 1, compacted=True)
     md.source_topics = sorted(md.sub_of_topic)

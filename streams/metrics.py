@@ -81,13 +81,19 @@ class StreamsCollector(Collector):
             return GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=labels)
 
         processed = counter("task_records_processed", "Records processed by an active task.", task_labels)
-        seconds = counter("task_process_seconds", "Time an active task spent processing records (rate over "
-                          "rate of records processed: the mean process latency).", task_labels)  # fmt: skip
+        seconds = counter(
+            "task_process_seconds",
+            "Time an active task spent processing records (rate over "
+            "rate of records processed: the mean process latency).",
+            task_labels,
+        )
         dropped = counter("task_records_dropped", "Records dropped by an active task.", [*task_labels, "reason"])
-        restore = gauge("task_restore_remaining_records", "Changelog records a restoring task still has to "
-                        "restore.", task_labels)  # fmt: skip
-        lag = gauge("task_standby_lag_records", "Changelog records a standby or warm-up replica is behind.",
-                    task_labels)  # fmt: skip
+        restore = gauge(
+            "task_restore_remaining_records", "Changelog records a restoring task still has to restore.", task_labels
+        )
+        lag = gauge(
+            "task_standby_lag_records", "Changelog records a standby or warm-up replica is behind.", task_labels
+        )
         entries = gauge("store_entries", "Estimated entries in a task's store.", [*task_labels, "store"])
         state = gauge("task_state", "1 for the state a task on this instance is in.", [*task_labels, "state"])
         for t in stats.tasks:
@@ -105,8 +111,11 @@ class StreamsCollector(Collector):
             for store, n in sorted(t.store_entries.items()):
                 entries.add_metric([*labels, store], n)
         commits = counter("thread_commits", "Commits of a stream thread.", thread_labels)
-        commit_seconds = counter("thread_commit_seconds", "Time a stream thread spent committing (rate over rate "
-                                 "of commits: the mean commit latency).", thread_labels)  # fmt: skip
+        commit_seconds = counter(
+            "thread_commit_seconds",
+            "Time a stream thread spent committing (rate over rate of commits: the mean commit latency).",
+            thread_labels,
+        )
         thread_processed = counter("thread_records_processed", "Records polled by a stream thread.", thread_labels)
         for th in stats.threads:
             commits.add_metric([app, th.thread], th.commits)
@@ -116,11 +125,25 @@ class StreamsCollector(Collector):
         rebalances.add_metric([app, stats.instance], stats.rebalances)
         lost = counter("tasks_lost", "Tasks this instance lost (fenced or failed).", ["application_id", "instance"])
         lost.add_metric([app, stats.instance], stats.lost_tasks)
-        standby = counter("standby_records_applied", "Changelog records applied by standby replicas.",
-                          ["application_id", "instance"])  # fmt: skip
+        standby = counter(
+            "standby_records_applied", "Changelog records applied by standby replicas.", ["application_id", "instance"]
+        )
         standby.add_metric([app, stats.instance], stats.standby_records)
-        yield from (processed, seconds, dropped, restore, lag, entries, state, commits, commit_seconds,
-                    thread_processed, rebalances, lost, standby)  # fmt: skip
+        yield from (
+            processed,
+            seconds,
+            dropped,
+            restore,
+            lag,
+            entries,
+            state,
+            commits,
+            commit_seconds,
+            thread_processed,
+            rebalances,
+            lost,
+            standby,
+        )
 
 
 def new_registry(source: StatsSource) -> CollectorRegistry:

@@ -20,9 +20,16 @@ from streams.topology import SessionStoreSpec, StoreSpec, Topology, WindowStoreS
 from streams.windows import Windowed
 
 __all__ = [
-    "HostInfo", "KeyQueryMetadata", "QueryMetadata", "ReadOnlySessionStore", "ReadOnlyStore", "ReadOnlyWindowStore",
-    "StreamsMetadata", "read_only_store", "retrying",
-]  # fmt: skip
+    "HostInfo",
+    "KeyQueryMetadata",
+    "QueryMetadata",
+    "ReadOnlySessionStore",
+    "ReadOnlyStore",
+    "ReadOnlyWindowStore",
+    "StreamsMetadata",
+    "read_only_store",
+    "retrying",
+]
 
 T = TypeVar("T")
 _RETRIES = 5
@@ -136,9 +143,12 @@ class QueryMetadata:
         def stores(tasks: list[str]) -> list[str]:
             return sorted({s for t in tasks for s in stores_of.get(int(t.partition("_")[0]), [])})
 
-        return [StreamsMetadata(HostInfo(instance, m.server), list(m.active), stores(m.active), list(m.standby),
-                                stores(m.standby))
-                for instance, m in sorted(self._assignment().members.items())]  # fmt: skip
+        return [
+            StreamsMetadata(
+                HostInfo(instance, m.server), list(m.active), stores(m.active), list(m.standby), stores(m.standby)
+            )
+            for instance, m in sorted(self._assignment().members.items())
+        ]
 
     def for_store(self, store: str) -> list[StreamsMetadata]:
         """The instances with an active task or a standby of ``store``."""
@@ -290,8 +300,12 @@ class ReadOnlySessionStore(_View):
 View = ReadOnlyStore | ReadOnlyWindowStore | ReadOnlySessionStore | ReadOnlyGlobalStore
 
 
-def read_only_store(spec: StoreSpec, active_tasks: Callable[[], Iterable[StreamTask]], partitions: Callable[[], int],
-                    standby_tasks: Callable[[], Iterable[StreamTask]] | None = None) -> View:  # fmt: skip
+def read_only_store(
+    spec: StoreSpec,
+    active_tasks: Callable[[], Iterable[StreamTask]],
+    partitions: Callable[[], int],
+    standby_tasks: Callable[[], Iterable[StreamTask]] | None = None,
+) -> View:
     """The read-only view of the store ``spec`` describes (``standby_tasks``: also answer from replicas)."""
     if isinstance(spec, WindowStoreSpec):
         return ReadOnlyWindowStore(spec.name, active_tasks, partitions, standby_tasks)

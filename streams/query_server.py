@@ -137,14 +137,16 @@ def parse_time(text: str, name: str) -> int:
         try:
             when = datetime.fromisoformat(text)
         except ValueError:
-            raise QueryError(400, INVALID_PARAMETER, f"{name}={text!r} is neither epoch milliseconds nor an "
-                             "ISO-8601 time (e.g. 2024-05-01T12:00:00Z)") from None  # fmt: skip
+            raise QueryError(
+                400,
+                INVALID_PARAMETER,
+                f"{name}={text!r} is neither epoch milliseconds nor an ISO-8601 time (e.g. 2024-05-01T12:00:00Z)",
+            ) from None
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
         ms = (when - datetime(1970, 1, 1, tzinfo=UTC)) // _MILLISECOND
     if not 0 <= ms <= MAX_TIME:
-        raise QueryError(400, INVALID_PARAMETER, f"{name}={text!r} is out of range: times are from the epoch "
-                         "(0) on")  # fmt: skip
+        raise QueryError(400, INVALID_PARAMETER, f"{name}={text!r} is out of range: times are from the epoch (0) on")
     return ms
 
 
@@ -175,8 +177,12 @@ def _error_code(raw: bytes) -> int:
     return code if isinstance(code, int) else NOT_AVAILABLE
 
 
-_KINDS: dict[type, str] = {ReadOnlyStore: "key-value", ReadOnlyWindowStore: "window", ReadOnlySessionStore: "session",
-                           ReadOnlyGlobalStore: "global"}  # fmt: skip
+_KINDS: dict[type, str] = {
+    ReadOnlyStore: "key-value",
+    ReadOnlyWindowStore: "window",
+    ReadOnlySessionStore: "session",
+    ReadOnlyGlobalStore: "global",
+}
 #: The views the HTTP API reads a partition of.
 _Partitioned = ReadOnlyStore | ReadOnlyWindowStore | ReadOnlySessionStore
 
@@ -218,8 +224,9 @@ class _KeyLookups:
         flags = _flags(query_string)
         headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
         try:
-            status, body = await self._server.key_lookup(store, key, flags.get(b"include_standby", False),
-                                                         flags.get(b"local", False))  # fmt: skip
+            status, body = await self._server.key_lookup(
+                store, key, flags.get(b"include_standby", False), flags.get(b"local", False)
+            )
         except QueryError as exc:
             status, body = exc.status, orjson.dumps({"error_code": exc.code, "message": exc.message})
             if exc.retry_after is not None:
@@ -246,8 +253,9 @@ class QueryServer:
     """Serves ``source`` on ``advertised`` (the ``application_server``), listening on ``bind`` (``host:port``;
     default: the advertised host and port). ``forward_timeout_s`` bounds a request to another instance."""
 
-    def __init__(self, source: QuerySource, advertised: str, bind: str | None = None,
-                 forward_timeout_s: float = 2.0) -> None:  # fmt: skip
+    def __init__(
+        self, source: QuerySource, advertised: str, bind: str | None = None, forward_timeout_s: float = 2.0
+    ) -> None:
         self.source = source
         self.advertised = advertised.rstrip("/")
         self.host, self.port = parse_host_port(bind or advertised)
@@ -262,9 +270,17 @@ class QueryServer:
 
     def start(self, timeout: float = 15.0) -> None:
         # No proxy-headers middleware: nothing here reads the client's address, and it costs every request.
-        config = uvicorn.Config(self.app, host=self.host, port=self.port, log_level="warning", access_log=False,
-                                lifespan="on", timeout_graceful_shutdown=2, proxy_headers=False,
-                                http=self._http_protocol())  # fmt: skip
+        config = uvicorn.Config(
+            self.app,
+            host=self.host,
+            port=self.port,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=2,
+            proxy_headers=False,
+            http=self._http_protocol(),
+        )
         server = self._server = uvicorn.Server(config)
         failure: list[BaseException] = []
 
@@ -286,9 +302,16 @@ class QueryServer:
             time.sleep(0.01)
         frozen = freeze_long_lived()  # no full collection stalls lookups in flight
         self._frozen = True
-        log.info("query server of %s (instance %s) listening on %s:%d, advertised as %s (%d objects frozen out of "
-                 "the garbage collector)", self.source.application_id, self.source.instance_id, self.host, self.port,
-                 self.advertised, frozen)  # fmt: skip
+        log.info(
+            "query server of %s (instance %s) listening on %s:%d, advertised as %s (%d objects frozen out of "
+            "the garbage collector)",
+            self.source.application_id,
+            self.source.instance_id,
+            self.host,
+            self.port,
+            self.advertised,
+            frozen,
+        )
 
     def _http_protocol(self) -> type[asyncio.Protocol] | Literal["auto"]:
         """Key lookups answered by ``KeyLookupProtocol``, the rest by uvicorn's httptools protocol."""
@@ -318,23 +341,40 @@ class QueryServer:
             finally:
                 await self._client.aclose()
 
-        app = FastAPI(title="schemakit streams interactive queries", lifespan=lifespan, docs_url=None,
-                      redoc_url=None, openapi_url=None)  # fmt: skip
+        app = FastAPI(
+            title="schemakit streams interactive queries",
+            lifespan=lifespan,
+            docs_url=None,
+            redoc_url=None,
+            openapi_url=None,
+        )
 
         @app.exception_handler(QueryError)
         async def query_error(_: Request, exc: QueryError) -> Response:
             headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
-            return Response(orjson.dumps({"error_code": exc.code, "message": exc.message}), status_code=exc.status,
-                            media_type="application/json", headers=headers)  # fmt: skip
+            return Response(
+                orjson.dumps({"error_code": exc.code, "message": exc.message}),
+                status_code=exc.status,
+                media_type="application/json",
+                headers=headers,
+            )
 
         @app.get("/v1/metadata")
         async def metadata() -> Response:
             source = self.source
             lags = source.task_lags()
-            instances = [{**dataclasses.asdict(m), "lags": lags.get(m.host.instance, {})}
-                         for m in source.query_metadata.all_instances()]  # fmt: skip
-            return _json({"application_id": source.application_id, "instance": source.instance_id,
-                          "generation": source.assignment().generation, "instances": instances})  # fmt: skip
+            instances = [
+                {**dataclasses.asdict(m), "lags": lags.get(m.host.instance, {})}
+                for m in source.query_metadata.all_instances()
+            ]
+            return _json(
+                {
+                    "application_id": source.application_id,
+                    "instance": source.instance_id,
+                    "generation": source.assignment().generation,
+                    "instances": instances,
+                }
+            )
 
         @app.get("/v1/stores/{store}/metadata")
         async def store_metadata(store: str) -> Response:
@@ -348,26 +388,42 @@ class QueryServer:
             return _json(dataclasses.asdict(self._key_metadata(store, typed)))
 
         @app.get("/v1/stores/{store}/keys/{key}/windows")
-        async def window_fetch(store: str, key: str, time_from: str | None = Query(None, alias="from"),
-                               time_to: str | None = Query(None, alias="to"), include_standby: bool = False,
-                               local: bool = False) -> Response:  # fmt: skip
+        async def window_fetch(
+            store: str,
+            key: str,
+            time_from: str | None = Query(None, alias="from"),
+            time_to: str | None = Query(None, alias="to"),
+            include_standby: bool = False,
+            local: bool = False,
+        ) -> Response:
             return await self._windowed_lookup(store, key, "windows", time_from, time_to, include_standby, local)
 
         @app.get("/v1/stores/{store}/keys/{key}/sessions")
-        async def session_fetch(store: str, key: str, time_from: str | None = Query(None, alias="from"),
-                                time_to: str | None = Query(None, alias="to"), include_standby: bool = False,
-                                local: bool = False) -> Response:  # fmt: skip
+        async def session_fetch(
+            store: str,
+            key: str,
+            time_from: str | None = Query(None, alias="from"),
+            time_to: str | None = Query(None, alias="to"),
+            include_standby: bool = False,
+            local: bool = False,
+        ) -> Response:
             return await self._windowed_lookup(store, key, "sessions", time_from, time_to, include_standby, local)
 
         @app.get("/v1/stores/{store}/range")
-        async def range_query(store: str, key_from: str | None = Query(None, alias="from"),
-                              key_to: str | None = Query(None, alias="to"), include_standby: bool = False,
-                              local: bool = False, partitions: str | None = None) -> Response:  # fmt: skip
+        async def range_query(
+            store: str,
+            key_from: str | None = Query(None, alias="from"),
+            key_to: str | None = Query(None, alias="to"),
+            include_standby: bool = False,
+            local: bool = False,
+            partitions: str | None = None,
+        ) -> Response:
             return await self._scan(store, key_from, key_to, include_standby, local, partitions)
 
         @app.get("/v1/stores/{store}/all")
-        async def all_query(store: str, include_standby: bool = False, local: bool = False,
-                            partitions: str | None = None) -> Response:  # fmt: skip
+        async def all_query(
+            store: str, include_standby: bool = False, local: bool = False, partitions: str | None = None
+        ) -> Response:
             return await self._scan(store, None, None, include_standby, local, partitions)
 
         @app.get("/metrics")
@@ -399,8 +455,9 @@ class QueryServer:
         self._check_store(store)
         view = self.source.store(store, include_standby)
         if not isinstance(view, kind):
-            raise QueryError(404, STORE_NOT_FOUND, f"store {store!r} is a {_KINDS[type(view)]} store, not a "
-                             f"{_KINDS[kind]} store")  # fmt: skip
+            raise QueryError(
+                404, STORE_NOT_FOUND, f"store {store!r} is a {_KINDS[type(view)]} store, not a {_KINDS[kind]} store"
+            )
         return view
 
     def _partition_store(self, view: _Partitioned, partition: int) -> tuple[Any, bool]:
@@ -417,8 +474,9 @@ class QueryServer:
         try:
             return parse_key(serde, text)
         except ValueError as exc:
-            raise QueryError(422, INVALID_KEY, f"store {store!r}: key {text!r} is not a {type(serde).__name__} "
-                                               f"key: {exc}") from None  # fmt: skip
+            raise QueryError(
+                422, INVALID_KEY, f"store {store!r}: key {text!r} is not a {type(serde).__name__} key: {exc}"
+            ) from None
 
     def _key_metadata(self, store: str, key: Any) -> Any:
         try:
@@ -431,12 +489,9 @@ class QueryServer:
         value = kv.peek(key)
         if value is None:
             raise QueryError(404, KEY_NOT_FOUND, f"key {key!r} not found in store {store!r}")
-        return {"key": key, "value": value, "partition": partition, "instance": self.source.instance_id,
-                "stale": stale}  # fmt: skip
+        return {"key": key, "value": value, "partition": partition, "instance": self.source.instance_id, "stale": stale}
 
-    def _candidates(
-        self, store: str, partition: int, include_standby: bool
-    ) -> tuple[list[tuple[HostInfo, bool]], str]:
+    def _candidates(self, store: str, partition: int, include_standby: bool) -> tuple[list[tuple[HostInfo, bool]], str]:
         """(host, is standby) to ask for ``partition``, in order, and why there are none if so."""
         meta = self.source.query_metadata.for_partition(store, partition)
         hosts = [(meta.active, False)] if meta.active is not None else []
@@ -455,11 +510,27 @@ class QueryServer:
         meta = self._key_metadata(store, typed)
         if local:
             return 200, to_json(self._local_get(store, typed, meta.partition, include_standby))
-        return await self._routed(store, text, "", {}, typed, meta.partition, include_standby,
-                                  lambda standby: self._local_get(store, typed, meta.partition, standby))  # fmt: skip
+        return await self._routed(
+            store,
+            text,
+            "",
+            {},
+            typed,
+            meta.partition,
+            include_standby,
+            lambda standby: self._local_get(store, typed, meta.partition, standby),
+        )
 
-    async def _windowed_lookup(self, store: str, text: str, what: str, time_from: str | None, time_to: str | None,
-                               include_standby: bool, local: bool) -> Response:  # fmt: skip
+    async def _windowed_lookup(
+        self,
+        store: str,
+        text: str,
+        what: str,
+        time_from: str | None,
+        time_to: str | None,
+        include_standby: bool,
+        local: bool,
+    ) -> Response:
         """``GET /v1/stores/{store}/keys/{text}/windows`` (``what``) or ``/sessions``."""
         kind: type[_Partitioned] = ReadOnlyWindowStore if what == "windows" else ReadOnlySessionStore
         self._view_of(store, kind, include_standby)
@@ -474,13 +545,21 @@ class QueryServer:
             part, stale = self._partition_store(self._view_of(store, kind, standby), partition)
             if what == "windows":
                 size = part.window_size_ms
-                found = [{"start": t, "end": t + size, "value": v}
-                         for t, v in retrying(lambda: part.fetch(typed, low, high))]  # fmt: skip
+                found = [
+                    {"start": t, "end": t + size, "value": v} for t, v in retrying(lambda: part.fetch(typed, low, high))
+                ]
             else:
-                found = [{"start": w.window.start, "end": w.window.end, "value": v}
-                         for w, v in retrying(lambda: part.find_sessions(typed, low, high))]  # fmt: skip
-            return {"key": typed, what: found, "partition": partition, "instance": self.source.instance_id,
-                    "stale": stale}  # fmt: skip
+                found = [
+                    {"start": w.window.start, "end": w.window.end, "value": v}
+                    for w, v in retrying(lambda: part.find_sessions(typed, low, high))
+                ]
+            return {
+                "key": typed,
+                what: found,
+                "partition": partition,
+                "instance": self.source.instance_id,
+                "stale": stale,
+            }
 
         if local:
             return _json(answer(include_standby))
@@ -488,9 +567,17 @@ class QueryServer:
         status, body = await self._routed(store, text, f"/{what}", params, typed, partition, include_standby, answer)
         return Response(body, status_code=status, media_type="application/json")
 
-    async def _routed(self, store: str, text: str, suffix: str, params: dict[str, str], key: Any, partition: int,
-                      include_standby: bool, answer: Callable[[bool], dict[str, Any]],
-                      ) -> tuple[int, bytes]:  # fmt: skip
+    async def _routed(
+        self,
+        store: str,
+        text: str,
+        suffix: str,
+        params: dict[str, str],
+        key: Any,
+        partition: int,
+        include_standby: bool,
+        answer: Callable[[bool], dict[str, Any]],
+    ) -> tuple[int, bytes]:
         """Ask ``/v1/stores/{store}/keys/{text}{suffix}`` of the owner of ``partition`` (``answer(standby)``
         when that is this instance), then, with ``include_standby``, of its standbys, until one answers."""
         hosts, why = self._candidates(store, partition, include_standby)
@@ -527,8 +614,9 @@ class QueryServer:
         message = f"key {key!r} of store {store!r} (partition {partition}) cannot be answered now: {why}{hint}"
         raise QueryError(503, NOT_AVAILABLE, message, 1 if owner_restoring else self.source.retry_after_s)
 
-    def _local_scan(self, store: str, low: Any, high: Any, partitions: list[int],
-                    include_standby: bool) -> tuple[list[tuple[bytes, Any, Any]], list[int]]:  # fmt: skip
+    def _local_scan(
+        self, store: str, low: Any, high: Any, partitions: list[int], include_standby: bool
+    ) -> tuple[list[tuple[bytes, Any, Any]], list[int]]:
         """(key bytes, key, value) of ``partitions`` here, and which of them are answered by replicas."""
         try:
             stores = self._kv_store(store, include_standby).partition_stores(partitions)
@@ -539,8 +627,15 @@ class QueryServer:
             items.extend((kv.key_bytes(k), k, v) for k, v in kv.range(low, high))
         return items, [p for p, _, stale in stores if stale]
 
-    async def _scan(self, store: str, key_from: str | None, key_to: str | None, include_standby: bool,
-                    local: bool, partitions: str | None) -> Response:  # fmt: skip
+    async def _scan(
+        self,
+        store: str,
+        key_from: str | None,
+        key_to: str | None,
+        include_standby: bool,
+        local: bool,
+        partitions: str | None,
+    ) -> Response:
         low = None if key_from is None else self._key(store, key_from)
         high = None if key_to is None else self._key(store, key_to)
         self._check_store(store)
@@ -556,8 +651,7 @@ class QueryServer:
         if local:
             items, stale = self._local_scan(store, low, high, wanted, include_standby)
             # ``kb``: the key's bytes, base64, so that the asking instance merges in key-byte order exactly
-            return _json({"items": [{"kb": kb, "key": k, "value": v} for kb, k, v in items],
-                          "stale_partitions": stale})  # fmt: skip
+            return _json({"items": [{"kb": kb, "key": k, "value": v} for kb, k, v in items], "stale_partitions": stale})
         pending: dict[int, list[tuple[HostInfo, bool]]] = {}
         reasons: list[str] = []
         for p in wanted:
@@ -577,8 +671,11 @@ class QueryServer:
             if any(not hosts for hosts in pending.values()):
                 hint = "" if include_standby else "; include_standby=true reads standbys' copies, possibly stale"
                 missing = sorted(p for p, hosts in pending.items() if not hosts)
-                raise _unavailable(self.source, f"partitions {missing} of store {store!r} cannot be answered now: "
-                                                f"{'; '.join(reasons) or 'no instance holds them'}{hint}")  # fmt: skip
+                raise _unavailable(
+                    self.source,
+                    f"partitions {missing} of store {store!r} cannot be answered now: "
+                    f"{'; '.join(reasons) or 'no instance holds them'}{hint}",
+                )
             groups: dict[tuple[HostInfo, bool], list[int]] = {}
             for p, hosts in pending.items():
                 groups.setdefault(hosts[0], []).append(p)
@@ -588,8 +685,11 @@ class QueryServer:
                     return self._local_scan(store, low, high, parts, standby)
                 if host.server is None:
                     raise QueryError(503, NOT_AVAILABLE, f"instance {host.instance} has no application_server")
-                query = {**params, "partitions": ",".join(map(str, parts)),
-                         "include_standby": "true" if standby else "false"}  # fmt: skip
+                query = {
+                    **params,
+                    "partitions": ",".join(map(str, parts)),
+                    "include_standby": "true" if standby else "false",
+                }
                 try:
                     status, raw = await self._ask(host, path, query)
                 except HttpPoolError as exc:
@@ -616,5 +716,6 @@ class QueryServer:
                 for p in parts:
                     del pending[p]
         all_items.sort(key=lambda item: item[0])
-        return _json({"items": [{"key": k, "value": v} for _, k, v in all_items],
-                      "stale_partitions": sorted(stale_partitions)})  # fmt: skip
+        return _json(
+            {"items": [{"key": k, "value": v} for _, k, v in all_items], "stale_partitions": sorted(stale_partitions)}
+        )

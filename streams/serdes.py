@@ -188,12 +188,21 @@ FLOAT = FloatSerde()
 JSON = JsonSerde()
 
 _BY_NAME: dict[Any, Any] = {
-    str: STRING, "str": STRING, "string": STRING,
-    bytes: BYTES, "bytes": BYTES,
-    int: INT, "int": INT, "long": INT,
-    float: FLOAT, "float": FLOAT, "double": FLOAT,
-    "json": JSON, dict: JSON, list: JSON,
-}  # fmt: skip
+    str: STRING,
+    "str": STRING,
+    "string": STRING,
+    bytes: BYTES,
+    "bytes": BYTES,
+    int: INT,
+    "int": INT,
+    "long": INT,
+    float: FLOAT,
+    "float": FLOAT,
+    "double": FLOAT,
+    "json": JSON,
+    dict: JSON,
+    list: JSON,
+}
 
 
 class TimestampedSerde:

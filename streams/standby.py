@@ -98,8 +98,11 @@ class StandbyTask:
         starts = self.starts()
         if self.task.task_dir is None or starts == self._checkpointed:
             return
-        offsets = {checkpoint_key(tp.topic, tp.partition): tail.applied for tp, tail in self.tails.items()
-                   if tail.store.persistent}  # fmt: skip
+        offsets = {
+            checkpoint_key(tp.topic, tp.partition): tail.applied
+            for tp, tail in self.tails.items()
+            if tail.store.persistent
+        }
         if offsets:
             write_checkpoint(self.task.task_dir, offsets)
         self._checkpointed = starts
@@ -189,8 +192,13 @@ class StandbyUpdater:
         keep = [r for r in tail.pending if not _is_uncommitted(r, committed)]
         dropped = len(tail.pending) - len(keep)
         if dropped:
-            log.info("standby %s: dropping %d uncommitted change(s) of %s[%d] before a new owner's barrier",
-                     standby.id, dropped, tail.tp.topic, tail.tp.partition)  # fmt: skip
+            log.info(
+                "standby %s: dropping %d uncommitted change(s) of %s[%d] before a new owner's barrier",
+                standby.id,
+                dropped,
+                tail.tp.topic,
+                tail.tp.partition,
+            )
         self._apply(standby, tail, keep)
         tail.pending = []
         tail.applied = barrier.offset + 1
@@ -198,8 +206,9 @@ class StandbyUpdater:
     def _confirm(self) -> None:
         waiting = [(standby, tail) for standby, tail in self._by_tp.values() if tail.pending]
         if waiting:
-            inputs = sorted({tp for standby, _ in waiting for tp in standby.inputs},
-                            key=lambda tp: (tp.topic, tp.partition))  # fmt: skip
+            inputs = sorted(
+                {tp for standby, _ in waiting for tp in standby.inputs}, key=lambda tp: (tp.topic, tp.partition)
+            )
             offsets = self._committed(inputs)
             committed = {(tp.topic, tp.partition): offset for tp, offset in offsets.items()}
             for standby, tail in waiting:

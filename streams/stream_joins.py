@@ -74,8 +74,13 @@ class _Join(Forwarding):
         self.context.record_dropped()
         if log.isEnabledFor(logging.DEBUG):
             rc = self._rc
-            log.debug("skipping a record with a null %s: topic=%s partition=%d offset=%d", "key" if key is None
-                      else "value", rc.topic, rc.partition, rc.offset)  # fmt: skip
+            log.debug(
+                "skipping a record with a null %s: topic=%s partition=%d offset=%d",
+                "key" if key is None else "value",
+                rc.topic,
+                rc.partition,
+                rc.offset,
+            )
 
 
 class StreamStreamJoinProcessor(_Join):
@@ -85,8 +90,17 @@ class StreamStreamJoinProcessor(_Join):
     no partner are emitted with None (left join: the left side; outer join: both). ``outer_store``: the
     shared store of such records (None for an inner join)."""
 
-    def __init__(self, this_store: str, other_store: str, outer_store: str | None, windows: JoinWindows,
-                 joiner: Joiner, left_side: bool, outer: bool, other_outer: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        this_store: str,
+        other_store: str,
+        outer_store: str | None,
+        windows: JoinWindows,
+        joiner: Joiner,
+        left_side: bool,
+        outer: bool,
+        other_outer: bool,
+    ) -> None:
         self.this_store = this_store
         self.other_store = other_store
         self.outer_store = outer_store
@@ -176,8 +190,11 @@ class StreamStreamJoinProcessor(_Join):
         if not rows:
             return
         limit = stream_time - w.grace_ms
-        closed = [(t, is_left, kb, sub, v) for kb, t, sub, ((is_left, v), _) in rows
-                  if t + (w.after_ms if is_left else w.before_ms) < limit]  # fmt: skip
+        closed = [
+            (t, is_left, kb, sub, v)
+            for kb, t, sub, ((is_left, v), _) in rows
+            if t + (w.after_ms if is_left else w.before_ms) < limit
+        ]
         if not closed:
             return
         closed.sort(key=lambda row: row[:4])

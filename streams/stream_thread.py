@@ -54,13 +54,18 @@ class StreamThread(threading.Thread):
         self._config = config
         self._consumer = consumer
         self._reader = ChangelogReader(None, restore_consumer, restore_listener, config.restore_batch)
-        self._standbys = StandbyUpdater(standby_consumer, consumer.committed, config.restore_batch,
-                                        confirm_interval=min(config.commit_interval_ms / 2000, 1.0))  # fmt: skip
+        self._standbys = StandbyUpdater(
+            standby_consumer,
+            consumer.committed,
+            config.restore_batch,
+            confirm_interval=min(config.commit_interval_ms / 2000, 1.0),
+        )
         self._clock = task_env.clock
         self._listener = listener
         self._linger_s = linger_s
-        self.tasks = TaskManager(name, metadata, task_env, log_backend, consumer, self._reader, self._standbys,
-                                 task_listener)  # fmt: skip
+        self.tasks = TaskManager(
+            name, metadata, task_env, log_backend, consumer, self._reader, self._standbys, task_listener
+        )
         self.processed = 0
         self.commit_seconds = 0.0  # spent in commits, for the commit latency metric
         self._stop_event = threading.Event()
@@ -188,8 +193,13 @@ class StreamThread(threading.Thread):
             if now >= progress_at:
                 rate = (self.processed - progress_count) / max(config.progress_interval_s, 1e-9)
                 states = tasks.states()
-                log.info("thread %s: %d records processed (%.0f/s), tasks %s", self.name, self.processed, rate,
-                         {t: states[t] for t in sorted(states)})  # fmt: skip
+                log.info(
+                    "thread %s: %d records processed (%.0f/s), tasks %s",
+                    self.name,
+                    self.processed,
+                    rate,
+                    {t: states[t] for t in sorted(states)},
+                )
                 progress_count = self.processed
                 progress_at = now + config.progress_interval_s
         tasks.close_all(clean=True)

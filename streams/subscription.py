@@ -193,4 +193,3 @@ class CombinedKeySerde(_Serde):
 
     def __repr__(self) -> str:
         return f"CombinedKeySerde({self.foreign_key!r}, {self.primary_key!r})"
-

@@ -79,8 +79,10 @@ class BufferConfig:
         return self.record_limit is not None or self.byte_limit is not None
 
     def __repr__(self) -> str:
-        return (f"BufferConfig(max_records={self.record_limit}, max_bytes={self.byte_limit}, "
-                f"{'shut_down' if self.shut_down else 'emit_early'}_when_full)")  # fmt: skip
+        return (
+            f"BufferConfig(max_records={self.record_limit}, max_bytes={self.byte_limit}, "
+            f"{'shut_down' if self.shut_down else 'emit_early'}_when_full)"
+        )
 
 
 class Suppressed:
@@ -92,8 +94,10 @@ class Suppressed:
         if not isinstance(buffer, BufferConfig):
             raise TypeError(f"buffer must be a BufferConfig, got {buffer!r}")
         if final and buffer.bounded and not buffer.shut_down:
-            raise TopologyError("until_window_closes() needs a buffer that shuts down when full (or is unbounded): "
-                                "emitting early would emit results that are not final")  # fmt: skip
+            raise TopologyError(
+                "until_window_closes() needs a buffer that shuts down when full (or is unbounded): "
+                "emitting early would emit results that are not final"
+            )
         self.final = final
         self.time_limit_ms = time_limit_ms
         self.buffer = buffer
@@ -107,8 +111,12 @@ class Suppressed:
     @classmethod
     def until_time_limit(cls, time_limit: timedelta | int, buffer: BufferConfig | None = None) -> Suppressed:
         """A key's latest update, ``time_limit`` of stream time after the first one held back."""
-        return cls(False, to_millis(time_limit, "suppression time limit"),
-                   buffer if buffer is not None else BufferConfig.unbounded(), None)  # fmt: skip
+        return cls(
+            False,
+            to_millis(time_limit, "suppression time limit"),
+            buffer if buffer is not None else BufferConfig.unbounded(),
+            None,
+        )
 
     def with_name(self, name: str) -> Suppressed:
         """Names the suppression's node and buffer (``<name>-store``, changelog ``<app>-<name>-store-changelog``)."""
@@ -160,8 +168,10 @@ class SuppressProcessor(Forwarding):
         if kb is None:
             kb = buffer.key_bytes(key)  # raises the error that names the buffer
         # put returns the earliest due time in the buffer
-        if buffer.put(kb, key, change[0], change[1], ts,
-                      (key.window.end if self._by_window else ts) + self._offset) <= self._observed:
+        if (
+            buffer.put(kb, key, change[0], change[1], ts, (key.window.end if self._by_window else ts) + self._offset)
+            <= self._observed
+        ):
             for update in buffer.pop_due(self._observed):
                 self._emit(update)
         if self._bounded and self._over_capacity():
@@ -177,7 +187,8 @@ class SuppressProcessor(Forwarding):
     def _over_capacity(self) -> bool:
         buffer = self._buffer
         return (self._max_records is not None and len(buffer) > self._max_records) or (
-            self._max_bytes is not None and buffer.size_bytes > self._max_bytes)  # fmt: skip
+            self._max_bytes is not None and buffer.size_bytes > self._max_bytes
+        )
 
     def _emit(self, update: BufferedUpdate) -> None:
         if update.new is None and self._drop_deletes:

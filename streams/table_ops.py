@@ -40,8 +40,9 @@ class TableOptions:
     send_old_values: bool = False
 
 
-def _cached_forwarder(context: ProcessorContext, forward: Callable[[Any, Any], None],
-                      send_old: bool) -> Callable[[Any, Any, Any, int], None]:  # fmt: skip
+def _cached_forwarder(
+    context: ProcessorContext, forward: Callable[[Any, Any], None], send_old: bool
+) -> Callable[[Any, Any, Any, int], None]:
     """The flush listener of a timestamped store: forwards each flushed update with its timestamp."""
     rc = context.record_context
 
@@ -69,8 +70,14 @@ class AggregateProcessor(Forwarding):
 
     Records with a None key or value are dropped (as Kafka Streams does)."""
 
-    def __init__(self, store_name: str, initializer: Callable[[], Any] | None,
-                 adder: Callable[[Any, Any, Any], Any], cache: bool, options: TableOptions) -> None:  # fmt: skip
+    def __init__(
+        self,
+        store_name: str,
+        initializer: Callable[[], Any] | None,
+        adder: Callable[[Any, Any, Any], Any],
+        cache: bool,
+        options: TableOptions,
+    ) -> None:
         self.store_name = store_name
         self.initializer = initializer
         self.adder = adder
@@ -237,9 +244,15 @@ class TableAggregateProcessor(Forwarding):
 
     ``initializer`` None (reduce): a group's first value is its aggregate."""
 
-    def __init__(self, store_name: str, initializer: Callable[[], Any] | None,
-                 adder: Callable[[Any, Any, Any], Any], subtractor: Callable[[Any, Any, Any], Any], cache: bool,
-                 options: TableOptions) -> None:  # fmt: skip
+    def __init__(
+        self,
+        store_name: str,
+        initializer: Callable[[], Any] | None,
+        adder: Callable[[Any, Any, Any], Any],
+        subtractor: Callable[[Any, Any, Any], Any],
+        cache: bool,
+        options: TableOptions,
+    ) -> None:
         self.store_name = store_name
         self.initializer = initializer
         self.adder = adder

@@ -104,8 +104,16 @@ class _SourceProcessor(Processor):
 
 
 class _SinkProcessor(Processor):
-    def __init__(self, node: SinkNode, topic: str, key_serde: Any, value_serde: Any, env: TaskEnv,
-                 rc: RecordContext, task: StreamTask) -> None:  # fmt: skip
+    def __init__(
+        self,
+        node: SinkNode,
+        topic: str,
+        key_serde: Any,
+        value_serde: Any,
+        env: TaskEnv,
+        rc: RecordContext,
+        task: StreamTask,
+    ) -> None:
         self._task = task
         self._skips = env.output_skips or None  # only a replay after a dropped output has any
         self.node = node
@@ -155,8 +163,9 @@ class _Input:
 
     __slots__ = ("committed", "extractor", "forward", "kde", "next_offset", "partition_time", "tp", "vde")
 
-    def __init__(self, tp: TopicPartition, source: _SourceProcessor, kde: Any, vde: Any,
-                 extractor: TimestampExtractor | None) -> None:  # fmt: skip
+    def __init__(
+        self, tp: TopicPartition, source: _SourceProcessor, kde: Any, vde: Any, extractor: TimestampExtractor | None
+    ) -> None:
         self.tp = tp
         self.kde = kde
         self.vde = vde
@@ -215,9 +224,18 @@ class StreamTask:
         max_cache = self.env.cache_max_entries
         store: StateStore
         if isinstance(spec, WindowStoreSpec):
-            store = WindowStore(spec.name, key, value, topic, rc, spec.retention_ms, path, max_cache,
-                                window_size_ms=spec.window_size_ms,
-                                retain_duplicates=spec.retain_duplicates)  # fmt: skip
+            store = WindowStore(
+                spec.name,
+                key,
+                value,
+                topic,
+                rc,
+                spec.retention_ms,
+                path,
+                max_cache,
+                window_size_ms=spec.window_size_ms,
+                retain_duplicates=spec.retain_duplicates,
+            )
         elif isinstance(spec, SessionStoreSpec):
             store = SessionStore(spec.name, key, value, topic, rc, spec.retention_ms, path, max_cache)
         elif isinstance(spec, SuppressionBufferSpec):
@@ -268,8 +286,9 @@ class StreamTask:
             for t in node.topics:
                 topic = env.topic_names.topic(t, node.internal)
                 tp = TopicPartition(topic, self.partition)
-                self._inputs[topic] = _Input(tp, source, bind_deserializer(key, topic, True),
-                                             bind_deserializer(value, topic, False), extractor)  # fmt: skip
+                self._inputs[topic] = _Input(
+                    tp, source, bind_deserializer(key, topic, True), bind_deserializer(value, topic, False), extractor
+                )
 
     def init_processors(self) -> None:
         """Initialize processors (after the stores are restored), parents first. A restored task resumes
@@ -356,16 +375,24 @@ class StreamTask:
         except StreamsError:
             raise
         except Exception as exc:
-            raise ProcessingError(f"task {self.id}: the timestamp extractor failed on the record at "
-                                  f"{rec.topic}[{rec.partition}] offset {rec.offset}: {exc}") from exc  # fmt: skip
+            raise ProcessingError(
+                f"task {self.id}: the timestamp extractor failed on the record at "
+                f"{rec.topic}[{rec.partition}] offset {rec.offset}: {exc}"
+            ) from exc
         if isinstance(ts, bool) or not isinstance(ts, int):
             raise ProcessingError(
                 f"task {self.id}: the timestamp extractor returned {ts!r} for the record at "
                 f"{rec.topic}[{rec.partition}] offset {rec.offset}; it must return int milliseconds"
             )
         if ts < 0:
-            log.warning("task %s: dropping the record at %s[%d] offset %d: negative extracted timestamp %d",
-                        self.id, rec.topic, rec.partition, rec.offset, ts)  # fmt: skip
+            log.warning(
+                "task %s: dropping the record at %s[%d] offset %d: negative extracted timestamp %d",
+                self.id,
+                rec.topic,
+                rec.partition,
+                rec.offset,
+                ts,
+            )
             self.dropped_records += 1
         elif ts > inp.partition_time:
             inp.partition_time = ts
@@ -382,8 +409,10 @@ class StreamTask:
         error = ProcessingError(
             f"task {self.id}: processing the record at {rec.topic}[{rec.partition}] offset {rec.offset} "
             f"failed: {type(exc).__name__}: {exc}",
-            topic=rec.topic, partition=rec.partition, offset=rec.offset,
-        )  # fmt: skip
+            topic=rec.topic,
+            partition=rec.partition,
+            offset=rec.offset,
+        )
         error.__cause__ = exc
         self._ask(self.env.processing_handler, rec, error, "processing_error")
 
@@ -403,15 +432,18 @@ class StreamTask:
         refused = [(out, exc) for out, exc in failures if not isinstance(exc, _NOT_RECORD_ERRORS)]
         # Which input record an output came from is not known here (successful sends carry no callback,
         # which keeps them cheap): the error names the input range of the failed transaction instead.
-        inputs = ", ".join(f"{inp.tp.topic}[{inp.tp.partition}] from offset {inp.committed or 0}"
-                           for inp in self._inputs.values())  # fmt: skip
+        inputs = ", ".join(
+            f"{inp.tp.topic}[{inp.tp.partition}] from offset {inp.committed or 0}" for inp in self._inputs.values()
+        )
         for out, exc in refused:
-            error = ProductionError(self.id, out.topic, None, -1, -1, exc, sink_partition=out.partition,
-                                    source=f"the records at {inputs}")  # fmt: skip
+            error = ProductionError(
+                self.id, out.topic, None, -1, -1, exc, sink_partition=out.partition, source=f"the records at {inputs}"
+            )
             error.__cause__ = exc
             self._decide(self.env.production_handler, out, error, "production_error")
-            log.warning("task %s: dropping an output to %s[%d] the log refused: %s", self.id, out.topic,
-                        out.partition, exc)  # fmt: skip
+            log.warning(
+                "task %s: dropping an output to %s[%d] the log refused: %s", self.id, out.topic, out.partition, exc
+            )
             skips.add(out.topic, out.key, out.value)
         return bool(refused)
 
@@ -484,16 +516,23 @@ class StreamTask:
         """Flush every store's cache (changelog + downstream), upstream stores first."""
         if not self.stores:
             return
-        headers = source_header([(inp.tp.topic, inp.tp.partition, inp.next_offset if inp.next_offset is not None
-                                  else -1) for inp in self._inputs.values()])  # fmt: skip
+        headers = source_header(
+            [
+                (inp.tp.topic, inp.tp.partition, inp.next_offset if inp.next_offset is not None else -1)
+                for inp in self._inputs.values()
+            ]
+        )
         for store in self.stores.values():
             store.stream_time = self.stream_time  # time-keeping stores write it with their changes
             if store.dirty_count:
                 store.flush(headers)
 
     def offsets_to_commit(self) -> dict[TopicPartition, int]:
-        return {inp.tp: inp.next_offset for inp in self._inputs.values()
-                if inp.next_offset is not None and inp.next_offset != inp.committed}  # fmt: skip
+        return {
+            inp.tp: inp.next_offset
+            for inp in self._inputs.values()
+            if inp.next_offset is not None and inp.next_offset != inp.committed
+        }
 
     def committed(self, offsets: dict[TopicPartition, int]) -> None:
         """The offsets were committed: persist local state, then record how far it reaches (at-least-once;

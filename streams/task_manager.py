@@ -161,8 +161,10 @@ class TaskManager:
         wanted = {tp for task in self._active.values() for tp in task.input_partitions}
         if wanted == self._assigned:
             return
-        positions = {tp: self._consumer.position(tp) if tp in self._assigned else self._starts.pop(tp, OFFSET_BEGINNING)
-                     for tp in wanted}  # fmt: skip
+        positions = {
+            tp: self._consumer.position(tp) if tp in self._assigned else self._starts.pop(tp, OFFSET_BEGINNING)
+            for tp in wanted
+        }
         self._consumer.assign(positions)
         self._assigned = wanted
 
@@ -229,8 +231,13 @@ class TaskManager:
         self._index()
         self._reassign_consumer()
         self._listener.on_tasks_changed()
-        log.info("thread %s: generation %d, active %s, replicas %s", self._thread_name, generation,
-                 self.task_ids(), sorted(self._standbys.tasks))  # fmt: skip
+        log.info(
+            "thread %s: generation %d, active %s, replicas %s",
+            self._thread_name,
+            generation,
+            self.task_ids(),
+            sorted(self._standbys.tasks),
+        )
 
     def _initialize(self, new: list[tuple[StreamTask, dict[TopicPartition, int] | None]]) -> None:
         """Fence, then restore up to the barriers, then start. ``starts``: where a promoted replica got to."""
@@ -367,8 +374,11 @@ class TaskManager:
             ) from exc
         if self._active.pop(task.id, None) is None:
             return
-        log.warning("thread %s: task %s rolls back to its last commit and replays without the dropped output(s)",
-                    self._thread_name, task.id)  # fmt: skip
+        log.warning(
+            "thread %s: task %s rolls back to its last commit and replays without the dropped output(s)",
+            self._thread_name,
+            task.id,
+        )
         task.close(clean=False)
         producer = self._producers.pop(task.id, None)
         if producer is not None:

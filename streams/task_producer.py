@@ -164,8 +164,9 @@ class TaskProducer:
         producer = self._producer if self.open else self._begin()
         assert producer is not None
         try:
-            producer.send(topic, value, key, partition=partition, headers=headers, timestamp=timestamp,
-                          on_delivery=on_delivery)  # fmt: skip
+            producer.send(
+                topic, value, key, partition=partition, headers=headers, timestamp=timestamp, on_delivery=on_delivery
+            )
         except _PRODUCER_ERRORS as exc:
             raise self._error(exc, f"send to {topic!r}") from exc
 
@@ -207,9 +208,9 @@ class TaskProducer:
         if self.open:
             self.commit({})
 
-    def write_barriers(self, barriers: list[tuple[TopicPartition, bytes, Iterable[tuple[str, bytes | None]]]]) -> dict[
-        TopicPartition, int
-    ]:
+    def write_barriers(
+        self, barriers: list[tuple[TopicPartition, bytes, Iterable[tuple[str, bytes | None]]]]
+    ) -> dict[TopicPartition, int]:
         """Write one ``(partition, key, headers)`` tombstone per changelog partition in a transaction of
         their own; returns the offset each landed at."""
         landed: dict[TopicPartition, int] = {}

@@ -59,10 +59,17 @@ class _MockClock:
 class TopologyTestDriver:
     __test__ = False  # not a pytest test class
 
-    def __init__(self, topology: Topology, *, application_id: str = "test-driver", wall_clock_ms: int = 0,
-                 state_dir: str | Path | None = None, deserialization_error_handler: Any = "fail",
-                 default_timestamp_extractor: Any = None,
-                 processing_exception_handler: Any = "fail") -> None:  # fmt: skip
+    def __init__(
+        self,
+        topology: Topology,
+        *,
+        application_id: str = "test-driver",
+        wall_clock_ms: int = 0,
+        state_dir: str | Path | None = None,
+        deserialization_error_handler: Any = "fail",
+        default_timestamp_extractor: Any = None,
+        processing_exception_handler: Any = "fail",
+    ) -> None:
         self.topology = topology
         self.application_id = application_id
         self.clock = _MockClock(wall_clock_ms)
@@ -107,8 +114,9 @@ class TopologyTestDriver:
 
     # -- topics ----------------------------------------------------------------------------------------
 
-    def input_topic(self, topic: str, *, key: Any = None, value: Any = None, start_timestamp: int = 0,
-                    auto_advance_ms: int = 0) -> TestInputTopic:  # fmt: skip
+    def input_topic(
+        self, topic: str, *, key: Any = None, value: Any = None, start_timestamp: int = 0, auto_advance_ms: int = 0
+    ) -> TestInputTopic:
         if (topic not in self._task_by_topic and topic not in self._global_by_topic) or topic in self._internal:
             raise TopologyError(
                 f"topic {topic!r} is not a source topic of this topology; sources: {self.source_topics}"
@@ -119,11 +127,24 @@ class TopologyTestDriver:
 
     def output_topic(self, topic: str, *, key: Any = None, value: Any = None) -> TestOutputTopic:
         records = self._outputs.setdefault(topic, deque())
-        return TestOutputTopic(records, topic, serde_from(key) or self.topology.default_key,
-                               serde_from(value) or self.topology.default_value)  # fmt: skip
+        return TestOutputTopic(
+            records,
+            topic,
+            serde_from(key) or self.topology.default_key,
+            serde_from(value) or self.topology.default_value,
+        )
 
-    def _send(self, topic: str, value: bytes | None, key: bytes | None = None, *, partition: int | None = None,
-              headers: Any = None, timestamp: int | None = None, on_delivery: Any = None) -> None:  # fmt: skip
+    def _send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        *,
+        partition: int | None = None,
+        headers: Any = None,
+        timestamp: int | None = None,
+        on_delivery: Any = None,
+    ) -> None:
         ts = timestamp if timestamp is not None else self.clock.ms
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1
@@ -137,8 +158,14 @@ class TopologyTestDriver:
             if topic in self._task_by_topic:  # a user topic the topology also reads (through())
                 self._pending.append(rec)
 
-    def _pipe(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int,
-              headers: tuple[tuple[str, bytes | None], ...]) -> None:  # fmt: skip
+    def _pipe(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: tuple[tuple[str, bytes | None], ...],
+    ) -> None:
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1
         rec = Record(topic, 0, offset, key, value, timestamp, headers)
@@ -235,8 +262,14 @@ class TestInputTopic:
         self._time = start
         self._advance = advance
 
-    def pipe_input(self, key: Any = None, value: Any = None, *, timestamp: int | None = None,
-                   headers: Iterable[tuple[str, bytes | None]] = ()) -> None:  # fmt: skip
+    def pipe_input(
+        self,
+        key: Any = None,
+        value: Any = None,
+        *,
+        timestamp: int | None = None,
+        headers: Iterable[tuple[str, bytes | None]] = (),
+    ) -> None:
         if timestamp is None:
             timestamp = self._time
             self._time += self._advance

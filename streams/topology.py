@@ -76,8 +76,10 @@ _CHANGELOG_EXTRA_RETENTION_MS = 24 * 60 * 60 * 1000
 
 def _check_retention(name: str, retention_ms: int, at_least: int, why: str) -> None:
     if not isinstance(retention_ms, int) or retention_ms < at_least:
-        raise TopologyError(f"the retention period of store {name!r} must be no smaller than {why} "
-                            f"({at_least} ms), got {retention_ms} ms")  # fmt: skip
+        raise TopologyError(
+            f"the retention period of store {name!r} must be no smaller than {why} "
+            f"({at_least} ms), got {retention_ms} ms"
+        )
 
 
 @dataclass
@@ -99,8 +101,10 @@ class WindowStoreSpec(StoreSpec):
             self.cache = False
 
     def changelog_config(self) -> dict[str, str]:
-        return {"cleanup.policy": "compact,delete",
-                "retention.ms": str(self.retention_ms + _CHANGELOG_EXTRA_RETENTION_MS)}  # fmt: skip
+        return {
+            "cleanup.policy": "compact,delete",
+            "retention.ms": str(self.retention_ms + _CHANGELOG_EXTRA_RETENTION_MS),
+        }
 
 
 @dataclass
@@ -114,8 +118,10 @@ class SessionStoreSpec(StoreSpec):
         _check_retention(self.name, self.retention_ms, 0, "zero")
 
     def changelog_config(self) -> dict[str, str]:
-        return {"cleanup.policy": "compact,delete",
-                "retention.ms": str(self.retention_ms + _CHANGELOG_EXTRA_RETENTION_MS)}  # fmt: skip
+        return {
+            "cleanup.policy": "compact,delete",
+            "retention.ms": str(self.retention_ms + _CHANGELOG_EXTRA_RETENTION_MS),
+        }
 
 
 @dataclass
@@ -247,8 +253,18 @@ class Topology:
         key = serde_from(key, f"key serde of source {name!r}")
         value = serde_from(value, f"value serde of source {name!r}")
         extractor = extractor_from(timestamp_extractor, f"timestamp_extractor of source {name!r}")
-        self._add(SourceNode(name, len(self.nodes), [], topics=list(topics), key=key, value=value, internal=internal,
-                             timestamp_extractor=extractor))  # fmt: skip
+        self._add(
+            SourceNode(
+                name,
+                len(self.nodes),
+                [],
+                topics=list(topics),
+                key=key,
+                value=value,
+                internal=internal,
+                timestamp_extractor=extractor,
+            )
+        )
         return self
 
     def add_global_table(self, spec: GlobalTableSpec) -> Topology:
@@ -287,10 +303,18 @@ class Topology:
         _check_name("topic", topic)
         if not parents:
             raise TopologyError(f"sink {name!r} needs at least one parent")
-        self._add(SinkNode(name, len(self.nodes), list(parents), topic=topic,
-                           key=serde_from(key, f"key serde of sink {name!r}"),
-                           value=serde_from(value, f"value serde of sink {name!r}"),
-                           partitioner=partitioner, internal=internal))  # fmt: skip
+        self._add(
+            SinkNode(
+                name,
+                len(self.nodes),
+                list(parents),
+                topic=topic,
+                key=serde_from(key, f"key serde of sink {name!r}"),
+                value=serde_from(value, f"value serde of sink {name!r}"),
+                partitioner=partitioner,
+                internal=internal,
+            )
+        )
         return self
 
     def add_state_store(self, spec: StoreSpec, *processor_names: str) -> Topology:

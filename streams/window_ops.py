@@ -39,8 +39,15 @@ class _WindowAggregate(Forwarding):
 
     _store: Any
 
-    def __init__(self, store_name: str, initializer: Initializer, adder: Adder, cache: bool, emit_final: bool,
-                 options: TableOptions) -> None:  # fmt: skip
+    def __init__(
+        self,
+        store_name: str,
+        initializer: Initializer,
+        adder: Adder,
+        cache: bool,
+        emit_final: bool,
+        options: TableOptions,
+    ) -> None:
         self.store_name = store_name
         self.initializer = initializer
         self.adder = adder
@@ -79,8 +86,10 @@ class _WindowAggregate(Forwarding):
         return last + 1
 
     def _flushed(self, key: Any, t: int, sub: int, entry: Entry | None, old: Entry | None) -> None:
-        self._forward(Windowed(key, self._window(t, sub)),
-                      Change(None if entry is None else entry[0], old[0] if old is not None else None))  # fmt: skip
+        self._forward(
+            Windowed(key, self._window(t, sub)),
+            Change(None if entry is None else entry[0], old[0] if old is not None else None),
+        )
 
     def _emit(self, key: Any, window: Any, new: Any, old: Any, timestamp: int) -> None:
         """Forward an update at once, with its own timestamp."""
@@ -96,8 +105,15 @@ class _WindowAggregate(Forwarding):
         self.context.record_dropped()
         if log.isEnabledFor(logging.DEBUG):
             rc = self._rc
-            log.debug("skipping %s: topic=%s partition=%d offset=%d timestamp=%d stream time=%d", what, rc.topic,
-                      rc.partition, rc.offset, rc.timestamp, self._observed)  # fmt: skip
+            log.debug(
+                "skipping %s: topic=%s partition=%d offset=%d timestamp=%d stream time=%d",
+                what,
+                rc.topic,
+                rc.partition,
+                rc.offset,
+                rc.timestamp,
+                self._observed,
+            )
 
     def _emit_closed(self, rows: list[tuple[Windowed, Any, int]], close: int) -> None:
         """Emit final results, then remember (with the store) that windows closed by ``close`` are done."""
@@ -118,8 +134,16 @@ class TimeWindowAggregateProcessor(_WindowAggregate):
     """Tumbling and hopping windows: each record updates every window ``[start, start + size)`` it falls
     into whose end is after ``stream time - grace``."""
 
-    def __init__(self, store_name: str, windows: TimeWindows, initializer: Initializer, adder: Adder, cache: bool,
-                 emit_final: bool, options: TableOptions) -> None:  # fmt: skip
+    def __init__(
+        self,
+        store_name: str,
+        windows: TimeWindows,
+        initializer: Initializer,
+        adder: Adder,
+        cache: bool,
+        emit_final: bool,
+        options: TableOptions,
+    ) -> None:
         super().__init__(store_name, initializer, adder, cache, emit_final, options)
         self.windows = windows
         self._size, self._advance, self._grace = windows.size_ms, windows.advance_ms, windows.grace_ms
@@ -143,8 +167,10 @@ class TimeWindowAggregateProcessor(_WindowAggregate):
         window = self._windows.get(t)
         if window is None:
             window = self._time_window(t)
-        self._forward(Windowed(key, window), new_change(Change, (None if entry is None else entry[0],
-                                                                 None if old is None else old[0])))
+        self._forward(
+            Windowed(key, window),
+            new_change(Change, (None if entry is None else entry[0], None if old is None else old[0])),
+        )
 
     def _next_emit_after(self, last: int) -> int:
         size, advance = self.windows.size_ms, self.windows.advance_ms
@@ -229,8 +255,16 @@ class SlidingWindowAggregateProcessor(_WindowAggregate):
     them — each record's left window ``[t - difference, t]`` and, when a later record falls within a
     difference of it, its right window ``[t + 1, t + 1 + difference]``."""
 
-    def __init__(self, store_name: str, windows: SlidingWindows, initializer: Initializer, adder: Adder,
-                 cache: bool, emit_final: bool, options: TableOptions) -> None:  # fmt: skip
+    def __init__(
+        self,
+        store_name: str,
+        windows: SlidingWindows,
+        initializer: Initializer,
+        adder: Adder,
+        cache: bool,
+        emit_final: bool,
+        options: TableOptions,
+    ) -> None:
         super().__init__(store_name, initializer, adder, cache, emit_final, options)
         self.windows = windows
 
@@ -356,8 +390,10 @@ class SlidingWindowAggregateProcessor(_WindowAggregate):
         if upper < 0:
             return
         lower = 0 if last < 0 else max(0, last - diff)
-        rows = [(Windowed(self._store.decode_key(kb), TimeWindow(t, t + diff)), e[0], e[1])
-                for kb, t, _, e in self._store.all_entries(lower, upper)]  # fmt: skip
+        rows = [
+            (Windowed(self._store.decode_key(kb), TimeWindow(t, t + diff)), e[0], e[1])
+            for kb, t, _, e in self._store.all_entries(lower, upper)
+        ]
         self._emit_closed(rows, close)
 
 
@@ -365,9 +401,17 @@ class SessionWindowAggregateProcessor(_WindowAggregate):
     """Session windows: a record joins (and merges) every session of its key within the inactivity gap.
     Merged sessions are removed, which downstream sees as deletes (None) of their windowed keys."""
 
-    def __init__(self, store_name: str, windows: SessionWindows, initializer: Initializer, adder: Adder,
-                 merger: Callable[[Any, Any, Any], Any], cache: bool, emit_final: bool,
-                 options: TableOptions) -> None:  # fmt: skip
+    def __init__(
+        self,
+        store_name: str,
+        windows: SessionWindows,
+        initializer: Initializer,
+        adder: Adder,
+        merger: Callable[[Any, Any, Any], Any],
+        cache: bool,
+        emit_final: bool,
+        options: TableOptions,
+    ) -> None:
         super().__init__(store_name, initializer, adder, cache, emit_final, options)
         self.windows = windows
         self.merger = merger
@@ -387,8 +431,9 @@ class SessionWindowAggregateProcessor(_WindowAggregate):
         if self.emit_final and close >= self._next_emit:
             self._maybe_emit_final(close)
         kb = self._key_bytes(key)
-        overlapping = [(end, start, e) for end, start, e in self._store.entries(kb, ts - gap, MAX_TIME)
-                       if start <= ts + gap]  # fmt: skip
+        overlapping = [
+            (end, start, e) for end, start, e in self._store.entries(kb, ts - gap, MAX_TIME) if start <= ts + gap
+        ]
         agg = self.initializer() if self.initializer is not None else None
         first, last = ts, ts
         for end, start, entry in overlapping:
@@ -414,6 +459,8 @@ class SessionWindowAggregateProcessor(_WindowAggregate):
         lower, upper = max(0, last), close - 1  # sessions ending before ``close``
         if upper < lower:
             return
-        rows = [(Windowed(self._store.decode_key(kb), SessionWindow(start, end)), e[0], end)
-                for kb, end, start, e in self._store.all_entries(lower, upper)]  # fmt: skip
+        rows = [
+            (Windowed(self._store.decode_key(kb), SessionWindow(start, end)), e[0], end)
+            for kb, end, start, e in self._store.all_entries(lower, upper)
+        ]
         self._emit_closed(rows, close)

@@ -74,8 +74,10 @@ class TimeWindowedSerde:
             if data is None:
                 return None
             if size is None:
-                raise SerdeError(f"topic {topic!r}: reading time-windowed keys needs the window size "
-                                 "(WindowedSerdes.time_windowed(inner, window_size))")  # fmt: skip
+                raise SerdeError(
+                    f"topic {topic!r}: reading time-windowed keys needs the window size "
+                    "(WindowedSerdes.time_windowed(inner, window_size))"
+                )
             if len(data) < 8:
                 raise SerdeError(f"topic {topic!r}: a time-windowed key has at least 8 bytes, got {len(data)}")
             (start,) = unpack(data, len(data) - 8)
@@ -145,8 +147,9 @@ class WindowedSerdes:
 
     @staticmethod
     def time_windowed(inner: Any, window_size: timedelta | int) -> TimeWindowedSerde:
-        return TimeWindowedSerde(serde_from(inner, "inner serde of a time-windowed serde"),
-                                 to_millis(window_size, "window size"))  # fmt: skip
+        return TimeWindowedSerde(
+            serde_from(inner, "inner serde of a time-windowed serde"), to_millis(window_size, "window size")
+        )
 
     @staticmethod
     def session_windowed(inner: Any) -> SessionWindowedSerde:

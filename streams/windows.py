@@ -141,8 +141,9 @@ class TimeWindows:
         if size_ms <= 0:
             raise ValueError(f"window size must be larger than zero, got {size_ms} ms")
         if not 0 < advance_ms <= size_ms:
-            raise ValueError(f"window advance must be more than zero and at most the size ({size_ms} ms), "
-                             f"got {advance_ms} ms")  # fmt: skip
+            raise ValueError(
+                f"window advance must be more than zero and at most the size ({size_ms} ms), got {advance_ms} ms"
+            )
         self.size_ms = size_ms
         self.advance_ms = advance_ms
         self.grace_ms = grace_ms
@@ -184,7 +185,10 @@ class TimeWindows:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TimeWindows) and (self.size_ms, self.advance_ms, self.grace_ms) == (
-            other.size_ms, other.advance_ms, other.grace_ms)  # fmt: skip
+            other.size_ms,
+            other.advance_ms,
+            other.grace_ms,
+        )
 
     def __hash__(self) -> int:
         return hash((self.size_ms, self.advance_ms, self.grace_ms))
@@ -229,7 +233,9 @@ class SlidingWindows:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, SlidingWindows) and (self.time_difference_ms, self.grace_ms) == (
-            other.time_difference_ms, other.grace_ms)  # fmt: skip
+            other.time_difference_ms,
+            other.grace_ms,
+        )
 
     def __hash__(self) -> int:
         return hash((self.time_difference_ms, self.grace_ms))
@@ -271,7 +277,9 @@ class SessionWindows:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, SessionWindows) and (self.inactivity_gap_ms, self.grace_ms) == (
-            other.inactivity_gap_ms, other.grace_ms)  # fmt: skip
+            other.inactivity_gap_ms,
+            other.grace_ms,
+        )
 
     def __hash__(self) -> int:
         return hash((self.inactivity_gap_ms, self.grace_ms))

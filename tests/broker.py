@@ -124,18 +124,26 @@ class TansuBroker:
     def start(self) -> None:
         url = f"tcp://{self.bootstrap}"
         cmd = [
-            str(tansu_binary()), "broker",
-            "--cluster-id", f"schemakit-test-{uuid.uuid4().hex[:8]}",
-            "--listener-url", url,
-            "--advertised-listener-url", url,
-            "--storage-engine", "memory://tansu/",
-        ]  # fmt: skip
+            str(tansu_binary()),
+            "broker",
+            "--cluster-id",
+            f"schemakit-test-{uuid.uuid4().hex[:8]}",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,  # a Ctrl-C in the terminal is pytest's to handle, not the broker's
                 preexec_fn=_die_with_parent,
-            )  # fmt: skip
+            )
         try:
             wait_until_ready(self.bootstrap, proc=self.proc)
         except BaseException:

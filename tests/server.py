@@ -74,9 +74,7 @@ class RegistryProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"registry exited with {self.proc.returncode}:\n{self.log_file.read_text()}"
-                )
+                raise RuntimeError(f"registry exited with {self.proc.returncode}:\n{self.log_file.read_text()}")
             try:
                 if httpx.get(self.url + "/", timeout=1.0, **self.probe).status_code == 200:
                     return self

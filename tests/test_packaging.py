@@ -69,8 +69,11 @@ def test_bare_install_serves_the_registry(bare_venv: Path, tmp_path: Path) -> No
     with log_file.open("wb") as out:
         proc = subprocess.Popen(
             [str(bare_venv / "bin" / "schemakit"), "serve", "--port", str(port), "--log", f"sqlite:///{tmp_path}/data"],
-            stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, env={**os.environ, "PYTHONPATH": ""},
-        )  # fmt: skip
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": ""},
+        )
     try:
         deadline = time.monotonic() + 60
         answer = None

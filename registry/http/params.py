@@ -97,6 +97,8 @@ ContextPath = Annotated[
 ]
 #: the ``{version}`` path segment: a number or ``LATEST``
 Version = Annotated[int, Depends(_version)]
+
+
 async def _schema_id(
     id: Annotated[
         str,
@@ -115,6 +117,7 @@ async def _schema_id(
 
 #: the ``{id}`` path segment
 SchemaId = Annotated[int, Depends(_schema_id)]
+
 
 def _blank_is(default: int) -> BeforeValidator:
     """``?offset=`` (no value) is the default, not an error; otherwise ASCII digits (with a minus) only."""

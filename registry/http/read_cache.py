@@ -206,9 +206,7 @@ class ReadCache:
         names = self.query_names
         return tuple(p for p in parse_qsl(query.decode("latin-1"), keep_blank_values=True) if p[0] in names) or b""
 
-    async def _miss(
-        self, scope: Scope, receive: Any, send: Any, key: Key, generation: int, start: float
-    ) -> None:
+    async def _miss(self, scope: Scope, receive: Any, send: Any, key: Key, generation: int, start: float) -> None:
         ticket = ReadTicket()
         scope[TICKET] = ticket
         status = 500  # what the client gets if the app fails before answering

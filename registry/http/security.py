@@ -155,8 +155,9 @@ async def _schema_id_access(request: Request, id: SchemaId, service: ServiceDep)
     _check_id_read(request, principal, service, context, id, f"Schema:{id}")
 
 
-def _check_id_read(request: Request, principal: Principal, service: Any, context: str, schema_id: int,
-                   label: str) -> None:
+def _check_id_read(
+    request: Request, principal: Principal, service: Any, context: str, schema_id: int, label: str
+) -> None:
     pairs = service.state.space(context).id_versions.get(schema_id)
     if pairs is None:
         return  # no such id: the route answers 40403

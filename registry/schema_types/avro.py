@@ -370,9 +370,7 @@ class AvroParser:
             if ftype["type"] in ("float", "double") and isinstance(d, str):
                 d = _java_parse_double(d, name)
             if self.validate_defaults and not valid_default(ftype, d):
-                raise InvalidSchemaError(
-                    f"Invalid default for field {name}: {json_value(d)} not a {to_json(ftype)}"
-                )
+                raise InvalidSchemaError(f"Invalid default for field {name}: {json_value(d)} not a {to_json(ftype)}")
             f["default"] = d
         self._props(f, fj, FIELD_RESERVED)
         f["aliases"] = self._aliases(fj) or []

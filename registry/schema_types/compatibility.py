@@ -86,10 +86,21 @@ def level_verdicts(new: ParsedSchema, chain: Sequence[tuple[int, ParsedSchema]])
         previous = list(chain) if level.transitive else list(chain[-1:])
         result = check_compatibility(t, level, new, [p for _v, p in previous])
         failed = previous[result.failed_index or 0] if result.incompatibilities else None
-        messages = compatibility_messages(result.incompatibilities, old_version=failed[0],
-                                          old_schema=failed[1].canonical, level=level) if failed else []
-        out.append(LevelVerdict(level.value, not result.incompatibilities, messages,
-                                [f"{i.kind} {i.path}" for i in result.incompatibilities]))
+        messages = (
+            compatibility_messages(
+                result.incompatibilities, old_version=failed[0], old_schema=failed[1].canonical, level=level
+            )
+            if failed
+            else []
+        )
+        out.append(
+            LevelVerdict(
+                level.value,
+                not result.incompatibilities,
+                messages,
+                [f"{i.kind} {i.path}" for i in result.incompatibilities],
+            )
+        )
     return out
 
 

@@ -80,9 +80,7 @@ def validator_class(schema: Any) -> type[jsonschema.protocols.Validator]:
 def loads(text: str) -> Any:
     """Parse JSON text as Confluent's Jackson mapper does (decimals exact; NaN/Infinity tolerated)."""
     try:
-        return json.loads(
-            text, parse_float=Decimal, parse_constant=Decimal, object_pairs_hook=_last_value_wins
-        )
+        return json.loads(text, parse_float=Decimal, parse_constant=Decimal, object_pairs_hook=_last_value_wins)
     except json.JSONDecodeError as exc:
         raise InvalidSchemaError(f"Invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except ValueError as exc:  # an integer longer than Python converts (sys.get_int_max_str_digits)
@@ -250,9 +248,7 @@ def _reference_registry(
         cls = validator_class(contents) if isinstance(contents, dict) and "$schema" in contents else None
         if cls is not None:
             _check_against_metaschema(cls, contents, f"referenced schema '{ref.name}'")
-        spec = default_spec if cls is None else referencing.jsonschema.specification_with(
-            cls.META_SCHEMA["$schema"]
-        )
+        spec = default_spec if cls is None else referencing.jsonschema.specification_with(cls.META_SCHEMA["$schema"])
         resource = spec.create_resource(contents)
         uris = {ref.name, urljoin(base_uri, ref.name)}
         own_id = resource.id()

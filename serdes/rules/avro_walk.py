@@ -9,9 +9,22 @@ from typing import Any
 
 from serdes.rules.fields import ConditionFailed, Selection, Visit, Walker
 
-_TYPE_NAMES = {"null": "NULL", "boolean": "BOOLEAN", "int": "INT", "long": "LONG", "float": "FLOAT",
-               "double": "DOUBLE", "bytes": "BYTES", "string": "STRING", "record": "RECORD", "enum": "ENUM",
-               "array": "ARRAY", "map": "MAP", "fixed": "FIXED", "error": "RECORD"}
+_TYPE_NAMES = {
+    "null": "NULL",
+    "boolean": "BOOLEAN",
+    "int": "INT",
+    "long": "LONG",
+    "float": "FLOAT",
+    "double": "DOUBLE",
+    "bytes": "BYTES",
+    "string": "STRING",
+    "record": "RECORD",
+    "enum": "ENUM",
+    "array": "ARRAY",
+    "map": "MAP",
+    "fixed": "FIXED",
+    "error": "RECORD",
+}
 
 # (value, containing record, visit) -> new value
 Step = Callable[[Any, Any, Visit], Any]
@@ -23,8 +36,11 @@ def _type_name(schema: Any, named: dict[str, Any]) -> str:
     if isinstance(schema, list):
         return "COMBINED"
     if isinstance(schema, dict):
-        return _type_name(schema["type"], named) if isinstance(schema["type"], (dict, list)) else \
-            _TYPE_NAMES.get(schema["type"], "NULL")
+        return (
+            _type_name(schema["type"], named)
+            if isinstance(schema["type"], (dict, list))
+            else _TYPE_NAMES.get(schema["type"], "NULL")
+        )
     if schema in _TYPE_NAMES:
         return _TYPE_NAMES[schema]
     return _type_name(named[schema], named) if schema in named else "NULL"
@@ -135,15 +151,15 @@ def _record_step(record: str, fields: list[tuple[str, Step]], condition: bool) -
 def _each_item(sub: Step | None) -> Step | None:
     if sub is None:
         return None
-    return lambda value, containing, visit: [sub(v, containing, visit) for v in value] \
-        if type(value) is list else value
+    return lambda value, containing, visit: [sub(v, containing, visit) for v in value] if type(value) is list else value
 
 
 def _each_value(sub: Step | None) -> Step | None:
     if sub is None:
         return None
-    return lambda value, containing, visit: {k: sub(v, containing, visit) for k, v in value.items()} \
-        if type(value) is dict else value
+    return lambda value, containing, visit: (
+        {k: sub(v, containing, visit) for k, v in value.items()} if type(value) is dict else value
+    )
 
 
 _INT32 = (-(2**31), 2**31 - 1)
@@ -189,8 +205,9 @@ def fits(value: Any, schema: Any, named: dict[str, Any]) -> bool:
     if kind in ("record", "error"):
         if t is not dict:
             return False
-        return all(fits(value[f["name"]], f["type"], named) if f["name"] in value else "default" in f
-                   for f in schema["fields"])
+        return all(
+            fits(value[f["name"]], f["type"], named) if f["name"] in value else "default" in f for f in schema["fields"]
+        )
     return False
 
 

@@ -146,8 +146,13 @@ def _extension(check: Callable[[str], bool]) -> Callable[[Any], Any]:
 
 
 EXTENSIONS: dict[str, Callable[[str], bool]] = {
-    "isEmail": _email, "isHostname": _hostname, "isIpv4": lambda s: _ip(s, 4), "isIpv6": lambda s: _ip(s, 6),
-    "isUri": _uri, "isUriRef": _uri_ref, "isUuid": _uuid,
+    "isEmail": _email,
+    "isHostname": _hostname,
+    "isIpv4": lambda s: _ip(s, 4),
+    "isIpv6": lambda s: _ip(s, 6),
+    "isUri": _uri,
+    "isUriRef": _uri_ref,
+    "isUuid": _uuid,
 }
 
 # -- programs ----------------------------------------------------------------------------------------------------

@@ -72,8 +72,9 @@ def _relation(op: str, left: Fn, right: Fn) -> Fn:
             return (x != y) if negate else (x == y)
 
         return eq
-    compare = {"<": lambda x, y: x < y, "<=": lambda x, y: x <= y, ">": lambda x, y: x > y,
-               ">=": lambda x, y: x >= y}[op]
+    compare = {"<": lambda x, y: x < y, "<=": lambda x, y: x <= y, ">": lambda x, y: x > y, ">=": lambda x, y: x >= y}[
+        op
+    ]
 
     def rel(b: dict[str, Any]) -> Any:
         x, y = left(b), right(b)
@@ -258,16 +259,24 @@ class _Compiler:
         return build(op, self.node(op_node.children[0]), self.node(right))
 
     def c_relation(self, ch: list[Any]) -> Fn:
-        ops = {"relation_lt": "<", "relation_le": "<=", "relation_gt": ">", "relation_ge": ">=",
-               "relation_eq": "==", "relation_ne": "!=", "relation_in": "in"}
+        ops = {
+            "relation_lt": "<",
+            "relation_le": "<=",
+            "relation_gt": ">",
+            "relation_ge": ">=",
+            "relation_eq": "==",
+            "relation_ne": "!=",
+            "relation_in": "in",
+        }
         return self._binary(ch, ops, lambda op, x, y: _in(x, y) if op == "in" else _relation(op, x, y))
 
     def c_addition(self, ch: list[Any]) -> Fn:
         return self._binary(ch, {"addition_add": "+", "addition_sub": "-"}, _arith)
 
     def c_multiplication(self, ch: list[Any]) -> Fn:
-        return self._binary(ch, {"multiplication_mul": "*", "multiplication_div": "/", "multiplication_mod": "%"},
-                            _arith)
+        return self._binary(
+            ch, {"multiplication_mul": "*", "multiplication_div": "/", "multiplication_mod": "%"}, _arith
+        )
 
     def c_unary(self, ch: list[Any]) -> Fn:
         if len(ch) == 1:
@@ -398,8 +407,11 @@ class _Compiler:
             raise Unsupported("has")
         # has(x.f): the argument must be a field selection, which is not evaluated itself
         node = exprlist.children[0]
-        while str(node.data) in ("expr", "conditionalor", "conditionaland", "relation", "addition",
-                                 "multiplication", "unary", "member") and len(node.children) == 1:
+        while (
+            str(node.data)
+            in ("expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary", "member")
+            and len(node.children) == 1
+        ):
             node = node.children[0]
         if str(node.data) != "member_dot":
             raise Unsupported("has")
@@ -479,8 +491,12 @@ def _to_bool(x: Any) -> bool:
     raise Fallback
 
 
-_CONVERSIONS: dict[str, Callable[[Any], Any]] = {"int": _to_int, "double": _to_double, "string": _to_string,
-                                                 "bool": _to_bool}
+_CONVERSIONS: dict[str, Callable[[Any], Any]] = {
+    "int": _to_int,
+    "double": _to_double,
+    "string": _to_string,
+    "bool": _to_bool,
+}
 
 
 def compile_cel(tree: Any, literal: Callable[[Any], Any]) -> Fn:

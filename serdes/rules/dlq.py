@@ -69,19 +69,28 @@ class DeadLetterQueue:
             self._producer = Producer({"acks": "all", "enable.idempotence": False, **self._settings})
         return self._producer
 
-    def send(self, topic: str | None, rule: Rule, mode: str, subject: str | None, ctx: Any, record: Any,
-             error: RuleError) -> None:
+    def send(
+        self, topic: str | None, rule: Rule, mode: str, subject: str | None, ctx: Any, record: Any, error: RuleError
+    ) -> None:
         if not topic:
-            raise RuleError("cannot send to the DLQ: no dlq.topic in the rule config, the rule's params or the "
-                            "schema's metadata", rule=rule.name, mode=mode, topic=getattr(ctx, "topic", None))
+            raise RuleError(
+                "cannot send to the DLQ: no dlq.topic in the rule config, the rule's params or the schema's metadata",
+                rule=rule.name,
+                mode=mode,
+                topic=getattr(ctx, "topic", None),
+            )
         headers: list[tuple[str, bytes | None]] = []
         incoming = getattr(ctx, "headers", None) if ctx is not None else None
         if incoming:
             items = incoming.items() if isinstance(incoming, dict) else incoming
             headers.extend((k, _header(v)) for k, v in items)
-        headers += [("__rule.name", _header(rule.name)), ("__rule.mode", _header(mode)),
-                    ("__rule.subject", _header(subject)), ("__rule.topic", _header(getattr(ctx, "topic", None))),
-                    ("__rule.exception", _header(str(error)))]
+        headers += [
+            ("__rule.name", _header(rule.name)),
+            ("__rule.mode", _header(mode)),
+            ("__rule.subject", _header(subject)),
+            ("__rule.topic", _header(getattr(ctx, "topic", None))),
+            ("__rule.exception", _header(str(error))),
+        ]
         try:
             producer = self._get_producer()
             producer.produce(topic, value=_payload(record), headers=headers)

@@ -84,8 +84,11 @@ def _rules_for(rule_set: RuleSet, mode: str) -> list[Rule]:
 
 
 def _same_field_transform(a: Rule, b: Rule) -> bool:
-    return bool(a.tags) and a.kind == "TRANSFORM" and (a.kind, a.mode, a.type, sorted(a.tags)) == (
-        b.kind, b.mode, b.type, sorted(b.tags))
+    return (
+        bool(a.tags)
+        and a.kind == "TRANSFORM"
+        and (a.kind, a.mode, a.type, sorted(a.tags)) == (b.kind, b.mode, b.type, sorted(b.tags))
+    )
 
 
 def _action(names: str | None, rule: Rule, mode: str) -> str | None:
@@ -110,8 +113,9 @@ class _Step:
     stops: bool = False  # the executor is unknown: run the failure action, then stop, as confluent-kafka does
 
 
-def _expression(expr: str, make: Callable[[str], Callable[[dict[str, Any]], Any]]
-                ) -> Callable[[dict[str, Any], bool, Any], Any]:
+def _expression(
+    expr: str, make: Callable[[str], Callable[[dict[str, Any]], Any]]
+) -> Callable[[dict[str, Any], bool, Any], Any]:
     """``evaluate(bindings, condition, unchanged)`` for ``guard ; expr`` (or a plain ``expr``): where the guard
     does not hold, a condition passes and a transform gives ``unchanged``."""
     guard_text, sep, body_text = expr.partition(";")
@@ -168,8 +172,14 @@ def _compile_step(rule: Rule, mode: str, target: RuleTarget, metadata_tags: dict
         containing_value = target.to_value
 
         def visit(info: FieldInfo, value: Any, containing: Any) -> Any:
-            bindings = {"value": value, "fullName": info.full_name, "name": info.name, "typeName": info.type_name,
-                        "tags": sorted(info.tags), "message": containing_value(containing)}
+            bindings = {
+                "value": value,
+                "fullName": info.full_name,
+                "name": info.name,
+                "typeName": info.type_name,
+                "tags": sorted(info.tags),
+                "message": containing_value(containing),
+            }
             return evaluate(bindings, condition, value)
 
         return lambda message: walker(message, visit)
@@ -199,7 +209,7 @@ def compile_rules(rule_set: RuleSet | None, mode: str, target: RuleTarget, confi
         if rule.disabled or not _matches(rule.mode, mode):
             continue
         if (rule.type or "").upper() == "CEL_FIELD":
-            others = rules[:i] if mode in (WRITE, UPGRADE) else rules[i + 1:]
+            others = rules[:i] if mode in (WRITE, UPGRADE) else rules[i + 1 :]
             if any(_same_field_transform(rule, other) for other in others):
                 continue
         on_success, on_failure = _action(rule.on_success, rule, mode), _action(rule.on_failure, rule, mode)
@@ -256,11 +266,23 @@ class Rules:
             return
         error = self._error(step.rule, cause, ctx)
         if action == "DLQ":
-            self.config.dlq().send(self._dlq_topic(step.rule), step.rule, self.mode, self.target.subject, ctx,
-                                   original if original is not None else message, error)
+            self.config.dlq().send(
+                self._dlq_topic(step.rule),
+                step.rule,
+                self.mode,
+                self.target.subject,
+                ctx,
+                original if original is not None else message,
+                error,
+            )
         elif action != "ERROR":
-            raise RuleError(f"unknown rule action {action!r}", rule=step.rule.name, mode=self.mode,
-                            topic=getattr(ctx, "topic", None), schema_id=self.target.schema_id) from cause
+            raise RuleError(
+                f"unknown rule action {action!r}",
+                rule=step.rule.name,
+                mode=self.mode,
+                topic=getattr(ctx, "topic", None),
+                schema_id=self.target.schema_id,
+            ) from cause
         raise error from cause
 
     def _dlq_topic(self, rule: Rule) -> str | None:
@@ -279,8 +301,13 @@ class Rules:
             detail = rule.doc or f"expression is false for field {cause.field}: {rule.expr}"
         else:
             detail = f"{type(cause).__name__}: {cause}"
-        return RuleError(f"{rule.kind} {rule.type} failed: {detail}", rule=rule.name, mode=self.mode,
-                         topic=getattr(ctx, "topic", None), schema_id=self.target.schema_id)
+        return RuleError(
+            f"{rule.kind} {rule.type} failed: {detail}",
+            rule=rule.name,
+            mode=self.mode,
+            topic=getattr(ctx, "topic", None),
+            schema_id=self.target.schema_id,
+        )
 
 
 def _replayed(headers: Any, name: str) -> bool:

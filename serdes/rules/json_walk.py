@@ -11,8 +11,14 @@ from typing import Any
 
 from serdes.rules.fields import ConditionFailed, Selection, Visit, Walker
 
-_TYPES = {"string": "STRING", "integer": "INT", "number": "DOUBLE", "boolean": "BOOLEAN", "null": "NULL",
-          "array": "ARRAY"}
+_TYPES = {
+    "string": "STRING",
+    "integer": "INT",
+    "number": "DOUBLE",
+    "boolean": "BOOLEAN",
+    "null": "NULL",
+    "array": "ARRAY",
+}
 _VISITED = frozenset({"ENUM", "STRING", "INT", "DOUBLE", "BOOLEAN"})
 
 
@@ -31,8 +37,15 @@ def type_name(schema: Any) -> str:
 
 def _has_type(value: Any, kind: str) -> bool:
     t = type(value)
-    return {"string": t is str, "integer": t is int, "number": (t is int or t is float), "boolean": t is bool,
-            "null": value is None, "array": t is list, "object": t is dict}.get(kind, False)
+    return {
+        "string": t is str,
+        "integer": t is int,
+        "number": (t is int or t is float),
+        "boolean": t is bool,
+        "null": value is None,
+        "array": t is list,
+        "object": t is dict,
+    }.get(kind, False)
 
 
 class _JsonWalk:
@@ -68,8 +81,16 @@ class _JsonWalk:
         except Exception:
             return False
 
-    def walk(self, schema: Any, value: Any, path: str, field: tuple[str, str, Any] | None, containing: Any,
-             visit: Visit, base: Any) -> Any:
+    def walk(
+        self,
+        schema: Any,
+        value: Any,
+        path: str,
+        field: tuple[str, str, Any] | None,
+        containing: Any,
+        visit: Visit,
+        base: Any,
+    ) -> Any:
         if value is None or not isinstance(schema, dict):
             return value
         kind = schema.get("type")

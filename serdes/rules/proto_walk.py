@@ -20,10 +20,20 @@ from serdes.rules.fields import ConditionFailed, FieldInfo, Selection, Visit, Wa
 _META_EXTENSION = 1088  # confluent/meta.proto: extend google.protobuf.FieldOptions { Meta field_meta = 1088; }
 _META_TAGS = 3  # Meta.tags
 
-_INTS = {FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_UINT32,
-         FieldDescriptor.TYPE_FIXED32, FieldDescriptor.TYPE_SFIXED32}
-_LONGS = {FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_SINT64, FieldDescriptor.TYPE_UINT64,
-          FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED64}
+_INTS = {
+    FieldDescriptor.TYPE_INT32,
+    FieldDescriptor.TYPE_SINT32,
+    FieldDescriptor.TYPE_UINT32,
+    FieldDescriptor.TYPE_FIXED32,
+    FieldDescriptor.TYPE_SFIXED32,
+}
+_LONGS = {
+    FieldDescriptor.TYPE_INT64,
+    FieldDescriptor.TYPE_SINT64,
+    FieldDescriptor.TYPE_UINT64,
+    FieldDescriptor.TYPE_FIXED64,
+    FieldDescriptor.TYPE_SFIXED64,
+}
 
 
 def _is_map(fd: FieldDescriptor) -> bool:
@@ -85,11 +95,11 @@ def _fields(data: bytes) -> list[tuple[int, Any]]:
             value, pos = _varint(data, pos)
         elif wire == 2:
             size, pos = _varint(data, pos)
-            value, pos = data[pos:pos + size], pos + size
+            value, pos = data[pos : pos + size], pos + size
         elif wire == 1:
-            value, pos = data[pos:pos + 8], pos + 8
+            value, pos = data[pos : pos + 8], pos + 8
         elif wire == 5:
-            value, pos = data[pos:pos + 4], pos + 4
+            value, pos = data[pos : pos + 4], pos + 4
         else:
             break
         out.append((number, value))

@@ -30,18 +30,24 @@ def has_rules(schema: Schema | None) -> bool:
     return rs is not None and bool(rs.domain_rules or rs.migration_rules)
 
 
-def domain_rules(schema: Schema, mode: str, target: TargetFactory, config: RuleConfig,
-                 schema_id: int | None, subject: str | None = None) -> Rules | None:
+def domain_rules(
+    schema: Schema,
+    mode: str,
+    target: TargetFactory,
+    config: RuleConfig,
+    schema_id: int | None,
+    subject: str | None = None,
+) -> Rules | None:
     """The ``mode`` (WRITE or READ) rules of ``schema`` (a version of ``subject``, named in DLQ headers), or
     None."""
     if schema.rule_set is None or not schema.rule_set.domain_rules:
         return None
-    return compile_rules(schema.rule_set, mode, dataclasses.replace(target(schema, schema_id), subject=subject),
-                         config)
+    return compile_rules(schema.rule_set, mode, dataclasses.replace(target(schema, schema_id), subject=subject), config)
 
 
-def write_rules(schema: Schema, target: TargetFactory, config: RuleConfig, schema_id: int | None,
-                subject: str | None = None) -> Rules | None:
+def write_rules(
+    schema: Schema, target: TargetFactory, config: RuleConfig, schema_id: int | None, subject: str | None = None
+) -> Rules | None:
     return domain_rules(schema, WRITE, target, config, schema_id, subject)
 
 
@@ -49,8 +55,9 @@ def _has_migrations(rules: tuple[Rule, ...], mode: str) -> bool:
     return any(r.mode in (mode, "UPDOWN") for r in rules)
 
 
-def migrations(subject: str, writer: Schema, reader: RegisteredSchema, target: TargetFactory,
-               config: RuleConfig) -> Plan[list[Rules]]:
+def migrations(
+    subject: str, writer: Schema, reader: RegisteredSchema, target: TargetFactory, config: RuleConfig
+) -> Plan[list[Rules]]:
     """The migration steps from ``writer`` (a schema of ``subject``) to ``reader`` (a version of it), in order."""
     if not any(has_rules(s) for s in (writer, reader.schema)) and writer == reader.schema:
         return []
@@ -70,8 +77,9 @@ def migrations(subject: str, writer: Schema, reader: RegisteredSchema, target: T
             continue
         # UPGRADE runs the newer version's rules on the older one's record; DOWNGRADE the same rules backwards
         step_target = version if mode == UPGRADE else previous
-        rules = compile_rules(rs, mode, dataclasses.replace(target(step_target.schema, step_target.schema_id),
-                                                            subject=subject), config)
+        rules = compile_rules(
+            rs, mode, dataclasses.replace(target(step_target.schema, step_target.schema_id), subject=subject), config
+        )
         if rules is not None:
             out.append(rules)
     if mode == DOWNGRADE:

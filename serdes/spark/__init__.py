@@ -22,8 +22,9 @@ from typing import Any
 _EXTRA_MODULES = ("pyspark", "pyarrow", "pandas")
 _missing = [name for name in _EXTRA_MODULES if importlib.util.find_spec(name) is None]
 if _missing:
-    raise ImportError(f"serdes.spark needs {', '.join(_missing)} (not installed): pip install 'schemakit[spark]'",
-                      name=_missing[0])
+    raise ImportError(
+        f"serdes.spark needs {', '.join(_missing)} (not installed): pip install 'schemakit[spark]'", name=_missing[0]
+    )
 
 _EXPORTS = {
     "from_registry": "serdes.spark.functions",

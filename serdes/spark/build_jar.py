@@ -25,8 +25,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SOURCES = HERE / "java"
 JAR = HERE / "schemakit-spark.jar"
-INSTALL_HINT = ("javac (a JDK 17+) is needed to build the Spark JVM engine: on Debian/Ubuntu "
-                "`apt-get install openjdk-17-jdk-headless`")
+INSTALL_HINT = (
+    "javac (a JDK 17+) is needed to build the Spark JVM engine: on Debian/Ubuntu "
+    "`apt-get install openjdk-17-jdk-headless`"
+)
 
 
 def sources() -> list[Path]:
@@ -41,8 +43,11 @@ def up_to_date() -> bool:
 
 
 def _holds_spark(jars: Path) -> bool:
-    return any(jars.glob("avro-1.*.jar")) and any(jars.glob("spark-sql-api_*.jar")) \
+    return (
+        any(jars.glob("avro-1.*.jar"))
+        and any(jars.glob("spark-sql-api_*.jar"))
         and any(jars.glob("spark-catalyst_*.jar"))
+    )
 
 
 def spark_jars() -> Path | None:
@@ -62,8 +67,10 @@ def build(force: bool = False) -> Path:
         raise SystemExit(INSTALL_HINT)
     jars = spark_jars()
     if jars is None:
-        raise SystemExit("Spark's jars (spark-sql-api, spark-catalyst, avro) were not found: install pyspark "
-                         "(pip install 'schemakit[spark]') or set SPARK_HOME")
+        raise SystemExit(
+            "Spark's jars (spark-sql-api, spark-catalyst, avro) were not found: install pyspark "
+            "(pip install 'schemakit[spark]') or set SPARK_HOME"
+        )
     return compile_jar(JAR, jars)
 
 
@@ -75,8 +82,19 @@ def compile_jar(out: Path, jars: Path) -> Path:
     classpath = str(jars / "*")
     with tempfile.TemporaryDirectory(prefix="schemakit-jar-") as tmp:
         classes = Path(tmp) / "classes"
-        cmd = [javac, "--release", "17", "-encoding", "UTF-8", "-Xlint:-options", "-cp", classpath,
-               "-d", str(classes), *map(str, sources())]
+        cmd = [
+            javac,
+            "--release",
+            "17",
+            "-encoding",
+            "UTF-8",
+            "-Xlint:-options",
+            "-cp",
+            classpath,
+            "-d",
+            str(classes),
+            *map(str, sources()),
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise SystemExit(f"javac failed:\n{done.stdout}{done.stderr}")

@@ -38,11 +38,19 @@ from serdes.spark.types import (
 
 Converter = Callable[[Any], Any] | None
 
-__all__ = ["Converter", "Unsupported", "avro_column_decoder", "avro_converter", "avro_needs_record_names",
-           "json_converter", "protobuf_converter"]
+__all__ = [
+    "Converter",
+    "Unsupported",
+    "avro_column_decoder",
+    "avro_converter",
+    "avro_needs_record_names",
+    "json_converter",
+    "protobuf_converter",
+]
 
 
 # -- Avro (fastavro output) ------------------------------------------------------------------------------------
+
 
 def _time_millis(t: dt.time) -> int:
     return ((t.hour * 60 + t.minute) * 60 + t.second) * 1000 + t.microsecond // 1000
@@ -54,8 +62,16 @@ def _time_micros(t: dt.time) -> int:
 
 def _resolve(schema: Any, names: AvroNames, namespace: str | None) -> tuple[Any, str | None]:
     """A schema with names looked up: (dict or primitive name or list, namespace for nested names)."""
-    if isinstance(schema, str) and schema not in ("null", "boolean", "int", "long", "float", "double", "bytes",
-                                                  "string"):
+    if isinstance(schema, str) and schema not in (
+        "null",
+        "boolean",
+        "int",
+        "long",
+        "float",
+        "double",
+        "bytes",
+        "string",
+    ):
         named, full = names.lookup(schema, namespace)
         return named, full.rpartition(".")[0] or None
     if isinstance(schema, dict) and isinstance(schema.get("type"), (dict, list)):
@@ -138,8 +154,9 @@ def _unscaled_bytes(schema: dict) -> Callable[[Any], Any]:
     return conv
 
 
-def avro_needs_record_names(schema: Any, names: AvroNames, namespace: str | None = None,
-                            _seen: frozenset[str] = frozenset()) -> bool:
+def avro_needs_record_names(
+    schema: Any, names: AvroNames, namespace: str | None = None, _seen: frozenset[str] = frozenset()
+) -> bool:
     """Whether some union holds two or more records, so fastavro must say which one it read
     (``return_record_name`` costs ~10% of the decode, so it is only switched on then)."""
     schema, namespace = _resolve(schema, names, namespace)
@@ -148,8 +165,9 @@ def avro_needs_record_names(schema: Any, names: AvroNames, namespace: str | None
         full = schema["name"] if "." in schema["name"] or not namespace else f"{namespace}.{schema['name']}"
         if full in _seen:
             return False
-        return any(avro_needs_record_names(f["type"], names, namespace, _seen | {full})
-                   for f in schema.get("fields", []))
+        return any(
+            avro_needs_record_names(f["type"], names, namespace, _seen | {full}) for f in schema.get("fields", [])
+        )
     if kind == "array":
         return avro_needs_record_names(schema["items"], names, namespace, _seen)
     if kind == "map":
@@ -224,7 +242,7 @@ def _avro_fits(v: Any, kind: str, logical: str | None, b: Any, n_records: int) -
         if logical in ("time-millis", "time-micros"):
             return isinstance(v, dt.time)
     if isinstance(v, int):
-        return kind == "long" or (kind == "int" and -(2 ** 31) <= v < 2 ** 31)
+        return kind == "long" or (kind == "int" and -(2**31) <= v < 2**31)
     if isinstance(v, float):
         return kind in ("float", "double")
     if isinstance(v, str):
@@ -243,6 +261,7 @@ def _avro_fits(v: Any, kind: str, logical: str | None, b: Any, n_records: int) -
 
 
 # -- JSON ------------------------------------------------------------------------------------------------------
+
 
 def _json_text(v: Any) -> str:
     return orjson.dumps(v).decode()
@@ -362,6 +381,7 @@ def json_converter(node: Any, root: Any = None, _refs: tuple[str, ...] = ()) -> 
 
 # -- Protobuf --------------------------------------------------------------------------------------------------
 
+
 def _proto_single(field: Any) -> Callable[[Any], Any] | None:
     """Converter for one value of ``field`` (not the repeated container)."""
     from google.protobuf.descriptor import FieldDescriptor as F
@@ -414,6 +434,7 @@ def _proto_getter(field: Any) -> Callable[[Any], Any]:
 
 
 # -- the other way: Spark rows (Arrow ``to_pylist(maps_as_pydicts="strict")``) -> serializer input --------------
+
 
 def avro_datum_converter(schema: Any, names: AvroNames, namespace: str | None = None) -> Converter:
     """Spark value -> fastavro datum: ``struct<memberN>`` union values back to the one member that is set."""
@@ -493,8 +514,11 @@ def json_value_converter(node: Any, root: Any = None) -> Converter:
         extra = node.get("additionalProperties")
         if isinstance(extra, dict) and extra:
             value_conv = json_value_converter(extra, root)
-            return None if value_conv is None else (
-                lambda v: {k: None if x is None else value_conv(x) for k, x in v.items()})
+            return (
+                None
+                if value_conv is None
+                else (lambda v: {k: None if x is None else value_conv(x) for k, x in v.items()})
+            )
         return _from_text
     if kind == "array":
         items = node.get("items")
@@ -559,9 +583,17 @@ def _arrow_primitive(kind: str) -> Any:
     if not _ARROW_PRIMITIVES:
         import pyarrow as pa
 
-        _ARROW_PRIMITIVES.update({"boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(),
-                                  "float": pa.float32(), "double": pa.float64(), "string": pa.string(),
-                                  "bytes": pa.binary()})
+        _ARROW_PRIMITIVES.update(
+            {
+                "boolean": pa.bool_(),
+                "int": pa.int32(),
+                "long": pa.int64(),
+                "float": pa.float32(),
+                "double": pa.float64(),
+                "string": pa.string(),
+                "bytes": pa.binary(),
+            }
+        )
     return _ARROW_PRIMITIVES.get(kind)
 
 
@@ -627,8 +659,11 @@ class _ColumnGen(CodeWriter):
                 schema = self.named[schema]
             elif isinstance(schema, dict) and not isinstance(schema.get("type"), str):
                 schema = schema["type"]
-            elif (isinstance(schema, dict) and schema["type"] not in ("record", "error", "enum", "array", "map",
-                                                                       "fixed") and "logicalType" not in schema):
+            elif (
+                isinstance(schema, dict)
+                and schema["type"] not in ("record", "error", "enum", "array", "map", "fixed")
+                and "logicalType" not in schema
+            ):
                 schema = schema["type"]  # {"type": "string"}
             else:
                 return schema
@@ -701,8 +736,12 @@ class _ColumnGen(CodeWriter):
         fields = schema.get("fields", [])
         import pyarrow as pa
 
-        if (not fields or not pa.types.is_struct(atype) or atype.num_fields != len(fields)
-                or [f.name for f in atype] != [f["name"] for f in fields]):
+        if (
+            not fields
+            or not pa.types.is_struct(atype)
+            or atype.num_fields != len(fields)
+            or [f.name for f in atype] != [f["name"] for f in fields]
+        ):
             raise Unsupported("record")
         self.stack.append(schema["name"])
         children = [self.node(f["type"], atype.field(i).type, ind, False) for i, f in enumerate(fields)]
@@ -753,11 +792,18 @@ def _build_column(spec: tuple, cols: dict[str, list]) -> Any:
         return pa.array(spec[2], type=pa.string()).take(pa.array(cols[spec[1]], type=pa.int32()))
     if kind == "list":
         _, offsets, item, mask, atype = spec
-        return pa.ListArray.from_arrays(pa.array(cols[offsets], type=pa.int32()), _build_column(item, cols),
-                                        type=atype, mask=None if mask is None else pa.array(cols[mask], pa.bool_()))
+        return pa.ListArray.from_arrays(
+            pa.array(cols[offsets], type=pa.int32()),
+            _build_column(item, cols),
+            type=atype,
+            mask=None if mask is None else pa.array(cols[mask], pa.bool_()),
+        )
     _, children, mask, atype = spec
-    return pa.StructArray.from_arrays([_build_column(c, cols) for c in children], fields=list(atype),
-                                      mask=None if mask is None else pa.array(cols[mask], pa.bool_()))
+    return pa.StructArray.from_arrays(
+        [_build_column(c, cols) for c in children],
+        fields=list(atype),
+        mask=None if mask is None else pa.array(cols[mask], pa.bool_()),
+    )
 
 
 def avro_column_decoder(schema: Any, named: dict[str, Any], arrow_type: Any) -> Callable[[bytes, list, list], Any]:
@@ -775,8 +821,10 @@ def avro_column_decoder(schema: Any, named: dict[str, Any], arrow_type: Any) -> 
         head.append(f"    {name} = {init}; {name}_ = {name}.append")
     head += [f"    {c} = 0" for c in gen.counters]
     head.append("    for pos, end in zip(starts, ends):")
-    tail = ["        if pos != end: raise ValueError",
-            "    return {" + ", ".join(f"{n!r}: {n}" for n, _ in gen.lists) + "}"]
+    tail = [
+        "        if pos != end: raise ValueError",
+        "    return {" + ", ".join(f"{n!r}: {n}" for n, _ in gen.lists) + "}",
+    ]
     source = "\n".join(head + gen.lines + tail) + "\n"
     namespace = dict(gen.consts)
     exec(compile(source, "<serdes avro column decoder>", "exec"), namespace)

@@ -40,16 +40,24 @@ __all__ = ["EncoderSpec", "encode_batch", "encoder_spec"]
 @dataclass(frozen=True)
 class EncoderSpec:
     kind: str
-    header: bytes                # magic + schema id (+ Protobuf message indexes)
-    schema: str                  # Avro / JSON Schema text; Protobuf: message full name
+    header: bytes  # magic + schema id (+ Protobuf message indexes)
+    schema: str  # Avro / JSON Schema text; Protobuf: message full name
     named: tuple[str, ...] = ()  # Avro referenced schemas, dependencies first
-    descriptors: bytes = b""     # Protobuf FileDescriptorSet
-    validate: bool = True        # JSON: check each document against the schema
+    descriptors: bytes = b""  # Protobuf FileDescriptorSet
+    validate: bool = True  # JSON: check each document against the schema
 
 
-def encoder_spec(registry: RegistryOptions, *, subject: str, version: int | str | None = None, schema: Any = None,
-                 schema_type: str | None = None, auto_register: bool = False, message: str | None = None,
-                 validate: bool = True) -> EncoderSpec:
+def encoder_spec(
+    registry: RegistryOptions,
+    *,
+    subject: str,
+    version: int | str | None = None,
+    schema: Any = None,
+    schema_type: str | None = None,
+    auto_register: bool = False,
+    message: str | None = None,
+    validate: bool = True,
+) -> EncoderSpec:
     """Resolve the writer schema and its id on the driver."""
     with registry.client() as client:
         try:
@@ -62,8 +70,15 @@ def encoder_spec(registry: RegistryOptions, *, subject: str, version: int | str 
     return spec
 
 
-def _encoder_spec(client: RegistryClient, subject: str, version: int | str | None, schema: Any,
-                  schema_type: str | None, auto_register: bool, message: str | None) -> EncoderSpec:
+def _encoder_spec(
+    client: RegistryClient,
+    subject: str,
+    version: int | str | None,
+    schema: Any,
+    schema_type: str | None,
+    auto_register: bool,
+    message: str | None,
+) -> EncoderSpec:
     if is_message_class(schema):
         ser = ProtobufSerializer(client, schema, subject=subject, auto_register=auto_register)
         header = ser(schema())  # an empty message serializes to nothing: what is left is the frame header
@@ -81,8 +96,9 @@ def _encoder_spec(client: RegistryClient, subject: str, version: int | str | Non
         else:
             schema_id = client.lookup(subject, registered_schema).schema_id
     else:
-        registered = (client.get_latest_version(subject) if version in (None, "latest")
-                      else client.get_version(subject, version))
+        registered = (
+            client.get_latest_version(subject) if version in (None, "latest") else client.get_version(subject, version)
+        )
         registered_schema, schema_id = registered.schema, registered.schema_id
         if registered_schema.schema_type == "PROTOBUF":
             serialized = client.get_version(subject, registered.version, fmt="serialized").schema
@@ -96,8 +112,10 @@ def _encoder_spec(client: RegistryClient, subject: str, version: int | str | Non
         return EncoderSpec("AVRO", wire.prefix(schema_id), registered_schema.schema_str, tuple(named))
     if kind == "JSON":
         return EncoderSpec("JSON", wire.prefix(schema_id), registered_schema.schema_str)
-    raise ValueError(f"to_registry cannot encode with a {kind} schema given as text: pass the generated "
-                     "Protobuf message class as schema=, or subject= with a registered version")
+    raise ValueError(
+        f"to_registry cannot encode with a {kind} schema given as text: pass the generated "
+        "Protobuf message class as schema=, or subject= with a registered version"
+    )
 
 
 _lock = threading.Lock()
@@ -134,8 +152,9 @@ def _json_encoder(spec: EncoderSpec) -> Callable[[Any], bytes]:
         if validator is not None:
             document = orjson.loads(payload)  # what a reader will see (dates and bytes as their JSON strings)
             if not validator.is_valid(document):
-                raise SerializationError(f"record does not match the JSON Schema "
-                                         f"{_validation_message(validator, document)}")
+                raise SerializationError(
+                    f"record does not match the JSON Schema {_validation_message(validator, document)}"
+                )
         return header + payload
 
     return encode
@@ -181,6 +200,9 @@ def encode_batch(spec: EncoderSpec, mode: str, values: pa.Array) -> pa.Array:
                 continue
             schema_id = wire.read_schema_id(spec.header)
             reason = str(e) if isinstance(e, SerializationError) else f"{type(e).__name__}: {e}"
-            raise SerializationError(f"to_registry (FAILFAST): row {i} of the Arrow batch{partition_note()} does not "
-                                     f"fit schema id {schema_id} ({spec.kind}): {reason}", schema_id=schema_id) from e
+            raise SerializationError(
+                f"to_registry (FAILFAST): row {i} of the Arrow batch{partition_note()} does not "
+                f"fit schema id {schema_id} ({spec.kind}): {reason}",
+                schema_id=schema_id,
+            ) from e
     return pa.array(out, pa.binary())

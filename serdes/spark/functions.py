@@ -48,16 +48,29 @@ def _column(col: str | Column) -> Column:
 def _session() -> SparkSession:
     spark = SparkSession.getActiveSession()
     if spark is None:
-        raise RuntimeError("from_registry/to_registry need an active SparkSession (build one first, e.g. with "
-                           "serdes.spark.spark_session())")
+        raise RuntimeError(
+            "from_registry/to_registry need an active SparkSession (build one first, e.g. with "
+            "serdes.spark.spark_session())"
+        )
     return spark
 
 
-def from_registry(col: str | Column, registry: str | Mapping[str, Any], *, subject: str | None = None,
-                  version: int | str | None = None, reader_schema: Any = None, schema_type: str | None = None,
-                  message: str | None = None, subjects: Sequence[str] | Mapping[str, str] | None = None,
-                  mode: str = "PERMISSIVE", error_column: bool = False, writer_id_column: bool = False,
-                  engine: str = "auto", validate: bool = False) -> Column:
+def from_registry(
+    col: str | Column,
+    registry: str | Mapping[str, Any],
+    *,
+    subject: str | None = None,
+    version: int | str | None = None,
+    reader_schema: Any = None,
+    schema_type: str | None = None,
+    message: str | None = None,
+    subjects: Sequence[str] | Mapping[str, str] | None = None,
+    mode: str = "PERMISSIVE",
+    error_column: bool = False,
+    writer_id_column: bool = False,
+    engine: str = "auto",
+    validate: bool = False,
+) -> Column:
     """Decode a binary column of Confluent-framed payloads into a struct column.
 
     Args:
@@ -99,39 +112,58 @@ def from_registry(col: str | Column, registry: str | Mapping[str, Any], *, subje
     spec: ReaderSpec | RecordTypesSpec
     if subjects is not None:
         if subject is not None or reader_schema is not None or version is not None:
-            raise ValueError("from_registry takes subjects= (a topic mixing record types) or subject=/version=/"
-                             "reader_schema=, not both")
+            raise ValueError(
+                "from_registry takes subjects= (a topic mixing record types) or subject=/version=/"
+                "reader_schema=, not both"
+            )
         spec = resolve_record_types(options, subjects)
     else:
-        spec = resolve_reader(options, subject=subject, version=version, reader_schema=reader_schema,
-                              schema_type=schema_type, message=message)
+        spec = resolve_reader(
+            options,
+            subject=subject,
+            version=version,
+            reader_schema=reader_schema,
+            schema_type=schema_type,
+            message=message,
+        )
     if engine == "jvm" and spec.kind != "AVRO":
-        raise ValueError(f"the JVM engine decodes Avro only; this reader schema is {spec.kind} "
-                         "(use engine='python' or 'auto')")
+        raise ValueError(
+            f"the JVM engine decodes Avro only; this reader schema is {spec.kind} (use engine='python' or 'auto')"
+        )
     if engine == "jvm" and options.python_only:
-        raise ValueError(f"the JVM engine cannot use these registry options ({options.python_only}): "
-                         "use engine='python' or 'auto'")
+        raise ValueError(
+            f"the JVM engine cannot use these registry options ({options.python_only}): use engine='python' or 'auto'"
+        )
     if engine != "python" and spec.kind == "AVRO" and not options.python_only:
         spark = _session()
         if jvm_engine.available(spark):
             return jvm_engine.decode_column(spark, _column(col), spec, mode, error_column, writer_id_column)
         if engine == "jvm":
             raise RuntimeError(jvm_engine.missing_message(spark))
-    return python_column(col, spec, mode, error_column, writer_id_column,
-                         json.dumps({"validate": validate}) if validate else "")
+    return python_column(
+        col, spec, mode, error_column, writer_id_column, json.dumps({"validate": validate}) if validate else ""
+    )
 
 
-def python_column(col: str | Column, spec: ReaderSpec | RecordTypesSpec, mode: str, error_column: bool,
-                  writer_id_column: bool = False, options: str = "") -> Column:
+def python_column(
+    col: str | Column,
+    spec: ReaderSpec | RecordTypesSpec,
+    mode: str,
+    error_column: bool,
+    writer_id_column: bool = False,
+    options: str = "",
+) -> Column:
     """The Python engine's Column: an Arrow UDF over batches of the binary column."""
+
     def decode(values: pa.Array) -> pa.Array:
         return decode_batch(spec, mode, error_column, writer_id_column, options, values)
 
     return _arrow_column(decode, "from_registry", result_type(spec.spark_type, error_column, writer_id_column), col)
 
 
-def _arrow_column(batch_fn: Callable[[pa.Array], pa.Array], name: str, return_type: DataType,
-                  col: str | Column) -> Column:
+def _arrow_column(
+    batch_fn: Callable[[pa.Array], pa.Array], name: str, return_type: DataType, col: str | Column
+) -> Column:
     """``batch_fn`` as a scalar Arrow UDF (inferred from its type hints) applied to ``col``, named ``name(col)``."""
     batch_fn.__name__ = name
     # pyspark's overloads only cover passing functionType, the form it deprecates in favour of type hints
@@ -139,10 +171,19 @@ def _arrow_column(batch_fn: Callable[[pa.Array], pa.Array], name: str, return_ty
     return udf(_column(col))
 
 
-def to_registry(col: str | Column, registry: str | Mapping[str, Any], *, subject: str,
-                version: int | str | None = None, schema: Any = None, schema_type: str | None = None,
-                auto_register: bool = False, message: str | None = None, mode: str = "FAILFAST",
-                validate: bool = True) -> Column:
+def to_registry(
+    col: str | Column,
+    registry: str | Mapping[str, Any],
+    *,
+    subject: str,
+    version: int | str | None = None,
+    schema: Any = None,
+    schema_type: str | None = None,
+    auto_register: bool = False,
+    message: str | None = None,
+    mode: str = "FAILFAST",
+    validate: bool = True,
+) -> Column:
     """Encode a struct column into Confluent-framed payloads (a binary column).
 
     The writer schema is ``schema`` (Avro / JSON Schema text or dict, ``serdes.Schema``, or a generated Protobuf
@@ -157,8 +198,16 @@ def to_registry(col: str | Column, registry: str | Mapping[str, Any], *, subject
     mode = mode.upper()
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-    spec = encoder_spec(RegistryOptions(registry), subject=subject, version=version, schema=schema,
-                        schema_type=schema_type, auto_register=auto_register, message=message, validate=validate)
+    spec = encoder_spec(
+        RegistryOptions(registry),
+        subject=subject,
+        version=version,
+        schema=schema,
+        schema_type=schema_type,
+        auto_register=auto_register,
+        message=message,
+        validate=validate,
+    )
 
     def encode(values: pa.Array) -> pa.Array:
         return encode_batch(spec, mode, values)

@@ -50,27 +50,37 @@ def available(spark: SparkSession) -> bool:
 
 def missing_message(spark: SparkSession) -> str:
     jars = spark.sparkContext.getConf().get("spark.jars", "")
-    return (f"the JVM engine's class {DECODER_CLASS} is not on this session's classpath (spark.jars={jars!r}). "
-            "Build the session with serdes.spark.spark_session(), or add serdes.spark.jar_path() to spark.jars "
-            "(spark-submit --jars) before the session starts; or use engine='python'.")
+    return (
+        f"the JVM engine's class {DECODER_CLASS} is not on this session's classpath (spark.jars={jars!r}). "
+        "Build the session with serdes.spark.spark_session(), or add serdes.spark.jar_path() to spark.jars "
+        "(spark-submit --jars) before the session starts; or use engine='python'."
+    )
 
 
 def decoder_spec(spec: ReaderSpec | RecordTypesSpec, mode: str, error_column: bool, writer_id_column: bool) -> str:
     """The JSON the Java decoder is built from (it holds the registry options: never log it)."""
     branches = spec.branches if isinstance(spec, RecordTypesSpec) else (spec,)
-    return json.dumps({
-        "registry": spec.registry.jvm_config(),
-        "type": json.loads(spec.spark_type.json()),
-        "branches": [{"reader": b.reader, "named": list(b.named), "subject": b.subject} for b in branches],
-        "branchStruct": isinstance(spec, RecordTypesSpec),
-        "failFast": mode == "FAILFAST",
-        "errorColumn": error_column,
-        "writerIdColumn": writer_id_column,
-    })
+    return json.dumps(
+        {
+            "registry": spec.registry.jvm_config(),
+            "type": json.loads(spec.spark_type.json()),
+            "branches": [{"reader": b.reader, "named": list(b.named), "subject": b.subject} for b in branches],
+            "branchStruct": isinstance(spec, RecordTypesSpec),
+            "failFast": mode == "FAILFAST",
+            "errorColumn": error_column,
+            "writerIdColumn": writer_id_column,
+        }
+    )
 
 
-def decode_column(spark: SparkSession, col: Column, spec: ReaderSpec | RecordTypesSpec, mode: str,
-                  error_column: bool, writer_id_column: bool = False) -> Column:
+def decode_column(
+    spark: SparkSession,
+    col: Column,
+    spec: ReaderSpec | RecordTypesSpec,
+    mode: str,
+    error_column: bool,
+    writer_id_column: bool = False,
+) -> Column:
     from pyspark.sql.classic.column import Column as ClassicColumn
     from pyspark.sql.classic.column import _to_java_column
 

@@ -32,13 +32,17 @@ def _mask(present: list[bool]) -> pa.Array | None:
     return pa.array(np.logical_not(np.array(present, dtype=bool)))
 
 
-def messages_to_arrow(messages: list[Any], desc: Any, arrow_type: pa.StructType,
-                      mask: pa.Array | None = None) -> pa.StructArray:
+def messages_to_arrow(
+    messages: list[Any], desc: Any, arrow_type: pa.StructType, mask: pa.Array | None = None
+) -> pa.StructArray:
     """A struct array of ``arrow_type`` for ``messages`` (all of type ``desc``); ``mask`` marks null rows."""
     children = [_field(messages, field, arrow_type.field(i).type) for i, field in enumerate(desc.fields)]
     if not children:
-        return pa.StructArray.from_arrays([], fields=[], mask=mask) if mask is not None else pa.nulls(
-            len(messages), arrow_type)
+        return (
+            pa.StructArray.from_arrays([], fields=[], mask=mask)
+            if mask is not None
+            else pa.nulls(len(messages), arrow_type)
+        )
     return pa.StructArray.from_arrays(children, fields=list(arrow_type), mask=mask)
 
 
@@ -62,13 +66,15 @@ def _field(messages: list[Any], field: Any, atype: pa.DataType) -> pa.Array:
             _offsets(list(map(len, containers))),
             _values(keys, entry.fields_by_name["key"], atype.key_type),
             _values(items, entry.fields_by_name["value"], atype.item_type),
-            type=atype)
+            type=atype,
+        )
     if field.is_repeated:
         containers = list(map(get, messages))
         # c[:] copies a upb container to a list in C; iterating it element by element costs ~2.5x more
         flat = list(chain.from_iterable(map(getitem, containers, repeat(_ALL))))
-        return pa.ListArray.from_arrays(_offsets(list(map(len, containers))),
-                                        _values(flat, field, atype.value_type), type=atype)
+        return pa.ListArray.from_arrays(
+            _offsets(list(map(len, containers))), _values(flat, field, atype.value_type), type=atype
+        )
     values = list(map(get, messages))
     mask = None
     if field.has_presence and messages:

@@ -117,8 +117,14 @@ def decoder_for(spec: ReaderSpec | RecordTypesSpec, options: str = "") -> BatchD
     return dec
 
 
-def decode_batch(spec: ReaderSpec | RecordTypesSpec, mode: str, error_column: bool, writer_id_column: bool,
-                 options: str, values: pa.Array) -> pa.Array:
+def decode_batch(
+    spec: ReaderSpec | RecordTypesSpec,
+    mode: str,
+    error_column: bool,
+    writer_id_column: bool,
+    options: str,
+    values: pa.Array,
+) -> pa.Array:
     """Entry point of the Arrow UDF (kept small: it is what gets pickled by reference): the decoded values, or
     ``struct<value[, error][, writer_id, writer_version]>``."""
     if isinstance(values, pa.ChunkedArray):
@@ -169,10 +175,12 @@ class Frames:
             at = np.where(ok, starts, 0)
             ok &= buf[at] == wire.MAGIC_BYTE
             last = len(buf) - 1
-            ids = ((buf[np.minimum(at + 1, last)].astype(np.int64) << 24)
-                   | (buf[np.minimum(at + 2, last)].astype(np.int64) << 16)
-                   | (buf[np.minimum(at + 3, last)].astype(np.int64) << 8)
-                   | buf[np.minimum(at + 4, last)].astype(np.int64))
+            ids = (
+                (buf[np.minimum(at + 1, last)].astype(np.int64) << 24)
+                | (buf[np.minimum(at + 2, last)].astype(np.int64) << 16)
+                | (buf[np.minimum(at + 3, last)].astype(np.int64) << 8)
+                | buf[np.minimum(at + 4, last)].astype(np.int64)
+            )
         else:
             ids = np.zeros(n, dtype=np.int64)
         return Frames(data, starts, ends, ok, ids)
@@ -203,8 +211,11 @@ class _Rows:
     def fail(self, i: int, schema_id: int | None, reason: str) -> None:
         if self.fail_fast:
             sid = f"schema id {schema_id}" if schema_id is not None else "no schema id"
-            raise DecodeFailure(f"from_registry (FAILFAST): cannot decode row {i} of the Arrow batch{partition_note()} "
-                                f"({sid}): {reason}", schema_id=schema_id)
+            raise DecodeFailure(
+                f"from_registry (FAILFAST): cannot decode row {i} of the Arrow batch{partition_note()} "
+                f"({sid}): {reason}",
+                schema_id=schema_id,
+            )
         self.rows[i] = None
         if self.errors is not None:
             self.errors[i] = reason
@@ -257,8 +268,9 @@ class BatchDecoder:
                 pairs = self.client.request("GET", f"/schemas/ids/{schema_id}/versions") or []
             except RegistryError as e:
                 if e.status < 0 or e.status >= 500:
-                    raise RegistryUnreachable(f"from_registry: cannot look up the versions of schema id {schema_id}: "
-                                              f"{e}") from e
+                    raise RegistryUnreachable(
+                        f"from_registry: cannot look up the versions of schema id {schema_id}: {e}"
+                    ) from e
                 pairs = []  # the id is not known: the row's decode reports it
             if pairs:  # an id not (yet) under the subject may be registered there later: ask again then
                 self._versions[schema_id] = pairs
@@ -388,8 +400,12 @@ class AvroBatchDecoder(BatchDecoder):
     def decode_rows(self, values: pa.Array, out: _Rows) -> None:
         frames = Frames.of(values)
         data, starts, ends, ok, ids = frames.data, frames.starts, frames.ends, frames.ok, frames.ids
-        if self._convert is None and ok.all() and (ids == ids[0]).all() and self._fast(data, starts, ends,
-                                                                                      int(ids[0]), out):
+        if (
+            self._convert is None
+            and ok.all()
+            and (ids == ids[0]).all()
+            and self._fast(data, starts, ends, int(ids[0]), out)
+        ):
             return
         valid = values.is_valid().to_pylist() if values.null_count else None
         plans = self._plans
@@ -428,8 +444,10 @@ class AvroBatchDecoder(BatchDecoder):
             pos = tell()
             if pos != end:
                 if pos < end:
-                    why = f"{end - pos} unread bytes after the Avro record: the payload does not match writer " \
-                          f"schema {sid}"
+                    why = (
+                        f"{end - pos} unread bytes after the Avro record: the payload does not match writer "
+                        f"schema {sid}"
+                    )
                 else:
                     why = f"payload ends {pos - end} bytes before the Avro record of writer schema {sid} is complete"
                 out.fail(i, sid, why)
@@ -487,8 +505,9 @@ class _CachedClient:
             if e.status < 0 or e.status >= 500:
                 raise RegistryUnreachable(f"from_registry: cannot fetch writer schema {schema_id}: {e}") from e
             if e.status == 404:
-                err = SerializationError(f"schema id {schema_id} is not known to the registry ({e.message})",
-                                         offset=1, schema_id=schema_id)
+                err = SerializationError(
+                    f"schema id {schema_id} is not known to the registry ({e.message})", offset=1, schema_id=schema_id
+                )
                 err.__cause__ = e
                 self._decoder.unknown_ids[schema_id] = err
             raise
@@ -637,21 +656,23 @@ class RecordTypesDecoder(BatchDecoder):
         frames = Frames.of(values)
         n = len(values)
         routes = {sid: self.route(sid) for sid in set(frames.ids[frames.ok].tolist())}
-        target = [routes[sid] if good else 0 for good, sid in zip(frames.ok.tolist(), frames.ids.tolist(),
-                                                                     strict=True)]
+        target = [routes[sid] if good else 0 for good, sid in zip(frames.ok.tolist(), frames.ids.tolist(), strict=True)]
         errors: list[str | None] = [None] * n
         for i, where in enumerate(target):
             if isinstance(where, str):
                 if fail_fast:
-                    raise DecodeFailure(f"from_registry (FAILFAST): cannot decode row {i} of the Arrow batch"
-                                        f"{partition_note()} (schema id {int(frames.ids[i])}): {where}",
-                                        schema_id=int(frames.ids[i]))
+                    raise DecodeFailure(
+                        f"from_registry (FAILFAST): cannot decode row {i} of the Arrow batch"
+                        f"{partition_note()} (schema id {int(frames.ids[i])}): {where}",
+                        schema_id=int(frames.ids[i]),
+                    )
                 errors[i] = where
         children = []
         for index, part in enumerate(self.parts):
             mine = pa.array([where == index for where in target], pa.bool_())
-            result, part_errors = part.decode(pc.if_else(mine, values, pa.scalar(None, values.type)), fail_fast,
-                                              error_column)
+            result, part_errors = part.decode(
+                pc.if_else(mine, values, pa.scalar(None, values.type)), fail_fast, error_column
+            )
             children.append(result)
             for i, error in enumerate(part_errors):
                 if error is not None:

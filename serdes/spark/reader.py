@@ -29,8 +29,15 @@ from serdes.protobuf import RegisteredProtoFile, is_message_class
 from serdes.spark.registry_options import RegistryOptions
 from serdes.spark.types import AvroNames, avro_to_spark, json_schema_to_spark, protobuf_to_spark
 
-__all__ = ["ReaderSpec", "RecordTypesSpec", "avro_references", "file_descriptor_set", "protobuf_message",
-           "resolve_reader", "resolve_record_types"]
+__all__ = [
+    "ReaderSpec",
+    "RecordTypesSpec",
+    "avro_references",
+    "file_descriptor_set",
+    "protobuf_message",
+    "resolve_reader",
+    "resolve_record_types",
+]
 
 KINDS = ("AVRO", "JSON", "PROTOBUF")
 
@@ -39,11 +46,11 @@ KINDS = ("AVRO", "JSON", "PROTOBUF")
 class ReaderSpec:
     """What a decode engine needs to know about the reader side (hashable: it keys executor caches)."""
 
-    kind: str                   # AVRO, JSON or PROTOBUF
-    registry: RegistryOptions   # URL(s) and client options (auth, TLS)
-    reader: str                 # Avro / JSON Schema text; for Protobuf the message's full name
+    kind: str  # AVRO, JSON or PROTOBUF
+    registry: RegistryOptions  # URL(s) and client options (auth, TLS)
+    reader: str  # Avro / JSON Schema text; for Protobuf the message's full name
     named: tuple[str, ...] = ()  # Avro: referenced schemas, dependencies first
-    descriptors: bytes = b""    # Protobuf: serialized FileDescriptorSet holding the reader message
+    descriptors: bytes = b""  # Protobuf: serialized FileDescriptorSet holding the reader message
     spark_type_json: str = ""
     subject: str | None = None  # the subject the reader came from (writer versions are looked up there)
 
@@ -62,7 +69,7 @@ def parse_type(type_json: str) -> DataType:
 class RecordTypesSpec:
     """Several Avro record types in one column (one subject each): decoded into a struct with a field per type."""
 
-    names: tuple[str, ...]          # the struct's field names, one per record type
+    names: tuple[str, ...]  # the struct's field names, one per record type
     branches: tuple[ReaderSpec, ...]
     kind: str = "AVRO"
 
@@ -117,9 +124,16 @@ def protobuf_message(client: RegistryClient, schema_id: int, schema: Schema, mes
         raise ValueError(f"message {message!r} is not defined in schema id {schema_id}") from None
 
 
-def resolve_reader(registry: RegistryOptions, *, subject: str | None = None, version: int | str | None = None,
-                   reader_schema: Any = None, schema_type: str | None = None, message: str | None = None,
-                   client: RegistryClient | None = None) -> ReaderSpec:
+def resolve_reader(
+    registry: RegistryOptions,
+    *,
+    subject: str | None = None,
+    version: int | str | None = None,
+    reader_schema: Any = None,
+    schema_type: str | None = None,
+    message: str | None = None,
+    client: RegistryClient | None = None,
+) -> ReaderSpec:
     """Build the reader spec on the driver.
 
     ``reader_schema`` pins the reader: an Avro / JSON Schema as text or dict (``schema_type`` says which when no
@@ -139,8 +153,15 @@ def resolve_reader(registry: RegistryOptions, *, subject: str | None = None, ver
             client.close()
 
 
-def _resolve(client: RegistryClient, registry: RegistryOptions, subject: str | None, version: int | str | None,
-             reader_schema: Any, schema_type: str | None, message: str | None) -> ReaderSpec:
+def _resolve(
+    client: RegistryClient,
+    registry: RegistryOptions,
+    subject: str | None,
+    version: int | str | None,
+    reader_schema: Any,
+    schema_type: str | None,
+    message: str | None,
+) -> ReaderSpec:
     if is_message_class(reader_schema):
         desc = reader_schema.DESCRIPTOR
         return _protobuf_spec(registry, desc, subject)
@@ -152,8 +173,10 @@ def _resolve(client: RegistryClient, registry: RegistryOptions, subject: str | N
             text = reader_schema if isinstance(reader_schema, str) else json.dumps(reader_schema)
             schema = Schema(text, kind)
         if schema.schema_type == "PROTOBUF":
-            raise ValueError("a Protobuf reader_schema must be a generated message class "
-                             "(or pass subject= and version= to read it from the registry)")
+            raise ValueError(
+                "a Protobuf reader_schema must be a generated message class "
+                "(or pass subject= and version= to read it from the registry)"
+            )
         return _text_spec(client, registry, schema, subject)
     if subject is None:
         raise ValueError("from_registry needs subject= (and optionally version=) or reader_schema=")
@@ -163,8 +186,9 @@ def _resolve(client: RegistryClient, registry: RegistryOptions, subject: str | N
         registered = client.get_version(subject, version)
     if registered.schema.schema_type == "PROTOBUF":
         serialized = client.get_version(subject, registered.version, fmt="serialized")
-        return _protobuf_spec(registry, protobuf_message(client, registered.schema_id, serialized.schema, message),
-                              subject)
+        return _protobuf_spec(
+            registry, protobuf_message(client, registered.schema_id, serialized.schema, message), subject
+        )
     return _text_spec(client, registry, registered.schema, subject)
 
 
@@ -193,8 +217,9 @@ def _text_spec(client: RegistryClient, registry: RegistryOptions, schema: Schema
 def _protobuf_spec(registry: RegistryOptions, desc: Descriptor, subject: str | None) -> ReaderSpec:
     spark_type = protobuf_to_spark(desc)
     assert isinstance(spark_type, StructType)
-    return ReaderSpec("PROTOBUF", registry, desc.full_name, (), file_descriptor_set(desc.file), spark_type.json(),
-                      subject)
+    return ReaderSpec(
+        "PROTOBUF", registry, desc.full_name, (), file_descriptor_set(desc.file), spark_type.json(), subject
+    )
 
 
 def resolve_record_types(registry: RegistryOptions, subjects: Sequence[str] | Mapping[str, str]) -> RecordTypesSpec:
@@ -210,16 +235,22 @@ def resolve_record_types(registry: RegistryOptions, subjects: Sequence[str] | Ma
     for subject, spec in zip(listed, specs, strict=True):
         doc = json.loads(spec.reader)
         if spec.kind != "AVRO" or not isinstance(doc, dict) or doc.get("type") != "record":
-            raise ValueError(f"subjects=: subject {subject!r} does not hold an Avro record (a topic mixing record "
-                             f"types is read for Avro records only)")
+            raise ValueError(
+                f"subjects=: subject {subject!r} does not hold an Avro record (a topic mixing record "
+                f"types is read for Avro records only)"
+            )
         full = doc["name"] if "." in doc["name"] else ".".join(filter(None, [doc.get("namespace"), doc["name"]]))
         if full in records:
-            raise ValueError(f"subjects=: {subject!r} and {records[full]!r} both hold record {full}: a row's record "
-                             "name could not pick one")
+            raise ValueError(
+                f"subjects=: {subject!r} and {records[full]!r} both hold record {full}: a row's record "
+                "name could not pick one"
+            )
         records[full] = subject
     names = list(named) if named is not None else [full.rpartition(".")[2] for full in records]
     twice = [n for n, count in Counter(names).items() if count > 1]
     if twice:
-        raise ValueError(f"subjects=: two record types are both named {twice[0]!r}: pass a dict "
-                         "{field name: subject} to name the struct's fields")
+        raise ValueError(
+            f"subjects=: two record types are both named {twice[0]!r}: pass a dict "
+            "{field name: subject} to name the struct's fields"
+        )
     return RecordTypesSpec(tuple(names), tuple(specs))

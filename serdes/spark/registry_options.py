@@ -58,8 +58,9 @@ class RegistryOptions:
             if not isinstance(conf.get("url"), str) or not conf["url"].strip():
                 raise ValueError("registry options need 'url' (confluent-kafka's SchemaRegistryClient keys)")
         else:
-            raise TypeError(f"registry must be a URL or a dict of registry client options, not "
-                            f"{type(registry).__name__}")
+            raise TypeError(
+                f"registry must be a URL or a dict of registry client options, not {type(registry).__name__}"
+            )
         self._items = tuple(sorted(conf.items()))
         self._key = json.dumps(self._items, default=repr)
 

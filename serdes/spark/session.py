@@ -31,8 +31,10 @@ __all__ = ["jar_path", "spark_session", "with_jar"]
 def jar_path() -> str:
     """Path of the JVM engine's jar (package data). Raises FileNotFoundError with the build command if absent."""
     if not Path(JAR).exists():
-        raise FileNotFoundError(f"{JAR} is missing: build it with `python -m serdes.spark.build_jar` "
-                                f"(needs {INSTALL_HINT.split(': ', 1)[1]})")
+        raise FileNotFoundError(
+            f"{JAR} is missing: build it with `python -m serdes.spark.build_jar` "
+            f"(needs {INSTALL_HINT.split(': ', 1)[1]})"
+        )
     return str(JAR)
 
 
@@ -46,8 +48,9 @@ def with_jar(builder: SparkSession.Builder, jars: str | Iterable[str] = ()) -> S
     return builder.config("spark.jars", ",".join(dict.fromkeys([*filter(None, listed), jar_path()])))
 
 
-def spark_session(master: str = "local[2]", app_name: str = "schemakit", conf: dict[str, Any] | None = None,
-                  jvm_engine: bool = True) -> SparkSession:
+def spark_session(
+    master: str = "local[2]", app_name: str = "schemakit", conf: dict[str, Any] | None = None, jvm_engine: bool = True
+) -> SparkSession:
     """A session for ``from_registry``/``to_registry``: the jar on ``spark.jars`` (when ``jvm_engine`` and the
     jar is built) and Python workers on this interpreter. ``conf`` adds Spark settings; jars in its
     ``spark.jars`` are kept next to the engine's.

@@ -53,8 +53,20 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-__all__ = ["TIMESTAMP", "AvroNames", "SchemaMappingError", "avro_decimal_type", "avro_to_spark", "avro_union_branches",
-           "is_map_field", "json_is_null", "json_pointer", "json_schema_to_spark", "protobuf_to_spark", "result_type"]
+__all__ = [
+    "TIMESTAMP",
+    "AvroNames",
+    "SchemaMappingError",
+    "avro_decimal_type",
+    "avro_to_spark",
+    "avro_union_branches",
+    "is_map_field",
+    "json_is_null",
+    "json_pointer",
+    "json_schema_to_spark",
+    "protobuf_to_spark",
+    "result_type",
+]
 
 
 class SchemaMappingError(ValueError):
@@ -64,8 +76,14 @@ class SchemaMappingError(ValueError):
 # -- Avro -----------------------------------------------------------------------------------------------------
 
 _AVRO_PRIMITIVES: dict[str, DataType] = {
-    "null": NullType(), "boolean": BooleanType(), "int": IntegerType(), "long": LongType(),
-    "float": FloatType(), "double": DoubleType(), "bytes": BinaryType(), "string": StringType(),
+    "null": NullType(),
+    "boolean": BooleanType(),
+    "int": IntegerType(),
+    "long": LongType(),
+    "float": FloatType(),
+    "double": DoubleType(),
+    "bytes": BinaryType(),
+    "string": StringType(),
 }
 _AVRO_LOGICAL: dict[tuple[str, str | None], DataType] = {
     ("int", "date"): DateType(),
@@ -110,8 +128,9 @@ def avro_decimal_type(schema: dict[str, Any]) -> DataType | None:
     return None
 
 
-def avro_to_spark(schema: Any, names: AvroNames | None = None, namespace: str | None = None,
-                  _stack: tuple[str, ...] = ()) -> tuple[DataType, bool]:
+def avro_to_spark(
+    schema: Any, names: AvroNames | None = None, namespace: str | None = None, _stack: tuple[str, ...] = ()
+) -> tuple[DataType, bool]:
     """(Spark type, nullable) for an Avro schema given as parsed JSON (str / dict / list)."""
     names = names if names is not None else AvroNames()
     if isinstance(schema, str):
@@ -145,8 +164,9 @@ def avro_to_spark(schema: Any, names: AvroNames | None = None, namespace: str | 
     return avro_to_spark(kind, names, namespace, _stack)
 
 
-def _avro_named(schema: dict[str, Any], names: AvroNames, namespace: str | None,
-                stack: tuple[str, ...]) -> tuple[DataType, bool]:
+def _avro_named(
+    schema: dict[str, Any], names: AvroNames, namespace: str | None, stack: tuple[str, ...]
+) -> tuple[DataType, bool]:
     kind = schema["type"]
     if kind in ("record", "error"):
         fields = []
@@ -166,8 +186,9 @@ def avro_union_branches(schema: list[Any]) -> list[Any]:
     return [s for s in schema if s != "null" and not (isinstance(s, dict) and s.get("type") == "null")]
 
 
-def _avro_union(schema: list[Any], names: AvroNames, namespace: str | None,
-                stack: tuple[str, ...]) -> tuple[DataType, bool]:
+def _avro_union(
+    schema: list[Any], names: AvroNames, namespace: str | None, stack: tuple[str, ...]
+) -> tuple[DataType, bool]:
     branches = avro_union_branches(schema)
     has_null = len(branches) < len(schema)
     mapped = [avro_to_spark(b, names, namespace, stack)[0] for b in branches]
@@ -184,6 +205,7 @@ def _avro_union(schema: list[Any], names: AvroNames, namespace: str | None,
 
 
 # -- JSON Schema ---------------------------------------------------------------------------------------------
+
 
 def json_pointer(root: Any, ref: str) -> Any:
     """The node a local ``$ref`` (``#/definitions/X``) points to in ``root``."""
@@ -238,8 +260,9 @@ def json_schema_to_spark(node: Any, root: Any = None, _refs: tuple[str, ...] = (
     if kind == "object":
         props = node.get("properties")
         if props:
-            return StructType([StructField(name, json_schema_to_spark(sub, root, _refs), True)
-                               for name, sub in props.items()])
+            return StructType(
+                [StructField(name, json_schema_to_spark(sub, root, _refs), True) for name, sub in props.items()]
+            )
         extra = node.get("additionalProperties")
         if isinstance(extra, dict) and extra:
             return MapType(StringType(), json_schema_to_spark(extra, root, _refs), True)

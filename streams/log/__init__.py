@@ -81,7 +81,9 @@ def open_log(url: str, *, groups: GroupSettings | None = None, **options: object
     scheme, sep, _ = url.partition("://")
     if not sep or scheme not in BACKENDS:
         known = " or ".join(f"{name}://..." for name in BACKENDS)
-        raise ValueError(f"unknown log URL {redact_url(url)!r}: expected {known} (sqlite:///path, kafka://host:port[,host:port])")
+        raise ValueError(
+            f"unknown log URL {redact_url(url)!r}: expected {known} (sqlite:///path, kafka://host:port[,host:port])"
+        )
     module_name, class_name = BACKENDS[scheme]
     backend: type[Log] = getattr(importlib.import_module(module_name), class_name)
     return backend(url, groups=groups, **options)  # type: ignore[call-arg]

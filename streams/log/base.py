@@ -225,8 +225,14 @@ class Producer(abc.ABC):
         ``on_last_delivery`` reports the last one (a store's changelog flush). Backends may do it faster."""
         last = len(records) - 1
         for i, (key, value) in enumerate(records):
-            self.send(topic, value, key, partition=partition, headers=headers,
-                      on_delivery=on_last_delivery if i == last else None)  # fmt: skip
+            self.send(
+                topic,
+                value,
+                key,
+                partition=partition,
+                headers=headers,
+                on_delivery=on_last_delivery if i == last else None,
+            )
 
     @abc.abstractmethod
     def flush(self, timeout: float | None = None) -> None:
@@ -261,9 +267,7 @@ class Producer(abc.ABC):
             elif md is not None:
                 result.append(md)
 
-        self.send(
-            topic, value, key, partition=partition, headers=headers, timestamp=timestamp, on_delivery=done
-        )
+        self.send(topic, value, key, partition=partition, headers=headers, timestamp=timestamp, on_delivery=done)
         self.flush(timeout)
         if errors:
             raise errors[0]
@@ -515,9 +519,7 @@ class Log(abc.ABC):
                 info = self.describe_topic(name)
                 assert info is not None
         if info.partitions != partitions:
-            raise TopicConfigError(
-                f"topic {name!r} has {info.partitions} partitions, expected exactly {partitions}"
-            )
+            raise TopicConfigError(f"topic {name!r} has {info.partitions} partitions, expected exactly {partitions}")
         if compacted and not info.compacted:
             raise TopicConfigError(f"topic {name!r} must have cleanup.policy=compact")
         return info

@@ -76,18 +76,42 @@ _ANY_PARTITION = -1  # the partitioner chooses (RD_KAFKA_PARTITION_UA)
 _NOW = 0  # no timestamp of ours: the producer's clock
 
 _CONSUMER_ONLY_PREFIXES = ("fetch.", "group.", "queued.", "auto.commit.")
-_CONSUMER_ONLY = frozenset({
-    "session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy", "max.poll.interval.ms",
-    "enable.auto.commit", "enable.auto.offset.store", "isolation.level", "auto.offset.reset", "check.crcs",
-    "enable.partition.eof", "coordinator.query.interval.ms", "max.partition.fetch.bytes",
-    "consume.callback.max.messages",
-})  # fmt: skip
+_CONSUMER_ONLY = frozenset(
+    {
+        "session.timeout.ms",
+        "heartbeat.interval.ms",
+        "partition.assignment.strategy",
+        "max.poll.interval.ms",
+        "enable.auto.commit",
+        "enable.auto.offset.store",
+        "isolation.level",
+        "auto.offset.reset",
+        "check.crcs",
+        "enable.partition.eof",
+        "coordinator.query.interval.ms",
+        "max.partition.fetch.bytes",
+        "consume.callback.max.messages",
+    }
+)
 _PRODUCER_ONLY_PREFIXES = ("queue.buffering.", "batch.", "compression.", "sticky.partitioning.")
-_PRODUCER_ONLY = frozenset({
-    "acks", "request.required.acks", "linger.ms", "enable.idempotence", "enable.gapless.guarantee",
-    "transaction.timeout.ms", "message.timeout.ms", "delivery.timeout.ms", "retries",
-    "message.send.max.retries", "partitioner", "compression.codec", "compression.type", "transactional.id",
-})  # fmt: skip
+_PRODUCER_ONLY = frozenset(
+    {
+        "acks",
+        "request.required.acks",
+        "linger.ms",
+        "enable.idempotence",
+        "enable.gapless.guarantee",
+        "transaction.timeout.ms",
+        "message.timeout.ms",
+        "delivery.timeout.ms",
+        "retries",
+        "message.send.max.retries",
+        "partitioner",
+        "compression.codec",
+        "compression.type",
+        "transactional.id",
+    }
+)
 _ROLES = ("producer", "consumer", "admin")
 
 # Errors that mean "another producer with this transactional id took over".
@@ -402,8 +426,9 @@ class KafkaLog(Log):
             isolation_level=confluent_kafka.IsolationLevel.READ_UNCOMMITTED,
             request_timeout=self.timeout,
         )
-        return {tp.partition: self._result(f, f"end offset of {topic}[{tp.partition}]").offset
-                for tp, f in futures.items()}  # fmt: skip
+        return {
+            tp.partition: self._result(f, f"end offset of {topic}[{tp.partition}]").offset for tp, f in futures.items()
+        }
 
     def committed(self, group: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         # A consumer that never subscribes reads the group's offsets without joining (no rebalance).
@@ -522,9 +547,18 @@ class KafkaProducer(Producer):
         else:
             callback = self._delivery_callback(topic, on_delivery)
         try:
-            self._produce_when_queued((topic, value, key, _ANY_PARTITION if partition is None else partition, callback,
-                                       None, _NOW if timestamp is None else timestamp,
-                                       None if headers is None else list(headers)))  # fmt: skip
+            self._produce_when_queued(
+                (
+                    topic,
+                    value,
+                    key,
+                    _ANY_PARTITION if partition is None else partition,
+                    callback,
+                    None,
+                    _NOW if timestamp is None else timestamp,
+                    None if headers is None else list(headers),
+                )
+            )
             # Serve delivery reports now and then (flush serves the rest): once per send costs a call into
             # librdkafka for every record.
             self._unpolled += 1
@@ -572,8 +606,18 @@ class KafkaProducer(Producer):
                     self._produce_when_queued((topic, value, key, partition, callback, None, _NOW, header_list))
             if on_last_delivery is not None:
                 key, value = records[-1]
-                self._produce_when_queued((topic, value, key, partition,
-                                           self._delivery_callback(topic, on_last_delivery), None, _NOW, header_list))
+                self._produce_when_queued(
+                    (
+                        topic,
+                        value,
+                        key,
+                        partition,
+                        self._delivery_callback(topic, on_last_delivery),
+                        None,
+                        _NOW,
+                        header_list,
+                    )
+                )
             self._producer.poll(0)
         except KafkaException as exc:
             raise self._send_error(exc, topic) from exc
@@ -597,8 +641,15 @@ class KafkaProducer(Producer):
                     if self._first_error is None:
                         self._first_error = error
                 if self.on_delivery_failure is not None:
-                    failed = Record(topic, msg.partition(), -1, msg.key(), msg.value(), msg.timestamp()[1],
-                                    tuple(msg.headers() or ()))  # fmt: skip
+                    failed = Record(
+                        topic,
+                        msg.partition(),
+                        -1,
+                        msg.key(),
+                        msg.value(),
+                        msg.timestamp()[1],
+                        tuple(msg.headers() or ()),
+                    )
                     self.on_delivery_failure(failed, error)
                 if on_delivery is not None:
                     on_delivery(None, error)
@@ -659,8 +710,13 @@ class KafkaProducer(Producer):
         if not positions:
             return
         metadata = self._log.group_metadata(group)
-        self._txn(self._producer.send_offsets_to_transaction, f"send offsets of group {group!r}",
-                  positions, metadata, self._log.timeout)  # fmt: skip
+        self._txn(
+            self._producer.send_offsets_to_transaction,
+            f"send offsets of group {group!r}",
+            positions,
+            metadata,
+            self._log.timeout,
+        )
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         self.transaction.check_in_transaction("commit_transaction")
@@ -816,8 +872,17 @@ class KafkaConsumer(Consumer):
                 raise error
             tp = TopicPartition(msg.topic(), msg.partition())
             offset = msg.offset()
-            records.append(Record(tp.topic, tp.partition, offset, msg.key(), msg.value(), msg.timestamp()[1],
-                                  tuple(msg.headers() or ())))  # fmt: skip
+            records.append(
+                Record(
+                    tp.topic,
+                    tp.partition,
+                    offset,
+                    msg.key(),
+                    msg.value(),
+                    msg.timestamp()[1],
+                    tuple(msg.headers() or ()),
+                )
+            )
             self._positions[tp] = offset + 1
         return records
 

@@ -126,8 +126,10 @@ def path_from_url(url: str) -> Path:
     A path ending in .db/.sqlite/.sqlite3 is the database file; anything else is a directory."""
     prefix = "sqlite:///"
     if not url.startswith(prefix) or len(url) == len(prefix):
-        raise ValueError(f"bad SQLite log URL {url!r}: expected sqlite:///relative/path, sqlite:////abs/path "
-                         f"or sqlite:///:memory:[name]")
+        raise ValueError(
+            f"bad SQLite log URL {url!r}: expected sqlite:///relative/path, sqlite:////abs/path "
+            f"or sqlite:///:memory:[name]"
+        )
     if memory_name(url) is not None:
         return Path(url[len(prefix) :])
     path = Path(url[len(prefix) :])
@@ -360,9 +362,7 @@ class _Db:
             self.lock, self.conn = memory.lock, memory.conn
             return
         self.lock = threading.RLock()
-        self.conn = sqlite3.connect(
-            path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-        )
+        self.conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=FULL")
 
@@ -371,9 +371,7 @@ class _Db:
 
     def topic(self, name: str) -> _TopicMeta | None:
         with self.lock:
-            row = self.conn.execute(
-                "SELECT id, partitions, compacted FROM topics WHERE name = ?", (name,)
-            ).fetchone()
+            row = self.conn.execute("SELECT id, partitions, compacted FROM topics WHERE name = ?", (name,)).fetchone()
         return None if row is None else _TopicMeta(row[0], row[1], bool(row[2]))
 
     def close(self) -> None:
@@ -594,9 +592,7 @@ class SqliteLog(Log):
                     if previous is not None:
                         doomed.append((meta.id, partition, previous))
                     latest[key] = offset
-                conn.executemany(
-                    "DELETE FROM records WHERE topic_id = ? AND partition = ? AND offset = ?", doomed
-                )
+                conn.executemany("DELETE FROM records WHERE topic_id = ? AND partition = ? AND offset = ?", doomed)
                 deleted += len(doomed)
         return deleted
 
@@ -607,9 +603,7 @@ class SqliteLog(Log):
             self._db.close()
 
 
-def _read_committed(
-    db: _Db, group: str, partitions: Sequence[TopicPartition]
-) -> dict[TopicPartition, int | None]:
+def _read_committed(db: _Db, group: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
     out: dict[TopicPartition, int | None] = {}
     with db.lock:
         for tp in partitions:
@@ -1028,8 +1022,7 @@ class SqliteConsumer(Consumer):
     def _resolve(self, tp: TopicPartition, offset: int, meta: _TopicMeta) -> int:
         if not 0 <= tp.partition < meta.partitions:
             raise UnknownTopicError(
-                f"partition {tp.partition} does not exist: "
-                f"topic {tp.topic!r} has {meta.partitions} partitions"
+                f"partition {tp.partition} does not exist: topic {tp.topic!r} has {meta.partitions} partitions"
             )
         if offset == OFFSET_BEGINNING:
             return 0
@@ -1042,8 +1035,7 @@ class SqliteConsumer(Consumer):
             return row[0] if row else 0
         if not isinstance(offset, int) or offset < 0:
             raise ValueError(
-                f"offset for {tp.topic}[{tp.partition}] must be >= 0, OFFSET_BEGINNING or OFFSET_END, "
-                f"got {offset!r}"
+                f"offset for {tp.topic}[{tp.partition}] must be >= 0, OFFSET_BEGINNING or OFFSET_END, got {offset!r}"
             )
         return offset
 

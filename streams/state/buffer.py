@@ -52,8 +52,15 @@ class BufferedUpdate:
 class SuppressionBuffer:
     persistent = False
 
-    def __init__(self, name: str, key_serde: Any, value_serde: Any, topic: str, record_context: RecordContext,
-                 count_bytes: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        key_serde: Any,
+        value_serde: Any,
+        topic: str,
+        record_context: RecordContext,
+        count_bytes: bool = False,
+    ) -> None:
         self.name = name
         self.key_serde = key_serde
         self.value_serde = value_serde
@@ -83,8 +90,10 @@ class SuppressionBuffer:
         try:
             kb = self.key_serializer(key)
         except Exception as exc:
-            raise SerdeError(f"suppression buffer {self.name!r}: cannot serialize key {key!r} with "
-                             f"{serde_name(self.key_serde)}: {exc}") from exc  # fmt: skip
+            raise SerdeError(
+                f"suppression buffer {self.name!r}: cannot serialize key {key!r} with "
+                f"{serde_name(self.key_serde)}: {exc}"
+            ) from exc
         if kb is None:
             raise SerdeError(f"suppression buffer {self.name!r}: keys must not be None")
         return kb
@@ -95,8 +104,10 @@ class SuppressionBuffer:
         try:
             return self._vser(value)
         except Exception as exc:
-            raise SerdeError(f"suppression buffer {self.name!r}: cannot serialize value {value!r:.80} with "
-                             f"{serde_name(self.value_serde)}: {exc}") from exc  # fmt: skip
+            raise SerdeError(
+                f"suppression buffer {self.name!r}: cannot serialize value {value!r:.80} with "
+                f"{serde_name(self.value_serde)}: {exc}"
+            ) from exc
 
     def _encode(self, u: BufferedUpdate) -> bytes:
         # Once per buffered key and commit: the values are serialized here directly; a serializer that fails is

@@ -43,16 +43,20 @@ class SessionStore(TimeKeyedStore):
         entry = self.get_entry(self.key_bytes(key), session_end, session_start)
         return None if entry is None else entry[0]
 
-    def find_sessions(self, key: Any, earliest_session_end: int,
-                      latest_session_start: int) -> list[tuple[Windowed, Any]]:  # fmt: skip
+    def find_sessions(
+        self, key: Any, earliest_session_end: int, latest_session_start: int
+    ) -> list[tuple[Windowed, Any]]:
         """``key``'s sessions that end at or after ``earliest_session_end`` and start at or before
         ``latest_session_start``, by end then start."""
-        return [(Windowed(key, SessionWindow(start, end)), e[0])
-                for end, start, e in self.entries(self.key_bytes(key), earliest_session_end, MAX_TIME)
-                if start <= latest_session_start]  # fmt: skip
+        return [
+            (Windowed(key, SessionWindow(start, end)), e[0])
+            for end, start, e in self.entries(self.key_bytes(key), earliest_session_end, MAX_TIME)
+            if start <= latest_session_start
+        ]
 
-    def backward_find_sessions(self, key: Any, earliest_session_end: int,
-                               latest_session_start: int) -> list[tuple[Windowed, Any]]:  # fmt: skip
+    def backward_find_sessions(
+        self, key: Any, earliest_session_end: int, latest_session_start: int
+    ) -> list[tuple[Windowed, Any]]:
         return self.find_sessions(key, earliest_session_end, latest_session_start)[::-1]
 
     def fetch(self, key: Any) -> list[tuple[Windowed, Any]]:
@@ -65,8 +69,10 @@ class SessionStore(TimeKeyedStore):
     def find_sessions_ending_between(self, earliest_end: int, latest_end: int) -> list[tuple[Windowed, Any]]:
         """Every key's sessions ending in ``[earliest_end, latest_end]``, by end, then key bytes."""
         decode = self.decode_key
-        return [(Windowed(decode(kb), SessionWindow(start, end)), e[0])
-                for kb, end, start, e in self.all_entries(earliest_end, latest_end)]  # fmt: skip
+        return [
+            (Windowed(decode(kb), SessionWindow(start, end)), e[0])
+            for kb, end, start, e in self.all_entries(earliest_end, latest_end)
+        ]
 
     def all(self) -> list[tuple[Windowed, Any]]:
         return self.find_sessions_ending_between(0, MAX_TIME)

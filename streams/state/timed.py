@@ -52,8 +52,17 @@ class TimeKeyedStore:
     #: cache, which only such lookups read.
     point_reads = True
 
-    def __init__(self, name: str, key_serde: Any, value_serde: Any, topic: str, record_context: RecordContext,
-                 retention_ms: int, path: Path | None = None, max_cache_entries: int = 100_000) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        key_serde: Any,
+        value_serde: Any,
+        topic: str,
+        record_context: RecordContext,
+        retention_ms: int,
+        path: Path | None = None,
+        max_cache_entries: int = 100_000,
+    ) -> None:
         self.name = name
         self.key_serde = key_serde
         self.value_serde = value_serde
@@ -96,8 +105,10 @@ class TimeKeyedStore:
         try:
             kb = self.key_serializer(key)
         except Exception as exc:
-            raise SerdeError(f"store {self.name!r}: cannot serialize key {key!r} ({type(key).__name__}) with "
-                             f"{serde_name(self.key_serde)}: {exc}") from exc  # fmt: skip
+            raise SerdeError(
+                f"store {self.name!r}: cannot serialize key {key!r} ({type(key).__name__}) with "
+                f"{serde_name(self.key_serde)}: {exc}"
+            ) from exc
         if kb is None:
             raise SerdeError(f"store {self.name!r}: keys must not be None")
         return kb
@@ -269,8 +280,9 @@ class TimeKeyedStore:
         encode, ts_pack, vser = self._encode, _TS.pack, self._vser
         # Forwarded (with a listener) at the entry's own timestamp unless a subclass forwards another (sessions:
         # their end): no call per entry for it.
-        forward_ts = None if type(self)._forward_timestamp is TimeKeyedStore._forward_timestamp \
-            else self._forward_timestamp
+        forward_ts = (
+            None if type(self)._forward_timestamp is TimeKeyedStore._forward_timestamp else self._forward_timestamp
+        )
         rc = self._rc
         saved = rc.timestamp, rc.headers
         rc.headers = ()  # what is forwarded is an aggregate, not an input record

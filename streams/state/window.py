@@ -61,8 +61,10 @@ class WindowStore(TimeKeyedStore):
         """``(Windowed(key, window), value)`` of every window starting in ``[time_from, time_to]``, by
         start, then key bytes."""
         size, decode = self.window_size_ms, self.decode_key
-        return [(Windowed(decode(kb), TimeWindow(t, t + size)), e[0])
-                for kb, t, _, e in self.all_entries(time_from, time_to)]  # fmt: skip
+        return [
+            (Windowed(decode(kb), TimeWindow(t, t + size)), e[0])
+            for kb, t, _, e in self.all_entries(time_from, time_to)
+        ]
 
     def backward_fetch_all(self, time_from: int, time_to: int) -> list[tuple[Windowed, Any]]:
         return self.fetch_all(time_from, time_to)[::-1]

@@ -32,9 +32,13 @@ class Result:
 def run_process(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Result:
     """``python -m schemakit ARGS`` in a child process (its stderr is not a terminal: no progress line)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "schemakit", *args], capture_output=True, text=True, timeout=120, cwd=cwd or ROOT,
+        [sys.executable, "-m", "schemakit", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd or ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-    )  # fmt: skip
+    )
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 

@@ -34,8 +34,15 @@ def http(registry_url: str) -> Iterator[httpx.Client]:
         yield c
 
 
-def server_answer(http: httpx.Client, schema_type: str, history: list[str], new: str, level: str = "BACKWARD",
-                  refs: dict[str, str] | None = None, new_refs: dict[str, str] | None = None) -> dict[str, Any]:
+def server_answer(
+    http: httpx.Client,
+    schema_type: str,
+    history: list[str],
+    new: str,
+    level: str = "BACKWARD",
+    refs: dict[str, str] | None = None,
+    new_refs: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Register ``history`` (oldest first) under a fresh subject, then ask the registry about ``new``."""
     subject = f"cc-{uuid.uuid4().hex[:12]}"
 
@@ -51,19 +58,30 @@ def server_answer(http: httpx.Client, schema_type: str, history: list[str], new:
     assert http.put(f"/config/{subject}", json={"compatibility": "NONE"}).status_code == 200
     old_refs = ref_list(refs)
     for text in history:
-        r = http.post(f"/subjects/{subject}/versions",
-                      json={"schema": text, "schemaType": schema_type, "references": old_refs})
+        r = http.post(
+            f"/subjects/{subject}/versions", json={"schema": text, "schemaType": schema_type, "references": old_refs}
+        )
         assert r.status_code == 200, r.text
     assert http.put(f"/config/{subject}", json={"compatibility": level}).status_code == 200
-    r = http.post(f"/compatibility/subjects/{subject}/versions", params={"verbose": "true"},
-                  json={"schema": new, "schemaType": schema_type, "references": ref_list(new_refs)})
+    r = http.post(
+        f"/compatibility/subjects/{subject}/versions",
+        params={"verbose": "true"},
+        json={"schema": new, "schemaType": schema_type, "references": ref_list(new_refs)},
+    )
     assert r.status_code == 200, r.text
     return r.json()
 
 
-def offline_answer(cli: Callable[..., Result], tmp: Path, schema_type: str, history: list[str], new: str,
-                   level: str = "BACKWARD", refs: dict[str, str] | None = None,
-                   new_refs: dict[str, str] | None = None) -> dict[str, Any]:
+def offline_answer(
+    cli: Callable[..., Result],
+    tmp: Path,
+    schema_type: str,
+    history: list[str],
+    new: str,
+    level: str = "BACKWARD",
+    refs: dict[str, str] | None = None,
+    new_refs: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """``compat check OLD NEW OLDER… --output json`` on files holding ``history`` and ``new``."""
     ext = EXT[schema_type]
     paths = []
@@ -78,8 +96,20 @@ def offline_answer(cli: Callable[..., Result], tmp: Path, schema_type: str, hist
         path = tmp / "refs" / name
         path.write_text(text)
         ref_args += ["--reference", f"{name}={path}"]
-    result = cli("compat", "check", old_paths[-1], new_path, *reversed(old_paths[:-1]), "--type", schema_type,
-                 "--level", level, "--output", "json", *ref_args)
+    result = cli(
+        "compat",
+        "check",
+        old_paths[-1],
+        new_path,
+        *reversed(old_paths[:-1]),
+        "--type",
+        schema_type,
+        "--level",
+        level,
+        "--output",
+        "json",
+        *ref_args,
+    )
     assert result.code in (0, 1), result.err
     answer = result.json()
     assert result.code == (0 if answer["is_compatible"] else 1)
@@ -87,40 +117,68 @@ def offline_answer(cli: Callable[..., Result], tmp: Path, schema_type: str, hist
 
 
 @pytest.mark.parametrize(("reader", "writer", "expected"), [c[1:] for c in AVRO_CASES], ids=[c[0] for c in AVRO_CASES])
-def test_avro_cases_as_the_registry_answers(http: httpx.Client, cli: Callable[..., Result], tmp_path: Path,
-                                            reader: Any, writer: Any, expected: list[tuple[str, str]]) -> None:
+def test_avro_cases_as_the_registry_answers(
+    http: httpx.Client,
+    cli: Callable[..., Result],
+    tmp_path: Path,
+    reader: Any,
+    writer: Any,
+    expected: list[tuple[str, str]],
+) -> None:
     old, new = json.dumps(writer), json.dumps(reader)  # BACKWARD: the new schema reads the old one's data
     answer = offline_answer(cli, tmp_path, "AVRO", [old], new)
     assert answer == server_answer(http, "AVRO", [old], new)
     assert answer["is_compatible"] is (expected == [])
 
 
-@pytest.mark.parametrize(("original", "update", "changes", "compatible"), [c[1:] for c in JSON_CASES],
-                         ids=[c[0] for c in JSON_CASES])
-def test_json_schema_cases_as_the_registry_answers(http: httpx.Client, cli: Callable[..., Result], tmp_path: Path,
-                                                   original: Any, update: Any, changes: list[str],
-                                                   compatible: bool) -> None:
+@pytest.mark.parametrize(
+    ("original", "update", "changes", "compatible"), [c[1:] for c in JSON_CASES], ids=[c[0] for c in JSON_CASES]
+)
+def test_json_schema_cases_as_the_registry_answers(
+    http: httpx.Client,
+    cli: Callable[..., Result],
+    tmp_path: Path,
+    original: Any,
+    update: Any,
+    changes: list[str],
+    compatible: bool,
+) -> None:
     old, new = json.dumps(original), json.dumps(update)
     answer = offline_answer(cli, tmp_path, "JSON", [old], new)
     assert answer == server_answer(http, "JSON", [old], new)
     assert answer["is_compatible"] is compatible
 
 
-@pytest.mark.parametrize(("original", "update", "changes", "compatible"), [c[1:] for c in PROTOBUF_CASES],
-                         ids=[c[0] for c in PROTOBUF_CASES])
-def test_protobuf_cases_as_the_registry_answers(http: httpx.Client, cli: Callable[..., Result], tmp_path: Path,
-                                                original: str, update: str, changes: list[str],
-                                                compatible: bool) -> None:
+@pytest.mark.parametrize(
+    ("original", "update", "changes", "compatible"), [c[1:] for c in PROTOBUF_CASES], ids=[c[0] for c in PROTOBUF_CASES]
+)
+def test_protobuf_cases_as_the_registry_answers(
+    http: httpx.Client,
+    cli: Callable[..., Result],
+    tmp_path: Path,
+    original: str,
+    update: str,
+    changes: list[str],
+    compatible: bool,
+) -> None:
     answer = offline_answer(cli, tmp_path, "PROTOBUF", [original], update)
     assert answer == server_answer(http, "PROTOBUF", [original], update)
     assert answer["is_compatible"] is compatible
 
 
-@pytest.mark.parametrize(("original", "update", "changes", "compatible"), [c[1:] for c in PROTOBUF_REFERENCE_CASES],
-                         ids=[c[0] for c in PROTOBUF_REFERENCE_CASES])
+@pytest.mark.parametrize(
+    ("original", "update", "changes", "compatible"),
+    [c[1:] for c in PROTOBUF_REFERENCE_CASES],
+    ids=[c[0] for c in PROTOBUF_REFERENCE_CASES],
+)
 def test_protobuf_reference_cases_as_the_registry_answers(
-    http: httpx.Client, cli: Callable[..., Result], tmp_path: Path, original: tuple[str, dict[str, str]],
-    update: tuple[str, dict[str, str]], changes: list[str], compatible: bool,
+    http: httpx.Client,
+    cli: Callable[..., Result],
+    tmp_path: Path,
+    original: tuple[str, dict[str, str]],
+    update: tuple[str, dict[str, str]],
+    changes: list[str],
+    compatible: bool,
 ) -> None:
     (old, old_refs), (new, new_refs) = original, update
     answer = offline_answer(cli, tmp_path, "PROTOBUF", [old], new, refs=old_refs, new_refs=new_refs)
@@ -128,10 +186,12 @@ def test_protobuf_reference_cases_as_the_registry_answers(
     assert answer["is_compatible"] is compatible
 
 
-@pytest.mark.parametrize("level", ["NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE",
-                                   "FULL", "FULL_TRANSITIVE"])
-def test_every_level_over_a_history_as_the_registry_answers(http: httpx.Client, cli: Callable[..., Result],
-                                                            tmp_path: Path, level: str) -> None:
+@pytest.mark.parametrize(
+    "level", ["NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE"]
+)
+def test_every_level_over_a_history_as_the_registry_answers(
+    http: httpx.Client, cli: Callable[..., Result], tmp_path: Path, level: str
+) -> None:
     # tests/compat/test_levels.py's history: v1 [a], v2 [a, b default 0], new [a, b]
     def record(*fields: dict[str, Any]) -> str:
         return json.dumps({"type": "record", "name": "R", "fields": list(fields)})
@@ -143,8 +203,9 @@ def test_every_level_over_a_history_as_the_registry_answers(http: httpx.Client, 
 
 
 @pytest.mark.parametrize(("text", "message"), AVRO_INVALID, ids=[m[:40] for _t, m in AVRO_INVALID])
-def test_an_invalid_new_schema_gets_the_registrys_message(http: httpx.Client, cli: Callable[..., Result],
-                                                          tmp_path: Path, text: str, message: str) -> None:
+def test_an_invalid_new_schema_gets_the_registrys_message(
+    http: httpx.Client, cli: Callable[..., Result], tmp_path: Path, text: str, message: str
+) -> None:
     old = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
     answer = offline_answer(cli, tmp_path, "AVRO", [old], text)
     assert answer == {"is_compatible": False, "messages": [f"Invalid schema of type AVRO, details: {message}"]}
@@ -154,12 +215,16 @@ def test_an_invalid_new_schema_gets_the_registrys_message(http: httpx.Client, cl
 # ---- exit status and output, as a real process --------------------------------------------------------------
 
 V1 = '{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}'
-V2 = ('{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},'
-      '{"name":"note","type":["null","string"],"default":null}]}')
+V2 = (
+    '{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},'
+    '{"name":"note","type":["null","string"],"default":null}]}'
+)
 V3_BAD = '{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"amount","type":"double"}]}'
-MISSING_DEFAULT = ("{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'The field 'amount' at path "
-                   "'/fields/1' in the new schema has no default value and is missing in the old schema', "
-                   "additionalInfo:'amount'}")
+MISSING_DEFAULT = (
+    "{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'The field 'amount' at path "
+    "'/fields/1' in the new schema has no default value and is missing in the old schema', "
+    "additionalInfo:'amount'}"
+)
 
 
 def _files(tmp: Path, **texts: str) -> dict[str, str]:
@@ -181,8 +246,9 @@ def test_exit_status_zero_when_compatible_one_when_not(tmp_path: Path) -> None:
     # FORWARD: the old schema reads the new one's data, and ignores the new field
     assert run_process("compat", "check", f["v2_avsc"], f["v3_avsc"], "--level", "forward").code == 0
     # BACKWARD_TRANSITIVE walks back to v1 (given as OLDER): v3 cannot read v1's data either
-    older = run_process("compat", "check", f["v2_avsc"], f["v3_avsc"], f["v1_avsc"], "--level",
-                        "BACKWARD_TRANSITIVE", "-o", "json")
+    older = run_process(
+        "compat", "check", f["v2_avsc"], f["v3_avsc"], f["v1_avsc"], "--level", "BACKWARD_TRANSITIVE", "-o", "json"
+    )
     assert older.code == 1
     assert older.json()["messages"][1:3] == ["{oldSchemaVersion: 2}", f"{{oldSchema: '{V2}'}}"]
 
@@ -194,15 +260,19 @@ def test_exit_status_two_when_the_check_cannot_run(tmp_path: Path) -> None:
     assert missing.err == f"schemakit compat check: {tmp_path / 'nope.avsc'}: no such file\n"
     old_broken = run_process("compat", "check", f["broken_avsc"], f["v2_avsc"])
     assert old_broken.code == 2
-    assert old_broken.err == (f"schemakit compat check: {f['broken_avsc']}: Invalid schema of type AVRO, details: "
-                              "Invalid JSON at line 1 column 2: Expecting property name enclosed in double quotes\n")
+    assert old_broken.err == (
+        f"schemakit compat check: {f['broken_avsc']}: Invalid schema of type AVRO, details: "
+        "Invalid JSON at line 1 column 2: Expecting property name enclosed in double quotes\n"
+    )
     unknown = run_process("compat", "check", f["v1_avsc"], f["schema_txt"])
     assert unknown.code == 2
     assert "cannot tell the schema type from the extension .txt; pass --type AVRO|PROTOBUF|JSON" in unknown.err
     assert run_process("compat", "check", f["v1_avsc"], f["schema_txt"], "--type", "avro").code == 0
     one_file = run_process("compat", "check", f["v1_avsc"])
     assert (one_file.code, one_file.err) == (
-        2, "schemakit compat check: give OLD NEW [OLDER …], or --against-dir DIR\n")
+        2,
+        "schemakit compat check: give OLD NEW [OLDER …], or --against-dir DIR\n",
+    )
     bad_level = run_process("compat", "check", f["v1_avsc"], f["v2_avsc"], "--level", "SIDEWAYS")
     assert bad_level.code == 2 and "invalid choice: 'SIDEWAYS'" in bad_level.err
     # a new schema that is not valid is a "no" (the registry's verbose answer says is_compatible false)
@@ -214,8 +284,10 @@ def test_exit_status_two_when_the_check_cannot_run(tmp_path: Path) -> None:
 ADDRESS = 'syntax = "proto3";\npackage acme;\nmessage Address { string street = 1; }\n'
 ADDRESS_ZIP = 'syntax = "proto3";\npackage acme;\nmessage Address { string street = 1; string zip = 2; }\n'
 ADDRESS_INT = 'syntax = "proto3";\npackage acme;\nmessage Address { int64 street = 1; }\n'
-CUSTOMER = ('syntax = "proto3";\npackage acme;\nimport "common/address.proto";\n'
-            "message Customer { string name = 1; Address address = 2; }\n")
+CUSTOMER = (
+    'syntax = "proto3";\npackage acme;\nimport "common/address.proto";\n'
+    "message Customer { string name = 1; Address address = 2; }\n"
+)
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -227,14 +299,27 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_against_dir_pairs_files_by_relative_path(tmp_path: Path) -> None:
-    old = _tree(tmp_path / "release", {
-        "orders/order.avsc": V1, "orders/payment.avsc": V2, "legacy/gone.avsc": V1,
-        "common/address.proto": ADDRESS, "customer.proto": CUSTOMER, ".git/ignored.avsc": "{not json",
-    })  # fmt: skip
-    new = _tree(tmp_path / "work", {
-        "orders/order.avsc": V2, "orders/payment.avsc": V3_BAD, "orders/refund.avsc": V1,
-        "common/address.proto": ADDRESS_ZIP, "customer.proto": CUSTOMER,
-    })  # fmt: skip
+    old = _tree(
+        tmp_path / "release",
+        {
+            "orders/order.avsc": V1,
+            "orders/payment.avsc": V2,
+            "legacy/gone.avsc": V1,
+            "common/address.proto": ADDRESS,
+            "customer.proto": CUSTOMER,
+            ".git/ignored.avsc": "{not json",
+        },
+    )
+    new = _tree(
+        tmp_path / "work",
+        {
+            "orders/order.avsc": V2,
+            "orders/payment.avsc": V3_BAD,
+            "orders/refund.avsc": V1,
+            "common/address.proto": ADDRESS_ZIP,
+            "customer.proto": CUSTOMER,
+        },
+    )
     result = run_process("compat", "check", "--against-dir", str(old), "-o", "json", cwd=new)
     assert result.code == 1, result.err
     answer = result.json()

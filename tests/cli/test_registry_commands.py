@@ -44,8 +44,9 @@ def test_register_then_read_back(registry_url: str, subject: str, files: dict[st
     assert first.code == 0, first.err
     v1_id = http.get(f"/subjects/{subject}/versions/1").json()["id"]
     assert first.out == f"registered {subject} version 1, id {v1_id}\n"
-    second = run_process("registry", "register", str(files["v2.avsc"]), "-s", subject, "--url", registry_url,
-                         "-o", "json")
+    second = run_process(
+        "registry", "register", str(files["v2.avsc"]), "-s", subject, "--url", registry_url, "-o", "json"
+    )
     assert second.code == 0, second.err
     v2_id = http.get(f"/subjects/{subject}/versions/2").json()["id"]
     assert second.json() == {"subject": subject, "version": 2, "id": v2_id}
@@ -53,41 +54,61 @@ def test_register_then_read_back(registry_url: str, subject: str, files: dict[st
     script = Path(sys.executable).parent / "schemakit"
     import subprocess
 
-    listed = subprocess.run([str(script), "registry", "subjects", "--prefix", subject, "-o", "json"],
-                            capture_output=True, text=True, timeout=60, cwd=ROOT,
-                            env={"SCHEMAKIT_REGISTRY_URL": registry_url, "PATH": ""})
+    listed = subprocess.run(
+        [str(script), "registry", "subjects", "--prefix", subject, "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={"SCHEMAKIT_REGISTRY_URL": registry_url, "PATH": ""},
+    )
     assert (listed.returncode, json.loads(listed.stdout)) == (0, [subject]), listed.stderr
     versions = run_process("registry", "--url", registry_url, "versions", subject)
     assert versions.code == 0
     width = max(2, len(str(v2_id)))
-    assert versions.out.splitlines() == [f"VERSION  {'ID':<{width}}  TYPE  STATE", f"1        {v1_id:<{width}}  AVRO",
-                                         f"2        {v2_id:<{width}}  AVRO"]
+    assert versions.out.splitlines() == [
+        f"VERSION  {'ID':<{width}}  TYPE  STATE",
+        f"1        {v1_id:<{width}}  AVRO",
+        f"2        {v2_id:<{width}}  AVRO",
+    ]
     raw = run_process("registry", "--url", registry_url, "get", subject, "1", "--schema-only")
     assert (raw.code, raw.out) == (0, V1 + "\n")
     by_id = run_process("registry", "--url", registry_url, "get", "--id", str(v2_id), "-o", "json")
     assert by_id.json() == {"id": v2_id, "guid": by_id.json()["guid"], "schema": V2}
     shown = run_process("registry", "--url", registry_url, "get", subject)
     assert shown.out.splitlines()[:5] == [f"subject  {subject}", "version  2", f"id       {v2_id}", "type     AVRO", ""]
-    assert shown.out.splitlines()[5:] == ["{", '  "type": "record",', '  "name": "Order",', '  "fields": [',
-                                          '    {"name": "id", "type": "long"},',
-                                          '    {"name": "note", "type": ["null", "string"], "default": null}',
-                                          "  ]", "}"]
+    assert shown.out.splitlines()[5:] == [
+        "{",
+        '  "type": "record",',
+        '  "name": "Order",',
+        '  "fields": [',
+        '    {"name": "id", "type": "long"},',
+        '    {"name": "note", "type": ["null", "string"], "default": null}',
+        "  ]",
+        "}",
+    ]
 
 
-def test_check_exit_status_is_for_ci(registry_url: str, subject: str, files: dict[str, Path],
-                                    http: httpx.Client) -> None:
+def test_check_exit_status_is_for_ci(
+    registry_url: str, subject: str, files: dict[str, Path], http: httpx.Client
+) -> None:
     assert http.post(f"/subjects/{subject}/versions", json={"schema": V2}).status_code == 200
     ok = run_process("registry", "--url", registry_url, "check", str(files["v2.avsc"]), "--subject", subject)
     assert (ok.code, ok.out) == (0, f"compatible: {files['v2.avsc']} can be registered under {subject}\n")
     bad = run_process("registry", "--url", registry_url, "check", str(files["v3.avsc"]), "--subject", subject)
     assert bad.code == 1
     lines = bad.out.splitlines()
-    assert lines[:3] == [f"incompatible: {files['v3.avsc']} cannot be registered under {subject}:",
-                         f"  {MISSING_DEFAULT}", "  {oldSchemaVersion: 1}"]
-    as_json = run_process("registry", "--url", registry_url, "check", str(files["v3.avsc"]), "-s", subject,
-                          "-o", "json")
-    server = http.post(f"/compatibility/subjects/{subject}/versions", params={"verbose": "true"},
-                       json={"schema": V3_BAD}).json()
+    assert lines[:3] == [
+        f"incompatible: {files['v3.avsc']} cannot be registered under {subject}:",
+        f"  {MISSING_DEFAULT}",
+        "  {oldSchemaVersion: 1}",
+    ]
+    as_json = run_process(
+        "registry", "--url", registry_url, "check", str(files["v3.avsc"]), "-s", subject, "-o", "json"
+    )
+    server = http.post(
+        f"/compatibility/subjects/{subject}/versions", params={"verbose": "true"}, json={"schema": V3_BAD}
+    ).json()
     assert (as_json.code, as_json.json()) == (1, server)
     fresh = run_process("registry", "--url", registry_url, "check", str(files["v3.avsc"]), "-s", f"{subject}-new")
     assert (fresh.code, fresh.out) == (0, f"compatible: {files['v3.avsc']} can be registered under {subject}-new\n")
@@ -100,29 +121,55 @@ def test_diff_shows_the_change_and_every_level(registry_url: str, subject: str, 
     shown = run_process("registry", "--url", registry_url, "diff", subject, "1", "2")
     assert shown.code == 0, shown.err
     out = shown.out.splitlines()
-    assert out[:2] == [f"--- {subject} version 1 (id {_id(http, subject, 1)})",
-                       f"+++ {subject} version 2 (id {_id(http, subject, 2)})"]
-    assert out[2:9] == ["@@ -2,6 +2,7 @@", '   "type": "record",', '   "name": "Order",', '   "fields": [',
-                        '-    {"name": "id", "type": "long"}', '+    {"name": "id", "type": "long"},',
-                        '+    {"name": "note", "type": ["null", "string"], "default": null}']
-    assert out[-8:] == ["LEVEL                COMPATIBLE  WHY NOT"] + [f"{lvl:<21}yes" for lvl in (
-        "NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")]
+    assert out[:2] == [
+        f"--- {subject} version 1 (id {_id(http, subject, 1)})",
+        f"+++ {subject} version 2 (id {_id(http, subject, 2)})",
+    ]
+    assert out[2:9] == [
+        "@@ -2,6 +2,7 @@",
+        '   "type": "record",',
+        '   "name": "Order",',
+        '   "fields": [',
+        '-    {"name": "id", "type": "long"}',
+        '+    {"name": "id", "type": "long"},',
+        '+    {"name": "note", "type": ["null", "string"], "default": null}',
+    ]
+    assert out[-8:] == ["LEVEL                COMPATIBLE  WHY NOT"] + [
+        f"{lvl:<21}yes"
+        for lvl in (
+            "NONE",
+            "BACKWARD",
+            "BACKWARD_TRANSITIVE",
+            "FORWARD",
+            "FORWARD_TRANSITIVE",
+            "FULL",
+            "FULL_TRANSITIVE",
+        )
+    ]
     # 2 -> 3: the added field has no default. Each plain level answers what the registry answers at that level.
     data = run_process("registry", "--url", registry_url, "diff", subject, "2", "3", "-o", "json")
     assert data.code == 0, data.err
     levels = data.json()["levels"]
     assert {lvl: v["is_compatible"] for lvl, v in levels.items()} == {
-        "NONE": True, "BACKWARD": False, "BACKWARD_TRANSITIVE": False, "FORWARD": True, "FORWARD_TRANSITIVE": True,
-        "FULL": False, "FULL_TRANSITIVE": False}
+        "NONE": True,
+        "BACKWARD": False,
+        "BACKWARD_TRANSITIVE": False,
+        "FORWARD": True,
+        "FORWARD_TRANSITIVE": True,
+        "FULL": False,
+        "FULL_TRANSITIVE": False,
+    }
     for level in ("BACKWARD", "FORWARD", "FULL"):
         assert http.put(f"/config/{subject}", json={"compatibility": level}).status_code == 200
-        server = http.post(f"/compatibility/subjects/{subject}/versions/2", params={"verbose": "true"},
-                           json={"schema": V3_BAD}).json()
+        server = http.post(
+            f"/compatibility/subjects/{subject}/versions/2", params={"verbose": "true"}, json={"schema": V3_BAD}
+        ).json()
         assert levels[level] == server
 
 
-def test_diff_lists_confluents_change_kinds_for_json_schema(registry_url: str, subject: str,
-                                                            http: httpx.Client) -> None:
+def test_diff_lists_confluents_change_kinds_for_json_schema(
+    registry_url: str, subject: str, http: httpx.Client
+) -> None:
     closed = {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False}
     wider = {**closed, "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}
     for schema in (closed, wider):
@@ -131,9 +178,16 @@ def test_diff_lists_confluents_change_kinds_for_json_schema(registry_url: str, s
     shown = run_process("registry", "--url", registry_url, "diff", subject, "1", "2")
     assert shown.code == 0, shown.err
     out = shown.out.splitlines()
-    assert out[2:10] == ["@@ -1,7 +1,8 @@", " {", '   "type": "object",', '   "properties": {',
-                         '-    "a": {"type": "string"}', '+    "a": {"type": "string"},',
-                         '+    "b": {"type": "integer"}', "   },"]
+    assert out[2:10] == [
+        "@@ -1,7 +1,8 @@",
+        " {",
+        '   "type": "object",',
+        '   "properties": {',
+        '-    "a": {"type": "string"}',
+        '+    "a": {"type": "string"},',
+        '+    "b": {"type": "integer"}',
+        "   },",
+    ]
     assert "changes (Confluent's kinds): OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL #/properties/b" in out
     assert "FORWARD              no          PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL #/properties/b" in out
     assert "BACKWARD             yes" in out
@@ -151,14 +205,18 @@ def test_config_and_mode(registry_url: str, subject: str, files: dict[str, Path]
     shown = run_process("registry", *url, "config", subject)
     assert (shown.code, shown.out) == (0, "compatibilityLevel  FULL\n")
     assert run_process("registry", *url, "config", subject, "--delete").code == 0
-    assert run_process("registry", *url, "config", subject, "-o", "json").json() == \
-        httpx.get(f"{registry_url}/config").json()
+    assert (
+        run_process("registry", *url, "config", subject, "-o", "json").json()
+        == httpx.get(f"{registry_url}/config").json()
+    )
     readonly = run_process("registry", *url, "mode", subject, "--set", "READONLY")
     assert (readonly.code, readonly.out) == (0, "mode  READONLY\n")
     refused = run_process("registry", *url, "register", str(files["v2.avsc"]), "-s", subject)
     assert refused.code == 2
-    assert refused.err == (f"schemakit registry register: Subject {subject} in context . is in read-only mode "
-                           "(HTTP 422, error code 42205)\n")
+    assert refused.err == (
+        f"schemakit registry register: Subject {subject} in context . is in read-only mode "
+        "(HTTP 422, error code 42205)\n"
+    )
     assert run_process("registry", *url, "mode", subject, "--delete").code == 0
     assert run_process("registry", *url, "mode", subject, "-o", "json").json() == {"mode": "READWRITE"}
     bad = run_process("registry", *url, "config", subject, "--set", "SIDEWAYS")
@@ -181,26 +239,46 @@ def test_delete_soft_then_permanent(registry_url: str, subject: str, http: httpx
     assert missing.err == f"schemakit registry versions: Subject '{subject}' not found. (HTTP 404, error code 40401)\n"
 
 
-def test_references_by_subject_and_version(registry_url: str, subject: str, tmp_path: Path,
-                                           http: httpx.Client) -> None:
+def test_references_by_subject_and_version(registry_url: str, subject: str, tmp_path: Path, http: httpx.Client) -> None:
     (tmp_path / "address.proto").write_text(
-        'syntax = "proto3";\npackage acme;\nmessage Address { string street = 1; }\n')
-    (tmp_path / "customer.proto").write_text('syntax = "proto3";\npackage acme;\nimport "acme/address.proto";\n'
-                                             "message Customer { acme.Address address = 1; }\n")
+        'syntax = "proto3";\npackage acme;\nmessage Address { string street = 1; }\n'
+    )
+    (tmp_path / "customer.proto").write_text(
+        'syntax = "proto3";\npackage acme;\nimport "acme/address.proto";\n'
+        "message Customer { acme.Address address = 1; }\n"
+    )
     url = ["--url", registry_url]
     address = run_process("registry", *url, "register", str(tmp_path / "address.proto"), "-s", f"{subject}-address")
     assert address.code == 0
-    made = run_process("registry", *url, "register", str(tmp_path / "customer.proto"), "-s", subject,
-                       "--reference", f"acme/address.proto={subject}-address:latest")
+    made = run_process(
+        "registry",
+        *url,
+        "register",
+        str(tmp_path / "customer.proto"),
+        "-s",
+        subject,
+        "--reference",
+        f"acme/address.proto={subject}-address:latest",
+    )
     assert made.code == 0, made.err
     body = http.get(f"/subjects/{subject}/versions/1").json()
     assert body["references"] == [{"name": "acme/address.proto", "subject": f"{subject}-address", "version": 1}]
     shown = run_process("registry", *url, "get", subject)
     assert f"reference  acme/address.proto -> {subject}-address version 1" in shown.out.splitlines()
-    bad = run_process("registry", *url, "register", str(tmp_path / "customer.proto"), "-s", subject,
-                      "--reference", "acme/address.proto")
-    assert (bad.code, bad.err) == (2, "schemakit registry register: --reference takes NAME=SUBJECT:VERSION, got "
-                                      "'acme/address.proto'\n")
+    bad = run_process(
+        "registry",
+        *url,
+        "register",
+        str(tmp_path / "customer.proto"),
+        "-s",
+        subject,
+        "--reference",
+        "acme/address.proto",
+    )
+    assert (bad.code, bad.err) == (
+        2,
+        "schemakit registry register: --reference takes NAME=SUBJECT:VERSION, got 'acme/address.proto'\n",
+    )
 
 
 def test_connection_problems_exit_two(files: dict[str, Path]) -> None:
@@ -242,8 +320,10 @@ def test_credentials_go_in_the_authorization_header(cli: Callable[..., Result]) 
         assert cli("registry", "--url", url, "--token", "s3cret", "subjects").code == 0
         assert cli("registry", "subjects", "--url", url, "--user", "alice:pw").code == 0
         both = cli("registry", "subjects", "--url", url, "--user", "alice:pw", "--token", "t")
-        assert (both.code, both.err) == (2, "schemakit registry subjects: --user and --token are alternatives: "
-                                            "pass one\n")
+        assert (both.code, both.err) == (
+            2,
+            "schemakit registry subjects: --user and --token are alternatives: pass one\n",
+        )
     finally:
         server.shutdown()
         server.server_close()

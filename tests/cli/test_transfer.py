@@ -20,8 +20,9 @@ ADDRESS = 'syntax = "proto3";\npackage acme;\nmessage Address { string street = 
 CUSTOMER = 'syntax = "proto3";\npackage acme;\nimport "acme/address.proto";\nmessage Customer { acme.Address a = 1; }\n'
 COMMON_JSON = '{"type":"object","properties":{"id":{"type":"integer"}}}'
 EVENT_JSON = '{"type":"object","properties":{"common":{"$ref":"common.json"},"name":{"type":"string"}}}'
-RULES = {"domainRules": [{"name": "positive", "kind": "CONDITION", "mode": "WRITE", "type": "CEL",
-                          "expr": "message.id > 0"}]}
+RULES = {
+    "domainRules": [{"name": "positive", "kind": "CONDITION", "mode": "WRITE", "type": "CEL", "expr": "message.id > 0"}]
+}
 WEIRD = "weird subject %/é"
 
 
@@ -33,6 +34,7 @@ def _ok(resp: httpx.Response) -> httpx.Response:
 def populate(url: str) -> None:
     """Every kind of state an export must carry."""
     with httpx.Client(base_url=url, headers=CT, timeout=30) as c:
+
         def s(name: str) -> str:
             return quote(name, safe="")
 
@@ -48,16 +50,34 @@ def populate(url: str) -> None:
         _ok(c.delete("/subjects/tmp-value/versions/1"))
         _ok(c.delete("/subjects/tmp-value/versions/1", params={"permanent": "true"}))  # hard-deleted: absent
         _ok(c.post(f"/subjects/{s('acme/address.proto')}/versions", json={"schema": ADDRESS, "schemaType": "PROTOBUF"}))
-        _ok(c.post("/subjects/customers-value/versions", json={
-            "schema": CUSTOMER, "schemaType": "PROTOBUF",
-            "references": [{"name": "acme/address.proto", "subject": "acme/address.proto", "version": 1}]}))
+        _ok(
+            c.post(
+                "/subjects/customers-value/versions",
+                json={
+                    "schema": CUSTOMER,
+                    "schemaType": "PROTOBUF",
+                    "references": [{"name": "acme/address.proto", "subject": "acme/address.proto", "version": 1}],
+                },
+            )
+        )
         _ok(c.put("/mode/customers-value", json={"mode": "READONLY"}))
         _ok(c.post("/subjects/common.json/versions", json={"schema": COMMON_JSON, "schemaType": "JSON"}))
-        _ok(c.post("/subjects/events-value/versions", json={
-            "schema": EVENT_JSON, "schemaType": "JSON",
-            "references": [{"name": "common.json", "subject": "common.json", "version": 1}]}))
-        _ok(c.post("/subjects/rules-value/versions", json={
-            "schema": V2, "metadata": {"properties": {"owner": "team-a"}}, "ruleSet": RULES}))
+        _ok(
+            c.post(
+                "/subjects/events-value/versions",
+                json={
+                    "schema": EVENT_JSON,
+                    "schemaType": "JSON",
+                    "references": [{"name": "common.json", "subject": "common.json", "version": 1}],
+                },
+            )
+        )
+        _ok(
+            c.post(
+                "/subjects/rules-value/versions",
+                json={"schema": V2, "metadata": {"properties": {"owner": "team-a"}}, "ruleSet": RULES},
+            )
+        )
         _ok(c.post(f"/subjects/{s(WEIRD)}/versions", json={"schema": '"string"'}))
         _ok(c.put("/config", json={"compatibility": "FULL_TRANSITIVE"}))
 
@@ -71,15 +91,27 @@ def every_get(url: str) -> dict[str, tuple[int, bytes]]:
         ids: set[int] = set()
         for subject in subjects:
             s = "/subjects/" + quote(subject, safe="")
-            paths += [f"{s}/versions", f"{s}/versions?deleted=true", f"/config/{quote(subject, safe='')}",
-                      f"/mode/{quote(subject, safe='')}", f"/config/{quote(subject, safe='')}?defaultToGlobal=true"]
+            paths += [
+                f"{s}/versions",
+                f"{s}/versions?deleted=true",
+                f"/config/{quote(subject, safe='')}",
+                f"/mode/{quote(subject, safe='')}",
+                f"/config/{quote(subject, safe='')}?defaultToGlobal=true",
+            ]
             for v in c.get(f"{s}/versions", params={"deleted": "true"}).json():
-                paths += [f"{s}/versions/{v}", f"{s}/versions/{v}?deleted=true", f"{s}/versions/{v}/referencedby",
-                          f"{s}/versions/{v}/schema?deleted=true"]
+                paths += [
+                    f"{s}/versions/{v}",
+                    f"{s}/versions/{v}?deleted=true",
+                    f"{s}/versions/{v}/referencedby",
+                    f"{s}/versions/{v}/schema?deleted=true",
+                ]
                 ids.add(c.get(f"{s}/versions/{v}", params={"deleted": "true"}).json()["id"])
         for i in sorted(ids):
-            paths += [f"/schemas/ids/{i}", f"/schemas/ids/{i}/versions?deleted=true",
-                      f"/schemas/ids/{i}/subjects?deleted=true"]
+            paths += [
+                f"/schemas/ids/{i}",
+                f"/schemas/ids/{i}/versions?deleted=true",
+                f"/schemas/ids/{i}/subjects?deleted=true",
+            ]
         return {p: (r.status_code, r.content) for p in paths for r in [c.get(p)]}
 
 
@@ -123,13 +155,24 @@ def test_export_writes_one_line_per_version_and_readable_files(export_dir: Path)
     assert manifest["mode"] == "READWRITE"
     assert manifest["subjects"]["customers-value"] == {"config": None, "mode": "READONLY"}
     assert manifest["subjects"]["orders-value"] == {"config": {"compatibilityLevel": "NONE"}, "mode": None}
-    readable = sorted(str(p.relative_to(export_dir / "schemas"))
-                      for p in (export_dir / "schemas").rglob("*") if p.is_file())
-    assert readable == sorted([
-        "acme%2Faddress.proto/1.proto", "common.json/1.json", "customers-value/1.proto", "events-value/1.json",
-        "old-value/1.deleted.avsc", "orders-value/1.avsc", "orders-value/2.deleted.avsc", "orders-value/3.avsc",
-        "rules-value/1.avsc", "tmp-value/2.avsc", "weird%20subject%20%25%2F%C3%A9/1.avsc",
-    ])  # fmt: skip
+    readable = sorted(
+        str(p.relative_to(export_dir / "schemas")) for p in (export_dir / "schemas").rglob("*") if p.is_file()
+    )
+    assert readable == sorted(
+        [
+            "acme%2Faddress.proto/1.proto",
+            "common.json/1.json",
+            "customers-value/1.proto",
+            "events-value/1.json",
+            "old-value/1.deleted.avsc",
+            "orders-value/1.avsc",
+            "orders-value/2.deleted.avsc",
+            "orders-value/3.avsc",
+            "rules-value/1.avsc",
+            "tmp-value/2.avsc",
+            "weird%20subject%20%25%2F%C3%A9/1.avsc",
+        ]
+    )
     assert (export_dir / "schemas/customers-value/1.proto").read_text().startswith('syntax = "proto3";')
     again = run_process("registry", "export", "--url", "http://127.0.0.1:1", "--out", str(export_dir))
     assert again.code == 2 and "exists and is not an empty directory" in again.err
@@ -145,9 +188,11 @@ def test_import_into_a_fresh_registry_answers_every_get_the_same(
     assert dry.code == 0, dry.err
     assert dry.out.splitlines()[0] == "would set global mode IMPORT (keeps ids and versions)"
     assert "would register 'orders-value' version 2 id 2 AVRO (soft-deleted below)" in dry.out.splitlines()
-    assert dry.out.splitlines()[-1] == ("dry run, nothing changed: would register 11 schema versions in 9 subjects, "
-                                        "soft-delete 2 versions, set 3 configs, set 3 modes; "
-                                        "0 versions were there already")
+    assert dry.out.splitlines()[-1] == (
+        "dry run, nothing changed: would register 11 schema versions in 9 subjects, "
+        "soft-delete 2 versions, set 3 configs, set 3 modes; "
+        "0 versions were there already"
+    )
     assert answers(target, list(before)) == empty  # the dry run changed nothing
     done = run_process("registry", "import", "--url", target, "--in", str(export_dir))
     assert done.code == 0, done.err
@@ -168,7 +213,8 @@ def test_import_refuses_a_registry_that_is_not_empty_unless_forced(
         f"schemakit registry import: the registry at {target} is not empty: 9 subjects, 11 schema versions "
         "(acme/address.proto, common.json, customers-value, …). Import restores into an empty registry; pass "
         "--force to import into this one (versions it already has with the same id and schema are skipped, any "
-        "other clash stops the import before it writes anything)\n")
+        "other clash stops the import before it writes anything)\n"
+    )
     forced = run_process("registry", "import", "--url", target, "--in", str(export_dir), "--force")
     assert (forced.code, forced.out) == (0, "done: change nothing; 11 versions were there already\n")
     assert every_get(target) == state
@@ -185,8 +231,11 @@ def test_a_clash_stops_a_forced_import_before_it_writes(
     # the three versions of the export that have id 1 (the same schema in three subjects), in import order
     assert clash.err.splitlines() == [
         "schemakit registry import: nothing was changed: 3 clashes with what the target holds:",
-        *(f"schemakit registry import:   subject '{s}' version {v}: id 1 belongs to another schema in the target "
-          "(subject 'other-value' version 1)" for s, v in (("old-value", 1), ("orders-value", 1), ("tmp-value", 2))),
+        *(
+            f"schemakit registry import:   subject '{s}' version {v}: id 1 belongs to another schema in the target "
+            "(subject 'other-value' version 1)"
+            for s, v in (("old-value", 1), ("orders-value", 1), ("tmp-value", 2))
+        ),
     ]
     assert every_get(target) == state
 
@@ -197,22 +246,30 @@ def test_copy_moves_everything_without_files(source: str, start_registry: Callab
     assert copied.code == 0, copied.err
     calls = copied.json()["calls"]
     assert [c["kind"] for c in calls].count("register") == 11
-    assert calls[0] == {"kind": "mode", "description": "set global mode IMPORT (keeps ids and versions)",
-                        "method": "PUT", "path": "/mode", "body": {"mode": "IMPORT"}}
+    assert calls[0] == {
+        "kind": "mode",
+        "description": "set global mode IMPORT (keeps ids and versions)",
+        "method": "PUT",
+        "path": "/mode",
+        "body": {"mode": "IMPORT"},
+    }
     assert every_get(target) == every_get(source)
 
 
 def test_an_unreadable_export_is_named(tmp_path: Path) -> None:
     missing = run_process("registry", "import", "--url", "http://127.0.0.1:1", "--in", str(tmp_path))
     assert missing.code == 2
-    assert missing.err == (f"schemakit registry import: {tmp_path}/registry.json: missing; is {tmp_path} a directory "
-                           "written by `schemakit registry export`?\n")
+    assert missing.err == (
+        f"schemakit registry import: {tmp_path}/registry.json: missing; is {tmp_path} a directory "
+        "written by `schemakit registry export`?\n"
+    )
     (tmp_path / "registry.json").write_text(json.dumps({"format": "schemakit-registry-export", "format_version": 1}))
     (tmp_path / "schemas.jsonl").write_text('{"subject": "a", "version": 1}\n')
     bad_line = run_process("registry", "import", "--url", "http://127.0.0.1:1", "--in", str(tmp_path))
     assert bad_line.code == 2
-    assert bad_line.err == (f"schemakit registry import: {tmp_path}/schemas.jsonl:1: not a schema version "
-                            "(KeyError: 'id')\n")
+    assert bad_line.err == (
+        f"schemakit registry import: {tmp_path}/schemas.jsonl:1: not a schema version (KeyError: 'id')\n"
+    )
 
 
 def _with_terminal(*args: str) -> tuple[int, str]:
@@ -225,8 +282,13 @@ def _with_terminal(*args: str) -> tuple[int, str]:
     from tests.cli.conftest import ROOT
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "schemakit", *args], stdout=subprocess.DEVNULL, stderr=slave,
-                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "schemakit", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     os.close(slave)
     drawn = b""
     while True:

@@ -61,7 +61,8 @@ def test_catastrophic_pattern_against_a_long_property_name() -> None:
     # a name the pattern matches is checked against the pattern's schema (string, not number)
     matching = json_doc(with_patterns({EVIL: STR}, {"a" * 100_000: NUM}))
     assert sorted(d.kind for d in json_compat.check(reader=matching, writer=old)) == [
-        "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL", "TYPE_CHANGED"
+        "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
+        "TYPE_CHANGED",
     ]
 
 
@@ -78,8 +79,13 @@ def test_pattern_re2_cannot_run_never_counts_as_covering() -> None:
 
 @pytest.mark.parametrize(
     ("pattern", "text", "found"),
-    [("^\\u00e9t\\u00e9$", "été", True), ("^\\uD83D\\uDE00$", "\U0001f600", True), ("\\\\u0041", "\\u0041", True),
-     ("^\\u0041", "B", False), ("[", "[", None)],
+    [
+        ("^\\u00e9t\\u00e9$", "été", True),
+        ("^\\uD83D\\uDE00$", "\U0001f600", True),
+        ("\\\\u0041", "\\u0041", True),
+        ("^\\u0041", "B", False),
+        ("[", "[", None),
+    ],
 )
 def test_ecma_unicode_escapes_are_translated(pattern: str, text: str, found: bool | None) -> None:
     assert Patterns().search(pattern, text) is found
@@ -101,8 +107,10 @@ def test_long_textual_double_default_is_rejected_in_linear_time() -> None:
 
 @pytest.mark.parametrize(
     ("schema_type", "text"),
-    [(AvroType(), '{"type": "long", "default": ' + "9" * 5000 + "}"),
-     (JsonSchemaType(), '{"type": "number", "maximum": ' + "9" * 5000 + "}")],
+    [
+        (AvroType(), '{"type": "long", "default": ' + "9" * 5000 + "}"),
+        (JsonSchemaType(), '{"type": "number", "maximum": ' + "9" * 5000 + "}"),
+    ],
     ids=["avro", "json"],
 )
 def test_integer_longer_than_python_converts_is_an_invalid_schema(schema_type: Any, text: str) -> None:
@@ -119,7 +127,8 @@ def test_huge_exponents_compare_without_expanding() -> None:
     old = json_doc({"type": "number", "multipleOf": 7, "maximum": 1e308})
     new = json_doc(json.loads('{"type": "number", "multipleOf": 1E+999999999, "maximum": 1E+999999998}'))
     assert sorted((d.kind, d.path) for d in json_compat.diff(old, new)) == [
-        ("MAXIMUM_INCREASED", "#/maximum"), ("MULTIPLE_OF_CHANGED", "#/multipleOf")
+        ("MAXIMUM_INCREASED", "#/maximum"),
+        ("MULTIPLE_OF_CHANGED", "#/multipleOf"),
     ]
 
 
@@ -162,8 +171,9 @@ def _with_frames_left(frames: int, function: Callable[[], T]) -> T:
 
 
 def ref_chain(length: int, leaf: object) -> dict[str, Any]:
-    defs: dict[str, Any] = {f"d{i}": {"type": "object", "properties": {"next": {"$ref": f"#/$defs/d{i + 1}"}}}
-                            for i in range(length)}
+    defs: dict[str, Any] = {
+        f"d{i}": {"type": "object", "properties": {"next": {"$ref": f"#/$defs/d{i + 1}"}}} for i in range(length)
+    }
     defs[f"d{length}"] = leaf
     return {"$defs": defs, "$ref": "#/$defs/d0"}
 
@@ -183,8 +193,13 @@ def test_json_ref_chain_within_the_limit_is_checked() -> None:
 
 def diamond(levels: int, leaf: object) -> Any:
     """Every level refers to the next one twice: 2**levels paths to the bottom."""
-    defs: dict[str, Any] = {f"d{i}": {"type": "object", "properties": {
-        "a": {"$ref": f"#/$defs/d{i + 1}"}, "b": {"$ref": f"#/$defs/d{i + 1}"}}} for i in range(levels)}
+    defs: dict[str, Any] = {
+        f"d{i}": {
+            "type": "object",
+            "properties": {"a": {"$ref": f"#/$defs/d{i + 1}"}, "b": {"$ref": f"#/$defs/d{i + 1}"}},
+        }
+        for i in range(levels)
+    }
     defs[f"d{levels}"] = leaf
     return json_doc({"$defs": defs, "$ref": "#/$defs/d0"})
 
@@ -207,8 +222,10 @@ def test_json_long_names_above_many_differences_are_bounded() -> None:
 
 
 def test_json_combination_diamond_is_compared_once_per_pair() -> None:
-    defs: dict[str, Any] = {f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"},
-                                                {"title": str(i)}]} for i in range(60)}
+    defs: dict[str, Any] = {
+        f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}, {"title": str(i)}]}
+        for i in range(60)
+    }
     defs["d60"] = STR
     doc = json_doc({"$defs": defs, "$ref": "#/$defs/d0"})
     assert json_compat.check(reader=doc, writer=doc) == []

@@ -120,9 +120,15 @@ def test_levels_parse_case_insensitively() -> None:
 
 @pytest.mark.parametrize(
     ("text", "policy"),
-    [("STRICT", CompatibilityPolicy.STRICT), ("lenient", CompatibilityPolicy.LENIENT),
-     ("Lenient", CompatibilityPolicy.LENIENT), (None, None), ("", None), ("bogus", None),
-     ("LOGICAL", None)],  # Confluent's LOGICAL (Flink/Iceberg logical types) is not supported
+    [
+        ("STRICT", CompatibilityPolicy.STRICT),
+        ("lenient", CompatibilityPolicy.LENIENT),
+        ("Lenient", CompatibilityPolicy.LENIENT),
+        (None, None),
+        ("", None),
+        ("bogus", None),
+        ("LOGICAL", None),
+    ],  # Confluent's LOGICAL (Flink/Iceberg logical types) is not supported
 )
 def test_policy_for_name_is_confluents_for_name(text: str | None, policy: CompatibilityPolicy | None) -> None:
     assert CompatibilityPolicy.for_name(text) is policy

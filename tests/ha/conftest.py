@@ -30,13 +30,15 @@ class Cluster:
 
 def read_topic(bootstrap: str, topic: str, idle: float = 1.0, timeout: float = 20.0) -> list:
     """Every record of partition 0 (read_committed), read until nothing new arrives for ``idle`` seconds."""
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": f"ha-test-reader-{uuid.uuid4().hex[:8]}",
-        "enable.auto.commit": False,
-        "fetch.wait.max.ms": 100,
-        "isolation.level": "read_committed",
-    })  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"ha-test-reader-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+            "isolation.level": "read_committed",
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     out = []
     deadline = time.monotonic() + timeout

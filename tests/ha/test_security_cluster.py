@@ -38,14 +38,31 @@ def test_forwarded_writes_are_authorized_by_the_leader(
     nodes = [
         start_registry(
             ha_log_url,
-            "--topic", topic, "--election-topic", election, "--group-id", group,
-            "--auth", "basic,mtls", "--users-file", path, "--inter-node-secret", "cluster-secret",
-            "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", pki.ca, "--inter-node-ca", pki.ca,
+            "--topic",
+            topic,
+            "--election-topic",
+            election,
+            "--group-id",
+            group,
+            "--auth",
+            "basic,mtls",
+            "--users-file",
+            path,
+            "--inter-node-secret",
+            "cluster-secret",
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key,
+            "--tls-client-ca",
+            pki.ca,
+            "--inter-node-ca",
+            pki.ca,
             scheme="https",
             probe={"verify": pki.context(), "auth": ADMIN},
         )
         for _ in range(3)
-    ]  # fmt: skip
+    ]
     leader_url = wait_for_leader(kafka_bootstrap, election)["url"]
     assert leader_url.startswith("https://127.0.0.1:")
     leader = next(n for n in nodes if n.url == leader_url)
@@ -93,9 +110,12 @@ def test_forwarded_writes_are_authorized_by_the_leader(
         forged = app.post(
             f"{leader.url}/subjects/team-a-y/versions",
             json=body,
-            headers={"X-Schemakit-Forwarded": "1", "X-Schemakit-Principal": "admin",
-                     "X-Schemakit-Principal-Signature": f"t={int(time.time())},v1={'0' * 64}"},
-        )  # fmt: skip
+            headers={
+                "X-Schemakit-Forwarded": "1",
+                "X-Schemakit-Principal": "admin",
+                "X-Schemakit-Principal-Signature": f"t={int(time.time())},v1={'0' * 64}",
+            },
+        )
         assert forged.status_code == 401
         assert forged.json()["message"] == "Unauthorized: the forwarded identity's signature does not verify"
         as_peer = app.post(

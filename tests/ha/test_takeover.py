@@ -47,37 +47,61 @@ CONFLUENT_RECORDS: list[tuple[bytes, bytes | None]] = [
     (k('{"keytype":"NOOP","magic":0}'), None),
     # an old registry's key field order and magic 0
     (LEGACY_KEY, v({"subject": "legacy", "version": 1, "id": 1, "schema": '"string"', "deleted": False})),
-    (k('{"keytype":"SCHEMA","subject":"orders-value","version":1,"magic":1}'),
-     v({"subject": "orders-value", "version": 1, "id": 2, "schema": ORDERS_V1, "deleted": False})),
-    (k('{"keytype":"SCHEMA","subject":"orders-value","version":2,"magic":1}'),
-     v({"subject": "orders-value", "version": 2, "id": 3, "schema": ORDERS_V2, "deleted": False})),
+    (
+        k('{"keytype":"SCHEMA","subject":"orders-value","version":1,"magic":1}'),
+        v({"subject": "orders-value", "version": 1, "id": 2, "schema": ORDERS_V1, "deleted": False}),
+    ),
+    (
+        k('{"keytype":"SCHEMA","subject":"orders-value","version":2,"magic":1}'),
+        v({"subject": "orders-value", "version": 2, "id": 3, "schema": ORDERS_V2, "deleted": False}),
+    ),
     # soft delete of version 2: the same key again with deleted=true
-    (k('{"keytype":"SCHEMA","subject":"orders-value","version":2,"magic":1}'),
-     v({"subject": "orders-value", "version": 2, "id": 3, "schema": ORDERS_V2, "deleted": True})),
+    (
+        k('{"keytype":"SCHEMA","subject":"orders-value","version":2,"magic":1}'),
+        v({"subject": "orders-value", "version": 2, "id": 3, "schema": ORDERS_V2, "deleted": True}),
+    ),
     (k('{"keytype":"CONFIG","subject":null,"magic":0}'), v({"compatibilityLevel": "FULL"})),
     # a legacy config value without "subject"
     (k('{"keytype":"CONFIG","subject":"orders-value","magic":0}'), v({"compatibilityLevel": "NONE"})),
-    (k('{"keytype":"SCHEMA","subject":"frozen","version":1,"magic":1}'),
-     v({"subject": "frozen", "version": 1, "id": 4, "schema": '"int"', "deleted": False})),
+    (
+        k('{"keytype":"SCHEMA","subject":"frozen","version":1,"magic":1}'),
+        v({"subject": "frozen", "version": 1, "id": 4, "schema": '"int"', "deleted": False}),
+    ),
     (k('{"keytype":"MODE","subject":"frozen","magic":0}'), v({"subject": "frozen", "mode": "READONLY"})),
     # registered, then hard-deleted by a tombstone
-    (k('{"keytype":"SCHEMA","subject":"gone","version":1,"magic":1}'),
-     v({"subject": "gone", "version": 1, "id": 5, "schema": '"bytes"', "deleted": False})),
+    (
+        k('{"keytype":"SCHEMA","subject":"gone","version":1,"magic":1}'),
+        v({"subject": "gone", "version": 1, "id": 5, "schema": '"bytes"', "deleted": False}),
+    ),
     (k('{"keytype":"SCHEMA","subject":"gone","version":1,"magic":1}'), None),
     # a subject soft-deleted as a whole
-    (k('{"keytype":"SCHEMA","subject":"soft","version":1,"magic":1}'),
-     v({"subject": "soft", "version": 1, "id": 6, "schema": '"float"', "deleted": False})),
+    (
+        k('{"keytype":"SCHEMA","subject":"soft","version":1,"magic":1}'),
+        v({"subject": "soft", "version": 1, "id": 6, "schema": '"float"', "deleted": False}),
+    ),
     (k('{"keytype":"DELETE_SUBJECT","subject":"soft","magic":0}'), v({"subject": "soft", "version": 1})),
     # a JSON schema, 8.x style with schemaType
-    (k('{"keytype":"SCHEMA","subject":"json-value","version":1,"magic":1}'),
-     v({"subject": "json-value", "version": 1, "id": 7, "schemaType": "JSON", "schema": '{"type":"object"}',
-        "deleted": False})),
+    (
+        k('{"keytype":"SCHEMA","subject":"json-value","version":1,"magic":1}'),
+        v(
+            {
+                "subject": "json-value",
+                "version": 1,
+                "id": 7,
+                "schemaType": "JSON",
+                "schema": '{"type":"object"}',
+                "deleted": False,
+            }
+        ),
+    ),
     # a record that reuses id 2 for another schema: every replica ignores it
-    (k('{"keytype":"SCHEMA","subject":"conflict","version":1,"magic":1}'),
-     v({"subject": "conflict", "version": 1, "id": 2, "schema": '"double"', "deleted": False})),
+    (
+        k('{"keytype":"SCHEMA","subject":"conflict","version":1,"magic":1}'),
+        v({"subject": "conflict", "version": 1, "id": 2, "schema": '"double"', "deleted": False}),
+    ),
     (k('{"keytype":"MODE","subject":null,"magic":0}'), v({"mode": "READWRITE"})),
     (k('{"keytype":"NOOP","magic":0}'), None),
-]  # fmt: skip
+]
 
 
 def fill_topic(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None]]) -> None:
@@ -98,13 +122,21 @@ def test_a_confluent_schemas_topic_is_served_as_it_is(
     with httpx.Client(base_url=node.url, timeout=30) as http:
         assert http.get("/subjects").json() == ["frozen", "json-value", "legacy", "orders-value"]
         assert http.get("/subjects", params={"deleted": "true"}).json() == [
-            "frozen", "json-value", "legacy", "orders-value", "soft",
-        ]  # fmt: skip
+            "frozen",
+            "json-value",
+            "legacy",
+            "orders-value",
+            "soft",
+        ]
         assert http.get("/subjects/orders-value/versions").json() == [1]
         assert http.get("/subjects/orders-value/versions", params={"deleted": "true"}).json() == [1, 2]
         assert http.get("/subjects/legacy/versions/1").json() == {
-            "subject": "legacy", "version": 1, "id": 1, "guid": STRING_GUID, "schema": '"string"',
-        }  # fmt: skip
+            "subject": "legacy",
+            "version": 1,
+            "id": 1,
+            "guid": STRING_GUID,
+            "schema": '"string"',
+        }
         assert without_guid(http.get("/schemas/ids/2").json()) == {"schema": ORDERS_V1}
         assert without_guid(http.get("/schemas/ids/7").json()) == {"schemaType": "JSON", "schema": '{"type":"object"}'}
         assert http.get("/subjects/conflict/versions").json()["error_code"] == 40401
@@ -129,8 +161,12 @@ def test_a_confluent_schemas_topic_is_served_as_it_is(
     node.restart()
     with httpx.Client(base_url=node.url, timeout=30) as http:
         assert http.get("/subjects", params={"deleted": "true"}).json() == [
-            "frozen", "json-value", "new", "orders-value", "soft",
-        ]  # fmt: skip
+            "frozen",
+            "json-value",
+            "new",
+            "orders-value",
+            "soft",
+        ]
         assert without_guid(http.get("/schemas/ids/8").json()) == {"schema": '"boolean"'}
 
 

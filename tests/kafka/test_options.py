@@ -74,14 +74,18 @@ def test_user_info_is_sasl_credentials_over_tls_by_default() -> None:
     hosts, options = parse_kafka_url("kafka://svc%40acme:p%26ss@a:9092,b:9092")
     assert hosts == "a:9092,b:9092"
     assert options == {
-        "sasl.username": "svc@acme", "sasl.password": "p&ss", "security.protocol": "SASL_SSL",
+        "sasl.username": "svc@acme",
+        "sasl.password": "p&ss",
+        "security.protocol": "SASL_SSL",
         "sasl.mechanism": "PLAIN",
-    }  # fmt: skip
+    }
     _, options = parse_kafka_url("kafka://u:pw@a:9092?security.protocol=SASL_PLAINTEXT&sasl.mechanisms=SCRAM-SHA-512")
     assert options == {
-        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "u",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": "u",
         "sasl.password": "pw",
-    }  # fmt: skip
+    }
 
 
 SECRET_URL = "kafka://alice:s3cret@127.0.0.1:1?sasl.oauthbearer.client.secret=t0ken&linger.ms=5&ssl.key.password=k3y"
@@ -107,7 +111,10 @@ def test_secrets_never_reach_a_message() -> None:
     ("url", "shown"),
     [
         ("sqlite:///./data", "sqlite:///./data"),
-        ("kafka://a:1,b:2?sasl.password=x&consumer.sasl.password=y", "kafka://a:1,b:2?sasl.password=***&consumer.sasl.password=***"),
+        (
+            "kafka://a:1,b:2?sasl.password=x&consumer.sasl.password=y",
+            "kafka://a:1,b:2?sasl.password=***&consumer.sasl.password=***",
+        ),
         ("kafka://bob@a:1", "kafka://bob@a:1"),
         ("kafka://bob:pw:more@a:1#frag", "kafka://bob:***@a:1#frag"),
         ("kafka://u:p@w@a:1?ssl.key.pem=-----BEGIN", "kafka://u:***@a:1?ssl.key.pem=***"),

@@ -94,8 +94,9 @@ def test_send_batch_sends_every_record_to_one_partition_and_reports_the_last(
     reports: list[tuple[RecordMetadata | None, object]] = []
     with log.producer() as producer:
         batch = [(b"k%d" % i, b"v%d" % i if i != 3 else None) for i in range(5)]
-        producer.send_batch(topic, 1, batch, headers=[("h", b"1")],
-                            on_last_delivery=lambda md, err: reports.append((md, err)))  # fmt: skip
+        producer.send_batch(
+            topic, 1, batch, headers=[("h", b"1")], on_last_delivery=lambda md, err: reports.append((md, err))
+        )
         producer.flush()
         with pytest.raises(Exception, match="every record needs a key"):
             producer.send_batch(topic, 0, [(None, b"v")])
@@ -200,8 +201,9 @@ def test_record_above_the_topics_max_message_bytes_fails_its_delivery_alone(
     with log.producer() as producer:
         producer.on_delivery_failure = lambda r, err: refused.append((r.topic, r.partition, r.offset, r.key, r.value))
         for value in (b"a", b"x" * 2000, b"c"):
-            producer.send(topic, value, b"k", partition=0,
-                          on_delivery=lambda md, err, v=value: errors.__setitem__(v, err))  # fmt: skip
+            producer.send(
+                topic, value, b"k", partition=0, on_delivery=lambda md, err, v=value: errors.__setitem__(v, err)
+            )
         with pytest.raises(RecordTooLargeError):
             producer.flush()
     assert errors[b"a"] is None and errors[b"c"] is None

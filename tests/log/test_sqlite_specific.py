@@ -328,8 +328,11 @@ def test_a_failed_transaction_reports_every_delivery_and_writes_nothing(slog: Sq
         producer.begin_transaction()
         producer.send("t", b"small", on_delivery=lambda md, err: reports.append((md, err)))
         producer.send("t", b"x" * 20, b"k", on_delivery=lambda md, err: reports.append((md, err)))
-        with pytest.raises(TransactionError, match=r"the transaction was aborted: delivery to topic 't' partition 0: "
-                           r"the record is 21 bytes, above the topic's max.message.bytes of 10"):  # fmt: skip
+        with pytest.raises(
+            TransactionError,
+            match=r"the transaction was aborted: delivery to topic 't' partition 0: "
+            r"the record is 21 bytes, above the topic's max.message.bytes of 10",
+        ):
             producer.commit_transaction()
         assert [(md, type(err)) for md, err in reports] == [(None, TransactionError), (None, RecordTooLargeError)]
         producer.begin_transaction()  # the producer goes on with a new transaction

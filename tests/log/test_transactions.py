@@ -196,7 +196,6 @@ def test_produce_inside_a_transaction_is_refused_and_send_reports_offsets_at_com
     assert [r.value for r in read_through(log, topic, landed[1].offset)] == [b"a", b"b"]  # type: ignore[union-attr]
 
 
-
 def test_a_fenced_producer_raises_producer_fenced_from_every_call(log: Log, topic_name: Callable[..., str]) -> None:
     """A zombie that keeps sending learns it was fenced from whichever call comes next (Kafka reports the
     fence asynchronously), always as ``ProducerFencedError``."""
@@ -232,8 +231,9 @@ def test_a_record_above_the_topics_max_message_bytes_fails_the_transaction(
         producer.init_transactions()
         producer.begin_transaction()
         for value in (b"a", b"x" * 2000):
-            producer.send(topic, value, b"k", partition=0,
-                          on_delivery=lambda md, err, v=value: errors.__setitem__(v, err))  # fmt: skip
+            producer.send(
+                topic, value, b"k", partition=0, on_delivery=lambda md, err, v=value: errors.__setitem__(v, err)
+            )
         with pytest.raises(LogError):
             producer.commit_transaction()
     assert isinstance(errors[b"x" * 2000], RecordTooLargeError)

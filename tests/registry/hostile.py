@@ -158,9 +158,7 @@ class Reader:
         self.conn.close()
 
 
-def gets_while_in_flight(
-    url: str, hostile: RawRequest | AllOf, *, samples: int = 20, wait: float = 60
-) -> list[float]:
+def gets_while_in_flight(url: str, hostile: RawRequest | AllOf, *, samples: int = 20, wait: float = 60) -> list[float]:
     """Latencies of GETs each answered while ``hostile`` (already sent, fully or partly) had no answer yet;
     stops after ``samples`` of them or once the hostile request is answered."""
     reader = Reader(url)
@@ -182,5 +180,7 @@ def assert_gets_fast(latencies: list[float], *, minimum: int = 3) -> None:
     delays every one of them)."""
     assert len(latencies) >= minimum, f"only {len(latencies)} GETs ran while the hostile request was in flight"
     median = statistics.median(latencies)
-    assert median < GET_BUDGET, f"GET /subjects took {median * 1000:.0f} ms (median of {len(latencies)}) " \
+    assert median < GET_BUDGET, (
+        f"GET /subjects took {median * 1000:.0f} ms (median of {len(latencies)}) "
         f"while the hostile request was in flight: {[round(x * 1000) for x in latencies]}"
+    )

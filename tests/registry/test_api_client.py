@@ -73,12 +73,19 @@ def test_soft_and_hard_delete(sr: SchemaRegistryClient, subject: str) -> None:
 
 def test_references(sr: SchemaRegistryClient, subject: str) -> None:
     ns = "com.acme" + uuid.uuid4().hex[:6]
-    common = json.dumps({"type": "record", "name": "Address", "namespace": ns, "fields": [
-        {"name": "city", "type": "string"}]})
+    common = json.dumps(
+        {"type": "record", "name": "Address", "namespace": ns, "fields": [{"name": "city", "type": "string"}]}
+    )
     common_subject = subject + "-address"
     sr.register_schema(common_subject, Schema(common, "AVRO"))
-    main = json.dumps({"type": "record", "name": "Customer", "namespace": ns, "fields": [
-        {"name": "name", "type": "string"}, {"name": "address", "type": f"{ns}.Address"}]})
+    main = json.dumps(
+        {
+            "type": "record",
+            "name": "Customer",
+            "namespace": ns,
+            "fields": [{"name": "name", "type": "string"}, {"name": "address", "type": f"{ns}.Address"}],
+        }
+    )
     refs = [SchemaReference(f"{ns}.Address", common_subject, 1)]
     sid = sr.register_schema(subject, Schema(main, "AVRO", refs))
     got = sr.get_schema(sid)

@@ -76,8 +76,11 @@ def test_http_level_errors(http: httpx.Client, subject: str) -> None:
     assert err(http.put("/subjects")) == (405, 405)
     r = http.post(f"/subjects/{subject}/versions", content=b"{not json", headers=CT)
     assert err(r) == (400, 400)
-    r = http.post(f"/subjects/{subject}/versions", content=b"schema=x",
-                  headers={"Content-Type": "application/x-www-form-urlencoded"})
+    r = http.post(
+        f"/subjects/{subject}/versions",
+        content=b"schema=x",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
     assert err(r) == (415, 415)
     r = http.post(f"/subjects/{subject}/versions", json={"schema": 5}, headers=CT)
     assert err(r) == (422, 422)
@@ -141,8 +144,9 @@ def test_pagination(http: httpx.Client, subject: str) -> None:
     assert http.get(f"/subjects/{subject}/versions", params={"offset": 3}).json() == [4, 5]
     listed = http.get("/schemas", params={"subjectPrefix": subject}).json()
     assert [s["version"] for s in listed] == [1, 2, 3, 4, 5]
-    assert [s["version"] for s in http.get("/schemas", params={"subjectPrefix": subject,
-                                                                "latestOnly": "true"}).json()] == [5]
+    assert [
+        s["version"] for s in http.get("/schemas", params={"subjectPrefix": subject, "latestOnly": "true"}).json()
+    ] == [5]
 
 
 def test_compatibility_endpoint(http: httpx.Client, subject: str) -> None:
@@ -152,23 +156,33 @@ def test_compatibility_endpoint(http: httpx.Client, subject: str) -> None:
     register(http, subject, V1)
     ok = http.post(f"/compatibility/subjects/{subject}/versions/latest", json={"schema": V2}, headers=CT)
     assert ok.json() == {"is_compatible": True}
-    bad = http.post(f"/compatibility/subjects/{subject}/versions", params={"verbose": "true"},
-                    json={"schema": V3_BAD}, headers=CT).json()
+    bad = http.post(
+        f"/compatibility/subjects/{subject}/versions", params={"verbose": "true"}, json={"schema": V3_BAD}, headers=CT
+    ).json()
     assert bad["is_compatible"] is False
     assert any("READER_FIELD_MISSING_DEFAULT_VALUE" in m for m in bad["messages"])
     assert "{validateFields: 'false', compatibility: 'BACKWARD'}" in bad["messages"]
     r = http.post(f"/compatibility/subjects/{subject}/versions/9", json={"schema": V2}, headers=CT)
     assert err(r) == (404, 40402)
-    r = http.post(f"/compatibility/subjects/{subject}/versions/latest", params={"verbose": "true"},
-                  json={"schema": "{bad"}, headers=CT)
+    r = http.post(
+        f"/compatibility/subjects/{subject}/versions/latest",
+        params={"verbose": "true"},
+        json={"schema": "{bad"},
+        headers=CT,
+    )
     assert r.json()["is_compatible"] is False
 
 
 def test_lookup(http: httpx.Client, subject: str) -> None:
     sid = register(http, subject, V1).json()["id"]
     r = http.post(f"/subjects/{subject}", json={"schema": V1}, headers=CT)
-    assert r.json() == {"subject": subject, "version": 1, "id": sid, "guid": r.json()["guid"],
-                        "schema": r.json()["schema"]}
+    assert r.json() == {
+        "subject": subject,
+        "version": 1,
+        "id": sid,
+        "guid": r.json()["guid"],
+        "schema": r.json()["schema"],
+    }
     assert err(http.post(f"/subjects/{subject}", json={"schema": V2}, headers=CT)) == (404, 40403)
     assert err(http.post(f"/subjects/{subject}-x", json={"schema": V1}, headers=CT)) == (404, 40401)
     http.delete(f"/subjects/{subject}/versions/1")
@@ -250,12 +264,14 @@ def test_import_mode_keeps_ids_and_versions(own: httpx.Client) -> None:
 
 
 def test_references_resolved_format_and_referencedby(http: httpx.Client, subject: str) -> None:
-    addr = json.dumps({"type": "record", "name": "Addr", "namespace": "refs", "fields": [
-        {"name": "city", "type": "string"}]})
+    addr = json.dumps(
+        {"type": "record", "name": "Addr", "namespace": "refs", "fields": [{"name": "city", "type": "string"}]}
+    )
     ref_subject = subject + "-addr"
     addr_id = register(http, ref_subject, addr).json()["id"]
-    main = json.dumps({"type": "record", "name": "Person", "namespace": "refs", "fields": [
-        {"name": "home", "type": "refs.Addr"}]})
+    main = json.dumps(
+        {"type": "record", "name": "Person", "namespace": "refs", "fields": [{"name": "home", "type": "refs.Addr"}]}
+    )
     refs = [{"name": "refs.Addr", "subject": ref_subject, "version": 1}]
     sid = register(http, subject, main, references=refs).json()["id"]
     body = http.get(f"/subjects/{subject}/versions/1").json()
@@ -263,8 +279,11 @@ def test_references_resolved_format_and_referencedby(http: httpx.Client, subject
     expected = '{"type":"record","name":"Person","namespace":"refs","fields":[{"name":"home","type":"Addr"}]}'
     assert body["schema"] == expected
     resolved = http.get(f"/schemas/ids/{sid}", params={"format": "resolved"}).json()["schema"]
-    assert json.loads(resolved)["fields"][0]["type"] == {"type": "record", "name": "Addr",
-                                                          "fields": [{"name": "city", "type": "string"}]}
+    assert json.loads(resolved)["fields"][0]["type"] == {
+        "type": "record",
+        "name": "Addr",
+        "fields": [{"name": "city", "type": "string"}],
+    }
     assert http.get(f"/subjects/{ref_subject}/versions/1/referencedby").json() == [sid]
     # an unresolvable reference is an invalid schema
     bad = [{"name": "refs.Addr", "subject": ref_subject, "version": 9}]

@@ -205,20 +205,25 @@ def test_names_list_the_top_level_record_first() -> None:
 
 
 INVALID = [
-    ('{"type":"record","name":"R","fields":[{"name":"a","type":"Foo"}]}',
-     '"Foo" is not a defined name. The type of the "a" field must be a defined name or a {"type": ...} '
-     "expression."),
+    (
+        '{"type":"record","name":"R","fields":[{"name":"a","type":"Foo"}]}',
+        '"Foo" is not a defined name. The type of the "a" field must be a defined name or a {"type": ...} expression.',
+    ),
     ('{"type":"array","items":"Foo"}', 'Undefined name: "Foo"'),
     ('"com.x.Missing"', 'Undefined name: "com.x.Missing"'),
-    ('{"type":"record","name":"R","fields":[{"name":"x","type":"int"},{"name":"x","type":"long"}]}',
-     "Duplicate field x in record R: x type:LONG pos:1 and x type:INT pos:0."),
+    (
+        '{"type":"record","name":"R","fields":[{"name":"x","type":"int"},{"name":"x","type":"long"}]}',
+        "Duplicate field x in record R: x type:LONG pos:1 and x type:INT pos:0.",
+    ),
     ('{"type":"record","name":"1R","fields":[]}', "Illegal initial character: 1R"),
     ('{"type":"record","name":"R-x","fields":[]}', "Illegal character in: R-x"),
     ('{"type":"record","name":"R","fields":[{"name":"a b","type":"int"}]}', "Illegal character in: a b"),
     ('{"type":"enum","name":"E","symbols":["A","A"]}', "Duplicate enum symbol: A"),
     ('{"type":"enum","name":"E","symbols":["A","9"]}', "Illegal initial character: 9"),
-    ('{"type":"enum","name":"E","symbols":["A","B"],"default":"C"}',
-     "The Enum Default: C is not in the enum symbol set: [A, B]"),
+    (
+        '{"type":"enum","name":"E","symbols":["A","B"],"default":"C"}',
+        "The Enum Default: C is not in the enum symbol set: [A, B]",
+    ),
     ('{"type":"enum","name":"E"}', 'Enum has no symbols: {"type":"enum","name":"E"}'),
     ('{"type":"fixed","name":"F","size":"16"}', 'Invalid or no size: {"type":"fixed","name":"F","size":"16"}'),
     ('{"type":"record","name":"R"}', 'Record has no fields: {"type":"record","name":"R"}'),
@@ -233,16 +238,26 @@ INVALID = [
     ('["null",["int"]]', 'Nested union: ["null",["int"]]'),
     ('{"type":"record","name":"int","fields":[]}', "Schemas may not be named after primitives: int"),
     ('[{"type":"fixed","name":"F","size":1},{"type":"fixed","name":"F","size":2}]', "Can't redefine: F"),
-    ('{"type":"record","name":"R","fields":[{"name":"a","type":"int","default":"x"}]}',
-     'Invalid default for field a: "x" not a "int"'),
-    ('{"type":"record","name":"R","fields":[{"name":"a","type":"int","default":2147483648}]}',
-     'Invalid default for field a: 2147483648 not a "int"'),
-    ('{"type":"record","name":"R","fields":[{"name":"a","type":["null","string"],"default":"x"}]}',
-     'Invalid default for field a: "x" not a ["null","string"]'),
-    ('{"type":"record","name":"R","fields":[{"name":"a","type":"int","order":"up"}]}',
-     "No enum constant org.apache.avro.Schema.Field.Order.UP (field a)"),
-    ('{"type":"record","name":"R","aliases":"x","fields":[]}',
-     'aliases not an array: {"type":"record","name":"R","aliases":"x","fields":[]}'),
+    (
+        '{"type":"record","name":"R","fields":[{"name":"a","type":"int","default":"x"}]}',
+        'Invalid default for field a: "x" not a "int"',
+    ),
+    (
+        '{"type":"record","name":"R","fields":[{"name":"a","type":"int","default":2147483648}]}',
+        'Invalid default for field a: 2147483648 not a "int"',
+    ),
+    (
+        '{"type":"record","name":"R","fields":[{"name":"a","type":["null","string"],"default":"x"}]}',
+        'Invalid default for field a: "x" not a ["null","string"]',
+    ),
+    (
+        '{"type":"record","name":"R","fields":[{"name":"a","type":"int","order":"up"}]}',
+        "No enum constant org.apache.avro.Schema.Field.Order.UP (field a)",
+    ),
+    (
+        '{"type":"record","name":"R","aliases":"x","fields":[]}',
+        'aliases not an array: {"type":"record","name":"R","aliases":"x","fields":[]}',
+    ),
     ('{"type":"Foo"}', "Type not supported: Foo"),
     ("{not json", "Invalid JSON at line 1 column 2: Expecting property name enclosed in double quotes"),
 ]
@@ -265,10 +280,13 @@ def ref(name: str, subject: str, schema: str, *refs: ResolvedReference) -> Resol
     return ResolvedReference(name, subject, 1, schema, "AVRO", tuple(refs))
 
 
-ADDRESS = '{"type":"record","name":"Address","namespace":"com.acme","fields":[{"name":"zip","type":' \
+ADDRESS = (
+    '{"type":"record","name":"Address","namespace":"com.acme","fields":[{"name":"zip","type":'
     '{"type":"enum","name":"Kind","symbols":["A"]}}]}'
-CUSTOMER = '{"type":"record","name":"Customer","namespace":"com.acme","fields":[{"name":"home",' \
-    '"type":"com.acme.Address"}]}'
+)
+CUSTOMER = (
+    '{"type":"record","name":"Customer","namespace":"com.acme","fields":[{"name":"home","type":"com.acme.Address"}]}'
+)
 
 
 def test_referenced_types_are_printed_by_name_only() -> None:
@@ -290,8 +308,10 @@ def test_nested_types_of_a_reference_are_inlined_like_confluent() -> None:
 
 
 def test_transitive_references_are_parsed_depth_first() -> None:
-    order = '{"type":"record","name":"Order","namespace":"com.acme","fields":[{"name":"c","type":"Customer"},' \
+    order = (
+        '{"type":"record","name":"Order","namespace":"com.acme","fields":[{"name":"c","type":"Customer"},'
         '{"name":"a","type":"Address"}]}'
+    )
     address = ref("com.acme.Address", "address", ADDRESS)
     customer = ref("com.acme.Customer", "customer", CUSTOMER, address)
     parsed = AVRO.parse(order, (customer, address))

@@ -57,8 +57,11 @@ def test_use_latest_version_without_auto_register(registry_url: str, subject: st
     frame = ser({"u": "x"}, SerializationContext(subject, MessageField.VALUE))
     assert struct.unpack(">I", frame[1:5])[0] == sid
     # lookup-only serializer on an unknown subject fails with the registry's 40401/40403
-    ser2 = AvroSerializer(sr, json.dumps({"type": "record", "name": "V", "fields": [{"name": "v", "type": "int"}]}),
-                          conf={"auto.register.schemas": False})
+    ser2 = AvroSerializer(
+        sr,
+        json.dumps({"type": "record", "name": "V", "fields": [{"name": "v", "type": "int"}]}),
+        conf={"auto.register.schemas": False},
+    )
     with pytest.raises(SchemaRegistryError) as e:
         ser2({"v": 1}, SerializationContext(subject + "-missing", MessageField.VALUE))
     assert e.value.error_code == 40401

@@ -124,10 +124,18 @@ def test_ids_listings_and_contexts(own: RegistryProcess) -> None:
         assert register(c, ":.ctx1:t1", B) == 2
         assert c.get("/contexts").json() == [".", ".ctx1", ".ctx2"]
 
-        before = {p: c.get(p).content for p in (
-            "/subjects", "/contexts", "/schemas?subjectPrefix=:*:", "/schemas/ids/1?subject=:.ctx2:",
-            "/schemas/ids/2?subject=:.ctx1:", "/schemas/ids/1", "/subjects/:.ctx2:x/versions/1",
-        )}
+        before = {
+            p: c.get(p).content
+            for p in (
+                "/subjects",
+                "/contexts",
+                "/schemas?subjectPrefix=:*:",
+                "/schemas/ids/1?subject=:.ctx2:",
+                "/schemas/ids/2?subject=:.ctx1:",
+                "/schemas/ids/1",
+                "/subjects/:.ctx2:x/versions/1",
+            )
+        }
     own.restart()  # replay rebuilds every context's ids from the log
     with httpx.Client(base_url=own.url, timeout=30) as c:
         assert {p: c.get(p).content for p in before} == before
@@ -203,7 +211,11 @@ def test_schemas_records_are_confluents(own: RegistryProcess) -> None:
     assert keys.count(context_key) == 1 and keys.index(context_key) < keys.index(schema_key)
     assert dict(records)[context_key] == b'{"tenant":"default","context":".bytes"}'
     assert json.loads(dict(records)[schema_key]) == {
-        "subject": ":.bytes:orders", "version": 1, "id": 1, "schema": A, "deleted": False
+        "subject": ":.bytes:orders",
+        "version": 1,
+        "id": 1,
+        "schema": A,
+        "deleted": False,
     }
 
 
@@ -212,17 +224,27 @@ def test_a_confluent_log_with_contexts_replays() -> None:
     included) rebuild one id space per context."""
     st = State()
     records: list[tuple[bytes, bytes | None]] = [
-        (b'{"keytype":"CONTEXT","tenant":"default","context":".eu","magic":0}',
-         b'{"tenant":"default","context":".eu"}'),
-        (b'{"keytype":"SCHEMA","subject":":.eu:orders","version":1,"magic":1}',
-         b'{"subject":":.eu:orders","version":1,"id":1,"schema":"\\"string\\"","deleted":false}'),
-        (b'{"keytype":"SCHEMA","subject":"orders","version":1,"magic":1}',
-         b'{"subject":"orders","version":1,"id":1,"schema":"\\"long\\"","deleted":false}'),
-        (b'{"keytype":"SCHEMA","subject":":.:legacy","version":1,"magic":0}',
-         b'{"subject":":.:legacy","version":1,"id":2,"schema":"\\"int\\"","deleted":false}'),
+        (
+            b'{"keytype":"CONTEXT","tenant":"default","context":".eu","magic":0}',
+            b'{"tenant":"default","context":".eu"}',
+        ),
+        (
+            b'{"keytype":"SCHEMA","subject":":.eu:orders","version":1,"magic":1}',
+            b'{"subject":":.eu:orders","version":1,"id":1,"schema":"\\"string\\"","deleted":false}',
+        ),
+        (
+            b'{"keytype":"SCHEMA","subject":"orders","version":1,"magic":1}',
+            b'{"subject":"orders","version":1,"id":1,"schema":"\\"long\\"","deleted":false}',
+        ),
+        (
+            b'{"keytype":"SCHEMA","subject":":.:legacy","version":1,"magic":0}',
+            b'{"subject":":.:legacy","version":1,"id":2,"schema":"\\"int\\"","deleted":false}',
+        ),
         (b'{"keytype":"CONFIG","subject":":.eu:","magic":0}', b'{"subject":":.eu:","compatibilityLevel":"NONE"}'),
-        (b'{"keytype":"CONTEXT","tenant":"default","context":".gone","magic":0}',
-         b'{"tenant":"default","context":".gone"}'),
+        (
+            b'{"keytype":"CONTEXT","tenant":"default","context":".gone","magic":0}',
+            b'{"tenant":"default","context":".gone"}',
+        ),
         (b'{"keytype":"CONTEXT","tenant":"default","context":".gone","magic":0}', None),
     ]
     for offset, (key, value) in enumerate(records):
@@ -244,6 +266,7 @@ def test_confluent_serdes_in_two_contexts(registry_url: str) -> None:
     values = {first: ({"a": "x"}, A), second: ({"b": 7}, B)}
     payloads = {}
     for ctx, (value, schema) in values.items():
+
         def strategy(ctx_: SerializationContext | None, record_name: str | None, context: str = ctx) -> str:
             assert ctx_ is not None
             return f":{context}:{ctx_.topic}-value"
@@ -257,7 +280,6 @@ def test_confluent_serdes_in_two_contexts(registry_url: str) -> None:
     assert sr.get_schema(1, subject_name=f":{second}:orders-value").schema_str == B
     assert sr.register_schema(f":{first}:other", Schema(A, "AVRO")) == 1
     assert f":{first}:orders-value" in sr.get_subjects()
-
 
 
 def test_guids_resolve_in_every_context(registry_url: str) -> None:
@@ -280,13 +302,18 @@ def test_guids_resolve_in_every_context(registry_url: str) -> None:
         id_default = register(c, f"g-{tag}", schema)
         assert id_a == 2
         assert c.get(f"/schemas/guids/{guid}/ids").json() == [
-            {"context": ".", "id": id_default}, {"context": a, "id": id_a}, {"context": b, "id": id_b}]
+            {"context": ".", "id": id_default},
+            {"context": a, "id": id_a},
+            {"context": b, "id": id_b},
+        ]
         # soft-deleted versions keep the id readable; a hard delete drops the context from the list
         assert c.delete(f"/subjects/:{a}:s").status_code == 200
         assert len(c.get(f"/schemas/guids/{guid}/ids").json()) == 3
         assert c.delete(f"/subjects/:{a}:s", params={"permanent": "true"}).status_code == 200
         assert c.get(f"/schemas/guids/{guid}/ids").json() == [
-            {"context": ".", "id": id_default}, {"context": b, "id": id_b}]
+            {"context": ".", "id": id_default},
+            {"context": b, "id": id_b},
+        ]
         for s in (f"g-{tag}", f":{b}:s"):
             assert c.delete(f"/subjects/{s}").status_code == 200
             assert c.delete(f"/subjects/{s}", params={"permanent": "true"}).status_code == 200

@@ -52,15 +52,19 @@ def test_default_and_override_metadata_and_rule_sets_are_applied_at_registration
 
 def test_compatibility_group_checks_only_the_same_major_version(http: httpx.Client, subject: str) -> None:
     post(http, f"/subjects/{subject}/versions", {"schema": V1, "metadata": {"properties": {"major": "1"}}})
-    incompatible = post(http, f"/subjects/{subject}/versions",
-                        {"schema": V2, "metadata": {"properties": {"major": "2"}}})
+    incompatible = post(
+        http, f"/subjects/{subject}/versions", {"schema": V2, "metadata": {"properties": {"major": "2"}}}
+    )
     assert incompatible.status_code == 409 and incompatible.json()["error_code"] == 409
     assert http.put(f"/config/{subject}", json={"compatibilityGroup": "major"}, headers=CT).status_code == 200
     new_major = post(http, f"/subjects/{subject}/versions", {"schema": V2, "metadata": {"properties": {"major": "2"}}})
     assert new_major.status_code == 200 and new_major.json()["version"] == 2
     # within a group the level still applies: back to major 1 with v2's fields is checked against v1 only
-    same_group = post(http, f"/compatibility/subjects/{subject}/versions/1",
-                       {"schema": V2, "metadata": {"properties": {"major": "1"}}})
+    same_group = post(
+        http,
+        f"/compatibility/subjects/{subject}/versions/1",
+        {"schema": V2, "metadata": {"properties": {"major": "1"}}},
+    )
     assert same_group.json()["is_compatible"] is False
 
 

@@ -84,8 +84,12 @@ def held(url: str, method: str, path: str, data: bytes) -> tuple[int, Any]:
 def objects(count: int, props: int, suffix: str = "") -> dict[str, Any]:
     """A JSON Schema whose FULL compatibility check against a variant takes about a second (bounded by
     compat's limits, but far too long for the event loop)."""
-    return {"oneOf": [{"type": "object", "properties": {f"p{i}_{j}{suffix}": {"type": "string"}
-                                                        for j in range(props)}} for i in range(count)]}
+    return {
+        "oneOf": [
+            {"type": "object", "properties": {f"p{i}_{j}{suffix}": {"type": "string"} for j in range(props)}}
+            for i in range(count)
+        ]
+    }
 
 
 def slow_check_subject(http: httpx.Client) -> str:
@@ -169,18 +173,22 @@ LIMIT_CASES = {
 def test_a_schema_past_a_limit_is_42201_naming_it(url: str, case: str) -> None:
     data, message = LIMIT_CASES[case]
     assert held(url, "POST", f"/subjects/{unique('limit')}/versions", data) == (
-        422, {"error_code": 42201, "message": message}
+        422,
+        {"error_code": 42201, "message": message},
     )
 
 
 def test_too_many_references_is_42201_naming_the_limit(url: str, many_subjects: list[str]) -> None:
     references = [{"name": f"{s}.json", "subject": s, "version": 1} for s in many_subjects]
     data = body({"type": "object"}, references=references, **JSON_TYPE)
-    assert held(url, "POST", f"/subjects/{unique('refs')}/versions", data) == (422, {
-        "error_code": 42201,
-        "message": "Invalid schema: the number of referenced schemas (directly or through references) exceeds "
-        f"the limit of {REFERENCE_LIMIT} (--max-schema-references)",
-    })
+    assert held(url, "POST", f"/subjects/{unique('refs')}/versions", data) == (
+        422,
+        {
+            "error_code": 42201,
+            "message": "Invalid schema: the number of referenced schemas (directly or through references) exceeds "
+            f"the limit of {REFERENCE_LIMIT} (--max-schema-references)",
+        },
+    )
 
 
 def test_a_deeply_nested_body_is_400_not_a_recursion_error(url: str) -> None:
@@ -189,14 +197,16 @@ def test_a_deeply_nested_body_is_400_not_a_recursion_error(url: str) -> None:
         deep = {"x": deep}
     data = body({"type": "string"}, **JSON_TYPE, metadata={"properties": {}, "extra": deep})
     assert held(url, "POST", f"/subjects/{unique('meta')}/versions", data) == (
-        400, {"error_code": 400, "message": f"Request body nests deeper than {MAX_BODY_DEPTH} levels"}
+        400,
+        {"error_code": 400, "message": f"Request body nests deeper than {MAX_BODY_DEPTH} levels"},
     )
 
 
 def ref_chain(length: int, leaf: object) -> dict[str, Any]:
     """$ref after $ref: shallow text, but a check follows ``length`` levels."""
-    defs: dict[str, Any] = {f"d{i}": {"type": "object", "properties": {"next": {"$ref": f"#/$defs/d{i + 1}"}}}
-                            for i in range(length)}
+    defs: dict[str, Any] = {
+        f"d{i}": {"type": "object", "properties": {"next": {"$ref": f"#/$defs/d{i + 1}"}}} for i in range(length)
+    }
     defs[f"d{length}"] = leaf
     return {"$defs": defs, "$ref": "#/$defs/d0"}
 
@@ -204,12 +214,17 @@ def ref_chain(length: int, leaf: object) -> dict[str, Any]:
 @pytest.mark.parametrize("path", ["/subjects/{s}/versions", "/compatibility/subjects/{s}/versions/latest"])
 def test_a_compatibility_check_past_its_bounds_is_42201(http: httpx.Client, url: str, path: str) -> None:
     subject = unique("chain")
-    assert http.post(f"/subjects/{subject}/versions", content=body(ref_chain(300, {"type": "string"}),
-                                                                   **JSON_TYPE)).status_code == 200
+    assert (
+        http.post(
+            f"/subjects/{subject}/versions", content=body(ref_chain(300, {"type": "string"}), **JSON_TYPE)
+        ).status_code
+        == 200
+    )
     status, answer = held(url, "POST", path.format(s=subject), body(ref_chain(300, {"type": "number"}), **JSON_TYPE))
     assert (status, answer["error_code"]) == (422, 42201)
     assert answer["message"].startswith(
-        "Schema too deeply nested: a compatibility check follows at most 128 levels (at '#/$defs/d")
+        "Schema too deeply nested: a compatibility check follows at most 128 levels (at '#/$defs/d"
+    )
 
 
 # -- schema work off the event loop, in a bounded pool --------------------------------------------------
@@ -221,15 +236,18 @@ def test_a_slow_compatibility_check_leaves_reads_fast(http: httpx.Client, url: s
     assert_gets_fast(gets_while_in_flight(url, r))  # the whole check: about a second
     answer = r.answer()
     assert (answer.status, answer.json()["error_code"]) == (409, 409)
-    assert answer.json()["message"].startswith(f'Schema being registered is incompatible with an earlier schema for '
-                                               f'subject "{subject}"')
+    assert answer.json()["message"].startswith(
+        f'Schema being registered is incompatible with an earlier schema for subject "{subject}"'
+    )
 
 
 def test_a_full_pool_answers_503_with_retry_after(http: httpx.Client, url: str) -> None:
     """One worker and a queue of one: of four slow checks sent at once, some are refused at once."""
     data = body(objects(30, 20, "y"), **JSON_TYPE)
-    slow = [request(url, "POST", f"/subjects/{s}/versions", data, hold=False)
-            for s in [slow_check_subject(http) for _ in range(4)]]
+    slow = [
+        request(url, "POST", f"/subjects/{s}/versions", data, hold=False)
+        for s in [slow_check_subject(http) for _ in range(4)]
+    ]
     assert_gets_fast(gets_while_in_flight(url, AllOf(slow)))
     answers = [r.answer() for r in slow]
     refused = [a for a in answers if a.status == 503]
@@ -255,10 +273,13 @@ def test_a_diamond_of_references_resolves_once_per_subject_version(http: httpx.C
                 schema, refs = {"type": "string"}, []
             else:
                 schema = {"type": "object", "properties": {s: {"$ref": f"{prefix}-{i + 1}-{s}.json"} for s in "ab"}}
-                refs = [{"name": f"{prefix}-{i + 1}-{s}.json", "subject": f"{prefix}-{i + 1}-{s}", "version": 1}
-                        for s in "ab"]
-            answer = http.post(f"/subjects/{prefix}-{i}-{side}/versions", content=body(schema, references=refs,
-                                                                                        **JSON_TYPE))
+                refs = [
+                    {"name": f"{prefix}-{i + 1}-{s}.json", "subject": f"{prefix}-{i + 1}-{s}", "version": 1}
+                    for s in "ab"
+                ]
+            answer = http.post(
+                f"/subjects/{prefix}-{i}-{side}/versions", content=body(schema, references=refs, **JSON_TYPE)
+            )
             assert answer.status_code == 200, answer.text
     top = {"type": "object", "properties": {s: {"$ref": f"{prefix}-0-{s}.json"} for s in "ab"}}
     refs = [{"name": f"{prefix}-0-{s}.json", "subject": f"{prefix}-0-{s}", "version": 1} for s in "ab"]
@@ -269,10 +290,13 @@ def test_a_diamond_of_references_resolves_once_per_subject_version(http: httpx.C
 def test_latest_references_are_stored_as_the_version_they_name(http: httpx.Client, url: str) -> None:
     base, user = unique("base"), unique("user")
     for title in ("v1", "v2"):
-        assert http.post(f"/subjects/{base}/versions", content=body({"type": "object", "title": title},
-                                                                    **JSON_TYPE)).status_code == 200
-    data = body({"$ref": "base.json"}, references=[{"name": "base.json", "subject": base, "version": -1}],
-                **JSON_TYPE)
+        assert (
+            http.post(
+                f"/subjects/{base}/versions", content=body({"type": "object", "title": title}, **JSON_TYPE)
+            ).status_code
+            == 200
+        )
+    data = body({"$ref": "base.json"}, references=[{"name": "base.json", "subject": base, "version": -1}], **JSON_TYPE)
     status, answer = held(url, "POST", f"/subjects/{user}/versions", data)
     assert status == 200
     stored = http.get(f"/subjects/{user}/versions/1").json()
@@ -287,10 +311,10 @@ def test_a_latest_reference_in_a_context_names_the_contexts_subject(http: httpx.
     ctx, base = f".{unique('ctx')}", unique("base")
     assert http.post(f"/subjects/{base}/versions", content=body({"type": "object"}, **JSON_TYPE)).is_success
     for title in ("v1", "v2"):  # the context's own subject of that name has two versions
-        assert http.post(f"/subjects/:{ctx}:{base}/versions", content=body({"type": "object", "title": title},
-                                                                          **JSON_TYPE)).is_success
-    data = body({"$ref": "base.json"}, references=[{"name": "base.json", "subject": base, "version": -1}],
-                **JSON_TYPE)
+        assert http.post(
+            f"/subjects/:{ctx}:{base}/versions", content=body({"type": "object", "title": title}, **JSON_TYPE)
+        ).is_success
+    data = body({"$ref": "base.json"}, references=[{"name": "base.json", "subject": base, "version": -1}], **JSON_TYPE)
     assert http.post(f"/subjects/:{ctx}:user/versions", content=data).is_success
     assert http.get(f"/subjects/:{ctx}:user/versions/1").json()["references"] == [
         {"name": "base.json", "subject": base, "version": 2}
@@ -331,8 +355,7 @@ def test_latest_references_both_ways_never_make_a_cycle(http: httpx.Client, url:
     ],
 )
 def test_bad_reference_names_are_42201(url: str, many_subjects: list[str], name: str, message: str) -> None:
-    data = body({"type": "object"}, references=[{"name": name, "subject": many_subjects[0], "version": 1}],
-                **JSON_TYPE)
+    data = body({"type": "object"}, references=[{"name": name, "subject": many_subjects[0], "version": 1}], **JSON_TYPE)
     status, answer = held(url, "POST", f"/subjects/{unique('badref')}/versions", data)
     assert (status, answer["error_code"]) == (422, 42201)
     assert message in answer["message"] and len(answer["message"]) < 500
@@ -388,10 +411,18 @@ def test_the_largest_id_is_the_last_one_allocated(start_registry: Any) -> None:
     with httpx.Client(base_url=server.url, timeout=30) as http:
         assert http.put("/mode/imported", json={"mode": "IMPORT"}).status_code == 200
         top = {"type": "string", "title": "top"}
-        assert http.post("/subjects/imported/versions", content=body(top, id=2**31 - 1, version=1,
-                                                                     **JSON_TYPE)).json()["id"] == 2**31 - 1
-        assert http.post("/subjects/imported/versions", content=body(top, id=2**31, version=2, **JSON_TYPE)).json()[
-            "error_code"] == 422  # not a 32-bit id
+        assert (
+            http.post("/subjects/imported/versions", content=body(top, id=2**31 - 1, version=1, **JSON_TYPE)).json()[
+                "id"
+            ]
+            == 2**31 - 1
+        )
+        assert (
+            http.post("/subjects/imported/versions", content=body(top, id=2**31, version=2, **JSON_TYPE)).json()[
+                "error_code"
+            ]
+            == 422
+        )  # not a 32-bit id
         status, answer = held(server.url, "POST", "/subjects/new/versions", body({"type": "number"}, **JSON_TYPE))
     assert (status, answer["error_code"]) == (500, 50001)
     assert answer["message"] == "Register schema operation failed: no schema id is left (ids end at 2147483647)"
@@ -407,7 +438,8 @@ def test_headers_sent_too_slowly_are_408(url: str) -> None:
     assert_gets_fast(gets_while_in_flight(url, r, samples=5))
     answer = r.answer(timeout=10)
     assert (answer.status, answer.json()) == (
-        408, {"error_code": 408, "message": "Request headers not received within 1 s (--header-timeout-ms)"}
+        408,
+        {"error_code": 408, "message": "Request headers not received within 1 s (--header-timeout-ms)"},
     )
     assert time.monotonic() - start < 5 and r.closed_by_server()
 
@@ -421,9 +453,10 @@ def test_headers_past_their_size_limit_are_431(url: str) -> None:
     except (BrokenPipeError, ConnectionResetError):
         pass  # refused as soon as the limit passed
     answer = r.answer(timeout=10)
-    assert (answer.status, answer.json()) == (431, {
-        "error_code": 431, "message": f"Request headers are larger than the limit of {MAX_HEADER_BYTES} bytes"
-    })
+    assert (answer.status, answer.json()) == (
+        431,
+        {"error_code": 431, "message": f"Request headers are larger than the limit of {MAX_HEADER_BYTES} bytes"},
+    )
     assert r.closed_by_server()
     assert httpx.get(f"{url}/subjects", timeout=10).status_code == 200
 
@@ -434,7 +467,8 @@ def test_a_body_sent_too_slowly_is_408(url: str) -> None:
     assert_gets_fast(gets_while_in_flight(url, r, samples=5))
     answer = r.answer(timeout=10)
     assert (answer.status, answer.json()) == (
-        408, {"error_code": 408, "message": "Request body not received within 1 s (--body-timeout-ms)"}
+        408,
+        {"error_code": 408, "message": "Request body not received within 1 s (--body-timeout-ms)"},
     )
     assert r.closed_by_server()
 
@@ -462,8 +496,9 @@ def test_compatibility_policy_on_config_decides_json_schema_verdicts(http: httpx
     assert http.post(f"/subjects/{subject}/versions", content=body(old, **JSON_TYPE)).status_code == 200
 
     def verdict() -> Any:
-        return http.post(f"/compatibility/subjects/{subject}/versions/latest?verbose=true",
-                         content=body(new, **JSON_TYPE)).json()
+        return http.post(
+            f"/compatibility/subjects/{subject}/versions/latest?verbose=true", content=body(new, **JSON_TYPE)
+        ).json()
 
     strict = verdict()
     assert strict["is_compatible"] is False
@@ -505,8 +540,12 @@ EVIL_PATTERN = "^(a+)+$"  # exponential for a backtracking engine on "aaa...a!"
 
 
 def closed_object(properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "patternProperties": {EVIL_PATTERN: {"type": "string"}},
-            "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "patternProperties": {EVIL_PATTERN: {"type": "string"}},
+        "additionalProperties": False,
+    }
 
 
 def test_a_catastrophic_pattern_is_checked_in_linear_time(http: httpx.Client, url: str) -> None:
@@ -546,8 +585,9 @@ def cache_samples(http: httpx.Client) -> tuple[float, float, float]:
     """(entries, bytes, hits) of the read cache, from ``/metrics``."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    values = {s.name: s.value for family in text_string_to_metric_families(http.get("/metrics").text)
-              for s in family.samples}
+    values = {
+        s.name: s.value for family in text_string_to_metric_families(http.get("/metrics").text) for s in family.samples
+    }
     return tuple(values[f"schemakit_registry_read_cache_{n}"] for n in ("entries", "bytes", "hits_total"))
 
 
@@ -555,8 +595,9 @@ def test_the_read_cache_ignores_unknown_parameters_and_stays_within_its_bytes(st
     budget = 20_000
     server = start_registry(None, "--response-cache-bytes", str(budget))
     with httpx.Client(base_url=server.url, timeout=30) as http:
-        schemas = [body({"type": "string", "title": f"t{i}", "description": "d" * 1000}, **JSON_TYPE)
-                   for i in range(40)]
+        schemas = [
+            body({"type": "string", "title": f"t{i}", "description": "d" * 1000}, **JSON_TYPE) for i in range(40)
+        ]
         ids = [http.post("/subjects/cached/versions", content=schema).json()["id"] for schema in schemas]
         first = http.get(f"/schemas/ids/{ids[0]}").json()
         entries, size, hits = cache_samples(http)

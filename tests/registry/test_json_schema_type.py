@@ -102,8 +102,9 @@ def test_draft4_boolean_exclusive_maximum_is_valid_only_in_draft4() -> None:
 
 
 def test_draft_2020_prefix_items_validate_instances() -> None:
-    parsed = schema_type.parse(json.dumps({"$schema": D2020, "type": "array", "prefixItems": [{"type": "string"}],
-                                           "items": False}))
+    parsed = schema_type.parse(
+        json.dumps({"$schema": D2020, "type": "array", "prefixItems": [{"type": "string"}], "items": False})
+    )
     validator = parsed.parsed.validator()
     assert validator.is_valid(["a"])
     assert not validator.is_valid(["a", 1])

@@ -120,9 +120,17 @@ def write_log(path: Path, records: int) -> None:
         producer = log.producer()
         for i in range(records):
             subject, version = f"s{i % 1000}", i // 1000 + 1
-            value = schema_value(subject=subject, version=version, schema_id=i + 1, schema_type="AVRO",
-                                 schema=f'{{"type":"fixed","name":"F{i}","size":1}}', references=[], metadata=None,
-                                 rule_set=None, deleted=False)
+            value = schema_value(
+                subject=subject,
+                version=version,
+                schema_id=i + 1,
+                schema_type="AVRO",
+                schema=f'{{"type":"fixed","name":"F{i}","size":1}}',
+                references=[],
+                metadata=None,
+                rule_set=None,
+                deleted=False,
+            )
             producer.send("_schemas", value, Key("SCHEMA", subject, version).encode(), partition=0)
         producer.flush()
         producer.close()
@@ -135,8 +143,11 @@ def test_readiness_flips_during_the_replay(tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with (tmp_path / "server.log").open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "registry", "serve", "--log", f"sqlite:///{tmp_path / 'data'}",
-                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "registry", "serve", "--log", f"sqlite:///{tmp_path / 'data'}", "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         seen: list[int] = []
         api_during_replay = None
@@ -212,8 +223,9 @@ def test_sigterm_keeps_every_acknowledged_write(start_registry: Callable[..., Re
                 subject = f"w{tag}-{n}-{i}"
                 began_before_signal = not stop_sent.is_set()
                 try:
-                    r = c.post(f"/subjects/{subject}/versions", json={"schema": record(f"R{n}x{i}", ("a", "long"))},
-                               headers=CT)
+                    r = c.post(
+                        f"/subjects/{subject}/versions", json={"schema": record(f"R{n}x{i}", ("a", "long"))}, headers=CT
+                    )
                 except httpx.TransportError:
                     return  # the server closed: no acknowledgement
                 if r.status_code != 200:

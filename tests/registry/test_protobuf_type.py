@@ -173,8 +173,10 @@ def test_ignore_extensions_format_drops_extensions() -> None:
 
 
 def test_normalize_sorts_imports() -> None:
-    text = ('syntax = "proto3";\nimport "google/protobuf/wrappers.proto";\nimport "google/protobuf/any.proto";\n'
-            "message M { google.protobuf.Any a = 1; google.protobuf.Int32Value v = 2; }\n")
+    text = (
+        'syntax = "proto3";\nimport "google/protobuf/wrappers.proto";\nimport "google/protobuf/any.proto";\n'
+        "message M { google.protobuf.Any a = 1; google.protobuf.Int32Value v = 2; }\n"
+    )
     normalized = schema_type.normalize(schema_type.parse(text))
     assert normalized.canonical.index("any.proto") < normalized.canonical.index("wrappers.proto")
 

@@ -182,7 +182,8 @@ def test_bodies_past_the_limits_are_refused_while_they_arrive() -> None:
     status, headers, body = call(cache, "/lookup", method="POST", chunks=[b"x" * 60, b"x" * 60, b"x" * 1000])
     assert (status, headers[b"connection"], app.calls) == (413, b"close", 0)
     assert json.loads(body) == {
-        "error_code": 413, "message": "Request body is larger than the limit of 100 bytes (--max-request-bytes)"
+        "error_code": 413,
+        "message": "Request body is larger than the limit of 100 bytes (--max-request-bytes)",
     }
     declared = {"Content-Length": "5000"}  # refused before a byte of the body is read
     assert call(cache, "/lookup", method="POST", headers=declared)[0] == 413

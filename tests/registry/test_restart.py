@@ -12,8 +12,13 @@ CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 def snapshot(c: httpx.Client, subjects: list[str], max_id: int) -> dict[str, bytes]:
     paths = ["/subjects", "/subjects?deleted=true", "/config", "/mode", "/schemas?deleted=true"]
     for s in subjects:
-        paths += [f"/subjects/{s}/versions?deleted=true", f"/subjects/{s}/versions", f"/config/{s}",
-                  f"/mode/{s}", f"/subjects/{s}/versions/latest"]
+        paths += [
+            f"/subjects/{s}/versions?deleted=true",
+            f"/subjects/{s}/versions",
+            f"/config/{s}",
+            f"/mode/{s}",
+            f"/subjects/{s}/versions/latest",
+        ]
         for v in range(1, 12):
             paths.append(f"/subjects/{s}/versions/{v}?deleted=true")
     paths += [f"/schemas/ids/{i}" for i in range(1, max_id + 2)]
@@ -39,8 +44,9 @@ def test_restart_answers_same_bytes(start_registry) -> None:  # type: ignore[no-
             max_id = max(max_id, r.json()["id"])
         # the same schema under several subjects shares an id
         shared = record("Shared", ("x", "long"))
-        ids = {c.post(f"/subjects/{s}/versions", json={"schema": shared}, headers=CT).json()["id"]
-               for s in subjects[:3]}
+        ids = {
+            c.post(f"/subjects/{s}/versions", json={"schema": shared}, headers=CT).json()["id"] for s in subjects[:3]
+        }
         assert len(ids) == 1
         max_id += 1
         for s in subjects[:5]:

@@ -25,14 +25,33 @@ def test_keys_are_confluent_bytes() -> None:
 
 
 def test_values_are_confluent_json() -> None:
-    v = schemas_topic.schema_value(subject="s", version=1, schema_id=7, schema_type="AVRO", schema='"string"',
-                             references=[], metadata=None, rule_set=None, deleted=False)
+    v = schemas_topic.schema_value(
+        subject="s",
+        version=1,
+        schema_id=7,
+        schema_type="AVRO",
+        schema='"string"',
+        references=[],
+        metadata=None,
+        rule_set=None,
+        deleted=False,
+    )
     assert v == b'{"subject":"s","version":1,"id":7,"schema":"\\"string\\"","deleted":false}'
-    v = schemas_topic.schema_value(subject="s", version=2, schema_id=8, schema_type="PROTOBUF", schema="syntax",
-                             references=[{"name": "a.proto", "subject": "a", "version": 1}], metadata=None,
-                             rule_set=None, deleted=True)
-    assert v == (b'{"subject":"s","version":2,"id":8,"schemaType":"PROTOBUF","references":[{"name":"a.proto",'
-                 b'"subject":"a","version":1}],"schema":"syntax","deleted":true}')
+    v = schemas_topic.schema_value(
+        subject="s",
+        version=2,
+        schema_id=8,
+        schema_type="PROTOBUF",
+        schema="syntax",
+        references=[{"name": "a.proto", "subject": "a", "version": 1}],
+        metadata=None,
+        rule_set=None,
+        deleted=True,
+    )
+    assert v == (
+        b'{"subject":"s","version":2,"id":8,"schemaType":"PROTOBUF","references":[{"name":"a.proto",'
+        b'"subject":"a","version":1}],"schema":"syntax","deleted":true}'
+    )
     assert schemas_topic.config_value(None, {"compatibilityLevel": "FULL"}) == b'{"compatibilityLevel":"FULL"}'
     assert schemas_topic.config_value("s", {"compatibilityLevel": "NONE", "normalize": True}) == (
         b'{"subject":"s","compatibilityLevel":"NONE","normalize":true}'
@@ -55,8 +74,17 @@ def test_legacy_keys_decode_and_keep_raw_bytes() -> None:
 
 
 def schema_rec(subject: str, version: int, sid: int, schema: str, deleted: bool = False) -> bytes:
-    return schemas_topic.schema_value(subject=subject, version=version, schema_id=sid, schema_type="AVRO",
-                                      schema=schema, references=[], metadata=None, rule_set=None, deleted=deleted)
+    return schemas_topic.schema_value(
+        subject=subject,
+        version=version,
+        schema_id=sid,
+        schema_type="AVRO",
+        schema=schema,
+        references=[],
+        metadata=None,
+        rule_set=None,
+        deleted=deleted,
+    )
 
 
 def replay(log: list[tuple[bytes, bytes | None]]) -> State:
@@ -68,20 +96,22 @@ def replay(log: list[tuple[bytes, bytes | None]]) -> State:
 
 def test_replay_confluent_log() -> None:
     legacy_key = b'{"subject":"a","version":2,"magic":0,"keytype":"SCHEMA"}'
-    st = replay([
-        (Key("SCHEMA", "a", 1).encode(), schema_rec("a", 1, 1, '"string"')),
-        (legacy_key, b'{"subject":"a","version":2,"id":2,"schema":"\\"int\\"","deleted":false}'),
-        (Key("SCHEMA", "b", 1).encode(), schema_rec("b", 1, 1, '"string"')),
-        (Key("CONFIG", None).encode(), b'{"compatibilityLevel":"FULL"}'),
-        (Key("CONFIG", "a").encode(), b'{"compatibilityLevel":"NONE"}'),  # legacy value without subject
-        (Key("MODE", "b").encode(), b'{"subject":"b","mode":"READONLY"}'),
-        (Key("NOOP").encode(), None),
-        (Key("DELETE_SUBJECT", "b").encode(), schemas_topic.delete_subject_value("b", 1)),
-        (b"garbage", b"garbage"),  # skipped, not fatal
-        (Key("SCHEMA", "c", 1).encode(), schema_rec("c", 1, 2, '"long"')),  # id 2 already names "int": ignored
-        (Key("SCHEMA", "a", 1).encode(), schema_rec("a", 1, 1, '"string"', deleted=True)),
-        (legacy_key, None),  # hard delete of a/2 written with the legacy key bytes
-    ])
+    st = replay(
+        [
+            (Key("SCHEMA", "a", 1).encode(), schema_rec("a", 1, 1, '"string"')),
+            (legacy_key, b'{"subject":"a","version":2,"id":2,"schema":"\\"int\\"","deleted":false}'),
+            (Key("SCHEMA", "b", 1).encode(), schema_rec("b", 1, 1, '"string"')),
+            (Key("CONFIG", None).encode(), b'{"compatibilityLevel":"FULL"}'),
+            (Key("CONFIG", "a").encode(), b'{"compatibilityLevel":"NONE"}'),  # legacy value without subject
+            (Key("MODE", "b").encode(), b'{"subject":"b","mode":"READONLY"}'),
+            (Key("NOOP").encode(), None),
+            (Key("DELETE_SUBJECT", "b").encode(), schemas_topic.delete_subject_value("b", 1)),
+            (b"garbage", b"garbage"),  # skipped, not fatal
+            (Key("SCHEMA", "c", 1).encode(), schema_rec("c", 1, 2, '"long"')),  # id 2 already names "int": ignored
+            (Key("SCHEMA", "a", 1).encode(), schema_rec("a", 1, 1, '"string"', deleted=True)),
+            (legacy_key, None),  # hard delete of a/2 written with the legacy key bytes
+        ]
+    )
     assert st.offset == 11
     assert [v.version for v in st.versions("a", deleted=True)] == [1]
     assert st.versions("a") == []
@@ -92,16 +122,21 @@ def test_replay_confluent_log() -> None:
     assert st.max_id == 2
     assert st.id_versions == {1: {("a", 1), ("b", 1)}}
     # a hard delete tombstones every byte form the version was written with
-    st2 = replay([(legacy_key, b'{"subject":"a","version":2,"id":2,"schema":"\\"int\\"","deleted":true}'),
-                  (Key("SCHEMA", "a", 2).encode(), b'{"subject":"a","version":2,"id":2,"schema":"\\"int\\"",'
-                                                     b'"deleted":true}')])
+    st2 = replay(
+        [
+            (legacy_key, b'{"subject":"a","version":2,"id":2,"schema":"\\"int\\"","deleted":true}'),
+            (Key("SCHEMA", "a", 2).encode(), b'{"subject":"a","version":2,"id":2,"schema":"\\"int\\"","deleted":true}'),
+        ]
+    )
     assert st2.raw_keys(Key("SCHEMA", "a", 2)) == {legacy_key, Key("SCHEMA", "a", 2).encode()}
 
 
 def test_clear_subject_drops_soft_deleted() -> None:
-    st = replay([
-        (Key("SCHEMA", "a", 1).encode(), schema_rec("a", 1, 1, '"string"', deleted=True)),
-        (Key("SCHEMA", "a", 2).encode(), schema_rec("a", 2, 2, '"int"')),
-        (Key("CLEAR_SUBJECT", "a").encode(), schemas_topic.clear_subject_value("a")),
-    ])
+    st = replay(
+        [
+            (Key("SCHEMA", "a", 1).encode(), schema_rec("a", 1, 1, '"string"', deleted=True)),
+            (Key("SCHEMA", "a", 2).encode(), schema_rec("a", 2, 2, '"int"')),
+            (Key("CLEAR_SUBJECT", "a").encode(), schemas_topic.clear_subject_value("a")),
+        ]
+    )
     assert [v.version for v in st.versions("a", deleted=True)] == [2]

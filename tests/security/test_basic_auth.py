@@ -289,12 +289,16 @@ def test_the_command_line_works_on_the_same_checks(
     code, out, _ = run("--user", "aladdin:opensesame", "subjects", "-o", "json")
     assert code == 0 and carpet not in json.loads(out)  # the listing is the caller's own
     assert run("--user", "aladdin:opensesame", "versions", carpet) == (
-        2, "", f"schemakit registry versions: User is denied operation Read on Subject: {carpet} "
+        2,
+        "",
+        f"schemakit registry versions: User is denied operation Read on Subject: {carpet} "
         "(HTTP 403, error code 40301)\n",
-    )  # fmt: skip
+    )
     assert run("--user", "reader:secret", "mode", "--set", "READONLY") == (
-        2, "", "schemakit registry mode: User is denied operation Write on Mode (HTTP 403, error code 40301)\n",
-    )  # fmt: skip
+        2,
+        "",
+        "schemakit registry mode: User is denied operation Write on Mode (HTTP 403, error code 40301)\n",
+    )
     code, _, err = run("--user", "reader:wrong", "subjects")
     assert code == 2 and err.startswith("schemakit registry subjects: Unauthorized: ") and "error code 401)" in err
 

@@ -27,13 +27,18 @@ def registry(
     users_file.allow("producers", "Write", "Subject:orders-", role=True).allow("svc-reader", "Read", "Subject:orders-")
     rp = start_registry(
         None,
-        "--auth", "basic,bearer",
-        "--users-file", users_file.save(),
-        "--jwks-url", issuer.jwks_url,
-        "--jwt-issuer", issuer.issuer,
-        "--jwt-audience", issuer.audience,
+        "--auth",
+        "basic,bearer",
+        "--users-file",
+        users_file.save(),
+        "--jwks-url",
+        issuer.jwks_url,
+        "--jwt-issuer",
+        issuer.issuer,
+        "--jwt-audience",
+        issuer.audience,
         probe={"auth": ("ops", "ops-pw")},
-    )  # fmt: skip
+    )
     yield rp
 
 
@@ -138,13 +143,18 @@ def test_a_static_pem_key_and_nested_claims(
     users_file.allow("orders-team", "Write", "Subject:orders-", role=True)
     rp = start_registry(
         None,
-        "--auth", "bearer",
-        "--users-file", users_file.save(),
-        "--jwt-key", str(pem),
-        "--jwt-principal-claim", "preferred_username",
-        "--jwt-roles-claim", "realm_access.roles",
+        "--auth",
+        "bearer",
+        "--users-file",
+        users_file.save(),
+        "--jwt-key",
+        str(pem),
+        "--jwt-principal-claim",
+        "preferred_username",
+        "--jwt-roles-claim",
+        "realm_access.roles",
         probe={"headers": {"Authorization": "Bearer " + issuer.token("probe", preferred_username="probe")}},
-    )  # fmt: skip
+    )
     member = issuer.token("x1", preferred_username="alice", realm_access={"roles": ["orders-team"]})
     outsider = issuer.token("x2", preferred_username="bob", realm_access={"roles": ["billing-team"]})
     body = {"schema": '"string"'}

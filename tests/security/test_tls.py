@@ -29,12 +29,19 @@ def mtls_registry(start_registry: Callable[..., RegistryProcess], pki: Pki, user
     cert, key = pki.server
     return start_registry(
         None,
-        "--auth", "mtls,basic",
-        "--users-file", users_file.save(),
-        "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", pki.ca,
+        "--auth",
+        "mtls,basic",
+        "--users-file",
+        users_file.save(),
+        "--tls-cert",
+        cert,
+        "--tls-key",
+        key,
+        "--tls-client-ca",
+        pki.ca,
         scheme="https",
         probe={"verify": pki.context(), "auth": ("ops", "ops-pw")},
-    )  # fmt: skip
+    )
 
 
 def test_serdes_client_with_a_client_certificate(mtls_registry: RegistryProcess, pki: Pki) -> None:
@@ -100,10 +107,17 @@ def test_required_client_certificates(start_registry: Callable[..., RegistryProc
     client_cert = pki.client("anyone")
     rp = start_registry(
         None,
-        "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", pki.ca, "--tls-client-auth", "required",
+        "--tls-cert",
+        cert,
+        "--tls-key",
+        key,
+        "--tls-client-ca",
+        pki.ca,
+        "--tls-client-auth",
+        "required",
         scheme="https",
         probe={"verify": pki.context(client_cert)},
-    )  # fmt: skip
+    )
     # no --auth: the certificate is only checked by the handshake, and everyone with one may do everything
     assert httpx.get(rp.url + "/subjects", verify=pki.context(client_cert)).json() == []
     with pytest.raises(REFUSED):
@@ -117,10 +131,17 @@ def test_slow_headers_over_mtls_are_408_and_others_are_served(
     cert, key = pki.server
     node = start_registry(
         None,
-        "--tls-cert", cert, "--tls-key", key, "--tls-client-ca", pki.ca, "--header-timeout-ms", "1000",
+        "--tls-cert",
+        cert,
+        "--tls-key",
+        key,
+        "--tls-client-ca",
+        pki.ca,
+        "--header-timeout-ms",
+        "1000",
         scheme="https",
         probe={"verify": pki.context()},
-    )  # fmt: skip
+    )
     port = int(node.url.rsplit(":", 1)[1])
     context = pki.context(pki.client("slow"))
     with (
@@ -135,5 +156,6 @@ def test_slow_headers_over_mtls_are_408_and_others_are_served(
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 408 ") and b"connection: close" in head.lower()
     assert json.loads(body) == {
-        "error_code": 408, "message": "Request headers not received within 1 s (--header-timeout-ms)"
+        "error_code": 408,
+        "message": "Request headers not received within 1 s (--header-timeout-ms)",
     }

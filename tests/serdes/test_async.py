@@ -57,8 +57,9 @@ def run(main: Callable[[AsyncRegistryClient], Awaitable[T]], url: str, **options
 
 def test_client_calls_answer_like_the_sync_client(registry_url: str, topic: str) -> None:
     v1 = Schema('{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}')
-    v2 = Schema('{"type":"record","name":"R","fields":[{"name":"a","type":"int"},'
-                '{"name":"b","type":"string","default":""}]}')
+    v2 = Schema(
+        '{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"string","default":""}]}'
+    )
 
     async def main(c: AsyncRegistryClient) -> None:
         id1 = await c.register(topic, v1)
@@ -117,12 +118,14 @@ def test_avro_bytes_equal_sync_and_confluent_kafka(registry_url, client, ck_clie
     assert ck_de(sync_bytes, value_ctx) == ck_de(typed, value_ctx) == RECORD
 
 
-def test_protobuf_bytes_equal_sync_and_confluent_kafka(registry_url, client, ck_client, protos, value_ctx,
-                                                       require_type) -> None:
+def test_protobuf_bytes_equal_sync_and_confluent_kafka(
+    registry_url, client, ck_client, protos, value_ctx, require_type
+) -> None:
     require_type("PROTOBUF")
     order = make_order(protos)
     theirs = CkProtobufSerializer(protos.order.Order, ck_client, conf={"subject.name.strategy.type": "TOPIC"})(
-        order, value_ctx)
+        order, value_ctx
+    )
 
     async def main(c: AsyncRegistryClient) -> bytes:
         ours = await AsyncProtobufSerializer(c, protos.order.Order)(order, value_ctx)
@@ -161,19 +164,24 @@ def test_json_bytes_equal_sync_and_confluent_kafka(registry_url, client, ck_clie
 JsonAndProtobuf = tuple[Any, str, SerializationContext, SerializationContext]  # order, JSON Schema, contexts
 
 
-def _json_and_protobuf(protos: Any, value_ctx: SerializationContext,
-                       require_type: Callable[[str], None]) -> JsonAndProtobuf:
+def _json_and_protobuf(
+    protos: Any, value_ctx: SerializationContext, require_type: Callable[[str], None]
+) -> JsonAndProtobuf:
     """What the JSON/Protobuf serializer tests share: a Protobuf order, the JSON Schema text, and a context for
     each (the JSON one on a topic of its own, so their subjects differ)."""
     require_type("PROTOBUF")
     require_type("JSON")
-    return (make_order(protos), json.dumps(JSON_ORDER),
-            SerializationContext(value_ctx.topic + "-json", MessageField.VALUE, []),
-            SerializationContext(value_ctx.topic, MessageField.VALUE, []))
+    return (
+        make_order(protos),
+        json.dumps(JSON_ORDER),
+        SerializationContext(value_ctx.topic + "-json", MessageField.VALUE, []),
+        SerializationContext(value_ctx.topic, MessageField.VALUE, []),
+    )
 
 
-def test_async_json_and_protobuf_serializers_off_their_fast_path(registry_url, client, protos, value_ctx,
-                                                                  require_type) -> None:
+def test_async_json_and_protobuf_serializers_off_their_fast_path(
+    registry_url, client, protos, value_ctx, require_type
+) -> None:
     """The async JSON/Protobuf serializers inline their common case: None, a wrong type and header framing take
     the other paths and give what the sync serializers give."""
     order, text, json_ctx, proto_ctx = _json_and_protobuf(protos, value_ctx, require_type)
@@ -184,8 +192,10 @@ def test_async_json_and_protobuf_serializers_off_their_fast_path(registry_url, c
         with pytest.raises(SerializationError, match=r"expected a sktest\.shop\.Order message, got dict"):
             await proto({"id": "o-1"}, value_ctx)  # type: ignore[arg-type]
         assert await AsyncJsonSchemaSerializer(c, text)(None, json_ctx) is None
-        return (await AsyncProtobufSerializer(c, protos.order.Order, schema_id_header=True)(order, proto_ctx),
-                await AsyncJsonSchemaSerializer(c, text, schema_id_header=True)(JSON_RECORD, json_ctx))
+        return (
+            await AsyncProtobufSerializer(c, protos.order.Order, schema_id_header=True)(order, proto_ctx),
+            await AsyncJsonSchemaSerializer(c, text, schema_id_header=True)(JSON_RECORD, json_ctx),
+        )
 
     proto_data, json_data = run(main, registry_url)
     assert proto_data == order.SerializeToString()  # the id went to the header, not the payload
@@ -225,8 +235,11 @@ def test_bad_frames_and_unknown_ids(registry_url: str, value_ctx) -> None:
 def test_use_latest_version_on_both_sides(registry_url: str, client, value_ctx) -> None:
     subject = f"{value_ctx.topic}-value"
     v1 = {"type": "record", "name": "P", "fields": [{"name": "name", "type": "string"}]}
-    v2 = {"type": "record", "name": "P", "fields": [{"name": "name", "type": "string"},
-                                                    {"name": "age", "type": "int", "default": -1}]}
+    v2 = {
+        "type": "record",
+        "name": "P",
+        "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int", "default": -1}],
+    }
     AvroSerializer(client, v1)({"name": "a"}, value_ctx)
     id2 = client.register(subject, Schema(json.dumps(v2)))
 
@@ -256,7 +269,8 @@ def test_sync_and_async_clients_are_not_interchangeable(registry_url: str) -> No
 
 
 def test_async_json_and_protobuf_serializers_on_their_fast_path_behave_as_coroutines(
-        registry_url, client, protos, value_ctx, require_type) -> None:
+    registry_url, client, protos, value_ctx, require_type
+) -> None:
     """Their common case returns a finished coroutine (``serdes.awaitables.ready``) instead of running an
     ``async def``: tasks, gather and ``iscoroutinefunction`` see coroutines, and an invalid record still raises when
     awaited, not when called."""
@@ -266,8 +280,10 @@ def test_async_json_and_protobuf_serializers_on_their_fast_path_behave_as_corout
         proto, json_ser = AsyncProtobufSerializer(c, protos.order.Order), AsyncJsonSchemaSerializer(c, text)
         assert asyncio.iscoroutinefunction(proto.__call__) and asyncio.iscoroutinefunction(json_ser.__call__)
         first = [await proto(order, proto_ctx), await json_ser(JSON_RECORD, json_ctx)]  # plans now cached
-        again = [await asyncio.create_task(proto(order, proto_ctx)),
-                 *await asyncio.gather(json_ser(JSON_RECORD, json_ctx), json_ser(dict(JSON_RECORD, qty=7), json_ctx))]
+        again = [
+            await asyncio.create_task(proto(order, proto_ctx)),
+            *await asyncio.gather(json_ser(JSON_RECORD, json_ctx), json_ser(dict(JSON_RECORD, qty=7), json_ctx)),
+        ]
         pending = json_ser(dict(JSON_RECORD, qty="three"), json_ctx)  # nothing raised yet
         with pytest.raises(SerializationError, match=r"at \$\.qty: 'three' is not of type 'integer'"):
             await pending

@@ -60,10 +60,16 @@ def token_endpoint(servers: list[HttpServer]) -> Callable[..., TokenEndpoint]:
 
 
 def oauth_conf(token_url: str, registry: str, **extra: Any) -> dict[str, Any]:
-    return {"url": registry, "bearer.auth.credentials.source": "OAUTHBEARER",
-            "bearer.auth.issuer.endpoint.url": token_url, "bearer.auth.client.id": "app",
-            "bearer.auth.client.secret": "app-secret", "bearer.auth.scope": "schema_registry",
-            "bearer.auth.logical.cluster": "lsrc-1", **extra}
+    return {
+        "url": registry,
+        "bearer.auth.credentials.source": "OAUTHBEARER",
+        "bearer.auth.issuer.endpoint.url": token_url,
+        "bearer.auth.client.id": "app",
+        "bearer.auth.client.secret": "app-secret",
+        "bearer.auth.scope": "schema_registry",
+        "bearer.auth.logical.cluster": "lsrc-1",
+        **extra,
+    }
 
 
 def _round_trip(conf: dict[str, Any], topic: str) -> Any:
@@ -84,8 +90,10 @@ def test_basic_auth_from_confluent_config(gateway, topic: str) -> None:
     assert _round_trip(conf, topic) == {"n": 7}
     assert len(gw.requests) == 2 and gw.rejected == 0  # register, then the schema fetched by id
     assert set(gw.authorizations()) == {basic("alice", "s3cret")}
-    with RegistryClient.from_config({**conf, "basic.auth.user.info": "alice:wrong", "max.retries": 3}) as c, \
-            pytest.raises(RegistryError) as e:
+    with (
+        RegistryClient.from_config({**conf, "basic.auth.user.info": "alice:wrong", "max.retries": 3}) as c,
+        pytest.raises(RegistryError) as e,
+    ):
         c.get_subjects()
     assert (e.value.status, e.value.error_code, e.value.message) == (401, 401, "Unauthorized")
     assert gw.rejected == 1  # a 401 is not retried
@@ -111,8 +119,13 @@ def test_basic_auth_async(gateway, topic: str) -> None:
 
 def test_static_bearer_sends_the_same_headers_as_confluent_kafka(gateway) -> None:
     gw = gateway(lambda h: h.get("Authorization") == "Bearer static-1")
-    conf = {"url": gw.url, "bearer.auth.credentials.source": "STATIC_TOKEN", "bearer.auth.token": "static-1",
-            "bearer.auth.logical.cluster": "lsrc-123", "bearer.auth.identity.pool.id": "pool-a,pool-b"}
+    conf = {
+        "url": gw.url,
+        "bearer.auth.credentials.source": "STATIC_TOKEN",
+        "bearer.auth.token": "static-1",
+        "bearer.auth.logical.cluster": "lsrc-123",
+        "bearer.auth.identity.pool.id": "pool-a,pool-b",
+    }
     with RegistryClient.from_config(conf) as c:
         c.get_subjects()
 
@@ -146,7 +159,10 @@ def test_oauth_token_is_fetched_and_refreshed_before_it_expires(gateway, token_e
     assert gw.rejected == 0
     method, _, headers, body = tokens.requests[0]
     assert (method, headers["Authorization"], body) == (
-        "POST", basic("app", "app-secret"), b"grant_type=client_credentials&scope=schema_registry")
+        "POST",
+        basic("app", "app-secret"),
+        b"grant_type=client_credentials&scope=schema_registry",
+    )
     assert headers["Content-Type"] == "application/x-www-form-urlencoded"
 
 
@@ -170,6 +186,7 @@ def test_oauth_threads_share_one_token_fetch(gateway, token_endpoint) -> None:
     start = threading.Barrier(8)
     errors: list[BaseException] = []
     with RegistryClient.from_config(oauth_conf(tokens.url, gw.url)) as c:
+
         def work() -> None:
             try:
                 start.wait()
@@ -249,9 +266,12 @@ def test_custom_bearer_provider_is_asked_before_every_request(gateway) -> None:
         calls.append(config)
         return {"bearer.auth.token": f"custom-{len(calls)}", "bearer.auth.logical.cluster": config["cluster"]}
 
-    conf = {"url": gw.url, "bearer.auth.credentials.source": "CUSTOM",
-            "bearer.auth.custom.provider.function": provider,
-            "bearer.auth.custom.provider.config": {"cluster": "lsrc-9"}}
+    conf = {
+        "url": gw.url,
+        "bearer.auth.credentials.source": "CUSTOM",
+        "bearer.auth.custom.provider.function": provider,
+        "bearer.auth.custom.provider.config": {"cluster": "lsrc-9"},
+    }
     with RegistryClient.from_config(conf) as c:
         c.get_subjects()
         c.get_subjects()
@@ -259,20 +279,36 @@ def test_custom_bearer_provider_is_asked_before_every_request(gateway) -> None:
     assert [h["target-sr-cluster"] for _, _, h, _ in gw.requests] == ["lsrc-9", "lsrc-9"]
 
 
-@pytest.mark.parametrize(("conf", "error", "message"), [
-    ({"bearer.auth.credentials.source": "STATIC_TOKEN"}, ValueError, "STATIC_TOKEN needs bearer.auth.token"),
-    ({"bearer.auth.credentials.source": "OAUTHBEARER", "bearer.auth.client.id": "a"}, ValueError,
-     "OAUTHBEARER needs bearer.auth.issuer.endpoint.url, bearer.auth.client.secret"),
-    ({"bearer.auth.credentials.source": "KERBEROS"}, ValueError, "unsupported bearer.auth.credentials.source"),
-    ({"basic.auth.user.info": "a:b", "bearer.auth.credentials.source": "STATIC_TOKEN", "bearer.auth.token": "t"},
-     ValueError, "not both"),
-    ({"basic.auth.credentials.source": "USER_INFO"}, ValueError, "needs basic.auth.user.info"),
-    ({"basic.auth.user.info": "no-colon"}, ValueError, "must be 'user:password'"),
-    ({"ssl.key.location": "/k.pem"}, ValueError, "ssl.certificate.location is required"),
-    ({"cache.capacity": "ten"}, TypeError, "cache.capacity must be a number"),
-    ({"bearer.auth.credentials.source": "CUSTOM", "bearer.auth.custom.provider.function": "f",
-      "bearer.auth.custom.provider.config": {}}, TypeError, "must be callable"),
-])
+@pytest.mark.parametrize(
+    ("conf", "error", "message"),
+    [
+        ({"bearer.auth.credentials.source": "STATIC_TOKEN"}, ValueError, "STATIC_TOKEN needs bearer.auth.token"),
+        (
+            {"bearer.auth.credentials.source": "OAUTHBEARER", "bearer.auth.client.id": "a"},
+            ValueError,
+            "OAUTHBEARER needs bearer.auth.issuer.endpoint.url, bearer.auth.client.secret",
+        ),
+        ({"bearer.auth.credentials.source": "KERBEROS"}, ValueError, "unsupported bearer.auth.credentials.source"),
+        (
+            {"basic.auth.user.info": "a:b", "bearer.auth.credentials.source": "STATIC_TOKEN", "bearer.auth.token": "t"},
+            ValueError,
+            "not both",
+        ),
+        ({"basic.auth.credentials.source": "USER_INFO"}, ValueError, "needs basic.auth.user.info"),
+        ({"basic.auth.user.info": "no-colon"}, ValueError, "must be 'user:password'"),
+        ({"ssl.key.location": "/k.pem"}, ValueError, "ssl.certificate.location is required"),
+        ({"cache.capacity": "ten"}, TypeError, "cache.capacity must be a number"),
+        (
+            {
+                "bearer.auth.credentials.source": "CUSTOM",
+                "bearer.auth.custom.provider.function": "f",
+                "bearer.auth.custom.provider.config": {},
+            },
+            TypeError,
+            "must be callable",
+        ),
+    ],
+)
 def test_configuration_errors_name_the_key(conf: dict, error: type[Exception], message: str) -> None:
     for cls in (RegistryClient, AsyncRegistryClient):
         with pytest.raises(error, match=message.replace(".", r"\.").replace("(", r"\(")):

@@ -25,7 +25,9 @@ from serdes import (
 )
 
 ORDER = {
-    "type": "record", "name": "Order", "namespace": "shop",
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
     "fields": [
         {"name": "id", "type": "string"},
         {"name": "qty", "type": "long"},
@@ -34,12 +36,26 @@ ORDER = {
         {"name": "note", "type": ["null", "string"], "default": None},
         {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID"]}},
         {"name": "tags", "type": {"type": "array", "items": "int"}},
-        {"name": "address", "type": {"type": "record", "name": "Address", "fields": [
-            {"name": "city", "type": "string"}, {"name": "zip", "type": "int"}]}},
+        {
+            "name": "address",
+            "type": {
+                "type": "record",
+                "name": "Address",
+                "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": "int"}],
+            },
+        },
     ],
 }
-RECORD = {"id": "o-1", "qty": 3, "price": 9.5, "paid": True, "note": None, "status": "PAID", "tags": [1, 2],
-          "address": {"city": "Berlin", "zip": 10115}}
+RECORD = {
+    "id": "o-1",
+    "qty": 3,
+    "price": 9.5,
+    "paid": True,
+    "note": None,
+    "status": "PAID",
+    "tags": [1, 2],
+    "address": {"city": "Berlin", "zip": 10115},
+}
 CK_TOPIC = {"subject.name.strategy.type": "TOPIC"}
 
 
@@ -144,11 +160,16 @@ def test_auto_register_false_needs_a_registered_schema(client, value_ctx) -> Non
     assert wire.read_schema_id(ser(RECORD, value_ctx)) == schema_id
 
 
-V1 = {"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"},
-                                                   {"name": "age", "type": "int"}]}
-V2 = {"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"},
-                                                   {"name": "age", "type": "int"},
-                                                   {"name": "email", "type": "string", "default": "none"}]}
+V1 = {"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
+V2 = {
+    "type": "record",
+    "name": "User",
+    "fields": [
+        {"name": "name", "type": "string"},
+        {"name": "age", "type": "int"},
+        {"name": "email", "type": "string", "default": "none"},
+    ],
+}
 V3 = {"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"}]}
 
 
@@ -182,8 +203,7 @@ def test_use_latest_version_on_both_sides(client, value_ctx) -> None:
     data = ser({"name": "bo", "age": 1, "email": "b@x"}, value_ctx)
     assert wire.read_schema_id(data) == v2_id
     old = AvroSerializer(client, V1, auto_register=False)({"name": "al", "age": 2}, value_ctx)
-    assert AvroDeserializer(fresh, use_latest_version=True)(old, value_ctx) == {"name": "al", "age": 2,
-                                                                                "email": "none"}
+    assert AvroDeserializer(fresh, use_latest_version=True)(old, value_ctx) == {"name": "al", "age": 2, "email": "none"}
     with pytest.raises(ValueError, match="exclude each other"):
         AvroSerializer(client, V1, auto_register=True, use_latest_version=True)
     fresh.close()
@@ -193,9 +213,18 @@ def test_named_types_from_schema_references(client, topic) -> None:
     address = json.dumps(ORDER["fields"][7]["type"] | {"namespace": "shop"})
     client.register(f"{topic}-address", Schema(address))
     from serdes import SchemaReference
-    person = Schema(json.dumps({"type": "record", "name": "Person", "namespace": "shop",
-                                "fields": [{"name": "home", "type": "shop.Address"}]}),
-                    references=(SchemaReference("shop.Address", f"{topic}-address", 1),))
+
+    person = Schema(
+        json.dumps(
+            {
+                "type": "record",
+                "name": "Person",
+                "namespace": "shop",
+                "fields": [{"name": "home", "type": "shop.Address"}],
+            }
+        ),
+        references=(SchemaReference("shop.Address", f"{topic}-address", 1),),
+    )
     ser = AvroSerializer(client, person, subject=f"{topic}-person")
     data = ser({"home": {"city": "Oslo", "zip": 150}})
     assert AvroDeserializer(client)(data) == {"home": {"city": "Oslo", "zip": 150}}

@@ -18,8 +18,10 @@ try:
 except ImportError:  # pragma: no cover - `make install` compiles it; test_the_c_version_is_built says so
     c_ready = None
 
-READIES = [pytest.param(awaitables._py_ready, id="python"),
-           pytest.param(c_ready, id="c", marks=pytest.mark.skipif(c_ready is None, reason="serdes._ready not built"))]
+READIES = [
+    pytest.param(awaitables._py_ready, id="python"),
+    pytest.param(c_ready, id="c", marks=pytest.mark.skipif(c_ready is None, reason="serdes._ready not built")),
+]
 
 
 def test_the_c_version_is_built_by_the_install() -> None:

@@ -57,8 +57,12 @@ def test_client_caches_hold_cache_capacity_entries(scripted) -> None:
     with RegistryClient.from_config({"url": srv.url, "cache.capacity": 2}) as c:
         for schema_id in (1, 2, 1, 3, 1, 2):  # 3 evicts 2 (1 was used more recently); 2 is fetched again
             c.get_schema(schema_id)
-    assert [p for _, p, _, _ in srv.requests] == ["/schemas/ids/1", "/schemas/ids/2", "/schemas/ids/3",
-                                                  "/schemas/ids/2"]
+    assert [p for _, p, _, _ in srv.requests] == [
+        "/schemas/ids/1",
+        "/schemas/ids/2",
+        "/schemas/ids/3",
+        "/schemas/ids/2",
+    ]
 
     async def main() -> None:
         async with AsyncRegistryClient(srv.url, cache_capacity=1) as c:
@@ -71,10 +75,13 @@ def test_client_caches_hold_cache_capacity_entries(scripted) -> None:
 
 def test_latest_version_is_refreshed_after_cache_latest_ttl_sec(registry_url: str, topic: str) -> None:
     v1 = Schema('{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}')
-    v2 = Schema('{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"int",'
-                '"default":0}]}')
-    with RegistryClient.from_config({"url": registry_url, "cache.latest.ttl.sec": 0.5}) as c, \
-            RegistryClient(registry_url) as other:
+    v2 = Schema(
+        '{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"int","default":0}]}'
+    )
+    with (
+        RegistryClient.from_config({"url": registry_url, "cache.latest.ttl.sec": 0.5}) as c,
+        RegistryClient(registry_url) as other,
+    ):
         c.register(topic, v1)
         assert c.get_latest_version(topic).version == 1
         other.register(topic, v2)  # another process registers a new version
@@ -87,8 +94,11 @@ def test_a_serializer_following_the_latest_version_picks_up_a_new_one(registry_u
     subject = f"{topic}-value"
     ctx = SerializationContext(topic, "value")
     v1 = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}
-    v2 = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"},
-                                                    {"name": "b", "type": "int", "default": 0}]}
+    v2 = {
+        "type": "record",
+        "name": "R",
+        "fields": [{"name": "a", "type": "int"}, {"name": "b", "type": "int", "default": 0}],
+    }
     with RegistryClient(registry_url, latest_ttl=0.5) as c:
         id1 = c.register(subject, Schema(json.dumps(v1)))
         ser = AvroSerializer(c, use_latest_version=True)

@@ -17,8 +17,11 @@ SCHEMA_BODY = {"schema": '"string"'}
 
 
 def test_retries_503_then_succeeds(scripted) -> None:
-    srv = scripted((503, {"error_code": 50003, "message": "busy"}), (503, {"error_code": 50003, "message": "busy"}),
-                   (200, SCHEMA_BODY))
+    srv = scripted(
+        (503, {"error_code": 50003, "message": "busy"}),
+        (503, {"error_code": 50003, "message": "busy"}),
+        (200, SCHEMA_BODY),
+    )
     with RegistryClient(srv.url, max_retries=3, retry_backoff=0.001) as c:
         assert c.get_schema(1) == Schema('"string"')
     assert [r[1] for r in srv.requests] == ["/schemas/ids/1"] * 3
@@ -34,8 +37,7 @@ def test_every_retriable_status_is_retried(scripted, status: int) -> None:
 
 def test_gives_up_after_max_retries_with_the_last_status(scripted) -> None:
     srv = scripted((503, {"error_code": 50003, "message": "still busy"}))
-    with RegistryClient(srv.url, max_retries=2, retry_backoff=0.001) as c, \
-            pytest.raises(RegistryUnavailableError) as e:
+    with RegistryClient(srv.url, max_retries=2, retry_backoff=0.001) as c, pytest.raises(RegistryUnavailableError) as e:
         c.get_schema(1)
     assert len(srv.requests) == 3
     assert (e.value.status, e.value.error_code) == (503, 50003)
@@ -77,8 +79,7 @@ def test_fails_over_from_a_503_url_to_the_next(scripted) -> None:
 
 def test_no_url_answers(scripted) -> None:
     a, b = dead_url(), dead_url()
-    with RegistryClient([a, b], max_retries=1, retry_backoff=0.001) as c, \
-            pytest.raises(RegistryUnavailableError) as e:
+    with RegistryClient([a, b], max_retries=1, retry_backoff=0.001) as c, pytest.raises(RegistryUnavailableError) as e:
         c.get_subjects()
     assert e.value.status == -1
     assert a in str(e.value) and b in str(e.value) and "ConnectError" in str(e.value)
@@ -102,8 +103,15 @@ def test_basic_auth_from_credentials_in_the_url(scripted) -> None:
 
 def test_from_confluent_config(scripted) -> None:
     srv = scripted((200, []))
-    c = RegistryClient.from_config({"url": srv.url, "basic.auth.credentials.source": "USER_INFO",
-                                    "basic.auth.user.info": "u:p", "max.retries": 0, "retries.wait.ms": 5})
+    c = RegistryClient.from_config(
+        {
+            "url": srv.url,
+            "basic.auth.credentials.source": "USER_INFO",
+            "basic.auth.user.info": "u:p",
+            "max.retries": 0,
+            "retries.wait.ms": 5,
+        }
+    )
     with c:
         c.get_subjects()
         assert c.max_retries == 0 and c.retry_backoff == 0.005
@@ -166,6 +174,7 @@ def test_concurrent_threads_share_one_client(scripted) -> None:
     srv = scripted((200, SCHEMA_BODY))
     errors: list[BaseException] = []
     with RegistryClient(srv.url) as c:
+
         def work(i: int) -> None:
             try:
                 for k in range(20):
@@ -188,7 +197,9 @@ def test_serializer_passes_normalize_and_looks_up_without_auto_register(scripted
         assert AvroSerializer(c, "string", subject="s", normalize=True)("x")[:5] == b"\x00\x00\x00\x00\x0b"
         AvroSerializer(c, "string", subject="s2", auto_register=False)("x")
     assert [(m, p) for m, p, _, _ in srv.requests] == [
-        ("POST", "/subjects/s/versions?normalize=true"), ("POST", "/subjects/s2?normalize=false")]
+        ("POST", "/subjects/s/versions?normalize=true"),
+        ("POST", "/subjects/s2?normalize=false"),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -196,9 +207,28 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A self-signed CA-less certificate for 127.0.0.1, made with the openssl CLI."""
     d = tmp_path_factory.mktemp("tls")
     cert, key = d / "cert.pem", d / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
-                    "-out", str(cert)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return {"cert": str(cert), "key": str(key)}
 
 
@@ -221,8 +251,10 @@ def test_tls_with_a_ca_bundle(scripted, tls_files) -> None:
 def test_real_registry_register_lookup_and_versions(registry_url: str, topic: str) -> None:
     with RegistryClient(registry_url) as c:
         v1 = Schema('{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}')
-        v2 = Schema('{"type":"record","name":"R","fields":[{"name":"a","type":"int"},'
-                    '{"name":"b","type":"string","default":""}]}')
+        v2 = Schema(
+            '{"type":"record","name":"R","fields":[{"name":"a","type":"int"},'
+            '{"name":"b","type":"string","default":""}]}'
+        )
         id1 = c.register(topic, v1)
         id2 = c.register(topic, v2)
         assert id1 != id2

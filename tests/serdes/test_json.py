@@ -26,9 +26,13 @@ from serdes import (
 )
 
 ORDER = {
-    "$schema": "http://json-schema.org/draft-07/schema#", "title": "Order", "type": "object",
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": "Order",
+    "type": "object",
     "properties": {
-        "id": {"type": "string"}, "qty": {"type": "integer"}, "price": {"type": "number"},
+        "id": {"type": "string"},
+        "qty": {"type": "integer"},
+        "price": {"type": "number"},
         "note": {"type": ["null", "string"]},
         "address": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
     },
@@ -60,8 +64,14 @@ class Invoice:
     note: str | None = None
 
 
-INVOICE = Invoice("i-1", Status.PAID, [Line("a", 2)], decimal.Decimal("10.50"),
-                  dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC), uuid.UUID(int=7))
+INVOICE = Invoice(
+    "i-1",
+    Status.PAID,
+    [Line("a", 2)],
+    decimal.Decimal("10.50"),
+    dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
+    uuid.UUID(int=7),
+)
 
 
 @pytest.fixture(autouse=True)
@@ -90,8 +100,15 @@ def test_we_write_confluent_kafka_reads(client, ck_client, value_ctx) -> None:
     other = SerializationContext(value_ctx.topic + "-invoices", value_ctx.field)
     typed = JsonSchemaSerializer(client, Invoice)(INVOICE, other)
     got = JSONDeserializer(None, schema_registry_client=ck_client, conf=CK_TOPIC)(typed, other)
-    assert got == {"id": "i-1", "status": "PAID", "lines": [{"sku": "a", "qty": 2}], "total": "10.50",
-                   "issued": "2024-01-02T03:04:05+00:00", "ref": str(uuid.UUID(int=7)), "note": None}
+    assert got == {
+        "id": "i-1",
+        "status": "PAID",
+        "lines": [{"sku": "a", "qty": 2}],
+        "total": "10.50",
+        "issued": "2024-01-02T03:04:05+00:00",
+        "ref": str(uuid.UUID(int=7)),
+        "note": None,
+    }
 
 
 def test_typed_records_round_trip(client, value_ctx) -> None:
@@ -156,10 +173,17 @@ def test_avro_id_is_not_read_as_json(client, value_ctx) -> None:
 def test_json_references(client, topic) -> None:
     from serdes import SchemaReference
 
-    client.register(f"{topic}-addr", Schema(json.dumps({"type": "object", "properties": {
-        "city": {"type": "string"}}, "required": ["city"]}), "JSON"))
-    person = Schema(json.dumps({"type": "object", "properties": {"home": {"$ref": "address.json"}}}), "JSON",
-                    (SchemaReference("address.json", f"{topic}-addr", 1),))
+    client.register(
+        f"{topic}-addr",
+        Schema(
+            json.dumps({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}), "JSON"
+        ),
+    )
+    person = Schema(
+        json.dumps({"type": "object", "properties": {"home": {"$ref": "address.json"}}}),
+        "JSON",
+        (SchemaReference("address.json", f"{topic}-addr", 1),),
+    )
     ser = JsonSchemaSerializer(client, person, subject=f"{topic}-person")
     assert JsonSchemaDeserializer(client)(ser({"home": {"city": "Oslo"}})) == {"home": {"city": "Oslo"}}
     with pytest.raises(SerializationError, match="'city' is a required property"):
@@ -171,8 +195,18 @@ def test_json_serde_pair(client, topic) -> None:
     assert serde.deserialize(serde.serialize(INVOICE, topic), topic) == INVOICE
 
 
-@pytest.mark.parametrize("value", [RECORD, {**RECORD, "qty": 1.5}, {**RECORD, "note": 3}, {"id": "x"}, [],
-                                   {**RECORD, "address": {"city": None}}, {**RECORD, "extra": True}])
+@pytest.mark.parametrize(
+    "value",
+    [
+        RECORD,
+        {**RECORD, "qty": 1.5},
+        {**RECORD, "note": 3},
+        {"id": "x"},
+        [],
+        {**RECORD, "address": {"city": None}},
+        {**RECORD, "extra": True},
+    ],
+)
 def test_fast_and_pure_validators_agree(value) -> None:
     from serdes.json_serdes import compile_validator
 
@@ -188,6 +222,7 @@ def test_use_latest_version_writes_and_reads_with_the_latest_schema(client, valu
     data = JsonSchemaSerializer(client, use_latest_version=True)(RECORD, value_ctx)
     assert wire.read_schema_id(data) == latest_id
     with pytest.raises(SerializationError, match="'qty' is a required property"):
-        JsonSchemaSerializer(client, use_latest_version=True)({"id": "x", "price": 1, "address": {"city": "c"}},
-                                                              value_ctx)
+        JsonSchemaSerializer(client, use_latest_version=True)(
+            {"id": "x", "price": 1, "address": {"city": "c"}}, value_ctx
+        )
     assert JsonSchemaDeserializer(client, use_latest_version=True)(data, value_ctx) == RECORD

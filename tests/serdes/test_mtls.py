@@ -56,22 +56,45 @@ def _name(cn: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
 
-def _issue(subject: str, key: ec.EllipticCurvePrivateKey, issuer: x509.Name, issuer_key: ec.EllipticCurvePrivateKey,
-           *, ca: bool = False, server: bool = False) -> x509.Certificate:
+def _issue(
+    subject: str,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: x509.Name,
+    issuer_key: ec.EllipticCurvePrivateKey,
+    *,
+    ca: bool = False,
+    server: bool = False,
+) -> x509.Certificate:
     now = dt.datetime.now(dt.UTC)
-    builder = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(issuer)
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(_name(subject))
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
     if ca:
-        builder = builder.add_extension(x509.KeyUsage(
-            digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-            key_encipherment=False, data_encipherment=False, key_agreement=False, encipher_only=False,
-            decipher_only=False), critical=True)
+        builder = builder.add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
     elif server:
-        builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(
-            "127.0.0.1"))]), critical=False).add_extension(
-            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
+        ).add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
     else:
         builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
     return builder.sign(issuer_key, hashes.SHA256())
@@ -79,10 +102,10 @@ def _issue(subject: str, key: ec.EllipticCurvePrivateKey, issuer: x509.Name, iss
 
 def _write(path: Path, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey, password: str | None = None) -> None:
     path.with_suffix(".crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    encryption = (serialization.BestAvailableEncryption(password.encode()) if password
-                  else serialization.NoEncryption())
-    path.with_suffix(".key").write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                                           serialization.PrivateFormat.PKCS8, encryption))
+    encryption = serialization.BestAvailableEncryption(password.encode()) if password else serialization.NoEncryption()
+    path.with_suffix(".key").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -103,9 +126,21 @@ def mtls_registry(pki: dict[str, str], tmp_path_factory: pytest.TempPathFactory)
     d = tmp_path_factory.mktemp("mtls-registry")
     port = free_port()
     log = (d / "server.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, f"sqlite:///{d}/data", str(port), pki["server.crt"],
-                             pki["server.key"], pki["ca.crt"]], stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            SERVE,
+            f"sqlite:///{d}/data",
+            str(port),
+            pki["server.crt"],
+            pki["server.key"],
+            pki["ca.crt"],
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"https://127.0.0.1:{port}"
     probe = httpx.Client(verify=_context(pki), timeout=1.0)
     try:
@@ -135,16 +170,22 @@ def _context(pki: dict[str, str]) -> Any:
 
 
 def _conf(url: str, pki: dict[str, str]) -> dict[str, Any]:
-    return {"url": url, "ssl.ca.location": pki["ca.crt"], "ssl.certificate.location": pki["client.crt"],
-            "ssl.key.location": pki["client.key"], "ssl.key.password": KEY_PASSWORD}
+    return {
+        "url": url,
+        "ssl.ca.location": pki["ca.crt"],
+        "ssl.certificate.location": pki["client.crt"],
+        "ssl.key.location": pki["client.key"],
+        "ssl.key.password": KEY_PASSWORD,
+    }
 
 
 def test_sync_client_with_a_client_certificate(mtls_registry: str, pki: dict[str, str]) -> None:
     ctx = SerializationContext("mtls-sync", MessageField.VALUE)
     with RegistryClient.from_config(_conf(mtls_registry, pki)) as c:
         data = AvroSerializer(c, SCHEMA)({"v": "s3cret"}, ctx)
-    with RegistryClient(mtls_registry, verify=pki["ca.crt"], cert=(pki["client.crt"], pki["client.key"]),
-                        key_password=KEY_PASSWORD) as c:
+    with RegistryClient(
+        mtls_registry, verify=pki["ca.crt"], cert=(pki["client.crt"], pki["client.key"]), key_password=KEY_PASSWORD
+    ) as c:
         assert AvroDeserializer(c)(data, ctx) == {"v": "s3cret"}
     assert SchemaRegistryClient(_conf(mtls_registry, pki)).get_subjects() == ["mtls-sync-value"]
 
@@ -162,11 +203,14 @@ def test_async_client_with_a_client_certificate(mtls_registry: str, pki: dict[st
 
 
 def test_a_client_without_a_certificate_is_refused(mtls_registry: str, pki: dict[str, str]) -> None:
-    with RegistryClient.from_config({"url": mtls_registry, "ssl.ca.location": pki["ca.crt"], "max.retries": 0}) as c, \
-            pytest.raises(RegistryUnavailableError) as e:
+    with (
+        RegistryClient.from_config({"url": mtls_registry, "ssl.ca.location": pki["ca.crt"], "max.retries": 0}) as c,
+        pytest.raises(RegistryUnavailableError) as e,
+    ):
         c.get_subjects()
     assert e.value.status == -1 and mtls_registry in str(e.value)
-    with RegistryClient.from_config({"url": mtls_registry, "max.retries": 0}) as c, \
-            pytest.raises(RegistryUnavailableError, match="CERTIFICATE_VERIFY_FAILED"):
+    with (
+        RegistryClient.from_config({"url": mtls_registry, "max.retries": 0}) as c,
+        pytest.raises(RegistryUnavailableError, match="CERTIFICATE_VERIFY_FAILED"),
+    ):
         c.get_subjects()  # and the server's certificate is checked against the CA given, not the system's
-

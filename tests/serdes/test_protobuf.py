@@ -76,7 +76,10 @@ def test_nested_message_type(client, protos, value_ctx) -> None:
     other = ProtobufSerializer(client, protos.order.Order.Line)(protos.order.Order.Line(sku="y"), value_ctx)
     # the second and third reads find the plans by their whole index path (more than the 6-byte first key)
     assert [de(data, value_ctx), de(other, value_ctx), de(data, value_ctx)] == [
-        line, protos.order.Order.Line(sku="y"), line]
+        line,
+        protos.order.Order.Line(sku="y"),
+        line,
+    ]
     dynamic = ProtobufDeserializer(client)(data, value_ctx)
     assert dynamic.DESCRIPTOR.full_name == "sktest.shop.Order.Line" and dynamic.sku == "z" and dynamic.qty == 9
 
@@ -189,8 +192,12 @@ def _item_class(package: str, *fields: str) -> type:
     fdp = descriptor_pb2.FileDescriptorProto(name=f"{package}/item.proto", package=package, syntax="proto3")
     item = fdp.message_type.add(name="Item")
     for number, name in enumerate(fields, 1):
-        item.field.add(name=name, number=number, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
-                       label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+        item.field.add(
+            name=name,
+            number=number,
+            type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+            label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+        )
     pool = descriptor_pool.DescriptorPool()
     return GetMessageClass(pool.Add(fdp).message_types_by_name["Item"])
 

@@ -56,7 +56,9 @@ JsonataExecutor.register()
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 
 ORDER_AVRO = {
-    "type": "record", "name": "Order", "namespace": "shop",
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
     "fields": [
         {"name": "id", "type": "string"},
         {"name": "qty", "type": "long"},
@@ -75,8 +77,14 @@ ORDER_JSON = {
 }
 
 CHECK_QTY = {"name": "checkQty", "kind": "CONDITION", "mode": "WRITE", "type": "CEL", "expr": "message.qty > 0"}
-MASK_PII = {"name": "maskPii", "kind": "TRANSFORM", "mode": "WRITE", "type": "CEL_FIELD", "tags": ["PII"],
-            "expr": "typeName == 'STRING' ; value + '-masked'"}
+MASK_PII = {
+    "name": "maskPii",
+    "kind": "TRANSFORM",
+    "mode": "WRITE",
+    "type": "CEL_FIELD",
+    "tags": ["PII"],
+    "expr": "typeName == 'STRING' ; value + '-masked'",
+}
 GOOD = {"id": "o-1", "qty": 3, "ssn": "123", "note": None}
 MASKED = {**GOOD, "ssn": "123-masked"}
 
@@ -92,8 +100,14 @@ def ck(registry_url: str) -> SchemaRegistryClient:
     return SchemaRegistryClient({"url": registry_url})
 
 
-def register(http: httpx.Client, subject: str, schema: Any, schema_type: str = "AVRO",
-             schema_text: str | None = None, **extra: Any) -> int:
+def register(
+    http: httpx.Client,
+    subject: str,
+    schema: Any,
+    schema_type: str = "AVRO",
+    schema_text: str | None = None,
+    **extra: Any,
+) -> int:
     body = {"schema": json.dumps(schema) if schema_text is None else schema_text, **extra}
     if schema_type != "AVRO":
         body["schemaType"] = schema_type
@@ -178,26 +192,51 @@ def test_read_rules_and_disabled_rules(
     assert str(ck_err.value.__cause__) == "Rule expr failed: message.qty < 10"
 
 
-WIDGET_V1 = {"type": "record", "name": "Widget", "fields": [
-    {"name": "name", "type": "string"}, {"name": "size", "type": "int"}]}
-WIDGET_V2 = {"type": "record", "name": "Widget", "fields": [
-    {"name": "name", "type": "string"}, {"name": "height", "type": "int"}]}
-UPGRADE = {"name": "sizeToHeight", "kind": "TRANSFORM", "type": "JSONATA", "mode": "UPGRADE",
-           "expr": "$merge([$sift($, function($v, $k) {$k != 'size'}), {'height': $.'size'}])"}
-DOWNGRADE = {"name": "heightToSize", "kind": "TRANSFORM", "type": "JSONATA", "mode": "DOWNGRADE",
-             "expr": "$merge([$sift($, function($v, $k) {$k != 'height'}), {'size': $.'height'}])"}
+WIDGET_V1 = {
+    "type": "record",
+    "name": "Widget",
+    "fields": [{"name": "name", "type": "string"}, {"name": "size", "type": "int"}],
+}
+WIDGET_V2 = {
+    "type": "record",
+    "name": "Widget",
+    "fields": [{"name": "name", "type": "string"}, {"name": "height", "type": "int"}],
+}
+UPGRADE = {
+    "name": "sizeToHeight",
+    "kind": "TRANSFORM",
+    "type": "JSONATA",
+    "mode": "UPGRADE",
+    "expr": "$merge([$sift($, function($v, $k) {$k != 'size'}), {'height': $.'size'}])",
+}
+DOWNGRADE = {
+    "name": "heightToSize",
+    "kind": "TRANSFORM",
+    "type": "JSONATA",
+    "mode": "DOWNGRADE",
+    "expr": "$merge([$sift($, function($v, $k) {$k != 'height'}), {'size': $.'height'}])",
+}
 
 
 def test_jsonata_migrations_across_a_compatibility_group_match_confluent(
     http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, topic: str
 ) -> None:
     subject = f"{topic}-value"
-    assert http.put(f"/config/{subject}", json={"compatibility": "BACKWARD", "compatibilityGroup": "major"},
-                    headers=CT).status_code == 200
+    assert (
+        http.put(
+            f"/config/{subject}", json={"compatibility": "BACKWARD", "compatibilityGroup": "major"}, headers=CT
+        ).status_code
+        == 200
+    )
     register(http, subject, WIDGET_V1, metadata={"properties": {"major": "1"}})
     # renaming a field is incompatible, but v2 starts a new group: only versions with major=2 are checked
-    register(http, subject, WIDGET_V2, metadata={"properties": {"major": "2"}},
-             ruleSet={"migrationRules": [UPGRADE, DOWNGRADE]})
+    register(
+        http,
+        subject,
+        WIDGET_V2,
+        metadata={"properties": {"major": "2"}},
+        ruleSet={"migrationRules": [UPGRADE, DOWNGRADE]},
+    )
     ctx = value_ctx(topic)
     v1, v2 = {"major": "1"}, {"major": "2"}
     old = {"name": "w", "size": 7}
@@ -226,8 +265,14 @@ def _dlq_topic(bootstrap: str, topic: str) -> str:
 
 def _dlq_records(bootstrap: str, dlq_topic: str, count: int) -> list[Any]:
     """The first ``count`` records of the dead-letter topic."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{dlq_topic}", "enable.auto.commit": False,
-                         "fetch.wait.max.ms": 100})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"g-{dlq_topic}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+        }
+    )
     records: list[Any] = []
     try:
         consumer.assign([TopicPartition(dlq_topic, 0, 0)])
@@ -280,8 +325,9 @@ def test_close_delivers_the_dlq_record_sent_just_before(
     rule = {**CHECK_QTY, "onFailure": "DLQ", "params": {"dlq.topic": dlq_topic}}
     register(http, f"{topic}-value", ORDER_AVRO, ruleSet={"domainRules": [rule]})
     bad = {**GOOD, "qty": -1}
-    writer = AvroSerializer(client, use_latest_version=True,
-                            rule_config={"bootstrap.servers": kafka_bootstrap, **_LINGERING})
+    writer = AvroSerializer(
+        client, use_latest_version=True, rule_config={"bootstrap.servers": kafka_bootstrap, **_LINGERING}
+    )
     with writer, pytest.raises(RuleError):
         writer(bad, value_ctx(topic))
     assert json.loads(_dlq_records(kafka_bootstrap, dlq_topic, 1)[0].value()) == bad
@@ -298,8 +344,9 @@ def test_a_closed_serde_pair_sends_nothing_more(
 ) -> None:
     rule = {**CHECK_QTY, "onFailure": "DLQ", "params": {"dlq.topic": f"{topic}-dlq"}}
     register(http, f"{topic}-value", ORDER_AVRO, ruleSet={"domainRules": [rule]})
-    with AvroSerde(client, ORDER_AVRO, use_latest_version=True,
-                   rule_config={"bootstrap.servers": "127.0.0.1:1"}) as serde:
+    with AvroSerde(
+        client, ORDER_AVRO, use_latest_version=True, rule_config={"bootstrap.servers": "127.0.0.1:1"}
+    ) as serde:
         assert serde.deserialize(serde.serialize(GOOD, topic), topic) == GOOD
     with pytest.raises(RuleError):
         serde.serialize({**GOOD, "qty": -1}, topic)
@@ -327,7 +374,11 @@ def test_aclose_delivers_the_dlq_record_of_an_async_reader(
 
 
 def test_protobuf_rules_match_confluent(
-    http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, protos: Any, topic: str,
+    http: httpx.Client,
+    client: RegistryClient,
+    ck: SchemaRegistryClient,
+    protos: Any,
+    topic: str,
     require_type: Any,
 ) -> None:
     require_type("PROTOBUF")
@@ -336,9 +387,16 @@ def test_protobuf_rules_match_confluent(
     subject = f"{topic}-value"
     ProtobufSerializer(client, order_cls)(order_cls(id="o-1", qty=1), ctx)  # registers v1 and its import
     v1 = http.get(f"/subjects/{subject}/versions/1").json()
-    register(http, subject, None, "PROTOBUF", schema_text=v1["schema"], references=v1["references"],
-             metadata={"tags": {"sktest.shop.Order.note": ["PII"]}},
-             ruleSet={"domainRules": [CHECK_QTY, {**MASK_PII, "mode": "WRITE"}]})
+    register(
+        http,
+        subject,
+        None,
+        "PROTOBUF",
+        schema_text=v1["schema"],
+        references=v1["references"],
+        metadata={"tags": {"sktest.shop.Order.note": ["PII"]}},
+        ruleSet={"domainRules": [CHECK_QTY, {**MASK_PII, "mode": "WRITE"}]},
+    )
     good = order_cls(id="o-1", qty=3, note="ring")
     masked = order_cls(id="o-1", qty=3, note="ring-masked")
     ck_conf = {"auto.register.schemas": False, "use.latest.version": True, "use.deprecated.format": False}
@@ -370,18 +428,34 @@ def _proto_class(client: RegistryClient, schema_id: int) -> Any:
 
 
 def test_protobuf_jsonata_migrations_match_confluent(
-    http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, registry_url: str, topic: str,
-    require_type: Any
+    http: httpx.Client,
+    client: RegistryClient,
+    ck: SchemaRegistryClient,
+    registry_url: str,
+    topic: str,
+    require_type: Any,
 ) -> None:
     require_type("PROTOBUF")
     subject = f"{topic}-value"
     assert http.put(f"/config/{subject}", json={"compatibilityGroup": "major"}, headers=CT).status_code == 200
     # v2 renames size to height under a new field number: without the migration a v1 record reads height=0
-    id1 = register(http, subject, None, "PROTOBUF", schema_text=WIDGET_PROTO.format(field="int32 size = 2;"),
-                   metadata={"properties": {"major": "1"}})
-    id2 = register(http, subject, None, "PROTOBUF", schema_text=WIDGET_PROTO.format(field="int32 height = 3;"),
-                   metadata={"properties": {"major": "2"}, "tags": {"sktest.widget.Widget.name": ["PII"]}},
-                   ruleSet={"migrationRules": [UPGRADE, DOWNGRADE], "domainRules": [READ_PII]})
+    id1 = register(
+        http,
+        subject,
+        None,
+        "PROTOBUF",
+        schema_text=WIDGET_PROTO.format(field="int32 size = 2;"),
+        metadata={"properties": {"major": "1"}},
+    )
+    id2 = register(
+        http,
+        subject,
+        None,
+        "PROTOBUF",
+        schema_text=WIDGET_PROTO.format(field="int32 height = 3;"),
+        metadata={"properties": {"major": "2"}, "tags": {"sktest.widget.Widget.name": ["PII"]}},
+        ruleSet={"migrationRules": [UPGRADE, DOWNGRADE], "domainRules": [READ_PII]},
+    )
     old_cls, new_cls = _proto_class(client, id1), _proto_class(client, id2)
     old, new = old_cls(name="w", size=7), new_cls(name="w", height=7)
     read_new = new_cls(name="w-read", height=7)  # migrated, then v2's READ rule ran on the v2 message
@@ -401,14 +475,16 @@ def test_protobuf_jsonata_migrations_match_confluent(
             return await AsyncProtobufDeserializer(c, new_cls, use_latest_with_metadata=v2)(data_v1, ctx)
 
     assert asyncio.run(read_async()) == read_new
-    ck_read_v2 = CkProtobufDeserializer(new_cls, conf={"use.deprecated.format": False, "use.latest.with.metadata": v2},
-                                        schema_registry_client=ck)
+    ck_read_v2 = CkProtobufDeserializer(
+        new_cls, conf={"use.deprecated.format": False, "use.latest.with.metadata": v2}, schema_registry_client=ck
+    )
     assert json_format.MessageToDict(ck_read_v2(data_v1, ctx)) == {"name": "w-read", "height": 7}
 
     data_v2 = ProtobufSerializer(client, new_cls, use_latest_with_metadata=v2)(new, ctx)
     assert ProtobufDeserializer(client, old_cls, use_latest_with_metadata=v1)(data_v2, ctx) == old  # DOWNGRADE
-    ck_read_v1 = CkProtobufDeserializer(old_cls, conf={"use.deprecated.format": False, "use.latest.with.metadata": v1},
-                                        schema_registry_client=ck)
+    ck_read_v1 = CkProtobufDeserializer(
+        old_cls, conf={"use.deprecated.format": False, "use.latest.with.metadata": v1}, schema_registry_client=ck
+    )
     assert json_format.MessageToDict(ck_read_v1(data_v2, ctx)) == {"name": "w", "size": 7}
     # no reader version: the writer's message, not migrated; the latest version (v2) without migrations between
     assert json_format.MessageToDict(ProtobufDeserializer(client)(data_v2, ctx)) == {"name": "w-read", "height": 7}
@@ -421,11 +497,24 @@ def test_protobuf_migration_that_does_not_fit_the_reader_names_it(
     require_type("PROTOBUF")
     subject = f"{topic}-value"
     assert http.put(f"/config/{subject}", json={"compatibilityGroup": "major"}, headers=CT).status_code == 200
-    id1 = register(http, subject, None, "PROTOBUF", schema_text=WIDGET_PROTO.format(field="int32 size = 2;"),
-                   metadata={"properties": {"major": "1"}})
+    id1 = register(
+        http,
+        subject,
+        None,
+        "PROTOBUF",
+        schema_text=WIDGET_PROTO.format(field="int32 size = 2;"),
+        metadata={"properties": {"major": "1"}},
+    )
     keep_size = {**UPGRADE, "expr": "$"}  # leaves "size", which v2 no longer has
-    register(http, subject, None, "PROTOBUF", schema_text=WIDGET_PROTO.format(field="int32 height = 3;"),
-             metadata={"properties": {"major": "2"}}, ruleSet={"migrationRules": [keep_size]})
+    register(
+        http,
+        subject,
+        None,
+        "PROTOBUF",
+        schema_text=WIDGET_PROTO.format(field="int32 height = 3;"),
+        metadata={"properties": {"major": "2"}},
+        ruleSet={"migrationRules": [keep_size]},
+    )
     ctx = value_ctx(topic)
     old_cls = _proto_class(client, id1)
     data = ProtobufSerializer(client, old_cls, use_latest_with_metadata={"major": "1"})(old_cls(name="w", size=7), ctx)
@@ -437,8 +526,13 @@ def test_protobuf_migration_that_does_not_fit_the_reader_names_it(
 
 
 def test_protobuf_dlq_action_on_write_and_read_matches_confluent(
-    http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, protos: Any, topic: str,
-    kafka_bootstrap: str, require_type: Any
+    http: httpx.Client,
+    client: RegistryClient,
+    ck: SchemaRegistryClient,
+    protos: Any,
+    topic: str,
+    kafka_bootstrap: str,
+    require_type: Any,
 ) -> None:
     require_type("PROTOBUF")
     order_cls = protos.order.Order
@@ -448,8 +542,15 @@ def test_protobuf_dlq_action_on_write_and_read_matches_confluent(
     ProtobufSerializer(client, order_cls)(order_cls(id="o-1", qty=1), ctx)  # registers v1 and its import
     v1 = http.get(f"/subjects/{subject}/versions/1").json()
     rule = {**CHECK_QTY, "mode": "WRITEREAD", "onFailure": "DLQ", "params": {"dlq.topic": dlq_topic}}
-    schema_id = register(http, subject, None, "PROTOBUF", schema_text=v1["schema"], references=v1["references"],
-                         ruleSet={"domainRules": [rule]})
+    schema_id = register(
+        http,
+        subject,
+        None,
+        "PROTOBUF",
+        schema_text=v1["schema"],
+        references=v1["references"],
+        ruleSet={"domainRules": [rule]},
+    )
     rule_config = {"bootstrap.servers": kafka_bootstrap, "dlq.auto.flush": True}
     bad = order_cls(id="o-9", qty=-2)
     with pytest.raises(RuleError) as err:
@@ -465,8 +566,12 @@ def test_protobuf_dlq_action_on_write_and_read_matches_confluent(
     ck_dlq = DlqAction(rule_config)
     ck_rules.register_action(ck_dlq)
     with pytest.raises(CkSerializationError):
-        CkProtobufSerializer(order_cls, ck, conf={"auto.register.schemas": False, "use.latest.version": True,
-                                                  "use.deprecated.format": False}, rule_registry=ck_rules)(bad, ctx)
+        CkProtobufSerializer(
+            order_cls,
+            ck,
+            conf={"auto.register.schemas": False, "use.latest.version": True, "use.deprecated.format": False},
+            rule_registry=ck_rules,
+        )(bad, ctx)
     ck_dlq.close()
 
     written, read, ck_written = _dlq_records(kafka_bootstrap, dlq_topic, 3)
@@ -476,23 +581,41 @@ def test_protobuf_dlq_action_on_write_and_read_matches_confluent(
     for m, mode in ((written, "WRITE"), (read, "READ"), (ck_written, "WRITE")):
         headers = _headers(m)
         assert headers.pop("__rule.exception")
-        assert headers == {"__rule.name": "checkQty", "__rule.mode": mode, "__rule.subject": subject,
-                           "__rule.topic": topic}
+        assert headers == {
+            "__rule.name": "checkQty",
+            "__rule.mode": mode,
+            "__rule.subject": subject,
+            "__rule.topic": topic,
+        }
 
 
 def test_json_jsonata_migrations_and_disabled_migration_match_confluent(
     http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, topic: str
 ) -> None:
     subject = f"{topic}-value"
-    v1_doc = {"type": "object", "properties": {"name": {"type": "string"}, "size": {"type": "integer"}},
-              "required": ["name", "size"], "additionalProperties": False}
-    v2_doc = {"type": "object", "properties": {"name": {"type": "string"}, "height": {"type": "integer"}},
-              "required": ["name", "height"], "additionalProperties": False}
+    v1_doc = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "size": {"type": "integer"}},
+        "required": ["name", "size"],
+        "additionalProperties": False,
+    }
+    v2_doc = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "height": {"type": "integer"}},
+        "required": ["name", "height"],
+        "additionalProperties": False,
+    }
     assert http.put(f"/config/{subject}", json={"compatibilityGroup": "major"}, headers=CT).status_code == 200
     register(http, subject, v1_doc, "JSON", metadata={"properties": {"major": "1"}})
     off = {**DOWNGRADE, "disabled": True}
-    register(http, subject, v2_doc, "JSON", metadata={"properties": {"major": "2"}},
-             ruleSet={"migrationRules": [UPGRADE, off]})
+    register(
+        http,
+        subject,
+        v2_doc,
+        "JSON",
+        metadata={"properties": {"major": "2"}},
+        ruleSet={"migrationRules": [UPGRADE, off]},
+    )
     ctx = value_ctx(topic)
     v1, v2 = {"major": "1"}, {"major": "2"}
     old, new = {"name": "w", "size": 7}, {"name": "w", "height": 7}
@@ -511,21 +634,31 @@ def test_json_jsonata_migrations_and_disabled_migration_match_confluent(
 def test_json_field_rules_follow_refs_into_referenced_schemas_as_confluent(
     http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, topic: str
 ) -> None:
-    address = {"type": "object", "properties": {"street": {"type": "string", "confluent:tags": ["PII"]},
-                                                "zip": {"type": "string"}}}
+    address = {
+        "type": "object",
+        "properties": {"street": {"type": "string", "confluent:tags": ["PII"]}, "zip": {"type": "string"}},
+    }
     register(http, f"{topic}-address", address, "JSON")
     customer = {"type": "object", "properties": {"id": {"type": "string"}, "address": {"$ref": "address.json"}}}
-    register(http, f"{topic}-value", customer, "JSON",
-             references=[{"name": "address.json", "subject": f"{topic}-address", "version": 1}],
-             ruleSet={"domainRules": [MASK_PII, READ_PII]})
+    register(
+        http,
+        f"{topic}-value",
+        customer,
+        "JSON",
+        references=[{"name": "address.json", "subject": f"{topic}-address", "version": 1}],
+        ruleSet={"domainRules": [MASK_PII, READ_PII]},
+    )
     ctx = value_ctx(topic)
     record = {"id": "c-1", "address": {"street": "main", "zip": "123"}}
     ours = JsonSchemaSerializer(client, use_latest_version=True)(record, ctx)
     assert json.loads(ours[5:]) == {"id": "c-1", "address": {"street": "main-masked", "zip": "123"}}
     assert ours == CkJsonSerializer(None, ck, conf={"auto.register.schemas": False, "use.latest.version": True})(
-        record, ctx)
-    assert JsonSchemaDeserializer(client)(ours, ctx) == {"id": "c-1",
-                                                        "address": {"street": "main-masked-read", "zip": "123"}}
+        record, ctx
+    )
+    assert JsonSchemaDeserializer(client)(ours, ctx) == {
+        "id": "c-1",
+        "address": {"street": "main-masked-read", "zip": "123"},
+    }
 
 
 def test_async_and_typed_serdes_run_the_rules(http: httpx.Client, registry_url: str, topic: str) -> None:

@@ -32,8 +32,11 @@ from serdes import (
     wire,
 )
 
-SCHEMA = {"type": "record", "name": "Point", "fields": [
-    {"name": "x", "type": "int"}, {"name": "y", "type": "int"}, {"name": "label", "type": "string"}]}
+SCHEMA = {
+    "type": "record",
+    "name": "Point",
+    "fields": [{"name": "x", "type": "int"}, {"name": "y", "type": "int"}, {"name": "label", "type": "string"}],
+}
 POINT = {"x": 1, "y": -2, "label": "origin"}  # more than 5 bytes: confluent-kafka refuses shorter payloads
 SCHEMA_STR = json.dumps(SCHEMA)
 
@@ -49,7 +52,7 @@ def test_avro_guid_header_both_ways_with_confluent_kafka(
     data = AvroSerializer(client, SCHEMA, schema_id_header=True)(POINT, ctx)
     schema_id = client.lookup(f"{topic}-value", AvroSerializer(client, SCHEMA).schema).schema_id
     plain = AvroSerializer(client, SCHEMA)(POINT, ctx_with_headers(topic))
-    assert data == plain[wire.PREFIX_SIZE:]  # the payload is the record alone
+    assert data == plain[wire.PREFIX_SIZE :]  # the payload is the record alone
     [(name, value)] = ctx.headers
     guid = client.get_guid(schema_id)
     assert (name, value) == ("__value_schema_id", b"\x01" + uuid.UUID(guid).bytes)
@@ -57,7 +60,8 @@ def test_avro_guid_header_both_ways_with_confluent_kafka(
     assert CkAvroDeserializer(ck_client)(data, ctx) == POINT
     theirs_ctx = ctx_with_headers(topic)
     theirs = CkAvroSerializer(ck_client, SCHEMA_STR, conf={"schema.id.serializer": header_schema_id_serializer})(
-        POINT, theirs_ctx)
+        POINT, theirs_ctx
+    )
     assert theirs_ctx.headers == ctx.headers and theirs == data
     assert AvroDeserializer(client)(theirs, theirs_ctx) == POINT
     # a key's id goes in __key_schema_id; a dict of headers works too
@@ -98,8 +102,9 @@ def test_json_and_protobuf_guid_headers(
     [(_, value)] = pctx.headers
     assert value[0] == 1 and value[17:] == wire.encode_message_indexes([1, 0])
     assert ProtobufDeserializer(client, line_cls)(data, pctx) == line
-    ck_reader = CkProtobufDeserializer(line_cls, conf={"use.deprecated.format": False},
-                                       schema_registry_client=ck_client)
+    ck_reader = CkProtobufDeserializer(
+        line_cls, conf={"use.deprecated.format": False}, schema_registry_client=ck_client
+    )
     assert ck_reader(data, pctx) == line
 
 

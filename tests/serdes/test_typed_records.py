@@ -74,10 +74,23 @@ class Bad:
 
 
 def sample() -> Order:
-    return Order("o-1", 3, 9.5, True, Status.PAID, [1, 2], Address("Berlin", 10115),
-                 dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC), dt.date(2024, 5, 6),
-                 decimal.Decimal("12.34"), uuid.UUID("12345678-1234-5678-1234-567812345678"), b"\x00\xff",
-                 None, {"home": Address("Paris", 75001)}, Address("Rome", 100))
+    return Order(
+        "o-1",
+        3,
+        9.5,
+        True,
+        Status.PAID,
+        [1, 2],
+        Address("Berlin", 10115),
+        dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.UTC),
+        dt.date(2024, 5, 6),
+        decimal.Decimal("12.34"),
+        uuid.UUID("12345678-1234-5678-1234-567812345678"),
+        b"\x00\xff",
+        None,
+        {"home": Address("Paris", 75001)},
+        Address("Rome", 100),
+    )
 
 
 def test_avro_schema_of_a_dataclass() -> None:
@@ -89,20 +102,26 @@ def test_avro_schema_of_a_dataclass() -> None:
     assert fields["qty"]["type"] == "long"
     assert fields["price"]["type"] == "double"
     assert fields["paid"]["type"] == "boolean"
-    assert fields["status"]["type"] == {"type": "enum", "name": "Status", "namespace": __name__,
-                                        "symbols": ["NEW", "PAID"]}
+    assert fields["status"]["type"] == {
+        "type": "enum",
+        "name": "Status",
+        "namespace": __name__,
+        "symbols": ["NEW", "PAID"],
+    }
     assert fields["tags"]["type"] == {"type": "array", "items": "long"}
-    assert fields["address"]["type"] == {"type": "record", "name": "Address", "namespace": "shop",
-                                         "fields": [{"name": "city", "type": "string"},
-                                                    {"name": "zip", "type": "long"}]}
+    assert fields["address"]["type"] == {
+        "type": "record",
+        "name": "Address",
+        "namespace": "shop",
+        "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": "long"}],
+    }
     assert fields["created"]["type"] == {"type": "long", "logicalType": "timestamp-micros"}
     assert fields["day"]["type"] == {"type": "int", "logicalType": "date"}
     assert fields["amount"]["type"] == {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2}
     assert fields["ref"]["type"] == {"type": "string", "logicalType": "uuid"}
     assert fields["blob"]["type"] == "bytes"
     assert fields["note"] == {"name": "note", "type": ["null", "string"], "default": None}
-    assert fields["by_city"] == {"name": "by_city", "type": {"type": "map", "values": "shop.Address"},
-                                 "default": {}}
+    assert fields["by_city"] == {"name": "by_city", "type": {"type": "map", "values": "shop.Address"}, "default": {}}
     # the second use of a named type refers to it by full name
     assert fields["backup"] == {"name": "backup", "type": ["null", "shop.Address"], "default": None}
     assert "default" not in fields["id"]
@@ -157,8 +176,20 @@ def test_unsupported_types_name_the_field() -> None:
 def test_json_schema_of_a_dataclass_validates_its_json() -> None:
     s = json_schema(Order)
     assert s["title"] == "Order" and s["type"] == "object" and s["additionalProperties"] is False
-    assert s["required"] == ["id", "qty", "price", "paid", "status", "tags", "address", "created", "day",
-                             "amount", "ref", "blob"]
+    assert s["required"] == [
+        "id",
+        "qty",
+        "price",
+        "paid",
+        "status",
+        "tags",
+        "address",
+        "created",
+        "day",
+        "amount",
+        "ref",
+        "blob",
+    ]
     props = s["properties"]
     assert props["qty"] == {"type": "integer"}
     assert props["status"] == {"type": "string", "enum": ["NEW", "PAID"]}
@@ -197,9 +228,18 @@ def test_pydantic_models_map_like_dataclasses() -> None:
 
     s = avro_schema(Basket)
     assert s["name"] == "Basket"
-    assert s["fields"][0] == {"name": "items", "type": {"type": "array", "items": {
-        "type": "record", "name": "Item", "namespace": __name__,
-        "fields": [{"name": "sku", "type": "string"}, {"name": "qty", "type": "long", "default": 1}]}}}
+    assert s["fields"][0] == {
+        "name": "items",
+        "type": {
+            "type": "array",
+            "items": {
+                "type": "record",
+                "name": "Item",
+                "namespace": __name__,
+                "fields": [{"name": "sku", "type": "string"}, {"name": "qty", "type": "long", "default": 1}],
+            },
+        },
+    }
     assert s["fields"][2] == {"name": "note", "type": ["null", "string"], "default": None}
     basket = Basket(items=[Item(sku="a", qty=2)], status=Status.NEW)
     parsed = fastavro.parse_schema(s)

@@ -23,13 +23,16 @@ def test_prefix_rejects_ids_outside_int32() -> None:
         wire.prefix(-1)
 
 
-@pytest.mark.parametrize(("indexes", "encoded"), [
-    ([0], b"\x00"),
-    ([1], b"\x02\x02"),
-    ([0, 2], b"\x04\x00\x04"),
-    ([3, 1, 0], b"\x06\x06\x02\x00"),
-    ([64], b"\x02\x80\x01"),
-])
+@pytest.mark.parametrize(
+    ("indexes", "encoded"),
+    [
+        ([0], b"\x00"),
+        ([1], b"\x02\x02"),
+        ([0, 2], b"\x04\x00\x04"),
+        ([3, 1, 0], b"\x06\x06\x02\x00"),
+        ([64], b"\x02\x80\x01"),
+    ],
+)
 def test_message_indexes_are_zigzag_varints_with_zero_shortcut(indexes: list[int], encoded: bytes) -> None:
     assert wire.encode_message_indexes(indexes) == encoded
     assert wire.decode_message_indexes(b"\x00\x00\x00\x00\x07" + encoded + b"rest") == (indexes, 5 + len(encoded))

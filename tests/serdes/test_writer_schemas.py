@@ -34,8 +34,11 @@ from serdes import (
 
 CK_TOPIC = {"subject.name.strategy.type": "TOPIC"}
 V1 = {"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"}]}
-V2 = {"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"},
-                                                   {"name": "email", "type": "string", "default": ""}]}
+V2 = {
+    "type": "record",
+    "name": "User",
+    "fields": [{"name": "name", "type": "string"}, {"name": "email", "type": "string", "default": ""}],
+}
 
 
 def _versions(client: RegistryClient, subject: str, *schemas: Schema) -> list[int]:
@@ -50,8 +53,9 @@ def test_use_schema_id_writes_that_schema_like_confluent_kafka(client, ck_client
     subject = f"{value_ctx.topic}-value"
     id1, id2 = _versions(client, subject, Schema(json.dumps(V1)), Schema(json.dumps(V2)))
     ours = AvroSerializer(client, use_schema_id=id1)({"name": "ann"}, value_ctx)
-    theirs = CkAvroSerializer(ck_client, None, conf={**CK_TOPIC, "auto.register.schemas": False,
-                                                     "use.schema.id": id1})({"name": "ann"}, value_ctx)
+    theirs = CkAvroSerializer(ck_client, None, conf={**CK_TOPIC, "auto.register.schemas": False, "use.schema.id": id1})(
+        {"name": "ann"}, value_ctx
+    )
     assert ours == theirs == wire.prefix(id1) + b"\x06ann"
     assert AvroDeserializer(client, V2)(ours, value_ctx) == {"name": "ann", "email": ""}
     with pytest.raises(SerializationError, match=r"record does not match the Avro schema.*email"):
@@ -80,16 +84,38 @@ def test_use_schema_id_for_json_and_protobuf_checks_the_schema_type(client, prot
 
 
 def test_metadata_and_rule_set_round_trip_through_the_registry(client, topic) -> None:
-    rule = Rule("checkName", "CONDITION", "WRITE", "CEL", expr="message.name != ''", tags=("PII",),
-                params={"dlq.topic": "bad"}, on_failure="DLQ")
-    schema = Schema(json.dumps(V1), metadata=Metadata(properties={"owner": "team-a"}, tags={"User.name": ["PII"]}),
-                    rule_set=RuleSet(domain_rules=[rule]))
+    rule = Rule(
+        "checkName",
+        "CONDITION",
+        "WRITE",
+        "CEL",
+        expr="message.name != ''",
+        tags=("PII",),
+        params={"dlq.topic": "bad"},
+        on_failure="DLQ",
+    )
+    schema = Schema(
+        json.dumps(V1),
+        metadata=Metadata(properties={"owner": "team-a"}, tags={"User.name": ["PII"]}),
+        rule_set=RuleSet(domain_rules=[rule]),
+    )
     client.register(topic, schema)
     stored = client.get_latest_version(topic).schema
     assert stored.metadata == schema.metadata and stored.rule_set == schema.rule_set
-    assert schema.to_json()["ruleSet"] == {"domainRules": [{
-        "name": "checkName", "kind": "CONDITION", "mode": "WRITE", "type": "CEL", "tags": ["PII"],
-        "params": {"dlq.topic": "bad"}, "expr": "message.name != ''", "onFailure": "DLQ"}]}
+    assert schema.to_json()["ruleSet"] == {
+        "domainRules": [
+            {
+                "name": "checkName",
+                "kind": "CONDITION",
+                "mode": "WRITE",
+                "type": "CEL",
+                "tags": ["PII"],
+                "params": {"dlq.topic": "bad"},
+                "expr": "message.name != ''",
+                "onFailure": "DLQ",
+            }
+        ]
+    }
     assert hash(schema) == hash(Schema.from_json(schema.to_json()))
 
 
@@ -98,9 +124,13 @@ def test_use_latest_with_metadata_on_both_sides(client, ck_client, value_ctx) ->
     major1 = Metadata(properties={"major": "1"})
     # the third version names its own metadata: without any it would inherit the second's, as in Confluent
     other = Metadata(properties={"major": "other"})
-    id1, id2, _ = _versions(client, subject, Schema(json.dumps(V1), metadata=major1),
-                            Schema(json.dumps(V2), metadata=Metadata(properties={"major": "2"})),
-                            Schema('{"type":"record","name":"Other","fields":[]}', metadata=other))
+    id1, id2, _ = _versions(
+        client,
+        subject,
+        Schema(json.dumps(V1), metadata=major1),
+        Schema(json.dumps(V2), metadata=Metadata(properties={"major": "2"})),
+        Schema('{"type":"record","name":"Other","fields":[]}', metadata=other),
+    )
     ours = AvroSerializer(client, use_latest_with_metadata={"major": "2"})({"name": "b", "email": "e"}, value_ctx)
     conf = {**CK_TOPIC, "auto.register.schemas": False, "use.latest.with.metadata": {"major": "2"}}
     assert ours == CkAvroSerializer(ck_client, None, conf=conf)({"name": "b", "email": "e"}, value_ctx)
@@ -138,8 +168,9 @@ class Person:
 
 
 def test_typed_record_references_are_registered_first(client, ck_client, value_ctx) -> None:
-    ser = AvroSerializer(client, Person, references=[Address],
-                         reference_subject_strategy=lambda ctx, name: f"{ctx.topic}-{name}")
+    ser = AvroSerializer(
+        client, Person, references=[Address], reference_subject_strategy=lambda ctx, name: f"{ctx.topic}-{name}"
+    )
     person = Person("ann", Address("Oslo", 150))
     data = ser(person, value_ctx)
     ref_subject = f"{value_ctx.topic}-refs.Address"
@@ -157,38 +188,68 @@ def test_typed_record_references_are_registered_first(client, ck_client, value_c
 
 
 def test_reference_chains_register_dependencies_first(client, topic) -> None:
-    address = {"type": "record", "name": "Address", "namespace": "chain",
-               "fields": [{"name": "city", "type": "string"}]}
-    customer = {"type": "record", "name": "Customer", "namespace": "chain",
-                "fields": [{"name": "name", "type": "string"}, {"name": "address", "type": "Address"}]}
-    order = {"type": "record", "name": "Order", "namespace": "chain",
-             "fields": [{"name": "id", "type": "long"}, {"name": "customer", "type": "Customer"}]}
+    address = {
+        "type": "record",
+        "name": "Address",
+        "namespace": "chain",
+        "fields": [{"name": "city", "type": "string"}],
+    }
+    customer = {
+        "type": "record",
+        "name": "Customer",
+        "namespace": "chain",
+        "fields": [{"name": "name", "type": "string"}, {"name": "address", "type": "Address"}],
+    }
+    order = {
+        "type": "record",
+        "name": "Order",
+        "namespace": "chain",
+        "fields": [{"name": "id", "type": "long"}, {"name": "customer", "type": "Customer"}],
+    }
 
     def subject_of(ctx: SerializationContext | None, name: str) -> str:
         return f"{topic}-{name}"
 
-    ser = AvroSerializer(client, order, subject=f"{topic}-order", references=[customer, json.dumps(address)],
-                         reference_subject_strategy=subject_of)
+    ser = AvroSerializer(
+        client,
+        order,
+        subject=f"{topic}-order",
+        references=[customer, json.dumps(address)],
+        reference_subject_strategy=subject_of,
+    )
     record = {"id": 1, "customer": {"name": "ann", "address": {"city": "Oslo"}}}
     assert AvroDeserializer(client)(ser(record)) == record
     assert client.get_latest_version(f"{topic}-chain.Address").schema.references == ()
     assert client.get_latest_version(f"{topic}-chain.Customer").schema.references == (
-        SchemaReference("chain.Address", f"{topic}-chain.Address", 1),)
+        SchemaReference("chain.Address", f"{topic}-chain.Address", 1),
+    )
     assert client.get_latest_version(f"{topic}-order").schema.references == (
-        SchemaReference("chain.Customer", f"{topic}-chain.Customer", 1),)
+        SchemaReference("chain.Customer", f"{topic}-chain.Customer", 1),
+    )
 
     async def main() -> bytes | None:  # the async serializer finds the same registrations
         async with AsyncRegistryClient(client.urls) as c:
-            return await AsyncAvroSerializer(c, order, subject=f"{topic}-order", auto_register=False,
-                                             references=[customer, address], reference_subject_strategy=subject_of)(
-                record)
+            return await AsyncAvroSerializer(
+                c,
+                order,
+                subject=f"{topic}-order",
+                auto_register=False,
+                references=[customer, address],
+                reference_subject_strategy=subject_of,
+            )(record)
 
     assert asyncio.run(main()) == ser(record)
 
 
 def test_unregistered_references_without_auto_register(client, topic) -> None:
-    ser = AvroSerializer(client, Person, subject=f"{topic}-person", references=[Address], auto_register=False,
-                         reference_subject_strategy=lambda ctx, name: f"{topic}-{name}")
+    ser = AvroSerializer(
+        client,
+        Person,
+        subject=f"{topic}-person",
+        references=[Address],
+        auto_register=False,
+        reference_subject_strategy=lambda ctx, name: f"{topic}-{name}",
+    )
     with pytest.raises(SerializationError, match=rf"subject '{topic}-person' failed: .*error code 40401"):
         ser(Person("ann", Address("Oslo", 150)))
 

@@ -38,8 +38,19 @@ def _missing() -> str | None:
 MISSING = _missing()
 if MISSING is not None:
     # The other modules import pyspark: leave them out; test_prerequisites.py reports the skip and its reason.
-    collect_ignore_glob = [f"test_{name}.py" for name in ("avro", "column_decoder", "engines", "json", "protobuf",
-                                                          "types", "writer_and_record_types", "registry_auth")]
+    collect_ignore_glob = [
+        f"test_{name}.py"
+        for name in (
+            "avro",
+            "column_decoder",
+            "engines",
+            "json",
+            "protobuf",
+            "types",
+            "writer_and_record_types",
+            "registry_auth",
+        )
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -50,14 +61,18 @@ def spark() -> Iterator[Any]:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["TZ"] = "UTC"  # pyspark turns timestamps into naive datetimes in the local zone
     time.tzset()
-    session = spark_session("local[2]", "schemakit-tests", conf={
-        "spark.sql.shuffle.partitions": "2",
-        "spark.driver.memory": "768m",
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.python.worker.reuse": "true",
-    })
+    session = spark_session(
+        "local[2]",
+        "schemakit-tests",
+        conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.driver.memory": "768m",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.python.worker.reuse": "true",
+        },
+    )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
@@ -142,8 +157,7 @@ def protos(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     include = str(Path(protoc.__file__).parent / "_proto")
-    rc = protoc.main(["protoc", f"-I{root}", f"-I{include}", f"--python_out={root}",
-                      *(str(root / n) for n in PROTOS)])
+    rc = protoc.main(["protoc", f"-I{root}", f"-I{include}", f"--python_out={root}", *(str(root / n) for n in PROTOS)])
     assert rc == 0, "protoc failed"
     (root / "skspark" / "__init__.py").touch()
     sys.path.insert(0, str(root))

@@ -18,22 +18,42 @@ from pyspark.sql.pandas.types import to_arrow_type
 from serdes.spark.converters import avro_column_decoder
 from serdes.spark.types import avro_to_spark
 
-SCHEMA = {"type": "record", "name": "R", "fields": [
-    {"name": "a", "type": "long"},
-    {"name": "b", "type": ["string", "null"]},
-    {"name": "f", "type": "float"},
-    {"name": "by", "type": ["null", "bytes"]},
-    {"name": "ok", "type": ["null", "boolean"]},
-    {"name": "e", "type": ["null", {"type": "enum", "name": "E", "symbols": ["X", "Y"]}]},
-    {"name": "n", "type": ["null", {"type": "record", "name": "N", "fields": [
-        {"name": "i", "type": "int"},
-        {"name": "l", "type": {"type": "array", "items": ["null", "string"]}},
-        {"name": "ee", "type": "E"},
-        {"name": "inner", "type": ["null", {"type": "record", "name": "I", "fields": [
-            {"name": "z", "type": "double"}]}]}]}]},
-    {"name": "arr", "type": {"type": "array", "items": ["null", "N"]}},
-    {"name": "aa", "type": ["null", {"type": "array", "items": {"type": "array", "items": "int"}}]},
-]}  # fmt: skip
+SCHEMA = {
+    "type": "record",
+    "name": "R",
+    "fields": [
+        {"name": "a", "type": "long"},
+        {"name": "b", "type": ["string", "null"]},
+        {"name": "f", "type": "float"},
+        {"name": "by", "type": ["null", "bytes"]},
+        {"name": "ok", "type": ["null", "boolean"]},
+        {"name": "e", "type": ["null", {"type": "enum", "name": "E", "symbols": ["X", "Y"]}]},
+        {
+            "name": "n",
+            "type": [
+                "null",
+                {
+                    "type": "record",
+                    "name": "N",
+                    "fields": [
+                        {"name": "i", "type": "int"},
+                        {"name": "l", "type": {"type": "array", "items": ["null", "string"]}},
+                        {"name": "ee", "type": "E"},
+                        {
+                            "name": "inner",
+                            "type": [
+                                "null",
+                                {"type": "record", "name": "I", "fields": [{"name": "z", "type": "double"}]},
+                            ],
+                        },
+                    ],
+                },
+            ],
+        },
+        {"name": "arr", "type": {"type": "array", "items": ["null", "N"]}},
+        {"name": "aa", "type": ["null", {"type": "array", "items": {"type": "array", "items": "int"}}]},
+    ],
+}
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +72,12 @@ def random_record(rnd: random.Random) -> dict[str, Any]:
         return "".join(rnd.choice("aé€😀b") for _ in range(rnd.randint(0, 5)))
 
     def n() -> dict[str, Any]:
-        return {"i": rnd.randint(-(2**31), 2**31 - 1), "l": [maybe(s) for _ in range(rnd.randint(0, 3))],
-                "ee": rnd.choice("XY"), "inner": maybe(lambda: {"z": rnd.random()})}
+        return {
+            "i": rnd.randint(-(2**31), 2**31 - 1),
+            "l": [maybe(s) for _ in range(rnd.randint(0, 3))],
+            "ee": rnd.choice("XY"),
+            "inner": maybe(lambda: {"z": rnd.random()}),
+        }
 
     return {
         "a": rnd.randint(-(2**63), 2**63 - 1) if rnd.random() < 0.3 else rnd.randint(-300, 300),
@@ -107,7 +131,7 @@ def test_damaged_bodies_are_accepted_only_when_fastavro_agrees(codec: tuple[Any,
         if op < 0.4 and b:
             b[rnd.randrange(len(b))] = rnd.randrange(256)
         elif op < 0.7 and b:
-            del b[rnd.randrange(len(b)):]
+            del b[rnd.randrange(len(b)) :]
         else:
             b += bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 3)))
         body = bytes(b)

@@ -11,8 +11,11 @@ from pyspark.sql import Row
 from serdes import AvroSerializer
 from serdes.spark import from_registry, jar_path
 
-SCHEMA = {"type": "record", "name": "Tick", "fields": [{"name": "n", "type": "long"},
-                                                        {"name": "label", "type": ["null", "string"]}]}
+SCHEMA = {
+    "type": "record",
+    "name": "Tick",
+    "fields": [{"name": "n", "type": "long"}, {"name": "label", "type": ["null", "string"]}],
+}
 
 
 def test_jar_holds_the_decoder_and_the_session_loads_it(spark) -> None:
@@ -65,10 +68,18 @@ def test_structured_streaming(spark, client, registry_url, subject, engine, tmp_
     rows = [(k, ser({"n": k, "label": None if k % 2 else f"l{k}"})) for k in range(6)] + [(6, None)]
     spark.createDataFrame(rows, "k int, value binary").coalesce(1).write.parquet(str(tmp_path / "in"))
     name = f"ticks_{uuid.uuid4().hex[:8]}"
-    stream = (spark.readStream.schema("k int, value binary").parquet(str(tmp_path / "in"))
-              .select("k", from_registry("value", registry_url, subject=subject, engine=engine).alias("t")))
-    query = (stream.writeStream.format("memory").queryName(name).trigger(availableNow=True)
-             .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    stream = (
+        spark.readStream.schema("k int, value binary")
+        .parquet(str(tmp_path / "in"))
+        .select("k", from_registry("value", registry_url, subject=subject, engine=engine).alias("t"))
+    )
+    query = (
+        stream.writeStream.format("memory")
+        .queryName(name)
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
     query.awaitTermination(120)
     got = spark.sql(f"select k, t from {name} order by k").collect()
     assert [r.t for r in got] == [Row(n=k, label=None if k % 2 else f"l{k}") for k in range(6)] + [None]

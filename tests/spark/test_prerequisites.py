@@ -17,6 +17,10 @@ def test_spark_prerequisites_and_jar() -> None:
     path = build_jar.build()
     with zipfile.ZipFile(path) as jar:
         names = set(jar.namelist())
-    assert {"schemakit/spark/AvroRegistryDecoder.class", "schemakit/spark/AvroCatalystReader.class",
-            "schemakit/spark/RegistryDecodeExpression.class", "schemakit/spark/RegistrySchemas.class"} <= names
+    assert {
+        "schemakit/spark/AvroRegistryDecoder.class",
+        "schemakit/spark/AvroCatalystReader.class",
+        "schemakit/spark/RegistryDecodeExpression.class",
+        "schemakit/spark/RegistrySchemas.class",
+    } <= names
     assert build_jar.up_to_date()

@@ -42,10 +42,26 @@ def _needs_protobuf(require_type) -> None:
 
 def all_types(pb, k: int):
     m = pb.all_types.AllTypes(
-        i32=-k, s32=-2 * k, sf32=3, i64=-(2**40), s64=2**41, sf64=-5, u32=2**32 - 1, f32=7, u64=2**64 - 1,
-        f64=2**63, d=0.25, f=1.5, b=True, s=f"s{k}", raw=b"\x00\xff", color=pb.all_types.AllTypes.BLUE,
-        numbers=[1, 2, 3], colors=[pb.all_types.AllTypes.GREEN, pb.all_types.AllTypes.RED],
-        counts={"a": 1}, note="n" if k % 2 == 0 else None,
+        i32=-k,
+        s32=-2 * k,
+        sf32=3,
+        i64=-(2**40),
+        s64=2**41,
+        sf64=-5,
+        u32=2**32 - 1,
+        f32=7,
+        u64=2**64 - 1,
+        f64=2**63,
+        d=0.25,
+        f=1.5,
+        b=True,
+        s=f"s{k}",
+        raw=b"\x00\xff",
+        color=pb.all_types.AllTypes.BLUE,
+        numbers=[1, 2, 3],
+        colors=[pb.all_types.AllTypes.GREEN, pb.all_types.AllTypes.RED],
+        counts={"a": 1},
+        note="n" if k % 2 == 0 else None,
     )
     if k % 2 == 0:
         m.item.sku, m.item.qty = "x", 1
@@ -63,26 +79,64 @@ def all_types(pb, k: int):
 def expected(k: int) -> dict:
     even = k % 2 == 0
     return {
-        "i32": -k, "s32": -2 * k, "sf32": 3, "i64": -(2**40), "s64": 2**41, "sf64": -5, "u32": 2**32 - 1, "f32": 7,
-        "u64": decimal.Decimal(2**64 - 1), "f64": decimal.Decimal(2**63), "d": 0.25, "f": 1.5, "b": True,
-        "s": f"s{k}", "raw": bytearray(b"\x00\xff"), "color": "BLUE",
-        "item": Row(sku="x", qty=1) if even else None, "items": [Row(sku="i1", qty=2)], "numbers": [1, 2, 3],
-        "colors": ["GREEN", "RED"], "counts": {"a": 1}, "by_sku": {"k": Row(sku="v", qty=0)},
-        "at": AT.replace(tzinfo=None), "note": "n" if even else None,
-        "text": "chosen" if even else None, "code": None if even else 42,
+        "i32": -k,
+        "s32": -2 * k,
+        "sf32": 3,
+        "i64": -(2**40),
+        "s64": 2**41,
+        "sf64": -5,
+        "u32": 2**32 - 1,
+        "f32": 7,
+        "u64": decimal.Decimal(2**64 - 1),
+        "f64": decimal.Decimal(2**63),
+        "d": 0.25,
+        "f": 1.5,
+        "b": True,
+        "s": f"s{k}",
+        "raw": bytearray(b"\x00\xff"),
+        "color": "BLUE",
+        "item": Row(sku="x", qty=1) if even else None,
+        "items": [Row(sku="i1", qty=2)],
+        "numbers": [1, 2, 3],
+        "colors": ["GREEN", "RED"],
+        "counts": {"a": 1},
+        "by_sku": {"k": Row(sku="v", qty=0)},
+        "at": AT.replace(tzinfo=None),
+        "note": "n" if even else None,
+        "text": "chosen" if even else None,
+        "code": None if even else 42,
     }
 
 
 def test_protobuf_type_mapping(protos) -> None:
     item = StructType([StructField("sku", StringType()), StructField("qty", IntegerType())])
     want = {
-        "i32": IntegerType(), "s32": IntegerType(), "sf32": IntegerType(), "i64": LongType(), "s64": LongType(),
-        "sf64": LongType(), "u32": LongType(), "f32": LongType(), "u64": DecimalType(20, 0),
-        "f64": DecimalType(20, 0), "d": DoubleType(), "f": FloatType(), "b": BooleanType(), "s": StringType(),
-        "raw": BinaryType(), "color": StringType(), "item": item, "items": ArrayType(item, False),
-        "numbers": ArrayType(IntegerType(), False), "colors": ArrayType(StringType(), False),
-        "counts": MapType(StringType(), LongType(), True), "by_sku": MapType(StringType(), item, True),
-        "at": TimestampType(), "note": StringType(), "text": StringType(), "code": IntegerType(),
+        "i32": IntegerType(),
+        "s32": IntegerType(),
+        "sf32": IntegerType(),
+        "i64": LongType(),
+        "s64": LongType(),
+        "sf64": LongType(),
+        "u32": LongType(),
+        "f32": LongType(),
+        "u64": DecimalType(20, 0),
+        "f64": DecimalType(20, 0),
+        "d": DoubleType(),
+        "f": FloatType(),
+        "b": BooleanType(),
+        "s": StringType(),
+        "raw": BinaryType(),
+        "color": StringType(),
+        "item": item,
+        "items": ArrayType(item, False),
+        "numbers": ArrayType(IntegerType(), False),
+        "colors": ArrayType(StringType(), False),
+        "counts": MapType(StringType(), LongType(), True),
+        "by_sku": MapType(StringType(), item, True),
+        "at": TimestampType(),
+        "note": StringType(),
+        "text": StringType(),
+        "code": IntegerType(),
     }
     got = protobuf_to_spark(protos.all_types.AllTypes.DESCRIPTOR)
     assert {f.name: f.dataType for f in got.fields} == want
@@ -105,9 +159,12 @@ def test_every_protobuf_rule_and_round_trip(spark, client, registry_url, subject
     got = decoded(df, col)
     assert [r.asDict() for r in got[:2]] == [expected(0), expected(1)]
     assert got[2] is None
-    back = (df.select("n", col.alias("o")).select("n", to_registry("o", registry_url, subject=subject,
-                                                                   message="skspark.AllTypes").alias("v"))
-            .orderBy("n").collect())
+    back = (
+        df.select("n", col.alias("o"))
+        .select("n", to_registry("o", registry_url, subject=subject, message="skspark.AllTypes").alias("v"))
+        .orderBy("n")
+        .collect()
+    )
     assert [r.v for r in back] == frames
     with pytest.raises(ValueError, match="the JVM engine decodes Avro only"):
         from_registry("value", registry_url, subject=subject, engine="jvm")
@@ -123,9 +180,11 @@ def test_three_versions_in_one_column(spark, client, registry_url, subject, prot
     client.set_compatibility("NONE", subject)
     f1 = ProtobufSerializer(client, protos.order_v1.Order, subject=subject)(protos.order_v1.Order(id="a", qty=1))
     f2 = ProtobufSerializer(client, protos.order_v2.Order, subject=subject)(
-        protos.order_v2.Order(id="b", qty=2, customer="bo"))
+        protos.order_v2.Order(id="b", qty=2, customer="bo")
+    )
     f3 = ProtobufSerializer(client, protos.order_v3.Order, subject=subject)(
-        protos.order_v3.Order(id="c", customer="cy", tags=["t"]))
+        protos.order_v3.Order(id="c", customer="cy", tags=["t"])
+    )
     assert len({wire.read_schema_id(f) for f in (f1, f2, f3)}) == 3
     df = frames_df(spark, [f1, f2, f3])
     latest = decoded(df, from_registry("value", registry_url, subject=subject))
@@ -136,15 +195,23 @@ def test_three_versions_in_one_column(spark, client, registry_url, subject, prot
     ]
     v2 = decoded(df, from_registry("value", registry_url, subject=subject, version=2))
     assert [r.asDict() for r in v2] == [
-        {"id": "a", "qty": 1, "customer": ""}, {"id": "b", "qty": 2, "customer": "bo"},
-        {"id": "c", "qty": 0, "customer": "cy"}]
+        {"id": "a", "qty": 1, "customer": ""},
+        {"id": "b", "qty": 2, "customer": "bo"},
+        {"id": "c", "qty": 0, "customer": "cy"},
+    ]
 
 
 def test_permissive_and_failfast(spark, client, registry_url, subject, protos) -> None:
     good = ProtobufSerializer(client, protos.order_v1.Order, subject=subject)(protos.order_v1.Order(id="a", qty=1))
     sid = wire.read_schema_id(good)
-    frames = [good, None, good[:6] + b"\x0a\x09ab", good[:5] + b"\x04\x02\x00" + good[6:],
-              wire.prefix(876543) + good[5:], b"\x03" + good[1:]]
+    frames = [
+        good,
+        None,
+        good[:6] + b"\x0a\x09ab",
+        good[:5] + b"\x04\x02\x00" + good[6:],
+        wire.prefix(876543) + good[5:],
+        b"\x03" + good[1:],
+    ]
     df = frames_df(spark, frames)
     got = decoded(df, from_registry("value", registry_url, subject=subject, error_column=True))
     assert got[0].value.asDict() == {"id": "a", "qty": 1} and got[0].error is None
@@ -173,7 +240,8 @@ def test_confluent_kafka_frames_both_ways(spark, registry_url, protos) -> None:
     col = from_registry("value", registry_url, subject=f"{topic}-value", message="skspark.AllTypes")
     assert [r.asDict() for r in decoded(df, col)] == [expected(0), expected(1)]
     out = df.select("n", col.alias("o")).select(
-        "n", to_registry("o", registry_url, subject=f"{topic}-value", message="skspark.AllTypes").alias("v"))
+        "n", to_registry("o", registry_url, subject=f"{topic}-value", message="skspark.AllTypes").alias("v")
+    )
     de = CkProtobufDeserializer(protos.all_types.AllTypes, conf={"use.deprecated.format": False})
     assert [de(bytes(r.v), ctx) for r in out.orderBy("n").collect()] == msgs
 
@@ -181,9 +249,12 @@ def test_confluent_kafka_frames_both_ways(spark, registry_url, protos) -> None:
 def test_to_registry_auto_register_with_message_class(spark, client, registry_url, subject, protos) -> None:
     df = spark.createDataFrame([("a", 1), ("b", 2)], "id string, qty long")
     out = df.selectExpr("struct(id, qty) as o").select(
-        to_registry("o", registry_url, subject=subject, schema=protos.order_v1.Order, auto_register=True).alias("v"))
+        to_registry("o", registry_url, subject=subject, schema=protos.order_v1.Order, auto_register=True).alias("v")
+    )
     values = [bytes(r.v) for r in out.collect()]
     sid = client.get_latest_version(subject).schema_id
     assert [wire.read_schema_id(v) for v in values] == [sid, sid]
     assert [protos.order_v1.Order.FromString(v[6:]) for v in values] == [
-        protos.order_v1.Order(id="a", qty=1), protos.order_v1.Order(id="b", qty=2)]
+        protos.order_v1.Order(id="a", qty=1),
+        protos.order_v1.Order(id="b", qty=2),
+    ]

@@ -61,20 +61,29 @@ def test_basic_auth(spark, client, registry_url, subject, engine, gateways) -> N
     assert len(writer_fetches(gw, wire.read_schema_id(frame))) == 1 and gw.rejected == 0
     # the same credentials in the URL work too; wrong ones are refused before any query runs
     assert decode(spark, [frame], f"http://ann:{SECRET}@{gw.url.removeprefix('http://')}", subject, engine) == [
-        Row(n=7)]
+        Row(n=7)
+    ]
     with pytest.raises(Exception, match="401"):
         from_registry("value", {"url": gw.url, "basic.auth.user.info": "ann:wrong"}, subject=subject, engine=engine)
 
 
 def test_static_bearer_token_with_confluent_cloud_headers(spark, client, subject, engine, gateways) -> None:
     def allow(h: dict[str, str]) -> bool:
-        return (header(h, "Authorization") == f"Bearer {SECRET}" and header(h, "target-sr-cluster") == "lsrc-42"
-                and header(h, "Confluent-Identity-Pool-Id") == "pool-1")
+        return (
+            header(h, "Authorization") == f"Bearer {SECRET}"
+            and header(h, "target-sr-cluster") == "lsrc-42"
+            and header(h, "Confluent-Identity-Pool-Id") == "pool-1"
+        )
 
     gw = gateways(allow)
     frame = AvroSerializer(client, V1, subject=subject)({"n": 3})
-    options = {"url": gw.url, "bearer.auth.credentials.source": "STATIC_TOKEN", "bearer.auth.token": SECRET,
-               "bearer.auth.logical.cluster": "lsrc-42", "bearer.auth.identity.pool.id": "pool-1"}
+    options = {
+        "url": gw.url,
+        "bearer.auth.credentials.source": "STATIC_TOKEN",
+        "bearer.auth.token": SECRET,
+        "bearer.auth.logical.cluster": "lsrc-42",
+        "bearer.auth.identity.pool.id": "pool-1",
+    }
     assert decode(spark, [frame], options, subject, engine) == [Row(n=3)]
     assert len(writer_fetches(gw, wire.read_schema_id(frame))) == 1 and gw.rejected == 0
 
@@ -83,9 +92,14 @@ def test_oauth_client_credentials_fetched_and_refreshed(spark, client, subject, 
     endpoint = TokenEndpoint("spark-app", SECRET, "schema_registry", expires_in=2.0)
     try:
         gw = gateways(lambda h: endpoint.valid(header(h, "Authorization")))
-        options = {"url": gw.url, "bearer.auth.credentials.source": "OAUTHBEARER",
-                   "bearer.auth.issuer.endpoint.url": endpoint.url, "bearer.auth.client.id": "spark-app",
-                   "bearer.auth.client.secret": SECRET, "bearer.auth.scope": "schema_registry"}
+        options = {
+            "url": gw.url,
+            "bearer.auth.credentials.source": "OAUTHBEARER",
+            "bearer.auth.issuer.endpoint.url": endpoint.url,
+            "bearer.auth.client.id": "spark-app",
+            "bearer.auth.client.secret": SECRET,
+            "bearer.auth.scope": "schema_registry",
+        }
         first = AvroSerializer(client, V1, subject=subject)({"n": 1})
         assert decode(spark, [first], options, subject, engine) == [Row(n=1)]
         issued = len(endpoint.issued)
@@ -101,9 +115,15 @@ def test_oauth_client_credentials_fetched_and_refreshed(spark, client, subject, 
 def test_mutual_tls_with_a_ca_bundle(spark, engine, mtls_registry, pki) -> None:  # noqa: F811
     from serdes import RegistryClient
 
-    options = {"url": mtls_registry, "ssl.ca.location": pki["ca.crt"], "ssl.certificate.location": pki["client.crt"],
-               "ssl.key.location": pki["client.key"], "ssl.key.password": KEY_PASSWORD}
+    options = {
+        "url": mtls_registry,
+        "ssl.ca.location": pki["ca.crt"],
+        "ssl.certificate.location": pki["client.crt"],
+        "ssl.key.location": pki["client.key"],
+        "ssl.key.password": KEY_PASSWORD,
+    }
     with RegistryClient.from_config(options) as c:
         frame = AvroSerializer(c, V1, subject=f"mtls-spark-{engine}")({"n": 11})
-    assert decode(spark, [frame], {**options, "ssl.key.password": KEY_PASSWORD}, f"mtls-spark-{engine}",
-                  engine) == [Row(n=11)]
+    assert decode(spark, [frame], {**options, "ssl.key.password": KEY_PASSWORD}, f"mtls-spark-{engine}", engine) == [
+        Row(n=11)
+    ]

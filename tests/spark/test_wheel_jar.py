@@ -33,8 +33,9 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def build_wheel(src: Path, out: Path, **env: str) -> subprocess.CompletedProcess[str]:
     # --no-build-isolation: the build sees this venv's pyspark, as `make wheel` does
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-v", "-w", str(out), str(src)]
-    return subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=500, cwd=out,
-                          env={**os.environ, **env})
+    return subprocess.run(
+        cmd, capture_output=True, text=True, check=False, timeout=500, cwd=out, env={**os.environ, **env}
+    )
 
 
 def test_the_wheel_carries_the_jar_compiled_by_the_build(sources: Path, tmp_path: Path) -> None:
@@ -44,8 +45,11 @@ def test_the_wheel_carries_the_jar_compiled_by_the_build(sources: Path, tmp_path
     (wheel,) = tmp_path.glob("schemakit-*.whl")
     with zipfile.ZipFile(wheel) as whl, whl.open(JAR) as nested, zipfile.ZipFile(nested) as jar:
         classes = set(jar.namelist())
-    assert {"schemakit/spark/RegistryDecodeExpression.class", "schemakit/spark/AvroRegistryDecoder.class",
-            "schemakit/spark/AvroCatalystReader.class"} <= classes
+    assert {
+        "schemakit/spark/RegistryDecodeExpression.class",
+        "schemakit/spark/AvroRegistryDecoder.class",
+        "schemakit/spark/AvroCatalystReader.class",
+    } <= classes
 
 
 def test_without_javac_the_wheel_builds_without_the_jar_and_says_why(sources: Path, tmp_path: Path) -> None:

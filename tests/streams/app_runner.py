@@ -20,8 +20,19 @@ import time
 from streams.app import StreamsApp
 from tests.streams.topologies import click_windows, key_counts, order_totals
 
-REPORTED = ("state", "tasks", "standby_tasks", "task_states", "restored", "restores", "processed", "leader",
-            "generation", "lost_tasks", "standby_records")  # fmt: skip
+REPORTED = (
+    "state",
+    "tasks",
+    "standby_tasks",
+    "task_states",
+    "restored",
+    "restores",
+    "processed",
+    "leader",
+    "generation",
+    "lost_tasks",
+    "standby_records",
+)
 
 
 class Events:
@@ -53,8 +64,9 @@ def main() -> int:
     parser.add_argument("--server", default=None)
     parser.add_argument("--guarantee", default="at_least_once")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(process)d %(threadName)s %(name)s %(message)s")  # fmt: skip
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(process)d %(threadName)s %(name)s %(message)s"
+    )
     if args.topology == "key_counts":
         topology = key_counts(args.input, args.output, args.name)
     elif args.topology.startswith("click_windows"):
@@ -62,12 +74,21 @@ def main() -> int:
     else:
         topology = order_totals(args.input, args.output)
     lock = threading.Lock()
-    app = StreamsApp(topology, args.app_id, args.url, state_dir=args.state_dir, commit_interval_ms=args.commit_ms,
-                     num_standby_replicas=args.standbys, session_timeout_ms=args.session_ms,
-                     probing_rebalance_interval_ms=args.probing_ms, acceptable_recovery_lag=args.recovery_lag,
-                     max_warmup_replicas=args.warmups, application_server=args.server,
-                     processing_guarantee=args.guarantee,
-                     state_listener=Events(lock))  # fmt: skip
+    app = StreamsApp(
+        topology,
+        args.app_id,
+        args.url,
+        state_dir=args.state_dir,
+        commit_interval_ms=args.commit_ms,
+        num_standby_replicas=args.standbys,
+        session_timeout_ms=args.session_ms,
+        probing_rebalance_interval_ms=args.probing_ms,
+        acceptable_recovery_lag=args.recovery_lag,
+        max_warmup_replicas=args.warmups,
+        application_server=args.server,
+        processing_guarantee=args.guarantee,
+        state_listener=Events(lock),
+    )
     done = threading.Event()
 
     def report() -> None:

@@ -72,8 +72,13 @@ def log(log_url: str) -> Iterator[Log]:
     lg.close()
 
 
-def produce(lg: Log, topic: str, items: list[tuple[Any, Any]], key: Callable[[Any], bytes | None] = str.encode,
-            value: Callable[[Any], bytes | None] = orjson.dumps) -> dict[Any, tuple[int, int]]:  # fmt: skip
+def produce(
+    lg: Log,
+    topic: str,
+    items: list[tuple[Any, Any]],
+    key: Callable[[Any], bytes | None] = str.encode,
+    value: Callable[[Any], bytes | None] = orjson.dumps,
+) -> dict[Any, tuple[int, int]]:
     """Write (key, value) items; returns where each key landed: key -> (partition, offset)."""
     where: dict[Any, tuple[int, int]] = {}
     with lg.producer() as p:
@@ -106,8 +111,9 @@ def read_all(lg: Log, topic: str, quiet: float = 1.5, timeout: float = 60.0) -> 
     return out
 
 
-def last_values(records: list[Record], key: Callable[[bytes], Any] = bytes.decode,
-                value: Callable[[bytes], Any] = orjson.loads) -> dict[Any, Any]:  # fmt: skip
+def last_values(
+    records: list[Record], key: Callable[[bytes], Any] = bytes.decode, value: Callable[[bytes], Any] = orjson.loads
+) -> dict[Any, Any]:
     """The latest value per key, in offset order per partition (keys live in one partition)."""
     out: dict[Any, Any] = {}
     for r in sorted(records, key=lambda r: (r.partition, r.offset)):

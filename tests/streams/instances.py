@@ -25,8 +25,11 @@ class Instance:
         self.stderr = open(self.stderr_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.streams.app_runner", *args],
-            cwd=REPO, stdout=subprocess.PIPE, stderr=self.stderr, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 

@@ -31,9 +31,17 @@ def pipe(driver: TopologyTestDriver, topic: str, rows: Iterable[Row], key: Any =
         source.pipe_input(k, v, timestamp=ts)
 
 
-def scenario(build: Callable[[StreamsBuilder], None], rows: Iterable[Row], *, out: str = "out", key: Any = None,
-             value: Any = None, state_dir: Path | None = None, in_key: Any = str,
-             in_value: Any = str) -> list[Row]:  # fmt: skip
+def scenario(
+    build: Callable[[StreamsBuilder], None],
+    rows: Iterable[Row],
+    *,
+    out: str = "out",
+    key: Any = None,
+    value: Any = None,
+    state_dir: Path | None = None,
+    in_key: Any = str,
+    in_value: Any = str,
+) -> list[Row]:
     """Build, pipe ``rows`` into topic ``in``, and return what ``out`` received."""
     b = StreamsBuilder()
     build(b)

@@ -22,8 +22,10 @@ def lags(ts: list[str], lag: float) -> dict[str, float]:
 
 def table(result: TaskAssignment) -> dict[str, tuple[list[str], list[str], list[str]]]:
     """client -> (active, standby, warm-up), each sorted."""
-    return {c: (sorted(a.active, key=task_key), sorted(a.standby, key=task_key), sorted(a.warmup, key=task_key))
-            for c, a in result.clients.items()}  # fmt: skip
+    return {
+        c: (sorted(a.active, key=task_key), sorted(a.standby, key=task_key), sorted(a.warmup, key=task_key))
+        for c, a in result.clients.items()
+    }
 
 
 @dataclass
@@ -40,67 +42,146 @@ class Scenario:
 T4 = tasks(1, 4)
 T9 = tasks(3, 3)
 SCENARIOS = [
-    Scenario("fresh application, two instances, empty changelogs", T4, T4,
-             {"a": ClientState(lags=lags(T4, 0)), "b": ClientState(lags=lags(T4, 0))}, AssignorConfig(),
-             {"a": (["0_0", "0_1"], [], []), "b": (["0_2", "0_3"], [], [])}),
-    Scenario("new instance with no state: actives stay, at most max_warmup_replicas warm-ups, standbys stay "
-             "where the state is", T9, T9,
-             {"a": ClientState(active=frozenset(T9), lags=lags(T9, 0)),
-              "b": ClientState(standby=frozenset(T9), lags=lags(T9, 10)), "c": ClientState()},
-             AssignorConfig(num_standby_replicas=1, max_warmup_replicas=2, acceptable_recovery_lag=11),
-             {"a": (["0_0", "0_1", "0_2", "2_0", "2_1", "2_2"], ["1_0", "1_1", "1_2"], []),
-              "b": (["1_0", "1_1", "1_2"], ["0_0", "0_1", "0_2", "2_0", "2_1", "2_2"], []),
-              "c": ([], [], ["2_0", "2_1"])}, probing=True),
-    Scenario("new instance within acceptable_recovery_lag: tasks move at once", T4, T4,
-             {"a": ClientState(active=frozenset(T4), lags=lags(T4, 0)), "b": ClientState(lags=lags(T4, 500))},
-             AssignorConfig(acceptable_recovery_lag=1000),
-             {"a": (["0_0", "0_1"], [], []), "b": (["0_2", "0_3"], [], [])}),
-    Scenario("instance gone: its tasks go to the survivor, whose standbys become actives; no room for standbys",
-             T4, T4,
-             {"a": ClientState(active=frozenset(T4[:2]), standby=frozenset(T4[2:]), lags=lags(T4, 0))},
-             AssignorConfig(num_standby_replicas=1), {"a": (T4, [], [])}),
-    Scenario("the previous owner fell behind: the caught-up instance takes the task, the owner warms up",
-             ["0_0", "0_1"], ["0_0"],
-             {"a": ClientState(active=frozenset({"0_0"}), lags={"0_0": 500}),
-              "b": ClientState(active=frozenset({"0_1"}), lags={"0_0": 0})},
-             AssignorConfig(acceptable_recovery_lag=100),
-             {"a": (["0_1"], [], ["0_0"]), "b": (["0_0"], [], [])}, probing=True),
-    Scenario("nobody caught up: the most caught-up instance runs it, the next one holds the standby",
-             ["0_0"], ["0_0"],
-             {"a": ClientState(lags={"0_0": UNKNOWN_LAG}), "b": ClientState(lags={"0_0": 1000}),
-              "c": ClientState(lags={"0_0": 500})},
-             AssignorConfig(num_standby_replicas=1, acceptable_recovery_lag=100),
-             {"a": ([], [], ["0_0"]), "b": ([], ["0_0"], []), "c": (["0_0"], [], [])}, probing=True),
-    Scenario("standbys: each instance holds the other's tasks", ["0_0", "0_1"], ["0_0", "0_1"],
-             {"a": ClientState(active=frozenset({"0_0"}), lags={"0_0": 0, "0_1": 0}),
-              "b": ClientState(active=frozenset({"0_1"}), lags={"0_0": 0, "0_1": 0})},
-             AssignorConfig(num_standby_replicas=1),
-             {"a": (["0_0"], ["0_1"], []), "b": (["0_1"], ["0_0"], [])}),
-    Scenario("stateless tasks get no standbys and are balanced at once", ["0_0", "0_1"], [],
-             {"a": ClientState(active=frozenset({"0_0", "0_1"})), "b": ClientState()},
-             AssignorConfig(num_standby_replicas=1), {"a": (["0_0"], [], []), "b": (["0_1"], [], [])}),
-    Scenario("warm-ups are capped by max_warmup_replicas", tasks(1, 6), tasks(1, 6),
-             {"a": ClientState(active=frozenset(tasks(1, 6)), lags=lags(tasks(1, 6), 0)), "b": ClientState()},
-             AssignorConfig(max_warmup_replicas=1), {"a": (tasks(1, 6), [], []), "b": ([], [], ["0_3"])}, probing=True),
-    Scenario("a warmed-up instance gets the task it warmed up; no new warm-ups", T4, T4,
-             {"a": ClientState(active=frozenset(T4), lags=lags(T4, 0)),
-              "b": ClientState(standby=frozenset({"0_1"}), lags={"0_1": 0}),
-              "c": ClientState(standby=frozenset({"0_2"}), lags={"0_2": 0})},
-             AssignorConfig(acceptable_recovery_lag=0),
-             {"a": (["0_0", "0_3"], [], []), "b": (["0_1"], [], []), "c": (["0_2"], [], [])}),
-    Scenario("threads: an instance with two threads gets twice the tasks", tasks(1, 6), tasks(1, 6),
-             {"a": ClientState(threads=2, lags=lags(tasks(1, 6), 0)), "b": ClientState(lags=lags(tasks(1, 6), 0))},
-             AssignorConfig(), {"a": (["0_0", "0_1", "0_2", "0_3"], [], []), "b": (["0_4", "0_5"], [], [])}),
-    Scenario("stateless tasks balance the total when stateful ones must stay", ["0_0", "0_1", "1_0", "1_1"],
-             ["0_0", "0_1"],
-             {"a": ClientState(active=frozenset({"0_0", "0_1", "1_0", "1_1"}), lags={"0_0": 0, "0_1": 0}),
-              "b": ClientState()}, AssignorConfig(max_warmup_replicas=1),
-             {"a": (["0_0", "0_1"], [], []), "b": (["1_0", "1_1"], [], ["0_1"])}, probing=True),
-    Scenario("sub-topologies are balanced task by task, 10 tasks over 3 instances: 4/3/3", tasks(2, 5), tasks(2, 5),
-             {c: ClientState(lags=lags(tasks(2, 5), 0)) for c in "abc"}, AssignorConfig(),
-             {"a": (["0_0", "0_1", "0_2", "0_3"], [], []), "b": (["0_4", "1_0", "1_1"], [], []),
-              "c": (["1_2", "1_3", "1_4"], [], [])}),
-]  # fmt: skip
+    Scenario(
+        "fresh application, two instances, empty changelogs",
+        T4,
+        T4,
+        {"a": ClientState(lags=lags(T4, 0)), "b": ClientState(lags=lags(T4, 0))},
+        AssignorConfig(),
+        {"a": (["0_0", "0_1"], [], []), "b": (["0_2", "0_3"], [], [])},
+    ),
+    Scenario(
+        "new instance with no state: actives stay, at most max_warmup_replicas warm-ups, standbys stay "
+        "where the state is",
+        T9,
+        T9,
+        {
+            "a": ClientState(active=frozenset(T9), lags=lags(T9, 0)),
+            "b": ClientState(standby=frozenset(T9), lags=lags(T9, 10)),
+            "c": ClientState(),
+        },
+        AssignorConfig(num_standby_replicas=1, max_warmup_replicas=2, acceptable_recovery_lag=11),
+        {
+            "a": (["0_0", "0_1", "0_2", "2_0", "2_1", "2_2"], ["1_0", "1_1", "1_2"], []),
+            "b": (["1_0", "1_1", "1_2"], ["0_0", "0_1", "0_2", "2_0", "2_1", "2_2"], []),
+            "c": ([], [], ["2_0", "2_1"]),
+        },
+        probing=True,
+    ),
+    Scenario(
+        "new instance within acceptable_recovery_lag: tasks move at once",
+        T4,
+        T4,
+        {"a": ClientState(active=frozenset(T4), lags=lags(T4, 0)), "b": ClientState(lags=lags(T4, 500))},
+        AssignorConfig(acceptable_recovery_lag=1000),
+        {"a": (["0_0", "0_1"], [], []), "b": (["0_2", "0_3"], [], [])},
+    ),
+    Scenario(
+        "instance gone: its tasks go to the survivor, whose standbys become actives; no room for standbys",
+        T4,
+        T4,
+        {"a": ClientState(active=frozenset(T4[:2]), standby=frozenset(T4[2:]), lags=lags(T4, 0))},
+        AssignorConfig(num_standby_replicas=1),
+        {"a": (T4, [], [])},
+    ),
+    Scenario(
+        "the previous owner fell behind: the caught-up instance takes the task, the owner warms up",
+        ["0_0", "0_1"],
+        ["0_0"],
+        {
+            "a": ClientState(active=frozenset({"0_0"}), lags={"0_0": 500}),
+            "b": ClientState(active=frozenset({"0_1"}), lags={"0_0": 0}),
+        },
+        AssignorConfig(acceptable_recovery_lag=100),
+        {"a": (["0_1"], [], ["0_0"]), "b": (["0_0"], [], [])},
+        probing=True,
+    ),
+    Scenario(
+        "nobody caught up: the most caught-up instance runs it, the next one holds the standby",
+        ["0_0"],
+        ["0_0"],
+        {
+            "a": ClientState(lags={"0_0": UNKNOWN_LAG}),
+            "b": ClientState(lags={"0_0": 1000}),
+            "c": ClientState(lags={"0_0": 500}),
+        },
+        AssignorConfig(num_standby_replicas=1, acceptable_recovery_lag=100),
+        {"a": ([], [], ["0_0"]), "b": ([], ["0_0"], []), "c": (["0_0"], [], [])},
+        probing=True,
+    ),
+    Scenario(
+        "standbys: each instance holds the other's tasks",
+        ["0_0", "0_1"],
+        ["0_0", "0_1"],
+        {
+            "a": ClientState(active=frozenset({"0_0"}), lags={"0_0": 0, "0_1": 0}),
+            "b": ClientState(active=frozenset({"0_1"}), lags={"0_0": 0, "0_1": 0}),
+        },
+        AssignorConfig(num_standby_replicas=1),
+        {"a": (["0_0"], ["0_1"], []), "b": (["0_1"], ["0_0"], [])},
+    ),
+    Scenario(
+        "stateless tasks get no standbys and are balanced at once",
+        ["0_0", "0_1"],
+        [],
+        {"a": ClientState(active=frozenset({"0_0", "0_1"})), "b": ClientState()},
+        AssignorConfig(num_standby_replicas=1),
+        {"a": (["0_0"], [], []), "b": (["0_1"], [], [])},
+    ),
+    Scenario(
+        "warm-ups are capped by max_warmup_replicas",
+        tasks(1, 6),
+        tasks(1, 6),
+        {"a": ClientState(active=frozenset(tasks(1, 6)), lags=lags(tasks(1, 6), 0)), "b": ClientState()},
+        AssignorConfig(max_warmup_replicas=1),
+        {"a": (tasks(1, 6), [], []), "b": ([], [], ["0_3"])},
+        probing=True,
+    ),
+    Scenario(
+        "a warmed-up instance gets the task it warmed up; no new warm-ups",
+        T4,
+        T4,
+        {
+            "a": ClientState(active=frozenset(T4), lags=lags(T4, 0)),
+            "b": ClientState(standby=frozenset({"0_1"}), lags={"0_1": 0}),
+            "c": ClientState(standby=frozenset({"0_2"}), lags={"0_2": 0}),
+        },
+        AssignorConfig(acceptable_recovery_lag=0),
+        {"a": (["0_0", "0_3"], [], []), "b": (["0_1"], [], []), "c": (["0_2"], [], [])},
+    ),
+    Scenario(
+        "threads: an instance with two threads gets twice the tasks",
+        tasks(1, 6),
+        tasks(1, 6),
+        {"a": ClientState(threads=2, lags=lags(tasks(1, 6), 0)), "b": ClientState(lags=lags(tasks(1, 6), 0))},
+        AssignorConfig(),
+        {"a": (["0_0", "0_1", "0_2", "0_3"], [], []), "b": (["0_4", "0_5"], [], [])},
+    ),
+    Scenario(
+        "stateless tasks balance the total when stateful ones must stay",
+        ["0_0", "0_1", "1_0", "1_1"],
+        ["0_0", "0_1"],
+        {
+            "a": ClientState(active=frozenset({"0_0", "0_1", "1_0", "1_1"}), lags={"0_0": 0, "0_1": 0}),
+            "b": ClientState(),
+        },
+        AssignorConfig(max_warmup_replicas=1),
+        {"a": (["0_0", "0_1"], [], []), "b": (["1_0", "1_1"], [], ["0_1"])},
+        probing=True,
+    ),
+    Scenario(
+        "sub-topologies are balanced task by task, 10 tasks over 3 instances: 4/3/3",
+        tasks(2, 5),
+        tasks(2, 5),
+        {c: ClientState(lags=lags(tasks(2, 5), 0)) for c in "abc"},
+        AssignorConfig(),
+        {
+            "a": (["0_0", "0_1", "0_2", "0_3"], [], []),
+            "b": (["0_4", "1_0", "1_1"], [], []),
+            "c": (["1_2", "1_3", "1_4"], [], []),
+        },
+    ),
+]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
@@ -116,11 +197,14 @@ def test_no_clients_or_no_tasks() -> None:
     assert table(assign([], [], {"a": ClientState()}, AssignorConfig())) == {"a": ([], [], [])}
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"num_standby_replicas": -1}, "num_standby_replicas must be an integer >= 0, got -1"),
-    ({"max_warmup_replicas": 0}, "max_warmup_replicas must be an integer >= 1, got 0"),
-    ({"acceptable_recovery_lag": 1.5}, "acceptable_recovery_lag must be an integer >= 0, got 1.5"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"num_standby_replicas": -1}, "num_standby_replicas must be an integer >= 0, got -1"),
+        ({"max_warmup_replicas": 0}, "max_warmup_replicas must be an integer >= 1, got 0"),
+        ({"acceptable_recovery_lag": 1.5}, "acceptable_recovery_lag must be an integer >= 0, got 1.5"),
+    ],
+)
 def test_config_is_checked(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError) as info:
         AssignorConfig(**kwargs)  # type: ignore[arg-type]
@@ -130,8 +214,13 @@ def test_config_is_checked(kwargs: dict[str, object], message: str) -> None:
 # -- properties over random memberships ------------------------------------------------------------------
 
 
-def check_valid(result: TaskAssignment, all_tasks: list[str], stateful: list[str], clients: dict[str, ClientState],
-                config: AssignorConfig) -> None:  # fmt: skip
+def check_valid(
+    result: TaskAssignment,
+    all_tasks: list[str],
+    stateful: list[str],
+    clients: dict[str, ClientState],
+    config: AssignorConfig,
+) -> None:
     assert set(result.clients) == set(clients)
     owners = {t: [c for c, a in result.clients.items() if t in a.active] for t in all_tasks}
     assert all(len(o) == 1 for o in owners.values()), owners
@@ -201,9 +290,15 @@ def test_balance_when_every_instance_is_caught_up() -> None:
 
 def previous_of(result: TaskAssignment, stateful: list[str], threads: dict[str, int]) -> dict[str, ClientState]:
     """Every instance caught up on what it held (as after one round of warming up)."""
-    return {c: ClientState(threads[c], frozenset(a.active), frozenset(a.standby | a.warmup),
-                           {t: 0 for t in a.active | a.standby | a.warmup if t in stateful})
-            for c, a in result.clients.items()}  # fmt: skip
+    return {
+        c: ClientState(
+            threads[c],
+            frozenset(a.active),
+            frozenset(a.standby | a.warmup),
+            {t: 0 for t in a.active | a.standby | a.warmup if t in stateful},
+        )
+        for c, a in result.clients.items()
+    }
 
 
 def test_stickiness_a_settled_assignment_is_kept_and_a_join_moves_only_what_balance_needs() -> None:

@@ -32,11 +32,18 @@ class Total:
 def billing(registry: RegistryClient, orders_topic: str, out_topic: str) -> Topology:
     b = StreamsBuilder()
     orders = b.stream(orders_topic, key=str, value=AvroSerde(registry, Order))
-    (orders.filter(lambda k, o: o.paid)
-     .group_by(lambda k, o: o.customer, key=str)
-     .aggregate(initial=lambda: Total(0, 0), add=lambda k, o, t: Total(t.count + 1, t.amount + o.amount),
-                store="totals", value=AvroSerde(registry, Total))
-     .to_stream().to(out_topic))  # fmt: skip
+    (
+        orders.filter(lambda k, o: o.paid)
+        .group_by(lambda k, o: o.customer, key=str)
+        .aggregate(
+            initial=lambda: Total(0, 0),
+            add=lambda k, o, t: Total(t.count + 1, t.amount + o.amount),
+            store="totals",
+            value=AvroSerde(registry, Total),
+        )
+        .to_stream()
+        .to(out_topic)
+    )
     return b.build()
 
 
@@ -57,8 +64,9 @@ def test_avro_typed_aggregate_with_test_driver(registry_url: str, names: Callabl
         assert d.get_key_value_store("totals").get("c1") == expected_totals(orders)["c1"]
 
 
-def test_avro_typed_aggregate_end_to_end(registry_url: str, kill_log: Log, kill_log_url: str,
-                                         names: Callable[[str], str], tmp_path: Path) -> None:  # fmt: skip
+def test_avro_typed_aggregate_end_to_end(
+    registry_url: str, kill_log: Log, kill_log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
     log, log_url = kill_log, kill_log_url  # on Kafka a broker of its own: it timed out on a worker's shared one
     registry = RegistryClient(registry_url)
     orders_topic, out, app_id = names("orders"), names("customer-totals"), names("billing")
@@ -73,8 +81,13 @@ def test_avro_typed_aggregate_end_to_end(registry_url: str, kill_log: Log, kill_
     expected = expected_totals(orders)
     app = StreamsApp(billing(registry, orders_topic, out), app_id, log_url, state_dir=tmp_path, commit_interval_ms=200)
     with app:
-        assert app.wait_until(lambda a: a.store("totals").approximate_num_entries() == len(expected)
-                              and dict(a.store("totals").all()) == expected, 60)  # fmt: skip
+        assert app.wait_until(
+            lambda a: (
+                a.store("totals").approximate_num_entries() == len(expected)
+                and dict(a.store("totals").all()) == expected
+            ),
+            60,
+        )
         assert app.store("totals").get("c3") == expected["c3"]
     total_serde = AvroSerde(registry, Total)
     assert last_values(read_all(log, out), value=lambda v: total_serde.deserialize(v, out)) == expected

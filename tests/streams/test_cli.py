@@ -37,8 +37,14 @@ def test_run_until_sigterm_commits_and_closes(tmp_path: Path) -> None:
     total = len(lines) + sum(len(line.split()) for line in lines)  # source records + repartitioned words
     (tmp_path / "wcapp.py").write_text(APP.format(log=log_dir, state=tmp_path / "state"))
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"}
-    proc = subprocess.Popen([sys.executable, "-m", "streams", "run", "wcapp:app"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streams", "run", "wcapp:app"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     output: list[str] = []
     try:
         assert proc.stdout is not None
@@ -74,7 +80,13 @@ def test_run_until_sigterm_commits_and_closes(tmp_path: Path) -> None:
 
 def test_bad_app_spec_is_reported(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    result = subprocess.run([sys.executable, "-m", "streams", "run", "os:path"], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "streams", "run", "os:path"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert "os:path is a module, not a StreamsApp" in result.stderr

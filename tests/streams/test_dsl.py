@@ -120,8 +120,14 @@ def test_merge_interleaves_both_streams() -> None:
 
 def test_select_key_then_group_by_key_repartitions_and_counts() -> None:
     b = StreamsBuilder()
-    (b.stream("in", key=str, value=str).select_key(lambda k, v: v[0]).group_by_key(key=str, value=str)
-     .count(store="by-initial").to_stream().to("out", key=str, value=int))  # fmt: skip
+    (
+        b.stream("in", key=str, value=str)
+        .select_key(lambda k, v: v[0])
+        .group_by_key(key=str, value=str)
+        .count(store="by-initial")
+        .to_stream()
+        .to("out", key=str, value=int)
+    )
     topology = b.build()
     assert "by-initial-repartition" in topology.describe()
     with TopologyTestDriver(topology) as d:
@@ -140,9 +146,14 @@ def test_group_by_key_without_key_change_does_not_repartition() -> None:
 
 def test_word_count_with_group_by() -> None:
     b = StreamsBuilder()
-    (b.stream("text", key=str, value=str).flat_map_values(lambda line: line.lower().split())
-     .group_by(lambda k, word: word, key=str).count(store="counts")
-     .to_stream().to("counts-out", key=str, value=int))  # fmt: skip
+    (
+        b.stream("text", key=str, value=str)
+        .flat_map_values(lambda line: line.lower().split())
+        .group_by(lambda k, word: word, key=str)
+        .count(store="counts")
+        .to_stream()
+        .to("counts-out", key=str, value=int)
+    )
     with TopologyTestDriver(b.build()) as d:
         text = d.input_topic("text", key=str, value=str)
         text.pipe_input("l1", "the cat")
@@ -174,13 +185,19 @@ def test_aggregations_drop_records_with_null_key_or_value() -> None:
 
 def test_aggregate_with_json_values() -> None:
     def build(b: StreamsBuilder) -> None:
-        (b.stream("orders", key=str, value="json")
-         .filter(lambda k, o: o["paid"])
-         .group_by(lambda k, o: o["customer"], key=str)
-         .aggregate(lambda: {"count": 0, "amount": 0.0},
-                    lambda k, o, t: {"count": t["count"] + 1, "amount": t["amount"] + o["amount"]},
-                    store="totals", value="json")
-         .to_stream().to("customer-totals"))  # fmt: skip
+        (
+            b.stream("orders", key=str, value="json")
+            .filter(lambda k, o: o["paid"])
+            .group_by(lambda k, o: o["customer"], key=str)
+            .aggregate(
+                lambda: {"count": 0, "amount": 0.0},
+                lambda k, o, t: {"count": t["count"] + 1, "amount": t["amount"] + o["amount"]},
+                store="totals",
+                value="json",
+            )
+            .to_stream()
+            .to("customer-totals")
+        )
 
     with driver_for(build) as d:
         orders = d.input_topic("orders", key=str, value="json")
@@ -197,8 +214,14 @@ def test_count_emits_once_per_key_per_commit_when_cached() -> None:
     """Two updates of one key within one commit (one piped record fans out to two) emit once."""
 
     def build(b: StreamsBuilder) -> None:
-        (b.stream("in", key=str, value=str).flat_map(lambda k, v: [(w, w) for w in v.split()])
-         .group_by_key(key=str, value=str).count(store="c").to_stream().to("out", value=int))  # fmt: skip
+        (
+            b.stream("in", key=str, value=str)
+            .flat_map(lambda k, v: [(w, w) for w in v.split()])
+            .group_by_key(key=str, value=str)
+            .count(store="c")
+            .to_stream()
+            .to("out", value=int)
+        )
 
     with driver_for(build) as d:
         d.input_topic("in", key=str, value=str).pipe_input("x", "a a a b")
@@ -208,8 +231,14 @@ def test_count_emits_once_per_key_per_commit_when_cached() -> None:
 
 def test_count_without_cache_emits_every_update() -> None:
     def build(b: StreamsBuilder) -> None:
-        (b.stream("in", key=str, value=str).flat_map(lambda k, v: [(w, w) for w in v.split()])
-         .group_by_key(key=str, value=str).count(store="c", cache=False).to_stream().to("out", value=int))  # fmt: skip
+        (
+            b.stream("in", key=str, value=str)
+            .flat_map(lambda k, v: [(w, w) for w in v.split()])
+            .group_by_key(key=str, value=str)
+            .count(store="c", cache=False)
+            .to_stream()
+            .to("out", value=int)
+        )
 
     with driver_for(build) as d:
         d.input_topic("in", key=str, value=str).pipe_input("x", "a a b")
@@ -275,8 +304,13 @@ def test_repartition_with_a_name_makes_a_named_internal_topic() -> None:
 
 def test_describe_lists_sub_topologies_sources_sinks_and_stores() -> None:
     b = StreamsBuilder()
-    (b.stream("orders", key=str, value="json").group_by(lambda k, o: o["c"], name="by-customer")
-     .count(store="counts").to_stream().to("out"))  # fmt: skip
+    (
+        b.stream("orders", key=str, value="json")
+        .group_by(lambda k, o: o["c"], name="by-customer")
+        .count(store="counts")
+        .to_stream()
+        .to("out")
+    )
     text = b.build().describe()
     assert text.splitlines()[:2] == ["Topologies:", "   Sub-topology: 0"]
     assert "Source: KSTREAM-SOURCE-0000000000 (topics: [orders])" in text
@@ -368,8 +402,9 @@ def test_timestamps_flow_from_input_to_output() -> None:
         topic = d.input_topic("in", key=str, value=str, start_timestamp=1000, auto_advance_ms=10)
         topic.pipe_key_values([("a", "x"), ("a", "y")])
         assert [(r.value, r.timestamp) for r in d.output_topic("out", key=str, value=int).read_records()] == [
-            (1, 1000), (2, 1010)
-        ]  # fmt: skip
+            (1, 1000),
+            (2, 1010),
+        ]
 
 
 def test_headers_pass_through_stateless_ops_but_not_into_aggregates() -> None:

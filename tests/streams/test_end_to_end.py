@@ -57,16 +57,23 @@ def test_word_count(log: Log, log_url: str, names: Callable[[str], str], tmp_pat
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_order_totals_over_four_partitions(log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path,
-                                           threads: int) -> None:  # fmt: skip
+def test_order_totals_over_four_partitions(
+    log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path, threads: int
+) -> None:
     orders_topic, out, app_id = names("orders"), names("customer-totals"), names("billing")
     log.create_topic(orders_topic, 4)
     log.create_topic(out, 4)
     orders = make_orders(2000)
     produce(log, orders_topic, [(f"o{o['id']}", o) for o in orders])
     expected = reference_totals(orders)
-    app = StreamsApp(order_totals(orders_topic, out), app_id, log_url, state_dir=tmp_path / "state",
-                     commit_interval_ms=200, num_threads=threads)  # fmt: skip
+    app = StreamsApp(
+        order_totals(orders_topic, out),
+        app_id,
+        log_url,
+        state_dir=tmp_path / "state",
+        commit_interval_ms=200,
+        num_threads=threads,
+    )
     with app:
         run_until(app, lambda a: store_dict(a, "totals") == expected)
         assert len(app.tasks()) == 8
@@ -78,8 +85,9 @@ def test_order_totals_over_four_partitions(log: Log, log_url: str, names: Callab
     assert last_values(read_all(log, out)) == expected
 
 
-def test_restart_restores_from_local_checkpoint(log: Log, log_url: str, names: Callable[[str], str],
-                                                tmp_path: Path) -> None:  # fmt: skip
+def test_restart_restores_from_local_checkpoint(
+    log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
     """A clean restart replays nothing (the checkpoint is at the changelog's end); new input after the
     restart continues from the restored state; a lost state directory replays the whole changelog."""
     orders_topic, out, app_id = names("orders"), names("totals-out"), names("restart")
@@ -115,12 +123,18 @@ def test_restart_restores_from_local_checkpoint(log: Log, log_url: str, names: C
             path.unlink() if path.is_file() else path.rmdir()
     third = app()
     with third:
-        run_until(third, lambda a: a.metrics()["restored"] == {"totals": len(changelog)}
-                  and store_dict(a, "totals") == reference_totals(orders + more))  # fmt: skip
+        run_until(
+            third,
+            lambda a: (
+                a.metrics()["restored"] == {"totals": len(changelog)}
+                and store_dict(a, "totals") == reference_totals(orders + more)
+            ),
+        )
 
 
-def test_in_memory_store_restores_whole_changelog_on_restart(log: Log, log_url: str, names: Callable[[str], str],
-                                                             tmp_path: Path) -> None:  # fmt: skip
+def test_in_memory_store_restores_whole_changelog_on_restart(
+    log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
     orders_topic, out, app_id = names("orders"), names("totals-out"), names("memory")
     log.create_topic(orders_topic, 4)
     log.create_topic(out, 4)
@@ -155,13 +169,18 @@ def test_co_partitioning_is_checked(log: Log, log_url: str, names: Callable[[str
     app.close()
 
 
-def test_deserialization_error_stops_the_app_naming_the_record(log: Log, log_url: str, names: Callable[[str], str],
-                                                              tmp_path: Path) -> None:  # fmt: skip
+def test_deserialization_error_stops_the_app_naming_the_record(
+    log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
     src, out = names("in"), names("out")
     log.create_topic(src, 1)
     log.create_topic(out, 1)
-    produce(log, src, [("k1", 1), ("k2", "not-an-int")], value=lambda v: INT.serialize(v) if isinstance(v, int)
-            else orjson.dumps(v))  # fmt: skip
+    produce(
+        log,
+        src,
+        [("k1", 1), ("k2", "not-an-int")],
+        value=lambda v: INT.serialize(v) if isinstance(v, int) else orjson.dumps(v),
+    )
     b = StreamsBuilder()
     b.stream(src, key=str, value=int).to(out, key=str, value=int)
     app = StreamsApp(b.build(), names("app"), log_url, state_dir=tmp_path, commit_interval_ms=100)

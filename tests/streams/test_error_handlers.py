@@ -61,10 +61,12 @@ def test_driver_poison_record_goes_to_dead_letter_topic_with_its_headers() -> No
             ("schemakit.dlq.topic", b"in"),
             ("schemakit.dlq.partition", b"0"),
             ("schemakit.dlq.offset", b"1"),
-            ("schemakit.dlq.error", b"task 0_0: processing the record at in[0] offset 1 failed: "
-                                    b"ValueError: cannot shout poison"),
+            (
+                "schemakit.dlq.error",
+                b"task 0_0: processing the record at in[0] offset 1 failed: ValueError: cannot shout poison",
+            ),
             ("schemakit.dlq.exception", b"ValueError"),
-        )  # fmt: skip
+        )
         assert d.tasks[0].dropped_reasons == {"processing_error": 1}
 
 
@@ -180,15 +182,23 @@ def test_bad_handler_specs_are_named(tmp_path: Path) -> None:
 # -- the app, on both logs ----------------------------------------------------------------------------------
 
 
-def start(log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path, items: list[tuple[str, str]],
-          **handlers: Any) -> tuple[StreamsApp, str, str]:  # fmt: skip
+def start(
+    log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path, items: list[tuple[str, str]], **handlers: Any
+) -> tuple[StreamsApp, str, str]:
     """Topics made and ``items`` produced to one input partition; returns the (unstarted) app, input, output."""
     src, out = names("in"), names("out")
     log.create_topic(src, 1)
     log.create_topic(out, 1)
     produce(log, src, items, value=str.encode)
-    app = StreamsApp(shouting(src, out), names("app"), log_url, state_dir=tmp_path / "state", commit_interval_ms=100,
-                     default_store="memory", **handlers)  # fmt: skip
+    app = StreamsApp(
+        shouting(src, out),
+        names("app"),
+        log_url,
+        state_dir=tmp_path / "state",
+        commit_interval_ms=100,
+        default_store="memory",
+        **handlers,
+    )
     return app, src, out
 
 
@@ -215,7 +225,10 @@ def test_poison_record_goes_to_dead_letter_topic_and_processing_continues(
     assert (rec.key, rec.value) == (b"k2", b"poison")
     headers = dict(rec.headers)
     assert (headers["schemakit.dlq.topic"], headers["schemakit.dlq.partition"], headers["schemakit.dlq.offset"]) == (
-        src.encode(), b"0", b"1")  # fmt: skip
+        src.encode(),
+        b"0",
+        b"1",
+    )
     assert headers["schemakit.dlq.exception"] == b"ValueError"
     assert headers["schemakit.dlq.error"].endswith(b"ValueError: cannot shout poison")
 
@@ -256,8 +269,11 @@ def test_production_error_is_handled_per_setting(
     items = [("k1", "a"), ("k2", "big"), ("k3", "b")]
     app, src, out = start(log, log_url, names, tmp_path, items, production_exception_handler=setting)
     if setting == "fail":
-        with pytest.raises(ProductionError, match=rf"cannot send to topic '{out}' the output of the record at "
-                           rf"{src}\[0\] offset 1: RecordTooLargeError") as info:  # fmt: skip
+        with pytest.raises(
+            ProductionError,
+            match=rf"cannot send to topic '{out}' the output of the record at "
+            rf"{src}\[0\] offset 1: RecordTooLargeError",
+        ) as info:
             app.run()
         assert app.state == "ERROR"
         assert (info.value.sink_topic, info.value.topic, info.value.offset) == (out, src, 1)

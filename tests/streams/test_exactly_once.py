@@ -55,8 +55,11 @@ def test_only_exactly_once_v2_and_at_least_once_are_accepted(tmp_path: Path) -> 
     topology = key_counts("in", "out")
     url = f"sqlite:///{tmp_path / 'log'}"
     for retired in ("exactly_once", "exactly_once_beta"):
-        with pytest.raises(ValueError, match=rf"'{retired}' is deprecated since Kafka Streams 3.0 and not "
-                           r"supported: use 'exactly_once_v2'"):  # fmt: skip
+        with pytest.raises(
+            ValueError,
+            match=rf"'{retired}' is deprecated since Kafka Streams 3.0 and not "
+            r"supported: use 'exactly_once_v2'",
+        ):
             StreamsApp(topology, "eos", url, state_dir=tmp_path, processing_guarantee=retired)
     with pytest.raises(ValueError, match=r"must be 'at_least_once' or 'exactly_once_v2', got 'exactly-once'"):
         StreamsApp(topology, "eos", url, state_dir=tmp_path, processing_guarantee="exactly-once")
@@ -79,8 +82,11 @@ def poisonable_counts(src: str, out: str, repartition: bool) -> Topology:
     grouped through a repartition topic (two sub-topologies), else counted in the source's task."""
     b = StreamsBuilder()
     checked_stream = b.stream(src, key=str, value="json").map_values(checked)
-    grouped = (checked_stream.group_by(lambda key, _: key, key=str, value="json") if repartition
-               else checked_stream.group_by_key())  # fmt: skip
+    grouped = (
+        checked_stream.group_by(lambda key, _: key, key=str, value="json")
+        if repartition
+        else checked_stream.group_by_key()
+    )
     grouped.count(store="counts", cache=False).to_stream().to(out, key=str, value=int)
     return b.build()
 
@@ -121,7 +127,11 @@ def changelog_state(log: Log, topic: str) -> dict[str, int]:
 
 @pytest.mark.parametrize("repartition", [False, True], ids=["one-task", "repartitioned"])
 def test_an_abort_mid_interval_leaves_the_last_committed_state(
-    log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path, request: pytest.FixtureRequest,
+    log: Log,
+    log_url: str,
+    names: Callable[[str], str],
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
     repartition: bool,
 ) -> None:
     if repartition and aborts_visible(log_url, request):
@@ -137,9 +147,15 @@ def test_an_abort_mid_interval_leaves_the_last_committed_state(
     items = first + rest
 
     def app(handler: str) -> StreamsApp:
-        return StreamsApp(poisonable_counts(src, out, repartition), app_id, log_url, state_dir=tmp_path / "state",
-                          commit_interval_ms=100, processing_guarantee=EOS,
-                          processing_exception_handler=handler)  # fmt: skip
+        return StreamsApp(
+            poisonable_counts(src, out, repartition),
+            app_id,
+            log_url,
+            state_dir=tmp_path / "state",
+            commit_interval_ms=100,
+            processing_guarantee=EOS,
+            processing_exception_handler=handler,
+        )
 
     feed(log, src, first)
     failing = app("fail")
@@ -206,15 +222,30 @@ def test_count_is_exact_after_three_kill_9s(
     def checkpoints() -> list[str]:
         return sorted(path.parent.name for path in (state / app_id).glob(f"*/{CHECKPOINT_FILE}"))
 
-    args = [log_url, app_id, str(state), src, out, "200", "--topology", "key_counts", "--guarantee", EOS,
-            "--session-ms", "2000"]  # fmt: skip
+    args = [
+        log_url,
+        app_id,
+        str(state),
+        src,
+        out,
+        "200",
+        "--topology",
+        "key_counts",
+        "--guarantee",
+        EOS,
+        "--session-ms",
+        "2000",
+    ]
     # Kill at random points in the first, second and third quarter of the work.
     for round_, share in enumerate((0.0, 0.25, 0.5)):
         instance = Instance(f"killed-{round_}", args, tmp_path)
         try:
             target = int(total * (share + rng.uniform(0.05, 0.2)))
-            wait_for(lambda target=target: committed_total() >= target, timeout=120,  # type: ignore[misc]
-                     what=f"{target} records to be committed")  # fmt: skip
+            wait_for(
+                lambda target=target: committed_total() >= target,
+                timeout=120,  # type: ignore[misc]
+                what=f"{target} records to be committed",
+            )
             time.sleep(rng.uniform(0.0, 0.2))
             instance.kill()  # SIGKILL: an open transaction, no checkpoint, no leaving the group
         finally:
@@ -230,8 +261,9 @@ def test_count_is_exact_after_three_kill_9s(
     finally:
         last.ensure_dead()
     # The store, restored by a new instance from the checkpoint of the clean close, counts every input once.
-    app = StreamsApp(key_counts(src, out), app_id, log_url, state_dir=state, processing_guarantee=EOS,
-                     session_timeout_ms=2000)  # fmt: skip
+    app = StreamsApp(
+        key_counts(src, out), app_id, log_url, state_dir=state, processing_guarantee=EOS, session_timeout_ms=2000
+    )
     with app:
         assert app.wait_until(lambda a: a.state == "RUNNING" and len(a.metrics()["tasks"]) == PARTITIONS, 60)
         assert dict(app.store("counts").all()) == dict(expected)
@@ -253,8 +285,26 @@ def test_a_zombie_cannot_commit_and_its_tasks_resume_without_duplicates(
     src, out, app_id, feed_ = group.src, group.out, group.app_id, group.feed
 
     def start(name: str) -> Instance:  # commits every second: a stop most likely lands mid-interval
-        return Instance(name, [log_url, app_id, str(tmp_path / f"state-{name}"), src, out, "1000", "--topology",
-                               "key_counts", "--name", name, "--session-ms", "2000", "--guarantee", EOS], tmp_path)
+        return Instance(
+            name,
+            [
+                log_url,
+                app_id,
+                str(tmp_path / f"state-{name}"),
+                src,
+                out,
+                "1000",
+                "--topology",
+                "key_counts",
+                "--name",
+                name,
+                "--session-ms",
+                "2000",
+                "--guarantee",
+                EOS,
+            ],
+            tmp_path,
+        )
 
     a, b = start("a"), start("b")
     inputs = [TopicPartition(src, p) for p in range(len(TASKS))]

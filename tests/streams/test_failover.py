@@ -85,8 +85,21 @@ class Group:
         self.feed = Feed(log, self.src)
 
     def start(self, name: str, *options: str) -> Instance:
-        args = [self.log_url, self.app_id, str(self.tmp_path / f"state-{name}"), self.src, self.out, "200",
-                "--topology", "key_counts", "--name", name, "--session-ms", str(SESSION_MS), *options]  # fmt: skip
+        args = [
+            self.log_url,
+            self.app_id,
+            str(self.tmp_path / f"state-{name}"),
+            self.src,
+            self.out,
+            "200",
+            "--topology",
+            "key_counts",
+            "--name",
+            name,
+            "--session-ms",
+            str(SESSION_MS),
+            *options,
+        ]
         return Instance(name, args, self.tmp_path)
 
 
@@ -125,9 +138,16 @@ def test_kill_9_with_standbys_restores_only_the_tail(
     a, b = group.start("a", "--standbys", "1"), group.start("b", "--standbys", "1")
     try:
         # Two tasks each, and each holds a standby of the other's two.
-        wait_for(lambda: len(a.tasks()) == 2 and len(b.tasks()) == 2 and sorted(a.tasks() + b.tasks()) == TASKS
-                 and sorted(a.latest["standby_tasks"]) == sorted(b.tasks())
-                 and sorted(b.latest["standby_tasks"]) == sorted(a.tasks()), what="two tasks and two standbys each")
+        wait_for(
+            lambda: (
+                len(a.tasks()) == 2
+                and len(b.tasks()) == 2
+                and sorted(a.tasks() + b.tasks()) == TASKS
+                and sorted(a.latest["standby_tasks"]) == sorted(b.tasks())
+                and sorted(b.latest["standby_tasks"]) == sorted(a.tasks())
+            ),
+            what="two tasks and two standbys each",
+        )
         assert set(b.states().values()) >= {"RUNNING", "STANDBY"}
         for _ in range(25):
             feed.round()
@@ -254,4 +274,3 @@ def test_a_zombie_cannot_produce_or_commit_for_tasks_it_lost(
     finally:
         a.ensure_dead()
         b.ensure_dead()
-

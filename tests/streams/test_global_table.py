@@ -47,7 +47,7 @@ def test_stream_global_inner_join_follows_the_table() -> None:
             ("o1", {"country": "fr", "n": 1, "region": "eu"}, 10),  # the stream record's key and timestamp
             ("o3", {"country": "us", "n": 1, "region": "na"}, 12),  # o2: no row for jp, dropped
             ("o4", {"country": "fr", "n": 2, "region": "europe"}, 15),  # the table's update is seen
-        ]  # o5: us was deleted; o6: a None value is dropped  # fmt: skip
+        ]  # o5: us was deleted; o6: a None value is dropped
         assert d.get_key_value_store("countries").get_with_timestamp("fr") == ({"region": "europe"}, 13)
         assert d.dropped_records == 1
 
@@ -60,14 +60,15 @@ def test_stream_global_left_join_joins_missing_rows_with_none() -> None:
             ("o1", {"country": "fr", "n": 1, "region": "eu"}, 10),
             ("o2", {"country": "jp", "n": 1, "region": None}, 11),
             ("o3", {"country": None, "n": 1, "region": None}, 12),  # a None global key: no lookup
-        ]  # fmt: skip
+        ]
 
 
 def test_joiner_with_key_and_describe() -> None:
     b = StreamsBuilder()
     table = b.global_table("countries", key=str, value=str)
-    b.stream("orders", key=str, value=str).join(table, lambda k, v: v, lambda k, v, row: f"{k}:{v}:{row}",
-                                                with_key=True).to("out", key=str, value=str)  # fmt: skip
+    b.stream("orders", key=str, value=str).join(
+        table, lambda k, v: v, lambda k, v, row: f"{k}:{v}:{row}", with_key=True
+    ).to("out", key=str, value=str)
     topology = b.build()
     text = topology.describe()
     assert "Global store: countries-STATE-STORE-0000000000 (topic: countries; on every instance, no tasks)" in text
@@ -143,8 +144,10 @@ def test_global_join_end_to_end_restores_first_and_follows_updates(
         wait_for(lambda: app.store("countries").get("zz") == {"region": "new"}, what="the global table to follow")
         wait_for(lambda: app.store("countries").get("c03") == {"region": "moved"}, what="the update of c03")
         produce(log, orders_t, [("late1", order("c03")), ("late2", order("zz"))])
-        wait_for(lambda: outputs(log, out).get("late2") == region_of(order("zz"), {"region": "new"}),
-                 what="a late order joined with the new country")  # fmt: skip
+        wait_for(
+            lambda: outputs(log, out).get("late2") == region_of(order("zz"), {"region": "new"}),
+            what="a late order joined with the new country",
+        )
         assert outputs(log, out)["late1"] == region_of(order("c03"), {"region": "moved"})
         assert not log.describe_topic(f"{app_id}-countries-changelog")  # the topic is the table's log
 
@@ -161,8 +164,9 @@ def test_second_instance_takes_half_the_tasks_and_holds_the_whole_global_table(
     topology = located(orders_t, countries_t, out).build()
 
     def app(name: str) -> StreamsApp:
-        return StreamsApp(topology, app_id, log_url, state_dir=tmp_path / name, commit_interval_ms=100,
-                          session_timeout_ms=2000)  # fmt: skip
+        return StreamsApp(
+            topology, app_id, log_url, state_dir=tmp_path / name, commit_interval_ms=100, session_timeout_ms=2000
+        )
 
     first = app("a")
     first.start()
@@ -196,5 +200,10 @@ def test_an_empty_global_topic_restores_at_once_and_fills_while_running(
         produce(log, countries_t, [("fr", {"region": "eu"})])
         wait_for(lambda: app.store("countries").get("fr") == {"region": "eu"}, what="the first country")
         produce(log, orders_t, [("o1", order("fr")), ("o2", order("jp"))])
-        wait_for(lambda: outputs(log, out) == {"o1": region_of(order("fr"), {"region": "eu"}),
-                                               "o2": region_of(order("jp"), None)}, what="the left join")  # fmt: skip
+        wait_for(
+            lambda: (
+                outputs(log, out)
+                == {"o1": region_of(order("fr"), {"region": "eu"}), "o2": region_of(order("jp"), None)}
+            ),
+            what="the left join",
+        )

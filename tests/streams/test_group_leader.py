@@ -25,8 +25,17 @@ class Member:
 
     def status(self) -> MemberStatus:
         self.heartbeat += 1
-        return MemberStatus(self.name, self.incarnation, f"http://{self.name}:7070", 1, self.heartbeat,
-                            self.generation, list(self.active), list(self.replicas), dict(self.positions))  # fmt: skip
+        return MemberStatus(
+            self.name,
+            self.incarnation,
+            f"http://{self.name}:7070",
+            1,
+            self.heartbeat,
+            self.generation,
+            list(self.active),
+            list(self.replicas),
+            dict(self.positions),
+        )
 
     def apply(self, assignment: Assignment) -> None:
         mine = assignment.of(self.name, self.incarnation)
@@ -37,8 +46,17 @@ class Member:
 
 def leader(*members: Member, now: float = 0.0, current: Assignment | None = None, **config: int) -> GroupLeader:
     statuses = {m.name: m.status() for m in members}
-    return GroupLeader("a", TASKS, set(TASKS), AssignorConfig(**config), SESSION, probing_interval=5.0,
-                       current=current or Assignment(0, ""), statuses=statuses, now=now)  # fmt: skip
+    return GroupLeader(
+        "a",
+        TASKS,
+        set(TASKS),
+        AssignorConfig(**config),
+        SESSION,
+        probing_interval=5.0,
+        current=current or Assignment(0, ""),
+        statuses=statuses,
+        now=now,
+    )
 
 
 def step(gl: GroupLeader, now: float, *members: Member) -> Assignment | None:
@@ -116,8 +134,9 @@ def test_a_silent_member_is_presumed_dead_after_the_session_timeout_and_its_task
 def test_a_new_leader_presumes_the_previous_leader_dead() -> None:
     """The lease moves only when its holder was silent for the session timeout or left."""
     a, b = Member("a"), Member("b")
-    current = Assignment(7, "b", {"a": MemberAssignment("i1", None, ["0_0", "0_1"]),
-                                  "b": MemberAssignment("i1", None, ["0_2", "0_3"])})  # fmt: skip
+    current = Assignment(
+        7, "b", {"a": MemberAssignment("i1", None, ["0_0", "0_1"]), "b": MemberAssignment("i1", None, ["0_2", "0_3"])}
+    )
     a.apply(current)
     b.apply(current)
     gl = leader(a, b, current=current)

@@ -53,8 +53,10 @@ def test_two_instances_split_work_and_survive_kill_9(
 
         # Work splits: every task runs on exactly one instance, and both instances have tasks.
         all_tasks = [f"{s}_{p}" for s in (0, 1) for p in range(4)]
-        wait_for(lambda: a.tasks() and b.tasks() and sorted(a.tasks() + b.tasks()) == all_tasks,
-                 what="the two instances to split the 8 tasks")  # fmt: skip
+        wait_for(
+            lambda: a.tasks() and b.tasks() and sorted(a.tasks() + b.tasks()) == all_tasks,
+            what="the two instances to split the 8 tasks",
+        )
         assert not set(a.tasks()) & set(b.tasks())
         a_inputs = [tp for tp in inputs if f"0_{tp.partition}" in a.tasks()]
         assert a_inputs, "the group gave instance a no input partition"
@@ -91,8 +93,10 @@ def test_two_instances_split_work_and_survive_kill_9(
         wait_for(lambda: b.tasks() == all_tasks, what="instance b to take over all tasks")
         restored_by_b = b.latest["restored"].get("totals", 0)
         assert restored_by_b > 0
-        assert any(task_id in {f"1_{tp.partition}" for tp in a_inputs} and count > 0
-                   for task_id, _, count in b.latest["restores"])  # fmt: skip
+        assert any(
+            task_id in {f"1_{tp.partition}" for tp in a_inputs} and count > 0
+            for task_id, _, count in b.latest["restores"]
+        )
 
         wait_for(lambda: committed(inputs) == end_offsets(), what="all orders to be committed")
         rep_records = read_all(log, repartition[0].topic)
@@ -132,8 +136,9 @@ def test_two_instances_split_work_and_survive_kill_9(
     log.close()
 
 
-def changelog_after_checkpoint(log: Any, app_id: str, state: Path, committed: dict[TopicPartition, int | None]
-                               ) -> tuple[int, int]:  # fmt: skip
+def changelog_after_checkpoint(
+    log: Any, app_id: str, state: Path, committed: dict[TopicPartition, int | None]
+) -> tuple[int, int]:
     """(records a restore from the local checkpoints must apply, all records of the changelog)."""
     from streams.changelog import BARRIER_KEY, SOURCE_HEADER
 
@@ -154,7 +159,7 @@ def changelog_after_checkpoint(log: Any, app_id: str, state: Path, committed: di
         uncommitted = any(
             committed.get(TopicPartition(t, p), -1) is None or off > (committed.get(TopicPartition(t, p)) or 0)
             for t, p, off in orjson.loads(source)
-        )  # fmt: skip
+        )
         due += not uncommitted
     return due, total
 
@@ -204,8 +209,10 @@ def test_restart_after_kill_9_restores_only_what_follows_the_checkpoint(
         assert app.metrics()["restored"] == {"totals": due}
         inputs = [TopicPartition(orders_topic, p) for p in range(4)]
         ends = log.end_offsets(orders_topic)
-        wait_for(lambda: log.committed(app_id, inputs) == {tp: ends[tp.partition] for tp in inputs},
-                 what="all orders to be committed")  # fmt: skip
+        wait_for(
+            lambda: log.committed(app_id, inputs) == {tp: ends[tp.partition] for tp in inputs},
+            what="all orders to be committed",
+        )
         rep_orders = [orjson.loads(r.value) for r in read_all(log, repartition[0].topic, quiet=0.5)]
         assert {o["id"] for o in rep_orders} == {o["id"] for o in orders if o["paid"]}
         expected = reference_totals(rep_orders)  # the aggregation of what reached the repartition topic
@@ -243,8 +250,13 @@ def test_clean_rebalances_move_tasks_without_redoing_work(
         return log.committed(app_id, inputs) == ends
 
     def app(name: str) -> StreamsApp:
-        return StreamsApp(order_totals(orders_topic, out), app_id, private_kafka_log_url, state_dir=tmp_path / name,
-                          commit_interval_ms=200)  # fmt: skip
+        return StreamsApp(
+            order_totals(orders_topic, out),
+            app_id,
+            private_kafka_log_url,
+            state_dir=tmp_path / name,
+            commit_interval_ms=200,
+        )
 
     first = app("first")
     with first:
@@ -252,8 +264,10 @@ def test_clean_rebalances_move_tasks_without_redoing_work(
         wait_for(all_committed, what="the first batch")
         second = app("second")
         with second:
-            wait_for(lambda: first.tasks() and second.tasks() and len(first.tasks() + second.tasks()) == 8,
-                     what="the tasks to split")  # fmt: skip
+            wait_for(
+                lambda: first.tasks() and second.tasks() and len(first.tasks() + second.tasks()) == 8,
+                what="the tasks to split",
+            )
             assert not set(first.tasks()) & set(second.tasks())
             feed(700)
             wait_for(all_committed, what="the second batch")

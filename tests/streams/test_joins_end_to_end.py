@@ -53,8 +53,14 @@ class Ends:
 def send(log: Log, topic: str, rows: list[tuple[str, Any, int]], ends: Ends, partition: int | None = None) -> None:
     with log.producer() as producer:
         for key, value, ts in rows:
-            producer.send(topic, orjson.dumps(value), key.encode(), timestamp=ts, partition=partition,
-                          on_delivery=lambda md, err: ends.delivered(topic, md))  # fmt: skip
+            producer.send(
+                topic,
+                orjson.dumps(value),
+                key.encode(),
+                timestamp=ts,
+                partition=partition,
+                on_delivery=lambda md, err: ends.delivered(topic, md),
+            )
         producer.flush()
 
 
@@ -81,16 +87,18 @@ def check_results(app: StreamsApp, written: Callable[[], Counter], want: Counter
 def enrichment(orders: str, customers: str, out: str) -> StreamsBuilder:
     b = StreamsBuilder()
     table = b.table(customers, key=str, value="json", store="customers")
-    (b.stream(orders, key=str, value="json")
-     .select_key(lambda k, o: o["customer"])
-     .left_join(table, lambda o, c: {**o, "tier": c and c["tier"]})
-     .to(out, key=str, value="json"))  # fmt: skip
+    (
+        b.stream(orders, key=str, value="json")
+        .select_key(lambda k, o: o["customer"])
+        .left_join(table, lambda o, c: {**o, "tier": c and c["tier"]})
+        .to(out, key=str, value="json")
+    )
     return b
 
 
-def test_order_enrichment_after_a_re_key_across_a_clean_restart(kill_log: Log, kill_log_url: str,
-                                                                names: Callable[[str], str],
-                                                                tmp_path: Path) -> None:  # fmt: skip
+def test_order_enrichment_after_a_re_key_across_a_clean_restart(
+    kill_log: Log, kill_log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
     # On Kafka a broker of its own: late in a full run it timed out on the session's shared broker (passing alone).
     log, log_url = kill_log, kill_log_url
     orders_t, customers_t, out_t, app_id = names("orders"), names("customers"), names("enriched"), names("enrich")
@@ -103,8 +111,13 @@ def test_order_enrichment_after_a_re_key_across_a_clean_restart(kill_log: Log, k
     first, second = orders[:400], orders[400:]
 
     def app() -> StreamsApp:
-        return StreamsApp(enrichment(orders_t, customers_t, out_t).build(), app_id, log_url,
-                          state_dir=tmp_path / "state", commit_interval_ms=200)  # fmt: skip
+        return StreamsApp(
+            enrichment(orders_t, customers_t, out_t).build(),
+            app_id,
+            log_url,
+            state_dir=tmp_path / "state",
+            commit_interval_ms=200,
+        )
 
     def expected(batch: list[tuple[str, Any]], rows: dict[str, str]) -> Counter:
         return Counter(orjson.dumps((o["customer"], {**o, "tier": rows.get(o["customer"])})) for _, o in batch)
@@ -114,8 +127,10 @@ def test_order_enrichment_after_a_re_key_across_a_clean_restart(kill_log: Log, k
 
     with app() as a:
         # The table is loaded before any order arrives, so that each order sees the row it is checked against.
-        wait_for(lambda: dict(a.store("customers").all()) == {c: {"tier": t} for c, t in tiers.items()},
-                 what="the customers table to be loaded")  # fmt: skip
+        wait_for(
+            lambda: dict(a.store("customers").all()) == {c: {"tier": t} for c, t in tiers.items()},
+            what="the customers table to be loaded",
+        )
         produce(log, orders_t, first)
         want = expected(first, tiers)
         check_results(a, written, want, "the first orders, enriched")
@@ -124,8 +139,10 @@ def test_order_enrichment_after_a_re_key_across_a_clean_restart(kill_log: Log, k
     produce(log, customers_t, [(c, {"tier": t}) for c, t in changed.items()])
     tiers2 = {**tiers, **changed}
     with app() as b:
-        wait_for(lambda: dict(b.store("customers").all()) == {c: {"tier": t} for c, t in tiers2.items()},
-                 what="the customer updates")  # fmt: skip
+        wait_for(
+            lambda: dict(b.store("customers").all()) == {c: {"tier": t} for c, t in tiers2.items()},
+            what="the customer updates",
+        )
         produce(log, orders_t, second)
         want = expected(first, tiers) + expected(second, tiers2)
         check_results(b, written, want, "all orders enriched, each once")
@@ -134,15 +151,16 @@ def test_order_enrichment_after_a_re_key_across_a_clean_restart(kill_log: Log, k
     assert rep is not None and rep.partitions == 4
 
 
-def test_a_join_of_topics_that_are_not_co_partitioned_is_refused(log: Log, log_url: str,
-                                                                 names: Callable[[str], str],
-                                                                 tmp_path: Path) -> None:  # fmt: skip
+def test_a_join_of_topics_that_are_not_co_partitioned_is_refused(
+    log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
     orders_t, customers_t = names("orders"), names("customers")
     log.create_topic(orders_t, 4)
     log.create_topic(customers_t, 2)
     b = StreamsBuilder()
-    b.stream(orders_t, key=str, value="json").join(b.table(customers_t, key=str, value="json"),
-                                                   lambda o, c: o).to(orders_t)  # fmt: skip
+    b.stream(orders_t, key=str, value="json").join(b.table(customers_t, key=str, value="json"), lambda o, c: o).to(
+        orders_t
+    )
     app = StreamsApp(b.build(), names("app"), log_url, state_dir=tmp_path)
     with pytest.raises(CoPartitioningError, match=rf"not co-partitioned \({customers_t} has 2, {orders_t} has 4\)"):
         app.start()
@@ -154,14 +172,17 @@ def test_a_join_of_topics_that_are_not_co_partitioned_is_refused(log: Log, log_u
 
 def payments_join(orders: str, payments: str, out: str) -> StreamsBuilder:
     b = StreamsBuilder()
-    (b.stream(orders, key=str, value="json")
-     .left_join(b.stream(payments, key=str, value="json"), lambda o, p: {**o, "paid": p and p["amount"]}, WINDOW)
-     .to(out, key=str, value="json"))  # fmt: skip
+    (
+        b.stream(orders, key=str, value="json")
+        .left_join(b.stream(payments, key=str, value="json"), lambda o, p: {**o, "paid": p and p["amount"]}, WINDOW)
+        .to(out, key=str, value="json")
+    )
     return b
 
 
-def test_windowed_order_payment_join_across_a_clean_restart(log: Log, log_url: str, names: Callable[[str], str],
-                                                           tmp_path: Path) -> None:  # fmt: skip
+def test_windowed_order_payment_join_across_a_clean_restart(
+    log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
     orders_t, payments_t, out_t, app_id = names("orders"), names("payments"), names("paid"), names("pay")
     for topic in (orders_t, payments_t, out_t):
         log.create_topic(topic, 4)
@@ -188,8 +209,13 @@ def test_windowed_order_payment_join_across_a_clean_restart(log: Log, log_url: s
     ends = Ends()
 
     def app() -> StreamsApp:
-        return StreamsApp(payments_join(orders_t, payments_t, out_t).build(), app_id, log_url,
-                          state_dir=tmp_path / "state", commit_interval_ms=200)  # fmt: skip
+        return StreamsApp(
+            payments_join(orders_t, payments_t, out_t).build(),
+            app_id,
+            log_url,
+            state_dir=tmp_path / "state",
+            commit_interval_ms=200,
+        )
 
     def written() -> Counter:
         return Counter((key, value["paid"]) for key, value in results(log, out_t))

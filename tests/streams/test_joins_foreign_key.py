@@ -32,8 +32,9 @@ def fk(value: str) -> str | None:
     return None if key == "returnNull" else key
 
 
-def build(left_join: bool, *, left: str = "left", right: str = "right", out: str = "out",
-          name: str | None = None) -> StreamsBuilder:  # fmt: skip
+def build(
+    left_join: bool, *, left: str = "left", right: str = "right", out: str = "out", name: str | None = None
+) -> StreamsBuilder:
     b = StreamsBuilder()
     lt = b.table(left, key=str, value=str)
     rt = b.table(right, key=str, value=str)
@@ -57,46 +58,57 @@ BOTH = pytest.mark.parametrize("left_join", [False, True], ids=["inner", "left"]
 
 @BOTH
 def test_join_from_left_then_delete_left(left_join: bool) -> None:
-    assert run(left_join, [
-        ("right", [("rhs1", "rhsValue1"), ("rhs2", "rhsValue2"), ("rhs3", "rhsValue3")]),
-        ("left", [("lhs1", "lhsValue1|rhs1"), ("lhs2", "lhsValue2|rhs2")]),
-        ("left", [("lhs3", "lhsValue3|rhs1")]),  # another reference to an existing foreign key
-        ("left", [("lhs1", None)]),
-    ]) == [
+    assert run(
+        left_join,
+        [
+            ("right", [("rhs1", "rhsValue1"), ("rhs2", "rhsValue2"), ("rhs3", "rhsValue3")]),
+            ("left", [("lhs1", "lhsValue1|rhs1"), ("lhs2", "lhsValue2|rhs2")]),
+            ("left", [("lhs3", "lhsValue3|rhs1")]),  # another reference to an existing foreign key
+            ("left", [("lhs1", None)]),
+        ],
+    ) == [
         [],
         [("lhs1", "(lhsValue1|rhs1,rhsValue1)"), ("lhs2", "(lhsValue2|rhs2,rhsValue2)")],
         [("lhs3", "(lhsValue3|rhs1,rhsValue1)")],
         [("lhs1", None)],
-    ]  # fmt: skip
+    ]
 
 
 @BOTH
 def test_join_from_right_then_delete_right(left_join: bool) -> None:
     half = [("lhs1", "(lhsValue1|rhs1,null)"), ("lhs2", "(lhsValue2|rhs2,null)"), ("lhs3", "(lhsValue3|rhs1,null)")]
-    assert run(left_join, [
-        ("left", [("lhs1", "lhsValue1|rhs1"), ("lhs2", "lhsValue2|rhs2"), ("lhs3", "lhsValue3|rhs1")]),
-        ("right", [("rhs1", "rhsValue1")]),  # fans out to both subscribers
-        ("right", [("rhs2", "rhsValue2")]),
-        ("right", [("rhs3", "rhsValue3")]),  # nobody points to it
-        ("right", [("rhs1", None)]),
-    ]) == [
+    assert run(
+        left_join,
+        [
+            ("left", [("lhs1", "lhsValue1|rhs1"), ("lhs2", "lhsValue2|rhs2"), ("lhs3", "lhsValue3|rhs1")]),
+            ("right", [("rhs1", "rhsValue1")]),  # fans out to both subscribers
+            ("right", [("rhs2", "rhsValue2")]),
+            ("right", [("rhs3", "rhsValue3")]),  # nobody points to it
+            ("right", [("rhs1", None)]),
+        ],
+    ) == [
         half if left_join else [],
         [("lhs1", "(lhsValue1|rhs1,rhsValue1)"), ("lhs3", "(lhsValue3|rhs1,rhsValue1)")],
         [("lhs2", "(lhsValue2|rhs2,rhsValue2)")],
         [],
-        [("lhs1", "(lhsValue1|rhs1,null)" if left_join else None),
-         ("lhs3", "(lhsValue3|rhs1,null)" if left_join else None)],
-    ]  # fmt: skip
+        [
+            ("lhs1", "(lhsValue1|rhs1,null)" if left_join else None),
+            ("lhs3", "(lhsValue3|rhs1,null)" if left_join else None),
+        ],
+    ]
 
 
 @BOTH
 def test_deleting_non_joining_and_non_existing_rows(left_join: bool) -> None:
-    assert run(left_join, [
-        ("left", [("lhs0", None)]),  # never existed: nothing to delete
-        ("left", [("lhs1", "lhsValue1|rhs1")]),
-        ("left", [("lhs1", None)]),  # an inner join cannot know whether it had a result: a tombstone anyway
-        ("left", [("lhs1", None)]),  # deleting again is idempotent
-    ]) == [[], [("lhs1", "(lhsValue1|rhs1,null)")] if left_join else [], [("lhs1", None)], []]  # fmt: skip
+    assert run(
+        left_join,
+        [
+            ("left", [("lhs0", None)]),  # never existed: nothing to delete
+            ("left", [("lhs1", "lhsValue1|rhs1")]),
+            ("left", [("lhs1", None)]),  # an inner join cannot know whether it had a result: a tombstone anyway
+            ("left", [("lhs1", None)]),  # deleting again is idempotent
+        ],
+    ) == [[], [("lhs1", "(lhsValue1|rhs1,null)")] if left_join else [], [("lhs1", None)], []]
 
 
 @BOTH
@@ -104,21 +116,24 @@ def test_moving_between_missing_and_existing_foreign_keys(left_join: bool) -> No
     def half(fk: str) -> tuple[str, str | None]:
         return ("lhs1", f"(lhsValue1|{fk},null)" if left_join else None)
 
-    assert run(left_join, [
-        ("left", [("lhs1", "lhsValue1|rhs1")]),
-        ("left", [("lhs1", "lhsValue1|rhs2")]),
-        ("left", [("lhs1", "lhsValue1|rhs3")]),
-        ("right", [("rhs1", "rhsValue1")]),  # referenced before, not now: no change
-        ("left", [("lhs1", "lhsValue1|rhs1")]),
-        ("left", [("lhs1", "lhsValue1|rhs2")]),
-    ]) == [
+    assert run(
+        left_join,
+        [
+            ("left", [("lhs1", "lhsValue1|rhs1")]),
+            ("left", [("lhs1", "lhsValue1|rhs2")]),
+            ("left", [("lhs1", "lhsValue1|rhs3")]),
+            ("right", [("rhs1", "rhsValue1")]),  # referenced before, not now: no change
+            ("left", [("lhs1", "lhsValue1|rhs1")]),
+            ("left", [("lhs1", "lhsValue1|rhs2")]),
+        ],
+    ) == [
         [half("rhs1")] if left_join else [],
         [half("rhs2")],
         [half("rhs3")],
         [],
         [("lhs1", "(lhsValue1|rhs1,rhsValue1)")],
         [half("rhs2")],
-    ]  # fmt: skip
+    ]
 
 
 @BOTH
@@ -128,31 +143,50 @@ def test_changing_the_foreign_key_unsubscribes_the_old_one(left_join: bool) -> N
         pipe(d, "left", [("lhs1", "lhsValue1|rhs1", 2), ("lhs1", "lhsValue1|rhs2", 3)], str, str)
         pipe(d, "right", [("rhs1", "rhsValue1Delta", 4)], str, str)  # the old key's update reaches nobody
         assert read_rows(d, "out", str, str) == [
-            ("lhs1", "(lhsValue1|rhs1,rhsValue1)", 2), ("lhs1", "(lhsValue1|rhs2,rhsValue2)", 3)]  # fmt: skip
+            ("lhs1", "(lhsValue1|rhs1,rhsValue1)", 2),
+            ("lhs1", "(lhsValue1|rhs2,rhsValue2)", 3),
+        ]
         assert dict(d.get_key_value_store("joined").all()) == {"lhs1": "(lhsValue1|rhs2,rhsValue2)"}
         subscribers = [k for k, _ in d.get_key_value_store("KTABLE-FK-JOIN-0000000004-subscription-store").all()]
         assert [(k.foreign_key, k.primary_key) for k in subscribers] == [("rhs2", "lhs1")]
 
 
 def test_a_none_foreign_key() -> None:
-    assert run(True, [("left", [("lhs1", "lhsValue1|returnNull")]), ("left", [("lhs1", "lhsValue1|rhs1")]),
-                      ("left", [("lhs1", "lhsValue2|returnNull")]), ("left", [("lhs1", None)])]) == [
+    assert run(
+        True,
+        [
+            ("left", [("lhs1", "lhsValue1|returnNull")]),
+            ("left", [("lhs1", "lhsValue1|rhs1")]),
+            ("left", [("lhs1", "lhsValue2|returnNull")]),
+            ("left", [("lhs1", None)]),
+        ],
+    ) == [
         [("lhs1", "(lhsValue1|returnNull,null)")],  # a left join emits at once, without asking the right side
         [("lhs1", "(lhsValue1|rhs1,null)")],
         [("lhs1", "(lhsValue2|returnNull,null)")],
         [("lhs1", None)],
-    ]  # fmt: skip
-    assert run(False, [("right", [("rhs1", "r")]), ("left", [("lhs1", "v|rhs1")]), ("left", [("lhs1", "v|returnNull")]),
-                       ("left", [("lhs1", None)])]) == [[], [("lhs1", "(v|rhs1,r)")], [("lhs1", None)], []]  # fmt: skip
+    ]
+    assert run(
+        False,
+        [
+            ("right", [("rhs1", "r")]),
+            ("left", [("lhs1", "v|rhs1")]),
+            ("left", [("lhs1", "v|returnNull")]),
+            ("left", [("lhs1", None)]),
+        ],
+    ) == [[], [("lhs1", "(v|rhs1,r)")], [("lhs1", None)], []]
 
 
 def test_a_stale_response_is_dropped() -> None:
     """Two updates of one left row within one step (a flat_map feeding an uncached reduce): the answer to
     the first (its foreign key rhs1) arrives after the row moved to rhs2, and its hash no longer matches."""
     b = StreamsBuilder()
-    lt = (b.stream("left-updates", key=str, value="json")
-          .flat_map(lambda k, vs: [(k, v) for v in vs]).group_by_key(key=str, value=str)
-          .reduce(lambda old, new: new, store="left-rows", cache=False))  # fmt: skip
+    lt = (
+        b.stream("left-updates", key=str, value="json")
+        .flat_map(lambda k, vs: [(k, v) for v in vs])
+        .group_by_key(key=str, value=str)
+        .reduce(lambda old, new: new, store="left-rows", cache=False)
+    )
     rt = b.table("right", key=str, value=str)
     lt.join(rt, joiner, foreign_key=fk, value=str).to_stream().to("out", key=str, value=str)
     with TopologyTestDriver(b.build()) as d:

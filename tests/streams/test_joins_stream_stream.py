@@ -35,8 +35,9 @@ def build(kind: str, windows: JoinWindows) -> StreamsBuilder:
     return b
 
 
-def run(kind: str, windows: JoinWindows, steps: list[tuple[list[Event], list[Row]]], *,
-        state_dir: Path | None = None) -> None:  # fmt: skip
+def run(
+    kind: str, windows: JoinWindows, steps: list[tuple[list[Event], list[Row]]], *, state_dir: Path | None = None
+) -> None:
     """Pipe each step's events and check what the join emitted in response, step by step."""
     with TopologyTestDriver(build(kind, windows).build(), state_dir=state_dir) as d:
         sides = {"L": d.input_topic("left", key=int, value=str), "R": d.input_topic("right", key=int, value=str)}
@@ -52,48 +53,64 @@ def run(kind: str, windows: JoinWindows, steps: list[tuple[list[Event], list[Row
 
 
 def test_inner_join_window_edges_are_inclusive_and_results_take_the_larger_timestamp() -> None:
-    run("join", JoinWindows.of_time_difference_with_no_grace(100), [
-        ([("L", 0, "A0", 1000), ("L", 1, "A1", 1000)], []),
-        ([("R", 0, "a0", 899)], []),  # 101 before: outside
-        ([("R", 0, "b0", 900)], [(0, "A0+b0", 1000)]),  # exactly 100 before
-        ([("R", 1, "b1", 1100)], [(1, "A1+b1", 1100)]),  # exactly 100 after
-        ([("R", 1, "c1", 1101)], []),  # 101 after: outside
-        ([("L", 1, "B1", 1050)], [(1, "B1+b1", 1100), (1, "B1+c1", 1101)]),  # joins every match, oldest first
-        ([("R", 2, "x", 1000)], []),  # no partner: an inner join emits nothing, ever
-        ([("R", 9, "late", 5000)], []),
-    ])  # fmt: skip
+    run(
+        "join",
+        JoinWindows.of_time_difference_with_no_grace(100),
+        [
+            ([("L", 0, "A0", 1000), ("L", 1, "A1", 1000)], []),
+            ([("R", 0, "a0", 899)], []),  # 101 before: outside
+            ([("R", 0, "b0", 900)], [(0, "A0+b0", 1000)]),  # exactly 100 before
+            ([("R", 1, "b1", 1100)], [(1, "A1+b1", 1100)]),  # exactly 100 after
+            ([("R", 1, "c1", 1101)], []),  # 101 after: outside
+            ([("L", 1, "B1", 1050)], [(1, "B1+b1", 1100), (1, "B1+c1", 1101)]),  # joins every match, oldest first
+            ([("R", 2, "x", 1000)], []),  # no partner: an inner join emits nothing, ever
+            ([("R", 9, "late", 5000)], []),
+        ],
+    )
 
 
 def test_inner_join_with_an_after_only_window() -> None:
     """``before(0)``: a left record joins right records from its own time up to ``after`` later (and a
     right record the left records up to ``after`` earlier)."""
-    run("join", JoinWindows.of_time_difference_with_no_grace(100).before(0), [
-        ([("L", 0, "A0", 1000)], []),
-        ([("R", 0, "a", 999)], []),
-        ([("R", 0, "b", 1000)], [(0, "A0+b", 1000)]),
-        ([("R", 0, "c", 1100)], [(0, "A0+c", 1100)]),
-        ([("R", 0, "d", 1101)], []),
-        ([("L", 0, "B0", 1001)], [(0, "B0+c", 1100), (0, "B0+d", 1101)]),
-    ])  # fmt: skip
+    run(
+        "join",
+        JoinWindows.of_time_difference_with_no_grace(100).before(0),
+        [
+            ([("L", 0, "A0", 1000)], []),
+            ([("R", 0, "a", 999)], []),
+            ([("R", 0, "b", 1000)], [(0, "A0+b", 1000)]),
+            ([("R", 0, "c", 1100)], [(0, "A0+c", 1100)]),
+            ([("R", 0, "d", 1101)], []),
+            ([("L", 0, "B0", 1001)], [(0, "B0+c", 1100), (0, "B0+d", 1101)]),
+        ],
+    )
 
 
 def test_inner_join_with_a_before_only_window() -> None:
     """``after(0)``: a left record joins right records from ``before`` earlier up to its own time."""
-    run("join", JoinWindows.of_time_difference_with_no_grace(100).after(0), [
-        ([("L", 0, "A0", 1000)], []),
-        ([("R", 0, "a", 899)], []),
-        ([("R", 0, "b", 900)], [(0, "A0+b", 1000)]),
-        ([("R", 0, "c", 1000)], [(0, "A0+c", 1000)]),
-        ([("R", 0, "d", 1001)], []),
-    ])  # fmt: skip
+    run(
+        "join",
+        JoinWindows.of_time_difference_with_no_grace(100).after(0),
+        [
+            ([("L", 0, "A0", 1000)], []),
+            ([("R", 0, "a", 899)], []),
+            ([("R", 0, "b", 900)], [(0, "A0+b", 1000)]),
+            ([("R", 0, "c", 1000)], [(0, "A0+c", 1000)]),
+            ([("R", 0, "d", 1001)], []),
+        ],
+    )
 
 
 def test_duplicates_are_all_kept_and_joined() -> None:
-    run("join", JoinWindows.of_time_difference_with_no_grace(10), [
-        ([("L", 0, "A", 5), ("L", 0, "A", 5)], []),
-        ([("R", 0, "a", 5)], [(0, "A+a", 5), (0, "A+a", 5)]),
-        ([("R", 0, "a", 5)], [(0, "A+a", 5), (0, "A+a", 5)]),
-    ])  # fmt: skip
+    run(
+        "join",
+        JoinWindows.of_time_difference_with_no_grace(10),
+        [
+            ([("L", 0, "A", 5), ("L", 0, "A", 5)], []),
+            ([("R", 0, "a", 5)], [(0, "A+a", 5), (0, "A+a", 5)]),
+            ([("R", 0, "a", 5)], [(0, "A+a", 5), (0, "A+a", 5)]),
+        ],
+    )
 
 
 def test_null_keys_and_values_are_dropped_and_counted() -> None:
@@ -112,52 +129,72 @@ def test_null_keys_and_values_are_dropped_and_counted() -> None:
 
 def test_left_join_emits_unjoined_records_only_when_their_window_closes() -> None:
     """KStreamKStreamLeftJoinTest.testOrdering: the closed A0 goes out before the join that closed it."""
-    run("left_join", JoinWindows.of_time_difference_with_no_grace(100), [
-        ([("L", 0, "A0", 0), ("L", 1, "A1", 100)], []),
-        ([("R", 1, "a1", 110)], [(0, "A0+null", 0), (1, "A1+a1", 110)]),
-    ])  # fmt: skip
+    run(
+        "left_join",
+        JoinWindows.of_time_difference_with_no_grace(100),
+        [
+            ([("L", 0, "A0", 0), ("L", 1, "A1", 100)], []),
+            ([("R", 1, "a1", 110)], [(0, "A0+null", 0), (1, "A1+a1", 110)]),
+        ],
+    )
 
 
 def test_left_join_waits_for_the_grace_period() -> None:
     """KStreamKStreamLeftJoinTest.testGracePeriod: window 100, grace 10; right records never emit alone."""
-    run("left_join", JoinWindows.of_time_difference_and_grace(100, 10), [
-        ([("L", 0, "A0", 0), ("L", 1, "A1", 0)], []),
-        ([("R", k, f"a{k}", 101) for k in range(4)], []),  # past the windows' end, not their grace
-        ([("R", 0, "dummy", 1201)], [(0, "A0+null", 0), (1, "A1+null", 0)]),
-    ])  # fmt: skip
+    run(
+        "left_join",
+        JoinWindows.of_time_difference_and_grace(100, 10),
+        [
+            ([("L", 0, "A0", 0), ("L", 1, "A1", 0)], []),
+            ([("R", k, f"a{k}", 101) for k in range(4)], []),  # past the windows' end, not their grace
+            ([("R", 0, "dummy", 1201)], [(0, "A0+null", 0), (1, "A1+null", 0)]),
+        ],
+    )
 
 
 def test_left_join_out_of_order_records_within_grace_still_join() -> None:
-    run("left_join", JoinWindows.of_time_difference_and_grace(10, 20), [
-        ([("L", 0, "A0", 100)], []),
-        ([("R", 9, "z", 115)], []),  # stream time 115: A0's window ended at 110, closes at 130
-        ([("R", 0, "a0", 95)], [(0, "A0+a0", 100)]),  # out of order, within grace: joins, A0 is not unjoined
-        ([("L", 1, "A1", 108)], []),  # its window ends at 118 >= stream time: waits
-        ([("R", 9, "z", 131)], []),  # A0 found a partner: nothing to emit; A1's window closes at 138
-        ([("R", 9, "z", 139)], [(1, "A1+null", 108)]),
-    ])  # fmt: skip
+    run(
+        "left_join",
+        JoinWindows.of_time_difference_and_grace(10, 20),
+        [
+            ([("L", 0, "A0", 100)], []),
+            ([("R", 9, "z", 115)], []),  # stream time 115: A0's window ended at 110, closes at 130
+            ([("R", 0, "a0", 95)], [(0, "A0+a0", 100)]),  # out of order, within grace: joins, A0 is not unjoined
+            ([("L", 1, "A1", 108)], []),  # its window ends at 118 >= stream time: waits
+            ([("R", 9, "z", 131)], []),  # A0 found a partner: nothing to emit; A1's window closes at 138
+            ([("R", 9, "z", 139)], [(1, "A1+null", 108)]),
+        ],
+    )
 
 
 def test_left_join_late_records_join_what_the_other_side_holds_and_unjoined_ones_go_out_at_once() -> None:
-    run("left_join", JoinWindows.of_time_difference_with_no_grace(100), [
-        ([("L", 0, "A", 1000), ("R", 1, "x", 1000)], []),
-        ([("L", 1, "B", 850)], [(1, "B+null", 850)]),  # window [750, 950] ended before stream time 1000
-        ([("L", 1, "C", 920)], [(1, "C+x", 1000)]),  # window [820, 1020] still open: joins
-        ([("R", 2, "y", 880)], []),  # a right record is never emitted by a left join
-        ([("L", 2, "E", 790)], [(2, "E+y", 880)]),  # late, but the right store still holds y
-        ([("L", 3, "F", 990)], []),  # on time: waits in the outer store
-        ([("R", 3, "f", 995)], [(3, "F+f", 995)]),  # ... and is joined, so never emitted with null
-        ([("R", 9, "z", 2000)], [(0, "A+null", 1000)]),  # only A was still unjoined
-    ])  # fmt: skip
+    run(
+        "left_join",
+        JoinWindows.of_time_difference_with_no_grace(100),
+        [
+            ([("L", 0, "A", 1000), ("R", 1, "x", 1000)], []),
+            ([("L", 1, "B", 850)], [(1, "B+null", 850)]),  # window [750, 950] ended before stream time 1000
+            ([("L", 1, "C", 920)], [(1, "C+x", 1000)]),  # window [820, 1020] still open: joins
+            ([("R", 2, "y", 880)], []),  # a right record is never emitted by a left join
+            ([("L", 2, "E", 790)], [(2, "E+y", 880)]),  # late, but the right store still holds y
+            ([("L", 3, "F", 990)], []),  # on time: waits in the outer store
+            ([("R", 3, "f", 995)], [(3, "F+f", 995)]),  # ... and is joined, so never emitted with null
+            ([("R", 9, "z", 2000)], [(0, "A+null", 1000)]),  # only A was still unjoined
+        ],
+    )
 
 
 def test_left_join_with_an_after_only_window_emits_at_the_asymmetric_close() -> None:
     """KStreamKStreamLeftJoinTest.shouldNotEmitLeftJoinResultForAsymmetricWindow (first steps)."""
-    run("left_join", JoinWindows.of_time_difference_with_no_grace(100).before(0), [
-        ([("L", 0, "A0", 0), ("L", 1, "A1", 1)], []),
-        ([("R", 0, "a0", 100)], [(0, "A0+a0", 100)]),
-        ([("R", 1, "a1", 102)], [(1, "A1+null", 1)]),  # A1's window [1, 101] closed at 102
-    ])  # fmt: skip
+    run(
+        "left_join",
+        JoinWindows.of_time_difference_with_no_grace(100).before(0),
+        [
+            ([("L", 0, "A0", 0), ("L", 1, "A1", 1)], []),
+            ([("R", 0, "a0", 100)], [(0, "A0+a0", 100)]),
+            ([("R", 1, "a1", 102)], [(1, "A1+null", 1)]),  # A1's window [1, 101] closed at 102
+        ],
+    )
 
 
 # -- outer join ----------------------------------------------------------------------------------------
@@ -165,40 +202,56 @@ def test_left_join_with_an_after_only_window_emits_at_the_asymmetric_close() -> 
 
 def test_outer_join_orders_unjoined_records_of_both_sides_by_timestamp() -> None:
     """KStreamKStreamOuterJoinTest.testGracePeriod: at equal timestamps the right side comes first."""
-    run("outer_join", JoinWindows.of_time_difference_and_grace(100, 10), [
-        ([("L", 0, "A0", 0), ("R", 1, "11", 0)], []),
-        ([("L", 1, "A1", 101), ("R", 0, "10", 101)], []),
-        ([("R", 0, "100", 112)], [(1, "null+11", 0), (0, "A0+null", 0)]),
-    ])  # fmt: skip
+    run(
+        "outer_join",
+        JoinWindows.of_time_difference_and_grace(100, 10),
+        [
+            ([("L", 0, "A0", 0), ("R", 1, "11", 0)], []),
+            ([("L", 1, "A1", 101), ("R", 0, "10", 101)], []),
+            ([("R", 0, "100", 112)], [(1, "null+11", 0), (0, "A0+null", 0)]),
+        ],
+    )
 
 
 def test_outer_join_emits_closed_records_of_either_processor() -> None:
     """KStreamKStreamOuterJoinTest.testLeftExpiredNonJoinedRecordsAreEmittedByTheRightProcessor."""
-    run("outer_join", JoinWindows.of_time_difference_and_grace(100, 0), [
-        ([("L", 0, "A0", 1), ("L", 1, "A1", 2), ("L", 0, "A0-0", 3)], []),
-        ([("R", 1, "11", 3)], [(1, "A1+11", 3)]),
-        ([("R", 2, "100", 401)], [(0, "A0+null", 1), (0, "A0-0+null", 3)]),
-        ([("L", 2, "dummy", 402)], [(2, "dummy+100", 402)]),
-    ])  # fmt: skip
+    run(
+        "outer_join",
+        JoinWindows.of_time_difference_and_grace(100, 0),
+        [
+            ([("L", 0, "A0", 1), ("L", 1, "A1", 2), ("L", 0, "A0-0", 3)], []),
+            ([("R", 1, "11", 3)], [(1, "A1+11", 3)]),
+            ([("R", 2, "100", 401)], [(0, "A0+null", 1), (0, "A0-0+null", 3)]),
+            ([("L", 2, "dummy", 402)], [(2, "dummy+100", 402)]),
+        ],
+    )
 
 
 def test_outer_join_with_an_asymmetric_window_closes_each_side_at_its_own_time() -> None:
     """KStreamKStreamOuterJoinTest.testEmitAllNonJoinedResultsForAsymmetricWindow: before 5, after 20, so
     a left record's window ends 20 after it, a right record's 5 after it."""
-    run("outer_join", JoinWindows.of_time_difference_with_no_grace(5).after(20), [
-        ([("L", 0, "A0", 29), ("L", 1, "A1", 30), ("R", 2, "12", 31), ("R", 3, "13", 36)], []),
-        ([("R", 4, "14", 37)], [(2, "null+12", 31)]),
-        ([("R", 5, "15", 50)], [(0, "A0+null", 29), (3, "null+13", 36), (4, "null+14", 37)]),
-    ])  # fmt: skip
+    run(
+        "outer_join",
+        JoinWindows.of_time_difference_with_no_grace(5).after(20),
+        [
+            ([("L", 0, "A0", 29), ("L", 1, "A1", 30), ("R", 2, "12", 31), ("R", 3, "13", 36)], []),
+            ([("R", 4, "14", 37)], [(2, "null+12", 31)]),
+            ([("R", 5, "15", 50)], [(0, "A0+null", 29), (3, "null+13", 36), (4, "null+14", 37)]),
+        ],
+    )
 
 
 def test_outer_join_late_records_of_either_side_go_out_at_once() -> None:
-    run("outer_join", JoinWindows.of_time_difference_with_no_grace(10), [
-        ([("L", 0, "A", 100)], []),
-        ([("R", 1, "b", 50)], [(1, "null+b", 50)]),
-        ([("L", 1, "B", 40)], [(1, "B+b", 50)]),
-        ([("L", 2, "C", 30)], [(2, "C+null", 30)]),
-    ])  # fmt: skip
+    run(
+        "outer_join",
+        JoinWindows.of_time_difference_with_no_grace(10),
+        [
+            ([("L", 0, "A", 100)], []),
+            ([("R", 1, "b", 50)], [(1, "null+b", 50)]),
+            ([("L", 1, "B", 40)], [(1, "B+b", 50)]),
+            ([("L", 2, "C", 30)], [(2, "C+null", 30)]),
+        ],
+    )
 
 
 def test_a_restarted_join_resumes_its_stores_and_stream_time(tmp_path: Path) -> None:
@@ -228,8 +281,10 @@ def test_a_restarted_join_resumes_its_stores_and_stream_time(tmp_path: Path) -> 
 
 def test_describe_shows_the_join_processors_and_their_stores() -> None:
     text = build("left_join", JoinWindows.of_time_difference_with_no_grace(10)).build().describe()
-    assert "Processor: KSTREAM-JOINTHIS-0000000002 (stores: [KSTREAM-JOINTHIS-0000000002-store, " \
-           "KSTREAM-OUTEROTHER-0000000003-store, KSTREAM-OUTERSHARED-0000000004-store])" in text  # fmt: skip
+    assert (
+        "Processor: KSTREAM-JOINTHIS-0000000002 (stores: [KSTREAM-JOINTHIS-0000000002-store, "
+        "KSTREAM-OUTEROTHER-0000000003-store, KSTREAM-OUTERSHARED-0000000004-store])" in text
+    )
     assert "<-- KSTREAM-JOINTHIS-0000000002, KSTREAM-OUTEROTHER-0000000003" in text
     assert text.count("Sub-topology:") == 1
 
@@ -249,22 +304,32 @@ def test_join_windows_validate_their_durations() -> None:
 def test_a_record_past_its_window_end_but_within_grace_waits_for_a_partner() -> None:
     """Within the grace period an out-of-order record is not late: it waits in the outer store, and a
     partner that arrives within the grace period joins it (no spurious ``(value, None)`` first)."""
-    run("left_join", JoinWindows.of_time_difference_and_grace(10, 50), [
-        ([("L", 9, "X", 100)], []),
-        ([("L", 0, "A", 60)], []),  # its window [50, 70] ended at stream time 100, closes at 120
-        ([("R", 0, "a", 65)], [(0, "A+a", 65)]),
-        ([("L", 1, "B", 30)], [(1, "B+null", 30)]),  # window [20, 40] closed at 90: late, emitted at once
-        ([("R", 9, "z", 200)], [(9, "X+null", 100)]),
-    ])  # fmt: skip
+    run(
+        "left_join",
+        JoinWindows.of_time_difference_and_grace(10, 50),
+        [
+            ([("L", 9, "X", 100)], []),
+            ([("L", 0, "A", 60)], []),  # its window [50, 70] ended at stream time 100, closes at 120
+            ([("R", 0, "a", 65)], [(0, "A+a", 65)]),
+            ([("L", 1, "B", 30)], [(1, "B+null", 30)]),  # window [20, 40] closed at 90: late, emitted at once
+            ([("R", 9, "z", 200)], [(9, "X+null", 100)]),
+        ],
+    )
 
 
 def test_both_sides_are_repartitioned_after_a_key_change_and_the_joiner_can_take_the_key() -> None:
     b = StreamsBuilder()
     orders = b.stream("orders", key=str, value="json").select_key(lambda k, o: o["ref"])
     payments = b.stream("payments", key=str, value="json").map(lambda k, p: (p["ref"], p["amount"]))
-    (orders.join(payments, lambda k, o, amount: f"{k}:{o['n']}:{amount}",
-                 JoinWindows.of_time_difference_with_no_grace(10), with_key=True, name="paid")
-     .to("out", key=str, value=str))  # fmt: skip
+    (
+        orders.join(
+            payments,
+            lambda k, o, amount: f"{k}:{o['n']}:{amount}",
+            JoinWindows.of_time_difference_with_no_grace(10),
+            with_key=True,
+            name="paid",
+        ).to("out", key=str, value=str)
+    )
     topology = b.build()
     text = topology.describe()
     assert text.count("Sub-topology:") == 3
@@ -275,4 +340,5 @@ def test_both_sides_are_repartitioned_after_a_key_change_and_the_joiner_can_take
         d.input_topic("payments", key=str, value="json").pipe_input("p1", {"ref": "r1", "amount": 5}, timestamp=105)
         d.input_topic("payments", key=str, value="json").pipe_input("p2", {"ref": "r1", "amount": 6}, timestamp=111)
         assert [(r.key, r.value, r.timestamp) for r in d.output_topic("out", key=str, value=str).read_records()] == [
-            ("r1", "r1:1:5", 105)]  # fmt: skip
+            ("r1", "r1:1:5", 105)
+        ]

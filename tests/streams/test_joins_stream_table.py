@@ -70,7 +70,9 @@ def test_table_tombstones_remove_the_row(left: bool) -> None:
     assert s.results() == []
     s.push_stream(4, "XX")
     assert s.results() == ([(0, "XX0+null", 0), (1, "XX1+null", 1)] if left else []) + [
-        (2, "XX2+Y2", 2), (3, "XX3+Y3", 3)]  # fmt: skip
+        (2, "XX2+Y2", 2),
+        (3, "XX3+Y3", 3),
+    ]
 
 
 def test_null_stream_keys_and_values_are_dropped_and_counted(left: bool) -> None:
@@ -85,23 +87,28 @@ def test_null_stream_keys_and_values_are_dropped_and_counted(left: bool) -> None
 def test_the_joiner_can_take_the_key() -> None:
     b = StreamsBuilder()
     table = b.table("table", key=int, value=str)
-    b.stream("stream", key=int, value=str).left_join(table, lambda k, v, row: f"{k}:{v}:{row}",
-                                                     with_key=True).to("out", key=int, value=str)  # fmt: skip
+    b.stream("stream", key=int, value=str).left_join(table, lambda k, v, row: f"{k}:{v}:{row}", with_key=True).to(
+        "out", key=int, value=str
+    )
     with TopologyTestDriver(b.build()) as d:
         d.input_topic("table", key=int, value=str).pipe_input(1, "t", timestamp=1)
         d.input_topic("stream", key=int, value=str).pipe_input(1, "s", timestamp=2)
         d.input_topic("stream", key=int, value=str).pipe_input(2, "s", timestamp=3)
         assert [(r.key, r.value, r.timestamp) for r in d.output_topic("out", key=int, value=str).read_records()] == [
-            (1, "1:s:t", 2), (2, "2:s:None", 3)]  # fmt: skip
+            (1, "1:s:t", 2),
+            (2, "2:s:None", 3),
+        ]
 
 
 def test_a_join_after_a_key_change_repartitions_the_stream() -> None:
     b = StreamsBuilder()
     customers = b.table("customers", key=str, value="json")
     orders = b.stream("orders", key=str, value="json")
-    (orders.select_key(lambda k, o: o["customer"])
-     .left_join(customers, lambda o, c: {**o, "tier": c and c["tier"]})
-     .to("enriched", key=str, value="json"))  # fmt: skip
+    (
+        orders.select_key(lambda k, o: o["customer"])
+        .left_join(customers, lambda o, c: {**o, "tier": c and c["tier"]})
+        .to("enriched", key=str, value="json")
+    )
     topology = b.build()
     text = topology.describe()
     assert text.count("Sub-topology:") == 2
@@ -130,6 +137,8 @@ def test_a_derived_table_is_materialized_for_the_lookup() -> None:
         for k in (1, 2):
             stream.pipe_input(k, "X", timestamp=2)
         assert [(r.key, r.value) for r in d.output_topic("out", key=int, value=str).read_records()] == [
-            (1, "X+shown"), (2, "X+null")]  # fmt: skip
+            (1, "X+shown"),
+            (2, "X+null"),
+        ]
     with pytest.raises(TypeError, match="takes no windows"):
         b.stream("s2", key=int, value=str).join(b.table("t2"), show, 10)

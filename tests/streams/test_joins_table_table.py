@@ -39,41 +39,65 @@ KEYS = (0, 1, 2, 3)
 
 # (topic, rows piped) -> rows expected out, per join kind: inner, left, outer.
 STEPS: list[tuple[str, list[Row], list[Row], list[Row], list[Row]]] = [
-    ("topic1", [(0, "X0", 5), (1, "X1", 6), (None, "SomeVal", 42)],
-     [],
-     [(0, "X0+null", 5), (1, "X1+null", 6)],
-     [(0, "X0+null", 5), (1, "X1+null", 6)]),
-    ("topic2", [(0, "Y0", 0), (1, "Y1", 10), (None, "AnotherVal", 73)],
-     [(0, "X0+Y0", 5), (1, "X1+Y1", 10)],
-     [(0, "X0+Y0", 5), (1, "X1+Y1", 10)],
-     [(0, "X0+Y0", 5), (1, "X1+Y1", 10)]),
-    ("topic1", [(k, f"XX{k}", 7) for k in KEYS],
-     [(0, "XX0+Y0", 7), (1, "XX1+Y1", 10)],
-     [(0, "XX0+Y0", 7), (1, "XX1+Y1", 10), (2, "XX2+null", 7), (3, "XX3+null", 7)],
-     [(0, "XX0+Y0", 7), (1, "XX1+Y1", 10), (2, "XX2+null", 7), (3, "XX3+null", 7)]),
-    ("topic2", [(k, f"YY{k}", k * 5) for k in KEYS],
-     [(0, "XX0+YY0", 7), (1, "XX1+YY1", 7), (2, "XX2+YY2", 10), (3, "XX3+YY3", 15)],
-     [(0, "XX0+YY0", 7), (1, "XX1+YY1", 7), (2, "XX2+YY2", 10), (3, "XX3+YY3", 15)],
-     [(0, "XX0+YY0", 7), (1, "XX1+YY1", 7), (2, "XX2+YY2", 10), (3, "XX3+YY3", 15)]),
-    ("topic1", [(k, f"XXX{k}", 6) for k in KEYS],
-     [(0, "XXX0+YY0", 6), (1, "XXX1+YY1", 6), (2, "XXX2+YY2", 10), (3, "XXX3+YY3", 15)],
-     [(0, "XXX0+YY0", 6), (1, "XXX1+YY1", 6), (2, "XXX2+YY2", 10), (3, "XXX3+YY3", 15)],
-     [(0, "XXX0+YY0", 6), (1, "XXX1+YY1", 6), (2, "XXX2+YY2", 10), (3, "XXX3+YY3", 15)]),
+    (
+        "topic1",
+        [(0, "X0", 5), (1, "X1", 6), (None, "SomeVal", 42)],
+        [],
+        [(0, "X0+null", 5), (1, "X1+null", 6)],
+        [(0, "X0+null", 5), (1, "X1+null", 6)],
+    ),
+    (
+        "topic2",
+        [(0, "Y0", 0), (1, "Y1", 10), (None, "AnotherVal", 73)],
+        [(0, "X0+Y0", 5), (1, "X1+Y1", 10)],
+        [(0, "X0+Y0", 5), (1, "X1+Y1", 10)],
+        [(0, "X0+Y0", 5), (1, "X1+Y1", 10)],
+    ),
+    (
+        "topic1",
+        [(k, f"XX{k}", 7) for k in KEYS],
+        [(0, "XX0+Y0", 7), (1, "XX1+Y1", 10)],
+        [(0, "XX0+Y0", 7), (1, "XX1+Y1", 10), (2, "XX2+null", 7), (3, "XX3+null", 7)],
+        [(0, "XX0+Y0", 7), (1, "XX1+Y1", 10), (2, "XX2+null", 7), (3, "XX3+null", 7)],
+    ),
+    (
+        "topic2",
+        [(k, f"YY{k}", k * 5) for k in KEYS],
+        [(0, "XX0+YY0", 7), (1, "XX1+YY1", 7), (2, "XX2+YY2", 10), (3, "XX3+YY3", 15)],
+        [(0, "XX0+YY0", 7), (1, "XX1+YY1", 7), (2, "XX2+YY2", 10), (3, "XX3+YY3", 15)],
+        [(0, "XX0+YY0", 7), (1, "XX1+YY1", 7), (2, "XX2+YY2", 10), (3, "XX3+YY3", 15)],
+    ),
+    (
+        "topic1",
+        [(k, f"XXX{k}", 6) for k in KEYS],
+        [(0, "XXX0+YY0", 6), (1, "XXX1+YY1", 6), (2, "XXX2+YY2", 10), (3, "XXX3+YY3", 15)],
+        [(0, "XXX0+YY0", 6), (1, "XXX1+YY1", 6), (2, "XXX2+YY2", 10), (3, "XXX3+YY3", 15)],
+        [(0, "XXX0+YY0", 6), (1, "XXX1+YY1", 6), (2, "XXX2+YY2", 10), (3, "XXX3+YY3", 15)],
+    ),
     # right-side deletes: inner results disappear, left / outer ones lose their right side
-    ("topic2", [(0, None, 5), (1, None, 7)],
-     [(0, None, 6), (1, None, 7)],
-     [(0, "XXX0+null", 6), (1, "XXX1+null", 7)],
-     [(0, "XXX0+null", 6), (1, "XXX1+null", 7)]),
-    ("topic1", [(k, f"XXXX{k}", 13) for k in KEYS],
-     [(2, "XXXX2+YY2", 13), (3, "XXXX3+YY3", 15)],
-     [(0, "XXXX0+null", 13), (1, "XXXX1+null", 13), (2, "XXXX2+YY2", 13), (3, "XXXX3+YY3", 15)],
-     [(0, "XXXX0+null", 13), (1, "XXXX1+null", 13), (2, "XXXX2+YY2", 13), (3, "XXXX3+YY3", 15)]),
+    (
+        "topic2",
+        [(0, None, 5), (1, None, 7)],
+        [(0, None, 6), (1, None, 7)],
+        [(0, "XXX0+null", 6), (1, "XXX1+null", 7)],
+        [(0, "XXX0+null", 6), (1, "XXX1+null", 7)],
+    ),
+    (
+        "topic1",
+        [(k, f"XXXX{k}", 13) for k in KEYS],
+        [(2, "XXXX2+YY2", 13), (3, "XXXX3+YY3", 15)],
+        [(0, "XXXX0+null", 13), (1, "XXXX1+null", 13), (2, "XXXX2+YY2", 13), (3, "XXXX3+YY3", 15)],
+        [(0, "XXXX0+null", 13), (1, "XXXX1+null", 13), (2, "XXXX2+YY2", 13), (3, "XXXX3+YY3", 15)],
+    ),
     # left-side deletes: every result goes (the outer join keeps the right rows, joined with null)
-    ("topic1", [(0, None, 0), (1, None, 42), (2, None, 5), (3, None, 20)],
-     [(2, None, 10), (3, None, 20)],
-     [(0, None, 0), (1, None, 42), (2, None, 10), (3, None, 20)],
-     [(0, None, 0), (1, None, 42), (2, "null+YY2", 10), (3, "null+YY3", 20)]),
-]  # fmt: skip
+    (
+        "topic1",
+        [(0, None, 0), (1, None, 42), (2, None, 5), (3, None, 20)],
+        [(2, None, 10), (3, None, 20)],
+        [(0, None, 0), (1, None, 42), (2, None, 10), (3, None, 20)],
+        [(0, None, 0), (1, None, 42), (2, "null+YY2", 10), (3, "null+YY3", 20)],
+    ),
+]
 
 
 @pytest.mark.parametrize("kind, column", [("join", 2), ("left_join", 3), ("outer_join", 4)])
@@ -126,7 +150,12 @@ def test_regrouping_a_join_result_subtracts_deleted_results(materialize: bool) -
         pipe(d, "topic2", [(1, "eu", 3), (2, "eu", 4), (1, "us", 5), (2, None, 6)], int, str)
         assert dict(d.get_key_value_store("per-region").all()) == {"eu": 0, "us": 1}
         assert read_rows(d, "output", str, int) == [
-            ("eu", 1, 3), ("eu", 2, 4), ("eu", 1, 5), ("us", 1, 5), ("eu", 0, 6)]  # fmt: skip
+            ("eu", 1, 3),
+            ("eu", 2, 4),
+            ("eu", 1, 5),
+            ("us", 1, 5),
+            ("eu", 0, 6),
+        ]
 
 
 def test_describe_shows_both_join_sides_in_one_sub_topology() -> None:
@@ -158,8 +187,9 @@ def test_table_join_end_to_end_restores_both_stores_on_restart(
     for topic in (left_t, right_t, out):
         log.create_topic(topic, 4)
     b = StreamsBuilder()
-    b.table(left_t, key=str, value=str).left_join(b.table(right_t, key=str, value=str), tostring, store="joined") \
-        .to_stream().to(out, key=str, value=str)
+    b.table(left_t, key=str, value=str).left_join(
+        b.table(right_t, key=str, value=str), tostring, store="joined"
+    ).to_stream().to(out, key=str, value=str)
     topology = b.build()
     produce(log, left_t, [(f"k{i}", f"L{i}") for i in range(12)], value=str.encode)
     produce(log, right_t, [(f"k{i}", f"R{i}") for i in range(0, 12, 2)], value=str.encode)

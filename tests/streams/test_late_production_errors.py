@@ -51,15 +51,21 @@ def late_log(log_url: str, request: pytest.FixtureRequest) -> Log:
     return lg
 
 
-def make_app(log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path,
-             build: Callable[[str, str], Topology] = topology, **options: Any
-             ) -> tuple[StreamsApp, str, str]:  # fmt: skip
+def make_app(
+    log: Log,
+    log_url: str,
+    names: Callable[[str], str],
+    tmp_path: Path,
+    build: Callable[[str, str], Topology] = topology,
+    **options: Any,
+) -> tuple[StreamsApp, str, str]:
     """``build(src, out)``'s app on a one-partition input and an output that refuses records above LIMIT."""
     src, out = names("in"), names("out")
     log.create_topic(src, 1)
     log.create_topic(out, 1, config={"max.message.bytes": str(LIMIT)})
-    app = StreamsApp(build(src, out), names("app"), log_url, state_dir=tmp_path / "state", commit_interval_ms=100,
-                     **options)  # fmt: skip
+    app = StreamsApp(
+        build(src, out), names("app"), log_url, state_dir=tmp_path / "state", commit_interval_ms=100, **options
+    )
     return app, src, out
 
 
@@ -92,8 +98,10 @@ def test_fail_stops_the_app_once_naming_the_output_and_the_log_error(
 
     app, src, out = make_app(late_log, log_url, names, tmp_path, production_exception_handler=fail)
     produce(late_log, src, FIRST + REST, value=str.encode)
-    expected = (rf"task 0_0: cannot send to topic '{out}' partition 0 the output of the records at {src}\[0\] "
-                rf"from offset [01]: RecordTooLargeError: .*max.message.bytes")  # fmt: skip
+    expected = (
+        rf"task 0_0: cannot send to topic '{out}' partition 0 the output of the records at {src}\[0\] "
+        rf"from offset [01]: RecordTooLargeError: .*max.message.bytes"
+    )
     with pytest.raises(ProductionError, match=expected) as info:
         app.run()
     assert app.state == "ERROR"
@@ -116,8 +124,9 @@ def test_fail_is_the_default(late_log: Log, log_url: str, names: Callable[[str],
 def test_continue_drops_exactly_the_refused_output(
     late_log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path, guarantee: str
 ) -> None:
-    app, src, out = make_app(late_log, log_url, names, tmp_path, production_exception_handler="continue",
-                             processing_guarantee=guarantee)  # fmt: skip
+    app, src, out = make_app(
+        late_log, log_url, names, tmp_path, production_exception_handler="continue", processing_guarantee=guarantee
+    )
     with app:
         run_past_the_failure(app, late_log, src)
         assert app.metrics()["task_states"]["0_0"]["dropped_reasons"] == {"production_error": 1}
@@ -140,16 +149,19 @@ def test_callable_handler_sees_the_refused_output_and_the_log_error(
         seen.append((record, error))
         return True
 
-    app, src, out = make_app(late_log, log_url, names, tmp_path, production_exception_handler=handler,
-                             processing_guarantee="exactly_once_v2")  # fmt: skip
+    app, src, out = make_app(
+        late_log, log_url, names, tmp_path, production_exception_handler=handler, processing_guarantee="exactly_once_v2"
+    )
     with app:
         run_past_the_failure(app, late_log, src)
     [(record, error)] = seen
     assert record is not None
     assert (record.topic, record.partition, record.key, record.value) == (out, 0, b"k2", b"x" * (2 * LIMIT))
     assert isinstance(error, ProductionError) and isinstance(error.__cause__, RecordTooLargeError)
-    assert str(error).startswith(f"task 0_0: cannot send to topic '{out}' partition 0 the output of the records at "
-                                 f"{src}[0] from offset 1: RecordTooLargeError: ")  # fmt: skip
+    assert str(error).startswith(
+        f"task 0_0: cannot send to topic '{out}' partition 0 the output of the records at "
+        f"{src}[0] from offset 1: RecordTooLargeError: "
+    )
     assert outputs(late_log, out) == EXPECTED_OUT
 
 
@@ -163,8 +175,9 @@ def test_identical_refused_outputs_are_each_dropped_once(
         seen.append(record)
         return True
 
-    app, src, out = make_app(late_log, log_url, names, tmp_path, processing_guarantee="exactly_once_v2",
-                             production_exception_handler=handler)  # fmt: skip
+    app, src, out = make_app(
+        late_log, log_url, names, tmp_path, processing_guarantee="exactly_once_v2", production_exception_handler=handler
+    )
     with app:
         produce(late_log, src, [("k2", "big"), ("k1", "a"), ("k2", "big"), ("k3", "c")], value=str.encode)
         assert app.wait_until(lambda a: committed(a, late_log, src) == 4, 60)
@@ -186,11 +199,13 @@ def test_a_replay_that_does_not_reproduce_the_dropped_output_stops_the_app(
         b.stream(src, key=str, value=str).map_values(lambda v: f"{next(replays)}:" + "x" * (2 * LIMIT)).to(out)
         return b.build()
 
-    app, src, out = make_app(late_log, log_url, names, tmp_path, counter_built,
-                             production_exception_handler="continue")  # fmt: skip
+    app, src, out = make_app(late_log, log_url, names, tmp_path, counter_built, production_exception_handler="continue")
     produce(late_log, src, [("k1", "a")], value=str.encode)
-    with pytest.raises(StreamsError, match=rf"task 0_0: {MAX_FUTILE_REPLAYS} replays in a row .* topic '{out}'.*"
-                                           r"does not reproduce its outputs on replay"):  # fmt: skip
+    with pytest.raises(
+        StreamsError,
+        match=rf"task 0_0: {MAX_FUTILE_REPLAYS} replays in a row .* topic '{out}'.*"
+        r"does not reproduce its outputs on replay",
+    ):
         app.run()
     assert app.state == "ERROR"
     assert next(replays) == MAX_FUTILE_REPLAYS + 1  # the first run and the futile replays, then no more

@@ -48,16 +48,25 @@ def two_instances(log_url: str, tmp_path: Path, names: Callable[[str], str]) -> 
     _feed(lg, src)
 
     def app(name: str) -> StreamsApp:
-        return StreamsApp(key_counts(src, out, name), app_id, log_url, state_dir=tmp_path / name,
-                          commit_interval_ms=100, num_standby_replicas=1, session_timeout_ms=4000,
-                          application_server=f"http://127.0.0.1:{free_port()}")  # fmt: skip
+        return StreamsApp(
+            key_counts(src, out, name),
+            app_id,
+            log_url,
+            state_dir=tmp_path / name,
+            commit_interval_ms=100,
+            num_standby_replicas=1,
+            session_timeout_ms=4000,
+            application_server=f"http://127.0.0.1:{free_port()}",
+        )
 
     with ExitStack() as stack:
         first = stack.enter_context(app("first"))
         second = stack.enter_context(app("second"))
         wait_for(lambda: len(first.tasks()) == len(second.tasks()) == PARTITIONS // 2, what="two tasks each")
-        wait_for(lambda: sum(v for a in (first, second) for _, v in a.store("counts").all()) == sum(EXPECTED.values()),
-                 what="every record counted")  # fmt: skip
+        wait_for(
+            lambda: sum(v for a in (first, second) for _, v in a.store("counts").all()) == sum(EXPECTED.values()),
+            what="every record counted",
+        )
         yield first, second
     lg.close()
 
@@ -73,8 +82,13 @@ def test_every_key_from_either_instance_and_complete_ranges(two_instances: tuple
                 assert r.status_code == 200, r.text
                 owner = app.query_metadata_for_key("counts", key)
                 assert owner.active is not None and owner.partition == partition_for_key(key.encode(), PARTITIONS)
-                assert r.json() == {"key": key, "value": count, "partition": owner.partition,
-                                    "instance": owner.active.instance, "stale": False}  # fmt: skip
+                assert r.json() == {
+                    "key": key,
+                    "value": count,
+                    "partition": owner.partition,
+                    "instance": owner.active.instance,
+                    "stale": False,
+                }
                 routed += owner.active.instance != app.instance_id
         assert routed == len(KEYS)  # each key was owned by exactly one of the two, so asked of the other once
 
@@ -93,7 +107,8 @@ def test_every_key_from_either_instance_and_complete_ranges(two_instances: tuple
             assert [(i["key"], i["value"]) for i in r.json()["items"]] == sorted(EXPECTED.items())
             r = client.get(f"{base}/range", params={"from": "k05", "to": "k12"})
             assert [(i["key"], i["value"]) for i in r.json()["items"]] == [
-                (k, v) for k, v in sorted(EXPECTED.items()) if "k05" <= k <= "k12"]  # fmt: skip
+                (k, v) for k, v in sorted(EXPECTED.items()) if "k05" <= k <= "k12"
+            ]
 
         # The application's metadata: both instances, every task active once and standby once.
         body = client.get(f"{first.config.application_server}/v1/metadata").json()
@@ -123,16 +138,20 @@ def test_every_key_from_either_instance_and_complete_ranges(two_instances: tuple
         for task in first.tasks():
             processed = m["task_states"][task]["processed"]
             assert processed > 0
-            line = (f'schemakit_streams_task_records_processed_total{{application_id="{first.application_id}",'
-                    f'task="{task}",thread="{first.application_id}-StreamThread-0"}} {float(processed)}')
+            line = (
+                f'schemakit_streams_task_records_processed_total{{application_id="{first.application_id}",'
+                f'task="{task}",thread="{first.application_id}-StreamThread-0"}} {float(processed)}'
+            )
             assert line in text.splitlines()
         assert f'schemakit_streams_rebalances_total{{application_id="{first.application_id}"' in text
         thread = m["threads"][f"{first.application_id}-StreamThread-0"]
         assert thread["commits"] > 0 and thread["commit_seconds"] > 0
         assert f'schemakit_streams_thread_commits_total{{application_id="{first.application_id}"' in text
         for task in first.standby_tasks():  # caught up (waited for above)
-            assert (f'schemakit_streams_task_standby_lag_records{{application_id="{first.application_id}",'
-                    f'task="{task}",thread="{first.application_id}-StreamThread-0"}} 0.0') in text.splitlines()
+            assert (
+                f'schemakit_streams_task_standby_lag_records{{application_id="{first.application_id}",'
+                f'task="{task}",thread="{first.application_id}-StreamThread-0"}} 0.0'
+            ) in text.splitlines()
 
 
 @dataclasses.dataclass
@@ -156,13 +175,25 @@ def test_int_keys_and_dataclass_values_over_http(tmp_path: Path, names: Callable
     produce(lg, src, orders, key=lambda k: k.to_bytes(8, "big"), value=lambda v: orjson.dumps({"amount": v}))
     produce(lg, src, [(b"bad", 1.0)], key=bytes, value=lambda v: orjson.dumps({"amount": v}))  # not an 8-byte key
     b = StreamsBuilder()
-    (b.stream(src, key=int, value="json").group_by_key()
-     .aggregate(initial=lambda: Total(0, 0.0, frozenset()),
-                add=lambda _, o, t: Total(t.count + 1, t.amount + o["amount"], t.tags | {"paid"}),
-                store="totals", value=(to_json, _decode_total)))  # fmt: skip
-    app = StreamsApp(b.build(), app_id, url, state_dir=tmp_path / "state", commit_interval_ms=100,
-                     deserialization_error_handler="skip",
-                     application_server=f"http://127.0.0.1:{free_port()}")  # fmt: skip
+    (
+        b.stream(src, key=int, value="json")
+        .group_by_key()
+        .aggregate(
+            initial=lambda: Total(0, 0.0, frozenset()),
+            add=lambda _, o, t: Total(t.count + 1, t.amount + o["amount"], t.tags | {"paid"}),
+            store="totals",
+            value=(to_json, _decode_total),
+        )
+    )
+    app = StreamsApp(
+        b.build(),
+        app_id,
+        url,
+        state_dir=tmp_path / "state",
+        commit_interval_ms=100,
+        deserialization_error_handler="skip",
+        application_server=f"http://127.0.0.1:{free_port()}",
+    )
     with app, httpx.Client(timeout=10) as client:
         base = f"{app.config.application_server}/v1/stores/totals"
         wait_for(lambda: client.get(f"{base}/keys/12").status_code == 200, what="the totals")
@@ -179,9 +210,10 @@ def test_int_keys_and_dataclass_values_over_http(tmp_path: Path, names: Callable
         assert sorted(dropped.values()) == [0, 1]
         (task,) = [t for t, n in dropped.items() if n == 1]
         text = client.get(f"{app.config.application_server}/metrics").text
-        assert (f'schemakit_streams_task_records_dropped_total{{application_id="{app_id}",'
-                f'reason="deserialization_error",task="{task}",thread="{app_id}-StreamThread-0"}} 1.0'
-                ) in text.splitlines()  # fmt: skip
+        assert (
+            f'schemakit_streams_task_records_dropped_total{{application_id="{app_id}",'
+            f'reason="deserialization_error",task="{task}",thread="{app_id}-StreamThread-0"}} 1.0'
+        ) in text.splitlines()
     lg.close()
 
 
@@ -233,8 +265,13 @@ def test_query_server_address_errors(tmp_path: Path, names: Callable[[str], str]
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        app = StreamsApp(key_counts(src, out), names("app"), url, state_dir=tmp_path / "s",
-                         application_server=f"http://127.0.0.1:{port}")  # fmt: skip
+        app = StreamsApp(
+            key_counts(src, out),
+            names("app"),
+            url,
+            state_dir=tmp_path / "s",
+            application_server=f"http://127.0.0.1:{port}",
+        )
         with pytest.raises(StreamsError, match=rf"the query server could not listen on 127.0.0.1:{port}"):
             app.start()
         app.close()
@@ -243,7 +280,8 @@ def test_query_server_address_errors(tmp_path: Path, names: Callable[[str], str]
 
 def test_typed_values_render_as_json() -> None:
     assert to_json({"key": "a", "value": Total(2, 3.5, frozenset({"y", "x"}))}) == (
-        b'{"key":"a","value":{"count":2,"amount":3.5,"tags":["x","y"]}}')  # fmt: skip
+        b'{"key":"a","value":{"count":2,"amount":3.5,"tags":["x","y"]}}'
+    )
     assert to_json({"value": b"\x00\xff"}) == b'{"value":"AP8="}'
 
 
@@ -258,27 +296,58 @@ def test_failover_503_standby_then_new_owner(log_url: str, tmp_path: Path, names
     _feed(lg, src)
     session_ms = 5000
     other_server = f"http://127.0.0.1:{free_port()}"
-    other = Instance("other", [url, app_id, str(tmp_path / "other"), src, out, "100", "--topology", "key_counts",
-                               "--standbys", "1", "--session-ms", str(session_ms), "--server", other_server],
-                     Path(tempfile.mkdtemp(dir=tmp_path)))  # fmt: skip
-    here = StreamsApp(key_counts(src, out, "here"), app_id, url, state_dir=tmp_path / "here", commit_interval_ms=100,
-                      num_standby_replicas=1, session_timeout_ms=session_ms,
-                      application_server=f"http://127.0.0.1:{free_port()}")  # fmt: skip
+    other = Instance(
+        "other",
+        [
+            url,
+            app_id,
+            str(tmp_path / "other"),
+            src,
+            out,
+            "100",
+            "--topology",
+            "key_counts",
+            "--standbys",
+            "1",
+            "--session-ms",
+            str(session_ms),
+            "--server",
+            other_server,
+        ],
+        Path(tempfile.mkdtemp(dir=tmp_path)),
+    )
+    here = StreamsApp(
+        key_counts(src, out, "here"),
+        app_id,
+        url,
+        state_dir=tmp_path / "here",
+        commit_interval_ms=100,
+        num_standby_replicas=1,
+        session_timeout_ms=session_ms,
+        application_server=f"http://127.0.0.1:{free_port()}",
+    )
     try:
         with here, httpx.Client(timeout=10) as client:
             base = f"{here.config.application_server}/v1/stores/counts"
             wait_for(lambda: len(here.tasks()) == 2 and len(other.tasks()) == 2, what="two tasks each")
-            wait_for(lambda: len(client.get(f"{base}/all").json().get("items", [])) == len(KEYS),
-                     what="all keys counted")  # fmt: skip
-            theirs = [k for k in KEYS if here.query_metadata_for_key("counts", k).partition not in
-                      {int(t.split("_")[1]) for t in here.tasks()}]  # fmt: skip
+            wait_for(
+                lambda: len(client.get(f"{base}/all").json().get("items", [])) == len(KEYS), what="all keys counted"
+            )
+            theirs = [
+                k
+                for k in KEYS
+                if here.query_metadata_for_key("counts", k).partition
+                not in {int(t.split("_")[1]) for t in here.tasks()}
+            ]
             assert theirs and set(here.standby_tasks()) == set(other.tasks())
             # Caught up means holding every count: the owner's changes reach the changelog (and the standby)
             # only at its commit, so a lag of 0 alone can be read before the last ones are written.
             replica = here.store("counts", include_standby=True)
             wait_for(lambda: all(replica.get(k) == EXPECTED[k] for k in theirs), what="standbys caught up")
-            wait_for(lambda: all(here.metrics()["task_states"][t].get("lag") == 0 for t in here.standby_tasks()),
-                     what="standbys at the changelog end")  # fmt: skip
+            wait_for(
+                lambda: all(here.metrics()["task_states"][t].get("lag") == 0 for t in here.standby_tasks()),
+                what="standbys at the changelog end",
+            )
             other.kill()
             key = theirs[0]
             r = client.get(f"{base}/keys/{key}")
@@ -290,8 +359,13 @@ def test_failover_503_standby_then_new_owner(log_url: str, tmp_path: Path, names
             assert r.status_code == 503 and r.headers["Retry-After"] == str(here.retry_after_s)
             r = client.get(f"{base}/keys/{key}", params={"include_standby": "true"})
             assert r.status_code == 200, r.text
-            assert r.json() == {"key": key, "value": EXPECTED[key], "partition": partition_for_key(key.encode(),
-                                PARTITIONS), "instance": here.instance_id, "stale": True}  # fmt: skip
+            assert r.json() == {
+                "key": key,
+                "value": EXPECTED[key],
+                "partition": partition_for_key(key.encode(), PARTITIONS),
+                "instance": here.instance_id,
+                "stale": True,
+            }
             r = client.get(f"{base}/all", params={"include_standby": "true"})
             assert [(i["key"], i["value"]) for i in r.json()["items"]] == sorted(EXPECTED.items())
             assert len(r.json()["stale_partitions"]) == 2

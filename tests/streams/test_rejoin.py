@@ -33,12 +33,18 @@ def test_a_paused_single_instance_rejoins_and_processes_again(
         wait_for(lambda: "expelled from the group after" in a.stderr_path.read_text(), timeout=20, what="a to notice")
         # Fed once it runs its tasks again under a newer generation: before that, its old tasks (nobody else
         # fenced them here) might still process and commit them before they are closed.
-        wait_for(lambda: a.latest.get("generation", 0) > generation and a.states() == dict.fromkeys(TASKS, "RUNNING"),
-                 timeout=30, what="a to rejoin and run every task again")  # fmt: skip
+        wait_for(
+            lambda: a.latest.get("generation", 0) > generation and a.states() == dict.fromkeys(TASKS, "RUNNING"),
+            timeout=30,
+            what="a to rejoin and run every task again",
+        )
         for _ in range(2):
             group.feed.round()
-        wait_for(all_committed(log, group.app_id, group.src, group.feed), timeout=30,
-                 what="a to commit the rounds fed after its pause")  # fmt: skip
+        wait_for(
+            all_committed(log, group.app_id, group.src, group.feed),
+            timeout=30,
+            what="a to commit the rounds fed after its pause",
+        )
         assert a.tasks() == TASKS
         assert a.stop() == 0
     finally:
@@ -56,8 +62,10 @@ def test_a_paused_instance_of_two_rejoins_and_gets_tasks_back(
     group = Group(log, log_url, tmp_path, names, "rejoin-two")
     a, b = group.start("a"), group.start("b")
     try:
-        wait_for(lambda: sorted(a.tasks() + b.tasks()) == TASKS and a.tasks() and b.tasks(),
-                 what="a and b to share the tasks")  # fmt: skip
+        wait_for(
+            lambda: sorted(a.tasks() + b.tasks()) == TASKS and a.tasks() and b.tasks(),
+            what="a and b to share the tasks",
+        )
         group.feed.round()
         wait_for(all_committed(log, group.app_id, group.src, group.feed), what="the first round to be committed")
         # A fixed pause, not "until b took over": on SQLite a process stopped while it holds the write lock
@@ -66,13 +74,19 @@ def test_a_paused_instance_of_two_rejoins_and_gets_tasks_back(
         time.sleep(PAUSE_S)
         a.signal(signal.SIGCONT)
         wait_for(lambda: "expelled from the group after" in a.stderr_path.read_text(), timeout=20, what="a to notice")
-        wait_for(lambda: sorted(a.tasks() + b.tasks()) == TASKS and a.tasks() and b.tasks(), timeout=30,
-                 what="a to rejoin and get tasks back")  # fmt: skip
+        wait_for(
+            lambda: sorted(a.tasks() + b.tasks()) == TASKS and a.tasks() and b.tasks(),
+            timeout=30,
+            what="a to rejoin and get tasks back",
+        )
         processed = a.latest.get("processed", 0)
         for _ in range(2):
             group.feed.round()
-        wait_for(all_committed(log, group.app_id, group.src, group.feed), timeout=30,
-                 what="the rounds fed after the pause to be committed")  # fmt: skip
+        wait_for(
+            all_committed(log, group.app_id, group.src, group.feed),
+            timeout=30,
+            what="the rounds fed after the pause to be committed",
+        )
         wait_for(lambda: a.latest.get("processed", 0) > processed, timeout=5, what="a to process again")
         for inst in (a, b):
             assert inst.stop() == 0

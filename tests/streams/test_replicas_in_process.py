@@ -40,15 +40,25 @@ def test_standbys_in_metrics_listener_and_stale_reads(tmp_path: Path, names: Cal
     recorder = Recorder()
 
     def app(name: str, listener: Recorder | None = None) -> StreamsApp:
-        return StreamsApp(key_counts(src, out, name), app_id, url, state_dir=tmp_path / name, commit_interval_ms=100,
-                          num_standby_replicas=1, session_timeout_ms=2000, state_listener=listener)  # fmt: skip
+        return StreamsApp(
+            key_counts(src, out, name),
+            app_id,
+            url,
+            state_dir=tmp_path / name,
+            commit_interval_ms=100,
+            num_standby_replicas=1,
+            session_timeout_ms=2000,
+            state_listener=listener,
+        )
 
     first = app("first", recorder)
     second = app("second")
     with first, second:
         wait_for(lambda: len(first.tasks()) == 1 and len(second.tasks()) == 1, what="one task each")
-        wait_for(lambda: first.standby_tasks() == second.tasks() and second.standby_tasks() == first.tasks(),
-                 what="a standby each")  # fmt: skip
+        wait_for(
+            lambda: first.standby_tasks() == second.tasks() and second.standby_tasks() == first.tasks(),
+            what="a standby each",
+        )
         (mine,) = first.tasks()
         (theirs,) = second.tasks()
         wait_for(lambda: first.metrics()["task_states"][theirs].get("lag") == 0, what="the standby to catch up")

@@ -26,8 +26,18 @@ def standby_of(lg: Log, state_dir: Path) -> StandbyTask:
     b = StreamsBuilder()
     b.stream("in", key=str, value=str).group_by_key().count(store="counts", kind="rocksdb")
     topology = b.build()
-    env = TaskEnv(APP, topology, lambda *a, **k: None, SystemClock(), state_dir, "rocksdb", 1000,
-                  handler_from("fail"), TopicNames(APP), lambda topic: 1)  # fmt: skip
+    env = TaskEnv(
+        APP,
+        topology,
+        lambda *a, **k: None,
+        SystemClock(),
+        state_dir,
+        "rocksdb",
+        1000,
+        handler_from("fail"),
+        TopicNames(APP),
+        lambda topic: 1,
+    )
     (sub,) = topology.sub_topologies()
     task = StreamTask(sub, 0, env)
     return StandbyTask(task, "STANDBY", read_checkpoint(task.task_dir) if task.task_dir else {})
@@ -41,8 +51,9 @@ def write(lg: Log, entries: list[tuple[str, int | None]], input_offset: int) -> 
     with lg.producer() as p:
         for key, count in entries:
             vb = None if count is None else COUNTS.serialize((count, 100 + input_offset), CHANGELOG.topic, False)
-            p.send(CHANGELOG.topic, vb, key.encode(), partition=0,
-                   headers=source_header([(INPUT.topic, 0, input_offset)]))  # fmt: skip
+            p.send(
+                CHANGELOG.topic, vb, key.encode(), partition=0, headers=source_header([(INPUT.topic, 0, input_offset)])
+            )
 
 
 def commit(lg: Log, offset: int) -> None:

@@ -30,8 +30,11 @@ def value_counts(suppressed: Suppressed):  # type: ignore[no-untyped-def]
     """A table of k -> v re-grouped by v and counted; both the raw and the suppressed counts are written."""
 
     def build(b: StreamsBuilder) -> None:
-        counts = (b.table("input", key=str, value=str, cache=False)
-                  .group_by(lambda k, v: (v, k), key=str, value=str).count(store="counts", cache=False))  # fmt: skip
+        counts = (
+            b.table("input", key=str, value=str, cache=False)
+            .group_by(lambda k, v: (v, k), key=str, value=str)
+            .count(store="counts", cache=False)
+        )
         counts.suppress(suppressed).to_stream().to("output-suppressed", key=str, value=int)
         counts.to_stream().to("output-raw", key=str, value=int)
 
@@ -90,15 +93,22 @@ def test_byte_limit_emits_the_oldest_early() -> None:
 
 def test_a_full_buffer_that_shuts_down_stops_with_an_error() -> None:
     suppressed = Suppressed.until_time_limit(100, BufferConfig.max_records(1).shut_down_when_full())
-    with pytest.raises(StreamsError, match=r"suppression buffer 'KTABLE-SUPPRESS-STATE-STORE-\d+' exceeded its "
-                                           r"capacity: 2 of 1 records"):  # fmt: skip
+    with pytest.raises(
+        StreamsError,
+        match=r"suppression buffer 'KTABLE-SUPPRESS-STATE-STORE-\d+' exceeded its "
+        r"capacity: 2 of 1 records",
+    ):
         run(value_counts(suppressed), [("k1", "v1", 0), ("k1", "v2", 1)])
 
 
 def windowed_counts(windows, suppressed: Suppressed):  # type: ignore[no-untyped-def]
     def build(b: StreamsBuilder) -> None:
-        counts = (b.stream("input", key=str, value=str).group_by(lambda k, v: k, key=str)
-                  .windowed_by(windows).count(store="counts", cache=False))  # fmt: skip
+        counts = (
+            b.stream("input", key=str, value=str)
+            .group_by(lambda k, v: k, key=str)
+            .windowed_by(windows)
+            .count(store="counts", cache=False)
+        )
         counts.suppress(suppressed).to_stream().to("output-suppressed", value=int)
         counts.to_stream().to("output-raw", value=int)
 
@@ -109,8 +119,15 @@ def test_final_results_for_time_windows() -> None:
     """Size 2, grace 1: [0, 2) closes at stream time 3, [2, 4) at 5; the last record (0) is late."""
     build = windowed_counts(TimeWindows.of_size_and_grace(2, 1), Suppressed.until_window_closes())
     keys = WindowedSerdes.time_windowed(str, 2)
-    rows = [("k1", "v1", 0), ("k1", "v1", 1), ("k1", "v1", 2), ("k1", "v1", 1), ("k1", "v1", 0), ("k1", "v1", 5),
-            ("k1", "v1", 0)]  # fmt: skip
+    rows = [
+        ("k1", "v1", 0),
+        ("k1", "v1", 1),
+        ("k1", "v1", 2),
+        ("k1", "v1", 1),
+        ("k1", "v1", 0),
+        ("k1", "v1", 5),
+        ("k1", "v1", 0),
+    ]
     with run(build, rows) as d:
         assert read_rows(d, "output-raw", keys, int) == [
             ("[k1@0/2]", 1, 0),
@@ -126,8 +143,17 @@ def test_final_results_for_time_windows() -> None:
 def test_final_results_for_time_windows_with_a_large_jump() -> None:
     build = windowed_counts(TimeWindows.of_size_and_grace(2, 2), Suppressed.until_window_closes())
     keys = WindowedSerdes.time_windowed(str, 2)
-    rows = [("k1", "v1", 0), ("k1", "v1", 1), ("k1", "v1", 2), ("k1", "v1", 0), ("k1", "v1", 3), ("k1", "v1", 0),
-            ("k1", "v1", 4), ("k1", "v1", 0), ("k1", "v1", 30)]  # fmt: skip
+    rows = [
+        ("k1", "v1", 0),
+        ("k1", "v1", 1),
+        ("k1", "v1", 2),
+        ("k1", "v1", 0),
+        ("k1", "v1", 3),
+        ("k1", "v1", 0),
+        ("k1", "v1", 4),
+        ("k1", "v1", 0),
+        ("k1", "v1", 30),
+    ]
     with run(build, rows) as d:
         assert read_rows(d, "output-raw", keys, int) == [
             ("[k1@0/2]", 1, 0),
@@ -150,8 +176,17 @@ def test_final_results_for_time_windows_with_a_large_jump() -> None:
 def test_final_results_for_sliding_windows() -> None:
     build = windowed_counts(SlidingWindows.of_time_difference_and_grace(5, 15), Suppressed.until_window_closes())
     keys = WindowedSerdes.time_windowed(str, 5)
-    rows = [("k1", "v1", 10), ("k1", "v1", 11), ("k1", "v1", 10), ("k1", "v1", 13), ("k1", "v1", 10),
-            ("k1", "v1", 24), ("k1", "v1", 5), ("k1", "v1", 7), ("k1", "v1", 90)]  # fmt: skip
+    rows = [
+        ("k1", "v1", 10),
+        ("k1", "v1", 11),
+        ("k1", "v1", 10),
+        ("k1", "v1", 13),
+        ("k1", "v1", 10),
+        ("k1", "v1", 24),
+        ("k1", "v1", 5),
+        ("k1", "v1", 7),
+        ("k1", "v1", 90),
+    ]
     with run(build, rows) as d:
         raw = read_rows(d, "output-raw", keys, int)
         # Kafka Streams' expectation sorted by key and timestamp (SuppressScenarioTest).
@@ -206,9 +241,14 @@ def test_suppression_before_group_by_sends_the_emitted_values_as_old_values() ->
     suppression emitted before, not an update it held back."""
 
     def build(b: StreamsBuilder) -> None:
-        (b.table("topic", key=str, value=str).suppress(Suppressed.until_time_limit(10))
-         .group_by(lambda k, v: (k, v), key=str, value=str).count(store="c")
-         .to_stream().to("output", key=str, value=int))  # fmt: skip
+        (
+            b.table("topic", key=str, value=str)
+            .suppress(Suppressed.until_time_limit(10))
+            .group_by(lambda k, v: (k, v), key=str, value=str)
+            .count(store="c")
+            .to_stream()
+            .to("output", key=str, value=int)
+        )
 
     with run(build, [("A", "a", 0), ("tick", "tick", 10)], topic="topic") as d:
         assert read_rows(d, "output", str, int) == [("A", 1, 0)]

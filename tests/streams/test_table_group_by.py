@@ -27,9 +27,13 @@ def remover(key: str, value: str, agg: str) -> str:
 
 def aggregated(selector, cache: bool = True):  # type: ignore[no-untyped-def]
     def build(b: StreamsBuilder) -> None:
-        (b.table("topic1", key=str, value=str).group_by(selector, key=str, value=str)
-         .aggregate(lambda: "0", adder, remover, store="agg", value=str, cache=cache)
-         .to_stream().to("out", key=str, value=str))  # fmt: skip
+        (
+            b.table("topic1", key=str, value=str)
+            .group_by(selector, key=str, value=str)
+            .aggregate(lambda: "0", adder, remover, store="agg", value=str, cache=cache)
+            .to_stream()
+            .to("out", key=str, value=str)
+        )
 
     return build
 
@@ -45,8 +49,16 @@ def run(build, rows) -> list:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("cache", [True, False])
 def test_same_group_updates_subtract_then_add(cache: bool) -> None:
     """KTableAggregateTest.testAggBasic: grouped by the row's own key and value."""
-    rows = [("A", "1", 10), ("B", "2", 15), ("A", "3", 20), ("B", "4", 18), ("C", "5", 5), ("D", "6", 25),
-            ("B", "7", 15), ("C", "8", 10)]  # fmt: skip
+    rows = [
+        ("A", "1", 10),
+        ("B", "2", 15),
+        ("A", "3", 20),
+        ("B", "4", 18),
+        ("C", "5", 5),
+        ("D", "6", 25),
+        ("B", "7", 15),
+        ("C", "8", 10),
+    ]
     assert run(aggregated(lambda k, v: (k, v), cache), rows) == [
         ("A", "0+1", 10),
         ("B", "0+2", 15),
@@ -69,8 +81,16 @@ def test_rows_moving_between_groups_leave_the_old_one_and_join_the_new_one() -> 
             return None
         return value, value
 
-    rows = [("A", "1", 10), ("A", None, 15), ("A", "1", 12), ("B", "2", 20), ("null", "3", 25), ("B", "4", 23),
-            ("NULL", "5", 24), ("B", "7", 22)]  # fmt: skip
+    rows = [
+        ("A", "1", 10),
+        ("A", None, 15),
+        ("A", "1", 12),
+        ("B", "2", 20),
+        ("null", "3", 25),
+        ("B", "4", 23),
+        ("NULL", "5", 24),
+        ("B", "7", 22),
+    ]
     assert run(aggregated(selector, cache=False), rows) == [
         ("1", "0+1", 10),
         ("1", "0+1-1", 15),  # A deleted
@@ -87,14 +107,22 @@ def test_count_of_regrouped_rows() -> None:
     """KTableAggregateTest.testCount: colours counted, a row changing colour moves its count."""
 
     def build(b: StreamsBuilder) -> None:
-        (b.table("topic1", key=str, value=str).group_by(lambda k, v: (v, v), key=str, value=str)
-         .count(store="count").to_stream().to("out", key=str, value=int))  # fmt: skip
+        (
+            b.table("topic1", key=str, value=str)
+            .group_by(lambda k, v: (v, v), key=str, value=str)
+            .count(store="count")
+            .to_stream()
+            .to("out", key=str, value=int)
+        )
 
     b = StreamsBuilder()
     build(b)
     with TopologyTestDriver(b.build()) as d:
-        pipe(d, "topic1", [("A", "green", 10), ("B", "green", 9), ("A", "blue", 12), ("C", "yellow", 15),
-                           ("D", "green", 11)])  # fmt: skip
+        pipe(
+            d,
+            "topic1",
+            [("A", "green", 10), ("B", "green", 9), ("A", "blue", 12), ("C", "yellow", 15), ("D", "green", 11)],
+        )
         assert read_rows(d, "out", str, int) == [
             ("green", 1, 10),
             ("green", 2, 10),
@@ -110,10 +138,15 @@ def test_subtraction_comes_before_addition_within_one_group() -> None:
     """KTableAggregateTest.testRemoveOldBeforeAddNew."""
 
     def build(b: StreamsBuilder) -> None:
-        (b.table("topic1", key=str, value=str).group_by(lambda k, v: (k[0], k[1]), key=str, value=str)
-         .aggregate(lambda: "", lambda k, v, agg: agg + v, lambda k, v, agg: agg.replace(v, ""), store="s",
-                    value=str)
-         .to_stream().to("out", key=str, value=str))  # fmt: skip
+        (
+            b.table("topic1", key=str, value=str)
+            .group_by(lambda k, v: (k[0], k[1]), key=str, value=str)
+            .aggregate(
+                lambda: "", lambda k, v, agg: agg + v, lambda k, v, agg: agg.replace(v, ""), store="s", value=str
+            )
+            .to_stream()
+            .to("out", key=str, value=str)
+        )
 
     assert run(build, [("11", "A", 10), ("12", "B", 8), ("11", None, 12), ("12", "C", 6)]) == [
         ("1", "1", 10),
@@ -128,10 +161,13 @@ def test_reduce_with_adder_and_subtractor_gives_reference_totals(tmp_path: Path)
     final table, on RocksDB with the cache."""
 
     def build(b: StreamsBuilder) -> None:
-        (b.table("accounts", key=str, value="json")
-         .group_by(lambda k, v: (v["region"], v["balance"]), key=str, value=int)
-         .reduce(lambda agg, v: agg + v, lambda agg, v: agg - v, store="totals", kind="rocksdb")
-         .to_stream().to("totals", key=str, value=int))  # fmt: skip
+        (
+            b.table("accounts", key=str, value="json")
+            .group_by(lambda k, v: (v["region"], v["balance"]), key=str, value=int)
+            .reduce(lambda agg, v: agg + v, lambda agg, v: agg - v, store="totals", kind="rocksdb")
+            .to_stream()
+            .to("totals", key=str, value=int)
+        )
 
     rng = random.Random(11)
     table: dict[str, dict] = {}
@@ -169,8 +205,7 @@ def test_changes_travel_in_kafka_streams_byte_layout() -> None:
 
 def test_a_selector_must_return_a_pair() -> None:
     def build(b: StreamsBuilder) -> None:
-        (b.table("topic1", key=str, value=str).group_by(lambda k, v: v, key=str, value=str)
-         .count(store="c"))  # fmt: skip
+        (b.table("topic1", key=str, value=str).group_by(lambda k, v: v, key=str, value=str).count(store="c"))
 
     with pytest.raises(ProcessingError, match=r"group_by\(\) selector must return a \(key, value\) tuple, got 'x'"):
         run(build, [("a", "x", 1)])

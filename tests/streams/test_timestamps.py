@@ -24,9 +24,14 @@ W10 = WindowedSerdes.time_windowed(str, 10)
 
 def windowed_count(extractor=None):  # type: ignore[no-untyped-def]
     b = StreamsBuilder()
-    (b.stream("in", key=str, value="json", timestamp_extractor=extractor).group_by_key()
-     .windowed_by(TimeWindows.of_size_with_no_grace(10)).count(store="c", cache=False)
-     .to_stream().to("out"))  # fmt: skip
+    (
+        b.stream("in", key=str, value="json", timestamp_extractor=extractor)
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(10))
+        .count(store="c", cache=False)
+        .to_stream()
+        .to("out")
+    )
     return b.build()
 
 
@@ -44,8 +49,10 @@ def test_an_extractor_takes_event_time_from_the_value() -> None:
         # The output carries the extracted time, and stream time is the extracted one.
         assert read_rows(d, "out", W10, int) == [("[k@10/20]", 1, 15), ("[k@10/20]", 2, 15)]
         assert d.tasks[0].stream_time == 15
-    assert [(r.key, r.value, r.timestamp, pt) for r, pt in seen] == [("k", {"at": 15}, 1000, -1),
-                                                                     ("k", {"at": 12}, 2000, 15)]  # fmt: skip
+    assert [(r.key, r.value, r.timestamp, pt) for r, pt in seen] == [
+        ("k", {"at": 15}, 1000, -1),
+        ("k", {"at": 12}, 2000, 15),
+    ]
 
 
 def test_the_application_default_applies_to_sources_without_one() -> None:
@@ -86,8 +93,9 @@ def test_negative_timestamps() -> None:
 
 
 def test_an_extractor_must_return_integer_milliseconds() -> None:
-    with TopologyTestDriver(windowed_count(lambda r, pt: "soon")) as d, pytest.raises(
-        ProcessingError, match=r"timestamp extractor returned 'soon' for the record at in\[0\] offset 0"
+    with (
+        TopologyTestDriver(windowed_count(lambda r, pt: "soon")) as d,
+        pytest.raises(ProcessingError, match=r"timestamp extractor returned 'soon' for the record at in\[0\] offset 0"),
     ):
         d.input_topic("in", key=str, value="json").pipe_input("k", {})
     with pytest.raises(TypeError, match=r"timestamp_extractor of source .* must be a callable"):

@@ -67,16 +67,25 @@ def two_instances(log_url: str, tmp_path: Path, names: Callable[[str], str]) -> 
         p.flush()
 
     def app(name: str) -> StreamsApp:
-        return StreamsApp(topology(src), app_id, log_url, state_dir=tmp_path / name, commit_interval_ms=100,
-                          num_standby_replicas=1, application_server=f"http://127.0.0.1:{free_port()}")  # fmt: skip
+        return StreamsApp(
+            topology(src),
+            app_id,
+            log_url,
+            state_dir=tmp_path / name,
+            commit_interval_ms=100,
+            num_standby_replicas=1,
+            application_server=f"http://127.0.0.1:{free_port()}",
+        )
 
     total = sum(len(minutes_of(i)) for i in range(len(KEYS)))
     with ExitStack() as stack:
         first = stack.enter_context(app("first"))
         second = stack.enter_context(app("second"))
         wait_for(lambda: len(first.tasks()) == len(second.tasks()) == PARTITIONS // 2, what="two tasks each")
-        wait_for(lambda: sum(v for a in (first, second) for _, v in a.store("per-minute").all()) == total,
-                 what="every record counted")  # fmt: skip
+        wait_for(
+            lambda: sum(v for a in (first, second) for _, v in a.store("per-minute").all()) == total,
+            what="every record counted",
+        )
         yield first, second
     lg.close()
 
@@ -102,12 +111,18 @@ def test_windows_and_sessions_of_every_key_from_either_instance(two_instances: t
 
         base = f"{first.config.application_server}/v1/stores"
         # Windows starting in [from, to]: ISO-8601 and milliseconds alike.
-        r = client.get(f"{base}/per-minute/keys/k01/windows",
-                       params={"from": "2023-11-14T22:14:00Z", "to": str(BASE + 30 * MINUTE)})  # fmt: skip
-        assert r.json()["windows"] == windows_of(1)[1:] == [
-            {"start": BASE + MINUTE, "end": BASE + 2 * MINUTE, "value": 1},
-            {"start": BASE + 20 * MINUTE, "end": BASE + 21 * MINUTE, "value": 1},
-        ]
+        r = client.get(
+            f"{base}/per-minute/keys/k01/windows",
+            params={"from": "2023-11-14T22:14:00Z", "to": str(BASE + 30 * MINUTE)},
+        )
+        assert (
+            r.json()["windows"]
+            == windows_of(1)[1:]
+            == [
+                {"start": BASE + MINUTE, "end": BASE + 2 * MINUTE, "value": 1},
+                {"start": BASE + 20 * MINUTE, "end": BASE + 21 * MINUTE, "value": 1},
+            ]
+        )
         r = client.get(f"{base}/per-minute/keys/k01/windows", params={"to": "2023-11-14T23:13:00+01:00"})
         assert r.json()["windows"] == windows_of(1)[:1]  # the same instant as 22:13Z: the window at BASE only
         # Sessions ending at or after ``from`` and starting at or before ``to`` (findSessions).
@@ -123,23 +138,38 @@ def test_windows_and_sessions_of_every_key_from_either_instance(two_instances: t
             r = client.get(f"{base}/{path}", params=params)
             return r.status_code, r.json()["error_code"], r.json()["message"]
 
-        assert error("visits/keys/k01/windows") == (
-            404, 40401, "store 'visits' is a session store, not a window store")  # fmt: skip
+        assert error("visits/keys/k01/windows") == (404, 40401, "store 'visits' is a session store, not a window store")
         assert error("per-minute/keys/k01/sessions") == (
-            404, 40401, "store 'per-minute' is a window store, not a session store")  # fmt: skip
+            404,
+            40401,
+            "store 'per-minute' is a window store, not a session store",
+        )
         assert error("totals/keys/k01/windows") == (
-            404, 40401, "store 'totals' is a key-value store, not a window store")  # fmt: skip
+            404,
+            40401,
+            "store 'totals' is a key-value store, not a window store",
+        )
         assert error("per-minute/keys/k01") == (
-            404, 40401, "store 'per-minute' is a window store: ask /v1/stores/per-minute/keys/{key}/windows",
-        )  # fmt: skip
+            404,
+            40401,
+            "store 'per-minute' is a window store: ask /v1/stores/per-minute/keys/{key}/windows",
+        )
         assert error("nothing/keys/k01/windows")[:2] == (404, 40401)
         assert error("per-minute/keys/k01/windows", **{"from": "yesterday"}) == (
-            400, 40001, "from='yesterday' is neither epoch milliseconds nor an ISO-8601 time (e.g. "
-            "2024-05-01T12:00:00Z)")  # fmt: skip
+            400,
+            40001,
+            "from='yesterday' is neither epoch milliseconds nor an ISO-8601 time (e.g. 2024-05-01T12:00:00Z)",
+        )
         assert error("per-minute/keys/k01/windows", **{"from": "20", "to": "10"}) == (
-            400, 40001, "from (20) is after to (10)")  # fmt: skip
+            400,
+            40001,
+            "from (20) is after to (10)",
+        )
         assert error("visits/keys/k01/sessions", to="-5") == (
-            400, 40001, "to='-5' is out of range: times are from the epoch (0) on")  # fmt: skip
+            400,
+            40001,
+            "to='-5' is out of range: times are from the epoch (0) on",
+        )
 
 
 def test_time_parameters() -> None:

@@ -52,8 +52,18 @@ def windows(kind: str, tmp_path: Path) -> Iterator[Callable[..., tuple[WindowSto
     def make(retention: int = 100, size: int = 10, duplicates: bool = False, path: Path | None = None):  # type: ignore[no-untyped-def]
         rc = RecordContext()
         where = (path or tmp_path / "w") if kind == "rocksdb" else None
-        store = WindowStore("w", STRING, INT, "app-w-changelog", rc, retention, where, 1000, window_size_ms=size,
-                            retain_duplicates=duplicates)  # fmt: skip
+        store = WindowStore(
+            "w",
+            STRING,
+            INT,
+            "app-w-changelog",
+            rc,
+            retention,
+            where,
+            1000,
+            window_size_ms=size,
+            retain_duplicates=duplicates,
+        )
         log = Changelog()
         store.changelog = log.writer
         opened.append(store)
@@ -227,8 +237,9 @@ def test_rocksdb_range_fetches_of_duplicates_find_an_earlier_runs_or_a_restores_
     # A join's range fetch skips RocksDB for a key with nothing written in range since the store opened: never
     # for data written before that (segments of 100 s here, so the fetches span two).
     def open_store(path: Path) -> WindowStore:
-        return WindowStore("w", STRING, INT, "t", RecordContext(), 200_000, path, 1000, window_size_ms=0,
-                           retain_duplicates=True)  # fmt: skip
+        return WindowStore(
+            "w", STRING, INT, "t", RecordContext(), 200_000, path, 1000, window_size_ms=0, retain_duplicates=True
+        )
 
     store = open_store(tmp_path / "db")
     log = Changelog()
@@ -359,8 +370,14 @@ def test_keys_that_are_prefixes_of_each_other_stay_apart(kind: str, tmp_path: Pa
     path = tmp_path / "prefix" if kind == "rocksdb" else None
     sessions = SessionStore("s", BYTES, INT, "t", RecordContext(), 10**6, path, 100)
     try:
-        values = {(b"\x00\x00", 0, 0): 1, (b"\x00", 0, 0): 2, (b"\x00\x00\x00", 0, 0): 3, (b"\x00", 10, 20): 4,
-                  (b"\x00\x00", 10, 20): 5, (b"\x00\x00\x00", 10, 20): 6}  # fmt: skip
+        values = {
+            (b"\x00\x00", 0, 0): 1,
+            (b"\x00", 0, 0): 2,
+            (b"\x00\x00\x00", 0, 0): 3,
+            (b"\x00", 10, 20): 4,
+            (b"\x00\x00", 10, 20): 5,
+            (b"\x00\x00\x00", 10, 20): 6,
+        }
         for (key, start, end), value in values.items():
             sessions.put(Windowed(key, SessionWindow(start, end)), value)
         commit(sessions)
@@ -401,8 +418,16 @@ def test_session_segments_expire_and_restore_from_the_changelog(kind: str, tmp_p
         return Windowed("a", SessionWindow(start, end))
 
     # retention 120 s -> one segment per 60 s of session end
-    store = SessionStore("s", STRING, INT, "app-s-changelog", RecordContext(), 120_000,
-                         tmp_path / "s" if kind == "rocksdb" else None, 100)  # fmt: skip
+    store = SessionStore(
+        "s",
+        STRING,
+        INT,
+        "app-s-changelog",
+        RecordContext(),
+        120_000,
+        tmp_path / "s" if kind == "rocksdb" else None,
+        100,
+    )
     log = Changelog()
     store.changelog = log.writer
     try:
@@ -420,9 +445,10 @@ def test_session_segments_expire_and_restore_from_the_changelog(kind: str, tmp_p
         commit(store)
     finally:
         store.close()
-    assert [k for k, _ in log.records] == [b"a" + struct.pack(">qq", end, start)
-                                           for start, end in [(0, 10), (60_000, 60_010), (180_000, 180_000),
-                                                              (60_000, 60_010)]]  # fmt: skip
+    assert [k for k, _ in log.records] == [
+        b"a" + struct.pack(">qq", end, start)
+        for start, end in [(0, 10), (60_000, 60_010), (180_000, 180_000), (60_000, 60_010)]
+    ]
     fresh = SessionStore("s", STRING, INT, "t", RecordContext(), 120_000, None, 100)
     fresh.restore_batch(log.records[:3])  # expired on the way in: the first session is not kept
     assert fresh._inner.segment_ids == [1, 3]

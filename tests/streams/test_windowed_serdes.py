@@ -56,10 +56,12 @@ def test_a_windowed_count_writes_kafka_streams_keys_to_its_output_topic() -> Non
     """What a consumer that knows nothing of schemakit finds in the topic: raw bytes, decoded by hand."""
     b = StreamsBuilder()
     grouped = b.stream("clicks", key=str, value=str).group_by_key()
-    grouped.windowed_by(TimeWindows.of_size_with_no_grace(60_000)).count(store="per-minute") \
-        .to_stream().to("per-minute", value=int)  # fmt: skip
-    grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(5_000)).count(store="sessions") \
-        .to_stream().to("sessions", value=int)  # fmt: skip
+    grouped.windowed_by(TimeWindows.of_size_with_no_grace(60_000)).count(store="per-minute").to_stream().to(
+        "per-minute", value=int
+    )
+    grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(5_000)).count(store="sessions").to_stream().to(
+        "sessions", value=int
+    )
     with TopologyTestDriver(b.build()) as d:
         clicks = d.input_topic("clicks", key=str, value=str)
         clicks.pipe_input("bob", "/", timestamp=61_000)

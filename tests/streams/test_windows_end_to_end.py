@@ -50,8 +50,13 @@ class Produced:
 def produce_clicks(log: Log, topic: str, clicks: list[tuple[str, Any, int]], produced: Produced) -> None:
     with log.producer() as producer:
         for page, value, ts in clicks:
-            producer.send(topic, orjson.dumps(value), page.encode(), timestamp=ts,
-                          on_delivery=lambda md, err, page=page: produced.delivered(page, md))  # fmt: skip
+            producer.send(
+                topic,
+                orjson.dumps(value),
+                page.encode(),
+                timestamp=ts,
+                on_delivery=lambda md, err, page=page: produced.delivered(page, md),
+            )
         producer.flush()
 
 
@@ -59,8 +64,14 @@ def produce_ticks(log: Log, topic: str, produced: Produced) -> None:
     """One late-in-time record per partition, so that stream time passes every window's close."""
     with log.producer() as producer:
         for partition in range(4):
-            producer.send(topic, b"{}", b"~tick", partition=partition, timestamp=TICK_TS,
-                          on_delivery=lambda md, err: produced.delivered("~tick", md))  # fmt: skip
+            producer.send(
+                topic,
+                b"{}",
+                b"~tick",
+                partition=partition,
+                timestamp=TICK_TS,
+                on_delivery=lambda md, err: produced.delivered("~tick", md),
+            )
         producer.flush()
 
 
@@ -73,11 +84,15 @@ def finals(log: Log, topic: str, quiet: float = 0.5) -> dict[tuple[str, int], li
     return dict(out)
 
 
-def closed_by(ref: dict[tuple[str, int], int], stream_time: dict[int, int], where: dict[str, int]
-              ) -> dict[tuple[str, int], int]:  # fmt: skip
+def closed_by(
+    ref: dict[tuple[str, int], int], stream_time: dict[int, int], where: dict[str, int]
+) -> dict[tuple[str, int], int]:
     """The windows whose close (end + grace) the partition's stream time has reached."""
-    return {(page, start): n for (page, start), n in ref.items()
-            if CLICK_WINDOWS.closes_at(start + CLICK_WINDOWS.size_ms) <= stream_time[where[page]]}  # fmt: skip
+    return {
+        (page, start): n
+        for (page, start), n in ref.items()
+        if CLICK_WINDOWS.closes_at(start + CLICK_WINDOWS.size_ms) <= stream_time[where[page]]
+    }
 
 
 def all_committed(log: Log, app_id: str, topic: str, produced: Produced) -> bool:
@@ -98,8 +113,9 @@ def test_hopping_count_with_final_results_across_a_clean_restart(
     state = tmp_path / "state"
 
     def app() -> StreamsApp:
-        return StreamsApp(click_windows(clicks_topic, finals_topic), app_id, log_url, state_dir=state,
-                          commit_interval_ms=200)  # fmt: skip
+        return StreamsApp(
+            click_windows(clicks_topic, finals_topic), app_id, log_url, state_dir=state, commit_interval_ms=200
+        )
 
     with app() as a:
         wait_for(lambda: all_committed(log, app_id, clicks_topic, produced), what="the first clicks to be committed")
@@ -113,12 +129,16 @@ def test_hopping_count_with_final_results_across_a_clean_restart(
         retention = CLICK_WINDOWS.default_retention_ms
         for page in {p for p, _, _ in first}:
             retained = sorted((s, n) for (p, s), n in ref.items() if p == page and s > newest[where[page]] - retention)
-            wait_for(lambda page=page, retained=retained: store.fetch(page, 0, 10**9) == retained,  # type: ignore[misc]
-                     what=f"the window store to hold {page}'s windows")  # fmt: skip
+            wait_for(
+                lambda page=page, retained=retained: store.fetch(page, 0, 10**9) == retained,  # type: ignore[misc]
+                what=f"the window store to hold {page}'s windows",
+            )
         stream_time = {p: max(ts for page, _, ts in first if where[page] == p) for p in range(4)}
         expected_so_far = closed_by(ref, stream_time, where)
-        wait_for(lambda: finals(log, finals_topic) == {k: [n] for k, n in expected_so_far.items()},
-                 what="the final counts of the windows closed so far")  # fmt: skip
+        wait_for(
+            lambda: finals(log, finals_topic) == {k: [n] for k, n in expected_so_far.items()},
+            what="the final counts of the windows closed so far",
+        )
 
     second = make_clicks(1200, start_ms=24_000)  # overlaps the last open windows of the first batch
     produce_clicks(log, clicks_topic, second, produced)
@@ -150,8 +170,7 @@ def test_suppressed_finals_after_kill_9(
     # Uncached, so that finals are emitted as records arrive, and the killed instance commits every
     # second: the kill usually lands after it emitted finals it had not committed (then they are written
     # twice). With the cache, finals reach the output only at commits, just before the offsets.
-    args = [log_url, app_id, str(state), clicks_topic, finals_topic, "1000", "--topology",
-            "click_windows_uncached"]
+    args = [log_url, app_id, str(state), clicks_topic, finals_topic, "1000", "--topology", "click_windows_uncached"]
     first = make_clicks(1500, start_ms=1_000)
     second = make_clicks(3000, start_ms=30_000)
     produce_clicks(log, clicks_topic, first, produced)
@@ -182,10 +201,12 @@ def test_suppressed_finals_after_kill_9(
     args[5] = "200"
     restarted = Instance("restarted", args, tmp_path)
     try:
-        wait_for(lambda: all_committed(log, app_id, clicks_topic, produced), timeout=120,
-                 what="all clicks to be committed")  # fmt: skip
-        wait_for(lambda: set(finals(log, finals_topic)) == set(expected), timeout=120,
-                 what="a final count of every window")  # fmt: skip
+        wait_for(
+            lambda: all_committed(log, app_id, clicks_topic, produced), timeout=120, what="all clicks to be committed"
+        )
+        wait_for(
+            lambda: set(finals(log, finals_topic)) == set(expected), timeout=120, what="a final count of every window"
+        )
         assert restarted.stop() == 0
     finally:
         if restarted.proc.poll() is None:

@@ -22,10 +22,14 @@ SESSION_KEYS = WindowedSerdes.session_windowed(str)
 
 def count_sessions(gap: int, grace: int = 0, *, cache: bool = True, final: bool = False, kind: str = "memory"):  # type: ignore[no-untyped-def]
     def build(b: StreamsBuilder) -> None:
-        (b.stream("in", key=str, value=str).group_by_key()
-         .windowed_by(SessionWindows.of_inactivity_gap_and_grace(gap, grace))
-         .count(store="sessions", cache=cache, kind=kind, emit_strategy="on_window_close" if final else None)
-         .to_stream().to("out"))  # fmt: skip
+        (
+            b.stream("in", key=str, value=str)
+            .group_by_key()
+            .windowed_by(SessionWindows.of_inactivity_gap_and_grace(gap, grace))
+            .count(store="sessions", cache=cache, kind=kind, emit_strategy="on_window_close" if final else None)
+            .to_stream()
+            .to("out")
+        )
 
     return build
 
@@ -91,8 +95,17 @@ def test_a_record_bridging_two_sessions_merges_them() -> None:
 def test_sessions_of_several_keys_and_merging() -> None:
     """KStreamSessionWindowAggregateProcessorTest.shouldHandleMultipleSessionsAndMerging (gap 5 minutes)."""
     gap = 5 * 60 * 1000
-    rows = [("a", "1", 0), ("b", "1", 0), ("c", "1", 0), ("d", "1", 0), ("d", "2", gap // 2), ("a", "2", gap + 1),
-            ("b", "2", gap + 1), ("a", "3", gap + 1 + gap // 2), ("c", "3", gap + 1 + gap // 2)]  # fmt: skip
+    rows = [
+        ("a", "1", 0),
+        ("b", "1", 0),
+        ("c", "1", 0),
+        ("d", "1", 0),
+        ("d", "2", gap // 2),
+        ("a", "2", gap + 1),
+        ("b", "2", gap + 1),
+        ("a", "3", gap + 1 + gap // 2),
+        ("c", "3", gap + 1 + gap // 2),
+    ]
     assert scenario(count_sessions(gap), rows, key=SESSION_KEYS, value=int) == [
         ("[a@0/0]", 1, 0),
         ("[b@0/0]", 1, 0),
@@ -123,9 +136,18 @@ def test_session_aggregate_with_merge_and_reduce() -> None:
     def build(b: StreamsBuilder) -> None:
         grouped = b.stream("in", key=str, value=str).group_by_key()
         windowed = grouped.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(5))
-        (windowed.aggregate(initial=list, add=lambda k, v, agg: [*agg, v], merge=lambda k, a, b: a + b,
-                            store="pages", value="json", cache=False)
-         .to_stream().to("pages", value="json"))  # fmt: skip
+        (
+            windowed.aggregate(
+                initial=list,
+                add=lambda k, v, agg: [*agg, v],
+                merge=lambda k, a, b: a + b,
+                store="pages",
+                value="json",
+                cache=False,
+            )
+            .to_stream()
+            .to("pages", value="json")
+        )
         windowed.reduce(lambda a, v: a + v, store="joined", cache=False).to_stream().to("joined", value=str)
 
     b = StreamsBuilder()
@@ -143,8 +165,11 @@ def test_session_aggregate_with_merge_and_reduce() -> None:
 
 def test_session_retention_must_cover_gap_plus_grace() -> None:
     grouped = StreamsBuilder().stream("in", key=str, value=str).group_by_key()
-    with pytest.raises(TopologyError, match=r"no smaller than the session inactivity gap plus the grace period: "
-                                            r"got retention=10 ms, needs at least 15 ms"):  # fmt: skip
+    with pytest.raises(
+        TopologyError,
+        match=r"no smaller than the session inactivity gap plus the grace period: "
+        r"got retention=10 ms, needs at least 15 ms",
+    ):
         grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(10, 5)).count(store="s", retention=10)
     with pytest.raises(ValueError, match="session inactivity gap must be larger than zero"):
         SessionWindows.of_inactivity_gap_with_no_grace(0)

@@ -25,17 +25,35 @@ def concat(key: str, value: str, agg: str) -> str:
 
 def sliding(difference: int, grace: int, *, cache: bool = True, final: bool = False, kind: str = "memory"):  # type: ignore[no-untyped-def]
     def build(b: StreamsBuilder) -> None:
-        (b.stream("in", key=str, value=str).group_by_key()
-         .windowed_by(SlidingWindows.of_time_difference_and_grace(difference, grace))
-         .aggregate(lambda: "0", concat, store="s", value=str, cache=cache, kind=kind,
-                    emit_strategy="on_window_close" if final else "on_window_update")
-         .to_stream().to("out", value=str))  # fmt: skip
+        (
+            b.stream("in", key=str, value=str)
+            .group_by_key()
+            .windowed_by(SlidingWindows.of_time_difference_and_grace(difference, grace))
+            .aggregate(
+                lambda: "0",
+                concat,
+                store="s",
+                value=str,
+                cache=cache,
+                kind=kind,
+                emit_strategy="on_window_close" if final else "on_window_update",
+            )
+            .to_stream()
+            .to("out", value=str)
+        )
 
     return build
 
 
-SMALL_INPUT: list[Row] = [("A", "1", 10), ("A", "2", 10), ("A", "3", 14), ("A", "4", 15), ("A", "5", 20),
-                          ("A", "6", 22), ("A", "7", 30)]  # fmt: skip
+SMALL_INPUT: list[Row] = [
+    ("A", "1", 10),
+    ("A", "2", 10),
+    ("A", "3", 14),
+    ("A", "4", 15),
+    ("A", "5", 20),
+    ("A", "6", 22),
+    ("A", "7", 30),
+]
 SMALL_OUTPUT: list[Row] = [
     ("[A@0/10]", "0+1", 10),  # A@10's left window
     ("[A@0/10]", "0+1+2", 10),  # a second record at 10 joins it
@@ -64,8 +82,10 @@ W50 = WindowedSerdes.time_windowed(str, 50)
 @pytest.mark.parametrize("kind", ["memory", "rocksdb"])
 def test_windows_made_by_record_pairs(cache: bool, kind: str, tmp_path: Path) -> None:
     """KStreamSlidingWindowAggregateTest.testAggregateSmallInput: time difference 10, grace 5."""
-    assert scenario(sliding(10, 5, cache=cache, kind=kind), SMALL_INPUT, key=W10, value=str,
-                    state_dir=tmp_path) == SMALL_OUTPUT  # fmt: skip
+    assert (
+        scenario(sliding(10, 5, cache=cache, kind=kind), SMALL_INPUT, key=W10, value=str, state_dir=tmp_path)
+        == SMALL_OUTPUT
+    )
 
 
 def test_final_results_of_sliding_windows() -> None:
@@ -80,8 +100,15 @@ def test_final_results_of_sliding_windows() -> None:
     ]
 
 
-EARLY_INPUT: list[Row] = [("A", "1", 0), ("A", "2", 5), ("A", "3", 6), ("A", "4", 3), ("A", "5", 13), ("A", "6", 10),
-                          ("A", "7", 70)]  # fmt: skip
+EARLY_INPUT: list[Row] = [
+    ("A", "1", 0),
+    ("A", "2", 5),
+    ("A", "3", 6),
+    ("A", "4", 3),
+    ("A", "5", 13),
+    ("A", "6", 10),
+    ("A", "7", 70),
+]
 
 
 def test_records_earlier_than_the_time_difference_share_the_first_window() -> None:
@@ -131,9 +158,22 @@ def test_windows_closed_by_grace_are_skipped_and_counted(final: bool) -> None:
     b = StreamsBuilder()
     sliding(10, 90, final=final)(b)
     with TopologyTestDriver(b.build()) as d:
-        pipe(d, "in", [("k", "100", 200), ("k", "0", 100), ("k", "1", 101), ("k", "2", 102), ("k", "3", 103),
-                       ("k", "4", 104), ("k", "5", 105), ("k", "6", 15), ("k", "101", 300),
-                       ("k", "102", 400)])  # fmt: skip
+        pipe(
+            d,
+            "in",
+            [
+                ("k", "100", 200),
+                ("k", "0", 100),
+                ("k", "1", 101),
+                ("k", "2", 102),
+                ("k", "3", 103),
+                ("k", "4", 104),
+                ("k", "5", 105),
+                ("k", "6", 15),
+                ("k", "101", 300),
+                ("k", "102", 400),
+            ],
+        )
         expected = [("[k@190/200]", "0+100", 200), ("[k@290/300]", "0+101", 300)]
         if not final:
             expected.append(("[k@390/400]", "0+102", 400))
@@ -143,6 +183,9 @@ def test_windows_closed_by_grace_are_skipped_and_counted(final: bool) -> None:
 
 def test_sliding_window_retention_must_cover_two_time_differences_plus_grace() -> None:
     grouped = StreamsBuilder().stream("in", key=str, value=str).group_by_key()
-    with pytest.raises(TopologyError, match=r"must be no smaller than 2 \* time difference plus the grace period: "
-                                            r"got retention=20 ms, needs at least 25 ms"):  # fmt: skip
+    with pytest.raises(
+        TopologyError,
+        match=r"must be no smaller than 2 \* time difference plus the grace period: "
+        r"got retention=20 ms, needs at least 25 ms",
+    ):
         grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(10, 5)).count(store="c", retention=20)

@@ -30,11 +30,25 @@ def concat(key: str, value: str, agg: str) -> str:
 
 # KStreamWindowAggregateTest.testAggBasic: hopping windows of 10 advancing by 5, grace 100.
 HOPPING_INPUT = [
-    ("A", "1", 0), ("B", "2", 1), ("C", "3", 2), ("D", "4", 3), ("A", "1", 4),
-    ("A", "1", 5), ("B", "2", 6), ("D", "4", 7), ("B", "2", 8), ("C", "3", 9),
-    ("A", "1", 10), ("B", "2", 11), ("D", "4", 12), ("B", "2", 13), ("C", "3", 14),
-    ("B", "1", 3), ("B", "2", 2), ("B", "3", 9),  # out of order, within grace: old windows are updated
-]  # fmt: skip
+    ("A", "1", 0),
+    ("B", "2", 1),
+    ("C", "3", 2),
+    ("D", "4", 3),
+    ("A", "1", 4),
+    ("A", "1", 5),
+    ("B", "2", 6),
+    ("D", "4", 7),
+    ("B", "2", 8),
+    ("C", "3", 9),
+    ("A", "1", 10),
+    ("B", "2", 11),
+    ("D", "4", 12),
+    ("B", "2", 13),
+    ("C", "3", 14),
+    ("B", "1", 3),
+    ("B", "2", 2),
+    ("B", "3", 9),  # out of order, within grace: old windows are updated
+]
 HOPPING_OUTPUT = [
     ("[A@0/10]", "0+1", 0),
     ("[B@0/10]", "0+2", 1),
@@ -71,13 +85,18 @@ W10 = WindowedSerdes.time_windowed(str, 10)
 
 @pytest.mark.parametrize("cache", [True, False])
 @pytest.mark.parametrize("kind", ["memory", "rocksdb"])
-def test_hopping_windows_overlap_and_take_out_of_order_records_within_grace(cache: bool, kind: str,
-                                                                          tmp_path: Path) -> None:  # fmt: skip
+def test_hopping_windows_overlap_and_take_out_of_order_records_within_grace(
+    cache: bool, kind: str, tmp_path: Path
+) -> None:
     def build(b: StreamsBuilder) -> None:
-        (b.stream("in", key=str, value=str).group_by_key()
-         .windowed_by(TimeWindows.of_size_and_grace(10, 100).advance_by(5))
-         .aggregate(lambda: "0", concat, store="agg", value=str, cache=cache, kind=kind)
-         .to_stream().to("out", value=str))  # fmt: skip
+        (
+            b.stream("in", key=str, value=str)
+            .group_by_key()
+            .windowed_by(TimeWindows.of_size_and_grace(10, 100).advance_by(5))
+            .aggregate(lambda: "0", concat, store="agg", value=str, cache=cache, kind=kind)
+            .to_stream()
+            .to("out", value=str)
+        )
 
     # The driver commits after every record, so the cache forwards every update too.
     assert scenario(build, HOPPING_INPUT, key=W10, value=str, state_dir=tmp_path) == HOPPING_OUTPUT
@@ -85,9 +104,14 @@ def test_hopping_windows_overlap_and_take_out_of_order_records_within_grace(cach
 
 def test_tumbling_window_boundaries_are_start_inclusive_end_exclusive() -> None:
     def build(b: StreamsBuilder) -> None:
-        (b.stream("in", key=str, value=str).group_by_key()
-         .windowed_by(TimeWindows.of_size_with_no_grace(10)).count(store="c")
-         .to_stream().to("out"))  # fmt: skip
+        (
+            b.stream("in", key=str, value=str)
+            .group_by_key()
+            .windowed_by(TimeWindows.of_size_with_no_grace(10))
+            .count(store="c")
+            .to_stream()
+            .to("out")
+        )
 
     rows = [("a", "x", 0), ("a", "x", 9), ("a", "x", 10), ("b", "x", 19), ("a", "x", 20)]
     assert scenario(build, rows, key=W10, value=int) == [
@@ -103,13 +127,29 @@ def test_records_later_than_grace_are_dropped_and_counted() -> None:
     """KStreamWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindowByGrace: tumbling 10, grace 90;
     at stream time 200 the window [100, 110) closed at 110 + 90."""
     b = StreamsBuilder()
-    (b.stream("in", key=str, value=str).group_by_key()
-     .windowed_by(TimeWindows.of_size_and_grace(10, 90))
-     .aggregate(lambda: "", concat, store="agg", value=str)
-     .to_stream().to("out", value=str))  # fmt: skip
+    (
+        b.stream("in", key=str, value=str)
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10, 90))
+        .aggregate(lambda: "", concat, store="agg", value=str)
+        .to_stream()
+        .to("out", value=str)
+    )
     with TopologyTestDriver(b.build()) as d:
-        pipe(d, "in", [("k", "100", 200), ("k", "0", 100), ("k", "1", 101), ("k", "2", 102), ("k", "3", 103),
-                       ("k", "4", 104), ("k", "5", 105), ("k", "6", 6)])  # fmt: skip
+        pipe(
+            d,
+            "in",
+            [
+                ("k", "100", 200),
+                ("k", "0", 100),
+                ("k", "1", 101),
+                ("k", "2", 102),
+                ("k", "3", 103),
+                ("k", "4", 104),
+                ("k", "5", 105),
+                ("k", "6", 6),
+            ],
+        )
         assert read_rows(d, "out", W10, str) == [("[k@200/210]", "+100", 200)]
         assert d.dropped_records == 7
 
@@ -118,13 +158,31 @@ def test_retention_and_grace_with_hopping_windows() -> None:
     """KStreamWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindow: size 10, advance 5, grace
     90, retention 100. At stream time 100 window [0, 10) is closed (10 + 90), [5, 15) still open."""
     b = StreamsBuilder()
-    (b.stream("in", key=str, value=str).group_by_key()
-     .windowed_by(TimeWindows.of_size_and_grace(10, 90).advance_by(5))
-     .aggregate(lambda: "", concat, store="agg", value=str, retention=100)
-     .to_stream().to("out", value=str))  # fmt: skip
+    (
+        b.stream("in", key=str, value=str)
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10, 90).advance_by(5))
+        .aggregate(lambda: "", concat, store="agg", value=str, retention=100)
+        .to_stream()
+        .to("out", value=str)
+    )
     with TopologyTestDriver(b.build()) as d:
-        pipe(d, "in", [("k", "100", 100), ("k", "0", 0), ("k", "1", 1), ("k", "2", 2), ("k", "3", 3), ("k", "4", 4),
-                       ("k", "5", 5), ("k", "6", 6), ("k", "105", 105), ("k", "106", 106)])  # fmt: skip
+        pipe(
+            d,
+            "in",
+            [
+                ("k", "100", 100),
+                ("k", "0", 0),
+                ("k", "1", 1),
+                ("k", "2", 2),
+                ("k", "3", 3),
+                ("k", "4", 4),
+                ("k", "5", 5),
+                ("k", "6", 6),
+                ("k", "105", 105),
+                ("k", "106", 106),
+            ],
+        )
         assert read_rows(d, "out", W10, str) == [
             ("[k@95/105]", "+100", 100),
             ("[k@100/110]", "+100", 100),
@@ -146,11 +204,15 @@ def test_emit_on_window_close_emits_each_window_once_when_it_closes() -> None:
     stream time closes windows ending by 15."""
 
     def build(b: StreamsBuilder) -> None:
-        (b.stream("in", key=str, value=str).group_by_key()
-         .windowed_by(TimeWindows.of_size_and_grace(10, 5).advance_by(5))
-         .emit_strategy(EmitStrategy.on_window_close())
-         .aggregate(lambda: "0", concat, store="agg", value=str)
-         .to_stream().to("out", value=str))  # fmt: skip
+        (
+            b.stream("in", key=str, value=str)
+            .group_by_key()
+            .windowed_by(TimeWindows.of_size_and_grace(10, 5).advance_by(5))
+            .emit_strategy(EmitStrategy.on_window_close())
+            .aggregate(lambda: "0", concat, store="agg", value=str)
+            .to_stream()
+            .to("out", value=str)
+        )
 
     rows = [("A", "1", 0), ("A", "1", 5), ("B", "2", 10), ("C", "3", 15), ("D", "4", 20)]
     assert scenario(build, rows, key=W10, value=str) == [
@@ -164,13 +226,27 @@ def test_emit_on_window_close_as_an_aggregation_option_and_late_records() -> Non
     """The final-result variant of the retention scenario: at stream time 106 only [5, 15) has closed."""
 
     def build(b: StreamsBuilder) -> None:
-        (b.stream("in", key=str, value=str).group_by_key()
-         .windowed_by(TimeWindows.of_size_and_grace(10, 90).advance_by(5))
-         .aggregate(lambda: "", concat, store="agg", value=str, retention=100, emit_strategy="on_window_close")
-         .to_stream().to("out", value=str))  # fmt: skip
+        (
+            b.stream("in", key=str, value=str)
+            .group_by_key()
+            .windowed_by(TimeWindows.of_size_and_grace(10, 90).advance_by(5))
+            .aggregate(lambda: "", concat, store="agg", value=str, retention=100, emit_strategy="on_window_close")
+            .to_stream()
+            .to("out", value=str)
+        )
 
-    rows = [("k", "100", 100), ("k", "0", 0), ("k", "1", 1), ("k", "2", 2), ("k", "3", 3), ("k", "4", 4),
-            ("k", "5", 5), ("k", "6", 6), ("k", "105", 105), ("k", "106", 106)]  # fmt: skip
+    rows = [
+        ("k", "100", 100),
+        ("k", "0", 0),
+        ("k", "1", 1),
+        ("k", "2", 2),
+        ("k", "3", 3),
+        ("k", "4", 4),
+        ("k", "5", 5),
+        ("k", "6", 6),
+        ("k", "105", 105),
+        ("k", "106", 106),
+    ]
     assert scenario(build, rows, key=W10, value=str) == [("[k@5/15]", "+5+6", 6)]
 
 
@@ -178,10 +254,14 @@ def test_emitted_final_results_are_not_emitted_again_after_a_restart(tmp_path: P
     """KStreamWindowAggregateTest.shouldEmitFromLastEmitTime: the last emitted close time is kept with the
     store, so a restarted task goes on from there."""
     b = StreamsBuilder()
-    (b.stream("in", key=str, value=str).group_by_key()
-     .windowed_by(TimeWindows.of_size_and_grace(10, 5).advance_by(5))
-     .aggregate(lambda: "0", concat, store="agg", value=str, emit_strategy="on_window_close")
-     .to_stream().to("out", value=str))  # fmt: skip
+    (
+        b.stream("in", key=str, value=str)
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10, 5).advance_by(5))
+        .aggregate(lambda: "0", concat, store="agg", value=str, emit_strategy="on_window_close")
+        .to_stream()
+        .to("out", value=str)
+    )
     topology = b.build()
     with TopologyTestDriver(topology, state_dir=tmp_path) as d:
         pipe(d, "in", [("A", "1", 0), ("B", "2", 5), ("C", "3", 15)])
@@ -195,9 +275,14 @@ def test_stream_time_survives_a_restart_so_late_records_stay_late(tmp_path: Path
     """A restarted task resumes at the stream time of its last commit: a record that was late before the
     restart is still late after it (and is not counted into a window that already closed)."""
     b = StreamsBuilder()
-    (b.stream("in", key=str, value=str).group_by_key()
-     .windowed_by(TimeWindows.of_size_with_no_grace(10)).count(store="c")
-     .to_stream().to("out"))  # fmt: skip
+    (
+        b.stream("in", key=str, value=str)
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(10))
+        .count(store="c")
+        .to_stream()
+        .to("out")
+    )
     topology = b.build()
     with TopologyTestDriver(topology, state_dir=tmp_path) as d:
         pipe(d, "in", [("a", "x", 5), ("a", "x", 25)])
@@ -211,9 +296,14 @@ def test_stream_time_survives_a_restart_so_late_records_stay_late(tmp_path: Path
 
 def test_null_keys_are_dropped_and_counted() -> None:
     b = StreamsBuilder()
-    (b.stream("in", key=str, value=str).group_by_key()
-     .windowed_by(TimeWindows.of_size_with_no_grace(10)).count(store="c")
-     .to_stream().to("out"))  # fmt: skip
+    (
+        b.stream("in", key=str, value=str)
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(10))
+        .count(store="c")
+        .to_stream()
+        .to("out")
+    )
     with TopologyTestDriver(b.build()) as d:
         pipe(d, "in", [(None, "x", 1), ("a", "x", 2)])
         assert read_rows(d, "out", W10, int) == [("[a@0/10]", 1, 2)]
@@ -223,9 +313,12 @@ def test_null_keys_are_dropped_and_counted() -> None:
 def test_retention_shorter_than_size_plus_grace_is_refused() -> None:
     b = StreamsBuilder()
     grouped = b.stream("in", key=str, value=str).group_by_key()
-    with pytest.raises(TopologyError, match=r"retention period of window store 'c' must be no smaller than its "
-                                            r"window size plus the grace period: got retention=50 ms, needs at "
-                                            r"least 70 ms"):  # fmt: skip
+    with pytest.raises(
+        TopologyError,
+        match=r"retention period of window store 'c' must be no smaller than its "
+        r"window size plus the grace period: got retention=50 ms, needs at "
+        r"least 70 ms",
+    ):
         grouped.windowed_by(TimeWindows.of_size_and_grace(60, 10)).count(store="c", retention=50)
 
 

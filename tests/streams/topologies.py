@@ -14,31 +14,43 @@ CLICK_WINDOWS = TimeWindows.of_size_and_grace(10_000, 2_000).advance_by(5_000)
 
 def word_count(text_topic: str, out_topic: str) -> Topology:
     b = StreamsBuilder()
-    (b.stream(text_topic, key=str, value=str)
-     .flat_map_values(lambda line: line.lower().split())
-     .group_by(lambda _, word: word, key=str, value=str)
-     .count(store="counts")
-     .to_stream().to(out_topic, key=str, value=int))  # fmt: skip
+    (
+        b.stream(text_topic, key=str, value=str)
+        .flat_map_values(lambda line: line.lower().split())
+        .group_by(lambda _, word: word, key=str, value=str)
+        .count(store="counts")
+        .to_stream()
+        .to(out_topic, key=str, value=int)
+    )
     return b.build()
 
 
 def order_totals(orders_topic: str, out_topic: str, store_kind: str | None = None) -> Topology:
     """The issue's example: paid orders, grouped by customer, aggregated into (count, amount)."""
     b = StreamsBuilder()
-    (b.stream(orders_topic, key=str, value="json")
-     .filter(lambda _, o: o["paid"])
-     .group_by(lambda _, o: o["customer"], key=str)
-     .aggregate(initial=lambda: {"count": 0, "amount": 0},
-                add=lambda _, o, t: {"count": t["count"] + 1, "amount": t["amount"] + o["amount"]},
-                store="totals", value="json", kind=store_kind)
-     .to_stream().to(out_topic, key=str, value="json"))  # fmt: skip
+    (
+        b.stream(orders_topic, key=str, value="json")
+        .filter(lambda _, o: o["paid"])
+        .group_by(lambda _, o: o["customer"], key=str)
+        .aggregate(
+            initial=lambda: {"count": 0, "amount": 0},
+            add=lambda _, o, t: {"count": t["count"] + 1, "amount": t["amount"] + o["amount"]},
+            store="totals",
+            value="json",
+            kind=store_kind,
+        )
+        .to_stream()
+        .to(out_topic, key=str, value="json")
+    )
     return b.build()
 
 
 def make_orders(n: int, start: int = 0, seed: int = 7) -> list[dict[str, Any]]:
     rng = random.Random(seed + start)
-    return [{"id": i, "customer": f"c{rng.randrange(13)}", "amount": rng.randrange(1, 1000),
-             "paid": rng.random() < 0.8} for i in range(start, start + n)]  # fmt: skip
+    return [
+        {"id": i, "customer": f"c{rng.randrange(13)}", "amount": rng.randrange(1, 1000), "paid": rng.random() < 0.8}
+        for i in range(start, start + n)
+    ]
 
 
 def reference_totals(orders: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
@@ -66,10 +78,15 @@ def click_windows(clicks_topic: str, finals_topic: str, cache: bool = True) -> T
     window closes) to ``finals_topic``. The store is queryable as ``clicks-per-window``. With the cache the
     counts reach the suppression at commits; without, at once (so finals are also emitted between commits)."""
     b = StreamsBuilder()
-    (b.stream(clicks_topic, key=str, value="json").group_by_key()
-     .windowed_by(CLICK_WINDOWS).count(store="clicks-per-window", cache=cache)
-     .suppress(Suppressed.until_window_closes().with_name("finals"))
-     .to_stream().to(finals_topic, value=int))  # fmt: skip
+    (
+        b.stream(clicks_topic, key=str, value="json")
+        .group_by_key()
+        .windowed_by(CLICK_WINDOWS)
+        .count(store="clicks-per-window", cache=cache)
+        .suppress(Suppressed.until_window_closes().with_name("finals"))
+        .to_stream()
+        .to(finals_topic, value=int)
+    )
     return b.build()
 
 
@@ -92,7 +109,12 @@ def key_counts(input_topic: str, out_topic: str, tag: str = "") -> Topology:
     """A count per key, one output per input (no record cache): the output of a key is exactly 1, 2, 3, ...
     unless a task redid or lost work. ``tag`` names the instance in each output (``{"n": count, "by": tag}``)."""
     b = StreamsBuilder()
-    (b.stream(input_topic, key=str, value="json").group_by_key()
-     .count(store="counts", cache=False).to_stream()
-     .map_values(lambda n: {"n": n, "by": tag}).to(out_topic, key=str, value="json"))  # fmt: skip
+    (
+        b.stream(input_topic, key=str, value="json")
+        .group_by_key()
+        .count(store="counts", cache=False)
+        .to_stream()
+        .map_values(lambda n: {"n": n, "by": tag})
+        .to(out_topic, key=str, value="json")
+    )
     return b.build()

@@ -130,11 +130,15 @@ def test_diff_shows_the_added_field_and_each_levels_verdict(
 def test_subject_page_shows_versions_references_and_referrers(
     browser: Any, registry: RegistryProcess, api: httpx.Client
 ) -> None:
-    money_id = register(api, "money", json.dumps({"type": "record", "name": "Money", "namespace": "shop",
-                                                  "fields": [{"name": "cents", "type": "long"}]}))
+    money_id = register(
+        api,
+        "money",
+        json.dumps(
+            {"type": "record", "name": "Money", "namespace": "shop", "fields": [{"name": "cents", "type": "long"}]}
+        ),
+    )
     price = {"type": "record", "name": "Price", "fields": [{"name": "amount", "type": "shop.Money"}]}
-    body = {"schema": json.dumps(price),
-            "references": [{"name": "shop.Money", "subject": "money", "version": 1}]}
+    body = {"schema": json.dumps(price), "references": [{"name": "shop.Money", "subject": "money", "version": 1}]}
     resp = api.post("/subjects/prices-value/versions", json=body)
     assert resp.status_code == 200, resp.text
     price_id = resp.json()["id"]
@@ -241,8 +245,13 @@ def test_dark_mode_follows_the_systems_preference(
 
     register(api, "inventory-value", record("Item"))
     register(api, "inventory-value", record("Item", {"name": "sku", "type": "string", "default": ""}))
-    register(api, "inventory-value", record("Item", {"name": "sku", "type": "string", "default": ""},
-                                            {"name": "count", "type": "int", "default": 0}))
+    register(
+        api,
+        "inventory-value",
+        record(
+            "Item", {"name": "sku", "type": "string", "default": ""}, {"name": "count", "type": "int", "default": 0}
+        ),
+    )
     browser.get(registry.url + "/ui/#/s/inventory-value")
     wait(browser, lambda b: text(b, "#version-title").startswith("Version 3 "))
     assert background() == "rgb(255, 255, 255)"

@@ -30,8 +30,10 @@ def users_file() -> dict[str, Any]:
         return base64.b64encode(hashlib.pbkdf2_hmac("sha512", password.encode(), salt.encode(), 5000)).decode()
 
     return {
-        "users": [{"username": u, "algorithm": "sha512", "salt": f"salt-{u}", "password_hash": sha512(f"salt-{u}", p)}
-                  for u, p in USERS.items()],
+        "users": [
+            {"username": u, "algorithm": "sha512", "salt": f"salt-{u}", "password_hash": sha512(f"salt-{u}", p)}
+            for u, p in USERS.items()
+        ],
         "permissions": [
             {"username": "writer", "operation": "Write", "resource": ".*"},
             {"username": "reader", "operation": "Read", "resource": "Subject:public-.*"},
@@ -44,8 +46,13 @@ def users_file() -> dict[str, Any]:
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryProcess]:
     d = tmp_path_factory.mktemp("ui-auth")
     (d / "users.json").write_text(json.dumps(users_file()))
-    rp = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log",
-                         ["--auth", "basic", "--users-file", str(d / "users.json")], probe={"auth": WRITER})
+    rp = RegistryProcess(
+        f"sqlite:///{d / 'data'}",
+        free_port(),
+        d / "server.log",
+        ["--auth", "basic", "--users-file", str(d / "users.json")],
+        probe={"auth": WRITER},
+    )
     rp.start()
     yield rp
     rp.stop()

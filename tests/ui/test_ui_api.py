@@ -50,14 +50,32 @@ def test_subject_page_is_filtered_and_paged_on_the_server(api: httpx.Client) -> 
         "offset": 0,
         "limit": 2,
         "subjects": [
-            {"subject": "paging-a", "latestVersion": 1, "versions": 1, "id": first.json()["subjects"][0]["id"],
-             "schemaType": "AVRO", "compatibility": "BACKWARD", "mode": "READWRITE", "deleted": False},
-            {"subject": "paging-b", "latestVersion": 1, "versions": 1, "id": first.json()["subjects"][1]["id"],
-             "schemaType": "AVRO", "compatibility": "BACKWARD", "mode": "READWRITE", "deleted": False},
+            {
+                "subject": "paging-a",
+                "latestVersion": 1,
+                "versions": 1,
+                "id": first.json()["subjects"][0]["id"],
+                "schemaType": "AVRO",
+                "compatibility": "BACKWARD",
+                "mode": "READWRITE",
+                "deleted": False,
+            },
+            {
+                "subject": "paging-b",
+                "latestVersion": 1,
+                "versions": 1,
+                "id": first.json()["subjects"][1]["id"],
+                "schemaType": "AVRO",
+                "compatibility": "BACKWARD",
+                "mode": "READWRITE",
+                "deleted": False,
+            },
         ],
     }
     assert names(api.get("/ui/api/subjects", params={"q": "paging-", "offset": 2, "limit": 2})) == [
-        "paging-c", "paging-d"]
+        "paging-c",
+        "paging-d",
+    ]
     assert names(api.get("/ui/api/subjects", params={"q": "paging-", "offset": 4, "limit": 2})) == ["paging-e"]
 
     assert api.put("/config/paging-c", json={"compatibility": "FULL"}).status_code == 200
@@ -67,7 +85,11 @@ def test_subject_page_is_filtered_and_paged_on_the_server(api: httpx.Client) -> 
     # a change shows on the next read (the read cache empties when the state moves)
     assert api.delete("/subjects/paging-e").status_code == 200
     assert names(api.get("/ui/api/subjects", params={"q": "paging-"})) == [
-        "paging-a", "paging-b", "paging-c", "paging-d"]
+        "paging-a",
+        "paging-b",
+        "paging-c",
+        "paging-d",
+    ]
     only = api.get("/ui/api/subjects", params={"q": "paging-", "deleted": "only"}).json()["subjects"]
     assert [(s["subject"], s["versions"], s["deleted"]) for s in only] == [("paging-e", 0, True)]
 
@@ -75,19 +97,37 @@ def test_subject_page_is_filtered_and_paged_on_the_server(api: httpx.Client) -> 
 @pytest.mark.parametrize(
     ("path", "status", "body"),
     [
-        ("/ui/api/subjects?deleted=all", 400,
-         {"error_code": 400, "message": "Query parameter 'deleted' is invalid: 'all'"}),
-        ("/ui/api/subjects?limit=ten", 400,
-         {"error_code": 400, "message": "Query parameter 'limit' must be an integer, got 'ten'"}),
+        (
+            "/ui/api/subjects?deleted=all",
+            400,
+            {"error_code": 400, "message": "Query parameter 'deleted' is invalid: 'all'"},
+        ),
+        (
+            "/ui/api/subjects?limit=ten",
+            400,
+            {"error_code": 400, "message": "Query parameter 'limit' must be an integer, got 'ten'"},
+        ),
         ("/ui/api/subjects/nobody", 404, {"error_code": 40401, "message": "Subject 'nobody' not found."}),
-        ("/ui/api/subjects/nobody/compare?old=1&new=2", 404,
-         {"error_code": 40401, "message": "Subject 'nobody' not found."}),
-        ("/ui/api/subjects/compared/compare?old=1&new=9", 404,
-         {"error_code": 40402, "message": "Version 9 not found."}),
-        ("/ui/api/subjects/compared/compare?new=1", 400,
-         {"error_code": 400, "message": "Query parameter 'old' is required"}),
-        ("/ui/api/subjects/compared/compare?old=0&new=1", 400,
-         {"error_code": 400, "message": "Query parameter 'old' is out of range: '0'"}),
+        (
+            "/ui/api/subjects/nobody/compare?old=1&new=2",
+            404,
+            {"error_code": 40401, "message": "Subject 'nobody' not found."},
+        ),
+        (
+            "/ui/api/subjects/compared/compare?old=1&new=9",
+            404,
+            {"error_code": 40402, "message": "Version 9 not found."},
+        ),
+        (
+            "/ui/api/subjects/compared/compare?new=1",
+            400,
+            {"error_code": 400, "message": "Query parameter 'old' is required"},
+        ),
+        (
+            "/ui/api/subjects/compared/compare?old=0&new=1",
+            400,
+            {"error_code": 400, "message": "Query parameter 'old' is out of range: '0'"},
+        ),
     ],
 )
 def test_bad_requests_get_confluents_error_answers(
@@ -107,13 +147,17 @@ def test_subject_detail_and_comparison(api: httpx.Client) -> None:
     detail = api.get("/ui/api/subjects/detail-value").json()
     assert detail["compatibility"] == "NONE"
     assert [(v["version"], v["deleted"], v["referencedBy"]) for v in detail["versions"]] == [
-        (1, True, []), (2, False, [])]
+        (1, True, []),
+        (2, False, []),
+    ]
     assert detail["versions"][1]["id"] == second
     assert detail["versions"][1]["schema"] == record("Detail", {"name": "extra", "type": "int"}).replace(" ", "")
 
     # a soft-deleted version can still be compared; each level answers with Confluent's reasons
-    levels = {lv["level"]: (lv["is_compatible"], lv["reasons"])
-              for lv in api.get("/ui/api/subjects/detail-value/compare?old=1&new=2").json()["levels"]}
+    levels = {
+        lv["level"]: (lv["is_compatible"], lv["reasons"])
+        for lv in api.get("/ui/api/subjects/detail-value/compare?old=1&new=2").json()["levels"]
+    }
     missing_default = ["READER_FIELD_MISSING_DEFAULT_VALUE /fields/1"]
     assert levels == {
         "NONE": (True, []),
