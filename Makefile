@@ -17,8 +17,11 @@ install: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/schemakit serve
 
+# ruff (lint and format), and the layering contracts of docs/architecture.md (pyproject.toml, [tool.importlinter]).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 # The packages checked are listed in pyproject.toml ([tool.mypy] files).
 typecheck: $(STAMP)
@@ -47,9 +50,7 @@ browser:
 # processes, so two files side by side take about half the wall time on 2 cores. Each worker starts its own
 # test broker and registry. PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
-test: $(STAMP) spark-jar browser
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy
+test: $(STAMP) spark-jar browser lint typecheck
 	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 format: $(STAMP)
