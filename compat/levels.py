@@ -50,7 +50,7 @@ class CompatibilityPolicy(enum.StrEnum):
     *following the old schema's declared properties* would not have written — adding an optional property
     (or a required one with a default) to an open object, removing a property from a closed one,
     narrowing or removing ``additionalProperties`` / ``unevaluatedProperties``, and properties not covered
-    by a partially open model (``compat.json_schema.COMPATIBLE_CHANGES_LENIENT``). Avro and Protobuf
+    by a partially open model (``compat.json_schema_changes.COMPATIBLE_CHANGES_LENIENT``). Avro and Protobuf
     checks are the same under both policies, as in Confluent.
     """
 

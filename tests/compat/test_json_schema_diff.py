@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from compat import CompatibilityPolicy
+from compat import CompatibilityPolicy, json_schema_changes
 from compat import json_schema as json_compat
 from registry.schema_types.json_schema import JsonSchemaType
 
@@ -805,7 +805,7 @@ def test_diff_kinds_paths_and_verdict(original: object, update: object, changes:
     incompatibilities = json_compat.check(reader=new, writer=old)
     assert (incompatibilities == []) is compatible
     # check() reports exactly the diff's kinds outside Confluent's compatible set
-    expected_incompatible = sorted(c for c in changes if not json_compat.is_compatible_change(c.split()[0]))
+    expected_incompatible = sorted(c for c in changes if not json_schema_changes.is_compatible_change(c.split()[0]))
     assert sorted(f"{d.kind} {d.path}" for d in incompatibilities) == expected_incompatible
 
 
@@ -985,7 +985,7 @@ def test_lenient_set_is_confluents() -> None:
         "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL",
         "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
         "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL",
-    } == json_compat.COMPATIBLE_CHANGES_LENIENT - json_compat.COMPATIBLE_CHANGES
+    } == json_schema_changes.COMPATIBLE_CHANGES_LENIENT - json_schema_changes.COMPATIBLE_CHANGES
 
 
 def test_messages_as_confluent_prints_them_in_both_directions() -> None:

@@ -99,12 +99,15 @@ class RawRequest:
         return Answer(int(status_line.split()[1]), headers, rest[:length])
 
     def closed_by_server(self, timeout: float = 5) -> bool:
-        """Does the server close the connection (after its answer)?"""
+        """Does the server close the connection (after its answer)? A reset counts: when the server closes while
+        bytes we sent are still unread on its side (a request cut off mid-headers), its kernel answers with RST."""
         self.sock.settimeout(timeout)
         try:
             while self.sock.recv(65536):
                 pass
-        except (ConnectionResetError, TimeoutError):
+        except ConnectionResetError:
+            return True
+        except TimeoutError:
             return False
         return True
 
