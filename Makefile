@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck format openapi bench bench-spark spark-jar wheel browser clean
+.PHONY: install run test lint typecheck format openapi bench bench-spark charts spark-jar wheel browser clean
 
 $(STAMP): pyproject.toml setup.py serdes/_ready.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,15 +63,21 @@ openapi: $(STAMP)
 
 bench: $(STAMP)
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
-	$(PY) benchmarks/registry_bench.py
-	$(PY) benchmarks/serdes_bench.py
+	$(PY) benchmarks/registry_bench.py --json benchmarks/results/registry_bench.json
+	$(PY) benchmarks/serdes_bench.py --json benchmarks/results/serdes_bench.json
 	$(MAKE) $(BENCH_STAMP)
-	$(BENCH_VENV)/bin/python benchmarks/streams_bench.py
-	$(BENCH_VENV)/bin/python benchmarks/streams_windows_bench.py
-	$(BENCH_VENV)/bin/python benchmarks/streams_joins_bench.py
+	$(BENCH_VENV)/bin/python benchmarks/streams_bench.py --json benchmarks/results/streams_bench.json
+	$(BENCH_VENV)/bin/python benchmarks/streams_windows_bench.py --json benchmarks/results/streams_windows_bench.json
+	$(BENCH_VENV)/bin/python benchmarks/streams_joins_bench.py --json benchmarks/results/streams_joins_bench.json
 
 bench-spark: $(STAMP) spark-jar
-	$(PY) benchmarks/spark_decode.py
+	$(PY) benchmarks/spark_decode.py --json benchmarks/results/spark_decode.json
+
+# One PNG per side-by-side comparison, from every benchmarks/results/*.json, into benchmarks/charts/; the chart
+# lines of benchmarks/README.md are rewritten to show them. matplotlib is the `bench` extra.
+charts: $(STAMP)
+	$(PY) -c 'import matplotlib' 2>/dev/null || $(PY) -m pip install -q -e '.[bench]'
+	$(PY) benchmarks/charts.py
 
 # The streams benchmark runs Quix Streams side by side. quixstreams pins an older confluent-kafka, so it gets
 # a venv of its own with the newer client put back (it works with it), leaving .venv untouched.
