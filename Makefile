@@ -4,12 +4,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck format openapi bench bench-spark spark-jar wheel browser clean
+.PHONY: install run test lint typecheck format openapi docs bench bench-spark charts spark-jar wheel browser clean
 
 $(STAMP): pyproject.toml setup.py serdes/_ready.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -U pip wheel setuptools
-	$(PY) -m pip install -q -e '.[test,streams,spark,auth]'
+	$(PY) -m pip install -q -e '.[test,streams,spark,auth,docs]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -50,12 +50,18 @@ browser:
 # processes, so two files side by side take about half the wall time on 2 cores. Each worker starts its own
 # test broker and registry. PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
-test: $(STAMP) spark-jar browser lint typecheck
+test: $(STAMP) spark-jar browser lint typecheck docs
 	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+# The documentation site (mkdocs.yml): --strict fails on a broken link or anchor and on a page left out of the
+# navigation. Written to site/ (git-ignored); `$(VENV)/bin/mkdocs serve` previews it. The variable silences the
+# theme's banner about its end of life.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # openapi.yaml is the app's own OpenAPI document; tests/registry/test_openapi.py fails when it is stale.
 openapi: $(STAMP)
@@ -63,15 +69,21 @@ openapi: $(STAMP)
 
 bench: $(STAMP)
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
-	$(PY) benchmarks/registry_bench.py
-	$(PY) benchmarks/serdes_bench.py
+	$(PY) benchmarks/registry_bench.py --json benchmarks/results/registry_bench.json
+	$(PY) benchmarks/serdes_bench.py --json benchmarks/results/serdes_bench.json
 	$(MAKE) $(BENCH_STAMP)
-	$(BENCH_VENV)/bin/python benchmarks/streams_bench.py
-	$(BENCH_VENV)/bin/python benchmarks/streams_windows_bench.py
-	$(BENCH_VENV)/bin/python benchmarks/streams_joins_bench.py
+	$(BENCH_VENV)/bin/python benchmarks/streams_bench.py --json benchmarks/results/streams_bench.json
+	$(BENCH_VENV)/bin/python benchmarks/streams_windows_bench.py --json benchmarks/results/streams_windows_bench.json
+	$(BENCH_VENV)/bin/python benchmarks/streams_joins_bench.py --json benchmarks/results/streams_joins_bench.json
 
 bench-spark: $(STAMP) spark-jar
-	$(PY) benchmarks/spark_decode.py
+	$(PY) benchmarks/spark_decode.py --json benchmarks/results/spark_decode.json
+
+# One PNG per side-by-side comparison, from every benchmarks/results/*.json, into benchmarks/charts/; the chart
+# lines of benchmarks/README.md are rewritten to show them. matplotlib is the `bench` extra.
+charts: $(STAMP)
+	$(PY) -c 'import matplotlib' 2>/dev/null || $(PY) -m pip install -q -e '.[bench]'
+	$(PY) benchmarks/charts.py
 
 # The streams benchmark runs Quix Streams side by side. quixstreams pins an older confluent-kafka, so it gets
 # a venv of its own with the newer client put back (it works with it), leaving .venv untouched.
@@ -85,4 +97,4 @@ $(BENCH_STAMP): pyproject.toml
 	touch $(BENCH_STAMP)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info serdes/spark/schemakit-spark.jar
+	rm -rf $(VENV) $(BENCH_VENV) build site *.egg-info serdes/spark/schemakit-spark.jar

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import httpx
+from results_file import BenchRun, Case, Comparison, add_json_option
 
 HERE = Path(__file__).resolve().parent
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
@@ -158,9 +159,11 @@ def main() -> None:
     ap.add_argument("--memory-schemas", type=int, default=10_000)
     ap.add_argument("--server-arg", action="append", default=[], help="an option for `schemakit serve` (repeat)")
     ap.add_argument("--header", action="append", default=[], help='"Name: value" sent with every request (repeat)')
+    add_json_option(ap)
     args = ap.parse_args()
     headers = dict(h.split(":", 1) for h in args.header)
     headers = {k.strip(): v.strip() for k, v in headers.items()}
+    run = BenchRun(__file__, {**vars(args), "header": sorted(headers)})  # header names only: values hold secrets
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is needed: apt-get install wrk (make bench does it)")
 
@@ -247,6 +250,16 @@ def main() -> None:
         print(
             f"| RSS empty / with {args.memory_schemas} schemas | {base_rss / 1024:.0f} MiB / "
             f"{big_rss / 1024:.0f} MiB | | | | |"
+        )
+        cases = [Case(name, o[0], b[0], {"ours p99 ms": o[1], "peer p99 ms": b[1]}) for name, o, b in rows]
+        run.write(
+            args.json,
+            [Comparison("cached reads", "requests/s", "schemakit", "bare ASGI app, same bytes", cases)],
+            {
+                f"RSS MiB with {args.schemas} schemas": reg_rss / 1024,
+                "RSS MiB empty": base_rss / 1024,
+                f"RSS MiB with {args.memory_schemas} schemas": big_rss / 1024,
+            },
         )
     finally:
         for p in procs:

@@ -42,6 +42,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer as CkAvroDeser
 from confluent_kafka.schema_registry.avro import AvroSerializer as CkAvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from own_registry import own_registry
+from results_file import BenchRun, Case, Comparison, add_json_option
 
 import serdes
 from serdes.typed_records import avro_decoder
@@ -539,7 +540,9 @@ def main() -> None:
         "--rule-records", type=int, default=2000, help="records for the rule rows (confluent-kafka runs CEL slowly)"
     )
     ap.add_argument("--async-only", action="store_true", help="only the asyncio table")
+    add_json_option(ap)
     args = ap.parse_args()
+    run = BenchRun(__file__, vars(args))
     records = make_records(args.records)
 
     @contextmanager
@@ -576,6 +579,18 @@ def main() -> None:
             f"| {name:<30} | {sync:>12,.0f} | {asy:>12,.0f} | {asy / sync:>10.2f} | {median:>16.2f} | "
             f"{ck_async:>14,.0f} | {asy / ck_async:>10.2f}x |"
         )
+    sync_cases = [Case(name, ours, ck, {"raw fastavro": raw}) for name, ours, ck, raw in rows]
+    async_cases = [
+        Case(name, asy, ck_async, {"schemakit sync": sync, "async / sync, median of rounds": median})
+        for name, sync, asy, ck_async, median in async_rows
+    ]
+    run.write(
+        args.json,
+        [
+            Comparison("serializers", "records/s", "schemakit", "confluent-kafka", sync_cases),
+            Comparison("asyncio serializers", "records/s", "schemakit async", "confluent-kafka async", async_cases),
+        ],
+    )
 
 
 if __name__ == "__main__":

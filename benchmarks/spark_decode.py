@@ -43,6 +43,7 @@ import fastavro  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from own_registry import own_registry  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from results_file import BenchRun, Case, Comparison, add_json_option  # noqa: E402
 
 SCHEMA = {
     "type": "record",
@@ -310,15 +311,29 @@ def main() -> None:
     ap.add_argument(
         "--only", choices=["avro", "protobuf", "mixed"], help="run only the (a)-(c), the (d)-(e) or the (f)-(h) methods"
     )
+    add_json_option(ap)
     args = ap.parse_args()
+    bench_run = BenchRun(__file__, vars(args))
     if args.registry:
-        run(args.registry, args.rows, args.reps, args.only)
+        results = run(args.registry, args.rows, args.reps, args.only)
     else:
         with own_registry() as url:
-            run(url, args.rows, args.reps, args.only)
+            results = run(url, args.rows, args.reps, args.only)
+    by_letter = {name[:3]: (name, rates) for name, rates in results.items()}  # "(b)" -> (name, (best, median))
+    cases = [
+        Case(by_letter[ours][0], by_letter[ours][1][0], by_letter[peer][1][0], {"peer case": by_letter[peer][0]})
+        for ours, peer in (("(b)", "(a)"), ("(c)", "(a)"), ("(e)", "(d)"), ("(g)", "(f)"), ("(h)", "(f)"))
+        if ours in by_letter and peer in by_letter
+    ]
+    bench_run.write(
+        args.json,
+        [Comparison("decoding", "rows/s, best round", "from_registry", "a plain Python UDF", cases)],
+        {f"{name}: median rows/s": median for name, (_, median) in results.items()},
+    )
 
 
-def run(url: str, n: int, reps: int, only: str | None = None) -> None:
+def run(url: str, n: int, reps: int, only: str | None = None) -> dict[str, tuple[float, float]]:
+    """Prints the table; returns rows/s per method, best and median of the timed rounds."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from serdes import AvroSerializer, ProtobufSerializer, RegistryClient
     from serdes.spark import from_registry, spark_session
@@ -461,6 +476,7 @@ def run(url: str, n: int, reps: int, only: str | None = None) -> None:
     print(f"Protobuf Python engine / plain UDF (target >= 2x): {ratio('(e)', '(d)')}")
     print(f"mixed v1/v2, JVM engine / plain UDF (target >= 8x): {ratio('(g)', '(f)')}")
     print(f"mixed v1/v2, Python engine / plain UDF:            {ratio('(h)', '(f)')}")
+    return results
 
 
 if __name__ == "__main__":

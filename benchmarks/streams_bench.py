@@ -30,6 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import streams_harness as harness
+from results_file import BenchRun, Case, Comparison, add_json_option
 
 from streams import StreamsBuilder
 from streams.topology import Topology
@@ -100,7 +101,9 @@ def run_quix(
 def main() -> int:
     parser = harness.bench_parser(__doc__)
     parser.add_argument("--keys", type=int, default=100_000)
+    add_json_option(parser)
     args = parser.parse_args()
+    run = BenchRun(__file__, vars(args))
     logging.basicConfig(level=logging.WARNING)
     with harness.bench_broker("streams-bench-") as bench:
         topic = "bench-input"
@@ -141,6 +144,21 @@ def main() -> int:
     print(
         f"\nrestore (ours, RocksDB, from the changelog): {restore['records']:,.0f} records in "
         f"{restore['seconds']:.2f}s = {restore['rate']:,.0f} changelog records/s"
+    )
+    cases = [
+        Case(name, r["rate"], quix_eos if "exactly" in name else quix, {"seconds": r["elapsed"]})
+        for name, r in results.items()
+        if name.startswith("ours")
+    ]
+    run.write(
+        args.json,
+        [Comparison("stateful count by key", "records/s", "schemakit streams", "Quix Streams, same guarantee", cases)],
+        {
+            "exactly_once_v2 / at-least-once": eos / alos,
+            "restored records": restore["records"],
+            "restore seconds": restore["seconds"],
+            "restore records/s": restore["rate"],
+        },
     )
     return 0
 

@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import confluent_kafka
 import orjson
+from results_file import BenchRun, Case, Comparison, add_json_option
 
 from streams.changelog import BARRIER_KEY
 from streams.log import OFFSET_BEGINNING, TopicPartition, open_log
@@ -309,7 +310,9 @@ def main() -> int:
         return instance(url, app_id, state_dir, source, out, int(standbys))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keys", type=int, default=1_000_000)
+    add_json_option(parser)
     args = parser.parse_args()
+    run = BenchRun(__file__, vars(args))
     work = Path(tempfile.mkdtemp(prefix="streams-failover-"))
     broker = TansuBroker(work / "broker.log")
     broker.start()
@@ -340,6 +343,18 @@ def main() -> int:
     print(
         f"\nrestore with a standby: {speedup:.0f}x faster (target >= 10x); "
         f"restored {one['restored'] / max(one['changelog'], 1):.2%} of the changelog (target <= 1%)"
+    )
+    phases = {
+        "detect": "(a) detection + rebalance",
+        "restore": "(b) restore",
+        "first_output": "(c) kill -> first output",
+    }
+    cases = [Case(label, one[key], none[key]) for key, label in phases.items()]
+    run.write(
+        args.json,
+        [Comparison("kill -9 of one of two instances", "seconds", "1 standby", "no standby", cases, False)],
+        {f"{n} standby: records restored": r["restored"] for n, r in results.items()}
+        | {f"{n} standby: changelog records": r["changelog"] for n, r in results.items()},
     )
     return 0
 

@@ -33,6 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import streams_harness as harness
+from results_file import BenchRun, Case, Comparison, add_json_option
 
 from streams import JoinWindows, StreamsBuilder
 
@@ -123,9 +124,11 @@ def main() -> int:
     parser = harness.bench_parser(__doc__, JOBS, records_help="orders (and, for the window join, payments)")
     parser.add_argument("--customers", type=int, default=100_000)
     harness.ChildJob.add_flags(parser)
+    add_json_option(parser)
     args = parser.parse_args()
     if child := harness.ChildJob.from_args(args):
         return harness.child_main(child, run_job)
+    run = BenchRun(__file__, vars(args))
 
     logging.basicConfig(level=logging.WARNING)
     jobs = [args.only] if args.only else list(JOBS)
@@ -175,6 +178,20 @@ def main() -> int:
             )
     header = ["job", "runtime", "input records", "seconds", "records/s", "vs Quix Streams", "peak RSS MiB"]
     harness.print_table(header, rows, text_columns=2)
+    cases = [
+        Case(
+            names[job],
+            results[job]["ours"]["rate"],
+            results[job].get("quix", {}).get("rate"),
+            {
+                "input records": totals[job],
+                "ours peak RSS MiB": results[job]["ours"]["rss_mib"],
+                "peer peak RSS MiB": results[job].get("quix", {}).get("rss_mib"),
+            },
+        )
+        for job in jobs
+    ]
+    run.write(args.json, [Comparison("joins", "records/s", "schemakit streams", "Quix Streams", cases)])
     return 0
 
 

@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 import orjson
+from results_file import BenchRun, add_json_option
 
 try:
     import uvloop
@@ -102,12 +103,16 @@ async def load(
     return sorted(latencies), sorted(late), failures
 
 
-async def measure(server: str, remote: list[str], local: list[str], rate: int, seconds: float, pids: list[int]) -> None:
+async def measure(
+    server: str, remote: list[str], local: list[str], rate: int, seconds: float, pids: list[int]
+) -> dict[str, float]:
+    """Prints a line per phase; returns its latency percentiles in ms (for ``--json``)."""
     # One client pool for the warm-up and the runs: connections are opened once, as a long-lived client would.
     pool = HttpPool(timeout=5, max_per_host=64)
     await load(pool, server, remote + local, rate, 2.0)
     gc.collect()
     gc.freeze()
+    figures: dict[str, float] = {}
     for what, subset in (("routed to the other instance", remote), ("answered locally", local)):
         before, began = cpu_seconds(pids), time.perf_counter()
         latencies, late, failures = await load(pool, server, subset, rate, seconds)
@@ -123,7 +128,11 @@ async def measure(server: str, remote: list[str], local: list[str], rate: int, s
             f"CPU (cores) client, A, B: {cores}; waiting for a CPU (ms/s) {waits}; "
             f"load average {os.getloadavg()[0]:.2f}"
         )
+        for name, q in (("p50", 0.50), ("p99", 0.99), ("p99.9", 0.999), ("max", 1.0)):
+            figures[f"{what}: {name} ms"] = percentile(latencies, q)
+        figures[f"{what}: failed"] = failures
     await pool.aclose()
+    return figures
 
 
 def main() -> int:
@@ -131,7 +140,9 @@ def main() -> int:
     parser.add_argument("--rate", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--keys", type=int, default=2000)
+    add_json_option(parser)
     args = parser.parse_args()
+    run = BenchRun(__file__, vars(args))
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         url = f"sqlite:///{tmp / 'log'}"
@@ -188,10 +199,11 @@ def main() -> int:
             local = [k for k in keys if owner[k] == me]
             pids = [os.getpid(), *(i.proc.pid for i in instances)]
             with asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop is not None else None) as runner:
-                runner.run(measure(servers[0], remote, local, args.rate, args.seconds, pids))
+                figures = runner.run(measure(servers[0], remote, local, args.rate, args.seconds, pids))
         finally:
             for instance in instances:
                 instance.stop()
+    run.write(args.json, [], figures)  # no peer: routed against local lookups are figures, not a comparison
     return 0
 
 

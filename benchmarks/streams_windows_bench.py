@@ -34,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import streams_harness as harness
+from results_file import BenchRun, Case, Comparison, add_json_option
 
 from streams import StreamsBuilder, Suppressed, TimeWindows
 
@@ -91,9 +92,11 @@ def main() -> int:
     parser = harness.bench_parser(__doc__, only=JOBS)
     parser.add_argument("--keys", type=int, default=100_000)
     harness.ChildJob.add_flags(parser)
+    add_json_option(parser)
     args = parser.parse_args()
     if child := harness.ChildJob.from_args(args):
         return harness.child_main(child, run_job)
+    run = BenchRun(__file__, vars(args))
 
     logging.basicConfig(level=logging.WARNING)
     jobs = [args.only] if args.only else list(JOBS)
@@ -139,6 +142,23 @@ def main() -> int:
             )
     header = ["job", "runtime", "seconds", "records/s", "vs Quix Streams", "CPU s", "Quix CPU / ours", "peak RSS MiB"]
     harness.print_table(header, rows, text_columns=2)
+    cases = [
+        Case(
+            f"{names[job]}: {labels[runtime]}",
+            r["rate"],
+            results[job].get("quix", {}).get("rate"),
+            {
+                "ours CPU s": r["cpu_s"],
+                "peer CPU s": results[job].get("quix", {}).get("cpu_s"),
+                "ours peak RSS MiB": r["rss_mib"],
+                "peer peak RSS MiB": results[job].get("quix", {}).get("rss_mib"),
+            },
+        )
+        for job in jobs
+        for runtime, r in results[job].items()
+        if runtime != "quix"
+    ]
+    run.write(args.json, [Comparison("windowed count", "records/s", "schemakit streams", "Quix Streams", cases)])
     return 0
 
 

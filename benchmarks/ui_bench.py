@@ -22,6 +22,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from own_registry import own_registry
+from results_file import BenchRun, Case, Comparison, add_json_option
 
 
 def register_all(url: str, count: int) -> None:
@@ -54,7 +55,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--subjects", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=20)
+    add_json_option(parser)
     args = parser.parse_args()
+    run = BenchRun(__file__, vars(args))
+    timings: dict[str, tuple[float, float]] = {}
     with own_registry() as url:
         print(f"registering {args.subjects} subjects on {url}", flush=True)
         register_all(url, args.subjects)
@@ -73,6 +77,18 @@ def main() -> None:
                 miss = median_ms(client, path, args.repeat, cached=False)
                 hit = median_ms(client, path, args.repeat, cached=True)
                 print(f"{label:<84} {miss:>12.1f} {hit:>10.2f}")
+                timings[label] = (miss, hit)
+    (peer, (peer_miss, peer_hit)), *ours = timings.items()  # the first row, Confluent's GET /subjects, is the peer
+    run.write(
+        args.json,
+        [
+            Comparison(f"{kind} requests", "ms", "the UI's helpers", peer, cases, higher_is_better=False)
+            for kind, cases in (
+                ("uncached", [Case(label, miss, peer_miss) for label, (miss, _) in ours]),
+                ("cached", [Case(label, hit, peer_hit) for label, (_, hit) in ours]),
+            )
+        ],
+    )
 
 
 if __name__ == "__main__":
