@@ -59,7 +59,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["StateListener", "TaskState"], "streams.listeners"),
     **dict.fromkeys(["Cancellable", "Processor", "ProcessorContext", "PunctuationType"], "streams.processor"),
     **dict.fromkeys(["HostInfo", "KeyQueryMetadata", "StreamsMetadata"], "streams.queries"),
-    **dict.fromkeys(["BYTES", "FLOAT", "INT", "JSON", "STRING", "Serde"], "streams.serdes"),
+    **dict.fromkeys(["BYTES", "FLOAT", "INT", "JSON", "STRING", "Serde"], "streams.record_serdes"),
     **dict.fromkeys(["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"], "streams.test_driver"),
     **dict.fromkeys(["SessionStoreSpec", "StoreSpec", "Topology", "WindowStoreSpec"], "streams.topology"),
 }
@@ -100,7 +100,7 @@ if TYPE_CHECKING:
     from streams.listeners import StateListener, TaskState
     from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
     from streams.queries import HostInfo, KeyQueryMetadata, StreamsMetadata
-    from streams.serdes import BYTES, FLOAT, INT, JSON, STRING, Serde
+    from streams.record_serdes import BYTES, FLOAT, INT, JSON, STRING, Serde
     from streams.suppress import BufferConfig, Suppressed
     from streams.test_driver import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
     from streams.topology import SessionStoreSpec, StoreSpec, Topology, WindowStoreSpec

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from streams.errors import SerdeError
-from streams.serdes import Deserializer, Serializer, bind_deserializer, bind_serializer
+from streams.record_serdes import Deserializer, Serializer, bind_deserializer, bind_serializer
 
 __all__ = ["Change", "ChangeSerde", "new_change"]
 

@@ -32,7 +32,7 @@ from streams.ops import (
     SelectKeyProcessor,
 )
 from streams.processor import Processor
-from streams.serdes import INT, serde_from
+from streams.record_serdes import INT, serde_from
 from streams.stream_joins import LeftOrRightSerde, StreamStreamJoinProcessor, StreamTableJoinProcessor
 from streams.suppress import Suppressed, SuppressProcessor
 from streams.table_joins import JOIN_KINDS, TableJoinProcessor, TableMaterializeProcessor, key_joiner

@@ -55,7 +55,7 @@ from streams.queries import (
     View,
     retrying,
 )
-from streams.serdes import BytesSerde, FloatSerde, IntSerde, StringSerde
+from streams.record_serdes import BytesSerde, FloatSerde, IntSerde, StringSerde
 from streams.state.timed import MAX_TIME
 
 __all__ = ["QueryServer", "QuerySource", "parse_time", "to_json"]

@@ -29,7 +29,7 @@ from streams.global_table import apply_global_records, global_stores
 from streams.handlers import handler_from
 from streams.log.base import Headers, Record
 from streams.metadata import TopicNames
-from streams.serdes import bind_deserializer, bind_serializer, serde_from
+from streams.record_serdes import bind_deserializer, bind_serializer, serde_from
 from streams.state.base import StateStore
 from streams.state.cache import CachingKeyValueStore
 from streams.state.session import SessionStore
