@@ -60,7 +60,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["Cancellable", "Processor", "ProcessorContext", "PunctuationType"], "streams.processor"),
     **dict.fromkeys(["HostInfo", "KeyQueryMetadata", "StreamsMetadata"], "streams.queries"),
     **dict.fromkeys(["BYTES", "FLOAT", "INT", "JSON", "STRING", "Serde"], "streams.record_serdes"),
-    **dict.fromkeys(["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"], "streams.test_driver"),
+    **dict.fromkeys(["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"], "streams.testing"),
     **dict.fromkeys(["SessionStoreSpec", "StoreSpec", "Topology", "WindowStoreSpec"], "streams.topology"),
 }
 
@@ -102,7 +102,7 @@ if TYPE_CHECKING:
     from streams.queries import HostInfo, KeyQueryMetadata, StreamsMetadata
     from streams.record_serdes import BYTES, FLOAT, INT, JSON, STRING, Serde
     from streams.suppress import BufferConfig, Suppressed
-    from streams.test_driver import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
+    from streams.testing import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
     from streams.topology import SessionStoreSpec, StoreSpec, Topology, WindowStoreSpec
     from streams.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde, WindowedSerdes
     from streams.windows import (
