@@ -19,10 +19,11 @@ _EXPORTS: dict[str, str] = {
     "StreamsBuilder": "streams.builder",
     "StreamsApp": "streams.app",
     "GlobalKTable": "streams.global_table",
-    **dict.fromkeys(
-        ["KGroupedStream", "KGroupedTable", "KStream", "KTable", "SessionWindowedKStream", "TimeWindowedKStream"],
-        "streams.dsl",
-    ),
+    "KStream": "streams.dsl.kstream",
+    "KGroupedStream": "streams.dsl.grouped_stream",
+    **dict.fromkeys(["SessionWindowedKStream", "TimeWindowedKStream"], "streams.dsl.windowed_stream"),
+    "KTable": "streams.dsl.ktable",
+    "KGroupedTable": "streams.dsl.grouped_table",
     **dict.fromkeys(
         [
             "ConsumedRecord",
@@ -67,14 +68,11 @@ _EXPORTS: dict[str, str] = {
 if TYPE_CHECKING:
     from streams.app import StreamsApp
     from streams.builder import StreamsBuilder
-    from streams.dsl import (
-        KGroupedStream,
-        KGroupedTable,
-        KStream,
-        KTable,
-        SessionWindowedKStream,
-        TimeWindowedKStream,
-    )
+    from streams.dsl.grouped_stream import KGroupedStream
+    from streams.dsl.grouped_table import KGroupedTable
+    from streams.dsl.kstream import KStream
+    from streams.dsl.ktable import KTable
+    from streams.dsl.windowed_stream import SessionWindowedKStream, TimeWindowedKStream
     from streams.errors import (
         CoPartitioningError,
         DeserializationError,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.dsl import KStream, KTable
+from streams.dsl.kstream import KStream
+from streams.dsl.ktable import KTable
 from streams.global_table import GlobalKTable
 from streams.record_serdes import JSON, serde_from
 from streams.table_ops import TableOptions, TableSourceProcessor
