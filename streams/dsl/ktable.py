@@ -2,8 +2,9 @@
 other tables (on the key, or on a foreign key), re-grouping (``group_by`` -> ``KGroupedTable``) and
 ``to_stream``.
 
-``KStream`` and ``KGroupedTable`` make tables and ``KTable`` makes them: ``to_stream`` and ``group_by``
-import their class when called, so the modules import each other in one direction only.
+Every other class family makes tables, so they import this module; the classes a table makes in turn,
+``KStream`` (``to_stream``) and ``KGroupedTable`` (``group_by``), are imported inside those methods, so
+the modules import each other in one direction only.
 """
 
 from __future__ import annotations
