@@ -19,10 +19,11 @@ _EXPORTS: dict[str, str] = {
     "StreamsBuilder": "streams.builder",
     "StreamsApp": "streams.app",
     "GlobalKTable": "streams.global_table",
-    **dict.fromkeys(
-        ["KGroupedStream", "KGroupedTable", "KStream", "KTable", "SessionWindowedKStream", "TimeWindowedKStream"],
-        "streams.dsl",
-    ),
+    "KStream": "streams.dsl.kstream",
+    "KGroupedStream": "streams.dsl.grouped_stream",
+    **dict.fromkeys(["SessionWindowedKStream", "TimeWindowedKStream"], "streams.dsl.windowed_stream"),
+    "KTable": "streams.dsl.ktable",
+    "KGroupedTable": "streams.dsl.grouped_table",
     **dict.fromkeys(
         [
             "ConsumedRecord",
@@ -59,22 +60,19 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["StateListener", "TaskState"], "streams.listeners"),
     **dict.fromkeys(["Cancellable", "Processor", "ProcessorContext", "PunctuationType"], "streams.processor"),
     **dict.fromkeys(["HostInfo", "KeyQueryMetadata", "StreamsMetadata"], "streams.queries"),
-    **dict.fromkeys(["BYTES", "FLOAT", "INT", "JSON", "STRING", "Serde"], "streams.serdes"),
-    **dict.fromkeys(["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"], "streams.test_driver"),
+    **dict.fromkeys(["BYTES", "FLOAT", "INT", "JSON", "STRING", "Serde"], "streams.record_serdes"),
+    **dict.fromkeys(["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"], "streams.testing"),
     **dict.fromkeys(["SessionStoreSpec", "StoreSpec", "Topology", "WindowStoreSpec"], "streams.topology"),
 }
 
 if TYPE_CHECKING:
     from streams.app import StreamsApp
     from streams.builder import StreamsBuilder
-    from streams.dsl import (
-        KGroupedStream,
-        KGroupedTable,
-        KStream,
-        KTable,
-        SessionWindowedKStream,
-        TimeWindowedKStream,
-    )
+    from streams.dsl.grouped_stream import KGroupedStream
+    from streams.dsl.grouped_table import KGroupedTable
+    from streams.dsl.kstream import KStream
+    from streams.dsl.ktable import KTable
+    from streams.dsl.windowed_stream import SessionWindowedKStream, TimeWindowedKStream
     from streams.errors import (
         CoPartitioningError,
         DeserializationError,
@@ -100,9 +98,9 @@ if TYPE_CHECKING:
     from streams.listeners import StateListener, TaskState
     from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
     from streams.queries import HostInfo, KeyQueryMetadata, StreamsMetadata
-    from streams.serdes import BYTES, FLOAT, INT, JSON, STRING, Serde
+    from streams.record_serdes import BYTES, FLOAT, INT, JSON, STRING, Serde
     from streams.suppress import BufferConfig, Suppressed
-    from streams.test_driver import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
+    from streams.testing import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
     from streams.topology import SessionStoreSpec, StoreSpec, Topology, WindowStoreSpec
     from streams.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde, WindowedSerdes
     from streams.windows import (

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.dsl import KStream, KTable
+from streams.dsl.kstream import KStream
+from streams.dsl.ktable import KTable
 from streams.global_table import GlobalKTable
-from streams.serdes import JSON, serde_from
+from streams.record_serdes import JSON, serde_from
 from streams.table_ops import TableOptions, TableSourceProcessor
 from streams.topology import GlobalTableSpec, StoreSpec, Topology
 

@@ -52,6 +52,7 @@ class StreamsConfig:
     heartbeat_interval_ms: int | None = None  # None: a quarter of the session timeout
     application_server: str | None = None
     processing_guarantee: str = AT_LEAST_ONCE
+    gc_tuning: bool = True
 
     def __post_init__(self) -> None:
         import re
@@ -85,6 +86,8 @@ class StreamsConfig:
             parse_host_port(self.application_server)
         if self.state_dir is not None:
             self.state_dir = Path(self.state_dir)
+        if not isinstance(self.gc_tuning, bool):
+            raise ValueError(f"gc_tuning must be True or False, got {self.gc_tuning!r}")
         if self.processing_guarantee in _RETIRED_GUARANTEES:
             raise ValueError(
                 f"processing_guarantee {self.processing_guarantee!r} is deprecated since Kafka Streams 3.0 and not "

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from streams.change import Change
 from streams.ops import Forwarding
 from streams.processor import ProcessorContext
-from streams.serdes import BYTES, bind_serializer
+from streams.record_serdes import BYTES, bind_serializer
 from streams.subscription import (
     CombinedKey,
     CombinedKeySerde,

@@ -21,7 +21,7 @@ from streams.errors import DeserializationError
 from streams.log.base import OFFSET_BEGINNING, Consumer, Log, Record, TopicPartition
 from streams.ops import Forwarding
 from streams.processor import ProcessorContext, RecordContext
-from streams.serdes import TimestampedSerde
+from streams.record_serdes import TimestampedSerde
 from streams.state.memory import InMemoryKeyValueStore
 from streams.topology import GlobalTableSpec, Topology
 

@@ -14,7 +14,7 @@ from streams.global_table import ReadOnlyGlobalStore
 from streams.group_leader import Assignment
 from streams.log.partitioner import partition_for_key
 from streams.metadata import Metadata
-from streams.serdes import bind_serializer
+from streams.record_serdes import bind_serializer
 from streams.task import StreamTask
 from streams.topology import SessionStoreSpec, StoreSpec, Topology, WindowStoreSpec
 from streams.windows import Windowed

@@ -41,7 +41,6 @@ from fastapi.responses import Response
 
 from streams.config import parse_host_port
 from streams.errors import InvalidStateStoreError, StreamsError
-from streams.gc_policy import freeze_long_lived, thaw_long_lived
 from streams.global_table import ReadOnlyGlobalStore
 from streams.group_leader import Assignment
 from streams.http_pool import HttpPool, HttpPoolError
@@ -55,7 +54,7 @@ from streams.queries import (
     View,
     retrying,
 )
-from streams.serdes import BytesSerde, FloatSerde, IntSerde, StringSerde
+from streams.record_serdes import BytesSerde, FloatSerde, IntSerde, StringSerde
 from streams.state.timed import MAX_TIME
 
 __all__ = ["QueryServer", "QuerySource", "parse_time", "to_json"]
@@ -263,7 +262,6 @@ class QueryServer:
         self._client: HttpPool | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
-        self._frozen = False
         self.app = _KeyLookups(self, self._build())
 
     # -- lifecycle -------------------------------------------------------------------------------------
@@ -300,17 +298,13 @@ class QueryServer:
                     f"{self.advertised}): {failure[0] if failure else 'it did not start in time'}"
                 )
             time.sleep(0.01)
-        frozen = freeze_long_lived()  # no full collection stalls lookups in flight
-        self._frozen = True
         log.info(
-            "query server of %s (instance %s) listening on %s:%d, advertised as %s (%d objects frozen out of "
-            "the garbage collector)",
+            "query server of %s (instance %s) listening on %s:%d, advertised as %s",
             self.source.application_id,
             self.source.instance_id,
             self.host,
             self.port,
             self.advertised,
-            frozen,
         )
 
     def _http_protocol(self) -> type[asyncio.Protocol] | Literal["auto"]:
@@ -326,9 +320,6 @@ class QueryServer:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout)
-        if self._frozen:
-            thaw_long_lived()
-            self._frozen = False
 
     # -- the routes ------------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from enum import IntEnum
 from typing import Any, NamedTuple
 
 from streams.errors import SerdeError
-from streams.serdes import Deserializer, Serializer, bind_deserializer, bind_serializer
+from streams.record_serdes import Deserializer, Serializer, bind_deserializer, bind_serializer
 
 __all__ = [
     "CombinedKey",

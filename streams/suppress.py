@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from streams.change import Change, new_change
+from streams.change import Change, _new_change
 from streams.errors import StreamsError, TopologyError
 from streams.ops import Forwarding
 from streams.processor import ProcessorContext
@@ -197,6 +197,6 @@ class SuppressProcessor(Forwarding):
         saved_ts, saved_headers = rc.timestamp, rc.headers
         rc.timestamp, rc.headers = update.timestamp, ()
         try:
-            self._forward(update.key, new_change(Change, (update.new, update.prior if self._send_old else None)))
+            self._forward(update.key, _new_change(Change, (update.new, update.prior if self._send_old else None)))
         finally:
             rc.timestamp, rc.headers = saved_ts, saved_headers

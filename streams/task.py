@@ -38,7 +38,7 @@ from streams.log.base import (
 from streams.metadata import TopicNames
 from streams.output_skips import OutputSkips
 from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType, RecordContext
-from streams.serdes import TimestampedSerde, bind_deserializer, bind_serializer, serde_name
+from streams.record_serdes import TimestampedSerde, bind_deserializer, bind_serializer, serde_name
 from streams.state.base import StateStore
 from streams.state.buffer import SuppressionBuffer
 from streams.state.cache import CachingKeyValueStore

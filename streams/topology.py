@@ -17,7 +17,7 @@ from typing import Any
 from streams.errors import TopologyError
 from streams.extractors import TimestampExtractor, extractor_from
 from streams.processor import Processor
-from streams.serdes import JSON, serde_from
+from streams.record_serdes import JSON, serde_from
 
 __all__ = [
     "GlobalTableSpec",

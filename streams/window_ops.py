@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from streams.change import Change, new_change
+from streams.change import Change, _new_change
 from streams.errors import StreamsError
 from streams.ops import Forwarding
 from streams.processor import ProcessorContext
@@ -169,7 +169,7 @@ class TimeWindowAggregateProcessor(_WindowAggregate):
             window = self._time_window(t)
         self._forward(
             Windowed(key, window),
-            new_change(Change, (None if entry is None else entry[0], None if old is None else old[0])),
+            _new_change(Change, (None if entry is None else entry[0], None if old is None else old[0])),
         )
 
     def _next_emit_after(self, last: int) -> int:

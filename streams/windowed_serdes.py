@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from streams.errors import SerdeError
-from streams.serdes import Deserializer, Serializer, bind_deserializer, bind_serializer, serde_from
+from streams.record_serdes import Deserializer, Serializer, bind_deserializer, bind_serializer, serde_from
 from streams.windows import SessionWindow, TimeWindow, Windowed, to_millis
 
 __all__ = ["SessionWindowedSerde", "TimeWindowedSerde", "WindowedSerdes"]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from streams.errors import SerdeError
-from streams.serdes import bind_deserializer, bind_serializer, serde_name
+from streams.record_serdes import bind_deserializer, bind_serializer, serde_name
 from streams.state.base import ChangelogSink, Headers
 from streams.state.timed import META_KEY
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from streams.errors import SerdeError
-from streams.serdes import bind_deserializer, bind_serializer, serde_name
+from streams.record_serdes import bind_deserializer, bind_serializer, serde_name
 from streams.state.base import ChangelogSink
 
 if TYPE_CHECKING:

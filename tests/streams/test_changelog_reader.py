@@ -7,7 +7,7 @@ from pathlib import Path
 from streams.changelog import ChangelogReader, RestoreJob
 from streams.log import Log, TopicPartition, open_log
 from streams.processor import RecordContext
-from streams.serdes import STRING
+from streams.record_serdes import STRING
 from streams.state.memory import InMemoryKeyValueStore
 
 

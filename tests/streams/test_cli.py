@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from streams.log import TopicPartition, open_log
-from streams.serdes import INT
+from streams.record_serdes import INT
 from tests.streams.conftest import last_values, produce, read_all
 from tests.streams.topologies import make_lines, reference_word_count
 

@@ -14,7 +14,7 @@ from streams import (
     TopologyError,
     TopologyTestDriver,
 )
-from streams.serdes import TimestampedSerde
+from streams.record_serdes import TimestampedSerde
 
 
 def driver_for(build) -> TopologyTestDriver:  # type: ignore[no-untyped-def]

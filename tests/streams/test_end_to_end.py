@@ -13,7 +13,7 @@ from streams import CoPartitioningError, MissingTopicError, StreamsBuilder
 from streams.app import StreamsApp
 from streams.changelog import BARRIER_KEY
 from streams.log import Log
-from streams.serdes import INT
+from streams.record_serdes import INT
 from tests.streams.conftest import last_values, produce, read_all
 from tests.streams.topologies import (
     make_lines,

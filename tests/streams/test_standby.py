@@ -13,7 +13,7 @@ from streams.handlers import handler_from
 from streams.log import Log, TopicPartition, open_log
 from streams.metadata import TopicNames
 from streams.processor import SystemClock
-from streams.serdes import INT, TimestampedSerde
+from streams.record_serdes import INT, TimestampedSerde
 from streams.standby import StandbyTask, StandbyUpdater
 from streams.task import StreamTask, TaskEnv
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from streams.processor import RecordContext
-from streams.serdes import INT, STRING
+from streams.record_serdes import INT, STRING
 from streams.state.cache import CachingKeyValueStore
 from streams.state.memory import InMemoryKeyValueStore
 

@@ -13,7 +13,7 @@ import pytest
 
 from streams import ProcessingError, StreamsBuilder, TopologyTestDriver
 from streams.change import Change, ChangeSerde
-from streams.serdes import STRING
+from streams.record_serdes import STRING
 from tests.streams.scenarios import pipe, read_rows
 
 

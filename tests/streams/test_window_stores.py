@@ -13,7 +13,7 @@ import pytest
 
 from streams.changelog import ChangelogWriter
 from streams.processor import RecordContext
-from streams.serdes import INT, STRING
+from streams.record_serdes import INT, STRING
 from streams.state.buffer import SuppressionBuffer
 from streams.state.session import SessionStore
 from streams.state.timed import META_KEY
@@ -365,7 +365,7 @@ def test_suppression_buffer_pops_oldest_across_due_times() -> None:
 def test_keys_that_are_prefixes_of_each_other_stay_apart(kind: str, tmp_path: Path) -> None:
     """Kafka Streams' SessionKeySchemaTest: keys [0], [0, 0], [0, 0, 0] sort into each other's ranges; a
     fetch returns only the key asked for."""
-    from streams.serdes import BYTES
+    from streams.record_serdes import BYTES
 
     path = tmp_path / "prefix" if kind == "rocksdb" else None
     sessions = SessionStore("s", BYTES, INT, "t", RecordContext(), 10**6, path, 100)

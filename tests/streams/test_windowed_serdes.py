@@ -80,6 +80,6 @@ def test_bad_windowed_keys_are_named() -> None:
         WindowedSerdes.session_windowed(str).deserialize(b"abc", "out")
     with pytest.raises(SerdeError, match="reading time-windowed keys needs the window size"):
         from streams import TimeWindowedSerde
-        from streams.serdes import STRING
+        from streams.record_serdes import STRING
 
         TimeWindowedSerde(STRING, None).deserialize(b"k" + bytes(8), "out")

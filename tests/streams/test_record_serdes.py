@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from streams.serdes import (
+from streams.record_serdes import (
     BYTES,
     FLOAT,
     INT,

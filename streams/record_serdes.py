@@ -1,4 +1,5 @@
-"""Serdes: how keys and values become bytes and back.
+"""Record serdes: how the runtime turns a record's key and value into bytes and back (the ``Serde``
+protocol, the built-ins, and the binding per topic).
 
 A serde is any object with ``serialize(obj, topic, is_key) -> bytes | None`` and
 ``deserialize(data, topic, is_key) -> obj`` (``serdes.AvroSerde`` and friends qualify), or a pair of

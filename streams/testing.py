@@ -1,4 +1,5 @@
-"""``TopologyTestDriver``: run a topology in-process, without a log, for unit tests.
+"""Testing a topology: ``TopologyTestDriver`` runs it in-process, without a log, fed through ``TestInputTopic``
+and read through ``TestOutputTopic`` (as ``TestRecord``), for unit tests.
 
     driver = TopologyTestDriver(builder.build())
     orders = driver.input_topic("orders", key=str, value="json")
@@ -29,7 +30,7 @@ from streams.global_table import apply_global_records, global_stores
 from streams.handlers import handler_from
 from streams.log.base import Headers, Record
 from streams.metadata import TopicNames
-from streams.serdes import bind_deserializer, bind_serializer, serde_from
+from streams.record_serdes import bind_deserializer, bind_serializer, serde_from
 from streams.state.base import StateStore
 from streams.state.cache import CachingKeyValueStore
 from streams.state.session import SessionStore
@@ -42,6 +43,10 @@ __all__ = ["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDrive
 
 @dataclass(frozen=True)
 class TestRecord:
+    """A record read from a ``TestOutputTopic``."""
+
+    __test__ = False  # not a pytest test class (no annotation: not a dataclass field)
+
     key: Any
     value: Any
     timestamp: int
@@ -252,7 +257,7 @@ Pipe = Callable[[str, bytes | None, bytes | None, int, Headers], None]
 class TestInputTopic:
     """Serializes records into the driver (``pipe``), which processes each at once."""
 
-    __test__ = False
+    __test__ = False  # not a pytest test class
 
     def __init__(self, pipe: Pipe, topic: str, key: Any, value: Any, start: int, advance: int) -> None:
         self._pipe = pipe
@@ -297,7 +302,7 @@ class TestInputTopic:
 class TestOutputTopic:
     """Deserializes what the topology wrote to ``topic``: ``records``, which the driver appends to."""
 
-    __test__ = False
+    __test__ = False  # not a pytest test class
 
     def __init__(self, records: deque[Record], topic: str, key: Any, value: Any) -> None:
         self._records = records

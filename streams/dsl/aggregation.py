@@ -1,0 +1,55 @@
+"""What the aggregations of grouped streams, windowed streams and grouped tables share: the spec of the
+store their result goes to, the name of the repartition topic they read through, and the aggregators that
+count and reduce."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streams.dsl.base import Builder
+from streams.topology import StoreSpec
+
+__all__ = ["add_one", "reducing", "repartition_topic", "store_spec", "zero"]
+
+
+def store_spec(
+    builder: Builder, store: str | StoreSpec | None, key: Any, value: Any, cache: bool | None, kind: str | None
+) -> StoreSpec:
+    """A key-value store for an aggregation (or a materialized join): the spec given (serdes filled in), or a
+    new one."""
+    if isinstance(store, StoreSpec):
+        spec = store
+        if spec.key is None:
+            spec.key = key
+        if spec.value is None:
+            spec.value = value
+    else:
+        if store is not None and not isinstance(store, str):
+            raise TypeError(f"store must be a name or a StoreSpec, got {store!r}")
+        spec = StoreSpec(store or builder.new_name("KSTREAM-AGGREGATE-STATE-STORE"), kind=kind, key=key, value=value)
+    if cache is not None:
+        spec.cache = cache
+    spec.timestamped = True
+    return spec
+
+
+def repartition_topic(builder: Builder, name: str | None, spec: StoreSpec, named_store: bool, prefix: str) -> str:
+    return name or (spec.name if named_store else builder.new_name(prefix + "-STATE-STORE"))
+
+
+def zero() -> int:
+    return 0
+
+
+def add_one(key: Any, value: Any, agg: int) -> int:
+    return agg + 1
+
+
+def reducing(reducer: Callable[[Any, Any], Any]) -> Callable[[Any, Any, Any], Any]:
+    """An aggregator from a reducer: the first value is the aggregate."""
+
+    def add(key: Any, value: Any, agg: Any) -> Any:
+        return value if agg is None else reducer(agg, value)
+
+    return add

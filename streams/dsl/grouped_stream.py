@@ -1,0 +1,104 @@
+"""``KGroupedStream``: a stream grouped by key, aggregated into a ``KTable`` or windowed (``windowed_by``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streams.dsl.aggregation import add_one, reducing, repartition_topic, store_spec, zero
+from streams.dsl.base import Builder, check_callable
+from streams.dsl.ktable import KTable
+from streams.dsl.windowed_stream import SessionWindowedKStream, TimeWindowedKStream, Windows
+from streams.record_serdes import INT, serde_from
+from streams.table_ops import AggregateProcessor, TableOptions
+from streams.topology import StoreSpec
+from streams.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
+
+__all__ = ["KGroupedStream"]
+
+
+class KGroupedStream:
+    """A stream grouped by key, ready for ``count``, ``reduce`` or ``aggregate`` into a table, or for
+    ``windowed_by`` to aggregate per time window."""
+
+    def __init__(
+        self, builder: Builder, node: str, key: Any, value: Any, repartition_required: bool, name: str | None
+    ) -> None:
+        self._builder = builder
+        self.node = node
+        self.key_serde = key
+        self.value_serde = value
+        self.repartition_required = repartition_required
+        self.name = name
+
+    def _source(self, spec: StoreSpec, named_store: bool, prefix: str) -> str:
+        """The node aggregations read: this one, or the repartition topic's source."""
+        if not self.repartition_required:
+            return self.node
+        topic = repartition_topic(self._builder, self.name, spec, named_store, prefix)
+        return self._builder.repartition(self.node, topic, None, self.key_serde, self.value_serde)
+
+    def _aggregate(
+        self,
+        prefix: str,
+        initializer: Callable[[], Any] | None,
+        adder: Callable[[Any, Any, Any], Any],
+        spec: StoreSpec,
+        named_store: bool,
+    ) -> KTable:
+        builder = self._builder
+        parent = self._source(spec, named_store, prefix)
+        node = builder.new_name(prefix)
+        cache = spec.cache
+        options = TableOptions()
+        builder.topology.add_processor(
+            node, lambda: AggregateProcessor(spec.name, initializer, adder, cache, options), parent
+        )
+        builder.topology.add_state_store(spec, node)
+        return KTable(builder, node, spec.name, spec.key, spec.value, options)
+
+    def count(
+        self, *, store: str | StoreSpec | None = None, kind: str | None = None, cache: bool | None = None
+    ) -> KTable:
+        """The number of records per key (as 8-byte longs, like Kafka Streams)."""
+        spec = store_spec(self._builder, store, self.key_serde, INT, cache, kind)
+        return self._aggregate("KSTREAM-AGGREGATE", zero, add_one, spec, store is not None)
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any],
+        *,
+        store: str | StoreSpec | None = None,
+        value: Any = None,
+        kind: str | None = None,
+        cache: bool | None = None,
+    ) -> KTable:
+        """``reducer(aggregate, value) -> aggregate``, starting from the key's first value."""
+        check_callable("reduce()", reducer)
+        spec = store_spec(self._builder, store, self.key_serde, serde_from(value) or self.value_serde, cache, kind)
+        return self._aggregate("KSTREAM-REDUCE", None, reducing(reducer), spec, store is not None)
+
+    def aggregate(
+        self,
+        initial: Callable[[], Any],
+        add: Callable[[Any, Any, Any], Any],
+        *,
+        store: str | StoreSpec | None = None,
+        value: Any = None,
+        kind: str | None = None,
+        cache: bool | None = None,
+    ) -> KTable:
+        """``add(key, value, aggregate) -> aggregate``, starting from ``initial()`` per key."""
+        check_callable("aggregate() initial", initial)
+        check_callable("aggregate() add", add)
+        spec = store_spec(self._builder, store, self.key_serde, serde_from(value), cache, kind)
+        return self._aggregate("KSTREAM-AGGREGATE", initial, add, spec, store is not None)
+
+    def windowed_by(self, windows: Windows) -> TimeWindowedKStream | SessionWindowedKStream:
+        """Aggregate per window: ``TimeWindows`` (tumbling, hopping) and ``SlidingWindows`` give a
+        ``TimeWindowedKStream``, ``SessionWindows`` a ``SessionWindowedKStream``."""
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedKStream(self, windows, EmitStrategy.ON_WINDOW_UPDATE)
+        if isinstance(windows, TimeWindows | SlidingWindows):
+            return TimeWindowedKStream(self, windows, EmitStrategy.ON_WINDOW_UPDATE)
+        raise TypeError(f"windowed_by() needs TimeWindows, SlidingWindows or SessionWindows, got {windows!r}")

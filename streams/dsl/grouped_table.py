@@ -1,0 +1,103 @@
+"""``KGroupedTable``: a re-grouped table (``KTable.group_by``), aggregated into a ``KTable`` by adding a
+row's new value to its group and subtracting its old one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streams.change import ChangeSerde
+from streams.dsl.aggregation import add_one, repartition_topic, store_spec, zero
+from streams.dsl.base import Builder, check_callable
+from streams.dsl.ktable import KTable
+from streams.record_serdes import INT, serde_from
+from streams.table_ops import TableAggregateProcessor, TableOptions
+from streams.topology import StoreSpec
+
+__all__ = ["KGroupedTable"]
+
+
+class KGroupedTable:
+    """A re-grouped table, ready for ``count``, ``reduce(add, subtract)`` or ``aggregate(initial, add,
+    subtract)``. Updates reach the aggregation through a repartition topic as (new, old) pairs."""
+
+    def __init__(self, builder: Builder, node: str, key: Any, value: Any, name: str | None) -> None:
+        self._builder = builder
+        self.node = node
+        self.key_serde = key
+        self.value_serde = value
+        self.name = name
+
+    def _aggregate(
+        self,
+        prefix: str,
+        initializer: Callable[[], Any] | None,
+        adder: Callable[[Any, Any, Any], Any],
+        subtractor: Callable[[Any, Any, Any], Any],
+        spec: StoreSpec,
+        named_store: bool,
+    ) -> KTable:
+        builder = self._builder
+        topic = repartition_topic(builder, self.name, spec, named_store, prefix)
+        value = self.value_serde if self.value_serde is not None else builder.topology.default_value
+        parent = builder.repartition(self.node, topic, None, self.key_serde, ChangeSerde(value))
+        node = builder.new_name(prefix)
+        cache = spec.cache
+        options = TableOptions()
+        builder.topology.add_processor(
+            node, lambda: TableAggregateProcessor(spec.name, initializer, adder, subtractor, cache, options), parent
+        )
+        builder.topology.add_state_store(spec, node)
+        return KTable(builder, node, spec.name, spec.key, spec.value, options)
+
+    def count(
+        self, *, store: str | StoreSpec | None = None, kind: str | None = None, cache: bool | None = None
+    ) -> KTable:
+        """Rows per group (a row that leaves a group decrements it)."""
+        spec = store_spec(self._builder, store, self.key_serde, INT, cache, kind)
+        return self._aggregate("KTABLE-AGGREGATE", zero, add_one, _subtract_one, spec, store is not None)
+
+    def reduce(
+        self,
+        add: Callable[[Any, Any], Any],
+        subtract: Callable[[Any, Any], Any],
+        *,
+        store: str | StoreSpec | None = None,
+        value: Any = None,
+        kind: str | None = None,
+        cache: bool | None = None,
+    ) -> KTable:
+        """``add(aggregate, value)`` for a row joining the group, ``subtract(aggregate, value)`` for one leaving."""
+        check_callable("reduce() add", add)
+        check_callable("reduce() subtract", subtract)
+        spec = store_spec(self._builder, store, self.key_serde, serde_from(value) or self.value_serde, cache, kind)
+        return self._aggregate(
+            "KTABLE-REDUCE",
+            None,
+            lambda k, v, agg: add(agg, v),
+            lambda k, v, agg: subtract(agg, v),
+            spec,
+            store is not None,
+        )
+
+    def aggregate(
+        self,
+        initial: Callable[[], Any],
+        add: Callable[[Any, Any, Any], Any],
+        subtract: Callable[[Any, Any, Any], Any],
+        *,
+        store: str | StoreSpec | None = None,
+        value: Any = None,
+        kind: str | None = None,
+        cache: bool | None = None,
+    ) -> KTable:
+        """``add(key, value, aggregate)`` / ``subtract(key, value, aggregate)``, from ``initial()``."""
+        check_callable("aggregate() initial", initial)
+        check_callable("aggregate() add", add)
+        check_callable("aggregate() subtract", subtract)
+        spec = store_spec(self._builder, store, self.key_serde, serde_from(value), cache, kind)
+        return self._aggregate("KTABLE-AGGREGATE", initial, add, subtract, spec, store is not None)
+
+
+def _subtract_one(key: Any, value: Any, agg: int) -> int:
+    return agg - 1

@@ -1,0 +1,471 @@
+"""``KStream``: a record stream; every method adds a node to the topology and returns the stream after it.
+
+Stateless operations, sinks and repartitioning, the joins (with a stream in ``JoinWindows``, with a table,
+with a global table) and grouping (``group_by_key``, ``group_by`` -> ``KGroupedStream``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from streams.dsl.base import Builder, check_callable
+from streams.dsl.grouped_stream import KGroupedStream
+from streams.dsl.ktable import KTable
+from streams.errors import TopologyError
+from streams.global_table import GlobalKTable, StreamGlobalJoinProcessor
+from streams.join_windows import JoinWindows
+from streams.ops import (
+    BranchProcessor,
+    FilterProcessor,
+    FlatMapProcessor,
+    FlatMapValuesProcessor,
+    MapProcessor,
+    MapValuesProcessor,
+    PassThroughProcessor,
+    PeekProcessor,
+    SelectKeyProcessor,
+)
+from streams.processor import Processor
+from streams.record_serdes import serde_from
+from streams.stream_joins import LeftOrRightSerde, StreamStreamJoinProcessor, StreamTableJoinProcessor
+from streams.table_joins import key_joiner
+from streams.topology import Partitioner, WindowStoreSpec
+
+__all__ = ["KStream"]
+
+
+class KStream:
+    """A stream of key-value records. Every method adds a node and returns a new stream."""
+
+    def __init__(self, builder: Builder, node: str, key: Any, value: Any, repartition_required: bool) -> None:
+        self._builder = builder
+        self.node = node
+        self.key_serde = key
+        self.value_serde = value
+        self.repartition_required = repartition_required
+
+    def _add(
+        self,
+        prefix: str,
+        supplier: Callable[[], Processor],
+        name: str | None,
+        *,
+        key: Any,
+        value: Any,
+        repartition: bool | None = None,
+        parents: tuple[str, ...] = (),
+    ) -> KStream:
+        node = name or self._builder.new_name(prefix)
+        self._builder.topology.add_processor(node, supplier, *(parents or (self.node,)))
+        rep = self.repartition_required if repartition is None else repartition
+        return KStream(self._builder, node, key, value, rep)
+
+    # -- stateless -------------------------------------------------------------------------------------
+
+    def filter(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KStream:
+        """Keep records for which ``predicate(key, value)`` is true."""
+        check_callable("filter()", predicate)
+        return self._add(
+            "KSTREAM-FILTER", lambda: FilterProcessor(predicate), name, key=self.key_serde, value=self.value_serde
+        )
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KStream:
+        check_callable("filter_not()", predicate)
+        return self._add(
+            "KSTREAM-FILTER",
+            lambda: FilterProcessor(predicate, negate=True),
+            name,
+            key=self.key_serde,
+            value=self.value_serde,
+        )
+
+    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], *, name: str | None = None) -> KStream:
+        """``mapper(key, value) -> (new_key, new_value)``; marks the stream for repartitioning."""
+        check_callable("map()", mapper)
+        return self._add("KSTREAM-MAP", lambda: MapProcessor(mapper), name, key=None, value=None, repartition=True)
+
+    def map_values(self, mapper: Callable[[Any], Any], *, name: str | None = None) -> KStream:
+        """``mapper(value) -> new_value``; keys stay, so no repartitioning."""
+        check_callable("map_values()", mapper)
+        return self._add("KSTREAM-MAPVALUES", lambda: MapValuesProcessor(mapper), name, key=self.key_serde, value=None)
+
+    def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], *, name: str | None = None) -> KStream:
+        """``mapper(key, value) -> iterable of (key, value)``; marks the stream for repartitioning."""
+        check_callable("flat_map()", mapper)
+        return self._add(
+            "KSTREAM-FLATMAP", lambda: FlatMapProcessor(mapper), name, key=None, value=None, repartition=True
+        )
+
+    def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]], *, name: str | None = None) -> KStream:
+        """``mapper(value) -> iterable of values``, each with the record's key."""
+        check_callable("flat_map_values()", mapper)
+        return self._add(
+            "KSTREAM-FLATMAPVALUES", lambda: FlatMapValuesProcessor(mapper), name, key=self.key_serde, value=None
+        )
+
+    def peek(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> KStream:
+        """Call ``action(key, value)`` for each record and pass it on unchanged."""
+        check_callable("peek()", action)
+        return self._add(
+            "KSTREAM-PEEK", lambda: PeekProcessor(action), name, key=self.key_serde, value=self.value_serde
+        )
+
+    def foreach(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> None:
+        """Call ``action(key, value)`` for each record (a terminal operation)."""
+        check_callable("foreach()", action)
+        self._add("KSTREAM-FOREACH", lambda: PeekProcessor(action), name, key=None, value=None)
+
+    def select_key(self, selector: Callable[[Any, Any], Any], *, name: str | None = None) -> KStream:
+        """New key ``selector(key, value)``, same value; marks the stream for repartitioning."""
+        check_callable("select_key()", selector)
+        return self._add(
+            "KSTREAM-KEY-SELECT",
+            lambda: SelectKeyProcessor(selector),
+            name,
+            key=None,
+            value=self.value_serde,
+            repartition=True,
+        )
+
+    def branch(self, *predicates: Callable[[Any, Any], bool], name: str | None = None) -> list[KStream]:
+        """One stream per predicate; a record goes to the first branch whose predicate holds (or none)."""
+        if not predicates:
+            raise TopologyError("branch() needs at least one predicate")
+        for p in predicates:
+            check_callable("branch()", p)
+        preds = list(predicates)
+        branch = self._add(
+            "KSTREAM-BRANCH", lambda: BranchProcessor(preds), name, key=self.key_serde, value=self.value_serde
+        )
+        return [
+            branch._add(
+                "KSTREAM-BRANCHCHILD",
+                PassThroughProcessor,
+                f"{name}-{i}" if name else None,
+                key=self.key_serde,
+                value=self.value_serde,
+            )
+            for i in range(len(preds))
+        ]
+
+    def merge(self, other: KStream, *, name: str | None = None) -> KStream:
+        """Records of both streams (in arrival order)."""
+        if not isinstance(other, KStream) or other._builder is not self._builder:
+            raise TopologyError("merge() needs a KStream from the same StreamsBuilder")
+        same_key = self.key_serde if self.key_serde is other.key_serde else None
+        same_value = self.value_serde if self.value_serde is other.value_serde else None
+        return self._add(
+            "KSTREAM-MERGE",
+            PassThroughProcessor,
+            name,
+            key=same_key,
+            value=same_value,
+            repartition=self.repartition_required or other.repartition_required,
+            parents=(self.node, other.node),
+        )
+
+    def process(
+        self,
+        supplier: Callable[[], Processor],
+        *,
+        stores: Iterable[str] = (),
+        name: str | None = None,
+        key: Any = None,
+        value: Any = None,
+    ) -> KStream:
+        """Run a ``Processor`` (processor API) on the stream; what it forwards is the new stream."""
+        check_callable("process()", supplier)
+        out = self._add(
+            "KSTREAM-PROCESSOR", supplier, name, key=serde_from(key), value=serde_from(value), repartition=True
+        )
+        stores = list(stores)
+        if stores:
+            self._builder.topology.connect_processor_and_state_stores(out.node, stores=stores)
+        return out
+
+    # -- sinks and topics ------------------------------------------------------------------------------
+
+    def to(
+        self,
+        topic: str,
+        *,
+        key: Any = None,
+        value: Any = None,
+        partitioner: Partitioner | None = None,
+        name: str | None = None,
+    ) -> None:
+        """Write to ``topic`` (which must exist). ``partitioner(key, value, num_partitions) -> partition``
+        overrides the default (murmur2 of the key bytes, as Kafka's Java client)."""
+        node = name or self._builder.new_name("KSTREAM-SINK")
+        key, value = serde_from(key) or self.key_serde, serde_from(value) or self.value_serde
+        self._builder.topology.add_sink(node, topic, self.node, key=key, value=value, partitioner=partitioner)
+
+    def through(
+        self, topic: str, *, key: Any = None, value: Any = None, partitioner: Partitioner | None = None
+    ) -> KStream:
+        """Write to a user-managed ``topic`` and continue from it (a new sub-topology)."""
+        key, value = serde_from(key) or self.key_serde, serde_from(value) or self.value_serde
+        self.to(topic, key=key, value=value, partitioner=partitioner)
+        return self._builder.stream(topic, key=key, value=value)
+
+    def repartition(
+        self, *, name: str | None = None, partitions: int | None = None, key: Any = None, value: Any = None
+    ) -> KStream:
+        """Send the stream through an internal topic ``<application_id>-<name>-repartition`` so that
+        records are partitioned by their current key."""
+        key, value = serde_from(key) or self.key_serde, serde_from(value) or self.value_serde
+        topic = name or self._builder.new_name("KSTREAM-REPARTITION")
+        node = self._builder.repartition(self.node, topic, partitions, key, value)
+        return KStream(self._builder, node, key, value, False)
+
+    # -- joins ---------------------------------------------------------------------------------------
+    # ``other`` decides the kind: a KStream (windowed, needs JoinWindows), a KTable (a lookup per record)
+    # or a GlobalKTable (``join(global_table, key_selector, joiner)``).
+
+    def join(
+        self,
+        other: Any,
+        joiner: Callable[..., Any],
+        windows: Any = None,
+        *,
+        with_key: bool = False,
+        name: str | None = None,
+    ) -> KStream:
+        """Inner join: with a ``KStream`` within ``windows`` (``JoinWindows``), or with a ``KTable`` (the
+        table's current row for the record's key); ``joiner(value, other)``, or ``joiner(key, value,
+        other)`` with ``with_key=True``; a stream whose key was changed is repartitioned first. With a
+        ``GlobalKTable``: ``join(global_table, key_selector, joiner)``, where ``key_selector(key, value)``
+        gives the global table's key; records without a row are dropped; no co-partitioning is needed (every
+        instance holds the whole global table)."""
+        return self._join_any("join", other, joiner, windows, with_key, name, left=False)
+
+    def left_join(
+        self,
+        other: Any,
+        joiner: Callable[..., Any],
+        windows: Any = None,
+        *,
+        with_key: bool = False,
+        name: str | None = None,
+    ) -> KStream:
+        """As ``join``, but every record of this stream gives a result: ``other`` is None when nothing
+        joined (with a stream: emitted once the record's window has closed, window end + grace)."""
+        return self._join_any("left_join", other, joiner, windows, with_key, name, left=True)
+
+    def _join_any(
+        self,
+        method: str,
+        other: Any,
+        joiner: Callable[..., Any],
+        third: Any,
+        with_key: bool,
+        name: str | None,
+        *,
+        left: bool,
+    ) -> KStream:
+        if isinstance(other, GlobalKTable) or callable(third):
+            # join(global_table, key_selector, joiner): the second argument selects the key
+            return self._join_global(method, other, joiner, third, with_key, name, left=left)
+        return self._join(method, other, joiner, third, with_key, name, left=left, outer=False)
+
+    def _join_global(
+        self,
+        method: str,
+        other: Any,
+        key_selector: Callable[[Any, Any], Any],
+        joiner: Callable[..., Any],
+        with_key: bool,
+        name: str | None,
+        *,
+        left: bool,
+    ) -> KStream:
+        if not isinstance(other, GlobalKTable):
+            raise TypeError(
+                f"KStream.{method}() with a key selector needs a GlobalKTable "
+                f"(StreamsBuilder.global_table(...)), got {type(other).__name__}"
+            )
+        if other.builder is not self._builder:
+            raise TopologyError(f"KStream.{method}() needs a GlobalKTable from the same StreamsBuilder")
+        check_callable(f"{method}() key selector", key_selector)
+        check_callable(f"{method}() joiner", joiner)
+        store, fn = other.store_name, key_joiner(joiner, with_key)
+        return self._add(
+            "KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN",
+            lambda: StreamGlobalJoinProcessor(store, key_selector, fn, left),
+            name,
+            key=self.key_serde,
+            value=None,
+        )
+
+    def outer_join(
+        self,
+        other: KStream,
+        joiner: Callable[..., Any],
+        windows: JoinWindows,
+        *,
+        with_key: bool = False,
+        name: str | None = None,
+    ) -> KStream:
+        """Windowed outer join of two streams: records of either side that join nothing are emitted with
+        None for the other side once their window has closed."""
+        if not isinstance(other, KStream):
+            raise TypeError(f"outer_join() needs a KStream (and JoinWindows), got {other!r}")
+        return self._join("outer_join", other, joiner, windows, with_key, name, left=True, outer=True)
+
+    def _join(
+        self,
+        what: str,
+        other: Any,
+        joiner: Callable[..., Any],
+        windows: JoinWindows | None,
+        with_key: bool,
+        name: str | None,
+        *,
+        left: bool,
+        outer: bool,
+    ) -> KStream:
+        check_callable(f"{what}() joiner", joiner)
+        keyed = key_joiner(joiner, with_key)
+        if isinstance(other, KStream):
+            if not isinstance(windows, JoinWindows):
+                raise TypeError(
+                    f"{what}() of two streams needs JoinWindows (e.g. JoinWindows."
+                    f"of_time_difference_and_grace(...)), got {windows!r}"
+                )
+            if other._builder is not self._builder:
+                raise TopologyError(f"{what}() needs a KStream from the same StreamsBuilder")
+            return self._stream_stream_join(other, keyed, windows, name, left, outer)
+        if isinstance(other, KTable):
+            if windows is not None:
+                raise TypeError(f"{what}() with a KTable takes no windows, got {windows!r}")
+            if other._builder is not self._builder:
+                raise TopologyError(f"{what}() needs a KTable from the same StreamsBuilder")
+            return self._stream_table_join(other, keyed, name, left)
+        raise TypeError(
+            f"{what}() needs a KStream (with JoinWindows), a KTable or a GlobalKTable (with a key "
+            f"selector), got {other!r}"
+        )
+
+    def _join_source(self, name: str | None, side: str, key: Any) -> str:
+        """This stream's node, or, after a key change, the source of its repartition topic, written with
+        ``key`` (the join's key serde: the other side's when this stream has none, so that equal keys
+        land in equal partitions on both sides)."""
+        if not self.repartition_required:
+            return self.node
+        topic = f"{name}-{side}" if name else self._builder.new_name("KSTREAM-JOIN-REPARTITION")
+        return self._builder.repartition(self.node, topic, None, key, self.value_serde)
+
+    def _stream_stream_join(
+        self,
+        other: KStream,
+        joiner: Callable[[Any, Any, Any], Any],
+        windows: JoinWindows,
+        name: str | None,
+        left: bool,
+        outer: bool,
+    ) -> KStream:
+        builder, topology = self._builder, self._builder.topology
+        key = self.key_serde if self.key_serde is not None else other.key_serde
+        left_src, right_src = self._join_source(name, "left", key), other._join_source(name, "right", key)
+        # Kafka Streams' names: a processor that may have to emit the other side's unjoined records is OUTER.
+        this_prefix = "KSTREAM-OUTERTHIS" if outer else "KSTREAM-JOINTHIS"
+        other_prefix = "KSTREAM-OUTEROTHER" if left else "KSTREAM-JOINOTHER"
+        this_node = f"{name}-join-this" if name else builder.new_name(this_prefix)
+        other_node = f"{name}-join-other" if name else builder.new_name(other_prefix)
+        size, retention = max(windows.size_ms, 0), max(windows.retention_ms, 1)
+        this_store, other_store = f"{this_node}-store", f"{other_node}-store"
+        outer_store = None
+        if left:
+            outer_store = f"{name}-outer-shared-join" if name else builder.new_name("KSTREAM-OUTERSHARED")
+            outer_store += "-store"
+        topology.add_processor(
+            this_node,
+            lambda: StreamStreamJoinProcessor(this_store, other_store, outer_store, windows, joiner, True, left, outer),
+            left_src,
+        )
+        topology.add_processor(
+            other_node,
+            lambda: StreamStreamJoinProcessor(
+                other_store, this_store, outer_store, windows, joiner, False, outer, left
+            ),
+            right_src,
+        )
+        for store, value in ((this_store, self.value_serde), (other_store, other.value_serde)):
+            topology.add_state_store(
+                WindowStoreSpec(
+                    store, key=key, value=value, window_size_ms=size, retention_ms=retention, retain_duplicates=True
+                ),
+                this_node,
+                other_node,
+            )
+        if outer_store is not None:
+            default = topology.default_value
+            values = LeftOrRightSerde(self.value_serde or default, other.value_serde or default)
+            # Unjoined records wait here until their window closes and are removed once emitted; the
+            # retention (twice the longest a record can wait) only bounds what a lost removal would leave.
+            wait = max(windows.before_ms, windows.after_ms, 0) + windows.grace_ms
+            topology.add_state_store(
+                WindowStoreSpec(
+                    outer_store,
+                    key=key,
+                    value=values,
+                    window_size_ms=0,
+                    retention_ms=2 * wait + 1,
+                    retain_duplicates=True,
+                ),
+                this_node,
+                other_node,
+            )
+        return self._add(
+            "KSTREAM-MERGE",
+            PassThroughProcessor,
+            f"{name}-merge" if name else None,
+            key=key,
+            value=None,
+            repartition=False,
+            parents=(this_node, other_node),
+        )
+
+    def _stream_table_join(
+        self, table: KTable, joiner: Callable[[Any, Any, Any], Any], name: str | None, left: bool
+    ) -> KStream:
+        table = table._materialized()  # a derived table (filter, map_values, ...) gets a store to look rows up in
+        key = self.key_serde if self.key_serde is not None else table.key_serde
+        source = self._join_source(name, "left", key)
+        store = table.store_name
+        assert store is not None
+        node = name or self._builder.new_name("KSTREAM-JOIN")
+        self._builder.topology.add_processor(node, lambda: StreamTableJoinProcessor(store, joiner, left), source)
+        self._builder.topology.connect_processor_and_state_stores(node, stores=[store])
+        return KStream(self._builder, node, key, None, False)
+
+    # -- grouping --------------------------------------------------------------------------------------
+
+    def group_by_key(self, *, key: Any = None, value: Any = None, name: str | None = None) -> KGroupedStream:
+        """Group by the current key (repartitioning first if the key was changed upstream)."""
+        return KGroupedStream(
+            self._builder,
+            self.node,
+            serde_from(key) or self.key_serde,
+            serde_from(value) or self.value_serde,
+            self.repartition_required,
+            name,
+        )
+
+    def group_by(
+        self, selector: Callable[[Any, Any], Any], *, key: Any = None, value: Any = None, name: str | None = None
+    ) -> KGroupedStream:
+        """Group by ``selector(key, value)``; always repartitions (the key is new)."""
+        check_callable("group_by()", selector)
+        selected = self._add(
+            "KSTREAM-KEY-SELECT",
+            lambda: SelectKeyProcessor(selector),
+            None,
+            key=None,
+            value=self.value_serde,
+            repartition=True,
+        )
+        return KGroupedStream(
+            self._builder, selected.node, serde_from(key), serde_from(value) or self.value_serde, True, name
+        )

@@ -1,0 +1,255 @@
+"""``KTable``: the latest value per key. Its operations (filter, map_values, suppress), its joins with
+other tables (on the key, or on a foreign key), re-grouping (``group_by`` -> ``KGroupedTable``) and
+``to_stream``.
+
+Every other class family makes tables, so they import this module; the classes a table makes in turn,
+``KStream`` (``to_stream``) and ``KGroupedTable`` (``group_by``), are imported inside those methods, so
+the modules import each other in one direction only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from streams.dsl.aggregation import store_spec
+from streams.dsl.base import Builder, check_callable
+from streams.errors import TopologyError
+from streams.fk_join import foreign_key_join
+from streams.ops import PassThroughProcessor
+from streams.processor import Processor
+from streams.record_serdes import serde_from
+from streams.suppress import Suppressed, SuppressProcessor
+from streams.table_joins import JOIN_KINDS, TableJoinProcessor, TableMaterializeProcessor, key_joiner
+from streams.table_ops import (
+    TableFilterProcessor,
+    TableMapValuesProcessor,
+    TableOptions,
+    TableRepartitionMapProcessor,
+    ToStreamProcessor,
+)
+from streams.topology import StoreSpec, SuppressionBufferSpec
+
+if TYPE_CHECKING:
+    from streams.dsl.grouped_table import KGroupedTable
+    from streams.dsl.kstream import KStream
+    from streams.dsl.windowed_stream import Windows
+
+__all__ = ["KTable"]
+
+
+class KTable:
+    """The latest value per key. Updates flow downstream as they happen (merged per key per commit when
+    the store caches). A windowed aggregation's table also knows its ``windows``."""
+
+    def __init__(
+        self,
+        builder: Builder,
+        node: str,
+        store_name: str | None,
+        key: Any,
+        value: Any,
+        options: TableOptions | None = None,
+        *,
+        parent: KTable | None = None,
+        windows: Windows | None = None,
+    ) -> None:
+        self._builder = builder
+        self.node = node
+        self.store_name = store_name
+        self.key_serde = key
+        self.value_serde = value
+        self.windows = windows
+        self._options = options if options is not None else TableOptions()
+        self._parent = parent  # where this table's old values come from, if not from its own store
+
+    def _enable_old_values(self) -> None:
+        """Have this table's updates carry the value they replace (and its parent's, which it derives them from)."""
+        self._options.send_old_values = True
+        if self._parent is not None:
+            self._parent._enable_old_values()
+
+    def _add(self, prefix: str, supplier: Callable[[TableOptions], Processor], name: str | None, value: Any) -> KTable:
+        node = name or self._builder.new_name(prefix)
+        options = TableOptions()
+        self._builder.topology.add_processor(node, lambda: supplier(options), self.node)
+        return KTable(self._builder, node, None, self.key_serde, value, options, parent=self, windows=self.windows)
+
+    def filter(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KTable:
+        """Rows failing ``predicate(key, value)`` become deletes downstream."""
+        check_callable("filter()", predicate)
+        return self._add("KTABLE-FILTER", lambda o: TableFilterProcessor(predicate, False, o), name, self.value_serde)
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KTable:
+        check_callable("filter_not()", predicate)
+        return self._add("KTABLE-FILTER", lambda o: TableFilterProcessor(predicate, True, o), name, self.value_serde)
+
+    def map_values(self, mapper: Callable[[Any], Any], *, name: str | None = None) -> KTable:
+        check_callable("map_values()", mapper)
+        return self._add("KTABLE-MAPVALUES", lambda o: TableMapValuesProcessor(mapper, o), name, None)
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold back updates: ``Suppressed.until_window_closes()`` (one final result per window of a
+        windowed table) or ``Suppressed.until_time_limit(duration)``."""
+        if not isinstance(suppressed, Suppressed):
+            raise TypeError(f"suppress() needs a Suppressed (Suppressed.until_window_closes()), got {suppressed!r}")
+        builder = self._builder
+        if suppressed.final and self.windows is None:
+            raise TopologyError(
+                "suppress(Suppressed.until_window_closes()) needs a windowed table (the result "
+                "of windowed_by(...) and an aggregation): only windows close"
+            )
+        offset = self.windows.close_offset if self.windows is not None else 0
+
+        node = suppressed.name or builder.new_name("KTABLE-SUPPRESS")
+        store = f"{suppressed.name}-store" if suppressed.name else builder.new_name("KTABLE-SUPPRESS-STATE-STORE")
+        spec = SuppressionBufferSpec(
+            store, key=self.key_serde, value=self.value_serde, count_bytes=suppressed.buffer.byte_limit is not None
+        )
+        options = TableOptions()
+        builder.topology.add_processor(node, lambda: SuppressProcessor(store, suppressed, offset, options), self.node)
+        builder.topology.add_state_store(spec, node)
+        return KTable(builder, node, None, self.key_serde, self.value_serde, options, parent=self, windows=self.windows)
+
+    def group_by(
+        self,
+        selector: Callable[[Any, Any], tuple[Any, Any]],
+        *,
+        key: Any = None,
+        value: Any = None,
+        name: str | None = None,
+    ) -> KGroupedTable:
+        """Re-group the table: ``selector(key, value) -> (group key, group value)``. Aggregations of the
+        result subtract a row's old value from its old group and add its new value to its new group, so a
+        row that moves between groups leaves the first and joins the second."""
+        from streams.dsl.grouped_table import KGroupedTable  # it imports this module
+
+        check_callable("group_by()", selector)
+        self._enable_old_values()
+        node = self._builder.new_name("KTABLE-SELECT")
+        self._builder.topology.add_processor(node, lambda: TableRepartitionMapProcessor(selector), self.node)
+        return KGroupedTable(self._builder, node, serde_from(key), serde_from(value), name)
+
+    # -- joins -----------------------------------------------------------------------------------------
+
+    def join(
+        self,
+        other: KTable,
+        joiner: Callable[..., Any],
+        *,
+        foreign_key: Callable[[Any], Any] | None = None,
+        with_key: bool = False,
+        store: str | StoreSpec | None = None,
+        value: Any = None,
+        name: str | None = None,
+    ) -> KTable:
+        """Inner join on the key: a row while both tables have one, ``joiner(value, other)`` (``(key,
+        value, other)`` with ``with_key``); a row of either side deleted deletes the result.
+        ``foreign_key(value) -> other's key``: join each row with the ``other`` row its value points to
+        (Kafka Streams' foreign-key join, KIP-213); the result is keyed as this table. ``store``:
+        materialize the result (queryable by that name)."""
+        return self._join("inner", other, joiner, foreign_key, with_key, store, value, name)
+
+    def left_join(
+        self,
+        other: KTable,
+        joiner: Callable[..., Any],
+        *,
+        foreign_key: Callable[[Any], Any] | None = None,
+        with_key: bool = False,
+        store: str | StoreSpec | None = None,
+        value: Any = None,
+        name: str | None = None,
+    ) -> KTable:
+        """As ``join``, but a row of this table without a partner is joined with None."""
+        return self._join("left", other, joiner, foreign_key, with_key, store, value, name)
+
+    def outer_join(
+        self,
+        other: KTable,
+        joiner: Callable[..., Any],
+        *,
+        with_key: bool = False,
+        store: str | StoreSpec | None = None,
+        value: Any = None,
+        name: str | None = None,
+    ) -> KTable:
+        """A row while either table has one; the missing side is None in ``joiner(value, other)``."""
+        return self._join("outer", other, joiner, None, with_key, store, value, name)
+
+    def _materialized(self) -> KTable:
+        """This table, or (if it keeps no store) a copy of it that does: a join looks rows up there."""
+        if self.store_name is not None:
+            return self
+        builder = self._builder
+        node = builder.new_name("KTABLE-MATERIALIZE")
+        spec = StoreSpec(f"{node}-STATE-STORE", key=self.key_serde, value=self.value_serde, cache=False)
+        spec.timestamped = True
+        options = TableOptions()
+        builder.topology.add_processor(node, lambda: TableMaterializeProcessor(spec.name, options), self.node)
+        builder.topology.add_state_store(spec, node)
+        return KTable(builder, node, spec.name, self.key_serde, self.value_serde, options)
+
+    def _join(
+        self,
+        kind: str,
+        other: KTable,
+        joiner: Callable[..., Any],
+        foreign_key: Callable[[Any], Any] | None,
+        with_key: bool,
+        store: str | StoreSpec | None,
+        value: Any,
+        name: str | None,
+    ) -> KTable:
+        assert kind in JOIN_KINDS
+        method = {"inner": "join", "left": "left_join", "outer": "outer_join"}[kind]
+        if not isinstance(other, KTable) or other._builder is not self._builder:
+            raise TopologyError(
+                f"KTable.{method}() needs a KTable from the same StreamsBuilder, got {type(other).__name__}"
+            )
+        check_callable(f"KTable.{method}() joiner", joiner)
+        if self.windows is not None or other.windows is not None:
+            raise TopologyError(
+                f"KTable.{method}() of windowed tables is not supported; join the tables "
+                "before windowing, or use to_stream() and a stream join"
+            )
+        builder, fn = self._builder, key_joiner(joiner, with_key)
+        value = serde_from(value)
+        spec = None if store is None else store_spec(builder, store, self.key_serde, value, False, None)
+        if foreign_key is not None:
+            check_callable(f"KTable.{method}() foreign_key", foreign_key)
+            left, right = self._materialized(), other._materialized()
+            left._enable_old_values()
+            node, store_name, options = foreign_key_join(builder, kind, left, right, foreign_key, fn, spec, name)
+            return KTable(builder, node, store_name, self.key_serde, spec.value if spec else value, options)
+        left, right = self._materialized(), other._materialized()
+        left._enable_old_values()  # a row that goes away turns into the tombstone of its result
+        right._enable_old_values()
+        assert left.store_name is not None and right.store_name is not None
+        prefix = {"inner": "KTABLE-JOIN", "left": "KTABLE-LEFTJOIN", "outer": "KTABLE-OUTERJOIN"}[kind]
+        this = f"{name}-join-this" if name else builder.new_name(prefix + "THIS")
+        that = f"{name}-join-other" if name else builder.new_name(prefix + "OTHER")
+        result = TableOptions()
+        sides = TableOptions() if spec is not None else result  # a materialized result finds old values itself
+        lstore, rstore = left.store_name, right.store_name
+        topology = builder.topology
+        topology.add_processor(this, lambda: TableJoinProcessor(rstore, fn, kind, True, sides), left.node)
+        topology.add_processor(that, lambda: TableJoinProcessor(lstore, fn, kind, False, sides), right.node)
+        topology.connect_processor_and_state_stores(this, stores=[rstore])
+        topology.connect_processor_and_state_stores(that, stores=[lstore])
+        merge = name or builder.new_name("KTABLE-MERGE")
+        if spec is None:
+            topology.add_processor(merge, PassThroughProcessor, this, that)
+            return KTable(builder, merge, None, self.key_serde, value, result)
+        store_name = spec.name
+        topology.add_processor(merge, lambda: TableMaterializeProcessor(store_name, result), this, that)
+        topology.add_state_store(spec, merge)
+        return KTable(builder, merge, store_name, self.key_serde, spec.value, result)
+
+    def to_stream(self, *, name: str | None = None) -> KStream:
+        """The table's updates as a stream (a delete is a record with value None)."""
+        from streams.dsl.kstream import KStream  # it imports this module
+
+        node = name or self._builder.new_name("KTABLE-TOSTREAM")
+        self._builder.topology.add_processor(node, ToStreamProcessor, self.node)
+        return KStream(self._builder, node, self.key_serde, self.value_serde, False)
