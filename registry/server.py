@@ -19,10 +19,10 @@ from typing import Any
 import uvicorn
 
 from registry import __version__, health
+from registry.app import RegistryApp
 from registry.config import RegistryConfig
 from registry.forwarder import Forwarder, LeaderOffsetHeader
 from registry.health import Health
-from registry.http.app import RegistryApp
 from registry.http.protocol import guarded_protocol
 from registry.instance_lock import InstanceLock, LockHeldError
 from registry.leader import ELECTION_GROUP_SETTINGS, ELECTION_SESSION_TIMEOUT, Election, WriterSlot

@@ -1,7 +1,7 @@
 """Path and query parameters as Confluent reads them, and the JSON request body, as typed route arguments.
 
 - Subject names arrive percent-encoded; ``%2F`` stays inside the name (``KeepEncodedSlashes`` in
-  ``app.py`` routes on the raw path), and ``:.:name`` is the default context's ``name``.
+  ``api.py`` routes on the raw path), and ``:.:name`` is the default context's ``name``.
 - Versions are ``latest`` (any case), ``-1`` or 1..2^31-1; ids 0..2^31-1 (else 404, an unknown path). Numbers
   are ASCII digits only: Python's ``int()`` would also take ``٣``, ``+1``, `` 1`` and ``1_000``.
 - Query booleans are true for ``true`` in any case (Python clients send ``True``) and false for anything
