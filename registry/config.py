@@ -2,7 +2,7 @@
 (the limits' defaults, ``protoc_timeout``'s too, are written in ``limits.py``).
 
 The command line (``cli.py``) shows and applies these defaults, ``server.py`` wires the instance from a
-config, and ``Service`` falls back to the default compatibility level.
+config, and ``Service`` (its ``Settings``) falls back to the default compatibility level.
 """
 
 from __future__ import annotations

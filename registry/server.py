@@ -246,7 +246,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             election.log.close()
         if forwarder is not None:
             await forwarder.aclose()
-        service.pool.shutdown()
+        service.parser.pool.shutdown()
         store.close()
         log_backend.close()
         if lock is not None:

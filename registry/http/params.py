@@ -21,9 +21,10 @@ from fastapi import Depends, Path, Query, Request
 from pydantic import BaseModel, BeforeValidator, ValidationError, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from registry import errors
+from registry import contexts, errors
 from registry.limits import MAX_BODY_DEPTH, json_depth_exceeds
-from registry.service import LATEST, MAX_ID, MAX_VERSION, Service, normalize_subject
+from registry.references import LATEST
+from registry.service import MAX_ID, MAX_VERSION, Service
 
 BOOL_PATTERN = "^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
 
@@ -73,7 +74,7 @@ async def _subject(
         ),
     ],
 ) -> str:
-    return normalize_subject(unquote(subject))
+    return contexts.normalize(unquote(subject))
 
 
 async def _version(

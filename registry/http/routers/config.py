@@ -26,7 +26,7 @@ ConfigBody = Annotated[ConfigUpdateRequest, Depends(JsonBody(ConfigUpdateRequest
     response_model=Config,
 )
 async def get_global_config(service: ServiceDep) -> Response:
-    return ok(render.dumps(service.get_config(None, default_to_global=True)))
+    return ok(render.dumps(service.settings.get_config(None, default_to_global=True)))
 
 
 @router.put(
@@ -66,7 +66,7 @@ async def delete_global_config(service: ServiceDep) -> Response:
     responses={**Doc.subject_config_not_found},
 )
 async def get_config(service: ServiceDep, subject: Subject, default_to_global: DefaultToGlobal = False) -> Response:
-    return ok(render.dumps(service.get_config(subject, default_to_global=default_to_global)))
+    return ok(render.dumps(service.settings.get_config(subject, default_to_global=default_to_global)))
 
 
 @router.put(

@@ -31,7 +31,7 @@ def _mode(mode: str) -> Response:
     response_model=ModeResponse,
 )
 async def get_global_mode(service: ServiceDep) -> Response:
-    return _mode(service.get_mode(None, default_to_global=True))
+    return _mode(service.settings.get_mode(None, default_to_global=True))
 
 
 @router.put(
@@ -69,7 +69,7 @@ async def delete_global_mode(service: ServiceDep) -> Response:
     responses={**Doc.subject_mode_not_found},
 )
 async def get_mode(service: ServiceDep, subject: Subject, default_to_global: DefaultToGlobal = False) -> Response:
-    return _mode(service.get_mode(subject, default_to_global=default_to_global))
+    return _mode(service.settings.get_mode(subject, default_to_global=default_to_global))
 
 
 @router.put(

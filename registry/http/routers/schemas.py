@@ -100,7 +100,7 @@ async def get_schema(
     content = service.schema(id, context)
     if not fmt and not fetch_max_id:
         return ok(render.id_body(content))
-    body = render.id_dict(content, await service.formatted(content, id, fmt, context))
+    body = render.id_dict(content, await service.parser.formatted(content, id, fmt, context))
     if fetch_max_id:
         body["maxId"] = service.max_id(context)
     return ok(render.dumps(body))
@@ -122,7 +122,7 @@ async def get_schema_text(
     service: ServiceDep, id: SchemaId, fmt: Format = "", subject: SubjectContext = ""
 ) -> Response:
     context = service.id_context(id, subject)
-    return ok((await service.formatted(service.schema(id, context), id, fmt, context)).encode())
+    return ok((await service.parser.formatted(service.schema(id, context), id, fmt, context)).encode())
 
 
 @router.get(
@@ -180,7 +180,7 @@ async def get_schema_by_guid(service: ServiceDep, guid: Guid, fmt: Format = "") 
     content = service.schema(schema_id, context)
     if not fmt:
         return ok(render.id_body(content))
-    return ok(render.dumps(render.id_dict(content, await service.formatted(content, schema_id, fmt, context))))
+    return ok(render.dumps(render.id_dict(content, await service.parser.formatted(content, schema_id, fmt, context))))
 
 
 @router.get(

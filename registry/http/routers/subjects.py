@@ -34,7 +34,7 @@ async def _version_answer(service: Service, v: StoredVersion, fmt: str) -> Respo
     """A version in the default format (pre-rendered) or rendered in ``format``."""
     if not fmt:
         return ok(render.version_body(v))
-    text = await service.formatted(v.content, v.id, fmt, contexts.context_of(v.subject))
+    text = await service.parser.formatted(v.content, v.id, fmt, contexts.context_of(v.subject))
     return ok(render.dumps(render.version_dict(v, text)))
 
 
@@ -201,7 +201,7 @@ async def get_version_schema(
     service: ServiceDep, subject: Subject, version: Version, deleted: Deleted = False, fmt: Format = ""
 ) -> Response:
     v = service.get_version(subject, version, deleted=deleted, using_contexts=True)
-    return ok((await service.formatted(v.content, v.id, fmt, contexts.context_of(v.subject))).encode())
+    return ok((await service.parser.formatted(v.content, v.id, fmt, contexts.context_of(v.subject))).encode())
 
 
 @router.delete(
