@@ -101,7 +101,7 @@ def _add_docs(api: FastAPI) -> None:
 
 class KeepEncodedSlashes:
     """Routing sees the path with each segment decoded except ``/`` (and ``%``), so a subject containing
-    ``%2F`` (Protobuf import paths) stays one path parameter; ``params.Subject`` decodes the rest. Empty
+    ``%2F`` (Protobuf import paths) stays one path parameter; ``params.SubjectPath`` decodes the rest. Empty
     segments are dropped (``/subjects/`` is ``/subjects``), as Confluent's server matches them."""
 
     def __init__(self, app: Any) -> None:

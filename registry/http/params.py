@@ -8,6 +8,9 @@
   else, never an error; integer query parameters that are not integers are 400.
 - A body is read by ``JsonBody``: empty, not JSON or nested deeper than ``MAX_BODY_DEPTH`` is 400, a field of
   the wrong type 422 (code 422).
+
+Path parameters are named for their segment with ``Path`` (``SubjectPath``, ``VersionPath``, ``SchemaIdPath``,
+``ContextPath``), so that ``Version`` means one thing in the registry: a stored version (``state.Version``).
 """
 
 from __future__ import annotations
@@ -91,13 +94,13 @@ async def _version(
 
 
 #: the ``{subject}`` path segment, decoded
-Subject = Annotated[str, Depends(_subject)]
+SubjectPath = Annotated[str, Depends(_subject)]
 #: the ``{context}`` path segment of ``/contexts/{context}`` (as sent; ``contexts.parse_context`` reads it)
 ContextPath = Annotated[
     str, Path(description="The context: `.ctx`, `:.ctx:` or `ctx` all name `.ctx`.", examples=[".staging"])
 ]
-#: the ``{version}`` path segment: a number or ``LATEST``
-Version = Annotated[int, Depends(_version)]
+#: the ``{version}`` path segment: a number or ``LATEST`` (``state.Version`` is a stored version)
+VersionPath = Annotated[int, Depends(_version)]
 
 
 async def _schema_id(
@@ -117,7 +120,7 @@ async def _schema_id(
 
 
 #: the ``{id}`` path segment
-SchemaId = Annotated[int, Depends(_schema_id)]
+SchemaIdPath = Annotated[int, Depends(_schema_id)]
 
 
 def _blank_is(default: int) -> BeforeValidator:

@@ -23,7 +23,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from registry import contexts, errors
 from registry.http import render
-from registry.http.params import Limit, Offset, ServiceDep, Subject
+from registry.http.params import Limit, Offset, ServiceDep, SubjectPath
 from registry.http.routing import RegistryRoute, ok
 from registry.modes import READ_ONLY_MODES
 from registry.schema_types.compatibility import LevelVerdict, change_kinds, level_verdicts
@@ -97,7 +97,7 @@ async def subjects_page(
 
 
 @router.get("/subjects/{subject}")
-async def subject_detail(service: ServiceDep, who: CallerDep, subject: Subject) -> Response:
+async def subject_detail(service: ServiceDep, who: CallerDep, subject: SubjectPath) -> Response:
     who.require(READ, subject_resource(subject))
     state = service.state
     every = state.versions(subject, deleted=True)
@@ -134,7 +134,7 @@ def _ref(v: Version) -> dict[str, Any]:
 
 @router.get("/subjects/{subject}/compare")
 async def compare(
-    service: ServiceDep, who: CallerDep, subject: Subject, old: VersionNumber, new: VersionNumber
+    service: ServiceDep, who: CallerDep, subject: SubjectPath, old: VersionNumber, new: VersionNumber
 ) -> Response:
     who.require(READ, subject_resource(subject))
     state = service.state
