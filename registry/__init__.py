@@ -19,16 +19,16 @@ _EXPORTS: dict[str, str] = {
     "ApiError": "registry.errors",
     "ErrorCode": "registry.errors",
     "Mode": "registry.modes",
-    "RegistryApp": "registry.http.app",
+    "RegistryApp": "registry.app",
     "StartupError": "registry.server",
     "build_app": "registry.server",
     "serve": "registry.server",
 }
 
 if TYPE_CHECKING:
+    from registry.app import RegistryApp
     from registry.config import DEFAULTS, RegistryConfig
     from registry.errors import ApiError, ErrorCode
-    from registry.http.app import RegistryApp
     from registry.modes import Mode
     from registry.server import StartupError, build_app, serve
 

@@ -17,10 +17,6 @@ from registry.security.config import from_arguments as security_from_arguments
 from registry.security.passwords import SCHEMES
 
 
-def _env(name: str, default: str) -> str:
-    return os.environ.get(name, default)
-
-
 def _bool(text: str) -> bool:
     t = text.strip().lower()
     if t in ("true", "1", "yes", "on"):
@@ -36,19 +32,23 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="run the schema registry (Confluent REST API)")
     s.add_argument(
         "--log",
-        default=_env("SCHEMAKIT_LOG", DEFAULTS.log_url),
+        default=os.environ.get("SCHEMAKIT_LOG", DEFAULTS.log_url),
         help=f"log URL: sqlite:///DIR (embedded, default {DEFAULTS.log_url}) or kafka://host:port[,host:port] "
         "[env SCHEMAKIT_LOG]",
     )
-    s.add_argument("--host", default=_env("SCHEMAKIT_HOST", DEFAULTS.host), help="listen address [env SCHEMAKIT_HOST]")
+    s.add_argument(
+        "--host", default=os.environ.get("SCHEMAKIT_HOST", DEFAULTS.host), help="listen address [env SCHEMAKIT_HOST]"
+    )
     s.add_argument(
         "--port",
         type=int,
-        default=int(_env("SCHEMAKIT_PORT", str(DEFAULTS.port))),
+        default=int(os.environ.get("SCHEMAKIT_PORT", str(DEFAULTS.port))),
         help="listen port [env SCHEMAKIT_PORT]",
     )
     s.add_argument(
-        "--topic", default=_env("SCHEMAKIT_TOPIC", DEFAULTS.topic), help="the store topic [env SCHEMAKIT_TOPIC]"
+        "--topic",
+        default=os.environ.get("SCHEMAKIT_TOPIC", DEFAULTS.topic),
+        help="the store topic [env SCHEMAKIT_TOPIC]",
     )
     s.add_argument(
         "--advertised-url",
@@ -58,12 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--leader-eligible",
         type=_bool,
-        default=_bool(_env("SCHEMAKIT_LEADER_ELIGIBLE", str(DEFAULTS.leader_eligible))),
+        default=_bool(os.environ.get("SCHEMAKIT_LEADER_ELIGIBLE", str(DEFAULTS.leader_eligible))),
         help="may this instance become leader (true/false) [env SCHEMAKIT_LEADER_ELIGIBLE]",
     )
     s.add_argument(
         "--group-id",
-        default=_env("SCHEMAKIT_GROUP_ID", DEFAULTS.group_id),
+        default=os.environ.get("SCHEMAKIT_GROUP_ID", DEFAULTS.group_id),
         help="Kafka only: the leader-election group; instances sharing a store topic must share it "
         "[env SCHEMAKIT_GROUP_ID]",
     )
@@ -76,20 +76,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--takeover-after-ms",
         type=int,
-        default=int(_env("SCHEMAKIT_TAKEOVER_AFTER_MS", str(round(DEFAULTS.takeover_after * 1000)))),
+        default=int(os.environ.get("SCHEMAKIT_TAKEOVER_AFTER_MS", str(round(DEFAULTS.takeover_after * 1000)))),
         help="Kafka only: a follower replaces a leader whose address has refused connections this long "
         "(its process is gone) without waiting for the group's session timeout; 0: leave it to the group "
         "[env SCHEMAKIT_TAKEOVER_AFTER_MS]",
     )
     s.add_argument(
         "--compatibility",
-        default=_env("SCHEMAKIT_COMPATIBILITY", DEFAULTS.compatibility),
+        default=os.environ.get("SCHEMAKIT_COMPATIBILITY", DEFAULTS.compatibility),
         help="default compatibility level [env SCHEMAKIT_COMPATIBILITY]",
     )
     s.add_argument(
         "--store-timeout-ms",
         type=int,
-        default=int(_env("SCHEMAKIT_STORE_TIMEOUT_MS", str(round(DEFAULTS.store_timeout * 1000)))),
+        default=int(os.environ.get("SCHEMAKIT_STORE_TIMEOUT_MS", str(round(DEFAULTS.store_timeout * 1000)))),
         help="how long a write waits for the log [env SCHEMAKIT_STORE_TIMEOUT_MS]",
     )
     _add_limit_options(s)
@@ -97,26 +97,26 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--protoc-timeout-ms",
         type=int,
-        default=int(_env("SCHEMAKIT_PROTOC_TIMEOUT_MS", str(round(DEFAULTS.protoc_timeout * 1000)))),
+        default=int(os.environ.get("SCHEMAKIT_PROTOC_TIMEOUT_MS", str(round(DEFAULTS.protoc_timeout * 1000)))),
         help="how long compiling one Protobuf schema may take before it is refused with 42201 "
         "[env SCHEMAKIT_PROTOC_TIMEOUT_MS]",
     )
     s.add_argument(
         "--log-level",
-        default=_env("SCHEMAKIT_LOG_LEVEL", "INFO"),
+        default=os.environ.get("SCHEMAKIT_LOG_LEVEL", "INFO"),
         help="logging level [env SCHEMAKIT_LOG_LEVEL]",
     )
     s.add_argument(
         "--log-format",
         choices=logs.FORMATS,
-        default=_env("SCHEMAKIT_LOG_FORMAT", DEFAULTS.log_format),
+        default=os.environ.get("SCHEMAKIT_LOG_FORMAT", DEFAULTS.log_format),
         help="log lines as text, or as one JSON object per line (time, level, logger, message, extra fields) "
         "[env SCHEMAKIT_LOG_FORMAT]",
     )
     s.add_argument(
         "--shutdown-timeout-ms",
         type=int,
-        default=int(_env("SCHEMAKIT_SHUTDOWN_TIMEOUT_MS", str(round(DEFAULTS.shutdown_timeout * 1000)))),
+        default=int(os.environ.get("SCHEMAKIT_SHUTDOWN_TIMEOUT_MS", str(round(DEFAULTS.shutdown_timeout * 1000)))),
         help="on SIGTERM, how long requests in flight may take to finish before they are cancelled "
         "[env SCHEMAKIT_SHUTDOWN_TIMEOUT_MS]",
     )
@@ -239,7 +239,7 @@ def _add_limit_options(s: argparse.ArgumentParser) -> None:
         s.add_argument(
             option,
             type=_positive,
-            default=_env(env, str(round(default))),  # a string default goes through ``type`` too
+            default=os.environ.get(env, str(round(default))),  # a string default goes through ``type`` too
             help=f"{what} (default {round(default)}) [env {env}]",
         )
 

@@ -1,7 +1,8 @@
-"""How one registry instance runs: a ``RegistryConfig``, whose defaults are the only copy of each default.
+"""How one registry instance runs: a ``RegistryConfig``, whose defaults are the only copy of each default
+(the limits' defaults, ``protoc_timeout``'s too, are written in ``limits.py``).
 
 The command line (``cli.py``) shows and applies these defaults, ``server.py`` wires the instance from a
-config, and ``Service`` falls back to the default compatibility level.
+config, and ``Service`` (its ``Settings``) falls back to the default compatibility level.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compat import CompatibilityLevel
-from registry.limits import Limits
+from registry.limits import DEFAULT_PROTOC_TIMEOUT, Limits
 from registry.security.config import SecurityConfig
 
 
@@ -34,7 +35,7 @@ class RegistryConfig:
     #: without waiting for the group's session timeout; 0 leaves failover to the group
     takeover_after: float = 1.0
     #: seconds one protoc run (compiling a Protobuf schema) may take before it is killed and the schema refused
-    protoc_timeout: float = 10.0
+    protoc_timeout: float = DEFAULT_PROTOC_TIMEOUT
     #: seconds a stopping instance gives the requests in flight to finish (then they are cancelled)
     shutdown_timeout: float = 30.0
     #: log line format: ``text`` or ``json`` (one object per line)

@@ -26,11 +26,11 @@ import httpx
 import orjson
 
 from registry import errors
+from registry.security.forwarded import FORWARDED_HEADER
 from registry.store import Store
 
 log = logging.getLogger(__name__)
 
-FORWARDED_HEADER = b"x-schemakit-forwarded"
 OFFSET_HEADER = b"x-schemakit-offset"
 
 # Hop-by-hop and framing headers belong to each connection, not to the request.

@@ -1,5 +1,5 @@
 """Leader election for registry instances sharing a log with group membership (Kafka), and the leader's
-fenced writer.
+fenced appender.
 
 Every leader-eligible node's *member* consumer joins one group and subscribes to a one-partition election
 topic: the member that owns partition 0 is the leader. Owning it is not enough to write, though: the new
@@ -11,7 +11,7 @@ assignment (no group) and forwards writes to the announcement with the highest g
 
 Everything the leader writes goes through that producer, one transaction per write, so a deposed
 leader's next write fails with ``ProducerFencedError`` and the node steps down at once (as it does when it
-reads a newer leader's announcement). The store gets that writer from a ``WriterSlot`` the election fills
+reads a newer leader's announcement). The store gets that appender from an ``AppenderSlot`` the election fills
 while this node leads and empties when it steps down.
 
 Failover. The group notices a dead member only when its session times out (``session.timeout.ms``;
@@ -144,8 +144,8 @@ def decode_announcement(value: bytes | None) -> Announcement | None:
         return None
 
 
-class LeaderWriter:
-    """The leader's writes to the log: one transaction per record through the fenced producer.
+class LeaderAppender:
+    """The leader's appends to the log: one transaction per record through the fenced producer.
 
     Used from worker threads (``Store.write`` runs it via ``asyncio.to_thread``); a lock keeps one
     transaction open at a time. Once fenced or retired it refuses every further write."""
@@ -158,10 +158,10 @@ class LeaderWriter:
         self._retired = False
 
     def __call__(self, topic: str, value: bytes | None, key: bytes, timeout: float) -> RecordMetadata:
-        return self.write([(topic, key, value)], timeout)[0]
+        return self.append([(topic, key, value)], timeout)[0]
 
-    def write(self, records: list[tuple[str, bytes, bytes | None]], timeout: float) -> list[RecordMetadata]:
-        """Write ``(topic, key, value)`` records to partition 0 of their topics in one transaction."""
+    def append(self, records: list[tuple[str, bytes, bytes | None]], timeout: float) -> list[RecordMetadata]:
+        """Append ``(topic, key, value)`` records to partition 0 of their topics in one transaction."""
         with self._lock:
             if self._retired:
                 raise ProducerFencedError("this node is no longer the leader")
@@ -233,23 +233,23 @@ def _close_in_background(producer: Producer) -> None:
     threading.Thread(target=_close, args=(producer,), name="leader-producer-close", daemon=True).start()
 
 
-class WriterSlot:
-    """The leader's writer while this node leads, else empty: the election fills and empties it, the store
-    writes through ``current()`` (it is the store's ``WriterProvider``)."""
+class AppenderSlot:
+    """The leader's appender while this node leads, else empty: the election fills and empties it, the store
+    appends through ``current()`` (it is the store's ``AppenderProvider``)."""
 
     def __init__(self) -> None:
-        self._writer: LeaderWriter | None = None
+        self._appender: LeaderAppender | None = None
 
-    def current(self) -> LeaderWriter | None:
-        return self._writer
+    def current(self) -> LeaderAppender | None:
+        return self._appender
 
-    def hold(self, writer: LeaderWriter) -> None:
-        self._writer = writer
+    def hold(self, appender: LeaderAppender) -> None:
+        self._appender = appender
 
-    def take(self) -> LeaderWriter | None:
-        """Empty the slot; the writer it held, if any."""
-        writer, self._writer = self._writer, None
-        return writer
+    def take(self) -> LeaderAppender | None:
+        """Empty the slot; the appender it held, if any."""
+        appender, self._appender = self._appender, None
+        return appender
 
 
 class Election:
@@ -261,7 +261,7 @@ class Election:
         self,
         log_backend: Log,
         store: Store,
-        writers: WriterSlot,
+        appenders: AppenderSlot,
         *,
         topic: str,
         group: str,
@@ -273,7 +273,7 @@ class Election:
     ) -> None:
         self.log = log_backend
         self.store = store
-        self.writers = writers  # the store's WriterProvider
+        self.appenders = appenders  # the store's AppenderProvider
         self.topic = topic
         self.group = group
         self.url = url
@@ -395,7 +395,7 @@ class Election:
                     log.exception("election group %r: polling failed unexpectedly; retrying", self.group)
                     time.sleep(0.5)
                     continue
-                if self._owns_partition and self.writers.current() is None and time.monotonic() >= self._retry_at:
+                if self._owns_partition and self.appenders.current() is None and time.monotonic() >= self._retry_at:
                     try:
                         self._become_leader()
                     except ProducerFencedError as e:
@@ -465,24 +465,24 @@ class Election:
         try:
             producer.init_transactions(self.timeout)  # fences any older leader's producer
             # 1. The highest generation so far: read the election topic up to a probe of our own.
-            probe_writer = LeaderWriter(producer, [(HEADER_LEADER, self.url.encode())], self._fenced)
-            (probe,) = probe_writer.write([(self.topic, PROBE_KEY, None)], self.timeout)
+            probe_appender = LeaderAppender(producer, [(HEADER_LEADER, self.url.encode())], self._fenced)
+            (probe,) = probe_appender.append([(self.topic, PROBE_KEY, None)], self.timeout)
             if not self._watched.wait_blocking(probe.offset, self.timeout):
                 raise LogError(f"election topic {self.topic!r}: did not read up to offset {probe.offset} in time")
             generation = (self.leader.generation if self.leader is not None else 0) + 1
             headers = [(HEADER_LEADER, self.url.encode()), (HEADER_GENERATION, str(generation).encode())]
-            writer = LeaderWriter(producer, headers, self._fenced)
+            appender = LeaderAppender(producer, headers, self._fenced)
             # 2. Catch up with _schemas before allocating ids: a NOOP barrier through the fenced producer.
-            (noop,) = writer.write([(self.store.topic, NOOP_KEY, None)], self.timeout)
+            (noop,) = appender.append([(self.store.topic, NOOP_KEY, None)], self.timeout)
             if not self.store.applied.wait_blocking(noop.offset, self.timeout):
                 raise LogError(f"{self.store.topic!r}: not applied up to offset {noop.offset} in time")
             if (replacing is None and not self._owns_partition) or self._stop.is_set():
                 raise LogError("lost partition 0 while taking leadership")
             # 3. Take writes, then tell the others.
             with self._lock:
-                self.writers.hold(writer)
+                self.appenders.hold(appender)
                 self.is_leader = True
-            writer.write(
+            appender.append(
                 [(self.topic, ANNOUNCE_KEY, encode_announcement(Announcement(self.url, generation)))], self.timeout
             )
         except BaseException:
@@ -506,10 +506,10 @@ class Election:
 
     def _step_down(self, why: str) -> None:
         with self._lock:
-            writer = self.writers.take()
+            appender = self.appenders.take()
             was_leader = self.is_leader
             self.is_leader = False
-        if writer is not None:
-            writer.retire()
+        if appender is not None:
+            appender.retire()
         if was_leader:
             log.info("this node is no longer the leader: %s", why)

@@ -46,6 +46,10 @@ class Limits:
     parse_cache_bytes: int = 64 * MiB
 
 
+#: seconds one protoc run (compiling a Protobuf schema) may take before it is killed and the schema refused
+#: (``--protoc-timeout-ms``): the default of ``RegistryConfig.protoc_timeout``, kept here because the schema
+#: types use it without a config (``schemakit compat check``) and sit below ``config.py``
+DEFAULT_PROTOC_TIMEOUT = 10.0
 #: JSON nesting of a request body itself (the schema is a string inside it; metadata and rule sets nest a
 #: few levels): deeper bodies are refused before anything walks them (rendering stops at 255 levels)
 MAX_BODY_DEPTH = 64

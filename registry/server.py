@@ -19,13 +19,13 @@ from typing import Any
 import uvicorn
 
 from registry import __version__, health
+from registry.app import RegistryApp
 from registry.config import RegistryConfig
 from registry.forwarder import Forwarder, LeaderOffsetHeader
 from registry.health import Health
-from registry.http.app import RegistryApp
 from registry.http.protocol import guarded_protocol
 from registry.instance_lock import InstanceLock, LockHeldError
-from registry.leader import ELECTION_GROUP_SETTINGS, ELECTION_SESSION_TIMEOUT, Election, WriterSlot
+from registry.leader import ELECTION_GROUP_SETTINGS, ELECTION_SESSION_TIMEOUT, AppenderSlot, Election
 from registry.metrics import Metrics, RegistrySources
 from registry.schema_types import protoc, schema_types
 from registry.security import Security, build_security, tls
@@ -117,13 +117,13 @@ def _lock_store(log_backend: Log, config: RegistryConfig) -> InstanceLock | None
 def build_app(config: RegistryConfig) -> RegistryApp:
     log_backend = open_backend(config)
     # Several instances can share a log with group membership: then only the elected leader writes (through
-    # the writer the election puts in the slot), and the others forward writes to it.
-    writers = WriterSlot() if log_backend.capabilities.group_membership else None
-    protection = open_security(config, several_instances=writers is not None)
+    # the appender the election puts in the slot), and the others forward writes to it.
+    appenders = AppenderSlot() if log_backend.capabilities.group_membership else None
+    protection = open_security(config, several_instances=appenders is not None)
     sec = config.security
-    lock = _lock_store(log_backend, config) if writers is None else None
+    lock = _lock_store(log_backend, config) if appenders is None else None
     protoc.configure(timeout=config.protoc_timeout)
-    store = Store(log_backend, config.topic, timeout=config.store_timeout, writers=writers)
+    store = Store(log_backend, config.topic, timeout=config.store_timeout, appenders=appenders)
     status = Health()
     status.set_not_ready(health.REPLAY, f"replaying {config.topic}")
     status.add_check(health.READER, lambda: store.reader_failure)  # a reader that cannot read the log
@@ -131,12 +131,12 @@ def build_app(config: RegistryConfig) -> RegistryApp:
     service = Service(store, default_compatibility=config.compatibility, limits=config.limits, checks=metrics)
     election: Election | None = None
     forwarder: Forwarder | None = None
-    if writers is not None:
+    if appenders is not None:
         election_log = open_log(config.log_url, groups=ELECTION_GROUP_SETTINGS)
         election = Election(
             election_log,
             store,
-            writers,
+            appenders,
             topic=config.leader_topic,
             group=config.group_id,
             url=config.url,
@@ -246,7 +246,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             election.log.close()
         if forwarder is not None:
             await forwarder.aclose()
-        service.pool.shutdown()
+        service.parser.pool.shutdown()
         store.close()
         log_backend.close()
         if lock is not None:

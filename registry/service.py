@@ -1,7 +1,10 @@
 """The registry's operations with Confluent's semantics: what each endpoint does, independent of HTTP.
 
 Reads look at ``State`` directly. Writes validate, then (under one lock, as the leader) compute ids and
-versions from the caught-up state, write records through the ``Store`` and return once applied.
+versions from the caught-up state, write records through the ``Store`` and return once applied. Two parts
+the operations share live beside the service: turning a request's schema into a parsed one
+(``schema_parser.py``: ``service.parser``) and the config and mode in force (``settings.py``:
+``service.settings``); so do the compatibility rules, which are ``schema_types/compatibility.py``'s.
 """
 
 from __future__ import annotations
@@ -9,29 +12,22 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import hashlib
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from compat import CheckLimitError, CompatibilityLevel, CompatibilityPolicy
+from compat import CompatibilityLevel, CompatibilityPolicy
 from registry import contexts, contracts, errors, schemas_topic
-from registry.byte_lru import ByteLru
 from registry.config import DEFAULTS
 from registry.contracts import content_digest
-from registry.limits import Limits, check_schema_depth, check_schema_size
+from registry.limits import Limits
 from registry.modes import IMPORT_MODES, READ_ONLY_MODES, Mode
-from registry.references import LATEST, ReferenceResolver
-from registry.schema_types import (
-    InvalidSchemaError,
-    ParsedSchema,
-    Reference,
-    SchemaType,
-    get_schema_type,
-)
+from registry.references import LATEST
+from registry.schema_parser import SchemaParser, SchemaRequest, is_empty_schema
+from registry.schema_types import InvalidSchemaError, ParsedSchema
 from registry.schema_types.compatibility import check_compatibility, compatibility_messages
 from registry.schemas_topic import Key
+from registry.settings import Settings
 from registry.state import IdSpace, SchemaContent, State, Version
 from registry.store import Store
 from registry.work_pool import WorkPool
@@ -40,19 +36,6 @@ log = logging.getLogger(__name__)
 
 MAX_VERSION = 2**31 - 1
 MAX_ID = 2**31 - 1  # ids are Java ints in Confluent's wire format and clients
-#: characters of a parser's or check's detail in a 42201 (it may quote the schema: a 1 MB bad default)
-MAX_DETAIL = 2000
-#: bytes a parsed schema holds per byte of its text, about (Python objects of a parsed JSON tree); the parse
-#: caches are bounded by this estimate
-PARSED_BYTES_PER_CHAR = 10
-T = TypeVar("T")
-
-
-def normalize_subject(subject: str) -> str:
-    """The one spelling of a subject: ``:.:name`` is ``name``; ``:.ctx:name`` names ``name`` in ``.ctx``."""
-    return contexts.normalize(subject)
-
-
 GLOBAL_CONTEXT = ".__GLOBAL"
 
 
@@ -73,24 +56,6 @@ def check_subject(subject: str, *, for_register: bool = False, config_or_mode: b
 def _in_context(subject: str) -> str:
     """How Confluent's messages name the subject's context (``.`` or ``:.ctx:``)."""
     return contexts.delimited(contexts.context_of(subject))
-
-
-def is_empty_schema(schema: str | None) -> bool:
-    """Confluent's test for "no schema given": null, empty or whitespace only."""
-    return schema is None or not schema.strip()
-
-
-@dataclass(frozen=True, slots=True)
-class SchemaRequest:
-    """What register, lookup and the compatibility check are given (the HTTP layer builds it from the body)."""
-
-    schema: str | None
-    schema_type: str = "AVRO"
-    references: tuple[Reference, ...] = ()
-    version: int | None = None
-    id: int | None = None  # only in IMPORT mode; None: let the registry choose
-    metadata: dict[str, Any] | None = None
-    rule_set: dict[str, Any] | None = None
 
 
 class CheckListener(Protocol):
@@ -131,7 +96,8 @@ class CompatibilityVerdict:
 
 class Service:
     """``limits`` bound what one request may make the service do; ``pool`` runs the schema work (parsing,
-    normalizing, formats, compatibility checks), by default a pool sized by ``limits``."""
+    normalizing, formats, compatibility checks), by default a pool sized by ``limits``;
+    ``default_compatibility`` is the level when the global config names none."""
 
     def __init__(
         self,
@@ -143,16 +109,13 @@ class Service:
         checks: CheckListener | None = None,
     ) -> None:
         self.store = store
-        self.default_compatibility = default_compatibility
         self.limits = limits
-        self.pool = pool or WorkPool(limits.schema_workers, limits.schema_queue)
         self.checks = checks
-        self.references = ReferenceResolver(store.state)
+        #: the config and mode in force (``settings.py``)
+        self.settings = Settings(store.state, default_compatibility)
+        #: parses schemas, in the bounded pool (``schema_parser.py``)
+        self.parser = SchemaParser(store.state, limits, pool or WorkPool(limits.schema_workers, limits.schema_queue))
         self._write_lock = asyncio.Lock()
-        # Parsed schemas are only needed to register, look up and check compatibility; bounded by the bytes they
-        # hold, keyed by a digest of the text (never the text a client sent).
-        self._parsed: ByteLru[tuple[Any, ...], ParsedSchema] = ByteLru(limits.parse_cache_bytes)
-        self._parsed_by_id: ByteLru[tuple[str, int], ParsedSchema] = ByteLru(limits.parse_cache_bytes)
         # Until the first write, another instance may have written since we read the log; a node that
         # becomes leader later catches up in ``Election._become_leader`` before it takes writes.
         self._needs_barrier = True
@@ -160,124 +123,6 @@ class Service:
     @property
     def state(self) -> State:
         return self.store.state
-
-    # ---- config and mode resolution ---------------------------------------------------------------------
-
-    def global_config(self) -> dict[str, Any]:
-        cfg = {"compatibilityLevel": self.default_compatibility}
-        cfg.update(self.state.configs.get(None) or {})
-        return cfg
-
-    def effective_config(self, subject: str) -> dict[str, Any]:
-        """Subject config over its context's config (``:.ctx:``) over the global one."""
-        cfg = self.global_config()
-        configs = self.state.configs
-        context_key = contexts.qualify(contexts.context_of(subject), "")
-        if context_key != subject:
-            cfg.update(configs.get(context_key) or {})
-        cfg.update(configs.get(subject) or {})
-        return cfg
-
-    def effective_level(self, subject: str) -> CompatibilityLevel:
-        return CompatibilityLevel.parse(str(self.effective_config(subject).get("compatibilityLevel")))
-
-    def effective_mode(self, subject: str | None) -> str:
-        """Subject mode, else its context's mode (``:.ctx:``), else the global one."""
-        modes = self.state.modes
-        if subject is not None:
-            if subject in modes:
-                return modes[subject]
-            context_key = contexts.qualify(contexts.context_of(subject), "")
-            if context_key in modes:
-                return modes[context_key]
-        return modes.get(None, Mode.READWRITE)
-
-    # ---- schema parsing ---------------------------------------------------------------------------------
-
-    def _type(self, name: str) -> SchemaType:
-        t = get_schema_type(name)
-        if t is None:
-            raise errors.invalid_schema(f"Invalid schema type {name}")
-        return t
-
-    async def schema_work(self, fn: Callable[..., T], *args: Any) -> T:
-        """Schema work in the bounded pool (``work_pool.py``). A check's bound is 42201 with its text, and a
-        RecursionError a parser or check still runs into is 42201 too, never a 500."""
-        try:
-            return await self.pool.run(fn, *args)
-        except CheckLimitError as e:
-            raise errors.invalid_schema(errors.clip(str(e), MAX_DETAIL)) from e
-        except RecursionError as e:
-            raise errors.invalid_schema(
-                "Invalid schema: nested too deeply to process (lower the nesting, or see --max-schema-depth)"
-            ) from e
-
-    async def parse(
-        self,
-        schema_type: str,
-        schema: str,
-        refs: tuple[Reference, ...],
-        *,
-        normalize: bool,
-        validate: bool = True,
-        subject: str = "",
-    ) -> ParsedSchema:
-        """Parse (cached) and optionally normalize; 42201 with the parser's detail. ``validate=False`` skips the
-        checks that apply only to new schemas (IMPORT, as Confluent does).
-
-        The size, nesting and references of the schema are checked against ``limits`` before any parser runs;
-        a cache miss parses in the pool. References are resolved here, on the loop, where state lives, in
-        ``subject``'s context."""
-        t = self._type(schema_type)
-        limits = self.limits
-        check_schema_size(schema, limits)
-        resolved = self.references.resolve(refs, parent=subject, max_references=limits.max_references)
-        digest = hashlib.sha256(schema.encode("utf-8", "surrogatepass")).digest()
-        cache_key = (schema_type, digest, resolved, normalize, validate)
-        hit = self._parsed.get(cache_key)
-        if hit is not None:
-            return hit
-
-        def work() -> ParsedSchema:
-            check_schema_depth(schema_type, schema, limits)
-            parsed = t.parse(schema, resolved) if validate else t.parse_stored(schema, resolved)
-            return t.normalize(parsed) if normalize else parsed
-
-        try:
-            parsed = await self.schema_work(work)
-        except InvalidSchemaError as e:
-            raise errors.invalid_schema(errors.clip(e.api_message(schema_type), MAX_DETAIL)) from e
-        self._parsed.put(cache_key, parsed, PARSED_BYTES_PER_CHAR * len(schema))
-        return parsed
-
-    async def parsed_content(
-        self, content: SchemaContent, schema_id: int | None = None, context: str = contexts.DEFAULT_CONTEXT
-    ) -> ParsedSchema:
-        """The stored schema of ``context``, parsed (for compatibility checks and formats); cached per id.
-        Stored schemas were accepted already: only the pool's bounds apply."""
-        if schema_id is not None:
-            hit = self._parsed_by_id.get((context, schema_id))
-            if hit is not None:
-                return hit
-        t = self._type(content.schema_type)
-        resolved = self.references.resolve(content.references, parent=contexts.qualify(context, ""))
-        try:
-            parsed = await self.schema_work(t.parse_stored, content.schema, resolved)
-        except InvalidSchemaError as e:
-            message = f"Stored schema {schema_id} no longer parses: {e}"
-            raise errors.invalid_schema(errors.clip(message, MAX_DETAIL)) from e
-        if schema_id is not None:
-            self._parsed_by_id.put((context, schema_id), parsed, PARSED_BYTES_PER_CHAR * len(content.schema))
-        return parsed
-
-    async def formatted(
-        self, content: SchemaContent, schema_id: int, fmt: str | None, context: str = contexts.DEFAULT_CONTEXT
-    ) -> str:
-        if not fmt:
-            return content.schema
-        t = self._type(content.schema_type)
-        text = await self.schema_work(t.format, await self.parsed_content(content, schema_id, context), fmt)
-        return content.schema if text is None else text
 
     # ---- reads ------------------------------------------------------------------------------------------
 
@@ -324,7 +169,7 @@ class Service:
         and else the default context."""
         if not subject:
             return contexts.DEFAULT_CONTEXT
-        subject = normalize_subject(subject)
+        subject = contexts.normalize(subject)
         context, name = contexts.split(subject)
         if context != contexts.DEFAULT_CONTEXT or not name or self._holds(subject, schema_id):
             return context
@@ -424,12 +269,12 @@ class Service:
         count only with ``deleted``), else 40403. ``normalize`` None: the subject's config decides. An
         unqualified subject is also looked up in every context (Confluent's ``...UsingContexts``)."""
         if normalize is None:
-            normalize = self.normalize_default(subject)
+            normalize = self.settings.normalize_default(subject)
         match = None
         if not is_empty_schema(req.schema):
             for candidate in self._using_contexts(subject):
                 try:
-                    in_candidate = self._with_concrete_references(req, candidate)
+                    in_candidate = self.parser.with_concrete_references(req, candidate)
                     match = await self._match_in_subject(candidate, in_candidate, normalize=normalize, deleted=deleted)
                     if match is None:
                         # As Confluent: look again with the metadata and rule set a registration would store.
@@ -454,7 +299,7 @@ class Service:
         """``req`` with the metadata and rule set a registration stores (``contracts.merged_contract``)."""
         prev = self.state.latest(subject)
         metadata, rule_set = contracts.merged_contract(
-            self.effective_config(subject),
+            self.settings.effective_config(subject),
             req.metadata,
             req.rule_set,
             (prev.content.metadata, prev.content.rule_set) if prev is not None else None,
@@ -465,14 +310,13 @@ class Service:
             return req
         return dataclasses.replace(req, metadata=metadata, rule_set=rule_set)
 
-    def normalize_default(self, subject: str) -> bool:
-        return bool(self.effective_config(subject).get("normalize", False))
-
     async def _match_in_subject(
         self, subject: str, req: SchemaRequest, *, normalize: bool, deleted: bool
     ) -> Version | None:
         assert req.schema is not None  # callers check is_empty_schema first
-        parsed = await self.parse(req.schema_type, req.schema, req.references, normalize=normalize, subject=subject)
+        parsed = await self.parser.parse(
+            req.schema_type, req.schema, req.references, normalize=normalize, subject=subject
+        )
         digest = content_digest(parsed.canonical, req.references, req.metadata, req.rule_set)
         candidates = list(reversed(self.state.versions(subject, deleted=deleted)))
         for v in candidates:
@@ -487,8 +331,10 @@ class Service:
                 if (c.metadata, c.rule_set) != (req.metadata, req.rule_set):
                     continue
                 try:
-                    parsed_stored = await self.parsed_content(c, v.id, contexts.context_of(subject))
-                    stored = await self.schema_work(self._type(c.schema_type).normalize, parsed_stored)
+                    parsed_stored = await self.parser.parsed_content(c, v.id, contexts.context_of(subject))
+                    stored = await self.parser.schema_work(
+                        self.parser.schema_type(c.schema_type).normalize, parsed_stored
+                    )
                 except InvalidSchemaError:
                     continue
                 except errors.ApiError as e:
@@ -513,25 +359,25 @@ class Service:
         ``compatibilityGroup`` in the subject's config, only versions whose metadata property of that name has the
         new schema's value (``metadata``; absent matches absent) are checked: a new major version starts a new
         lineage."""
-        group = self.effective_config(subject).get("compatibilityGroup")
+        group = self.settings.effective_config(subject).get("compatibilityGroup")
         if group:
             value = contracts.group_value(metadata, group)
             previous = [v for v in previous if contracts.group_value(v.content.metadata, group) == value]
         if not previous or level is CompatibilityLevel.NONE:
             return []
-        t = self._type(new.schema_type)
+        t = self.parser.schema_type(new.schema_type)
         parsed_prev = [
             # another type is never compatible: only its type is compared, so it stays unparsed
-            await self.parsed_content(v.content, v.id, contexts.context_of(subject))
+            await self.parser.parsed_content(v.content, v.id, contexts.context_of(subject))
             if v.content.schema_type == new.schema_type
             else ParsedSchema(v.content.schema_type, v.content.schema)
             for v in previous
         ]
-        config = self.effective_config(subject)
+        config = self.settings.effective_config(subject)
         policy = CompatibilityPolicy.for_name(config.get("compatibilityPolicy")) or CompatibilityPolicy.STRICT
         try:
             check = functools.partial(check_compatibility, t, level, new, parsed_prev, policy=policy)
-            result = await self.schema_work(check)
+            result = await self.parser.schema_work(check)
         except Exception as e:
             if not (isinstance(e, errors.ApiError) and e.status == 503):  # refused by a full pool: not checked
                 self._checked("error")
@@ -560,7 +406,7 @@ class Service:
         exist), while ``latest`` of a missing subject is compatible; with ``verbose`` an invalid schema is a
         verdict with its message instead of a 42201."""
         if normalize is None:
-            normalize = self.normalize_default(subject)
+            normalize = self.settings.normalize_default(subject)
         live = self.state.versions(subject)
         if version is not None and version != LATEST:
             previous = [v for v in live if v.version == version]
@@ -571,16 +417,18 @@ class Service:
         else:
             previous = live
         try:
-            req = self._with_concrete_references(req, subject)
+            req = self.parser.with_concrete_references(req, subject)
             if is_empty_schema(req.schema):
                 raise errors.invalid_schema("Empty schema")
             assert req.schema is not None
-            parsed = await self.parse(req.schema_type, req.schema, req.references, normalize=normalize, subject=subject)
+            parsed = await self.parser.parse(
+                req.schema_type, req.schema, req.references, normalize=normalize, subject=subject
+            )
         except errors.ApiError as e:
             if verbose and e.error_code == errors.ErrorCode.INVALID_SCHEMA:
                 return CompatibilityVerdict(False, [e.message])
             raise
-        level = self.effective_level(subject)
+        level = self.settings.effective_level(subject)
         messages = await self._incompatibilities(subject, parsed, previous, level, req.metadata)
         return CompatibilityVerdict(not messages, messages)
 
@@ -601,15 +449,15 @@ class Service:
     ) -> Registered:
         check_subject(subject, for_register=True)
         if normalize is None:
-            normalize = self.normalize_default(subject)
-        req = self._with_concrete_references(req, subject)
-        mode = self.effective_mode(subject)
+            normalize = self.settings.normalize_default(subject)
+        req = self.parser.with_concrete_references(req, subject)
+        mode = self.settings.effective_mode(subject)
         # Fast path before any mode check: an already registered schema answers with its id (even READONLY).
         # Not when the config has default/override metadata or rule sets: those may make it a new version.
         if (
             not is_empty_schema(req.schema)
             and mode not in IMPORT_MODES
-            and not contracts.has_defaults_or_overrides(self.effective_config(subject))
+            and not contracts.has_defaults_or_overrides(self.settings.effective_config(subject))
         ):
             existing = await self._match_in_subject(subject, req, normalize=normalize, deleted=False)
             if (
@@ -636,13 +484,6 @@ class Service:
                 checked = await self._check_new(subject, req, normalize=normalize, importing=importing, force=force)
             return await self._register_checked(subject, checked, importing=importing)
 
-    def _with_concrete_references(self, req: SchemaRequest, subject: str) -> SchemaRequest:
-        """References to ``latest`` (-1) become the version they name now in ``subject``'s context
-        (``references.py``)."""
-        if not req.references:
-            return req
-        return replace(req, references=self.references.concrete(req.references, parent=subject))
-
     def _check_basis(self, subject: str) -> tuple[Any, ...]:
         """What a compatibility verdict for ``subject`` depends on: its live versions, its next version (the
         default metadata and rule sets may depend on it) and its config."""
@@ -650,7 +491,7 @@ class Service:
         return (
             tuple((v.version, v.id) for v in st.versions(subject)),
             st.next_version(subject),
-            self.effective_config(subject),
+            self.settings.effective_config(subject),
         )
 
     async def _check_new(
@@ -671,13 +512,15 @@ class Service:
         assert schema is not None
         # IMPORT stores the canonical form too (Confluent canonicalizes in both paths); it only skips the checks
         # for new schemas here, and the compatibility check and version rules.
-        parsed = await self.parse(
+        parsed = await self.parser.parse(
             schema_type, schema, refs, normalize=normalize, validate=not importing, subject=subject
         )
         content = SchemaContent(schema_type, parsed.canonical, refs, req.metadata, req.rule_set)
         # 8.x's ?force=true skips the compatibility check; a schema already live here needs none
         if not importing and not force and not self._live_with(live, content):
-            msgs = await self._incompatibilities(subject, parsed, live, self.effective_level(subject), req.metadata)
+            msgs = await self._incompatibilities(
+                subject, parsed, live, self.settings.effective_level(subject), req.metadata
+            )
             if msgs:
                 raise errors.incompatible_schema(subject, msgs)
         return _Checked(content, basis, req, (req.metadata, req.rule_set) != sent)
@@ -769,7 +612,7 @@ class Service:
                     await self.store.write(raw, None, "Delete")
 
     def _check_not_readonly(self, subject: str | None) -> None:
-        if self.effective_mode(subject) in READ_ONLY_MODES:
+        if self.settings.effective_mode(subject) in READ_ONLY_MODES:
             where = f"Subject {subject}" if subject is not None else "Global mode"
             context = _in_context(subject) if subject is not None else contexts.DEFAULT_CONTEXT
             raise errors.operation_not_permitted(f"{where} in context {context} is in read-only mode")
@@ -859,18 +702,6 @@ class Service:
 
     # config ---------------------------------------------------------------------------------------------
 
-    def get_config(self, subject: str | None, *, default_to_global: bool) -> dict[str, Any]:
-        if subject is None:
-            return self.global_config()
-        cfg = self.state.configs.get(subject)
-        if cfg is None:
-            if default_to_global:
-                return self.global_config()
-            raise errors.subject_config_not_found(subject)
-        if "compatibilityLevel" not in cfg:
-            return {**cfg, "compatibilityLevel": self.global_config()["compatibilityLevel"]}
-        return dict(cfg)
-
     async def put_config(self, subject: str | None, update: dict[str, Any]) -> None:
         """Merge ``update`` (stored field names, values already checked) over the subject's (or global) config."""
         if subject is not None:
@@ -889,7 +720,7 @@ class Service:
             st = self.state
             if subject is not None and subject not in st.configs and not st.versions(subject, deleted=True):
                 raise errors.subject_not_found(subject)
-            previous = self.get_config(subject, default_to_global=True)
+            previous = self.settings.get_config(subject, default_to_global=True)
             self._check_not_readonly(subject)
             if subject in st.configs:
                 for raw in sorted(st.raw_keys(Key(schemas_topic.CONFIG, subject))):
@@ -897,16 +728,6 @@ class Service:
             return previous
 
     # mode -----------------------------------------------------------------------------------------------
-
-    def get_mode(self, subject: str | None, *, default_to_global: bool) -> str:
-        if subject is None:
-            return self.state.modes.get(None, Mode.READWRITE)
-        m = self.state.modes.get(subject)
-        if m is None:
-            if default_to_global:
-                return self.state.modes.get(None, Mode.READWRITE)
-            raise errors.subject_mode_not_found(subject)
-        return m
 
     async def put_mode(self, subject: str | None, mode: Mode, *, force: bool) -> Mode:
         if subject is not None:
@@ -916,7 +737,7 @@ class Service:
         async with self._write_lock:
             st = self.state
             if mode is Mode.IMPORT and not force:
-                scope = list(st.subjects) if subject is None else self._mode_scope(subject)
+                scope = list(st.subjects) if subject is None else self.settings.mode_scope(subject)
                 if any(st.versions(s) for s in scope):
                     raise errors.operation_not_permitted("Cannot import since found existing subjects")
             await self._write(
@@ -929,18 +750,11 @@ class Service:
             st = self.state
             if subject is not None and subject not in st.modes and not st.versions(subject, deleted=True):
                 raise errors.subject_not_found(subject)
-            previous = self.get_mode(subject, default_to_global=True)
+            previous = self.settings.get_mode(subject, default_to_global=True)
             if subject in st.modes:
                 for raw in sorted(st.raw_keys(Key(schemas_topic.MODE, subject))):
                     await self._write(raw, None, "Delete mode")
             return previous
-
-    def _mode_scope(self, subject: str) -> list[str]:
-        """The subjects a mode of ``subject`` governs: itself, or every subject of a context (``:.ctx:``)."""
-        context, name = contexts.split(subject)
-        if name:
-            return [subject]
-        return [s for s in self.state.subjects if contexts.context_of(s) == context]
 
     # contexts -------------------------------------------------------------------------------------------
 

@@ -1,12 +1,13 @@
-"""The ``_schemas`` log as the registry sees it: a reader that feeds ``State`` and a writer that waits for it.
+"""The ``_schemas`` log as the registry sees it: a reader that feeds ``State``, and writes that wait for it.
 
 A reader thread polls the log and hands batches to the event loop (``call_soon_threadsafe``), where
 ``State.apply`` runs; so state is only touched on the loop thread. A write produces in a worker thread and
 then awaits the moment its own reader has applied that offset (read-your-writes), never blocking the loop.
 
-Where several instances share the log, only the elected leader may write: such a store is given a
-``WriterProvider`` and writes through whatever writer it provides at the time (the leader's fenced
-producer), or refuses with 50004 while there is none.
+Where several instances share the log, only the elected leader may write: such a store is given an
+``AppenderProvider`` and appends through whatever ``Appender`` it provides at the time (the leader's fenced
+producer), or refuses with 50004 while there is none. (Appender, not writer: in ``serdes`` a writer is a
+serializer.)
 
 The reader is a ``PartitionFollower``: it never dies silently, it retries and starts over on a new
 consumer. While it cannot read, the store is not ``ready`` and refuses writes with 50001 naming the cause
@@ -45,24 +46,27 @@ log = logging.getLogger(__name__)
 NOOP_KEY = Key("NOOP").encode()
 
 
-class Writer(Protocol):
-    """Writes one record to partition 0 of ``topic`` and returns where it landed once it is durable."""
+class Appender(Protocol):
+    """Appends one record to partition 0 of ``topic`` (``_schemas``) and returns where it landed once it is
+    durable."""
 
     def __call__(self, topic: str, value: bytes | None, key: bytes, timeout: float) -> RecordMetadata: ...
 
 
-class WriterProvider(Protocol):
-    """Where a store that may not write on its own gets its writer (``registry.leader.WriterSlot``)."""
+class AppenderProvider(Protocol):
+    """Where a store that may not append on its own gets its appender (``registry.leader.AppenderSlot``)."""
 
-    def current(self) -> Writer | None:
-        """The writer to use now; None while this node may not write (it is not the leader)."""
+    def current(self) -> Appender | None:
+        """The appender to use now; None while this node may not write (it is not the leader)."""
         ...
 
 
 class Store:
-    def __init__(self, log_backend: Log, topic: str, *, timeout: float, writers: WriterProvider | None = None) -> None:
-        """``writers``: None when this store is the log's only writer (it produces itself); otherwise every
-        write goes through ``writers.current()``."""
+    def __init__(
+        self, log_backend: Log, topic: str, *, timeout: float, appenders: AppenderProvider | None = None
+    ) -> None:
+        """``appenders``: None when this store is the only one to append to the log (it produces itself);
+        otherwise every write goes through ``appenders.current()``."""
         self.log = log_backend
         self.topic = topic
         self.timeout = timeout
@@ -70,7 +74,7 @@ class Store:
         #: the offset up to which ``state`` has applied the log
         self.applied = OffsetWatcher()
         self.records_replayed = 0
-        self._writers = writers
+        self._appenders = appenders
         self._tp = TopicPartition(topic, 0)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reader: PartitionFollower | None = None
@@ -159,16 +163,16 @@ class Store:
 
     # ---- writing ----------------------------------------------------------------------------------------
 
-    def _writer(self) -> Writer:
-        if self._writers is None:
+    def _appender(self) -> Appender:
+        if self._appenders is None:
             return self._produce
-        writer = self._writers.current()
-        if writer is None:
+        appender = self._appenders.current()
+        if appender is None:
             raise errors.leader_not_known()
-        return writer
+        return appender
 
     def _produce(self, topic: str, value: bytes | None, key: bytes, timeout: float) -> RecordMetadata:
-        """The writer of a store that is the log's only writer: its own producer."""
+        """The appender of a store that is the only one to append to the log: its own producer."""
         assert self._producer is not None, "Store.open() first"
         return self._producer.produce(topic, value, key, partition=0, timeout=timeout)
 
@@ -177,7 +181,7 @@ class Store:
         if self.reader_failure is not None:
             cause = self.reader_failure
             raise errors.store_error(f"{operation} operation failed: the store cannot read its log ({cause})")
-        call = functools.partial(self._writer(), self.topic, value, key, self.timeout)
+        call = functools.partial(self._appender(), self.topic, value, key, self.timeout)
         try:
             md = await asyncio.to_thread(call)
         except ProducerFencedError as e:  # a newer leader took over while this write was on its way

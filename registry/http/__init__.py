@@ -1,6 +1,7 @@
 """The HTTP layer of the registry: Confluent's REST API on FastAPI, behind a pure-ASGI read cache.
 
-- ``app.py``: ``RegistryApp`` (the ASGI stack) and ``build_api`` (the FastAPI app)
+- ``api.py``: ``build_api`` (the FastAPI app) and the ASGI layers in front of it; ``RegistryApp``, the whole
+  stack with the schema browser, is ``registry/app.py``
 - ``read_cache.py``: cached read answers, and the seam where authentication/authorization plug in
 - ``routing.py``: ``RegistryRoute``, what every route does around its endpoint (415/406, forwarding)
 - ``routers/``: one router per resource (subjects, schemas, config, mode, compatibility, contexts, metadata)

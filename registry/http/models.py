@@ -28,10 +28,10 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from compat import CompatibilityLevel, CompatibilityPolicy
-from registry import errors, schemas_topic
+from registry import contexts, errors, schemas_topic
 from registry.modes import Mode
+from registry.schema_parser import SchemaRequest
 from registry.schema_types import Reference
-from registry.service import SchemaRequest, normalize_subject
 
 Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]
 #: a JSON scalar, read as its text (Confluent's binding turns scalars into the String field it expects)
@@ -157,7 +157,9 @@ class RegisterSchemaRequest(BaseModel):
         return SchemaRequest(
             schema=self.schema_,
             schema_type=(self.schemaType or "AVRO").upper(),
-            references=tuple(Reference(r.name, normalize_subject(r.subject), r.version) for r in self.references or ()),
+            references=tuple(
+                Reference(r.name, contexts.normalize(r.subject), r.version) for r in self.references or ()
+            ),
             version=self.version,
             id=self.id if self.id is not None and self.id >= 0 else None,  # Confluent: id < 0 = no id
             metadata=_stored(self.metadata),

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from registry.http.app import build_api
+from registry.http.api import build_api
 
 SPEC_PATH = Path(__file__).resolve().parents[2] / "openapi.yaml"
 

@@ -1,13 +1,16 @@
 """Path and query parameters as Confluent reads them, and the JSON request body, as typed route arguments.
 
 - Subject names arrive percent-encoded; ``%2F`` stays inside the name (``KeepEncodedSlashes`` in
-  ``app.py`` routes on the raw path), and ``:.:name`` is the default context's ``name``.
+  ``api.py`` routes on the raw path), and ``:.:name`` is the default context's ``name``.
 - Versions are ``latest`` (any case), ``-1`` or 1..2^31-1; ids 0..2^31-1 (else 404, an unknown path). Numbers
   are ASCII digits only: Python's ``int()`` would also take ``٣``, ``+1``, `` 1`` and ``1_000``.
 - Query booleans are true for ``true`` in any case (Python clients send ``True``) and false for anything
   else, never an error; integer query parameters that are not integers are 400.
 - A body is read by ``JsonBody``: empty, not JSON or nested deeper than ``MAX_BODY_DEPTH`` is 400, a field of
   the wrong type 422 (code 422).
+
+Path parameters are named for their segment with ``Path`` (``SubjectPath``, ``VersionPath``, ``SchemaIdPath``,
+``ContextPath``), so that ``Version`` means one thing in the registry: a stored version (``state.Version``).
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from fastapi import Depends, Path, Query, Request
 from pydantic import BaseModel, BeforeValidator, ValidationError, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from registry import errors
+from registry import contexts, errors
 from registry.limits import MAX_BODY_DEPTH, json_depth_exceeds
-from registry.service import LATEST, MAX_ID, MAX_VERSION, Service, normalize_subject
+from registry.references import LATEST
+from registry.service import MAX_ID, MAX_VERSION, Service
 
 BOOL_PATTERN = "^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
 
@@ -73,7 +77,7 @@ async def _subject(
         ),
     ],
 ) -> str:
-    return normalize_subject(unquote(subject))
+    return contexts.normalize(unquote(subject))
 
 
 async def _version(
@@ -90,13 +94,13 @@ async def _version(
 
 
 #: the ``{subject}`` path segment, decoded
-Subject = Annotated[str, Depends(_subject)]
+SubjectPath = Annotated[str, Depends(_subject)]
 #: the ``{context}`` path segment of ``/contexts/{context}`` (as sent; ``contexts.parse_context`` reads it)
 ContextPath = Annotated[
     str, Path(description="The context: `.ctx`, `:.ctx:` or `ctx` all name `.ctx`.", examples=[".staging"])
 ]
-#: the ``{version}`` path segment: a number or ``LATEST``
-Version = Annotated[int, Depends(_version)]
+#: the ``{version}`` path segment: a number or ``LATEST`` (``state.Version`` is a stored version)
+VersionPath = Annotated[int, Depends(_version)]
 
 
 async def _schema_id(
@@ -116,7 +120,7 @@ async def _schema_id(
 
 
 #: the ``{id}`` path segment
-SchemaId = Annotated[int, Depends(_schema_id)]
+SchemaIdPath = Annotated[int, Depends(_schema_id)]
 
 
 def _blank_is(default: int) -> BeforeValidator:

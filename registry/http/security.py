@@ -1,6 +1,6 @@
 """Authentication and authorization as FastAPI dependencies, and the read cache's guard (``ReadGuard``).
 
-Every API router is mounted with ``Authenticated`` (``app.py``): the caller's principal, or 401 with
+Every API router is mounted with ``Authenticated`` (``api.py``): the caller's principal, or 401 with
 ``WWW-Authenticate``. Routes add what they require (the README's table of operations and permissions):
 
 - ``ReadSubject`` / ``WriteSubject``: ``Read`` / ``Write`` on ``Subject:<subject>``;
@@ -28,7 +28,7 @@ from fastapi import Depends, Request
 
 from registry import contexts, errors
 from registry.http.models import RegisterSchemaRequest
-from registry.http.params import ContextPath, JsonBody, SchemaId, ServiceDep, Subject
+from registry.http.params import ContextPath, JsonBody, SchemaIdPath, ServiceDep, SubjectPath
 from registry.http.read_cache import SHARED, TICKET, ReadTicket, Scope
 from registry.security import AuthenticationFailed, Operation, Principal, Security, audit, forwarded
 from registry.security.permissions import CONFIG, IMPORT, MODE, subject_resource
@@ -114,7 +114,7 @@ class _SubjectAccess:
     def __init__(self, operation: Operation) -> None:
         self.operation = operation
 
-    async def __call__(self, request: Request, subject: Subject) -> None:
+    async def __call__(self, request: Request, subject: SubjectPath) -> None:
         principal = await principal_of(request)
         if principal is not None:
             # the one spelling (``:.:orders`` is ``orders``), so a rule cannot be dodged by another spelling
@@ -146,7 +146,7 @@ class _GlobalAccess:
             check(request, principal, self.operation, (self.resource,), self.resource)
 
 
-async def _schema_id_access(request: Request, id: SchemaId, service: ServiceDep) -> None:
+async def _schema_id_access(request: Request, id: SchemaIdPath, service: ServiceDep) -> None:
     principal = await principal_of(request)
     if principal is None:
         return

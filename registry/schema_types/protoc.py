@@ -3,7 +3,8 @@
 protoc runs in a child process (``python -m grpc_tools.protoc``): its diagnostics go to the C++ side's
 stderr, which cannot be captured safely in-process while other threads log. Results are cached by a digest
 of (main text, imported files), since compiling costs a process start, within a bound on their bytes. A
-compile that takes longer than ``timeout`` seconds (:func:`configure`) is killed and reported as a
+compile that takes longer than ``timeout`` seconds (:func:`configure`; the server passes its config's
+``protoc_timeout``, by default ``limits.DEFAULT_PROTOC_TIMEOUT``) is killed and reported as a
 :class:`ProtocError` naming the limit.
 
 Everything protoc reads is written into directories only this process can use (``mkdtemp``: mode 0700,
@@ -27,12 +28,12 @@ from pathlib import Path
 from google.protobuf import descriptor_pb2
 
 from registry.byte_lru import ByteLru
-from registry.config import DEFAULTS
+from registry.limits import DEFAULT_PROTOC_TIMEOUT
 from registry.schema_types import proto_printer
 
 #: the name the main file is compiled under; chosen so it cannot collide with a user import path
 MAIN_FILE = "__schemakit_main__.proto"
-_timeout = DEFAULTS.protoc_timeout  # seconds one protoc run may take before it is killed
+_timeout = DEFAULT_PROTOC_TIMEOUT  # seconds one protoc run may take before it is killed
 
 
 def configure(*, timeout: float) -> None:

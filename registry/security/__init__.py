@@ -5,7 +5,7 @@
 - ``users_file.py``: the users file (Karapace's auth file is one), reloaded when it changes
 - ``tokens.py``: bearer JWTs against a JWKS URL or static keys
 - ``tls.py``: server TLS, and the client certificate in the ASGI scope
-- ``forwarded.py``: a follower's signed statement of a caller's identity
+- ``forwarded.py``: a follower's signed statement of a caller's identity, and the header that marks a forwarded request
 - ``authenticator.py``: the principal of a request; ``permissions.py``: what it may do
 - ``audit.py``: one line per write and per denial; ``config.py``: the settings and their options
 

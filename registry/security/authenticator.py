@@ -22,7 +22,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from registry.forwarder import FORWARDED_HEADER
 from registry.security import forwarded
 from registry.security.config import MECHANISMS
 from registry.security.passwords import verify
@@ -76,7 +75,7 @@ class Authenticator:
         for k, v in scope["headers"]:
             if k == b"authorization":
                 authorization = v
-            elif k == FORWARDED_HEADER:
+            elif k == forwarded.FORWARDED_HEADER:
                 return None
         if authorization is not None:
             entry = self._cache.get(authorization)
@@ -93,7 +92,7 @@ class Authenticator:
         for k, v in headers:
             if k == b"authorization":
                 authorization = v
-            elif k == FORWARDED_HEADER:
+            elif k == forwarded.FORWARDED_HEADER:
                 is_forwarded = True
         if (
             is_forwarded

@@ -12,6 +12,9 @@ forwarded request never authenticates as the TLS peer (the follower's own certif
 holds the secret can act as any principal, so it is a cluster credential (keep it like the TLS keys); without
 it, a caller can neither make up an identity nor move a signed one to another request; a signed request
 captured on the wire could be replayed within ``MAX_SKEW`` seconds, which TLS between the instances rules out.
+
+``FORWARDED_HEADER`` marks a request a follower forwarded (``registry/forwarder.py`` sets it, the
+authenticator reads it); it lives here, below both, because it is part of what a forwarded identity is.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from urllib.parse import quote, unquote
 
 from registry.security.principal import Principal
 
+#: set by a follower on every request it forwards to the leader (its value is ignored)
+FORWARDED_HEADER = b"x-schemakit-forwarded"
 PRINCIPAL_HEADER = b"x-schemakit-principal"
 ROLES_HEADER = b"x-schemakit-principal-roles"
 SIGNATURE_HEADER = b"x-schemakit-principal-signature"

@@ -3,8 +3,8 @@ CDN) over the registry's own JSON API, plus a few read-only helper endpoints und
 where Confluent's API cannot answer a page in one request (a filtered, paged subject list with types and
 levels; a subject's versions with their references both ways; a comparison of two versions at every level).
 
-``mount(app)`` adds both to the FastAPI app. The pages send the browser's own credentials, so they see and may
-do exactly what the caller may through the API.
+``mount(app)`` adds both to the FastAPI app (``RegistryApp`` in ``registry/app.py`` calls it). The pages send
+the browser's own credentials, so they see and may do exactly what the caller may through the API.
 """
 
 from __future__ import annotations

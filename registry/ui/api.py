@@ -23,11 +23,11 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from registry import contexts, errors
 from registry.http import render
-from registry.http.params import Limit, Offset, ServiceDep, Subject
+from registry.http.params import Limit, Offset, ServiceDep, SubjectPath
 from registry.http.routing import RegistryRoute, ok
 from registry.modes import READ_ONLY_MODES
 from registry.schema_types.compatibility import LevelVerdict, change_kinds, level_verdicts
-from registry.service import Service, normalize_subject
+from registry.service import Service
 from registry.state import Version
 from registry.ui.access import CONFIG, READ, WRITE, Caller, caller, identify, subject_resource
 
@@ -74,7 +74,7 @@ async def subjects_page(
         latest = (live or every)[-1]
         if schema_type and latest.content.schema_type != schema_type:
             continue
-        row_level = str(service.effective_config(subject).get("compatibilityLevel"))
+        row_level = str(service.settings.effective_config(subject).get("compatibilityLevel"))
         if level and row_level != level:
             continue
         rows.append((latest, len(live), row_level))
@@ -88,7 +88,7 @@ async def subjects_page(
             "id": v.id,
             "schemaType": v.content.schema_type,
             "compatibility": row_level,
-            "mode": service.effective_mode(v.subject),
+            "mode": service.settings.effective_mode(v.subject),
             "deleted": count == 0,
         }
         for v, count, row_level in rows[offset : offset + limit]
@@ -97,7 +97,7 @@ async def subjects_page(
 
 
 @router.get("/subjects/{subject}")
-async def subject_detail(service: ServiceDep, who: CallerDep, subject: Subject) -> Response:
+async def subject_detail(service: ServiceDep, who: CallerDep, subject: SubjectPath) -> Response:
     who.require(READ, subject_resource(subject))
     state = service.state
     every = state.versions(subject, deleted=True)
@@ -118,11 +118,11 @@ async def subject_detail(service: ServiceDep, who: CallerDep, subject: Subject) 
                 "timestamp": v.timestamp,
             }
         )
-    config = service.effective_config(subject)
+    config = service.settings.effective_config(subject)
     body = {
         "subject": subject,
         "compatibility": config.get("compatibilityLevel"),
-        "mode": service.effective_mode(subject),
+        "mode": service.settings.effective_mode(subject),
         "versions": versions,
     }
     return ok(render.dumps(body))
@@ -134,7 +134,7 @@ def _ref(v: Version) -> dict[str, Any]:
 
 @router.get("/subjects/{subject}/compare")
 async def compare(
-    service: ServiceDep, who: CallerDep, subject: Subject, old: VersionNumber, new: VersionNumber
+    service: ServiceDep, who: CallerDep, subject: SubjectPath, old: VersionNumber, new: VersionNumber
 ) -> Response:
     who.require(READ, subject_resource(subject))
     state = service.state
@@ -153,7 +153,7 @@ async def compare(
         return level_verdicts(new_parsed, versions), change_kinds(chain[-1], new_parsed)
 
     # the checks and the diff cost what the schemas make them cost: in the bounded schema pool, off the loop
-    verdicts, changes = await service.schema_work(check)
+    verdicts, changes = await service.parser.schema_work(check)
     body = {
         "subject": subject,
         "old": {"version": old, "id": every[old].id},
@@ -168,7 +168,7 @@ async def compare(
 
 
 async def _parsed(service: Service, v: Version) -> Any:
-    return await service.parsed_content(v.content, v.id, contexts.context_of(v.subject))
+    return await service.parser.parsed_content(v.content, v.id, contexts.context_of(v.subject))
 
 
 whoami_router = APIRouter(prefix="/ui/api", include_in_schema=False)
@@ -181,8 +181,8 @@ async def whoami(request: Request, subject: str = "") -> Response:
     credentials do not authenticate or do not grant ``Write`` (``access.py``). A hint for the pages only: the
     API itself decides every write."""
     service: Service = request.app.state.service
-    subject = normalize_subject(subject) if subject else ""
-    mode = service.effective_mode(subject or None)
+    subject = contexts.normalize(subject) if subject else ""
+    mode = service.settings.effective_mode(subject or None)
     who = await identify(request)
     may_write = who is not None and who.may(WRITE, subject_resource(subject) if subject else CONFIG)
     body = {

@@ -13,14 +13,14 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from registry.leader import HEADER_GENERATION, LeaderWriter
+from registry.leader import HEADER_GENERATION, LeaderAppender
 from streams.log import ProducerFencedError, open_log
 from tests.ha.conftest import Cluster, read_topic, snapshot, wait_for_leader, wait_writable
 
 pytestmark = pytest.mark.kafka
 
 
-def test_the_leader_writer_is_fenced_by_its_successor(kafka_log_url: str, kafka_bootstrap: str) -> None:
+def test_the_leader_appender_is_fenced_by_its_successor(kafka_log_url: str, kafka_bootstrap: str) -> None:
     tag = uuid.uuid4().hex[:10]
     topic, txid = f"fence-{tag}", f"fence-tid-{tag}"
     with open_log(kafka_log_url) as log:
@@ -28,17 +28,17 @@ def test_the_leader_writer_is_fenced_by_its_successor(kafka_log_url: str, kafka_
         fenced: list[str] = []
         old_producer = log.producer(txid)
         old_producer.init_transactions()
-        old = LeaderWriter(old_producer, [(HEADER_GENERATION, b"1")], fenced.append)
-        old.write([(topic, b"k", b"old")], 10)
+        old = LeaderAppender(old_producer, [(HEADER_GENERATION, b"1")], fenced.append)
+        old.append([(topic, b"k", b"old")], 10)
 
         new_producer = log.producer(txid)
         new_producer.init_transactions()  # a new leader starts: same transactional id, newer epoch
         with pytest.raises(ProducerFencedError):
-            old.write([(topic, b"k", b"zombie")], 10)
+            old.append([(topic, b"k", b"zombie")], 10)
         assert len(fenced) == 1
         with pytest.raises(ProducerFencedError, match="no longer the leader"):
-            old.write([(topic, b"k", b"zombie again")], 10)  # refused locally, never sent
-        LeaderWriter(new_producer, [(HEADER_GENERATION, b"2")], fenced.append).write([(topic, b"k", b"new")], 10)
+            old.append([(topic, b"k", b"zombie again")], 10)  # refused locally, never sent
+        LeaderAppender(new_producer, [(HEADER_GENERATION, b"2")], fenced.append).append([(topic, b"k", b"new")], 10)
         new_producer.close()
         old.retire()
 

@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from schemathesis.specs.openapi.definitions import OPENAPI_31_VALIDATOR
 
 from registry.http import routers
-from registry.http.app import build_api
+from registry.http.api import build_api
 from registry.http.openapi import document
 from registry.http.openapi_file import to_yaml
 from registry.http.params import BOOL_PATTERN

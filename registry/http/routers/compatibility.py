@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from registry.http import render
 from registry.http.errors import Doc
 from registry.http.models import CompatibilityCheckResponse, RegisterSchemaRequest
-from registry.http.params import JsonBody, OptionalQueryBool, QueryBool, ServiceDep, Subject, Version
+from registry.http.params import JsonBody, OptionalQueryBool, QueryBool, ServiceDep, SubjectPath, VersionPath
 from registry.http.routing import RegistryRoute, ok
 from registry.http.security import ReadSubject
 from registry.service import CompatibilityVerdict
@@ -44,8 +44,8 @@ def _verdict(verdict: CompatibilityVerdict, verbose: bool) -> Response:
 )
 async def check_version(
     service: ServiceDep,
-    subject: Subject,
-    version: Version,
+    subject: SubjectPath,
+    version: VersionPath,
     body: SchemaBody,
     normalize: Normalize = None,
     verbose: Verbose = False,
@@ -65,7 +65,7 @@ async def check_version(
     responses={**Doc.bad_request, **Doc.compatibility_unprocessable},
 )
 async def check_subject(
-    service: ServiceDep, subject: Subject, body: SchemaBody, normalize: Normalize = None, verbose: Verbose = False
+    service: ServiceDep, subject: SubjectPath, body: SchemaBody, normalize: Normalize = None, verbose: Verbose = False
 ) -> Response:
     verdict = await service.test_compatibility(subject, None, body.to_request(), normalize=normalize, verbose=verbose)
     return _verdict(verdict, verbose)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Response
 from registry.http import render
 from registry.http.errors import Doc
 from registry.http.models import Config, ConfigUpdateRequest, ConfigUpdateResponse, config_echo
-from registry.http.params import DefaultToGlobal, JsonBody, ServiceDep, Subject
+from registry.http.params import DefaultToGlobal, JsonBody, ServiceDep, SubjectPath
 from registry.http.routing import RegistryRoute, leader_only, ok
 from registry.http.security import ReadConfig, ReadSubject, WriteConfig, WriteSubject
 
@@ -26,7 +26,7 @@ ConfigBody = Annotated[ConfigUpdateRequest, Depends(JsonBody(ConfigUpdateRequest
     response_model=Config,
 )
 async def get_global_config(service: ServiceDep) -> Response:
-    return ok(render.dumps(service.get_config(None, default_to_global=True)))
+    return ok(render.dumps(service.settings.get_config(None, default_to_global=True)))
 
 
 @router.put(
@@ -65,8 +65,8 @@ async def delete_global_config(service: ServiceDep) -> Response:
     response_model=Config,
     responses={**Doc.subject_config_not_found},
 )
-async def get_config(service: ServiceDep, subject: Subject, default_to_global: DefaultToGlobal = False) -> Response:
-    return ok(render.dumps(service.get_config(subject, default_to_global=default_to_global)))
+async def get_config(service: ServiceDep, subject: SubjectPath, default_to_global: DefaultToGlobal = False) -> Response:
+    return ok(render.dumps(service.settings.get_config(subject, default_to_global=default_to_global)))
 
 
 @router.put(
@@ -78,7 +78,7 @@ async def get_config(service: ServiceDep, subject: Subject, default_to_global: D
     responses={**Doc.bad_request, **Doc.config_unprocessable},
 )
 @leader_only
-async def put_config(service: ServiceDep, subject: Subject, body: ConfigBody) -> Response:
+async def put_config(service: ServiceDep, subject: SubjectPath, body: ConfigBody) -> Response:
     update = body.to_update()
     await service.put_config(subject, update)
     return ok(render.dumps(config_echo(update)))
@@ -93,5 +93,5 @@ async def put_config(service: ServiceDep, subject: Subject, body: ConfigBody) ->
     responses={**Doc.subject_not_found, **Doc.read_only},
 )
 @leader_only
-async def delete_config(service: ServiceDep, subject: Subject) -> Response:
+async def delete_config(service: ServiceDep, subject: SubjectPath) -> Response:
     return ok(render.dumps(await service.delete_config(subject)))

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from registry.http import render
 from registry.http.errors import Doc
 from registry.http.models import ModeResponse, ModeUpdateRequest
-from registry.http.params import DefaultToGlobal, JsonBody, QueryBool, ServiceDep, Subject
+from registry.http.params import DefaultToGlobal, JsonBody, QueryBool, ServiceDep, SubjectPath
 from registry.http.routing import RegistryRoute, leader_only, ok
 from registry.http.security import ReadConfig, ReadSubject, WriteMode, WriteSubject
 
@@ -31,7 +31,7 @@ def _mode(mode: str) -> Response:
     response_model=ModeResponse,
 )
 async def get_global_mode(service: ServiceDep) -> Response:
-    return _mode(service.get_mode(None, default_to_global=True))
+    return _mode(service.settings.get_mode(None, default_to_global=True))
 
 
 @router.put(
@@ -68,8 +68,8 @@ async def delete_global_mode(service: ServiceDep) -> Response:
     response_model=ModeResponse,
     responses={**Doc.subject_mode_not_found},
 )
-async def get_mode(service: ServiceDep, subject: Subject, default_to_global: DefaultToGlobal = False) -> Response:
-    return _mode(service.get_mode(subject, default_to_global=default_to_global))
+async def get_mode(service: ServiceDep, subject: SubjectPath, default_to_global: DefaultToGlobal = False) -> Response:
+    return _mode(service.settings.get_mode(subject, default_to_global=default_to_global))
 
 
 @router.put(
@@ -82,7 +82,7 @@ async def get_mode(service: ServiceDep, subject: Subject, default_to_global: Def
     responses={**Doc.bad_request, **Doc.mode_unprocessable},
 )
 @leader_only
-async def put_mode(service: ServiceDep, subject: Subject, body: ModeBody, force: Force = False) -> Response:
+async def put_mode(service: ServiceDep, subject: SubjectPath, body: ModeBody, force: Force = False) -> Response:
     return _mode(await service.put_mode(subject, body.to_mode(), force=force))
 
 
@@ -95,5 +95,5 @@ async def put_mode(service: ServiceDep, subject: Subject, body: ModeBody, force:
     responses={**Doc.subject_not_found},
 )
 @leader_only
-async def delete_mode(service: ServiceDep, subject: Subject) -> Response:
+async def delete_mode(service: ServiceDep, subject: SubjectPath) -> Response:
     return _mode(await service.delete_mode(subject))

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Path, Query, Response
 from registry.http import render
 from registry.http.errors import Doc
 from registry.http.models import ContextId, Schema, SchemaString, SchemaTypeName, SubjectVersion
-from registry.http.params import Deleted, Format, Limit, Offset, QueryBool, SchemaId, ServiceDep
+from registry.http.params import Deleted, Format, Limit, Offset, QueryBool, SchemaIdPath, ServiceDep
 from registry.http.routing import RegistryRoute, ok, raw_text_doc
 from registry.http.security import Readable, ReadSchemaGuid, ReadSchemaId
 from registry.schema_types import schema_types
@@ -89,7 +89,7 @@ async def get_schema_types() -> Response:
 )
 async def get_schema(
     service: ServiceDep,
-    id: SchemaId,
+    id: SchemaIdPath,
     fmt: Format = "",
     fetch_max_id: Annotated[
         QueryBool, Query(alias="fetchMaxId", description="Add `maxId`, the highest id in use in the context.")
@@ -100,7 +100,7 @@ async def get_schema(
     content = service.schema(id, context)
     if not fmt and not fetch_max_id:
         return ok(render.id_body(content))
-    body = render.id_dict(content, await service.formatted(content, id, fmt, context))
+    body = render.id_dict(content, await service.parser.formatted(content, id, fmt, context))
     if fetch_max_id:
         body["maxId"] = service.max_id(context)
     return ok(render.dumps(body))
@@ -119,10 +119,10 @@ async def get_schema(
     },
 )
 async def get_schema_text(
-    service: ServiceDep, id: SchemaId, fmt: Format = "", subject: SubjectContext = ""
+    service: ServiceDep, id: SchemaIdPath, fmt: Format = "", subject: SubjectContext = ""
 ) -> Response:
     context = service.id_context(id, subject)
-    return ok((await service.formatted(service.schema(id, context), id, fmt, context)).encode())
+    return ok((await service.parser.formatted(service.schema(id, context), id, fmt, context)).encode())
 
 
 @router.get(
@@ -136,7 +136,7 @@ async def get_schema_text(
 async def get_subjects(
     service: ServiceDep,
     readable: Readable,
-    id: SchemaId,
+    id: SchemaIdPath,
     deleted: Deleted = False,
     subject: SubjectContext = "",
     offset: Offset = 0,
@@ -157,7 +157,7 @@ async def get_subjects(
 async def get_versions(
     service: ServiceDep,
     readable: Readable,
-    id: SchemaId,
+    id: SchemaIdPath,
     deleted: Deleted = False,
     subject: SubjectContext = "",
     offset: Offset = 0,
@@ -180,7 +180,7 @@ async def get_schema_by_guid(service: ServiceDep, guid: Guid, fmt: Format = "") 
     content = service.schema(schema_id, context)
     if not fmt:
         return ok(render.id_body(content))
-    return ok(render.dumps(render.id_dict(content, await service.formatted(content, schema_id, fmt, context))))
+    return ok(render.dumps(render.id_dict(content, await service.parser.formatted(content, schema_id, fmt, context))))
 
 
 @router.get(

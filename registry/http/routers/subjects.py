@@ -19,22 +19,22 @@ from registry.http.params import (
     OptionalQueryBool,
     QueryBool,
     ServiceDep,
-    Subject,
-    Version,
+    SubjectPath,
+    VersionPath,
 )
 from registry.http.routing import RegistryRoute, cached_read, leader_only, ok, raw_text_doc
 from registry.http.security import ImportIfId, Readable, ReadSubject, WriteSubject
 from registry.service import Service
-from registry.state import Version as StoredVersion
+from registry.state import Version
 
 router = APIRouter(route_class=RegistryRoute, tags=["subjects"])
 
 
-async def _version_answer(service: Service, v: StoredVersion, fmt: str) -> Response:
+async def _version_answer(service: Service, v: Version, fmt: str) -> Response:
     """A version in the default format (pre-rendered) or rendered in ``format``."""
     if not fmt:
         return ok(render.version_body(v))
-    text = await service.formatted(v.content, v.id, fmt, contexts.context_of(v.subject))
+    text = await service.parser.formatted(v.content, v.id, fmt, contexts.context_of(v.subject))
     return ok(render.dumps(render.version_dict(v, text)))
 
 
@@ -93,7 +93,7 @@ async def list_subjects(
 @cached_read
 async def look_up(
     service: ServiceDep,
-    subject: Subject,
+    subject: SubjectPath,
     body: SchemaBody,
     normalize: Normalize = None,
     deleted: Deleted = False,
@@ -112,7 +112,7 @@ async def look_up(
     responses={**Doc.delete_subject_not_found, **Doc.delete_not_permitted},
 )
 @leader_only
-async def delete_subject(service: ServiceDep, subject: Subject, permanent: Permanent = False) -> Response:
+async def delete_subject(service: ServiceDep, subject: SubjectPath, permanent: Permanent = False) -> Response:
     return ok(render.dumps(await service.delete_subject(subject, permanent=permanent)))
 
 
@@ -127,7 +127,7 @@ async def delete_subject(service: ServiceDep, subject: Subject, permanent: Perma
 )
 async def list_versions(
     service: ServiceDep,
-    subject: Subject,
+    subject: SubjectPath,
     deleted: Deleted = False,
     deleted_only: DeletedOnly = False,
     deleted_only_snake: DeletedOnlySnake = False,
@@ -161,7 +161,7 @@ async def list_versions(
 @leader_only
 async def register(
     service: ServiceDep,
-    subject: Subject,
+    subject: SubjectPath,
     body: SchemaBody,
     normalize: Normalize = None,
     force: Annotated[QueryBool, Query(description="Register without the compatibility check (Confluent 8.x).")] = False,
@@ -179,7 +179,7 @@ async def register(
     responses={**Doc.subject_or_version_not_found, **Doc.invalid_version},
 )
 async def get_version(
-    service: ServiceDep, subject: Subject, version: Version, deleted: Deleted = False, fmt: Format = ""
+    service: ServiceDep, subject: SubjectPath, version: VersionPath, deleted: Deleted = False, fmt: Format = ""
 ) -> Response:
     v = service.get_version(subject, version, deleted=deleted, using_contexts=True)
     return await _version_answer(service, v, fmt)
@@ -198,10 +198,10 @@ async def get_version(
     },
 )
 async def get_version_schema(
-    service: ServiceDep, subject: Subject, version: Version, deleted: Deleted = False, fmt: Format = ""
+    service: ServiceDep, subject: SubjectPath, version: VersionPath, deleted: Deleted = False, fmt: Format = ""
 ) -> Response:
     v = service.get_version(subject, version, deleted=deleted, using_contexts=True)
-    return ok((await service.formatted(v.content, v.id, fmt, contexts.context_of(v.subject))).encode())
+    return ok((await service.parser.formatted(v.content, v.id, fmt, contexts.context_of(v.subject))).encode())
 
 
 @router.delete(
@@ -214,7 +214,7 @@ async def get_version_schema(
 )
 @leader_only
 async def delete_version(
-    service: ServiceDep, subject: Subject, version: Version, permanent: Permanent = False
+    service: ServiceDep, subject: SubjectPath, version: VersionPath, permanent: Permanent = False
 ) -> Response:
     return ok(render.dumps(await service.delete_version(subject, version, permanent=permanent)))
 
@@ -229,8 +229,8 @@ async def delete_version(
 )
 async def referenced_by(
     service: ServiceDep,
-    subject: Subject,
-    version: Version,
+    subject: SubjectPath,
+    version: VersionPath,
     deleted: Deleted = False,
     offset: Offset = 0,
     limit: Limit = -1,
@@ -249,7 +249,7 @@ async def referenced_by(
 )
 async def latest_with_metadata(
     service: ServiceDep,
-    subject: Subject,
+    subject: SubjectPath,
     key: Annotated[
         list[str], Query(description="A metadata property name; repeatable, paired with `value` by position.")
     ] = [],  # noqa: B006 (FastAPI copies defaults per request)

@@ -1,0 +1,96 @@
+"""The ASGI application of one registry instance (``RegistryApp``): the read cache in front of the API and the
+schema browser.
+
+    uvicorn -> [LeaderOffsetHeader, HA only] -> ReadCache -> StartupGate -> KeepEncodedSlashes -> FastAPI
+
+The FastAPI app is the API's (``registry/http/api.py``: routers, error handlers, docs, operations endpoints)
+with the schema browser added (``registry/ui``: ``/ui/`` and its ``/ui/api/`` helpers). It is put together
+here, above both, because the browser's helpers are ``RegistryRoute``s of the HTTP layer: ``ui`` depends on
+``http``, never the other way round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from registry import ui
+from registry.health import Health
+from registry.http.api import KeepEncodedSlashes, StartupGate, build_api
+from registry.http.body import BodyLimits
+from registry.http.read_cache import ReadCache, ReadGuard
+from registry.http.routers import ROUTERS, operations, query_parameter_names
+from registry.http.security import SecurityGuard
+from registry.metrics import Metrics
+
+if TYPE_CHECKING:
+    from registry.forwarder import Forwarder
+    from registry.leader import Election
+    from registry.security import Security
+    from registry.service import Service
+
+
+class RegistryApp(ReadCache):
+    """The ASGI application of one registry instance: the read cache in front of the API and the schema
+    browser (a subclass rather than a wrapper, so a hit costs no extra call).
+
+    ``forwarder`` (several instances) sends writes to the leader when this node is not it; ``security``
+    (``--auth``) authenticates and authorizes every API request, and guards cached answers
+    (``http/security.py``; ``guard`` replaces that check in front of the cache). The service's ``limits``
+    bound request bodies and the cache. ``on_startup`` and ``on_shutdown`` hold coroutines run by the ASGI
+    lifespan (the server opens and closes the log there). ``health`` says when the API may answer
+    (``StartupGate``; serving from the start when not given) and what the health endpoints report; ``metrics``
+    counts requests (this layer) and what the service reports."""
+
+    def __init__(
+        self,
+        service: Service,
+        forwarder: Forwarder | None = None,
+        cluster_id: str = "schemakit",
+        *,
+        security: Security | None = None,
+        guard: ReadGuard | None = None,
+        health: Health | None = None,
+        metrics: Metrics | None = None,
+        election: Election | None = None,
+    ) -> None:
+        self.service = service
+        self.forwarder = forwarder
+        self.security = security
+        if health is None:
+            health = Health()
+            health.serving = True
+        self.health = health
+        self.metrics = metrics if metrics is not None else Metrics()
+        self.on_startup: list[Callable[[], Awaitable[None]]] = []
+        self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
+        #: why the instance could not start (None: it did, or is still starting)
+        self.failed: str | None = None
+        #: stops the server (set by whoever runs the app; a no-op otherwise)
+        self.stop: Callable[[], None] = lambda: None
+        self.api = build_api(
+            service, forwarder, cluster_id, security, health=health, metrics=self.metrics, election=election
+        )
+        ui.mount(self.api)
+        if guard is None and security is not None:
+            guard = SecurityGuard(security)
+        self.api.router.lifespan_context = self._lifespan
+        limits = service.limits
+        super().__init__(
+            StartupGate(KeepEncodedSlashes(self.api), health),
+            service.state,
+            guard=guard,
+            requests=self.metrics.requests,
+            max_bytes=limits.response_cache_bytes,
+            query_names=query_parameter_names([*ROUTERS, operations.router, *ui.ROUTERS]),
+            bodies=BodyLimits(limits.max_request_bytes, limits.body_timeout),
+        )
+
+    @asynccontextmanager
+    async def _lifespan(self, _app: Any) -> AsyncIterator[None]:
+        for fn in self.on_startup:
+            await fn()
+        yield
+        for fn in self.on_shutdown:
+            await fn()
