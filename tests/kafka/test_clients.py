@@ -204,3 +204,22 @@ def test_end_offsets_after_a_batch(kafka_log: KafkaLog, kafka_caps, unique: Call
             producer.send(topic, b"v", partition=0)
         producer.flush(15)
     assert kafka_log.end_offsets(topic) == {0: 50}
+
+
+def test_a_full_local_queue_makes_sends_wait_not_fail(kafka_log_url: str, unique: Callable[[str], str]) -> None:
+    # librdkafka's queue holds two records: every produce after those waits for deliveries to make room.
+    topic = unique("full-queue")
+    landed: list[int] = []
+    with KafkaLog(kafka_log_url, producer_queue_buffering_max_messages=2) as log:
+        log.create_topic(topic, 1)
+        with log.producer() as producer:
+            batch = [(b"k%d" % i, b"%d" % i) for i in range(20)]
+            producer.send_batch(topic, 0, batch, on_last_delivery=lambda md, err: landed.append(md.offset))
+            for i in range(20, 30):
+                producer.send(topic, b"%d" % i, b"k", partition=0)
+            producer.flush(30)
+        with log.consumer() as consumer:
+            consumer.assign({TopicPartition(topic, 0): OFFSET_BEGINNING})
+            records = read(consumer, 30)
+    assert landed == [19]
+    assert [r.value for r in records] == [b"%d" % i for i in range(30)]

@@ -24,6 +24,7 @@ from streams.log.base import (
     check_offsets,
 )
 from streams.log.kafka.connection import from_kafka_error, from_kafka_exception, librdkafka_log, to_ck_tp
+from streams.log.kafka.positional import ANY_PARTITION, NOW, produce_record
 
 if TYPE_CHECKING:
     from streams.log.kafka.log import KafkaLog
@@ -31,11 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["KafkaProducer"]
 
 _POLL_EVERY = 100  # sends between two polls for delivery reports (flush serves the rest)
-# Records are produced with positional arguments: confluent-kafka parses keyword arguments on every call, ~0.6 us
-# of a ~1.5 us produce. Its order: (topic, value, key, partition, callback, on_delivery, timestamp, headers); the
-# log contract tests (tests/log/) check the partition, timestamp and headers of records sent this way.
-_ANY_PARTITION = -1  # the partitioner chooses (RD_KAFKA_PARTITION_UA)
-_NOW = 0  # no timestamp of ours: the producer's clock
 
 
 class KafkaProducer(Producer):
@@ -94,17 +90,15 @@ class KafkaProducer(Producer):
         else:
             callback = self._delivery_callback(topic, on_delivery)
         try:
-            self._produce_when_queued(
-                (
-                    topic,
-                    value,
-                    key,
-                    _ANY_PARTITION if partition is None else partition,
-                    callback,
-                    None,
-                    _NOW if timestamp is None else timestamp,
-                    None if headers is None else list(headers),
-                )
+            produce_record(
+                self._producer,
+                topic,
+                value,
+                key,
+                ANY_PARTITION if partition is None else partition,
+                callback,
+                NOW if timestamp is None else timestamp,
+                None if headers is None else list(headers),
             )
             # Serve delivery reports now and then (flush serves the rest): once per send costs a call into
             # librdkafka for every record.
@@ -144,39 +138,17 @@ class KafkaProducer(Producer):
         if callback is None:
             callback = self._plain_callbacks[topic] = self._delivery_callback(topic, None)
         header_list: list[tuple[str, str | bytes | None]] | None = None if headers is None else list(headers)
-        produce = self._producer.produce
         try:
+            producer = self._producer
             for key, value in records if on_last_delivery is None else records[:-1]:
-                try:
-                    produce(topic, value, key, partition, callback, None, _NOW, header_list)  # (see _ANY_PARTITION)
-                except BufferError:
-                    self._produce_when_queued((topic, value, key, partition, callback, None, _NOW, header_list))
+                produce_record(producer, topic, value, key, partition, callback, NOW, header_list)
             if on_last_delivery is not None:
                 key, value = records[-1]
-                self._produce_when_queued(
-                    (
-                        topic,
-                        value,
-                        key,
-                        partition,
-                        self._delivery_callback(topic, on_last_delivery),
-                        None,
-                        _NOW,
-                        header_list,
-                    )
-                )
+                last_callback = self._delivery_callback(topic, on_last_delivery)
+                produce_record(producer, topic, value, key, partition, last_callback, NOW, header_list)
             self._producer.poll(0)
         except KafkaException as exc:
             raise self._send_error(exc, topic) from exc
-
-    def _produce_when_queued(self, args: tuple[Any, ...]) -> None:
-        """``produce(*args)`` (positional, see ``_ANY_PARTITION``), waiting while the local queue is full."""
-        while True:
-            try:
-                self._producer.produce(*args)
-                return
-            except BufferError:
-                self._producer.poll(0.05)  # the local queue is full: let deliveries drain it
 
     def _delivery_callback(
         self, topic: str, on_delivery: DeliveryCallback | None
