@@ -1,8 +1,13 @@
-"""Fixtures for the log contract: every test taking ``log`` runs once per backend in ``BACKENDS``.
+"""Fixtures of the log tests.
 
-To add a backend, add an entry to ``BACKENDS``: a factory ``(request, tmp_path) -> Log`` that may pull
-session fixtures with ``request.getfixturevalue``, the capabilities it lacks, and pytest marks.
-Tests that need a capability call ``log_caps.require("name")`` and are skipped where it is missing.
+The contract: every test taking ``log`` runs once per backend in ``BACKENDS``. To add a backend, add an entry to
+``BACKENDS``: a factory ``(request, tmp_path) -> Log`` that may pull session fixtures with
+``request.getfixturevalue``, the capabilities it lacks, and pytest marks. Tests that need a capability call
+``log_caps.require("name")`` and are skipped where it is missing.
+
+The backend-specific tests (``test_sqlite_*.py``, ``test_kafka_*.py``) take the backend's own log: ``slog`` (a
+``SqliteLog`` in a directory of its own, at ``sqlite_url``) or ``kafka_log`` (a ``KafkaLog`` on the session's
+test broker).
 """
 
 from __future__ import annotations
@@ -12,30 +17,16 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from streams.log import Log, open_log
+from streams.log.sqlite import SqliteLog
+from tests.log.helpers import LogCaps
 
-# Capabilities a backend may lack; the names match tests/broker.py's TANSU_MISSING.
-CAPABILITIES = ("compaction", "read_committed_aborts", "watermarks", "fenced_commit", "max_message_bytes")
-
-
-class LogCaps:
-    """What the backend under test can do. ``require`` skips the calling test when it cannot."""
-
-    def __init__(self, backend: str, missing: Callable[[str], str | None]) -> None:
-        self.backend = backend
-        self._missing = missing
-
-    def has(self, capability: str) -> bool:
-        if capability not in CAPABILITIES:
-            raise KeyError(f"unknown log capability {capability!r}; known: {CAPABILITIES}")
-        return self._missing(capability) is None
-
-    def require(self, capability: str) -> None:
-        if not self.has(capability):
-            pytest.skip(f"{self.backend}: {self._missing(capability)}")
+if TYPE_CHECKING:
+    from streams.log.kafka import KafkaLog
 
 
 @dataclass(frozen=True)
@@ -96,6 +87,30 @@ def log_caps(backend: str, request: pytest.FixtureRequest) -> LogCaps:
 
 
 @pytest.fixture
-def topic_name() -> Callable[[str], str]:
-    """Unique topic (and group) names, so tests can share one broker."""
+def unique() -> Callable[[str], str]:
+    """Unique topic, group and transactional-id names, so tests can share one broker."""
     return lambda prefix="t": f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path}/log"
+
+
+@pytest.fixture
+def slog(sqlite_url: str) -> Iterator[SqliteLog]:
+    log = open_log(sqlite_url)
+    assert isinstance(log, SqliteLog)
+    yield log
+    log.close()
+
+
+@pytest.fixture
+def kafka_log(kafka_log_url: str) -> Iterator[KafkaLog]:
+    from streams.log.kafka import KafkaLog  # imported where used, as BACKENDS does
+
+    log = KafkaLog(kafka_log_url)
+    try:
+        yield log
+    finally:
+        log.close()

@@ -1,10 +1,40 @@
-"""Polling helpers shared by the log tests."""
+"""Helpers shared by the log tests: what the backend under test can do, polling, and child processes."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 
 from streams.log import Consumer, Record
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Capabilities a backend may lack; the names match tests/broker.py's TANSU_MISSING.
+CAPABILITIES = ("compaction", "read_committed_aborts", "watermarks", "fenced_commit", "max_message_bytes")
+
+
+class LogCaps:
+    """What the backend under test can do. ``require`` skips the calling test when it cannot."""
+
+    def __init__(self, backend: str, missing: Callable[[str], str | None]) -> None:
+        self.backend = backend
+        self._missing = missing
+
+    def has(self, capability: str) -> bool:
+        if capability not in CAPABILITIES:
+            raise KeyError(f"unknown log capability {capability!r}; known: {CAPABILITIES}")
+        return self._missing(capability) is None
+
+    def require(self, capability: str) -> None:
+        if not self.has(capability):
+            pytest.skip(f"{self.backend}: {self._missing(capability)}")
 
 
 def poll_until(consumer: Consumer, count: int, timeout: float = 15.0) -> list[Record]:
@@ -26,3 +56,16 @@ def poll_through(consumer: Consumer, topic: str, partition: int, offset: int, ti
         if any(r.topic == topic and r.partition == partition and r.offset >= offset for r in out):
             return out
     raise AssertionError(f"did not read {topic}[{partition}]@{offset} within {timeout}s; read {len(out)} records")
+
+
+def run_child(script: str, *args: str) -> subprocess.Popen[str]:
+    """``script`` (indented as in the test) in a Python process of its own that imports this checkout."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )

@@ -14,8 +14,8 @@ def produce_values(log: Log, topic: str, values: list[bytes], partition: int = 0
         return [producer.produce(topic, v, partition=partition).offset for v in values]
 
 
-def test_fetch_from_an_offset(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_fetch_from_an_offset(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic)
     produce_values(log, topic, [b"%d" % i for i in range(10)])
     tp = TopicPartition(topic, 0)
@@ -27,8 +27,8 @@ def test_fetch_from_an_offset(log: Log, topic_name: Callable[..., str]) -> None:
         assert consumer.assignment() == [tp]
 
 
-def test_offset_end_reads_only_new_records(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_offset_end_reads_only_new_records(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic)
     produce_values(log, topic, [b"old-0", b"old-1"])
     tp = TopicPartition(topic, 0)
@@ -40,8 +40,8 @@ def test_offset_end_reads_only_new_records(log: Log, topic_name: Callable[..., s
     assert [(r.offset, r.value) for r in records] == [(2, b"new")]
 
 
-def test_seek_rewinds_and_position_follows(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_seek_rewinds_and_position_follows(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic)
     produce_values(log, topic, [b"%d" % i for i in range(5)])
     tp = TopicPartition(topic, 0)
@@ -56,8 +56,8 @@ def test_seek_rewinds_and_position_follows(log: Log, topic_name: Callable[..., s
         assert [r.value for r in poll_until(consumer, 5)] == [b"0", b"1", b"2", b"3", b"4"]
 
 
-def test_poll_respects_max_records_and_keeps_order(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_poll_respects_max_records_and_keeps_order(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic, 2)
     with log.producer() as producer:
         for i in range(30):
@@ -79,8 +79,8 @@ def test_poll_respects_max_records_and_keeps_order(log: Log, topic_name: Callabl
         assert [r.value for r in mine] == [b"%d" % i for i in range(p, 30, 2)]
 
 
-def test_poll_wakes_up_for_a_record_produced_while_waiting(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_poll_wakes_up_for_a_record_produced_while_waiting(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic)
     tp = TopicPartition(topic, 0)
     got: list[Record] = []
@@ -94,8 +94,8 @@ def test_poll_wakes_up_for_a_record_produced_while_waiting(log: Log, topic_name:
     assert [r.value for r in got] == [b"wake"]
 
 
-def test_group_offsets_survive_a_new_consumer(log: Log, topic_name: Callable[..., str]) -> None:
-    topic, group = topic_name(), topic_name("group")
+def test_group_offsets_survive_a_new_consumer(log: Log, unique: Callable[..., str]) -> None:
+    topic, group = unique(), unique("group")
     log.create_topic(topic, 2)
     with log.producer() as producer:
         for i in range(6):
@@ -122,8 +122,8 @@ def test_group_offsets_survive_a_new_consumer(log: Log, topic_name: Callable[...
     assert [(r.partition, r.offset, r.value) for r in records] == [(1, 3, b"second")]
 
 
-def test_commit_explicit_offsets(log: Log, topic_name: Callable[..., str]) -> None:
-    topic, group = topic_name(), topic_name("group")
+def test_commit_explicit_offsets(log: Log, unique: Callable[..., str]) -> None:
+    topic, group = unique(), unique("group")
     log.create_topic(topic, 2)
     tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
     assert log.committed(group, [tp0, tp1]) == {tp0: None, tp1: None}
@@ -133,11 +133,11 @@ def test_commit_explicit_offsets(log: Log, topic_name: Callable[..., str]) -> No
         assert consumer.committed([tp0, tp1]) == {tp0: 7, tp1: None}
         consumer.commit({tp0: 9})
     assert log.committed(group, [tp0, tp1]) == {tp0: 9, tp1: None}
-    assert log.committed(topic_name("other-group"), [tp0]) == {tp0: None}
+    assert log.committed(unique("other-group"), [tp0]) == {tp0: None}
 
 
-def test_subscribe_starts_at_committed_offset(log: Log, topic_name: Callable[..., str]) -> None:
-    topic, group = topic_name(), topic_name("group")
+def test_subscribe_starts_at_committed_offset(log: Log, unique: Callable[..., str]) -> None:
+    topic, group = unique(), unique("group")
     log.create_topic(topic)
     produce_values(log, topic, [b"%d" % i for i in range(5)])
     tp = TopicPartition(topic, 0)

@@ -22,9 +22,9 @@ def poll_until(leases: list[Lease], predicate: Callable[[], bool], timeout: floa
     raise AssertionError(f"leases {[(x.holder, x.held) for x in leases]} did not get there within {timeout}s")
 
 
-def test_one_holder_at_a_time_and_a_release_hands_it_over(log: Log, topic_name: Callable[[str], str]) -> None:
+def test_one_holder_at_a_time_and_a_release_hands_it_over(log: Log, unique: Callable[[str], str]) -> None:
     assert log.capabilities.leases
-    name = topic_name("lease")
+    name = unique("lease")
     first = log.lease(name, "first", timeout=2.0)
     second = log.lease(name, "second", timeout=2.0)
     try:

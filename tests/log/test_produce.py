@@ -15,8 +15,7 @@ from streams.log import (
     UnknownTopicError,
 )
 from streams.log.partitioner import partition_for_key
-from tests.log.conftest import LogCaps
-from tests.log.helpers import poll_until
+from tests.log.helpers import LogCaps, poll_until
 
 
 def read_all(log: Log, topic: str, partitions: int, count: int) -> list:
@@ -27,8 +26,8 @@ def read_all(log: Log, topic: str, partitions: int, count: int) -> list:
     return records
 
 
-def test_produce_returns_contiguous_offsets_from_zero(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_produce_returns_contiguous_offsets_from_zero(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic)
     with log.producer() as producer:
         mds = [
@@ -41,8 +40,8 @@ def test_produce_returns_contiguous_offsets_from_zero(log: Log, topic_name: Call
     ]
 
 
-def test_records_round_trip_byte_identical(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_records_round_trip_byte_identical(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic)
     sent = [
         (b"key", b"value", [], 1_600_000_000_001),
@@ -71,8 +70,8 @@ def test_records_round_trip_byte_identical(log: Log, topic_name: Callable[..., s
         assert list(record.headers) == headers
 
 
-def test_send_and_flush_report_each_record_in_order(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_send_and_flush_report_each_record_in_order(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic)
     reports: list[tuple[RecordMetadata | None, object]] = []
     with log.producer() as producer:
@@ -87,9 +86,9 @@ def test_send_and_flush_report_each_record_in_order(log: Log, topic_name: Callab
 
 
 def test_send_batch_sends_every_record_to_one_partition_and_reports_the_last(
-    log: Log, topic_name: Callable[..., str]
+    log: Log, unique: Callable[..., str]
 ) -> None:
-    topic = topic_name()
+    topic = unique()
     log.create_topic(topic, 2, compacted=True)
     reports: list[tuple[RecordMetadata | None, object]] = []
     with log.producer() as producer:
@@ -107,10 +106,10 @@ def test_send_batch_sends_every_record_to_one_partition_and_reports_the_last(
     ]
 
 
-def test_default_timestamp_is_wall_clock_millis(log: Log, topic_name: Callable[..., str]) -> None:
+def test_default_timestamp_is_wall_clock_millis(log: Log, unique: Callable[..., str]) -> None:
     import time
 
-    topic = topic_name()
+    topic = unique()
     log.create_topic(topic)
     before = time.time_ns() // 1_000_000
     with log.producer() as producer:
@@ -120,8 +119,8 @@ def test_default_timestamp_is_wall_clock_millis(log: Log, topic_name: Callable[.
     assert read_all(log, topic, 1, 1)[0].timestamp == md.timestamp
 
 
-def test_same_key_same_partition_as_java_client(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_same_key_same_partition_as_java_client(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic, 4)
     keys = [f"user-{i}".encode() for i in range(40)]
     with log.producer() as producer:
@@ -135,8 +134,8 @@ def test_same_key_same_partition_as_java_client(log: Log, topic_name: Callable[.
         assert r.partition == partition_for_key(r.key, 4)
 
 
-def test_explicit_partition_wins_over_key(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_explicit_partition_wins_over_key(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic, 3)
     key = b"user-1"
     other = (partition_for_key(key, 3) + 1) % 3
@@ -146,8 +145,8 @@ def test_explicit_partition_wins_over_key(log: Log, topic_name: Callable[..., st
     assert read_all(log, topic, 3, 1)[0].partition == other
 
 
-def test_keyless_records_land_in_valid_partitions(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_keyless_records_land_in_valid_partitions(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic, 3)
     with log.producer() as producer:
         mds = [producer.produce(topic, b"%d" % i) for i in range(9)]
@@ -155,16 +154,16 @@ def test_keyless_records_land_in_valid_partitions(log: Log, topic_name: Callable
     assert sorted(r.value for r in read_all(log, topic, 3, 9)) == sorted(b"%d" % i for i in range(9))
 
 
-def test_offsets_are_per_partition(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_offsets_are_per_partition(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic, 2)
     with log.producer() as producer:
         offsets = [(p, producer.produce(topic, b"v", partition=p).offset) for p in (0, 1, 0, 0, 1)]
     assert offsets == [(0, 0), (1, 0), (0, 1), (0, 2), (1, 1)]
 
 
-def test_end_offsets(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_end_offsets(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic, 3)
     assert log.end_offsets(topic) == {0: 0, 1: 0, 2: 0}
     with log.producer() as producer:
@@ -174,13 +173,13 @@ def test_end_offsets(log: Log, topic_name: Callable[..., str]) -> None:
     assert log.end_offsets(topic) == {0: 3, 1: 0, 2: 1}
 
 
-def test_end_offsets_of_missing_topic_raises(log: Log, topic_name: Callable[..., str]) -> None:
+def test_end_offsets_of_missing_topic_raises(log: Log, unique: Callable[..., str]) -> None:
     with pytest.raises(UnknownTopicError):
-        log.end_offsets(topic_name())
+        log.end_offsets(unique())
 
 
-def test_record_above_the_size_limit_is_rejected(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_record_above_the_size_limit_is_rejected(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic)
     with log.producer() as producer:
         with pytest.raises(RecordTooLargeError):
@@ -190,11 +189,11 @@ def test_record_above_the_size_limit_is_rejected(log: Log, topic_name: Callable[
 
 
 def test_record_above_the_topics_max_message_bytes_fails_its_delivery_alone(
-    log: Log, log_caps: LogCaps, topic_name: Callable[..., str]
+    log: Log, log_caps: LogCaps, unique: Callable[..., str]
 ) -> None:
     """Checked when the record is written (a broker's check), so the send is accepted and the delivery fails."""
     log_caps.require("max_message_bytes")
-    topic = topic_name()
+    topic = unique()
     log.create_topic(topic, config={"max.message.bytes": "1000"})
     errors: dict[bytes, Exception | None] = {}
     refused: list[tuple[str, int, int, bytes | None, bytes | None]] = []

@@ -9,8 +9,8 @@ import pytest
 from streams.log import Log, TopicConfigError, TopicExistsError, TopicInfo, UnknownTopicError
 
 
-def test_create_then_describe(log: Log, topic_name: Callable[..., str]) -> None:
-    name = topic_name()
+def test_create_then_describe(log: Log, unique: Callable[..., str]) -> None:
+    name = unique()
     info = log.create_topic(name, 3)
     assert (info.name, info.partitions, info.compacted) == (name, 3, False)
     described = log.describe_topic(name)
@@ -18,8 +18,8 @@ def test_create_then_describe(log: Log, topic_name: Callable[..., str]) -> None:
     assert (described.name, described.partitions, described.compacted) == (name, 3, False)
 
 
-def test_create_compacted_topic(log: Log, topic_name: Callable[..., str]) -> None:
-    name = topic_name()
+def test_create_compacted_topic(log: Log, unique: Callable[..., str]) -> None:
+    name = unique()
     log.create_topic(name, 2, compacted=True)
     described = log.describe_topic(name)
     assert described is not None
@@ -27,19 +27,19 @@ def test_create_compacted_topic(log: Log, topic_name: Callable[..., str]) -> Non
     assert described.config.get("cleanup.policy") == "compact"
 
 
-def test_describe_missing_topic_is_none(log: Log, topic_name: Callable[..., str]) -> None:
-    assert log.describe_topic(topic_name()) is None
+def test_describe_missing_topic_is_none(log: Log, unique: Callable[..., str]) -> None:
+    assert log.describe_topic(unique()) is None
 
 
-def test_create_existing_topic_raises(log: Log, topic_name: Callable[..., str]) -> None:
-    name = topic_name()
+def test_create_existing_topic_raises(log: Log, unique: Callable[..., str]) -> None:
+    name = unique()
     log.create_topic(name)
     with pytest.raises(TopicExistsError, match=name):
         log.create_topic(name)
 
 
-def test_list_and_delete(log: Log, topic_name: Callable[..., str]) -> None:
-    a, b = topic_name("a"), topic_name("b")
+def test_list_and_delete(log: Log, unique: Callable[..., str]) -> None:
+    a, b = unique("a"), unique("b")
     log.create_topic(a)
     log.create_topic(b, 2)
     assert {a, b} <= set(log.list_topics())
@@ -50,15 +50,15 @@ def test_list_and_delete(log: Log, topic_name: Callable[..., str]) -> None:
     assert b in topics
 
 
-def test_delete_missing_topic_raises(log: Log, topic_name: Callable[..., str]) -> None:
+def test_delete_missing_topic_raises(log: Log, unique: Callable[..., str]) -> None:
     with pytest.raises(UnknownTopicError):
-        log.delete_topic(topic_name())
+        log.delete_topic(unique())
 
 
 @pytest.mark.parametrize("partitions", [0, -1])
-def test_create_rejects_bad_partition_count(log: Log, topic_name: Callable[..., str], partitions: int) -> None:
+def test_create_rejects_bad_partition_count(log: Log, unique: Callable[..., str], partitions: int) -> None:
     with pytest.raises(ValueError, match="partitions"):
-        log.create_topic(topic_name(), partitions)
+        log.create_topic(unique(), partitions)
 
 
 @pytest.mark.parametrize("name", ["", "has space", "slash/no", "x" * 250, ".", ".."])
@@ -67,8 +67,8 @@ def test_create_rejects_bad_topic_name(log: Log, name: str) -> None:
         log.create_topic(name)
 
 
-def test_ensure_topic_creates_when_missing(log: Log, topic_name: Callable[..., str]) -> None:
-    name = topic_name()
+def test_ensure_topic_creates_when_missing(log: Log, unique: Callable[..., str]) -> None:
+    name = unique()
     info = log.ensure_topic(name, 2, compacted=True)
     assert (info.name, info.partitions, info.compacted) == (name, 2, True)
     again = log.ensure_topic(name, 2, compacted=True)
@@ -76,21 +76,21 @@ def test_ensure_topic_creates_when_missing(log: Log, topic_name: Callable[..., s
     assert (again.partitions, again.compacted) == (2, True)
 
 
-def test_ensure_topic_rejects_other_partition_count(log: Log, topic_name: Callable[..., str]) -> None:
-    name = topic_name()
+def test_ensure_topic_rejects_other_partition_count(log: Log, unique: Callable[..., str]) -> None:
+    name = unique()
     log.create_topic(name, 3)
     with pytest.raises(TopicConfigError, match="3 partitions, expected exactly 1"):
         log.ensure_topic(name, 1)
 
 
-def test_ensure_topic_rejects_uncompacted_when_compaction_required(log: Log, topic_name: Callable[..., str]) -> None:
-    name = topic_name()
+def test_ensure_topic_rejects_uncompacted_when_compaction_required(log: Log, unique: Callable[..., str]) -> None:
+    name = unique()
     log.create_topic(name, 1)
     with pytest.raises(TopicConfigError, match=r"cleanup\.policy=compact"):
         log.ensure_topic(name, 1, compacted=True)
 
 
-def test_ensure_topic_accepts_compacted_when_not_required(log: Log, topic_name: Callable[..., str]) -> None:
-    name = topic_name()
+def test_ensure_topic_accepts_compacted_when_not_required(log: Log, unique: Callable[..., str]) -> None:
+    name = unique()
     log.create_topic(name, 1, compacted=True)
     assert log.ensure_topic(name, 1).compacted is True

@@ -17,8 +17,7 @@ from streams.log import (
     TopicPartition,
     TransactionError,
 )
-from tests.log.conftest import LogCaps
-from tests.log.helpers import poll_through
+from tests.log.helpers import LogCaps, poll_through
 
 
 def read_through(log: Log, topic: str, offset: int, partition: int = 0) -> list:
@@ -33,11 +32,11 @@ def marker(log: Log, topic: str, partition: int = 0) -> int:
         return producer.produce(topic, b"marker", partition=partition).offset
 
 
-def test_committed_transaction_is_visible(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_committed_transaction_is_visible(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic)
     reports: list[RecordMetadata | None] = []
-    with log.producer(topic_name("txn")) as producer:
+    with log.producer(unique("txn")) as producer:
         producer.init_transactions()
         producer.begin_transaction()
         for i in range(3):
@@ -51,11 +50,11 @@ def test_committed_transaction_is_visible(log: Log, topic_name: Callable[..., st
     assert [r.offset for r in records if r.value != b"marker"] == offsets
 
 
-def test_aborted_transaction_is_invisible(log: Log, log_caps: LogCaps, topic_name: Callable[..., str]) -> None:
+def test_aborted_transaction_is_invisible(log: Log, log_caps: LogCaps, unique: Callable[..., str]) -> None:
     log_caps.require("read_committed_aborts")
-    topic = topic_name()
+    topic = unique()
     log.create_topic(topic)
-    with log.producer(topic_name("txn")) as producer:
+    with log.producer(unique("txn")) as producer:
         producer.init_transactions()
         producer.begin_transaction()
         producer.send(topic, b"aborted", partition=0)
@@ -67,11 +66,11 @@ def test_aborted_transaction_is_invisible(log: Log, log_caps: LogCaps, topic_nam
     assert [r.value for r in records] == [b"committed", b"marker"]
 
 
-def test_offsets_commit_with_the_transaction(log: Log, topic_name: Callable[..., str]) -> None:
-    topic, group = topic_name(), topic_name("group")
+def test_offsets_commit_with_the_transaction(log: Log, unique: Callable[..., str]) -> None:
+    topic, group = unique(), unique("group")
     log.create_topic(topic, 2)
     tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
-    with log.producer(topic_name("txn")) as producer:
+    with log.producer(unique("txn")) as producer:
         producer.init_transactions()
         producer.begin_transaction()
         producer.send(topic, b"out", partition=1)
@@ -87,10 +86,8 @@ def test_offsets_commit_with_the_transaction(log: Log, topic_name: Callable[...,
     assert log.committed(group, [tp0, tp1]) == {tp0: 5, tp1: 2}
 
 
-def test_new_producer_with_same_id_fences_the_old_one(
-    log: Log, log_caps: LogCaps, topic_name: Callable[..., str]
-) -> None:
-    topic, txn_id = topic_name(), topic_name("txn")
+def test_new_producer_with_same_id_fences_the_old_one(log: Log, log_caps: LogCaps, unique: Callable[..., str]) -> None:
+    topic, txn_id = unique(), unique("txn")
     log.create_topic(topic)
     old = log.producer(txn_id)
     try:
@@ -119,10 +116,10 @@ def test_new_producer_with_same_id_fences_the_old_one(
 
 
 def test_open_transaction_of_a_fenced_producer_cannot_commit(
-    log: Log, log_caps: LogCaps, topic_name: Callable[..., str]
+    log: Log, log_caps: LogCaps, unique: Callable[..., str]
 ) -> None:
     log_caps.require("fenced_commit")
-    topic, txn_id = topic_name(), topic_name("txn")
+    topic, txn_id = unique(), unique("txn")
     log.create_topic(topic)
     old = log.producer(txn_id)
     try:
@@ -145,12 +142,12 @@ def test_open_transaction_of_a_fenced_producer_cannot_commit(
         assert values == [b"fresh", b"marker"]
 
 
-def test_transaction_calls_in_the_wrong_state_raise(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_transaction_calls_in_the_wrong_state_raise(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic)
     with log.producer() as plain, pytest.raises(TransactionError):
         plain.begin_transaction()
-    with log.producer(topic_name("txn")) as producer:
+    with log.producer(unique("txn")) as producer:
         with pytest.raises(TransactionError):
             producer.begin_transaction()  # before init_transactions
         producer.init_transactions()
@@ -166,23 +163,23 @@ def test_transaction_calls_in_the_wrong_state_raise(log: Log, topic_name: Callab
     assert [r.value for r in read_through(log, topic, 0)] == [b"ok"]
 
 
-def test_send_outside_a_transaction_is_refused(log: Log, topic_name: Callable[..., str]) -> None:
-    topic = topic_name()
+def test_send_outside_a_transaction_is_refused(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
     log.create_topic(topic)
-    with log.producer(topic_name("txn")) as producer:
+    with log.producer(unique("txn")) as producer:
         producer.init_transactions()
         with pytest.raises(TransactionError, match=r"call begin_transaction\(\) before send\(\)"):
             producer.send(topic, b"lost", partition=0)
 
 
 def test_produce_inside_a_transaction_is_refused_and_send_reports_offsets_at_commit(
-    log: Log, topic_name: Callable[..., str]
+    log: Log, unique: Callable[..., str]
 ) -> None:
     # The contract's one way to learn a transactional record's offset, the same on every backend.
-    topic = topic_name()
+    topic = unique()
     log.create_topic(topic)
     landed: list[RecordMetadata | None] = []
-    with log.producer(topic_name("txn")) as producer:
+    with log.producer(unique("txn")) as producer:
         producer.init_transactions()
         producer.begin_transaction()
         with pytest.raises(TransactionError, match=r"produce\(\) inside transaction"):
@@ -196,10 +193,10 @@ def test_produce_inside_a_transaction_is_refused_and_send_reports_offsets_at_com
     assert [r.value for r in read_through(log, topic, landed[1].offset)] == [b"a", b"b"]  # type: ignore[union-attr]
 
 
-def test_a_fenced_producer_raises_producer_fenced_from_every_call(log: Log, topic_name: Callable[..., str]) -> None:
+def test_a_fenced_producer_raises_producer_fenced_from_every_call(log: Log, unique: Callable[..., str]) -> None:
     """A zombie that keeps sending learns it was fenced from whichever call comes next (Kafka reports the
     fence asynchronously), always as ``ProducerFencedError``."""
-    topic, txn_id = topic_name(), topic_name("txn")
+    topic, txn_id = unique(), unique("txn")
     log.create_topic(topic)
     old = log.producer(txn_id)
     try:
@@ -219,15 +216,15 @@ def test_a_fenced_producer_raises_producer_fenced_from_every_call(log: Log, topi
 
 
 def test_a_record_above_the_topics_max_message_bytes_fails_the_transaction(
-    log: Log, log_caps: LogCaps, topic_name: Callable[..., str]
+    log: Log, log_caps: LogCaps, unique: Callable[..., str]
 ) -> None:
     """The delivery fails after the send was accepted; the transaction cannot commit and nothing of it is read."""
     log_caps.require("max_message_bytes")
     log_caps.require("read_committed_aborts")
-    topic = topic_name()
+    topic = unique()
     log.create_topic(topic, config={"max.message.bytes": "1000"})
     errors: dict[bytes, Exception | None] = {}
-    with log.producer(topic_name("txn")) as producer:
+    with log.producer(unique("txn")) as producer:
         producer.init_transactions()
         producer.begin_transaction()
         for value in (b"a", b"x" * 2000):

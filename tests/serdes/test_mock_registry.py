@@ -79,19 +79,19 @@ def test_mock_url_errors() -> None:
 def test_mock_registry_writes_no_file_and_drops_its_log_on_close(tmp_path, monkeypatch) -> None:
     import tempfile
 
-    from streams.log import sqlite
+    from streams.log.sqlite import connection
 
     for d in ("tmp", "cwd"):
         (tmp_path / d).mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     monkeypatch.chdir(tmp_path / "cwd")
-    logs_before = set(sqlite._memory_dbs)
+    logs_before = set(connection._memory_dbs)
     with RegistryClient("mock://") as client:
         schema_id = client.register("orders-value", Schema(V1))
         ctx = SerializationContext("orders", MessageField.VALUE)
         assert AvroDeserializer(client)(AvroSerializer(client, V1)({"a": 7}, ctx), ctx) == {"a": 7}
         assert client.get_schema(schema_id).schema_str == V1
-        [log_name] = set(sqlite._memory_dbs) - logs_before
+        [log_name] = set(connection._memory_dbs) - logs_before
         assert log_name.startswith("mock-registry-")
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["cwd", "tmp"]  # nothing in the temp dir or cwd
-    assert set(sqlite._memory_dbs) == logs_before
+    assert set(connection._memory_dbs) == logs_before

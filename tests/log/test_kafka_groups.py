@@ -9,11 +9,12 @@ import pytest
 
 from streams.log import TopicPartition, UnknownTopicError
 from streams.log.kafka import KafkaConsumer, KafkaLog
+from tests.log.helpers import poll_until
 
 pytestmark = pytest.mark.kafka
 
 
-def poll_until(consumers: list[KafkaConsumer], done: Callable[[], bool], timeout: float = 30.0) -> None:
+def poll_members_until(consumers: list[KafkaConsumer], done: Callable[[], bool], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not done():
         assert time.monotonic() < deadline, "the group did not settle in time"
@@ -37,11 +38,11 @@ def test_two_members_split_four_partitions(kafka_log: KafkaLog, unique: Callable
     b = kafka_log.consumer(group)
     try:
         a.subscribe([topic], **callbacks("a"))
-        poll_until([a], lambda: set(a.assignment()) == everything)
+        poll_members_until([a], lambda: set(a.assignment()) == everything)
         assert events["a"] == [("assign", everything)]
 
         b.subscribe([topic], **callbacks("b"))
-        poll_until([a, b], lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2)
+        poll_members_until([a, b], lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2)
         assert set(a.assignment()) | set(b.assignment()) == everything
         # Eager rebalance: a gives everything back, then both get their half.
         assert events["a"][1:] == [("revoke", everything), ("assign", set(a.assignment()))]
@@ -49,7 +50,7 @@ def test_two_members_split_four_partitions(kafka_log: KafkaLog, unique: Callable
 
         b.close()  # leaves the group, revoking its half first
         assert events["b"][-1] == ("revoke", set(events["b"][0][1]))
-        poll_until([a], lambda: set(a.assignment()) == everything)
+        poll_members_until([a], lambda: set(a.assignment()) == everything)
     finally:
         a.close()
         b.close()
@@ -69,10 +70,7 @@ def test_assigned_partitions_start_at_the_committed_offset(kafka_log: KafkaLog, 
         first.commit({tp: 2})
     with kafka_log.consumer(group) as member:
         member.subscribe([topic])
-        records = []
-        deadline = time.monotonic() + 30
-        while len(records) < 2 and time.monotonic() < deadline:
-            records.extend(member.poll(0.2))
+        records = poll_until(member, 2, timeout=30)
         assert [r.value for r in records] == [b"2", b"3"]
         assert member.position(tp) == 4
         member.commit()
@@ -92,7 +90,7 @@ def test_position_right_after_a_group_assignment_is_the_committed_offset(
             [topic],
             on_assign=lambda tps: seen.extend(member.position(tp) for tp in sorted(tps, key=lambda tp: tp.partition)),
         )
-        poll_until([member], lambda: bool(seen))
+        poll_members_until([member], lambda: bool(seen))
     assert seen == [3, 0]
 
 

@@ -12,24 +12,16 @@ from streams.log import (
     OFFSET_BEGINNING,
     OFFSET_END,
     LogError,
-    Record,
     RecordMetadata,
     RecordTooLargeError,
     TopicPartition,
     UnknownTopicError,
 )
-from streams.log.kafka import KafkaConsumer, KafkaLog
+from streams.log.kafka import KafkaLog
 from streams.log.partitioner import partition_for_key
+from tests.log.helpers import poll_until
 
 pytestmark = pytest.mark.kafka
-
-
-def read(consumer: KafkaConsumer, count: int, timeout: float = 15.0) -> list[Record]:
-    out: list[Record] = []
-    deadline = time.monotonic() + timeout
-    while len(out) < count and time.monotonic() < deadline:
-        out.extend(consumer.poll(0.5))
-    return out
 
 
 def test_keyed_records_land_where_the_java_partitioner_puts_them(
@@ -85,7 +77,7 @@ def test_records_from_a_librdkafka_producer_are_read_back(
     assert peer.flush(15) == 0
     with kafka_log.consumer() as consumer:
         consumer.assign({TopicPartition(topic, 1): OFFSET_BEGINNING})
-        records = read(consumer, 3)
+        records = poll_until(consumer, 3)
         assert consumer.position(TopicPartition(topic, 1)) == 3
     assert [(r.partition, r.offset, r.key, r.value) for r in records] == [
         (1, 0, b"x", b"a"),
@@ -123,10 +115,10 @@ def test_position_tracks_assign_seek_and_poll(kafka_log: KafkaLog, unique: Calla
         assert consumer.position(tp) == 0
         consumer.seek(tp, 3)
         assert consumer.position(tp) == 3
-        assert [r.value for r in read(consumer, 2)] == [b"3", b"4"]
+        assert [r.value for r in poll_until(consumer, 2)] == [b"3", b"4"]
         assert consumer.position(tp) == 5
         consumer.seek(tp, 1)
-        assert [r.offset for r in read(consumer, 4)] == [1, 2, 3, 4]
+        assert [r.offset for r in poll_until(consumer, 4)] == [1, 2, 3, 4]
         consumer.assign({tp: OFFSET_END})
         assert consumer.position(tp) == 5
         assert consumer.poll(0.2) == []
@@ -154,7 +146,7 @@ def test_assign_mode_commit_is_visible_without_joining(kafka_log: KafkaLog, uniq
         producer.produce(topic, b"b", partition=0)
     with kafka_log.consumer(group) as consumer:
         consumer.assign({tp0: 0, tp1: 0})
-        assert len(read(consumer, 2)) == 2
+        assert len(poll_until(consumer, 2)) == 2
         consumer.commit()  # current positions
         assert consumer.committed([tp0, tp1]) == {tp0: 2, tp1: 0}
         consumer.commit({tp1: 7})
@@ -204,3 +196,22 @@ def test_end_offsets_after_a_batch(kafka_log: KafkaLog, kafka_caps, unique: Call
             producer.send(topic, b"v", partition=0)
         producer.flush(15)
     assert kafka_log.end_offsets(topic) == {0: 50}
+
+
+def test_a_full_local_queue_makes_sends_wait_not_fail(kafka_log_url: str, unique: Callable[[str], str]) -> None:
+    # librdkafka's queue holds two records: every produce after those waits for deliveries to make room.
+    topic = unique("full-queue")
+    landed: list[int] = []
+    with KafkaLog(kafka_log_url, producer_queue_buffering_max_messages=2) as log:
+        log.create_topic(topic, 1)
+        with log.producer() as producer:
+            batch = [(b"k%d" % i, b"%d" % i) for i in range(20)]
+            producer.send_batch(topic, 0, batch, on_last_delivery=lambda md, err: landed.append(md.offset))
+            for i in range(20, 30):
+                producer.send(topic, b"%d" % i, b"k", partition=0)
+            producer.flush(30)
+        with log.consumer() as consumer:
+            consumer.assign({TopicPartition(topic, 0): OFFSET_BEGINNING})
+            records = poll_until(consumer, 30)
+    assert landed == [19]
+    assert [r.value for r in records] == [b"%d" % i for i in range(30)]
