@@ -1,6 +1,6 @@
 """``schemakit serve`` (the registry's command line) and ``schemakit hash-password`` (an entry for its users
-file). Every ``serve`` option can also come from an environment variable (shown in --help). ``schemakit.cli``
-hands both commands to ``main`` here; ``python -m registry serve`` works too."""
+file). Every ``serve`` option can also come from an environment variable named after it (``registry/options.py``,
+shown in --help). ``schemakit.cli`` hands both commands to ``main`` here; ``python -m registry serve`` works too."""
 
 from __future__ import annotations
 
