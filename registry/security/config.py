@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from registry.options import add_env_option
 from registry.security.tls import CLIENT_AUTH
@@ -133,7 +133,19 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def from_arguments(args: argparse.Namespace) -> SecurityConfig:
-    """Each field from the option of its name (``--tls-client-ca``: ``tls_client_ca``); ``--auth`` is a list."""
-    values = {f.name: getattr(args, f.name) for f in fields(SecurityConfig)}
-    values["auth"] = tuple(m.strip().lower() for m in (args.auth or "").split(",") if m.strip())
-    return SecurityConfig(**values)
+    return SecurityConfig(
+        auth=tuple(m.strip().lower() for m in (args.auth or "").split(",") if m.strip()),
+        users_file=args.users_file,
+        jwks_url=args.jwks_url,
+        jwt_key=args.jwt_key,
+        jwt_issuer=args.jwt_issuer,
+        jwt_audience=args.jwt_audience,
+        jwt_principal_claim=args.jwt_principal_claim,
+        jwt_roles_claim=args.jwt_roles_claim,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        tls_client_ca=args.tls_client_ca,
+        tls_client_auth=args.tls_client_auth,
+        inter_node_secret=args.inter_node_secret,
+        inter_node_ca=args.inter_node_ca,
+    )
