@@ -792,14 +792,7 @@ def _property_removed(ctx: _Context, removed: _Node | None, update: _Node, name:
     if partial == _UNDECIDED:
         ctx.add("PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
     elif isinstance(partial, _Node):
-        sub = ctx.sub()
-        _compare(sub, removed, partial)
-        ctx.diffs.extend(sub.diffs)
-        ctx.add(
-            "PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-            if sub.compatible()
-            else "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-        )
+        _add_coverage(ctx, "PROPERTY_REMOVED", removed, partial)
     elif removed is not None and removed.kind == "FALSE":
         ctx.add("PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
     else:
@@ -812,35 +805,31 @@ def _property_added(ctx: _Context, original: _Node, update: _Node, name: str) ->
     if _open_object(original):
         if added is not None and added.kind == "EMPTY":
             ctx.add("PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL")
-        elif name in _required(update):
-            ctx.add(
-                "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL"
-                if _has_default(update, name)
-                else "REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"
-            )
-        else:
-            ctx.add("OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL")
-        return
-    partial = _partial_schema(ctx, original, name)
-    if partial == _UNDECIDED:
-        ctx.add("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
-    elif isinstance(partial, _Node):
-        sub = ctx.sub()
-        _compare(sub, partial, added)
-        ctx.diffs.extend(sub.diffs)
-        ctx.add(
-            "PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-            if sub.compatible()
-            else "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-        )
-    if name in _required(update):
-        ctx.add(
-            "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL"
-            if _has_default(update, name)
-            else "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL"
-        )
+            return
+        model = "OPEN"
     else:
-        ctx.add("OPTIONAL_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL")
+        partial = _partial_schema(ctx, original, name)
+        if partial == _UNDECIDED:
+            ctx.add("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
+        elif isinstance(partial, _Node):
+            _add_coverage(ctx, "PROPERTY_ADDED", partial, added)
+        model = "UNOPEN"
+    if name not in _required(update):
+        ctx.add(f"OPTIONAL_PROPERTY_ADDED_TO_{model}_CONTENT_MODEL")
+    elif _has_default(update, name):
+        ctx.add(f"REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_{model}_CONTENT_MODEL")
+    else:
+        ctx.add(f"REQUIRED_PROPERTY_ADDED_TO_{model}_CONTENT_MODEL")
+
+
+def _add_coverage(ctx: _Context, change: str, original: _Node | None, update: _Node | None) -> None:
+    """A property or tuple item (``change``: ``PROPERTY_ADDED``, ``ITEM_REMOVED``...) that a partially open content
+    model gives a schema: covered when the item's schema and that one are compatible (their differences kept)."""
+    sub = ctx.sub()
+    _compare(sub, original, update)
+    ctx.diffs.extend(sub.diffs)
+    coverage = "IS_COVERED" if sub.compatible() else "NOT_COVERED"
+    ctx.add(f"{change}_{coverage}_BY_PARTIALLY_OPEN_CONTENT_MODEL")
 
 
 def _dependencies(node: _Node) -> tuple[dict[str, list[Any]], dict[str, Any]]:
@@ -987,14 +976,7 @@ def _item_removed(ctx: _Context, removed: _Node | None, update: _Node, u_shape: 
         return
     partial = _partial_items(update, u_shape)
     if partial is not None:
-        sub = ctx.sub()
-        _compare(sub, removed, partial)
-        ctx.diffs.extend(sub.diffs)
-        ctx.add(
-            "ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-            if sub.compatible()
-            else "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-        )
+        _add_coverage(ctx, "ITEM_REMOVED", removed, partial)
     elif removed is not None and removed.kind == "FALSE":
         ctx.add("ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
     else:
@@ -1010,14 +992,7 @@ def _item_added(ctx: _Context, original: _Node, o_shape: _ArrayShape, added: _No
         return
     partial = _partial_items(original, o_shape)
     if partial is not None:
-        sub = ctx.sub()
-        _compare(sub, partial, added)
-        ctx.diffs.extend(sub.diffs)
-        ctx.add(
-            "ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-            if sub.compatible()
-            else "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-        )
+        _add_coverage(ctx, "ITEM_ADDED", partial, added)
     else:
         ctx.add("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL")
 

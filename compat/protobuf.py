@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from google.protobuf import descriptor_pb2
 
@@ -32,6 +32,7 @@ from compat.limits import Walk, no_recursion_error
 from compat.result import Incompatibility
 
 FDP: TypeAlias = descriptor_pb2.FieldDescriptorProto
+_D = TypeVar("_D")  # a declaration (message, enum) as a scope holds it
 
 PACKAGE_CHANGED = "PACKAGE_CHANGED"
 MESSAGE_ADDED = "MESSAGE_ADDED"
@@ -272,28 +273,30 @@ def _compare_types(
     """Messages and enums declared in one scope (a file or a message), matched by name."""
     o_msgs = {m.name: (i, m) for i, m in enumerate(m for m in o_messages if not m.options.map_entry)}
     u_msgs = {m.name: (i, m) for i, m in enumerate(m for m in u_messages if not m.options.map_entry)}
-    for name in sorted(o_msgs.keys() | u_msgs.keys()):
-        with ctx.enter(name):
-            if name not in u_msgs:
-                ctx.add(MESSAGE_REMOVED)
-            elif name not in o_msgs:
-                ctx.add(MESSAGE_ADDED)
-            else:
-                (o_index, o_msg), (u_index, u_msg) = o_msgs[name], u_msgs[name]
-                _compare_message(ctx, _join(o_scope, name), o_msg, _join(u_scope, name), u_msg)
-                if o_index != u_index:
-                    # message indexes on the wire refer to the schema of the writer's id
-                    ctx.add(MESSAGE_MOVED)
+    for (o_index, o_msg), (u_index, u_msg) in _by_name(ctx, o_msgs, u_msgs, MESSAGE_REMOVED, MESSAGE_ADDED):
+        _compare_message(ctx, _join(o_scope, o_msg.name), o_msg, _join(u_scope, u_msg.name), u_msg)
+        if o_index != u_index:
+            # message indexes on the wire refer to the schema of the writer's id
+            ctx.add(MESSAGE_MOVED)
     o_en = {e.name: e for e in o_enums}
     u_en = {e.name: e for e in u_enums}
-    for name in sorted(o_en.keys() | u_en.keys()):
+    for o_enum, u_enum in _by_name(ctx, o_en, u_en, ENUM_REMOVED, ENUM_ADDED):
+        _compare_enum(ctx, o_enum, u_enum)
+
+
+def _by_name(
+    ctx: _Context, original: Mapping[str, _D], update: Mapping[str, _D], removed: str, added: str
+) -> Iterator[tuple[_D, _D]]:
+    """The declarations of two scopes matched by name, in name order: a name only one side has is reported as
+    ``removed`` or ``added``; a pair is yielded for the caller to compare, inside that name's path."""
+    for name in sorted(original.keys() | update.keys()):
         with ctx.enter(name):
-            if name not in u_en:
-                ctx.add(ENUM_REMOVED)
-            elif name not in o_en:
-                ctx.add(ENUM_ADDED)
+            if name not in update:
+                ctx.add(removed)
+            elif name not in original:
+                ctx.add(added)
             else:
-                _compare_enum(ctx, o_en[name], u_en[name])
+                yield original[name], update[name]
 
 
 def _compare_enum(ctx: _Context, original: Any, update: Any) -> None:

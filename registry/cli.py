@@ -1,17 +1,17 @@
 """``schemakit serve`` (the registry's command line) and ``schemakit hash-password`` (an entry for its users
-file). Every ``serve`` option can also come from an environment variable (shown in --help). ``schemakit.cli``
-hands both commands to ``main`` here; ``python -m registry serve`` works too."""
+file). Every ``serve`` option can also come from an environment variable named after it (``registry/options.py``,
+shown in --help). ``schemakit.cli`` hands both commands to ``main`` here; ``python -m registry serve`` works too."""
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from compat import CompatibilityLevel
 from registry import logs
 from registry.config import DEFAULTS, RegistryConfig
 from registry.limits import Limits
+from registry.options import add_env_option
 from registry.security.config import add_arguments as add_security_arguments
 from registry.security.config import from_arguments as security_from_arguments
 from registry.security.passwords import SCHEMES
@@ -30,95 +30,66 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="schemakit", description="schemakit: schema registry and serdes toolkit")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the schema registry (Confluent REST API)")
-    s.add_argument(
+    add_env_option(
+        s,
         "--log",
-        default=os.environ.get("SCHEMAKIT_LOG", DEFAULTS.log_url),
-        help=f"log URL: sqlite:///DIR (embedded, default {DEFAULTS.log_url}) or kafka://host:port[,host:port] "
-        "[env SCHEMAKIT_LOG]",
+        DEFAULTS.log_url,
+        f"log URL: sqlite:///DIR (embedded, default {DEFAULTS.log_url}) or kafka://host:port[,host:port]",
     )
-    s.add_argument(
-        "--host", default=os.environ.get("SCHEMAKIT_HOST", DEFAULTS.host), help="listen address [env SCHEMAKIT_HOST]"
+    add_env_option(s, "--host", DEFAULTS.host, "listen address")
+    add_env_option(s, "--port", DEFAULTS.port, "listen port", type=int)
+    add_env_option(s, "--topic", DEFAULTS.topic, "the store topic")
+    add_env_option(s, "--advertised-url", None, "URL other instances use to reach this one")
+    add_env_option(
+        s, "--leader-eligible", DEFAULTS.leader_eligible, "may this instance become leader (true/false)", type=_bool
     )
-    s.add_argument(
-        "--port",
-        type=int,
-        default=int(os.environ.get("SCHEMAKIT_PORT", str(DEFAULTS.port))),
-        help="listen port [env SCHEMAKIT_PORT]",
-    )
-    s.add_argument(
-        "--topic",
-        default=os.environ.get("SCHEMAKIT_TOPIC", DEFAULTS.topic),
-        help="the store topic [env SCHEMAKIT_TOPIC]",
-    )
-    s.add_argument(
-        "--advertised-url",
-        default=os.environ.get("SCHEMAKIT_ADVERTISED_URL"),
-        help="URL other instances use to reach this one [env SCHEMAKIT_ADVERTISED_URL]",
-    )
-    s.add_argument(
-        "--leader-eligible",
-        type=_bool,
-        default=_bool(os.environ.get("SCHEMAKIT_LEADER_ELIGIBLE", str(DEFAULTS.leader_eligible))),
-        help="may this instance become leader (true/false) [env SCHEMAKIT_LEADER_ELIGIBLE]",
-    )
-    s.add_argument(
+    add_env_option(
+        s,
         "--group-id",
-        default=os.environ.get("SCHEMAKIT_GROUP_ID", DEFAULTS.group_id),
-        help="Kafka only: the leader-election group; instances sharing a store topic must share it "
-        "[env SCHEMAKIT_GROUP_ID]",
+        DEFAULTS.group_id,
+        "Kafka only: the leader-election group; instances sharing a store topic must share it",
     )
-    s.add_argument(
+    add_env_option(
+        s,
         "--election-topic",
-        default=os.environ.get("SCHEMAKIT_ELECTION_TOPIC"),
-        help="Kafka only: the one-partition topic where the leader announces itself (default: <topic>_leader) "
-        "[env SCHEMAKIT_ELECTION_TOPIC]",
+        None,
+        "Kafka only: the one-partition topic where the leader announces itself (default: <topic>_leader)",
     )
-    s.add_argument(
+    add_env_option(
+        s,
         "--takeover-after-ms",
+        round(DEFAULTS.takeover_after * 1000),
+        "Kafka only: a follower replaces a leader whose address has refused connections this long (its process is "
+        "gone) without waiting for the group's session timeout; 0: leave it to the group",
         type=int,
-        default=int(os.environ.get("SCHEMAKIT_TAKEOVER_AFTER_MS", str(round(DEFAULTS.takeover_after * 1000)))),
-        help="Kafka only: a follower replaces a leader whose address has refused connections this long "
-        "(its process is gone) without waiting for the group's session timeout; 0: leave it to the group "
-        "[env SCHEMAKIT_TAKEOVER_AFTER_MS]",
     )
-    s.add_argument(
-        "--compatibility",
-        default=os.environ.get("SCHEMAKIT_COMPATIBILITY", DEFAULTS.compatibility),
-        help="default compatibility level [env SCHEMAKIT_COMPATIBILITY]",
-    )
-    s.add_argument(
-        "--store-timeout-ms",
-        type=int,
-        default=int(os.environ.get("SCHEMAKIT_STORE_TIMEOUT_MS", str(round(DEFAULTS.store_timeout * 1000)))),
-        help="how long a write waits for the log [env SCHEMAKIT_STORE_TIMEOUT_MS]",
+    add_env_option(s, "--compatibility", DEFAULTS.compatibility, "default compatibility level")
+    add_env_option(
+        s, "--store-timeout-ms", round(DEFAULTS.store_timeout * 1000), "how long a write waits for the log", type=int
     )
     _add_limit_options(s)
     add_security_arguments(s)
-    s.add_argument(
+    add_env_option(
+        s,
         "--protoc-timeout-ms",
+        round(DEFAULTS.protoc_timeout * 1000),
+        "how long compiling one Protobuf schema may take before it is refused with 42201",
         type=int,
-        default=int(os.environ.get("SCHEMAKIT_PROTOC_TIMEOUT_MS", str(round(DEFAULTS.protoc_timeout * 1000)))),
-        help="how long compiling one Protobuf schema may take before it is refused with 42201 "
-        "[env SCHEMAKIT_PROTOC_TIMEOUT_MS]",
     )
-    s.add_argument(
-        "--log-level",
-        default=os.environ.get("SCHEMAKIT_LOG_LEVEL", "INFO"),
-        help="logging level [env SCHEMAKIT_LOG_LEVEL]",
-    )
-    s.add_argument(
+    add_env_option(s, "--log-level", "INFO", "logging level")
+    add_env_option(
+        s,
         "--log-format",
+        DEFAULTS.log_format,
+        "log lines as text, or as one JSON object per line (time, level, logger, message, extra fields)",
         choices=logs.FORMATS,
-        default=os.environ.get("SCHEMAKIT_LOG_FORMAT", DEFAULTS.log_format),
-        help="log lines as text, or as one JSON object per line (time, level, logger, message, extra fields) "
-        "[env SCHEMAKIT_LOG_FORMAT]",
     )
-    s.add_argument(
+    add_env_option(
+        s,
         "--shutdown-timeout-ms",
+        round(DEFAULTS.shutdown_timeout * 1000),
+        "on SIGTERM, how long requests in flight may take to finish before they are cancelled",
         type=int,
-        default=int(os.environ.get("SCHEMAKIT_SHUTDOWN_TIMEOUT_MS", str(round(DEFAULTS.shutdown_timeout * 1000)))),
-        help="on SIGTERM, how long requests in flight may take to finish before they are cancelled "
-        "[env SCHEMAKIT_SHUTDOWN_TIMEOUT_MS]",
     )
     h = sub.add_parser(
         "hash-password",
@@ -234,14 +205,9 @@ def _positive(text: str) -> int:
 def _add_limit_options(s: argparse.ArgumentParser) -> None:
     """One option (and environment variable) per field of ``Limits``; README has the same table."""
     for option, field, what, scale in _LIMIT_OPTIONS:
-        env = "SCHEMAKIT_" + option[2:].upper().replace("-", "_")
-        default = getattr(DEFAULTS.limits, field) * scale
-        s.add_argument(
-            option,
-            type=_positive,
-            default=os.environ.get(env, str(round(default))),  # a string default goes through ``type`` too
-            help=f"{what} (default {round(default)}) [env {env}]",
-        )
+        default = round(getattr(DEFAULTS.limits, field) * scale)
+        # a string default goes through ``type`` too
+        add_env_option(s, option, str(default), f"{what} (default {default})", type=_positive)
 
 
 def _limits(args: argparse.Namespace) -> Limits:

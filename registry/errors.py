@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from http import HTTPStatus
 
 
 class ErrorCode(enum.IntEnum):
@@ -49,6 +50,11 @@ class ErrorCode(enum.IntEnum):
     # Confluent's security plugin
     FORBIDDEN = 40301
 
+    @property
+    def status(self) -> int:
+        """The HTTP status of an answer with this code: the code itself, or a Confluent code's first three digits."""
+        return self if self < 1000 else self // 100
+
 
 class ApiError(Exception):
     """An error answer: HTTP status plus Confluent's ``{"error_code", "message"}`` body, and any headers the
@@ -63,16 +69,18 @@ class ApiError(Exception):
         self.headers = headers
 
 
+def _error(code: ErrorCode, message: str, headers: tuple[tuple[str, str], ...] = ()) -> ApiError:
+    return ApiError(code.status, code, message, headers)
+
+
 # 401 / 403
 def unauthorized(reason: str, challenges: list[str]) -> ApiError:
-    return ApiError(
-        401, ErrorCode.UNAUTHORIZED, f"Unauthorized: {reason}", tuple(("www-authenticate", c) for c in challenges)
-    )
+    return _error(ErrorCode.UNAUTHORIZED, f"Unauthorized: {reason}", tuple(("www-authenticate", c) for c in challenges))
 
 
 def forbidden(operation: str, resource: str) -> ApiError:
     """Confluent's security plugin's wording: ``User is denied operation Write on Subject: orders``."""
-    return ApiError(403, ErrorCode.FORBIDDEN, f"User is denied operation {operation} on {resource}")
+    return _error(ErrorCode.FORBIDDEN, f"User is denied operation {operation} on {resource}")
 
 
 #: characters of one piece of client input an error message repeats (a subject, a version, a parser's detail)
@@ -91,75 +99,65 @@ def clip(text: object, limit: int = MAX_ECHO) -> str:
 
 # 404s
 def subject_not_found(subject: str) -> ApiError:
-    return ApiError(404, ErrorCode.SUBJECT_NOT_FOUND, f"Subject '{clip(subject)}' not found.")
+    return _error(ErrorCode.SUBJECT_NOT_FOUND, f"Subject '{clip(subject)}' not found.")
 
 
 def version_not_found(version: object) -> ApiError:
-    return ApiError(404, ErrorCode.VERSION_NOT_FOUND, f"Version {clip(version)} not found.")
+    return _error(ErrorCode.VERSION_NOT_FOUND, f"Version {clip(version)} not found.")
 
 
 def schema_not_found(schema_id: int | str | None = None) -> ApiError:
-    return ApiError(
-        404, ErrorCode.SCHEMA_NOT_FOUND, "Schema not found" if schema_id is None else f"Schema {schema_id} not found"
+    return _error(
+        ErrorCode.SCHEMA_NOT_FOUND, "Schema not found" if schema_id is None else f"Schema {schema_id} not found"
     )
+
+
+# A delete refused because of what an earlier delete did or did not do, worded as Confluent does (no space
+# after the first full stop either).
+_SOFT_DELETED = " was soft deleted.Set permanent=true to delete permanently"
+_NOT_SOFT_DELETED = " was not deleted first before being permanently deleted"
+
+
+def _named(subject: str, version: int | None = None) -> str:
+    """A subject, or one of its versions, as Confluent's messages name it."""
+    return f"Subject '{clip(subject)}'" + ("" if version is None else f" Version {version}")
 
 
 def subject_soft_deleted(subject: str) -> ApiError:
-    return ApiError(
-        404,
-        ErrorCode.SUBJECT_SOFT_DELETED,
-        f"Subject '{clip(subject)}' was soft deleted.Set permanent=true to delete permanently",
-    )
+    return _error(ErrorCode.SUBJECT_SOFT_DELETED, _named(subject) + _SOFT_DELETED)
 
 
 def subject_not_soft_deleted(subject: str) -> ApiError:
-    return ApiError(
-        404,
-        ErrorCode.SUBJECT_NOT_SOFT_DELETED,
-        f"Subject '{clip(subject)}' was not deleted first before being permanently deleted",
-    )
+    return _error(ErrorCode.SUBJECT_NOT_SOFT_DELETED, _named(subject) + _NOT_SOFT_DELETED)
 
 
 def version_soft_deleted(subject: str, version: int) -> ApiError:
-    return ApiError(
-        404,
-        ErrorCode.VERSION_SOFT_DELETED,
-        f"Subject '{clip(subject)}' Version {version} was soft deleted.Set permanent=true to delete permanently",
-    )
+    return _error(ErrorCode.VERSION_SOFT_DELETED, _named(subject, version) + _SOFT_DELETED)
 
 
 def version_not_soft_deleted(subject: str, version: int) -> ApiError:
-    return ApiError(
-        404,
-        ErrorCode.VERSION_NOT_SOFT_DELETED,
-        f"Subject '{clip(subject)}' Version {version} was not deleted first before being permanently deleted",
-    )
+    return _error(ErrorCode.VERSION_NOT_SOFT_DELETED, _named(subject, version) + _NOT_SOFT_DELETED)
 
 
 def subject_config_not_found(subject: str) -> ApiError:
-    return ApiError(
-        404,
-        ErrorCode.SUBJECT_COMPATIBILITY_NOT_CONFIGURED,
-        f"Subject '{clip(subject)}' does not have subject-level compatibility configured",
-    )
+    return _error(ErrorCode.SUBJECT_COMPATIBILITY_NOT_CONFIGURED, _not_configured(subject, "compatibility"))
 
 
 def subject_mode_not_found(subject: str) -> ApiError:
-    return ApiError(
-        404,
-        ErrorCode.SUBJECT_MODE_NOT_CONFIGURED,
-        f"Subject '{clip(subject)}' does not have subject-level mode configured",
-    )
+    return _error(ErrorCode.SUBJECT_MODE_NOT_CONFIGURED, _not_configured(subject, "mode"))
+
+
+def _not_configured(subject: str, setting: str) -> str:
+    return f"{_named(subject)} does not have subject-level {setting} configured"
 
 
 def association_not_found(resource: str) -> ApiError:
-    return ApiError(404, ErrorCode.ASSOCIATION_NOT_FOUND, f"Association for '{resource}' not found.")
+    return _error(ErrorCode.ASSOCIATION_NOT_FOUND, f"Association for '{resource}' not found.")
 
 
 # 409
 def incompatible_schema(subject: str, details: list[str]) -> ApiError:
-    return ApiError(
-        409,
+    return _error(
         ErrorCode.INCOMPATIBLE_SCHEMA,
         f'Schema being registered is incompatible with an earlier schema for subject "{clip(subject)}", '
         f"details: [{', '.join(details)}]",
@@ -168,7 +166,7 @@ def incompatible_schema(subject: str, details: list[str]) -> ApiError:
 
 # 422s
 def invalid_schema(message: str) -> ApiError:
-    return ApiError(422, ErrorCode.INVALID_SCHEMA, message)
+    return _error(ErrorCode.INVALID_SCHEMA, message)
 
 
 def limit_exceeded(what: str, limit: int, option: str | None = None) -> ApiError:
@@ -178,8 +176,7 @@ def limit_exceeded(what: str, limit: int, option: str | None = None) -> ApiError
 
 
 def invalid_version(version: str) -> ApiError:
-    return ApiError(
-        422,
+    return _error(
         ErrorCode.INVALID_VERSION,
         f"The specified version '{clip(version)}' is not a valid version id. "
         'Allowed values are between [1, 2^31-1] and the string "latest"',
@@ -187,8 +184,7 @@ def invalid_version(version: str) -> ApiError:
 
 
 def invalid_compatibility_level() -> ApiError:
-    return ApiError(
-        422,
+    return _error(
         ErrorCode.INVALID_COMPATIBILITY_LEVEL,
         "Invalid compatibility level. Valid values are none, backward, forward, full, backward_transitive, "
         "forward_transitive, and full_transitive",
@@ -197,8 +193,7 @@ def invalid_compatibility_level() -> ApiError:
 
 def invalid_compatibility_policy(policy: str) -> ApiError:
     """Confluent stores an unknown ``compatibilityPolicy`` as absent (a silent STRICT); a typo is refused here."""
-    return ApiError(
-        422,
+    return _error(
         ErrorCode.INVALID_COMPATIBILITY_LEVEL,
         f"Invalid compatibility policy '{clip(policy, 100)}'. Valid values are STRICT and LENIENT "
         "(Confluent's LOGICAL is not supported)",
@@ -206,92 +201,91 @@ def invalid_compatibility_policy(policy: str) -> ApiError:
 
 
 def invalid_mode() -> ApiError:
-    return ApiError(
-        422, ErrorCode.INVALID_MODE, "Invalid mode. Valid values are READWRITE, READONLY, IMPORT and FORWARD."
-    )
+    return _error(ErrorCode.INVALID_MODE, "Invalid mode. Valid values are READWRITE, READONLY, IMPORT and FORWARD.")
 
 
 def operation_not_permitted(message: str) -> ApiError:
-    return ApiError(422, ErrorCode.OPERATION_NOT_PERMITTED, message)
+    return _error(ErrorCode.OPERATION_NOT_PERMITTED, message)
 
 
 def reference_exists(subject: str, version: int) -> ApiError:
     """Names the referenced version as Confluent prints its ``SchemaKey``."""
     key = f"{{magic=1,keytype=SCHEMA,subject={clip(subject)},version={version}}}"
-    return ApiError(422, ErrorCode.REFERENCE_EXISTS, f"One or more references exist to the schema {key}.")
+    return _error(ErrorCode.REFERENCE_EXISTS, f"One or more references exist to the schema {key}.")
 
 
 def invalid_subject(subject: str) -> ApiError:
-    return ApiError(422, ErrorCode.INVALID_SUBJECT, f"The specified subject '{clip(subject)}' is not a valid.")
+    return _error(ErrorCode.INVALID_SUBJECT, f"The specified subject '{clip(subject)}' is not a valid.")
 
 
 def schema_too_large() -> ApiError:
-    return ApiError(422, ErrorCode.SCHEMA_TOO_LARGE, "Register operation failed because schema is too large")
+    return _error(ErrorCode.SCHEMA_TOO_LARGE, "Register operation failed because schema is too large")
 
 
 def invalid_ruleset(message: str) -> ApiError:
-    return ApiError(422, ErrorCode.INVALID_RULESET, message)
+    return _error(ErrorCode.INVALID_RULESET, message)
 
 
 def context_not_empty(context: str) -> ApiError:
-    return ApiError(422, ErrorCode.CONTEXT_NOT_EMPTY, f"The specified context '{context}' is not empty.")
+    return _error(ErrorCode.CONTEXT_NOT_EMPTY, f"The specified context '{context}' is not empty.")
 
 
 # 5xx
 def store_error(message: str) -> ApiError:
-    return ApiError(500, ErrorCode.STORE_ERROR, message)
+    return _error(ErrorCode.STORE_ERROR, message)
 
 
 def store_timeout(message: str) -> ApiError:
-    return ApiError(500, ErrorCode.OPERATION_TIMEOUT, message)
+    return _error(ErrorCode.OPERATION_TIMEOUT, message)
 
 
 def forwarding_failed(message: str) -> ApiError:
-    return ApiError(500, ErrorCode.FORWARDING_FAILED, message)
+    return _error(ErrorCode.FORWARDING_FAILED, message)
 
 
 def leader_not_known() -> ApiError:
-    return ApiError(500, ErrorCode.UNKNOWN_LEADER, "Leader not known.")
+    return _error(ErrorCode.UNKNOWN_LEADER, "Leader not known.")
 
 
 # HTTP-level errors (status used as error code, as rest-utils does)
 def unprocessable_entity(message: str) -> ApiError:
     """A request body field of the wrong type (a Jackson binding error in Confluent's registry)."""
-    return ApiError(422, ErrorCode.UNPROCESSABLE_ENTITY, message)
+    return _error(ErrorCode.UNPROCESSABLE_ENTITY, message)
 
 
 def bad_request(message: str) -> ApiError:
-    return ApiError(400, ErrorCode.BAD_REQUEST, message)
+    return _error(ErrorCode.BAD_REQUEST, message)
+
+
+def http_error(status: int) -> ApiError:
+    """An error of the HTTP layer (unknown path, wrong method...): the status is the code, the message its status
+    line, as Jersey words it in Confluent's registry (``HTTP 404 Not Found``)."""
+    return ApiError(status, status, f"HTTP {status} {HTTPStatus(status).phrase}")
 
 
 def not_found_route() -> ApiError:
-    return ApiError(404, ErrorCode.NOT_FOUND, "HTTP 404 Not Found")
-
-
-def method_not_allowed() -> ApiError:
-    return ApiError(405, ErrorCode.METHOD_NOT_ALLOWED, "HTTP 405 Method Not Allowed")
+    return http_error(ErrorCode.NOT_FOUND)
 
 
 def not_acceptable() -> ApiError:
     """No type the ``Accept`` header allows is one the registry produces (Jersey's answer in Confluent's)."""
-    return ApiError(406, ErrorCode.NOT_ACCEPTABLE, "HTTP 406 Not Acceptable")
+    return http_error(ErrorCode.NOT_ACCEPTABLE)
 
 
 def unsupported_media_type() -> ApiError:
-    return ApiError(415, ErrorCode.UNSUPPORTED_MEDIA_TYPE, "HTTP 415 Unsupported Media Type")
+    return http_error(ErrorCode.UNSUPPORTED_MEDIA_TYPE)
 
 
 def internal_server_error() -> ApiError:
-    return ApiError(500, ErrorCode.INTERNAL_SERVER_ERROR, "Internal server error")
+    return _error(ErrorCode.INTERNAL_SERVER_ERROR, "Internal server error")
 
 
 def request_timeout(message: str) -> ApiError:
-    return ApiError(408, ErrorCode.REQUEST_TIMEOUT, message, (("connection", "close"),))
+    return _error(ErrorCode.REQUEST_TIMEOUT, message, (("connection", "close"),))
 
 
 def payload_too_large(limit: int) -> ApiError:
-    return ApiError(
-        413,
+    return _error(
         ErrorCode.PAYLOAD_TOO_LARGE,
         f"Request body is larger than the limit of {limit} bytes (--max-request-bytes)",
         (("connection", "close"),),
@@ -302,4 +296,4 @@ def overloaded(message: str, retry_after: int = 1) -> ApiError:
     """Too much schema work in progress: 503 with ``Retry-After``, which Confluent's clients retry with back-off
     (confluent-kafka, the Java ``RestService``, schemakit's own client), moving to the next URL where they
     have several."""
-    return ApiError(503, ErrorCode.SERVICE_UNAVAILABLE, message, (("retry-after", str(retry_after)),))
+    return _error(ErrorCode.SERVICE_UNAVAILABLE, message, (("retry-after", str(retry_after)),))

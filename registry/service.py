@@ -624,13 +624,17 @@ class Service:
                     return v
         return None
 
+    def _versions_to_delete(self, subject: str) -> list[Version]:
+        """Every version of ``subject``, soft-deleted ones too: 40401 when it has none, 42205 when read-only."""
+        all_versions = self.state.versions(subject, deleted=True)
+        if not all_versions:
+            raise errors.subject_not_found(subject)
+        self._check_not_readonly(subject)
+        return all_versions
+
     async def delete_subject(self, subject: str, *, permanent: bool) -> list[int]:
         async with self._write_lock:
-            st = self.state
-            all_versions = st.versions(subject, deleted=True)
-            if not all_versions:
-                raise errors.subject_not_found(subject)
-            self._check_not_readonly(subject)
+            all_versions = self._versions_to_delete(subject)
             live = [v for v in all_versions if not v.deleted]
             if not permanent:
                 if not live:
@@ -659,10 +663,7 @@ class Service:
         """``version`` is a number or ``LATEST`` (the newest live version)."""
         async with self._write_lock:
             st = self.state
-            all_versions = st.versions(subject, deleted=True)
-            if not all_versions:
-                raise errors.subject_not_found(subject)
-            self._check_not_readonly(subject)
+            all_versions = self._versions_to_delete(subject)
             if version == LATEST:
                 live = [v for v in all_versions if not v.deleted]
                 if not live:

@@ -24,6 +24,15 @@ if TYPE_CHECKING:
 
 LEVELS = tuple(level.value for level in CompatibilityLevel)
 
+
+def add_level_option(p: Any, flag: str, what: str, **kwargs: Any) -> None:
+    """A compatibility-level option, in any case; its help lists the levels after ``what``, then the default."""
+    default = f" (default {kwargs['default']})" if "default" in kwargs else ""
+    p.add_argument(
+        flag, type=str.upper, choices=LEVELS, metavar="LEVEL", help=f"{what}: {', '.join(LEVELS)}{default}", **kwargs
+    )
+
+
 DESCRIPTION = """\
 Check that NEW can follow OLD (and the OLDER versions, for the _TRANSITIVE levels) at a compatibility level,
 with the registry's own rules and messages, and no registry.
@@ -73,14 +82,7 @@ def add_parser(sub: Any) -> None:
         help="schema type; default from the extension (.avsc AVRO, .proto PROTOBUF, .json JSON). "
         "With --against-dir types follow extensions and --type says what .json files hold",
     )
-    p.add_argument(
-        "--level",
-        default="BACKWARD",
-        type=str.upper,
-        choices=LEVELS,
-        metavar="LEVEL",
-        help=f"compatibility level: {', '.join(LEVELS)} (default BACKWARD)",
-    )
+    add_level_option(p, "--level", "compatibility level", default="BACKWARD")
     p.add_argument(
         "--reference",
         action="append",

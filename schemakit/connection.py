@@ -26,72 +26,42 @@ class UsageError(Exception):
     """A command line that cannot work (a missing URL, a malformed option); exit status 2."""
 
 
+#: (name, metavar, environment variable of the first registry's option, help), in --help order
+_OPTIONS = (
+    (
+        "url",
+        "URL",
+        "SCHEMAKIT_REGISTRY_URL",
+        "registry URL; several comma-separated for failover; http://user:pw@host sets basic auth",
+    ),
+    ("user", "USER:PASSWORD", "SCHEMAKIT_REGISTRY_USER", "HTTP basic auth"),
+    ("token", "TOKEN", "SCHEMAKIT_REGISTRY_TOKEN", "bearer token, sent as 'Authorization: Bearer TOKEN'"),
+    ("ca", "FILE", None, "CA bundle (PEM) to verify the registry's certificate"),
+    ("cert", "FILE", None, "client certificate (PEM) for mutual TLS"),
+    ("key", "FILE", None, "the client certificate's private key (PEM), when --cert does not hold it"),
+)
+
+
 def add_connection_options(
     p: argparse.ArgumentParser, *, suppress: bool = False, url_flag: str = "--url", prefix: str = "", role: str = ""
 ) -> None:
     """``--url``, ``--user``, ``--token``, ``--ca``/``--cert``/``--key``, ``--timeout``. With ``prefix``
     (``to-``) the options of a second registry: ``--to-user`` … (no environment variables for those)."""
-
-    def default(env: str | None, value: object = None) -> object:
-        if suppress:
-            return argparse.SUPPRESS
-        return os.environ.get(env, value) if env and not prefix else value
-
-    dest = prefix.replace("-", "_")
-
-    def tag(env: str) -> str:
-        return "" if prefix else f" [env {env}]"
-
     g = p.add_argument_group(f"the {role} registry" if role else "connection")
-    g.add_argument(
-        url_flag,
-        dest=f"{dest}url",
-        metavar="URL",
-        default=default("SCHEMAKIT_REGISTRY_URL"),
-        help="registry URL; several comma-separated for failover; http://user:pw@host sets basic auth"
-        + tag("SCHEMAKIT_REGISTRY_URL"),
-    )
-    g.add_argument(
-        f"--{prefix}user",
-        dest=f"{dest}user",
-        metavar="USER:PASSWORD",
-        default=default("SCHEMAKIT_REGISTRY_USER"),
-        help="HTTP basic auth" + tag("SCHEMAKIT_REGISTRY_USER"),
-    )
-    g.add_argument(
-        f"--{prefix}token",
-        dest=f"{dest}token",
-        metavar="TOKEN",
-        default=default("SCHEMAKIT_REGISTRY_TOKEN"),
-        help="bearer token, sent as 'Authorization: Bearer TOKEN'" + tag("SCHEMAKIT_REGISTRY_TOKEN"),
-    )
-    g.add_argument(
-        f"--{prefix}ca",
-        dest=f"{dest}ca",
-        metavar="FILE",
-        default=default(None),
-        help="CA bundle (PEM) to verify the registry's certificate",
-    )
-    g.add_argument(
-        f"--{prefix}cert",
-        dest=f"{dest}cert",
-        metavar="FILE",
-        default=default(None),
-        help="client certificate (PEM) for mutual TLS",
-    )
-    g.add_argument(
-        f"--{prefix}key",
-        dest=f"{dest}key",
-        metavar="FILE",
-        default=default(None),
-        help="the client certificate's private key (PEM), when --cert does not hold it",
-    )
+    for name, metavar, env, help in _OPTIONS:
+        if env and not prefix:
+            default = argparse.SUPPRESS if suppress else os.environ.get(env)
+            help += f" [env {env}]"
+        else:
+            default = argparse.SUPPRESS if suppress else None
+        flag = url_flag if name == "url" else f"--{prefix}{name}"
+        g.add_argument(flag, dest=prefix.replace("-", "_") + name, metavar=metavar, default=default, help=help)
     if not prefix:
         g.add_argument(
             "--timeout",
             type=float,
             metavar="SECONDS",
-            default=default(None, 30.0),
+            default=argparse.SUPPRESS if suppress else 30.0,
             help="seconds per request (default 30)",
         )
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from registry.modes import Mode
-from schemakit.compat_cmd import LEVELS
+from schemakit.compat_cmd import add_level_option
 from schemakit.connection import UsageError, add_connection_options, connect, seg
 from schemakit.output import add_output_options, error, key_values, pretty_schema, print_json, table
 from schemakit.schema_files import SCHEMA_TYPES, SchemaFileError, read_text, type_of
@@ -95,14 +95,7 @@ def add_parser(sub: Any) -> None:
     p = command("config", "show or change the compatibility config (global, or a subject's)", cmd_config)
     p.add_argument("subject", nargs="?", help="a subject (default: the global config)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument(
-        "--set",
-        dest="level",
-        type=str.upper,
-        choices=LEVELS,
-        metavar="LEVEL",
-        help=f"set the compatibility level: {', '.join(LEVELS)}",
-    )
+    add_level_option(g, "--set", "set the compatibility level", dest="level")
     g.add_argument("--delete", action="store_true", help="delete the subject's config (the global one applies)")
 
     p = command("mode", "show or change the mode (global, or a subject's)", cmd_mode)

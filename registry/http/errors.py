@@ -10,7 +10,6 @@ turned into a 500 by ``RegistryRoute`` after logging it.
 
 from __future__ import annotations
 
-from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -18,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from registry.errors import ApiError
+from registry.errors import ApiError, http_error
 from registry.http.content import CT_V1
 from registry.http.models import ErrorMessage
 from registry.http.params import query_error
@@ -52,8 +51,7 @@ async def _api_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
-    phrase = HTTPStatus(exc.status_code).phrase
-    return error_response(ApiError(exc.status_code, exc.status_code, f"HTTP {exc.status_code} {phrase}"))
+    return error_response(http_error(exc.status_code))
 
 
 async def _validation_error(request: Request, exc: Exception) -> Response:

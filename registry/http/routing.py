@@ -55,9 +55,14 @@ def ok(body: bytes) -> Response:
     return Response(body)
 
 
-def raw_text_doc(description: str) -> dict[int | str, dict[str, Any]]:
-    """The 200 of a route answering the schema text itself, sent with the negotiated JSON type as Confluent does."""
-    return {200: {"description": description, "content": {t: {} for t in JSON_TYPES}}}
+#: the 200 of the routes answering a schema's text itself (by id, by subject version), sent with the negotiated
+#: JSON type as Confluent does
+SCHEMA_TEXT_DOC: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The schema text itself (JSON for Avro and JSON Schema, `.proto` source for Protobuf).",
+        "content": {t: {} for t in JSON_TYPES},
+    }
+}
 
 
 def _body_models(dependant: Dependant) -> list[JsonBody[Any]]:

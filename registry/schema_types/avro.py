@@ -44,7 +44,13 @@ from registry.schema_types.avro_canonical import (
     split_alias,
     to_json,
 )
-from registry.schema_types.base import InvalidSchemaError, ParsedSchema, ResolvedReference, SchemaType
+from registry.schema_types.base import (
+    InvalidSchemaError,
+    ParsedSchema,
+    ResolvedReference,
+    SchemaType,
+    sorted_references,
+)
 
 PRIMITIVES = frozenset(["string", "bytes", "int", "long", "float", "double", "boolean", "null"])
 SCHEMA_RESERVED = frozenset(
@@ -490,10 +496,9 @@ class AvroType(SchemaType):
         The result is parsed again and printed canonically, so ``order`` ascending disappears, duplicated
         keys collapse, and names are shortened again. References are sorted and deduplicated.
         """
-        refs = tuple(sorted(set(parsed.references), key=lambda r: (r.name, r.subject, r.version)))
         _root, _d, known, _c = self._parse_for(parsed)
         text = normalized_string(parsed.parsed, known)
-        return self.parse(text, refs, validate_defaults=False)
+        return self.parse(text, sorted_references(parsed.references), validate_defaults=False)
 
     def _parse_for(self, parsed: ParsedSchema) -> tuple[dict[str, Any], list[str], list[str], str]:
         return self._parse(parsed.canonical, parsed.references, False)

@@ -78,6 +78,15 @@ class ParsedSchema:
     #: names this schema defines (Avro: full names of named types), for records/subject strategies
     names: tuple[str, ...] = field(default_factory=tuple)
 
+    def normalized(self, canonical: str, parsed: Any) -> ParsedSchema:
+        """This schema normalized to ``canonical`` (and ``parsed``): the same names, the references sorted."""
+        return ParsedSchema(self.schema_type, canonical, sorted_references(self.references), parsed, self.names)
+
+
+def sorted_references(references: tuple[ResolvedReference, ...]) -> tuple[ResolvedReference, ...]:
+    """References de-duplicated and sorted (by name, subject, version), as a normalized schema has them."""
+    return tuple(sorted(set(references), key=lambda r: (r.name, r.subject, r.version)))
+
 
 class SchemaType(abc.ABC):
     """One schema type. Instances are stateless and shared."""

@@ -206,13 +206,7 @@ class JsonSchemaType(SchemaType):
         document: JsonSchemaDocument = parsed.parsed
         root = sort_keys(document.root)
         normalized = JsonSchemaDocument(root, document.base_uri, document.registry, document.validator_cls)
-        return ParsedSchema(
-            schema_type=self.name,
-            canonical=dumps(root),
-            references=tuple(sorted(set(parsed.references), key=lambda r: (r.name, r.subject, r.version))),
-            parsed=normalized,
-            names=parsed.names,
-        )
+        return parsed.normalized(dumps(root), normalized)
 
     def check(
         self, reader: ParsedSchema, writer: ParsedSchema, policy: CompatibilityPolicy = CompatibilityPolicy.STRICT

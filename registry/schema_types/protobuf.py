@@ -118,13 +118,7 @@ class ProtobufType(SchemaType):
         fd.CopyFrom(document.descriptor)
         _sort_imports(fd)
         normalized = ProtobufDocument(fd, document.dependencies, document.referenced)
-        return ParsedSchema(
-            schema_type=self.name,
-            canonical=proto_printer.print_file(fd, document.dependencies.values()),
-            references=tuple(sorted(set(parsed.references), key=lambda r: (r.name, r.subject, r.version))),
-            parsed=normalized,
-            names=parsed.names,
-        )
+        return parsed.normalized(proto_printer.print_file(fd, document.dependencies.values()), normalized)
 
     def check(
         self, reader: ParsedSchema, writer: ParsedSchema, policy: CompatibilityPolicy = CompatibilityPolicy.STRICT

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import KW_ONLY, dataclass
 
 from registry.security.authenticator import AuthenticationFailed, Authenticator
 from registry.security.config import SecurityConfig
@@ -30,23 +31,16 @@ REALM = "schemakit"
 __all__ = ["AuthenticationFailed", "Operation", "Principal", "Security", "SecurityConfig", "build_security"]
 
 
+@dataclass(eq=False, repr=False)  # compared by identity, and never printed: the config holds secrets
 class Security:
     """The authenticator and authorizer of one instance, kept up to date with the users file."""
 
-    def __init__(
-        self,
-        config: SecurityConfig,
-        authenticator: Authenticator,
-        authorizer: Authorizer,
-        *,
-        users: UsersFileWatcher | None = None,
-        tokens: JwtValidator | None = None,
-    ) -> None:
-        self.config = config
-        self.authenticator = authenticator
-        self.authorizer = authorizer
-        self.users = users
-        self.tokens = tokens
+    config: SecurityConfig
+    authenticator: Authenticator
+    authorizer: Authorizer
+    _: KW_ONLY
+    users: UsersFileWatcher | None = None
+    tokens: JwtValidator | None = None
 
     # UsersFileListener
     def users_file_loaded(self, contents: UsersFile) -> None:

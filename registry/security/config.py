@@ -7,6 +7,7 @@ import argparse
 import os
 from dataclasses import dataclass
 
+from registry.options import add_env_option
 from registry.security.tls import CLIENT_AUTH
 
 #: the authentication mechanisms ``--auth`` takes
@@ -87,71 +88,47 @@ class SecurityConfig:
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
     """The ``schemakit serve`` options for authentication and TLS (each with its environment variable)."""
-    env = os.environ.get
     g = s.add_argument_group("authentication and TLS")
-    g.add_argument(
-        "--auth",
-        default=env("SCHEMAKIT_AUTH", ""),
-        help="authentication, comma-separated: basic, bearer, mtls (default: none) [env SCHEMAKIT_AUTH]",
-    )
-    g.add_argument(
+    add_env_option(g, "--auth", "", "authentication, comma-separated: basic, bearer, mtls (default: none)")
+    add_env_option(
+        g,
         "--users-file",
-        default=env("SCHEMAKIT_USERS_FILE"),
-        help="JSON users (argon2/bcrypt hashes) and permissions; Karapace's auth file works as it is; reloaded "
-        "when it changes [env SCHEMAKIT_USERS_FILE]",
+        None,
+        "JSON users (argon2/bcrypt hashes) and permissions; Karapace's auth file works as it is; reloaded when it "
+        "changes",
     )
-    g.add_argument(
-        "--jwks-url", default=env("SCHEMAKIT_JWKS_URL"), help="JWKS of the token issuer [env SCHEMAKIT_JWKS_URL]"
-    )
-    g.add_argument(
-        "--jwt-key",
-        default=env("SCHEMAKIT_JWT_KEY"),
-        help="static token keys: a JWKS JSON file or a PEM public key [env SCHEMAKIT_JWT_KEY]",
-    )
-    g.add_argument("--jwt-issuer", default=env("SCHEMAKIT_JWT_ISSUER"), help="required iss [env SCHEMAKIT_JWT_ISSUER]")
-    g.add_argument(
-        "--jwt-audience", default=env("SCHEMAKIT_JWT_AUDIENCE"), help="required aud [env SCHEMAKIT_JWT_AUDIENCE]"
-    )
-    g.add_argument(
-        "--jwt-principal-claim",
-        default=env("SCHEMAKIT_JWT_PRINCIPAL_CLAIM", "sub"),
-        help="claim naming the principal (default sub) [env SCHEMAKIT_JWT_PRINCIPAL_CLAIM]",
-    )
-    g.add_argument(
+    add_env_option(g, "--jwks-url", None, "JWKS of the token issuer")
+    add_env_option(g, "--jwt-key", None, "static token keys: a JWKS JSON file or a PEM public key")
+    add_env_option(g, "--jwt-issuer", None, "required iss")
+    add_env_option(g, "--jwt-audience", None, "required aud")
+    add_env_option(g, "--jwt-principal-claim", "sub", "claim naming the principal (default sub)")
+    add_env_option(
+        g,
         "--jwt-roles-claim",
-        default=env("SCHEMAKIT_JWT_ROLES_CLAIM", "roles"),
-        help="claim holding roles, dotted for nested ones, e.g. realm_access.roles (default roles) "
-        "[env SCHEMAKIT_JWT_ROLES_CLAIM]",
+        "roles",
+        "claim holding roles, dotted for nested ones, e.g. realm_access.roles (default roles)",
     )
-    g.add_argument(
-        "--tls-cert",
-        default=env("SCHEMAKIT_TLS_CERT"),
-        help="serve HTTPS with this PEM certificate (chain) [env SCHEMAKIT_TLS_CERT]",
-    )
-    g.add_argument("--tls-key", default=env("SCHEMAKIT_TLS_KEY"), help="its PEM private key [env SCHEMAKIT_TLS_KEY]")
-    g.add_argument(
-        "--tls-client-ca",
-        default=env("SCHEMAKIT_TLS_CLIENT_CA"),
-        help="verify client certificates against this CA (PEM) [env SCHEMAKIT_TLS_CLIENT_CA]",
-    )
-    g.add_argument(
+    add_env_option(g, "--tls-cert", None, "serve HTTPS with this PEM certificate (chain)")
+    add_env_option(g, "--tls-key", None, "its PEM private key")
+    add_env_option(g, "--tls-client-ca", None, "verify client certificates against this CA (PEM)")
+    add_env_option(
+        g,
         "--tls-client-auth",
+        None,
+        "client certificates: none, optional, required (default optional with --tls-client-ca)",
         choices=CLIENT_AUTH,
-        default=env("SCHEMAKIT_TLS_CLIENT_AUTH"),
-        help="client certificates: none, optional, required (default optional with --tls-client-ca) "
-        "[env SCHEMAKIT_TLS_CLIENT_AUTH]",
     )
-    g.add_argument(
+    add_env_option(
+        g,
         "--inter-node-secret",
-        default=env("SCHEMAKIT_INTER_NODE_SECRET"),
-        help="shared by all instances: signs the identity of certificate-authenticated callers on forwarded "
-        "writes [env SCHEMAKIT_INTER_NODE_SECRET]",
+        None,
+        "shared by all instances: signs the identity of certificate-authenticated callers on forwarded writes",
     )
-    g.add_argument(
+    add_env_option(
+        g,
         "--inter-node-ca",
-        default=env("SCHEMAKIT_INTER_NODE_CA"),
-        help="CA of the other instances' certificates, for forwarding to an https leader (default: the system's) "
-        "[env SCHEMAKIT_INTER_NODE_CA]",
+        None,
+        "CA of the other instances' certificates, for forwarding to an https leader (default: the system's)",
     )
 
 

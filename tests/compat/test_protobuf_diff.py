@@ -14,6 +14,7 @@ import pytest
 from compat import protobuf as proto_compat
 from registry.schema_types.base import ResolvedReference
 from registry.schema_types.protobuf import ProtobufType
+from tests.compat.helpers import assert_diff_case, assert_reported_as
 
 P3 = 'syntax = "proto3";\n'
 P2 = 'syntax = "proto2";\n'
@@ -524,13 +525,7 @@ def _parse(text: str, refs: dict[str, str] | None = None):
 
 
 def _assert_case(old, new, changes: list[str], compatible: bool) -> None:
-    found = [f"{d.kind} {d.path}" for d in proto_compat.diff(old, new)]
-    assert sorted(found) == sorted(changes)
-    incompatibilities = proto_compat.check(reader=new, writer=old)
-    assert (incompatibilities == []) is compatible
-    expected = sorted(c for c in changes if not proto_compat.is_compatible_change(c.split()[0]))
-    assert sorted(f"{d.kind} {d.path}" for d in incompatibilities) == expected
-    assert all(d.message for d in incompatibilities)
+    assert_diff_case(proto_compat, proto_compat.is_compatible_change, old, new, changes, compatible)
 
 
 @pytest.mark.parametrize(
@@ -565,11 +560,9 @@ def test_case_count() -> None:
 
 def test_package_change_is_reported_as_confluent_prints_it() -> None:
     old, new = _parse(m3("string a = 1;", package="foo")), _parse(m3("string a = 1;", package="bar"))
-    [found] = proto_compat.check(reader=new, writer=old)
-    assert found.confluent_text() == (
+    assert_reported_as(
+        proto_compat.check(reader=new, writer=old),
         '{errorType:"PACKAGE_CHANGED", description:"The package at \'#/\' in the new schema does not match the '
-        'package in the old schema"}'
-    )
-    assert found.for_forward().message == (
-        "The package at '#/' in the old schema does not match the package in the new schema"
+        'package in the old schema"}',
+        "The package at '#/' in the old schema does not match the package in the new schema",
     )

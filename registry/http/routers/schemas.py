@@ -11,7 +11,7 @@ from registry.http import render
 from registry.http.errors import Doc
 from registry.http.models import ContextId, Schema, SchemaString, SchemaTypeName, SubjectVersion
 from registry.http.params import Deleted, Format, Limit, Offset, QueryBool, SchemaIdPath, ServiceDep
-from registry.http.routing import RegistryRoute, ok, raw_text_doc
+from registry.http.routing import SCHEMA_TEXT_DOC, RegistryRoute, ok
 from registry.http.security import Readable, ReadSchemaGuid, ReadSchemaId
 from registry.schema_types import schema_types
 from registry.service import Service
@@ -28,6 +28,19 @@ SubjectContext = Annotated[
     ),
 ]
 Guid = Annotated[str, Path(description="The schema's GUID (Confluent 8), as returned with its versions.")]
+
+
+async def _schema_answer(
+    service: Service, schema_id: int, context: str, fmt: str, fetch_max_id: bool = False
+) -> Response:
+    """The schema an id names, pre-rendered in the default format, else rendered in ``fmt`` (and with ``maxId``)."""
+    content = service.schema(schema_id, context)
+    if not fmt and not fetch_max_id:
+        return ok(render.id_body(content))
+    body = render.id_dict(content, await service.parser.formatted(content, schema_id, fmt, context))
+    if fetch_max_id:
+        body["maxId"] = service.max_id(context)
+    return ok(render.dumps(body))
 
 
 def _id_versions(
@@ -96,14 +109,7 @@ async def get_schema(
     ] = False,
     subject: SubjectContext = "",
 ) -> Response:
-    context = service.id_context(id, subject)
-    content = service.schema(id, context)
-    if not fmt and not fetch_max_id:
-        return ok(render.id_body(content))
-    body = render.id_dict(content, await service.parser.formatted(content, id, fmt, context))
-    if fetch_max_id:
-        body["maxId"] = service.max_id(context)
-    return ok(render.dumps(body))
+    return await _schema_answer(service, id, service.id_context(id, subject), fmt, fetch_max_id)
 
 
 @router.get(
@@ -112,11 +118,7 @@ async def get_schema(
     dependencies=[ReadSchemaId],
     summary="The schema text with this id, not wrapped in JSON.",
     response_model=None,
-    responses={
-        **raw_text_doc("The schema text itself (JSON for Avro and JSON Schema, `.proto` source for Protobuf)."),
-        **Doc.schema_not_found,
-        **Doc.stored_schema_unparsable,
-    },
+    responses={**SCHEMA_TEXT_DOC, **Doc.schema_not_found, **Doc.stored_schema_unparsable},
 )
 async def get_schema_text(
     service: ServiceDep, id: SchemaIdPath, fmt: Format = "", subject: SubjectContext = ""
@@ -177,10 +179,7 @@ async def get_versions(
 )
 async def get_schema_by_guid(service: ServiceDep, guid: Guid, fmt: Format = "") -> Response:
     context, schema_id = service.guid_ids(guid)[0]  # any context gives the same content
-    content = service.schema(schema_id, context)
-    if not fmt:
-        return ok(render.id_body(content))
-    return ok(render.dumps(render.id_dict(content, await service.parser.formatted(content, schema_id, fmt, context))))
+    return await _schema_answer(service, schema_id, context, fmt)
 
 
 @router.get(

@@ -22,7 +22,7 @@ from registry.http.params import (
     SubjectPath,
     VersionPath,
 )
-from registry.http.routing import RegistryRoute, cached_read, leader_only, ok, raw_text_doc
+from registry.http.routing import SCHEMA_TEXT_DOC, RegistryRoute, cached_read, leader_only, ok
 from registry.http.security import ImportIfId, Readable, ReadSubject, WriteSubject
 from registry.service import Service
 from registry.state import Version
@@ -191,11 +191,7 @@ async def get_version(
     dependencies=[ReadSubject],
     summary="The schema text of one version, not wrapped in JSON.",
     response_model=None,
-    responses={
-        **raw_text_doc("The schema text itself (JSON for Avro and JSON Schema, `.proto` source for Protobuf)."),
-        **Doc.subject_or_version_not_found,
-        **Doc.invalid_version,
-    },
+    responses={**SCHEMA_TEXT_DOC, **Doc.subject_or_version_not_found, **Doc.invalid_version},
 )
 async def get_version_schema(
     service: ServiceDep, subject: SubjectPath, version: VersionPath, deleted: Deleted = False, fmt: Format = ""
