@@ -9,7 +9,7 @@ jsonschema-rs deciding validity when it is installed and the schema has no refer
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -23,7 +23,6 @@ from referencing.jsonschema import DRAFT7
 
 from serdes import wire
 from serdes.async_client import AsyncRegistryClient
-from serdes.awaitables import mark_coroutine_function, ready
 from serdes.base import (
     AsyncReader,
     AsyncWriter,
@@ -335,10 +334,8 @@ class JsonSchemaSerializer(_JsonWriter, SyncWriter[_WritePlan]):
 class AsyncJsonSchemaSerializer(_JsonWriter, AsyncWriter[_WritePlan]):
     """``await serializer(obj, ctx) -> bytes``: ``JsonSchemaSerializer`` with an ``AsyncRegistryClient``."""
 
-    @mark_coroutine_function
-    def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> Coroutine[Any, Any, bytes | None]:
-        # JsonSchemaSerializer.__call__, the rest of the path awaited. The common case awaits nothing: done here and
-        # handed back finished (``ready``, see serdes/awaitables.py); any error goes to the awaited path.
+    async def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
+        # JsonSchemaSerializer.__call__, the rest of the path awaited.
         if type(obj) is dict and self._user_to_dict is None and self._id_header is None:
             plan = self._plans.single
             if plan is None and ctx is not None:
@@ -347,10 +344,10 @@ class AsyncJsonSchemaSerializer(_JsonWriter, AsyncWriter[_WritePlan]):
                 validator = plan.validator
                 if validator is None or validator.is_valid(obj):
                     try:
-                        return ready(plan.prefix + _dumps(obj))
+                        return plan.prefix + _dumps(obj)
                     except Exception:
                         pass  # _write raises it with the details
-        return AsyncWriter.__call__(self, obj, ctx)
+        return await AsyncWriter.__call__(self, obj, ctx)
 
 
 class _JsonReader(Reader[_ReadPlan]):
