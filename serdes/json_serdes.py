@@ -5,6 +5,10 @@ The payload after the 5-byte frame is the UTF-8 JSON document (orjson). Records 
 by default (writing: the schema written with; reading: the subject's latest version with ``use_latest_version``,
 else the reader schema if given, else the writer's). The validator is compiled once per schema, with
 jsonschema-rs deciding validity when it is installed and the schema has no references.
+
+The serializers' common case (a dict, a cached plan without rules, no id header) is one method of the shared
+base, ``_fast_frame``: the sync serializer returns its frame, the async one returns it from its coroutine, and
+anything else takes the general path (``SyncWriter`` / ``AsyncWriter``).
 """
 
 from __future__ import annotations
@@ -283,6 +287,23 @@ class _JsonWriter(Writer[_WritePlan]):
             plan = self._plans_by_id.put(schema_id, _WritePlan(wire.prefix(schema_id), schema_id, validator, rules))
         return plan
 
+    def _fast_frame(self, obj: Any, ctx: SerializationContext | None) -> bytes | None:
+        """The frame of ``obj`` on the common path, which does no I/O: a dict valid for a cached plan without rules,
+        no id header. None sends the record down the general path (``_write``), which also raises any error with
+        its details."""
+        if type(obj) is dict and self._user_to_dict is None and self._id_header is None:
+            plan = self._plans.single
+            if plan is None and ctx is not None:
+                plan = self._plans.by_ctx.get((ctx.topic, ctx.field))
+            if plan is not None and plan.rules is None:
+                validator = plan.validator
+                if validator is None or validator.is_valid(obj):
+                    try:
+                        return plan.prefix + _dumps(obj)
+                    except Exception:
+                        pass
+        return None
+
     def _write(self, obj: Any, plan: _WritePlan, ctx: SerializationContext | None) -> bytes:
         value = obj
         try:
@@ -315,39 +336,16 @@ class JsonSchemaSerializer(_JsonWriter, SyncWriter[_WritePlan]):
     __doc__ = _JsonWriter.__doc__
 
     def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
-        # The common case (a valid dict, a cached plan without rules, no id header) inline, everything else
-        # SyncWriter's path: a Python call is ~7% of this path.
-        if type(obj) is dict and self._user_to_dict is None and self._id_header is None:
-            plan = self._plans.single
-            if plan is None and ctx is not None:
-                plan = self._plans.by_ctx.get((ctx.topic, ctx.field))
-            if plan is not None and plan.rules is None:
-                validator = plan.validator
-                if validator is None or validator.is_valid(obj):
-                    try:
-                        return plan.prefix + _dumps(obj)
-                    except Exception:
-                        pass  # _write raises it with the details
-        return SyncWriter.__call__(self, obj, ctx)
+        frame = self._fast_frame(obj, ctx)
+        return frame if frame is not None else SyncWriter.__call__(self, obj, ctx)
 
 
 class AsyncJsonSchemaSerializer(_JsonWriter, AsyncWriter[_WritePlan]):
     """``await serializer(obj, ctx) -> bytes``: ``JsonSchemaSerializer`` with an ``AsyncRegistryClient``."""
 
     async def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
-        # JsonSchemaSerializer.__call__, the rest of the path awaited.
-        if type(obj) is dict and self._user_to_dict is None and self._id_header is None:
-            plan = self._plans.single
-            if plan is None and ctx is not None:
-                plan = self._plans.by_ctx.get((ctx.topic, ctx.field))
-            if plan is not None and plan.rules is None:
-                validator = plan.validator
-                if validator is None or validator.is_valid(obj):
-                    try:
-                        return plan.prefix + _dumps(obj)
-                    except Exception:
-                        pass  # _write raises it with the details
-        return await AsyncWriter.__call__(self, obj, ctx)
+        frame = self._fast_frame(obj, ctx)
+        return frame if frame is not None else await AsyncWriter.__call__(self, obj, ctx)
 
 
 class _JsonReader(Reader[_ReadPlan]):

@@ -6,6 +6,10 @@ Schemas travel as base64 ``FileDescriptorProto``s, as confluent-kafka's serializ
 imported file is registered first (recursively) under the subject named by its import path, except the
 well-known ``google/protobuf/``, ``google/type/`` and ``confluent/`` files. Reading, a writer schema and its
 imports are loaded into a descriptor pool of their own (``RegisteredProtoFile``), once per schema id.
+
+The serializers' common case (a message of the class, a cached plan, no rules, no id header) is one method of the
+shared base, ``_fast_frame``: the sync serializer returns its frame, the async one returns it from its coroutine,
+and anything else takes the general path (``SyncWriter`` / ``AsyncWriter``).
 """
 
 from __future__ import annotations
@@ -212,6 +216,21 @@ class _ProtoWriter(Writer[bytes]):
             schema_id = yield from register_or_lookup(subject, schema, self._auto_register, self._normalize)
         return wire.prefix(schema_id) + self._indexes
 
+    def _fast_frame(self, message: Message | None, ctx: SerializationContext | None) -> bytes | None:
+        """The frame of ``message`` on the common path, which does no I/O: a message of the class, a cached plan,
+        no rules, no id header. None sends it down the general path (``_write``), which also raises any error with
+        its details."""
+        if type(message) is self._cls and not self._rules and self._id_header is None:
+            head = self._plans.single
+            if head is None and ctx is not None:
+                head = self._plans.by_ctx.get((ctx.topic, ctx.field))
+            if head is not None:
+                try:
+                    return head + message.SerializeToString()  # type: ignore[union-attr]  # not None: its type is _cls
+                except Exception:
+                    pass
+        return None
+
     def _write(self, message: Message, head: bytes, ctx: SerializationContext | None) -> bytes:
         if type(message) is not self._cls and not isinstance(message, self._cls):
             raise SerializationError(
@@ -234,35 +253,16 @@ class ProtobufSerializer(_ProtoWriter, SyncWriter[bytes]):
     __doc__ = _ProtoWriter.__doc__
 
     def __call__(self, message: Message | None, ctx: SerializationContext | None = None) -> bytes | None:
-        # The common case (a cached plan, no rules, no id header) inline, everything else SyncWriter's path: a
-        # Python call is ~10% of this path.
-        if type(message) is self._cls and not self._rules and self._id_header is None:
-            head = self._plans.single
-            if head is None and ctx is not None:
-                head = self._plans.by_ctx.get((ctx.topic, ctx.field))
-            if head is not None:
-                try:
-                    return head + message.SerializeToString()  # type: ignore[union-attr]  # not None: its type is _cls
-                except Exception:
-                    pass  # _write raises it with the details
-        return SyncWriter.__call__(self, message, ctx)
+        frame = self._fast_frame(message, ctx)
+        return frame if frame is not None else SyncWriter.__call__(self, message, ctx)
 
 
 class AsyncProtobufSerializer(_ProtoWriter, AsyncWriter[bytes]):
     """``await serializer(message, ctx) -> bytes``: ``ProtobufSerializer`` with an ``AsyncRegistryClient``."""
 
     async def __call__(self, message: Message | None, ctx: SerializationContext | None = None) -> bytes | None:
-        # ProtobufSerializer.__call__, the rest of the path awaited.
-        if type(message) is self._cls and not self._rules and self._id_header is None:
-            head = self._plans.single
-            if head is None and ctx is not None:
-                head = self._plans.by_ctx.get((ctx.topic, ctx.field))
-            if head is not None:
-                try:
-                    return head + message.SerializeToString()  # type: ignore[union-attr]  # its type is _cls
-                except Exception:
-                    pass  # _write raises it with the details
-        return await AsyncWriter.__call__(self, message, ctx)
+        frame = self._fast_frame(message, ctx)
+        return frame if frame is not None else await AsyncWriter.__call__(self, message, ctx)
 
 
 class RegisteredProtoFile:
