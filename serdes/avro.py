@@ -7,9 +7,9 @@ a dict lookup and one call of the generated function; records it cannot take can
 writer -> reader schema resolution, go through fastavro's compiled ``write_data`` / ``_read_data``
 (``fastavro_core``), which decide the result.
 
-``_AvroWriter`` / ``_AvroReader`` hold all of that; ``AvroSerializer`` / ``AvroDeserializer`` build plans with a
-``RegistryClient``, ``AsyncAvroSerializer`` / ``AsyncAvroDeserializer`` with an ``AsyncRegistryClient``
-(``serdes.base``), and write the same bytes.
+``_AvroSerializerBase`` / ``_AvroDeserializerBase`` hold all of that; ``AvroSerializer`` / ``AvroDeserializer``
+build plans with a ``RegistryClient``, ``AsyncAvroSerializer`` / ``AsyncAvroDeserializer`` with an
+``AsyncRegistryClient`` (``serdes.base``), and write the same bytes.
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ from serdes.async_client import AsyncRegistryClient
 from serdes.avro_codegen import compile_reader, compile_writer
 from serdes.avro_references import local_references
 from serdes.base import (
-    AsyncReader,
-    AsyncWriter,
+    AsyncDeserializerBase,
+    AsyncSerializerBase,
+    DeserializerBase,
     LatestSchema,
-    Reader,
+    SerializerBase,
     SubjectPlans,
-    SyncReader,
-    SyncWriter,
-    Writer,
+    SyncDeserializerBase,
+    SyncSerializerBase,
     WriterSchema,
     cache_capacity,
     check_client,
@@ -248,7 +248,7 @@ def _by_full_name(ctx: SerializationContext | None, name: str) -> str:
     return name
 
 
-class _AvroWriter(Writer[_WritePlan]):
+class _AvroSerializerBase(SerializerBase[_WritePlan]):
     """``(obj, ctx) -> bytes``: Avro with the Confluent frame.
 
     Args:
@@ -417,7 +417,7 @@ class _AvroWriter(Writer[_WritePlan]):
         if self._cls is not None and not isinstance(obj, (self._cls, dict)):
             why = f"expected {self._cls.__name__} or dict, got {type(obj).__name__}"
         else:
-            try:  # fastavro's validator names the offending field; the compiled writer does not
+            try:  # fastavro's validator names the offending field; write_data does not
                 validate(datum, plan.schema, raise_errors=True)
                 why = f"{type(cause).__name__}: {cause}"
             except ValidationError as ve:
@@ -432,16 +432,16 @@ class _AvroWriter(Writer[_WritePlan]):
         )
 
 
-class AvroSerializer(_AvroWriter, SyncWriter[_WritePlan]):
-    __doc__ = _AvroWriter.__doc__
+class AvroSerializer(_AvroSerializerBase, SyncSerializerBase[_WritePlan]):
+    __doc__ = _AvroSerializerBase.__doc__
 
 
-class AsyncAvroSerializer(_AvroWriter, AsyncWriter[_WritePlan]):
+class AsyncAvroSerializer(_AvroSerializerBase, AsyncSerializerBase[_WritePlan]):
     """``await serializer(obj, ctx) -> bytes``: ``AvroSerializer`` with an ``AsyncRegistryClient`` (same
     arguments, same bytes). Registry calls happen on first use of a subject; later calls do no I/O."""
 
 
-class _AvroReader(Reader[_ReadPlan]):
+class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
     """``(bytes, ctx) -> dict | typed record``: reads Confluent-framed Avro.
 
     Args:
@@ -612,10 +612,10 @@ class _AvroReader(Reader[_ReadPlan]):
         )
 
 
-class AvroDeserializer(_AvroReader, SyncReader[_ReadPlan]):
-    __doc__ = _AvroReader.__doc__
+class AvroDeserializer(_AvroDeserializerBase, SyncDeserializerBase[_ReadPlan]):
+    __doc__ = _AvroDeserializerBase.__doc__
 
 
-class AsyncAvroDeserializer(_AvroReader, AsyncReader[_ReadPlan]):
+class AsyncAvroDeserializer(_AvroDeserializerBase, AsyncDeserializerBase[_ReadPlan]):
     """``await deserializer(data, ctx)``: ``AvroDeserializer`` with an ``AsyncRegistryClient`` (same arguments,
     same results). Registry calls happen for a schema id not seen before; later calls do no I/O."""

@@ -1,5 +1,6 @@
 """JSON Schema serializers and deserializers (jsonschema + referencing), byte-compatible with confluent-kafka's;
-sync and async (``_JsonWriter`` / ``_JsonReader`` hold everything but the client calls, as in ``serdes.avro``).
+sync and async (``_JsonSerializerBase`` / ``_JsonDeserializerBase`` hold everything but the client calls, as in
+``serdes.avro``).
 
 The payload after the 5-byte frame is the UTF-8 JSON document (orjson). Records are validated against the schema
 by default (writing: the schema written with; reading: the subject's latest version with ``use_latest_version``,
@@ -8,7 +9,7 @@ jsonschema-rs deciding validity when it is installed and the schema has no refer
 
 The serializers' common case (a dict, a cached plan without rules, no id header) is one method of the shared
 base, ``_fast_frame``: the sync serializer returns its frame, the async one returns it from its coroutine, and
-anything else takes the general path (``SyncWriter`` / ``AsyncWriter``).
+anything else takes the general path (``SyncSerializerBase`` / ``AsyncSerializerBase``).
 """
 
 from __future__ import annotations
@@ -28,14 +29,14 @@ from referencing.jsonschema import DRAFT7
 from serdes import wire
 from serdes.async_client import AsyncRegistryClient
 from serdes.base import (
-    AsyncReader,
-    AsyncWriter,
+    AsyncDeserializerBase,
+    AsyncSerializerBase,
+    DeserializerBase,
     LatestSchema,
-    Reader,
+    SerializerBase,
     SubjectPlans,
-    SyncReader,
-    SyncWriter,
-    Writer,
+    SyncDeserializerBase,
+    SyncSerializerBase,
     WriterSchema,
     cache_capacity,
     check_client,
@@ -190,7 +191,7 @@ def load_rule_target(schema: Schema) -> Plan[rule_steps.TargetFactory]:
     return _rule_targets((yield from load_references(schema)))
 
 
-class _JsonWriter(Writer[_WritePlan]):
+class _JsonSerializerBase(SerializerBase[_WritePlan]):
     """``(obj, ctx) -> bytes``: JSON with the Confluent frame.
 
     ``schema`` is a dataclass/pydantic class (objects of it are written), or a JSON Schema as text, dict or
@@ -332,23 +333,23 @@ class _JsonWriter(Writer[_WritePlan]):
         return plan.prefix + body
 
 
-class JsonSchemaSerializer(_JsonWriter, SyncWriter[_WritePlan]):
-    __doc__ = _JsonWriter.__doc__
+class JsonSchemaSerializer(_JsonSerializerBase, SyncSerializerBase[_WritePlan]):
+    __doc__ = _JsonSerializerBase.__doc__
 
     def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
         frame = self._fast_frame(obj, ctx)
-        return frame if frame is not None else SyncWriter.__call__(self, obj, ctx)
+        return frame if frame is not None else SyncSerializerBase.__call__(self, obj, ctx)
 
 
-class AsyncJsonSchemaSerializer(_JsonWriter, AsyncWriter[_WritePlan]):
+class AsyncJsonSchemaSerializer(_JsonSerializerBase, AsyncSerializerBase[_WritePlan]):
     """``await serializer(obj, ctx) -> bytes``: ``JsonSchemaSerializer`` with an ``AsyncRegistryClient``."""
 
     async def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
         frame = self._fast_frame(obj, ctx)
-        return frame if frame is not None else await AsyncWriter.__call__(self, obj, ctx)
+        return frame if frame is not None else await AsyncSerializerBase.__call__(self, obj, ctx)
 
 
-class _JsonReader(Reader[_ReadPlan]):
+class _JsonDeserializerBase(DeserializerBase[_ReadPlan]):
     """``(bytes, ctx) -> value``: reads Confluent-framed JSON.
 
     ``reader``: None (plain JSON values), a dataclass/pydantic class (instances are built) or a JSON Schema
@@ -482,9 +483,9 @@ class _JsonReader(Reader[_ReadPlan]):
         return _ReadPlan(validator, schema_id, rules)
 
 
-class JsonSchemaDeserializer(_JsonReader, SyncReader[_ReadPlan]):
-    __doc__ = _JsonReader.__doc__
+class JsonSchemaDeserializer(_JsonDeserializerBase, SyncDeserializerBase[_ReadPlan]):
+    __doc__ = _JsonDeserializerBase.__doc__
 
 
-class AsyncJsonSchemaDeserializer(_JsonReader, AsyncReader[_ReadPlan]):
+class AsyncJsonSchemaDeserializer(_JsonDeserializerBase, AsyncDeserializerBase[_ReadPlan]):
     """``await deserializer(data, ctx)``: ``JsonSchemaDeserializer`` with an ``AsyncRegistryClient``."""

@@ -1,5 +1,6 @@
 """Protobuf serializers and deserializers (google.protobuf), byte-compatible with confluent-kafka's; sync and
-async (``_ProtoWriter`` / ``_ProtoReader`` hold everything but the client calls, as in ``serdes.avro``).
+async (``_ProtobufSerializerBase`` / ``_ProtobufDeserializerBase`` hold everything but the client calls, as in
+``serdes.avro``).
 
 Frame: 5-byte prefix, the message-index path of the type inside its .proto file, then the message bytes.
 Schemas travel as base64 ``FileDescriptorProto``s, as confluent-kafka's serializer sends them: each
@@ -9,7 +10,7 @@ imports are loaded into a descriptor pool of their own (``RegisteredProtoFile``)
 
 The serializers' common case (a message of the class, a cached plan, no rules, no id header) is one method of the
 shared base, ``_fast_frame``: the sync serializer returns its frame, the async one returns it from its coroutine,
-and anything else takes the general path (``SyncWriter`` / ``AsyncWriter``).
+and anything else takes the general path (``SyncSerializerBase`` / ``AsyncSerializerBase``).
 """
 
 from __future__ import annotations
@@ -29,14 +30,14 @@ from google.protobuf.message_factory import GetMessageClass
 from serdes import wire
 from serdes.async_client import AsyncRegistryClient
 from serdes.base import (
-    AsyncReader,
-    AsyncWriter,
+    AsyncDeserializerBase,
+    AsyncSerializerBase,
+    DeserializerBase,
     LatestSchema,
-    Reader,
+    SerializerBase,
     SubjectPlans,
-    SyncReader,
-    SyncWriter,
-    Writer,
+    SyncDeserializerBase,
+    SyncSerializerBase,
     WriterSchema,
     cache_capacity,
     check_client,
@@ -143,7 +144,7 @@ def _rule_target(desc: Descriptor) -> rule_steps.TargetFactory:
     return target
 
 
-class _ProtoWriter(Writer[bytes]):
+class _ProtobufSerializerBase(SerializerBase[bytes]):
     """``(message, ctx) -> bytes`` for one generated message class.
 
     Arguments as for ``AvroSerializer`` (``use_latest_version``, ``use_latest_with_metadata``, ``use_schema_id``
@@ -249,20 +250,20 @@ class _ProtoWriter(Writer[bytes]):
             ) from e
 
 
-class ProtobufSerializer(_ProtoWriter, SyncWriter[bytes]):
-    __doc__ = _ProtoWriter.__doc__
+class ProtobufSerializer(_ProtobufSerializerBase, SyncSerializerBase[bytes]):
+    __doc__ = _ProtobufSerializerBase.__doc__
 
     def __call__(self, message: Message | None, ctx: SerializationContext | None = None) -> bytes | None:
         frame = self._fast_frame(message, ctx)
-        return frame if frame is not None else SyncWriter.__call__(self, message, ctx)
+        return frame if frame is not None else SyncSerializerBase.__call__(self, message, ctx)
 
 
-class AsyncProtobufSerializer(_ProtoWriter, AsyncWriter[bytes]):
+class AsyncProtobufSerializer(_ProtobufSerializerBase, AsyncSerializerBase[bytes]):
     """``await serializer(message, ctx) -> bytes``: ``ProtobufSerializer`` with an ``AsyncRegistryClient``."""
 
     async def __call__(self, message: Message | None, ctx: SerializationContext | None = None) -> bytes | None:
         frame = self._fast_frame(message, ctx)
-        return frame if frame is not None else await AsyncWriter.__call__(self, message, ctx)
+        return frame if frame is not None else await AsyncSerializerBase.__call__(self, message, ctx)
 
 
 class RegisteredProtoFile:
@@ -394,7 +395,7 @@ def _migration(steps: Sequence[rule_steps.Step], reader_class: type[Message], sc
     return migrate
 
 
-class _ProtoReader(Reader[_ReadPlan]):
+class _ProtobufDeserializerBase(DeserializerBase[_ReadPlan]):
     """``(bytes, ctx) -> message``.
 
     With ``message_type`` every payload is parsed as that class (Protobuf's own field-number evolution rules
@@ -552,11 +553,11 @@ class _ProtoReader(Reader[_ReadPlan]):
         )
 
 
-class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
-    __doc__ = _ProtoReader.__doc__
+class ProtobufDeserializer(_ProtobufDeserializerBase, SyncDeserializerBase[_ReadPlan]):
+    __doc__ = _ProtobufDeserializerBase.__doc__
 
     def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Message | None:
-        # SyncReader's path with _read's common case inlined: a Python call is ~8% of this path.
+        # SyncDeserializerBase's path with _read's common case inlined: a Python call is ~8% of this path.
         if data is None:
             return None
         if type(data) is not bytes:
@@ -574,7 +575,7 @@ class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
             return self._read(data, ctx, plan)  # raises it with the details
 
 
-class AsyncProtobufDeserializer(_ProtoReader, AsyncReader[_ReadPlan]):
+class AsyncProtobufDeserializer(_ProtobufDeserializerBase, AsyncDeserializerBase[_ReadPlan]):
     """``await deserializer(data, ctx)``: ``ProtobufDeserializer`` with an ``AsyncRegistryClient``."""
 
 
