@@ -34,11 +34,11 @@ from serdes.base import (
     AsyncSerializerBase,
     DeserializerBase,
     LatestSchema,
+    SchemaChoice,
     SerializerBase,
     SubjectPlans,
     SyncDeserializerBase,
     SyncSerializerBase,
-    WriterSchema,
     cache_capacity,
     check_client,
     topic_of,
@@ -300,7 +300,7 @@ class _AvroSerializerBase(SerializerBase[_WritePlan]):
         check_client(client, self._is_async, self)
         self._rule_config = RuleConfig(rule_config)
         self._id_header = IdHeaderWriter(protobuf=False, subject=subject) if schema_id_header else None
-        self._choice = WriterSchema(
+        self._choice = SchemaChoice(
             self, "AVRO", schema is not None, auto_register, use_latest_version, use_latest_with_metadata, use_schema_id
         )
         self._client = client

@@ -183,7 +183,7 @@ class LatestSchema:
         return (yield ClientCall("get_latest_version", (subject,)))
 
 
-class WriterSchema:
+class SchemaChoice:
     """Which registered schema a serializer writes with instead of its own, if any: the subject's latest version
     (``use_latest_version``), its newest version with some metadata properties (``use_latest_with_metadata``), or
     a fixed id (``use_schema_id``). Checks the options once; ``auto_register`` is what they leave of it."""

@@ -34,11 +34,11 @@ from serdes.base import (
     AsyncSerializerBase,
     DeserializerBase,
     LatestSchema,
+    SchemaChoice,
     SerializerBase,
     SubjectPlans,
     SyncDeserializerBase,
     SyncSerializerBase,
-    WriterSchema,
     cache_capacity,
     check_client,
     topic_of,
@@ -180,7 +180,7 @@ class _ProtobufSerializerBase(SerializerBase[bytes]):
         self._rules: dict[bytes, rule_steps.Step] = {}  # frame header -> the WRITE rules of its schema
         if not is_message_class(message_type):
             raise TypeError(f"{type(self).__name__} needs a generated message class, not {message_type!r}")
-        self._choice = WriterSchema(
+        self._choice = SchemaChoice(
             self, "PROTOBUF", True, auto_register, use_latest_version, use_latest_with_metadata, use_schema_id
         )
         self._client = client
