@@ -157,7 +157,7 @@ def _no_fast_path(*args: Any) -> Any:
     raise TypeError("no generated encoder/decoder for this schema")
 
 
-def _fast_writer(parsed: Any, named: dict) -> Callable[[Any, bytearray], None]:
+def _generated_encoder(parsed: Any, named: dict) -> Callable[[Any, bytearray], None]:
     try:
         return compile_writer(parsed, named)
     except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
@@ -169,16 +169,16 @@ def _identity(x: Any) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
-class _Writer:
-    """A parsed writer schema with its generated encoder (shared by every subject written with it)."""
+class _CompiledSchema:
+    """A parsed schema to write with and its generated encoder (shared by every subject written with it)."""
 
     schema: Any  # fastavro-parsed
     named: dict  # its named types, as fastavro's write_data takes them
     encode: Callable[[Any, bytearray], None]  # the generated encoder, or _no_fast_path
 
 
-def _writer(parsed: Any, named: dict) -> _Writer:
-    return _Writer(parsed, named, _fast_writer(parsed, named))
+def _compile(parsed: Any, named: dict) -> _CompiledSchema:
+    return _CompiledSchema(parsed, named, _generated_encoder(parsed, named))
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +193,8 @@ class _WritePlan:
     rules: rule_steps.Step | None = None  # the schema's WRITE rules (None: it has none)
 
 
-def _write_plan(schema_id: int, writer: _Writer, rules: rule_steps.Step | None = None) -> _WritePlan:
-    return _WritePlan(wire.prefix(schema_id), schema_id, writer.schema, writer.named, writer.encode, rules)
+def _write_plan(schema_id: int, compiled: _CompiledSchema, rules: rule_steps.Step | None = None) -> _WritePlan:
+    return _WritePlan(wire.prefix(schema_id), schema_id, compiled.schema, compiled.named, compiled.encode, rules)
 
 
 def _rule_target(parsed: Any, named: dict) -> rule_steps.TargetFactory:
@@ -308,7 +308,7 @@ class _AvroSerializerBase(SerializerBase[_WritePlan]):
         self._normalize = normalize
         self._schema: Schema | None = None
         self._cls: type | None = None
-        self._writer: _Writer | None = None  # our schema, parsed (None until loaded when it has references)
+        self._compiled: _CompiledSchema | None = None  # our schema (None until loaded when it has references)
         self._local_refs: list[LocalReference] = []
         self._main_uses: tuple[str, ...] = ()
         self._ref_subject = reference_subject_strategy
@@ -319,7 +319,7 @@ class _AvroSerializerBase(SerializerBase[_WritePlan]):
             ref_schemas = [_reference_schema(r, classes) for r in references]
             self._local_refs, self._main_uses = local_references(self._schema, ref_schemas)
             if not self._schema.references:  # nothing to load from the registry: parse now, fail early
-                self._writer = _writer(*parse_avro(self._schema, [r.schema for r in self._local_refs]))
+                self._compiled = _compile(*parse_avro(self._schema, [r.schema for r in self._local_refs]))
             record_name = _record_name(self._schema)
         elif references:
             raise ValueError("references need the schema that uses them")
@@ -339,20 +339,20 @@ class _AvroSerializerBase(SerializerBase[_WritePlan]):
 
     # -- plans (no I/O: registry calls are yielded) ------------------------------------------------------
 
-    def _own_writer(self) -> Plan[_Writer]:
-        if self._writer is None:
+    def _own_compiled(self) -> Plan[_CompiledSchema]:
+        if self._compiled is None:
             assert self._schema is not None
             refs = yield from load_references(self._schema)
             local = [r.schema for r in self._local_refs]
-            self._writer = _writer(*parse_avro(self._schema, [*refs.values(), *local]))
-        return self._writer
+            self._compiled = _compile(*parse_avro(self._schema, [*refs.values(), *local]))
+        return self._compiled
 
     def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[_WritePlan]:
         if self._choice.chosen:
             schema_id, schema = yield from self._choice.fetch(subject, ctx)
             return (yield from self._plan_for(schema_id, schema, ctx, subject))
         assert self._schema is not None
-        writer = yield from self._own_writer()
+        compiled = yield from self._own_compiled()
         schema = self._schema
         if self._local_refs:
             done = yield from register_references(
@@ -361,7 +361,7 @@ class _AvroSerializerBase(SerializerBase[_WritePlan]):
             schema = dataclasses.replace(schema, references=(*schema.references, *(done[n] for n in self._main_uses)))
         schema_id = yield from register_or_lookup(subject, schema, self._auto_register, self._normalize)
         return _write_plan(
-            schema_id, writer, self._write_rules(subject, schema, schema_id, writer.schema, writer.named)
+            schema_id, compiled, self._write_rules(subject, schema, schema_id, compiled.schema, compiled.named)
         )
 
     def _write_rules(
@@ -384,7 +384,7 @@ class _AvroSerializerBase(SerializerBase[_WritePlan]):
                     f"cannot write with schema {schema_id}: {e}", topic=topic_of(ctx), schema_id=schema_id
                 ) from e
             rules = self._write_rules(subject, schema, schema_id, parsed, named)
-            plan = self._plans_by_id.put(schema_id, _write_plan(schema_id, _writer(parsed, named), rules))
+            plan = self._plans_by_id.put(schema_id, _write_plan(schema_id, _compile(parsed, named), rules))
         return plan
 
     # -- one record ----------------------------------------------------------------------------------
