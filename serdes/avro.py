@@ -27,7 +27,7 @@ from fastavro.validation import ValidationError, validate
 
 from serdes import fastavro_core, wire
 from serdes.async_client import AsyncRegistryClient
-from serdes.avro_codegen import compile_reader, compile_writer
+from serdes.avro_codegen import compile_decoder, compile_encoder
 from serdes.avro_references import local_references
 from serdes.base import (
     AsyncDeserializerBase,
@@ -159,7 +159,7 @@ def _no_fast_path(*args: Any) -> Any:
 
 def _generated_encoder(parsed: Any, named: dict) -> Callable[[Any, bytearray], None]:
     try:
-        return compile_writer(parsed, named)
+        return compile_encoder(parsed, named)
     except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
         return _no_fast_path  # fastavro writes every record
 
@@ -604,7 +604,7 @@ class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
         plain_unions = not self._options["return_record_name"] or self._options["return_record_name_override"]
         if r_parsed is None and plain_unions:  # no resolution: the generated decoder reads what fastavro would
             try:
-                fast = compile_reader(w_parsed, w_named, self._options)
+                fast = compile_decoder(w_parsed, w_named, self._options)
             except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
                 fast = _no_fast_path
         return _ReadPlan(

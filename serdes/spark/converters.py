@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from serdes.avro_codegen import UNPACK_DOUBLE, UNPACK_FLOAT, CodeWriter
+from serdes.avro_codegen import UNPACK_DOUBLE, UNPACK_FLOAT, CodeGen
 from serdes.spark.types import (
     TIMESTAMP,
     AvroNames,
@@ -604,7 +604,7 @@ class Unsupported(Exception):
 def _read_long(data: bytes, pos: int, b: int) -> tuple[int, int]:
     """Zig-zag varint of two or more bytes at ``pos`` (``b = data[pos]``, the one-byte case is inlined).
     Unrolled: the bytes-at-a-time loop cost as much as the rest of a record. Raises past 64 bits, like
-    ``avro_codegen``'s reader (fastavro's C reader would wrap around; the row-wise path lets it decide)."""
+    ``avro_codegen``'s decoder (fastavro's C reader would wrap around; the row-wise path lets it decide)."""
     n = b & 0x7F
     pos += 1
     b = data[pos]
@@ -632,7 +632,7 @@ def _read_long(data: bytes, pos: int, b: int) -> tuple[int, int]:
             raise ValueError("varint longer than 10 bytes")
 
 
-class _ColumnGen(CodeWriter):
+class _ColumnGen(CodeGen):
     """Generates ``decode(data, starts, ends) -> lists``: one pass over the rows of a batch that appends every
     leaf value to its own list (no dict per record), plus a tree saying how the lists become Arrow arrays."""
 
