@@ -314,7 +314,7 @@ class BatchDecoder:
 
 
 @dataclass(frozen=True, slots=True)
-class _WriterPlan:
+class _ReadPlan:
     """How to read the bodies written with one writer schema id."""
 
     writer: Any  # fastavro-parsed writer schema
@@ -338,9 +338,9 @@ class AvroBatchDecoder(BatchDecoder):
             avro_converter(json.loads(text), names)
         self._convert = avro_converter(self._reader_doc, names)
         self._read_options = fastavro_core.read_options(*(2 * [avro_needs_record_names(self._reader_doc, names)]))
-        self._plans: dict[int, _WriterPlan] = {}
+        self._plans: dict[int, _ReadPlan] = {}
 
-    def _plan(self, schema_id: int) -> _WriterPlan:
+    def _plan(self, schema_id: int) -> _ReadPlan:
         writer = self.writer_schema(schema_id)
         if writer.schema_type != "AVRO":
             raise SerializationError(f"schema {schema_id} is {writer.schema_type}, not AVRO", schema_id=schema_id)
@@ -357,7 +357,7 @@ class AvroBatchDecoder(BatchDecoder):
                 columns = avro_column_decoder(w_parsed, w_named, self.arrow_type)
             except (Unsupported, ValueError, KeyError, TypeError, SyntaxError, RecursionError):
                 columns = None
-        plan = _WriterPlan(w_parsed, {"writer": w_named, "reader": self._reader_named}, reader, columns)
+        plan = _ReadPlan(w_parsed, {"writer": w_named, "reader": self._reader_named}, reader, columns)
         self._plans[schema_id] = plan
         return plan
 
