@@ -20,7 +20,7 @@ from serdes.errors import RegistryError, SerializationError
 from serdes.models import RegisteredSchema, Schema
 from serdes.plans import ClientCall, Plan, get_schema, lookup, run_plan, run_plan_async
 from serdes.rules.engine import RuleConfig
-from serdes.schema_ids import CLASSIC_MAGIC, IdHeaderWriter, Unframer
+from serdes.schema_ids import CLASSIC_MAGIC, HeaderFramer, Unframer
 from serdes.strategies import SubjectNameStrategy, resolve_strategy
 
 P = TypeVar("P")
@@ -303,7 +303,7 @@ class SerializerBase(Generic[P]):
     _is_async: bool
     _client: Any
     _plans: SubjectPlans[P]
-    _id_header: IdHeaderWriter | None = None  # schema_id_header=True: the GUID goes in a record header
+    _id_header: HeaderFramer | None = None  # schema_id_header=True: the GUID goes in a record header
 
     def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[P]:
         raise NotImplementedError
@@ -342,7 +342,7 @@ class AsyncSerializerBase(SerializerBase[P], AsyncClosing):
             if plan is None:
                 plan = await plans.aget(self._client, ctx, self._resolve)
         if self._id_header is not None:
-            return await self._id_header.move_async(self._client, self._write(obj, plan, ctx), ctx)
+            return await self._id_header.frame_async(self._client, self._write(obj, plan, ctx), ctx)
         return self._write(obj, plan, ctx)
 
 

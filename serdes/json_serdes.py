@@ -50,7 +50,7 @@ from serdes.models import RegisteredSchema, Schema
 from serdes.plans import Plan, load_references, register_or_lookup
 from serdes.rules import steps as rule_steps
 from serdes.rules.engine import RuleConfig, RuleTarget
-from serdes.schema_ids import IdHeaderWriter
+from serdes.schema_ids import HeaderFramer
 from serdes.strategies import SubjectNameStrategy
 from serdes.typed_records import is_record_type, json_decoder, json_encoder, json_schema
 
@@ -221,7 +221,7 @@ class _JsonSerializerBase(SerializerBase[_WritePlan]):
     ) -> None:
         check_client(client, self._is_async, self)
         self._rule_config = RuleConfig(rule_config)
-        self._id_header = IdHeaderWriter(protobuf=False, subject=subject) if schema_id_header else None
+        self._id_header = HeaderFramer(protobuf=False, subject=subject) if schema_id_header else None
         self._choice = SchemaChoice(
             self, "JSON", schema is not None, auto_register, use_latest_version, use_latest_with_metadata, use_schema_id
         )

@@ -51,7 +51,7 @@ from serdes.models import RegisteredSchema, Schema
 from serdes.plans import LocalReference, Plan, load_references, register_or_lookup, register_references, run_plan
 from serdes.rules import steps as rule_steps
 from serdes.rules.engine import RuleConfig, RuleTarget
-from serdes.schema_ids import CLASSIC_MAGIC, IdHeaderWriter
+from serdes.schema_ids import CLASSIC_MAGIC, HeaderFramer
 from serdes.strategies import SubjectNameStrategy
 
 __all__ = [
@@ -175,7 +175,7 @@ class _ProtobufSerializerBase(SerializerBase[bytes]):
         schema_id_header: bool = False,
     ) -> None:
         check_client(client, self._is_async, self)
-        self._id_header = IdHeaderWriter(protobuf=True, subject=subject) if schema_id_header else None
+        self._id_header = HeaderFramer(protobuf=True, subject=subject) if schema_id_header else None
         self._rule_config = RuleConfig(rule_config)
         self._rules: dict[bytes, rule_steps.Step] = {}  # frame header -> the WRITE rules of its schema
         if not is_message_class(message_type):
