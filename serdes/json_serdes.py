@@ -7,9 +7,10 @@ by default (writing: the schema written with; reading: the subject's latest vers
 else the reader schema if given, else the writer's). The validator is compiled once per schema, with
 jsonschema-rs deciding validity when it is installed and the schema has no references.
 
-The serializers' common case (a dict, a cached plan without rules, no id header) is one method of the shared
-base, ``_fast_frame``: the sync serializer returns its frame, the async one returns it from its coroutine, and
-anything else takes the general path (``SyncSerializerBase`` / ``AsyncSerializerBase``).
+The serializers' common case (a valid dict, a cached plan without rules, no id header) is written once, in
+``_JsonSerializerBase._serialize``: it is the sync serializer's ``__call__``, and the async serializer's coroutine
+returns its frame (``AsyncFastPathSerializerBase``); anything else takes the general path (``SyncSerializerBase``
+/ ``AsyncSerializerBase``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from serdes import wire
 from serdes.async_client import AsyncRegistryClient
 from serdes.base import (
     AsyncDeserializerBase,
-    AsyncSerializerBase,
+    AsyncFastPathSerializerBase,
     DeserializerBase,
     LatestSchema,
     SchemaChoice,
@@ -288,10 +289,13 @@ class _JsonSerializerBase(SerializerBase[_WritePlan]):
             plan = self._plans_by_id.put(schema_id, _WritePlan(wire.prefix(schema_id), schema_id, validator, rules))
         return plan
 
-    def _fast_frame(self, obj: Any, ctx: SerializationContext | None) -> bytes | None:
-        """The frame of ``obj`` on the common path, which does no I/O: a dict valid for a cached plan without rules,
-        no id header. None sends the record down the general path (``_write``), which also raises any error with
-        its details."""
+    _general_path: Callable[[Any, SerializationContext | None], Any]  # set by the sync and async serializers
+
+    def _serialize(self, obj: Any, ctx: SerializationContext | None = None) -> Any:
+        """The fast path, written once for sync and async: the frame of a dict valid for a cached plan without rules,
+        no id header, which awaits nothing; any other record goes to ``_general_path``, whose ``_write`` raises any
+        error with its details. ``JsonSchemaSerializer.__call__`` is this method; ``AsyncFastPathSerializerBase``
+        says how the async serializer uses it."""
         if type(obj) is dict and self._user_to_dict is None and self._id_header is None:
             plan = self._plans.single
             if plan is None and ctx is not None:
@@ -303,7 +307,7 @@ class _JsonSerializerBase(SerializerBase[_WritePlan]):
                         return plan.prefix + _dumps(obj)
                     except Exception:
                         pass
-        return None
+        return self._general_path(obj, ctx)
 
     def _write(self, obj: Any, plan: _WritePlan, ctx: SerializationContext | None) -> bytes:
         value = obj
@@ -336,17 +340,12 @@ class _JsonSerializerBase(SerializerBase[_WritePlan]):
 class JsonSchemaSerializer(_JsonSerializerBase, SyncSerializerBase[_WritePlan]):
     __doc__ = _JsonSerializerBase.__doc__
 
-    def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
-        frame = self._fast_frame(obj, ctx)
-        return frame if frame is not None else SyncSerializerBase.__call__(self, obj, ctx)
+    __call__ = _JsonSerializerBase._serialize  # the fast path is the call itself
+    _general_path = SyncSerializerBase.__call__
 
 
-class AsyncJsonSchemaSerializer(_JsonSerializerBase, AsyncSerializerBase[_WritePlan]):
+class AsyncJsonSchemaSerializer(_JsonSerializerBase, AsyncFastPathSerializerBase[_WritePlan]):
     """``await serializer(obj, ctx) -> bytes``: ``JsonSchemaSerializer`` with an ``AsyncRegistryClient``."""
-
-    async def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
-        frame = self._fast_frame(obj, ctx)
-        return frame if frame is not None else await AsyncSerializerBase.__call__(self, obj, ctx)
 
 
 class _JsonDeserializerBase(DeserializerBase[_ReadPlan]):

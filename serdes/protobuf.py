@@ -8,9 +8,10 @@ imported file is registered first (recursively) under the subject named by its i
 well-known ``google/protobuf/``, ``google/type/`` and ``confluent/`` files. Reading, a writer schema and its
 imports are loaded into a descriptor pool of their own (``RegisteredProtoFile``), once per schema id.
 
-The serializers' common case (a message of the class, a cached plan, no rules, no id header) is one method of the
-shared base, ``_fast_frame``: the sync serializer returns its frame, the async one returns it from its coroutine,
-and anything else takes the general path (``SyncSerializerBase`` / ``AsyncSerializerBase``).
+The serializers' common case (a message of the class, a cached plan, no rules, no id header) is written once, in
+``_ProtobufSerializerBase._serialize``: it is the sync serializer's ``__call__``, and the async serializer's
+coroutine returns its frame (``AsyncFastPathSerializerBase``); anything else takes the general path
+(``SyncSerializerBase`` / ``AsyncSerializerBase``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from serdes import wire
 from serdes.async_client import AsyncRegistryClient
 from serdes.base import (
     AsyncDeserializerBase,
-    AsyncSerializerBase,
+    AsyncFastPathSerializerBase,
     DeserializerBase,
     LatestSchema,
     SchemaChoice,
@@ -217,10 +218,13 @@ class _ProtobufSerializerBase(SerializerBase[bytes]):
             schema_id = yield from register_or_lookup(subject, schema, self._auto_register, self._normalize)
         return wire.prefix(schema_id) + self._indexes
 
-    def _fast_frame(self, message: Message | None, ctx: SerializationContext | None) -> bytes | None:
-        """The frame of ``message`` on the common path, which does no I/O: a message of the class, a cached plan,
-        no rules, no id header. None sends it down the general path (``_write``), which also raises any error with
-        its details."""
+    _general_path: Callable[[Any, SerializationContext | None], Any]  # set by the sync and async serializers
+
+    def _serialize(self, message: Message | None, ctx: SerializationContext | None = None) -> Any:
+        """The fast path, written once for sync and async: the frame of a message of the class with a cached plan,
+        no rules and no id header, which awaits nothing; any other record goes to ``_general_path``, whose
+        ``_write`` raises any error with its details. ``ProtobufSerializer.__call__`` is this method;
+        ``AsyncFastPathSerializerBase`` says how the async serializer uses it."""
         if type(message) is self._cls and not self._rules and self._id_header is None:
             head = self._plans.single
             if head is None and ctx is not None:
@@ -230,7 +234,7 @@ class _ProtobufSerializerBase(SerializerBase[bytes]):
                     return head + message.SerializeToString()  # type: ignore[union-attr]  # not None: its type is _cls
                 except Exception:
                     pass
-        return None
+        return self._general_path(message, ctx)
 
     def _write(self, message: Message, head: bytes, ctx: SerializationContext | None) -> bytes:
         if type(message) is not self._cls and not isinstance(message, self._cls):
@@ -253,17 +257,13 @@ class _ProtobufSerializerBase(SerializerBase[bytes]):
 class ProtobufSerializer(_ProtobufSerializerBase, SyncSerializerBase[bytes]):
     __doc__ = _ProtobufSerializerBase.__doc__
 
-    def __call__(self, message: Message | None, ctx: SerializationContext | None = None) -> bytes | None:
-        frame = self._fast_frame(message, ctx)
-        return frame if frame is not None else SyncSerializerBase.__call__(self, message, ctx)
+    # The fast path is the call itself; its first parameter keeps the name ``message`` (the base has ``obj``).
+    __call__ = _ProtobufSerializerBase._serialize  # type: ignore[assignment]
+    _general_path = SyncSerializerBase.__call__
 
 
-class AsyncProtobufSerializer(_ProtobufSerializerBase, AsyncSerializerBase[bytes]):
+class AsyncProtobufSerializer(_ProtobufSerializerBase, AsyncFastPathSerializerBase[bytes]):
     """``await serializer(message, ctx) -> bytes``: ``ProtobufSerializer`` with an ``AsyncRegistryClient``."""
-
-    async def __call__(self, message: Message | None, ctx: SerializationContext | None = None) -> bytes | None:
-        frame = self._fast_frame(message, ctx)
-        return frame if frame is not None else await AsyncSerializerBase.__call__(self, message, ctx)
 
 
 class RegisteredProtoFile:

@@ -182,7 +182,7 @@ def _json_and_protobuf(
 def test_async_json_and_protobuf_serializers_off_their_fast_path(
     registry_url, client, protos, value_ctx, require_type
 ) -> None:
-    """The JSON/Protobuf serializers have a fast path for their common case (``_fast_frame``, shared by sync and
+    """The JSON/Protobuf serializers have a fast path for their common case (``_serialize``, shared by sync and
     async): None, a wrong type and header framing take the general path and give what the sync serializers give."""
     order, text, json_ctx, proto_ctx = _json_and_protobuf(protos, value_ctx, require_type)
 
