@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install run test lint typecheck format openapi docs bench bench-spark charts spark-jar wheel browser clean
 
-$(STAMP): pyproject.toml setup.py serdes/_ready.c
+$(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -U pip wheel setuptools
 	$(PY) -m pip install -q -e '.[test,streams,spark,auth,docs]'

@@ -8,8 +8,6 @@ users of the wheel need no JDK. That needs ``javac`` and Spark's jars: pyspark i
 ``SPARK_HOME``. ``SCHEMAKIT_SPARK_JAR`` says what to do: ``auto`` (default: build the jar when both are there,
 else say why not and go on without it), ``require`` (fail the build without them) or ``skip``. A wheel without
 the jar still works: ``python -m serdes.spark.build_jar`` builds it after installation, or the Python engine runs.
-
-It also declares one optional C extension, ``serdes._ready`` (see ``serdes/awaitables.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from setuptools import Extension, setup
+from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
@@ -70,8 +68,4 @@ class BuildPyWithSparkJar(build_py):
         build_jar.compile_jar(target, jars)
 
 
-# serdes/_ready.c: the finished coroutine async serializers hand back on their common path (serdes/awaitables.py).
-# Optional: without a C compiler the build goes on and a Python coroutine takes its place.
-READY = Extension("serdes._ready", ["serdes/_ready.c"], optional=True)
-
-setup(cmdclass={"build_py": BuildPyWithSparkJar}, ext_modules=[READY])
+setup(cmdclass={"build_py": BuildPyWithSparkJar})

@@ -7,9 +7,9 @@ a dict lookup and one call of the generated function; records it cannot take can
 writer -> reader schema resolution, go through fastavro's compiled ``write_data`` / ``_read_data``
 (``fastavro_core``), which decide the result.
 
-``_AvroWriter`` / ``_AvroReader`` hold all of that; ``AvroSerializer`` / ``AvroDeserializer`` build plans with a
-``RegistryClient``, ``AsyncAvroSerializer`` / ``AsyncAvroDeserializer`` with an ``AsyncRegistryClient``
-(``serdes.base``), and write the same bytes.
+``_AvroSerializerBase`` / ``_AvroDeserializerBase`` hold all of that; ``AvroSerializer`` / ``AvroDeserializer``
+build plans with a ``RegistryClient``, ``AsyncAvroSerializer`` / ``AsyncAvroDeserializer`` with an
+``AsyncRegistryClient`` (``serdes.base``), and write the same bytes.
 """
 
 from __future__ import annotations
@@ -27,18 +27,18 @@ from fastavro.validation import ValidationError, validate
 
 from serdes import fastavro_core, wire
 from serdes.async_client import AsyncRegistryClient
-from serdes.avro_codegen import compile_reader, compile_writer
+from serdes.avro_codegen import compile_decoder, compile_encoder
 from serdes.avro_references import local_references
 from serdes.base import (
-    AsyncReader,
-    AsyncWriter,
+    AsyncDeserializerBase,
+    AsyncSerializerBase,
+    DeserializerBase,
     LatestSchema,
-    Reader,
+    SchemaChoice,
+    SerializerBase,
     SubjectPlans,
-    SyncReader,
-    SyncWriter,
-    Writer,
-    WriterSchema,
+    SyncDeserializerBase,
+    SyncSerializerBase,
     cache_capacity,
     check_client,
     topic_of,
@@ -51,7 +51,7 @@ from serdes.models import RegisteredSchema, Schema
 from serdes.plans import LocalReference, Plan, load_references, register_or_lookup, register_references, run_plan
 from serdes.rules import steps as rule_steps
 from serdes.rules.engine import RuleConfig, RuleTarget
-from serdes.schema_ids import IdHeaderWriter
+from serdes.schema_ids import HeaderFramer
 from serdes.strategies import SubjectNameStrategy
 from serdes.typed_records import avro_decoder, avro_encoder, avro_named_schema, avro_schema, is_record_type
 
@@ -157,9 +157,9 @@ def _no_fast_path(*args: Any) -> Any:
     raise TypeError("no generated encoder/decoder for this schema")
 
 
-def _fast_writer(parsed: Any, named: dict) -> Callable[[Any, bytearray], None]:
+def _generated_encoder(parsed: Any, named: dict) -> Callable[[Any, bytearray], None]:
     try:
-        return compile_writer(parsed, named)
+        return compile_encoder(parsed, named)
     except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
         return _no_fast_path  # fastavro writes every record
 
@@ -169,16 +169,16 @@ def _identity(x: Any) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
-class _Writer:
-    """A parsed writer schema with its generated encoder (shared by every subject written with it)."""
+class _CompiledSchema:
+    """A parsed schema to write with and its generated encoder (shared by every subject written with it)."""
 
     schema: Any  # fastavro-parsed
     named: dict  # its named types, as fastavro's write_data takes them
     encode: Callable[[Any, bytearray], None]  # the generated encoder, or _no_fast_path
 
 
-def _writer(parsed: Any, named: dict) -> _Writer:
-    return _Writer(parsed, named, _fast_writer(parsed, named))
+def _compile(parsed: Any, named: dict) -> _CompiledSchema:
+    return _CompiledSchema(parsed, named, _generated_encoder(parsed, named))
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +193,8 @@ class _WritePlan:
     rules: rule_steps.Step | None = None  # the schema's WRITE rules (None: it has none)
 
 
-def _write_plan(schema_id: int, writer: _Writer, rules: rule_steps.Step | None = None) -> _WritePlan:
-    return _WritePlan(wire.prefix(schema_id), schema_id, writer.schema, writer.named, writer.encode, rules)
+def _write_plan(schema_id: int, compiled: _CompiledSchema, rules: rule_steps.Step | None = None) -> _WritePlan:
+    return _WritePlan(wire.prefix(schema_id), schema_id, compiled.schema, compiled.named, compiled.encode, rules)
 
 
 def _rule_target(parsed: Any, named: dict) -> rule_steps.TargetFactory:
@@ -248,7 +248,7 @@ def _by_full_name(ctx: SerializationContext | None, name: str) -> str:
     return name
 
 
-class _AvroWriter(Writer[_WritePlan]):
+class _AvroSerializerBase(SerializerBase[_WritePlan]):
     """``(obj, ctx) -> bytes``: Avro with the Confluent frame.
 
     Args:
@@ -299,8 +299,8 @@ class _AvroWriter(Writer[_WritePlan]):
     ) -> None:
         check_client(client, self._is_async, self)
         self._rule_config = RuleConfig(rule_config)
-        self._id_header = IdHeaderWriter(protobuf=False, subject=subject) if schema_id_header else None
-        self._choice = WriterSchema(
+        self._id_header = HeaderFramer(protobuf=False, subject=subject) if schema_id_header else None
+        self._choice = SchemaChoice(
             self, "AVRO", schema is not None, auto_register, use_latest_version, use_latest_with_metadata, use_schema_id
         )
         self._client = client
@@ -308,7 +308,7 @@ class _AvroWriter(Writer[_WritePlan]):
         self._normalize = normalize
         self._schema: Schema | None = None
         self._cls: type | None = None
-        self._writer: _Writer | None = None  # our schema, parsed (None until loaded when it has references)
+        self._compiled: _CompiledSchema | None = None  # our schema (None until loaded when it has references)
         self._local_refs: list[LocalReference] = []
         self._main_uses: tuple[str, ...] = ()
         self._ref_subject = reference_subject_strategy
@@ -319,7 +319,7 @@ class _AvroWriter(Writer[_WritePlan]):
             ref_schemas = [_reference_schema(r, classes) for r in references]
             self._local_refs, self._main_uses = local_references(self._schema, ref_schemas)
             if not self._schema.references:  # nothing to load from the registry: parse now, fail early
-                self._writer = _writer(*parse_avro(self._schema, [r.schema for r in self._local_refs]))
+                self._compiled = _compile(*parse_avro(self._schema, [r.schema for r in self._local_refs]))
             record_name = _record_name(self._schema)
         elif references:
             raise ValueError("references need the schema that uses them")
@@ -339,20 +339,20 @@ class _AvroWriter(Writer[_WritePlan]):
 
     # -- plans (no I/O: registry calls are yielded) ------------------------------------------------------
 
-    def _own_writer(self) -> Plan[_Writer]:
-        if self._writer is None:
+    def _own_compiled(self) -> Plan[_CompiledSchema]:
+        if self._compiled is None:
             assert self._schema is not None
             refs = yield from load_references(self._schema)
             local = [r.schema for r in self._local_refs]
-            self._writer = _writer(*parse_avro(self._schema, [*refs.values(), *local]))
-        return self._writer
+            self._compiled = _compile(*parse_avro(self._schema, [*refs.values(), *local]))
+        return self._compiled
 
     def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[_WritePlan]:
         if self._choice.chosen:
             schema_id, schema = yield from self._choice.fetch(subject, ctx)
             return (yield from self._plan_for(schema_id, schema, ctx, subject))
         assert self._schema is not None
-        writer = yield from self._own_writer()
+        compiled = yield from self._own_compiled()
         schema = self._schema
         if self._local_refs:
             done = yield from register_references(
@@ -361,7 +361,7 @@ class _AvroWriter(Writer[_WritePlan]):
             schema = dataclasses.replace(schema, references=(*schema.references, *(done[n] for n in self._main_uses)))
         schema_id = yield from register_or_lookup(subject, schema, self._auto_register, self._normalize)
         return _write_plan(
-            schema_id, writer, self._write_rules(subject, schema, schema_id, writer.schema, writer.named)
+            schema_id, compiled, self._write_rules(subject, schema, schema_id, compiled.schema, compiled.named)
         )
 
     def _write_rules(
@@ -384,7 +384,7 @@ class _AvroWriter(Writer[_WritePlan]):
                     f"cannot write with schema {schema_id}: {e}", topic=topic_of(ctx), schema_id=schema_id
                 ) from e
             rules = self._write_rules(subject, schema, schema_id, parsed, named)
-            plan = self._plans_by_id.put(schema_id, _write_plan(schema_id, _writer(parsed, named), rules))
+            plan = self._plans_by_id.put(schema_id, _write_plan(schema_id, _compile(parsed, named), rules))
         return plan
 
     # -- one record ----------------------------------------------------------------------------------
@@ -417,7 +417,7 @@ class _AvroWriter(Writer[_WritePlan]):
         if self._cls is not None and not isinstance(obj, (self._cls, dict)):
             why = f"expected {self._cls.__name__} or dict, got {type(obj).__name__}"
         else:
-            try:  # fastavro's validator names the offending field; the compiled writer does not
+            try:  # fastavro's validator names the offending field; write_data does not
                 validate(datum, plan.schema, raise_errors=True)
                 why = f"{type(cause).__name__}: {cause}"
             except ValidationError as ve:
@@ -432,16 +432,16 @@ class _AvroWriter(Writer[_WritePlan]):
         )
 
 
-class AvroSerializer(_AvroWriter, SyncWriter[_WritePlan]):
-    __doc__ = _AvroWriter.__doc__
+class AvroSerializer(_AvroSerializerBase, SyncSerializerBase[_WritePlan]):
+    __doc__ = _AvroSerializerBase.__doc__
 
 
-class AsyncAvroSerializer(_AvroWriter, AsyncWriter[_WritePlan]):
+class AsyncAvroSerializer(_AvroSerializerBase, AsyncSerializerBase[_WritePlan]):
     """``await serializer(obj, ctx) -> bytes``: ``AvroSerializer`` with an ``AsyncRegistryClient`` (same
     arguments, same bytes). Registry calls happen on first use of a subject; later calls do no I/O."""
 
 
-class _AvroReader(Reader[_ReadPlan]):
+class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
     """``(bytes, ctx) -> dict | typed record``: reads Confluent-framed Avro.
 
     Args:
@@ -604,7 +604,7 @@ class _AvroReader(Reader[_ReadPlan]):
         plain_unions = not self._options["return_record_name"] or self._options["return_record_name_override"]
         if r_parsed is None and plain_unions:  # no resolution: the generated decoder reads what fastavro would
             try:
-                fast = compile_reader(w_parsed, w_named, self._options)
+                fast = compile_decoder(w_parsed, w_named, self._options)
             except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
                 fast = _no_fast_path
         return _ReadPlan(
@@ -612,10 +612,10 @@ class _AvroReader(Reader[_ReadPlan]):
         )
 
 
-class AvroDeserializer(_AvroReader, SyncReader[_ReadPlan]):
-    __doc__ = _AvroReader.__doc__
+class AvroDeserializer(_AvroDeserializerBase, SyncDeserializerBase[_ReadPlan]):
+    __doc__ = _AvroDeserializerBase.__doc__
 
 
-class AsyncAvroDeserializer(_AvroReader, AsyncReader[_ReadPlan]):
+class AsyncAvroDeserializer(_AvroDeserializerBase, AsyncDeserializerBase[_ReadPlan]):
     """``await deserializer(data, ctx)``: ``AvroDeserializer`` with an ``AsyncRegistryClient`` (same arguments,
     same results). Registry calls happen for a schema id not seen before; later calls do no I/O."""

@@ -1,7 +1,7 @@
 """Per-schema Avro encoder and decoder generated as Python source: the serdes fast paths.
 
 fastavro's compiled ``write_data`` dispatches on the schema for every value and builds sets of field names
-for every record it writes; for a fixed schema all of that can be decided once. ``compile_writer`` turns a
+for every record it writes; for a fixed schema all of that can be decided once. ``compile_encoder`` turns a
 parsed schema into one straight-line function ``encode(datum, buf)`` that appends the Avro binary encoding.
 
 The generated code only accepts canonical Python values (``str``, ``int`` in the long range, ``float``,
@@ -10,7 +10,7 @@ caller then encodes that record again with fastavro, so defaults, type coercions
 exactly fastavro's; the fast path only ever produces bytes fastavro would produce for the same record.
 Logical types, fixed, and unions other than ``[null, X]`` are handed to fastavro field by field.
 
-``compile_reader`` is the mirror image for reading without schema resolution: it decodes straight from the
+``compile_decoder`` is the mirror image for reading without schema resolution: it decodes straight from the
 ``bytes`` (no file object, one index per byte) and raises on anything unexpected (truncation, a bad union or
 enum index, invalid UTF-8, a varint over 64 bits), so that fastavro reads such payloads and gives its result.
 Both are checked against fastavro on random and damaged records in ``tests/serdes/test_avro_codegen.py``.
@@ -28,7 +28,7 @@ from fastavro.logical_writers import LOGICAL_WRITERS
 
 from serdes import fastavro_core
 
-__all__ = ["UNPACK_DOUBLE", "UNPACK_FLOAT", "CodeWriter", "compile_reader", "compile_writer"]
+__all__ = ["UNPACK_DOUBLE", "UNPACK_FLOAT", "CodeGen", "compile_decoder", "compile_encoder"]
 
 _TABLE_SIZE = 8192
 # Varint bytes of every zig-zagged value below _TABLE_SIZE: one list index instead of a loop.
@@ -55,7 +55,7 @@ def _big_varint(z: int) -> bytes:
     return bytes(out)
 
 
-class CodeWriter:
+class CodeGen:
     """What every generator of Python source here shares: unique names, constants handed to the generated
     code through its namespace (never spelled into the source), and indented lines."""
 
@@ -78,7 +78,7 @@ class CodeWriter:
         self.lines.append("    " * ind + line)
 
 
-class _Gen(CodeWriter):
+class _EncoderGen(CodeGen):
     def __init__(self, named: dict[str, Any]) -> None:
         super().__init__(
             named,
@@ -218,15 +218,15 @@ class _Gen(CodeWriter):
             self.emit(f"if type({v}) is dict and '-type' in {v}: raise TypeError", ind + 1)
         self.value(other, v, ind + 1)
         if any("wd(" in line for line in self.lines[start:]):
-            # Part of the branch goes to fastavro's writer, which does not re-check what fastavro's union
+            # Part of the branch goes to fastavro's write_data, which does not re-check what fastavro's union
             # matching would have rejected: leave the whole union to fastavro.
             del self.lines[start:]
             self.delegate(branches, v, ind)
 
 
-def compile_writer(schema: Any, named: dict[str, Any]) -> Callable[[Any, bytearray], None]:
+def compile_encoder(schema: Any, named: dict[str, Any]) -> Callable[[Any, bytearray], None]:
     """``encode(datum, buf)`` for a fastavro-parsed ``schema`` (``named``: its named types)."""
-    gen = _Gen(named)
+    gen = _EncoderGen(named)
     gen.value(schema, "d", 1)
     source = "def encode(d, buf):\n" + "\n".join(gen.lines) + "\n"
     namespace = dict(gen.consts)
@@ -236,7 +236,7 @@ def compile_writer(schema: Any, named: dict[str, Any]) -> Callable[[Any, bytearr
     return encode
 
 
-# -- reader ---------------------------------------------------------------------------------------------------
+# -- decoder ---------------------------------------------------------------------------------------------------------
 
 # Avro's little-endian double / float at an offset, without a slice; the Spark column decoder uses them too.
 UNPACK_DOUBLE = struct.Struct("<d").unpack_from
@@ -260,7 +260,7 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
             raise ValueError("varint longer than 10 bytes")
 
 
-class _ReadGen(CodeWriter):
+class _DecoderGen(CodeGen):
     def __init__(self, named: dict[str, Any], options: dict[str, Any]) -> None:
         super().__init__(
             named,
@@ -384,13 +384,13 @@ class _ReadGen(CodeWriter):
         self.emit("else: raise ValueError", ind)
 
 
-def compile_reader(
+def compile_decoder(
     schema: Any, named: dict[str, Any], options: dict[str, Any]
 ) -> Callable[[bytes, int], tuple[Any, int]]:
     """``decode(data, pos) -> (value, end position)`` for a fastavro-parsed writer ``schema``, read without a
     reader schema. Raises on anything unexpected (truncation, bad index, bad UTF-8); the caller then reads the
     record with fastavro, which gives its own result or error."""
-    gen = _ReadGen(named, options)
+    gen = _DecoderGen(named, options)
     gen.value(schema, "out", 1)
     source = "def decode(data, pos):\n    end = len(data)\n" + "\n".join(gen.lines) + "\n    return out, pos\n"
     namespace = dict(gen.consts)

@@ -1,6 +1,7 @@
 """What every serializer/deserializer shares, sync or async: subject naming and the per-subject plan cache, which
-registered schema a serializer writes with, the per-record call paths (``SyncWriter`` / ``AsyncWriter``,
-``SyncReader`` / ``AsyncReader``), error wording. How plans reach the registry: ``serdes.plans``.
+registered schema a serializer writes with, the per-record call paths (``SyncSerializerBase`` /
+``AsyncSerializerBase``, ``AsyncFastPathSerializerBase``, ``SyncDeserializerBase`` / ``AsyncDeserializerBase``),
+error wording. How plans reach the registry: ``serdes.plans``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from serdes.errors import RegistryError, SerializationError
 from serdes.models import RegisteredSchema, Schema
 from serdes.plans import ClientCall, Plan, get_schema, lookup, run_plan, run_plan_async
 from serdes.rules.engine import RuleConfig
-from serdes.schema_ids import CLASSIC_MAGIC, IdHeaderWriter, Unframer
+from serdes.schema_ids import CLASSIC_MAGIC, HeaderFramer, Unframer
 from serdes.strategies import SubjectNameStrategy, resolve_strategy
 
 P = TypeVar("P")
@@ -75,7 +76,7 @@ class SubjectPlans(Generic[P]):
         return self.strategy(ctx, record_name or self.record_name)
 
     def subject_or_none(self, ctx: SerializationContext | None, record_name: str | None = None) -> str | None:
-        """The subject when it can be named (for rule errors and DLQ headers of a reader that needs none)."""
+        """The subject when it can be named (for rule errors and DLQ headers of a deserializer that needs none)."""
         try:
             return self.subject_for(ctx, record_name)
         except SerializationError:
@@ -182,7 +183,7 @@ class LatestSchema:
         return (yield ClientCall("get_latest_version", (subject,)))
 
 
-class WriterSchema:
+class SchemaChoice:
     """Which registered schema a serializer writes with instead of its own, if any: the subject's latest version
     (``use_latest_version``), its newest version with some metadata properties (``use_latest_with_metadata``), or
     a fixed id (``use_schema_id``). Checks the options once; ``auto_register`` is what they leave of it."""
@@ -295,14 +296,14 @@ class AsyncClosing(Closing):
 # -- the per-record call paths -------------------------------------------------------------------------------
 
 
-class Writer(Generic[P]):
+class SerializerBase(Generic[P]):
     """A serializer: plans per subject (``_plans``, built by ``_resolve(subject, ctx)``), and ``_write(obj, plan,
-    ctx)`` for one record. ``SyncWriter`` / ``AsyncWriter`` add the call path."""
+    ctx)`` for one record. ``SyncSerializerBase`` / ``AsyncSerializerBase`` add the call path."""
 
     _is_async: bool
     _client: Any
     _plans: SubjectPlans[P]
-    _id_header: IdHeaderWriter | None = None  # schema_id_header=True: the GUID goes in a record header
+    _id_header: HeaderFramer | None = None  # schema_id_header=True: the GUID goes in a record header
 
     def _resolve(self, subject: str, ctx: SerializationContext | None) -> Plan[P]:
         raise NotImplementedError
@@ -311,7 +312,7 @@ class Writer(Generic[P]):
         raise NotImplementedError
 
 
-class SyncWriter(Writer[P], SyncClosing):
+class SyncSerializerBase(SerializerBase[P], SyncClosing):
     _is_async = False
 
     def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
@@ -328,7 +329,7 @@ class SyncWriter(Writer[P], SyncClosing):
         return self._write(obj, plan, ctx)
 
 
-class AsyncWriter(Writer[P], AsyncClosing):
+class AsyncSerializerBase(SerializerBase[P], AsyncClosing):
     _is_async = True
 
     async def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
@@ -341,16 +342,37 @@ class AsyncWriter(Writer[P], AsyncClosing):
             if plan is None:
                 plan = await plans.aget(self._client, ctx, self._resolve)
         if self._id_header is not None:
-            return await self._id_header.move_async(self._client, self._write(obj, plan, ctx), ctx)
+            return await self._id_header.frame_async(self._client, self._write(obj, plan, ctx), ctx)
         return self._write(obj, plan, ctx)
 
 
-class Reader(Generic[P]):
-    """A deserializer: plans keyed by the first ``_key_size`` bytes of the frame (``_plans``, built by
-    ``_resolve(data, ctx)``), and ``_read(data, ctx, plan)`` for one payload. ``SyncReader`` / ``AsyncReader`` add
-    the call path.
+# What a format's fast path (``_serialize``) gives an async serializer for a record it leaves to the general path.
+AWAIT_GENERAL_PATH: Any = object()
 
-    ``_resolve`` serves readers whose plan depends on the writer schema id (``_plan_key``) and, with
+
+class AsyncFastPathSerializerBase(AsyncSerializerBase[P]):
+    """The async serializer of a format whose common case is written once, in the format's ``_serialize`` (JSON
+    Schema, Protobuf), which is also its sync serializer's ``__call__``: calling it from there would cost the sync
+    path a Python call per record (~7% of a Protobuf record). ``_serialize`` returns the frame, or hands the
+    record to ``_general_path``: the sync serializer's general path, here a marker, on which the coroutine awaits
+    ``AsyncSerializerBase.__call__`` (so an error is raised when awaited, as a coroutine's)."""
+
+    _serialize: Callable[[Any, SerializationContext | None], Any]  # the format's fast path
+
+    def _general_path(self, obj: Any, ctx: SerializationContext | None) -> Any:
+        return AWAIT_GENERAL_PATH
+
+    async def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
+        frame = self._serialize(obj, ctx)
+        return frame if frame is not AWAIT_GENERAL_PATH else await AsyncSerializerBase.__call__(self, obj, ctx)
+
+
+class DeserializerBase(Generic[P]):
+    """A deserializer: plans keyed by the first ``_key_size`` bytes of the frame (``_plans``, built by
+    ``_resolve(data, ctx)``), and ``_read(data, ctx, plan)`` for one payload. ``SyncDeserializerBase`` /
+    ``AsyncDeserializerBase`` add the call path.
+
+    ``_resolve`` serves deserializers whose plan depends on the writer schema id (``_plan_key``) and, with
     ``use_latest_*``, on the reader schema: ``_plan(data, ctx, latest)`` builds one, cached by key or by (key,
     reader id).
     """
@@ -358,7 +380,7 @@ class Reader(Generic[P]):
     _is_async: bool
     _client: Any
     _plans: BoundedDict[Any, P]
-    # Set by each reader's __init__ (instance attributes: CPython 3.11 reads those fastest on the per-record path):
+    # Set by each deserializer's __init__ (instance attributes, which CPython 3.11 reads fastest per record):
     _key_size: int  # frame bytes that key a plan: magic byte + schema id (5), or those + the index byte (6)
     _follows_latest: bool  # True: ask for the latest reader schema every call (no plan lookup by header alone)
     _latest: LatestSchema
@@ -387,7 +409,7 @@ class Reader(Generic[P]):
     def _latest_subject(self, data: bytes, ctx: SerializationContext | None) -> Plan[str]:
         """The subject whose latest version is the reader schema (``use_latest_*``)."""
         return self._subjects.subject_for(ctx)
-        yield  # a plan, for readers that ask the registry to name the subject
+        yield  # a plan, for deserializers that ask the registry to name the subject
 
     def _resolve(self, data: bytes, ctx: SerializationContext | None) -> Plan[P]:
         key: Any = self._plan_key(data, ctx)
@@ -407,7 +429,7 @@ class Reader(Generic[P]):
         return plan
 
 
-class SyncReader(Reader[P], SyncClosing):
+class SyncDeserializerBase(DeserializerBase[P], SyncClosing):
     _is_async = False
 
     def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
@@ -425,7 +447,7 @@ class SyncReader(Reader[P], SyncClosing):
         return self._read(data, ctx, plan)
 
 
-class AsyncReader(Reader[P], AsyncClosing):
+class AsyncDeserializerBase(DeserializerBase[P], AsyncClosing):
     _is_async = True
 
     async def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:

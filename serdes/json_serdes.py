@@ -1,15 +1,21 @@
 """JSON Schema serializers and deserializers (jsonschema + referencing), byte-compatible with confluent-kafka's;
-sync and async (``_JsonWriter`` / ``_JsonReader`` hold everything but the client calls, as in ``serdes.avro``).
+sync and async (``_JsonSerializerBase`` / ``_JsonDeserializerBase`` hold everything but the client calls, as in
+``serdes.avro``).
 
 The payload after the 5-byte frame is the UTF-8 JSON document (orjson). Records are validated against the schema
 by default (writing: the schema written with; reading: the subject's latest version with ``use_latest_version``,
 else the reader schema if given, else the writer's). The validator is compiled once per schema, with
 jsonschema-rs deciding validity when it is installed and the schema has no references.
+
+The serializers' common case (a valid dict, a cached plan without rules, no id header) is written once, in
+``_JsonSerializerBase._serialize``: it is the sync serializer's ``__call__``, and the async serializer's coroutine
+returns its frame (``AsyncFastPathSerializerBase``); anything else takes the general path (``SyncSerializerBase``
+/ ``AsyncSerializerBase``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -23,17 +29,16 @@ from referencing.jsonschema import DRAFT7
 
 from serdes import wire
 from serdes.async_client import AsyncRegistryClient
-from serdes.awaitables import mark_coroutine_function, ready
 from serdes.base import (
-    AsyncReader,
-    AsyncWriter,
+    AsyncDeserializerBase,
+    AsyncFastPathSerializerBase,
+    DeserializerBase,
     LatestSchema,
-    Reader,
+    SchemaChoice,
+    SerializerBase,
     SubjectPlans,
-    SyncReader,
-    SyncWriter,
-    Writer,
-    WriterSchema,
+    SyncDeserializerBase,
+    SyncSerializerBase,
     cache_capacity,
     check_client,
     topic_of,
@@ -46,7 +51,7 @@ from serdes.models import RegisteredSchema, Schema
 from serdes.plans import Plan, load_references, register_or_lookup
 from serdes.rules import steps as rule_steps
 from serdes.rules.engine import RuleConfig, RuleTarget
-from serdes.schema_ids import IdHeaderWriter
+from serdes.schema_ids import HeaderFramer
 from serdes.strategies import SubjectNameStrategy
 from serdes.typed_records import is_record_type, json_decoder, json_encoder, json_schema
 
@@ -187,7 +192,7 @@ def load_rule_target(schema: Schema) -> Plan[rule_steps.TargetFactory]:
     return _rule_targets((yield from load_references(schema)))
 
 
-class _JsonWriter(Writer[_WritePlan]):
+class _JsonSerializerBase(SerializerBase[_WritePlan]):
     """``(obj, ctx) -> bytes``: JSON with the Confluent frame.
 
     ``schema`` is a dataclass/pydantic class (objects of it are written), or a JSON Schema as text, dict or
@@ -217,8 +222,8 @@ class _JsonWriter(Writer[_WritePlan]):
     ) -> None:
         check_client(client, self._is_async, self)
         self._rule_config = RuleConfig(rule_config)
-        self._id_header = IdHeaderWriter(protobuf=False, subject=subject) if schema_id_header else None
-        self._choice = WriterSchema(
+        self._id_header = HeaderFramer(protobuf=False, subject=subject) if schema_id_header else None
+        self._choice = SchemaChoice(
             self, "JSON", schema is not None, auto_register, use_latest_version, use_latest_with_metadata, use_schema_id
         )
         self._client = client
@@ -284,6 +289,26 @@ class _JsonWriter(Writer[_WritePlan]):
             plan = self._plans_by_id.put(schema_id, _WritePlan(wire.prefix(schema_id), schema_id, validator, rules))
         return plan
 
+    _general_path: Callable[[Any, SerializationContext | None], Any]  # set by the sync and async serializers
+
+    def _serialize(self, obj: Any, ctx: SerializationContext | None = None) -> Any:
+        """The fast path, written once for sync and async: the frame of a dict valid for a cached plan without rules,
+        no id header, which awaits nothing; any other record goes to ``_general_path``, whose ``_write`` raises any
+        error with its details. ``JsonSchemaSerializer.__call__`` is this method; ``AsyncFastPathSerializerBase``
+        says how the async serializer uses it."""
+        if type(obj) is dict and self._user_to_dict is None and self._id_header is None:
+            plan = self._plans.single
+            if plan is None and ctx is not None:
+                plan = self._plans.by_ctx.get((ctx.topic, ctx.field))
+            if plan is not None and plan.rules is None:
+                validator = plan.validator
+                if validator is None or validator.is_valid(obj):
+                    try:
+                        return plan.prefix + _dumps(obj)
+                    except Exception:
+                        pass
+        return self._general_path(obj, ctx)
+
     def _write(self, obj: Any, plan: _WritePlan, ctx: SerializationContext | None) -> bytes:
         value = obj
         try:
@@ -312,48 +337,18 @@ class _JsonWriter(Writer[_WritePlan]):
         return plan.prefix + body
 
 
-class JsonSchemaSerializer(_JsonWriter, SyncWriter[_WritePlan]):
-    __doc__ = _JsonWriter.__doc__
+class JsonSchemaSerializer(_JsonSerializerBase, SyncSerializerBase[_WritePlan]):
+    __doc__ = _JsonSerializerBase.__doc__
 
-    def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
-        # The common case (a valid dict, a cached plan without rules, no id header) inline, everything else
-        # SyncWriter's path: a Python call is ~7% of this path.
-        if type(obj) is dict and self._user_to_dict is None and self._id_header is None:
-            plan = self._plans.single
-            if plan is None and ctx is not None:
-                plan = self._plans.by_ctx.get((ctx.topic, ctx.field))
-            if plan is not None and plan.rules is None:
-                validator = plan.validator
-                if validator is None or validator.is_valid(obj):
-                    try:
-                        return plan.prefix + _dumps(obj)
-                    except Exception:
-                        pass  # _write raises it with the details
-        return SyncWriter.__call__(self, obj, ctx)
+    __call__ = _JsonSerializerBase._serialize  # the fast path is the call itself
+    _general_path = SyncSerializerBase.__call__
 
 
-class AsyncJsonSchemaSerializer(_JsonWriter, AsyncWriter[_WritePlan]):
+class AsyncJsonSchemaSerializer(_JsonSerializerBase, AsyncFastPathSerializerBase[_WritePlan]):
     """``await serializer(obj, ctx) -> bytes``: ``JsonSchemaSerializer`` with an ``AsyncRegistryClient``."""
 
-    @mark_coroutine_function
-    def __call__(self, obj: Any, ctx: SerializationContext | None = None) -> Coroutine[Any, Any, bytes | None]:
-        # JsonSchemaSerializer.__call__, the rest of the path awaited. The common case awaits nothing: done here and
-        # handed back finished (``ready``, see serdes/awaitables.py); any error goes to the awaited path.
-        if type(obj) is dict and self._user_to_dict is None and self._id_header is None:
-            plan = self._plans.single
-            if plan is None and ctx is not None:
-                plan = self._plans.by_ctx.get((ctx.topic, ctx.field))
-            if plan is not None and plan.rules is None:
-                validator = plan.validator
-                if validator is None or validator.is_valid(obj):
-                    try:
-                        return ready(plan.prefix + _dumps(obj))
-                    except Exception:
-                        pass  # _write raises it with the details
-        return AsyncWriter.__call__(self, obj, ctx)
 
-
-class _JsonReader(Reader[_ReadPlan]):
+class _JsonDeserializerBase(DeserializerBase[_ReadPlan]):
     """``(bytes, ctx) -> value``: reads Confluent-framed JSON.
 
     ``reader``: None (plain JSON values), a dataclass/pydantic class (instances are built) or a JSON Schema
@@ -487,9 +482,9 @@ class _JsonReader(Reader[_ReadPlan]):
         return _ReadPlan(validator, schema_id, rules)
 
 
-class JsonSchemaDeserializer(_JsonReader, SyncReader[_ReadPlan]):
-    __doc__ = _JsonReader.__doc__
+class JsonSchemaDeserializer(_JsonDeserializerBase, SyncDeserializerBase[_ReadPlan]):
+    __doc__ = _JsonDeserializerBase.__doc__
 
 
-class AsyncJsonSchemaDeserializer(_JsonReader, AsyncReader[_ReadPlan]):
+class AsyncJsonSchemaDeserializer(_JsonDeserializerBase, AsyncDeserializerBase[_ReadPlan]):
     """``await deserializer(data, ctx)``: ``JsonSchemaDeserializer`` with an ``AsyncRegistryClient``."""

@@ -1,18 +1,24 @@
 """Protobuf serializers and deserializers (google.protobuf), byte-compatible with confluent-kafka's; sync and
-async (``_ProtoWriter`` / ``_ProtoReader`` hold everything but the client calls, as in ``serdes.avro``).
+async (``_ProtobufSerializerBase`` / ``_ProtobufDeserializerBase`` hold everything but the client calls, as in
+``serdes.avro``).
 
 Frame: 5-byte prefix, the message-index path of the type inside its .proto file, then the message bytes.
 Schemas travel as base64 ``FileDescriptorProto``s, as confluent-kafka's serializer sends them: each
 imported file is registered first (recursively) under the subject named by its import path, except the
 well-known ``google/protobuf/``, ``google/type/`` and ``confluent/`` files. Reading, a writer schema and its
 imports are loaded into a descriptor pool of their own (``RegisteredProtoFile``), once per schema id.
+
+The serializers' common case (a message of the class, a cached plan, no rules, no id header) is written once, in
+``_ProtobufSerializerBase._serialize``: it is the sync serializer's ``__call__``, and the async serializer's
+coroutine returns its frame (``AsyncFastPathSerializerBase``); anything else takes the general path
+(``SyncSerializerBase`` / ``AsyncSerializerBase``).
 """
 
 from __future__ import annotations
 
 import base64
 import importlib
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -24,17 +30,16 @@ from google.protobuf.message_factory import GetMessageClass
 
 from serdes import wire
 from serdes.async_client import AsyncRegistryClient
-from serdes.awaitables import mark_coroutine_function, ready
 from serdes.base import (
-    AsyncReader,
-    AsyncWriter,
+    AsyncDeserializerBase,
+    AsyncFastPathSerializerBase,
+    DeserializerBase,
     LatestSchema,
-    Reader,
+    SchemaChoice,
+    SerializerBase,
     SubjectPlans,
-    SyncReader,
-    SyncWriter,
-    Writer,
-    WriterSchema,
+    SyncDeserializerBase,
+    SyncSerializerBase,
     cache_capacity,
     check_client,
     topic_of,
@@ -47,7 +52,7 @@ from serdes.models import RegisteredSchema, Schema
 from serdes.plans import LocalReference, Plan, load_references, register_or_lookup, register_references, run_plan
 from serdes.rules import steps as rule_steps
 from serdes.rules.engine import RuleConfig, RuleTarget
-from serdes.schema_ids import CLASSIC_MAGIC, IdHeaderWriter
+from serdes.schema_ids import CLASSIC_MAGIC, HeaderFramer
 from serdes.strategies import SubjectNameStrategy
 
 __all__ = [
@@ -140,7 +145,7 @@ def _rule_target(desc: Descriptor) -> rule_steps.TargetFactory:
     return target
 
 
-class _ProtoWriter(Writer[bytes]):
+class _ProtobufSerializerBase(SerializerBase[bytes]):
     """``(message, ctx) -> bytes`` for one generated message class.
 
     Arguments as for ``AvroSerializer`` (``use_latest_version``, ``use_latest_with_metadata``, ``use_schema_id``
@@ -171,12 +176,12 @@ class _ProtoWriter(Writer[bytes]):
         schema_id_header: bool = False,
     ) -> None:
         check_client(client, self._is_async, self)
-        self._id_header = IdHeaderWriter(protobuf=True, subject=subject) if schema_id_header else None
+        self._id_header = HeaderFramer(protobuf=True, subject=subject) if schema_id_header else None
         self._rule_config = RuleConfig(rule_config)
         self._rules: dict[bytes, rule_steps.Step] = {}  # frame header -> the WRITE rules of its schema
         if not is_message_class(message_type):
             raise TypeError(f"{type(self).__name__} needs a generated message class, not {message_type!r}")
-        self._choice = WriterSchema(
+        self._choice = SchemaChoice(
             self, "PROTOBUF", True, auto_register, use_latest_version, use_latest_with_metadata, use_schema_id
         )
         self._client = client
@@ -213,6 +218,24 @@ class _ProtoWriter(Writer[bytes]):
             schema_id = yield from register_or_lookup(subject, schema, self._auto_register, self._normalize)
         return wire.prefix(schema_id) + self._indexes
 
+    _general_path: Callable[[Any, SerializationContext | None], Any]  # set by the sync and async serializers
+
+    def _serialize(self, message: Message | None, ctx: SerializationContext | None = None) -> Any:
+        """The fast path, written once for sync and async: the frame of a message of the class with a cached plan,
+        no rules and no id header, which awaits nothing; any other record goes to ``_general_path``, whose
+        ``_write`` raises any error with its details. ``ProtobufSerializer.__call__`` is this method;
+        ``AsyncFastPathSerializerBase`` says how the async serializer uses it."""
+        if type(message) is self._cls and not self._rules and self._id_header is None:
+            head = self._plans.single
+            if head is None and ctx is not None:
+                head = self._plans.by_ctx.get((ctx.topic, ctx.field))
+            if head is not None:
+                try:
+                    return head + message.SerializeToString()  # type: ignore[union-attr]  # not None: its type is _cls
+                except Exception:
+                    pass
+        return self._general_path(message, ctx)
+
     def _write(self, message: Message, head: bytes, ctx: SerializationContext | None) -> bytes:
         if type(message) is not self._cls and not isinstance(message, self._cls):
             raise SerializationError(
@@ -231,44 +254,16 @@ class _ProtoWriter(Writer[bytes]):
             ) from e
 
 
-class ProtobufSerializer(_ProtoWriter, SyncWriter[bytes]):
-    __doc__ = _ProtoWriter.__doc__
+class ProtobufSerializer(_ProtobufSerializerBase, SyncSerializerBase[bytes]):
+    __doc__ = _ProtobufSerializerBase.__doc__
 
-    def __call__(self, message: Message | None, ctx: SerializationContext | None = None) -> bytes | None:
-        # The common case (a cached plan, no rules, no id header) inline, everything else SyncWriter's path: a
-        # Python call is ~10% of this path.
-        if type(message) is self._cls and not self._rules and self._id_header is None:
-            head = self._plans.single
-            if head is None and ctx is not None:
-                head = self._plans.by_ctx.get((ctx.topic, ctx.field))
-            if head is not None:
-                try:
-                    return head + message.SerializeToString()  # type: ignore[union-attr]  # not None: its type is _cls
-                except Exception:
-                    pass  # _write raises it with the details
-        return SyncWriter.__call__(self, message, ctx)
+    # The fast path is the call itself; its first parameter keeps the name ``message`` (the base has ``obj``).
+    __call__ = _ProtobufSerializerBase._serialize  # type: ignore[assignment]
+    _general_path = SyncSerializerBase.__call__
 
 
-class AsyncProtobufSerializer(_ProtoWriter, AsyncWriter[bytes]):
+class AsyncProtobufSerializer(_ProtobufSerializerBase, AsyncFastPathSerializerBase[bytes]):
     """``await serializer(message, ctx) -> bytes``: ``ProtobufSerializer`` with an ``AsyncRegistryClient``."""
-
-    @mark_coroutine_function
-    def __call__(
-        self, message: Message | None, ctx: SerializationContext | None = None
-    ) -> Coroutine[Any, Any, bytes | None]:
-        # ProtobufSerializer.__call__, the rest of the path awaited. The common case awaits nothing, so it is done
-        # here and handed back finished (``ready``) rather than in an ``async def``, whose coroutine alone is ~60 ns
-        # of a ~550 ns record; any error goes to the awaited path, so it is raised when awaited, as a coroutine's.
-        if type(message) is self._cls and not self._rules and self._id_header is None:
-            head = self._plans.single
-            if head is None and ctx is not None:
-                head = self._plans.by_ctx.get((ctx.topic, ctx.field))
-            if head is not None:
-                try:
-                    return ready(head + message.SerializeToString())  # type: ignore[union-attr]  # its type is _cls
-                except Exception:
-                    pass  # _write raises it with the details
-        return AsyncWriter.__call__(self, message, ctx)
 
 
 class RegisteredProtoFile:
@@ -400,7 +395,7 @@ def _migration(steps: Sequence[rule_steps.Step], reader_class: type[Message], sc
     return migrate
 
 
-class _ProtoReader(Reader[_ReadPlan]):
+class _ProtobufDeserializerBase(DeserializerBase[_ReadPlan]):
     """``(bytes, ctx) -> message``.
 
     With ``message_type`` every payload is parsed as that class (Protobuf's own field-number evolution rules
@@ -558,11 +553,11 @@ class _ProtoReader(Reader[_ReadPlan]):
         )
 
 
-class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
-    __doc__ = _ProtoReader.__doc__
+class ProtobufDeserializer(_ProtobufDeserializerBase, SyncDeserializerBase[_ReadPlan]):
+    __doc__ = _ProtobufDeserializerBase.__doc__
 
     def __call__(self, data: bytes | None, ctx: SerializationContext | None = None) -> Message | None:
-        # SyncReader's path with _read's common case inlined: a Python call is ~8% of this path.
+        # SyncDeserializerBase's path with _read's common case inlined: a Python call is ~8% of this path.
         if data is None:
             return None
         if type(data) is not bytes:
@@ -580,7 +575,7 @@ class ProtobufDeserializer(_ProtoReader, SyncReader[_ReadPlan]):
             return self._read(data, ctx, plan)  # raises it with the details
 
 
-class AsyncProtobufDeserializer(_ProtoReader, AsyncReader[_ReadPlan]):
+class AsyncProtobufDeserializer(_ProtobufDeserializerBase, AsyncDeserializerBase[_ReadPlan]):
     """``await deserializer(data, ctx)``: ``ProtobufDeserializer`` with an ``AsyncRegistryClient``."""
 
 

@@ -4,7 +4,7 @@
   16-byte GUID, then for Protobuf the message-index path; the payload is the encoded record alone;
 - in the payload, with magic byte ``0x01`` and the GUID instead of ``0x00`` and the id.
 
-Serializers built with ``schema_id_header=True`` write the header form (``IdHeaderWriter``); every deserializer
+Serializers built with ``schema_id_header=True`` write the header form (``HeaderFramer``); every deserializer
 accepts all three (``Unframer``): a header or a GUID-framed payload is turned into the classic frame before the
 plan lookup, so plans stay keyed by schema id. GUIDs are resolved through the registry client once and kept.
 """
@@ -101,7 +101,7 @@ class Unframer:
         return await run_plan_async(client, self.plan(data, ctx))
 
 
-class IdHeaderWriter:
+class HeaderFramer:
     """Moves the schema id of a classic frame into the record header as the schema's GUID (``0x01`` + GUID, then
     the Protobuf message indexes when ``protobuf``); the payload keeps the encoded record alone. The GUID is asked
     for in the context of ``subject`` (the serializer's fixed subject), where its ids live."""
@@ -145,5 +145,5 @@ class IdHeaderWriter:
     def __call__(self, client: Any, data: bytes, ctx: SerializationContext | None) -> bytes:
         return run_plan(client, self.plan(data, ctx))
 
-    async def move_async(self, client: Any, data: bytes, ctx: SerializationContext | None) -> bytes:
+    async def frame_async(self, client: Any, data: bytes, ctx: SerializationContext | None) -> bytes:
         return await run_plan_async(client, self.plan(data, ctx))

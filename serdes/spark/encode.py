@@ -28,7 +28,7 @@ from serdes.errors import RegistryError, SerializationError
 from serdes.json_serdes import _validation_message, compile_validator
 from serdes.models import Schema
 from serdes.protobuf import ProtobufSerializer, is_message_class, message_indexes
-from serdes.spark.converters import avro_datum_converter, json_value_converter, protobuf_value_converter
+from serdes.spark.from_spark_values import avro_datum_converter, json_value_converter, protobuf_value_converter
 from serdes.spark.python_engine import partition_note
 from serdes.spark.reader import avro_references, file_descriptor_set, protobuf_message
 from serdes.spark.registry_options import RegistryOptions

@@ -182,8 +182,8 @@ def _json_and_protobuf(
 def test_async_json_and_protobuf_serializers_off_their_fast_path(
     registry_url, client, protos, value_ctx, require_type
 ) -> None:
-    """The async JSON/Protobuf serializers inline their common case: None, a wrong type and header framing take
-    the other paths and give what the sync serializers give."""
+    """The JSON/Protobuf serializers have a fast path for their common case (``_serialize``, shared by sync and
+    async): None, a wrong type and header framing take the general path and give what the sync serializers give."""
     order, text, json_ctx, proto_ctx = _json_and_protobuf(protos, value_ctx, require_type)
 
     async def main(c: AsyncRegistryClient) -> tuple[bytes | None, bytes | None]:
@@ -271,9 +271,8 @@ def test_sync_and_async_clients_are_not_interchangeable(registry_url: str) -> No
 def test_async_json_and_protobuf_serializers_on_their_fast_path_behave_as_coroutines(
     registry_url, client, protos, value_ctx, require_type
 ) -> None:
-    """Their common case returns a finished coroutine (``serdes.awaitables.ready``) instead of running an
-    ``async def``: tasks, gather and ``iscoroutinefunction`` see coroutines, and an invalid record still raises when
-    awaited, not when called."""
+    """Their common case awaits nothing, yet they are coroutine functions: tasks, gather and
+    ``iscoroutinefunction`` see coroutines, and an invalid record raises when awaited, not when called."""
     order, text, json_ctx, proto_ctx = _json_and_protobuf(protos, value_ctx, require_type)
 
     async def main(c: AsyncRegistryClient) -> tuple[list[bytes | None], list[bytes | None]]:

@@ -13,7 +13,7 @@ import uuid
 import fastavro
 import pytest
 
-from serdes.avro_codegen import compile_writer
+from serdes.avro_codegen import compile_encoder
 
 SCHEMAS = {
     "primitives": {
@@ -223,7 +223,7 @@ def test_generated_encoder_writes_fastavros_bytes_or_steps_aside(kind: str) -> N
     r = random.Random(f"codegen-{kind}")
     named: dict = {}
     parsed = fastavro.parse_schema(SCHEMAS[kind], named)
-    encode = compile_writer(parsed, named)
+    encode = compile_encoder(parsed, named)
     fast_hits = 0
     for i in range(600):
         record = valid(kind, r)
@@ -277,12 +277,12 @@ def fastavro_read(parsed, data: bytes, options: dict | None = None):
 @pytest.mark.parametrize("kind", list(SCHEMAS))
 def test_generated_decoder_reads_what_fastavro_reads_or_steps_aside(kind: str) -> None:
     from serdes import fastavro_core
-    from serdes.avro_codegen import compile_reader
+    from serdes.avro_codegen import compile_decoder
 
     r = random.Random(f"decoder-{kind}")
     named: dict = {}
     parsed = fastavro.parse_schema(SCHEMAS[kind], named)
-    decode = compile_reader(parsed, named, fastavro_core.read_options())
+    decode = compile_decoder(parsed, named, fastavro_core.read_options())
     fast_hits = 0
     for i in range(600):
         buf = io.BytesIO()

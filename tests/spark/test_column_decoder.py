@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_type
 
-from serdes.spark.converters import avro_column_decoder
+from serdes.spark.column_decoder import avro_column_decoder
 from serdes.spark.types import avro_to_spark
 
 SCHEMA = {
