@@ -2,9 +2,10 @@
 other tables (on the key, or on a foreign key), re-grouping (``group_by`` -> ``KGroupedTable``) and
 ``to_stream``.
 
-Every other class family makes tables, so they import this module; the classes a table makes in turn,
-``KStream`` (``to_stream``) and ``KGroupedTable`` (``group_by``), are imported inside those methods, so
-the modules import each other in one direction only.
+Every other class family makes tables, so they import this module (an aggregation's table, like a table's
+materialized copy, through ``stored_table``); the classes a table makes in turn, ``KStream``
+(``to_stream``) and ``KGroupedTable`` (``group_by``), are imported inside those methods, so the modules
+import each other in one direction only.
 """
 
 from __future__ import annotations
