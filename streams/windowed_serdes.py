@@ -41,13 +41,13 @@ def _windowed(obj: Any, topic: str) -> Windowed:
 
 
 class _WindowedKeySerde(WrappingSerde):
-    """A serde of windowed keys: a single call serializes a key unless told otherwise."""
+    """A serde of windowed keys: only the defaults of a single call are its own (a key, any topic)."""
 
     def serialize(self, obj: Any, topic: str = "", is_key: bool = True) -> bytes | None:
-        return self.bind_serializer(topic, is_key)(obj)
+        return super().serialize(obj, topic, is_key)
 
     def deserialize(self, data: bytes | None, topic: str = "", is_key: bool = True) -> Any:
-        return self.bind_deserializer(topic, is_key)(data)
+        return super().deserialize(data, topic, is_key)
 
 
 class TimeWindowedSerde(_WindowedKeySerde):
