@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from streams.errors import SerdeError
-from streams.record_serdes import Deserializer, Serializer, bind_deserializer, bind_serializer
+from streams.record_serdes import Deserializer, Serializer, WrappingSerde, bind_deserializer, bind_serializer
 
 __all__ = ["Change", "ChangeSerde"]
 
@@ -49,11 +49,8 @@ def _read_varint(data: bytes) -> tuple[int, int]:
     raise SerdeError("a change record has a malformed length prefix")
 
 
-class ChangeSerde:
+class ChangeSerde(WrappingSerde):
     """Serializes ``Change(new, old)`` with ``inner`` for both values."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
 
     def bind_serializer(self, topic: str, is_key: bool) -> Serializer:
         ser = bind_serializer(self.inner, topic, is_key)
@@ -90,12 +87,3 @@ class ChangeSerde:
             raise SerdeError(f"topic {topic!r}: not a change record (flag byte {flag!r})")
 
         return deserialize
-
-    def serialize(self, obj: Any, topic: str, is_key: bool) -> bytes | None:
-        return self.bind_serializer(topic, is_key)(obj)
-
-    def deserialize(self, data: bytes | None, topic: str, is_key: bool) -> Any:
-        return self.bind_deserializer(topic, is_key)(data)
-
-    def __repr__(self) -> str:
-        return f"ChangeSerde({self.inner!r})"

@@ -11,6 +11,7 @@ Durations are ``timedelta`` or integer milliseconds.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 from streams.windows import to_millis
@@ -27,21 +28,22 @@ def _signed_millis(duration: timedelta | int, what: str) -> int:
     return to_millis(duration, what)
 
 
+@dataclass(frozen=True, slots=True)
 class JoinWindows:
     """The time bounds of a stream-stream join: ``before_ms``, ``after_ms`` and ``grace_ms``."""
 
-    __slots__ = ("after_ms", "before_ms", "grace_ms")
+    before_ms: int
+    after_ms: int
+    grace_ms: int
 
-    def __init__(self, before_ms: int, after_ms: int, grace_ms: int) -> None:
-        if before_ms + after_ms < 0:
+    def __post_init__(self) -> None:
+        if self.before_ms + self.after_ms < 0:
             raise ValueError(
-                f"join window size (before + after) must not be negative, got before={before_ms} ms after={after_ms} ms"
+                "join window size (before + after) must not be negative, "
+                f"got before={self.before_ms} ms after={self.after_ms} ms"
             )
-        if grace_ms < 0:
-            raise ValueError(f"join window grace must not be negative, got {grace_ms} ms")
-        self.before_ms = before_ms
-        self.after_ms = after_ms
-        self.grace_ms = grace_ms
+        if self.grace_ms < 0:
+            raise ValueError(f"join window grace must not be negative, got {self.grace_ms} ms")
 
     @classmethod
     def of_time_difference_and_grace(cls, difference: timedelta | int, grace: timedelta | int) -> JoinWindows:
@@ -73,16 +75,3 @@ class JoinWindows:
     def retention_ms(self) -> int:
         """How long the join's window stores keep records: the window size plus the grace period."""
         return self.size_ms + self.grace_ms
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, JoinWindows) and (self.before_ms, self.after_ms, self.grace_ms) == (
-            other.before_ms,
-            other.after_ms,
-            other.grace_ms,
-        )
-
-    def __hash__(self) -> int:
-        return hash((self.before_ms, self.after_ms, self.grace_ms))
-
-    def __repr__(self) -> str:
-        return f"JoinWindows(before_ms={self.before_ms}, after_ms={self.after_ms}, grace_ms={self.grace_ms})"

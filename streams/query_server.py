@@ -28,7 +28,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
@@ -378,27 +378,8 @@ class QueryServer:
             typed = self._key(store, key)
             return _json(dataclasses.asdict(self._key_metadata(store, typed)))
 
-        @app.get("/v1/stores/{store}/keys/{key}/windows")
-        async def window_fetch(
-            store: str,
-            key: str,
-            time_from: str | None = Query(None, alias="from"),
-            time_to: str | None = Query(None, alias="to"),
-            include_standby: bool = False,
-            local: bool = False,
-        ) -> Response:
-            return await self._windowed_lookup(store, key, "windows", time_from, time_to, include_standby, local)
-
-        @app.get("/v1/stores/{store}/keys/{key}/sessions")
-        async def session_fetch(
-            store: str,
-            key: str,
-            time_from: str | None = Query(None, alias="from"),
-            time_to: str | None = Query(None, alias="to"),
-            include_standby: bool = False,
-            local: bool = False,
-        ) -> Response:
-            return await self._windowed_lookup(store, key, "sessions", time_from, time_to, include_standby, local)
+        for what in ("windows", "sessions"):
+            app.add_api_route(f"/v1/stores/{{store}}/keys/{{key}}/{what}", self._windowed_route(what), methods=["GET"])
 
         @app.get("/v1/stores/{store}/range")
         async def range_query(
@@ -511,6 +492,21 @@ class QueryServer:
             include_standby,
             lambda standby: self._local_get(store, typed, meta.partition, standby),
         )
+
+    def _windowed_route(self, what: str) -> Callable[..., Awaitable[Response]]:
+        """The endpoint of ``GET /v1/stores/{store}/keys/{key}/windows`` (``what``) or ``/sessions``."""
+
+        async def windowed_fetch(
+            store: str,
+            key: str,
+            time_from: str | None = Query(None, alias="from"),
+            time_to: str | None = Query(None, alias="to"),
+            include_standby: bool = False,
+            local: bool = False,
+        ) -> Response:
+            return await self._windowed_lookup(store, key, what, time_from, time_to, include_standby, local)
+
+        return windowed_fetch
 
     async def _windowed_lookup(
         self,

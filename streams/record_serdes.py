@@ -9,7 +9,9 @@ Wherever a serde is accepted, ``str``/``bytes``/``int``/``float``/``"json"`` nam
 
 ``None`` always maps to ``None`` in both directions (a null key or a tombstone) without calling the serde.
 Internally every serde is bound once per (topic, key-or-value) to a one-argument function, so the
-per-record path is a single call.
+per-record path is a single call. The runtime's own serdes (timestamped values here, changes, windowed keys,
+the records of a foreign-key join) are written as such bindings on ``BindingSerde``, those over one inner
+serde on ``WrappingSerde``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "INT",
     "JSON",
     "STRING",
+    "BindingSerde",
     "BytesSerde",
     "CallableSerde",
     "FloatSerde",
@@ -34,6 +37,7 @@ __all__ = [
     "Serde",
     "StringSerde",
     "TimestampedSerde",
+    "WrappingSerde",
     "bind_deserializer",
     "bind_serializer",
     "serde_from",
@@ -51,10 +55,10 @@ class Serde(Protocol):
     def deserialize(self, data: bytes | None, topic: str, is_key: bool) -> Any: ...
 
 
-class _BuiltinSerde:
+class _FunctionSerde:
     """A serde whose conversion does not depend on the topic, bound to plain functions."""
 
-    _encode: Callable[[Any], bytes]
+    _encode: Callable[[Any], bytes | None]
     _decode: Callable[[bytes], Any]
 
     def serialize(self, obj: Any, topic: str = "", is_key: bool = False) -> bytes | None:
@@ -89,7 +93,7 @@ def _encode_str(obj: Any) -> bytes:
     return obj.encode()
 
 
-class StringSerde(_BuiltinSerde):
+class StringSerde(_FunctionSerde):
     """UTF-8 text (Kafka's StringSerde)."""
 
     _encode = staticmethod(_encode_str)
@@ -104,7 +108,7 @@ def _identity_bytes(obj: Any) -> bytes:
     raise TypeError(f"the bytes serde needs bytes, got {type(obj).__name__}")
 
 
-class BytesSerde(_BuiltinSerde):
+class BytesSerde(_FunctionSerde):
     """Bytes as they are."""
 
     _encode = staticmethod(_identity_bytes)
@@ -134,52 +138,38 @@ def _decode_double(data: bytes) -> float:
     return _DOUBLE.unpack(data)[0]
 
 
-class IntSerde(_BuiltinSerde):
+class IntSerde(_FunctionSerde):
     """A signed 64-bit big-endian integer (Kafka's LongSerde)."""
 
     _encode = staticmethod(_LONG.pack)
     _decode = staticmethod(_decode_long)
 
 
-class FloatSerde(_BuiltinSerde):
+class FloatSerde(_FunctionSerde):
     """A 64-bit IEEE 754 double (Kafka's DoubleSerde)."""
 
     _encode = staticmethod(_DOUBLE.pack)
     _decode = staticmethod(_decode_double)
 
 
-class JsonSerde(_BuiltinSerde):
+class JsonSerde(_FunctionSerde):
     """JSON via orjson: dicts, lists, strings, numbers, booleans (and dataclasses when serializing)."""
 
     _encode = staticmethod(orjson.dumps)
     _decode = staticmethod(orjson.loads)
 
 
-class CallableSerde:
+class CallableSerde(_FunctionSerde):
     """A serde from two one-argument callables: ``serialize(obj) -> bytes``, ``deserialize(bytes) -> obj``."""
 
     def __init__(self, serialize: Callable[[Any], bytes | None], deserialize: Callable[[bytes], Any]) -> None:
         if not callable(serialize) or not callable(deserialize):
             raise TypeError("a serde pair must be two callables: (serialize, deserialize)")
-        self._ser = serialize
-        self._de = deserialize
-
-    def serialize(self, obj: Any, topic: str = "", is_key: bool = False) -> bytes | None:
-        return None if obj is None else self._ser(obj)
-
-    def deserialize(self, data: bytes | None, topic: str = "", is_key: bool = False) -> Any:
-        return None if data is None else self._de(data)
-
-    def bind_serializer(self, topic: str, is_key: bool) -> Serializer:
-        ser = self._ser
-        return lambda obj: None if obj is None else ser(obj)
-
-    def bind_deserializer(self, topic: str, is_key: bool) -> Deserializer:
-        de = self._de
-        return lambda data: None if data is None else de(data)
+        self._encode = serialize
+        self._decode = deserialize
 
     def __repr__(self) -> str:
-        return f"CallableSerde({self._ser!r}, {self._de!r})"
+        return f"CallableSerde({self._encode!r}, {self._decode!r})"
 
 
 STRING = StringSerde()
@@ -206,12 +196,36 @@ _BY_NAME: dict[Any, Any] = {
 }
 
 
-class TimestampedSerde:
-    """``(value, timestamp)`` pairs: the 8-byte big-endian timestamp, then ``inner``'s bytes (the layout of
-    Kafka Streams' timestamped stores). What the DSL's key-value stores keep."""
+class BindingSerde:
+    """A serde whose work is in the functions ``bind_serializer``/``bind_deserializer`` give, which the
+    runtime binds once per topic; ``serialize``/``deserialize`` bind them for a single call."""
+
+    def bind_serializer(self, topic: str, is_key: bool) -> Serializer:
+        raise NotImplementedError
+
+    def bind_deserializer(self, topic: str, is_key: bool) -> Deserializer:
+        raise NotImplementedError
+
+    def serialize(self, obj: Any, topic: str, is_key: bool) -> bytes | None:
+        return self.bind_serializer(topic, is_key)(obj)
+
+    def deserialize(self, data: bytes | None, topic: str, is_key: bool) -> Any:
+        return self.bind_deserializer(topic, is_key)(data)
+
+
+class WrappingSerde(BindingSerde):
+    """A serde of ``inner``'s values in a frame of its own (timestamped values, changes, windowed keys)."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.inner!r})"
+
+
+class TimestampedSerde(WrappingSerde):
+    """``(value, timestamp)`` pairs: the 8-byte big-endian timestamp, then ``inner``'s bytes (the layout of
+    Kafka Streams' timestamped stores). What the DSL's key-value stores keep."""
 
     def bind_serializer(self, topic: str, is_key: bool) -> Serializer:
         ser = bind_serializer(self.inner, topic, is_key)
@@ -235,15 +249,6 @@ class TimestampedSerde:
             return de(data[8:]), unpack(data)[0]
 
         return deserialize
-
-    def serialize(self, obj: Any, topic: str, is_key: bool) -> bytes | None:
-        return self.bind_serializer(topic, is_key)(obj)
-
-    def deserialize(self, data: bytes | None, topic: str, is_key: bool) -> Any:
-        return self.bind_deserializer(topic, is_key)(data)
-
-    def __repr__(self) -> str:
-        return f"TimestampedSerde({self.inner!r})"
 
 
 def serde_from(spec: Any, what: str = "serde") -> Any:

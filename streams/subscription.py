@@ -18,7 +18,7 @@ from enum import IntEnum
 from typing import Any, NamedTuple
 
 from streams.errors import SerdeError
-from streams.record_serdes import Deserializer, Serializer, bind_deserializer, bind_serializer
+from streams.record_serdes import BindingSerde, Deserializer, Serializer, bind_deserializer, bind_serializer
 
 __all__ = [
     "CombinedKey",
@@ -74,23 +74,7 @@ def _split_hash(data: bytes, at: int, present: bool, topic: str) -> tuple[bytes 
     return data[at : at + HASH_SIZE], at + HASH_SIZE
 
 
-class _Serde:
-    """``serialize`` / ``deserialize`` through the bound functions (what ``serde_from`` asks of a serde)."""
-
-    def bind_serializer(self, topic: str, is_key: bool) -> Serializer:
-        raise NotImplementedError
-
-    def bind_deserializer(self, topic: str, is_key: bool) -> Deserializer:
-        raise NotImplementedError
-
-    def serialize(self, obj: Any, topic: str, is_key: bool) -> bytes | None:
-        return self.bind_serializer(topic, is_key)(obj)
-
-    def deserialize(self, data: bytes | None, topic: str, is_key: bool) -> Any:
-        return self.bind_deserializer(topic, is_key)(data)
-
-
-class SubscriptionSerde(_Serde):
+class SubscriptionSerde(BindingSerde):
     """``[version][instruction][has hash][hash?][primary key bytes]``; the primary key with ``key``."""
 
     def __init__(self, key: Any) -> None:
@@ -125,7 +109,7 @@ class SubscriptionSerde(_Serde):
         return f"SubscriptionSerde({self.key!r})"
 
 
-class ResponseSerde(_Serde):
+class ResponseSerde(BindingSerde):
     """``[version][flags: 1 hash, 2 value][hash?][value bytes?]``; the value with ``value``."""
 
     def __init__(self, value: Any) -> None:
@@ -160,7 +144,7 @@ class ResponseSerde(_Serde):
         return f"ResponseSerde({self.value!r})"
 
 
-class CombinedKeySerde(_Serde):
+class CombinedKeySerde(BindingSerde):
     """``CombinedKey`` as ``[4-byte length of the foreign key bytes][foreign key bytes][primary key bytes]``.
     A ``CombinedKey`` whose primary key is None serializes to the prefix alone (a range's start)."""
 

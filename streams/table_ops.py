@@ -6,7 +6,8 @@ the group it leaves. ``to_stream`` hands on the new values.
 The stores are timestamped (``(value, timestamp)`` per key): an aggregate's timestamp is the largest of
 the records it has taken in, a table row's that of its last update, and updates go downstream with it.
 Aggregations serialize the key once per record. With its store's cache on, an aggregate forwards each
-key's update when the cache flushes (once per key per commit); otherwise at once.
+key's update when the cache flushes (once per key per commit); otherwise at once. ``Aggregating`` holds
+what every aggregation processor shares, the windowed ones of ``window_ops.py`` included.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from streams.processor import ProcessorContext
 
 __all__ = [
     "AggregateProcessor",
+    "Aggregating",
     "TableAggregateProcessor",
     "TableFilterProcessor",
     "TableMapValuesProcessor",
@@ -65,10 +67,14 @@ def _emit(context: ProcessorContext, forward: Callable[[Any, Any], None], key: A
         rc.timestamp = saved
 
 
-class AggregateProcessor(Forwarding):
-    """count / reduce / aggregate of a grouped stream: ``initializer()`` then ``adder(key, value, agg)``.
+class Aggregating(Forwarding):
+    """What the aggregations share (of grouped streams, re-grouped tables, windows): the store, the
+    ``initializer`` and ``adder``, and how updates go downstream: when the store's cache flushes, at once,
+    or (a windowed aggregation emitting final results only) not at all."""
 
-    Records with a None key or value are dropped (as Kafka Streams does)."""
+    _store: Any
+    #: Only each window's final result goes downstream, when the window closes (windowed aggregations).
+    emit_final = False
 
     def __init__(
         self,
@@ -86,17 +92,31 @@ class AggregateProcessor(Forwarding):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        store = context.get_state_store(self.store_name)
-        self._kb = store.key_bytes
+        store = self._store = context.get_state_store(self.store_name)
         self._kser = store.key_serializer
+        self._rc = context.record_context
+        self._send_old = self.options.send_old_values
+        self._emit_now = not self.cache and not self.emit_final
+        if self.cache and not self.emit_final:
+            store.track_old_values = self._send_old
+            store.listener = self._flush_listener(context)
+
+    def _flush_listener(self, context: ProcessorContext) -> Callable[..., None]:
+        """What the store's cache calls with each flushed update."""
+        return _cached_forwarder(context, self._forward, self._send_old)
+
+
+class AggregateProcessor(Aggregating):
+    """count / reduce / aggregate of a grouped stream: ``initializer()`` then ``adder(key, value, agg)``.
+
+    Records with a None key or value are dropped (as Kafka Streams does)."""
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        store = self._store
+        self._kb = store.key_bytes
         self._get = store.get_serialized
         self._put = store.put_serialized
-        self._send_old = self.options.send_old_values
-        self._rc = context.record_context
-        self._emit_now = not self.cache
-        if self.cache:
-            store.track_old_values = self._send_old
-            store.listener = _cached_forwarder(context, self._forward, self._send_old)
 
     def process(self, key: Any, value: Any) -> None:
         if key is None or value is None:
@@ -239,7 +259,7 @@ class TableRepartitionMapProcessor(Forwarding):
             self._forward(new[0], Change(new[1], None))
 
 
-class TableAggregateProcessor(Forwarding):
+class TableAggregateProcessor(Aggregating):
     """count / reduce / aggregate of a re-grouped table: subtract the old value, add the new one.
 
     ``initializer`` None (reduce): a group's first value is its aggregate."""
@@ -253,22 +273,8 @@ class TableAggregateProcessor(Forwarding):
         cache: bool,
         options: TableOptions,
     ) -> None:
-        self.store_name = store_name
-        self.initializer = initializer
-        self.adder = adder
+        super().__init__(store_name, initializer, adder, cache, options)
         self.subtractor = subtractor
-        self.cache = cache
-        self.options = options
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        store = self._store = context.get_state_store(self.store_name)
-        self._send_old = self.options.send_old_values
-        self._rc = context.record_context
-        self._emit_now = not self.cache
-        if self.cache:
-            store.track_old_values = self._send_old
-            store.listener = _cached_forwarder(context, self._forward, self._send_old)
 
     def process(self, key: Any, change: Change) -> None:
         if key is None:

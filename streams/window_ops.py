@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from streams.change import Change, _new_change
 from streams.errors import StreamsError
-from streams.ops import Forwarding
 from streams.processor import ProcessorContext
 from streams.state.segments import Entry
 from streams.state.timed import MAX_TIME
-from streams.table_ops import TableOptions
+from streams.table_ops import Aggregating, TableOptions
 from streams.windows import SessionWindow, SessionWindows, SlidingWindows, TimeWindow, TimeWindows, Windowed
 
 __all__ = ["SessionWindowAggregateProcessor", "SlidingWindowAggregateProcessor", "TimeWindowAggregateProcessor"]
@@ -32,45 +31,37 @@ log = logging.getLogger("streams.windows")
 
 Initializer = Callable[[], Any] | None
 Adder = Callable[[Any, Any, Any], Any]
+W = TypeVar("W", bound=TimeWindows | SlidingWindows | SessionWindows)
 
 
-class _WindowAggregate(Forwarding):
-    """What the three windowed aggregations share: the store, stream time, late records, emitting."""
-
-    _store: Any
+class _WindowAggregate(Aggregating, Generic[W]):
+    """What the three windowed aggregations share: the windows, stream time, late records, emitting."""
 
     def __init__(
         self,
         store_name: str,
+        windows: W,
         initializer: Initializer,
         adder: Adder,
         cache: bool,
         emit_final: bool,
         options: TableOptions,
     ) -> None:
-        self.store_name = store_name
-        self.initializer = initializer
-        self.adder = adder
-        self.cache = cache
+        super().__init__(store_name, initializer, adder, cache, options)
+        self.windows: W = windows
         self.emit_final = emit_final
-        self.options = options
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        store = self._store = context.get_state_store(self.store_name)
-        self._rc = context.record_context
-        self._kser = store.key_serializer
+        store = self._store
         self._put = store.put_entry
         self._observed = context.stream_time
-        self._send_old = self.options.send_old_values
         self._emit_key = f"emit-final:{context.node_name}"
         self._last_emit = store.get_metadata(self._emit_key)
         self._next_emit = self._next_emit_after(self._last_emit)
-        # Updates go downstream when the cache flushes, at once, or (emitting final results) not at all.
-        self._emit_now = not self.cache and not self.emit_final
-        if self.cache and not self.emit_final:
-            store.track_old_values = self._send_old
-            store.listener = self._flushed
+
+    def _flush_listener(self, context: ProcessorContext) -> Callable[..., None]:
+        return self._flushed
 
     def _key_bytes(self, key: Any) -> bytes:
         try:
@@ -130,24 +121,15 @@ class _WindowAggregate(Forwarding):
         self._store.set_metadata(self._emit_key, close)
 
 
-class TimeWindowAggregateProcessor(_WindowAggregate):
+class TimeWindowAggregateProcessor(_WindowAggregate[TimeWindows]):
     """Tumbling and hopping windows: each record updates every window ``[start, start + size)`` it falls
     into whose end is after ``stream time - grace``."""
 
-    def __init__(
-        self,
-        store_name: str,
-        windows: TimeWindows,
-        initializer: Initializer,
-        adder: Adder,
-        cache: bool,
-        emit_final: bool,
-        options: TableOptions,
-    ) -> None:
-        super().__init__(store_name, initializer, adder, cache, emit_final, options)
-        self.windows = windows
-        self._size, self._advance, self._grace = windows.size_ms, windows.advance_ms, windows.grace_ms
+    def init(self, context: ProcessorContext) -> None:
+        w = self.windows
+        self._size, self._advance, self._grace = w.size_ms, w.advance_ms, w.grace_ms
         self._windows: dict[int, TimeWindow] = {}
+        super().init(context)
 
     def _window(self, t: int, sub: int) -> TimeWindow:
         return TimeWindow(t, t + self.windows.size_ms)
@@ -250,23 +232,10 @@ class TimeWindowAggregateProcessor(_WindowAggregate):
         self._emit_closed(rows, close)
 
 
-class SlidingWindowAggregateProcessor(_WindowAggregate):
+class SlidingWindowAggregateProcessor(_WindowAggregate[SlidingWindows]):
     """Sliding windows (KIP-450): windows ``[start, start + difference]`` exist only where records define
     them — each record's left window ``[t - difference, t]`` and, when a later record falls within a
     difference of it, its right window ``[t + 1, t + 1 + difference]``."""
-
-    def __init__(
-        self,
-        store_name: str,
-        windows: SlidingWindows,
-        initializer: Initializer,
-        adder: Adder,
-        cache: bool,
-        emit_final: bool,
-        options: TableOptions,
-    ) -> None:
-        super().__init__(store_name, initializer, adder, cache, emit_final, options)
-        self.windows = windows
 
     def _window(self, t: int, sub: int) -> TimeWindow:
         return TimeWindow(t, t + self.windows.time_difference_ms)
@@ -397,7 +366,7 @@ class SlidingWindowAggregateProcessor(_WindowAggregate):
         self._emit_closed(rows, close)
 
 
-class SessionWindowAggregateProcessor(_WindowAggregate):
+class SessionWindowAggregateProcessor(_WindowAggregate[SessionWindows]):
     """Session windows: a record joins (and merges) every session of its key within the inactivity gap.
     Merged sessions are removed, which downstream sees as deletes (None) of their windowed keys."""
 
@@ -407,13 +376,12 @@ class SessionWindowAggregateProcessor(_WindowAggregate):
         windows: SessionWindows,
         initializer: Initializer,
         adder: Adder,
-        merger: Callable[[Any, Any, Any], Any],
+        merger: Adder,
         cache: bool,
         emit_final: bool,
         options: TableOptions,
     ) -> None:
-        super().__init__(store_name, initializer, adder, cache, emit_final, options)
-        self.windows = windows
+        super().__init__(store_name, windows, initializer, adder, cache, emit_final, options)
         self.merger = merger
 
     def _window(self, t: int, sub: int) -> SessionWindow:

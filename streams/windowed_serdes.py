@@ -17,7 +17,14 @@ from datetime import timedelta
 from typing import Any
 
 from streams.errors import SerdeError
-from streams.record_serdes import Deserializer, Serializer, bind_deserializer, bind_serializer, serde_from
+from streams.record_serdes import (
+    Deserializer,
+    Serializer,
+    WrappingSerde,
+    bind_deserializer,
+    bind_serializer,
+    serde_from,
+)
 from streams.windows import SessionWindow, TimeWindow, Windowed, to_millis
 
 __all__ = ["SessionWindowedSerde", "TimeWindowedSerde", "WindowedSerdes"]
@@ -33,11 +40,21 @@ def _windowed(obj: Any, topic: str) -> Windowed:
     return obj
 
 
-class TimeWindowedSerde:
+class _WindowedKeySerde(WrappingSerde):
+    """A serde of windowed keys: only the defaults of a single call are its own (a key, any topic)."""
+
+    def serialize(self, obj: Any, topic: str = "", is_key: bool = True) -> bytes | None:
+        return super().serialize(obj, topic, is_key)
+
+    def deserialize(self, data: bytes | None, topic: str = "", is_key: bool = True) -> Any:
+        return super().deserialize(data, topic, is_key)
+
+
+class TimeWindowedSerde(_WindowedKeySerde):
     """Keys ``Windowed(key, TimeWindow)``: inner key bytes + 8-byte big-endian window start."""
 
     def __init__(self, inner: Any, window_size_ms: int | None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.window_size_ms = window_size_ms
 
     def bind_serializer(self, topic: str, is_key: bool) -> Serializer:
@@ -85,21 +102,12 @@ class TimeWindowedSerde:
 
         return deserialize
 
-    def serialize(self, obj: Any, topic: str = "", is_key: bool = True) -> bytes | None:
-        return self.bind_serializer(topic, is_key)(obj)
-
-    def deserialize(self, data: bytes | None, topic: str = "", is_key: bool = True) -> Any:
-        return self.bind_deserializer(topic, is_key)(data)
-
     def __repr__(self) -> str:
         return f"TimeWindowedSerde({self.inner!r}, window_size_ms={self.window_size_ms})"
 
 
-class SessionWindowedSerde:
+class SessionWindowedSerde(_WindowedKeySerde):
     """Keys ``Windowed(key, SessionWindow)``: inner key bytes + 8-byte end + 8-byte start (big-endian)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
 
     def bind_serializer(self, topic: str, is_key: bool) -> Serializer:
         ser = bind_serializer(self.inner, topic, is_key)
@@ -131,15 +139,6 @@ class SessionWindowedSerde:
             return Windowed(de(data[:-16]), SessionWindow(start, end))
 
         return deserialize
-
-    def serialize(self, obj: Any, topic: str = "", is_key: bool = True) -> bytes | None:
-        return self.bind_serializer(topic, is_key)(obj)
-
-    def deserialize(self, data: bytes | None, topic: str = "", is_key: bool = True) -> Any:
-        return self.bind_deserializer(topic, is_key)(data)
-
-    def __repr__(self) -> str:
-        return f"SessionWindowedSerde({self.inner!r})"
 
 
 class WindowedSerdes:

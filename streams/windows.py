@@ -18,6 +18,7 @@ A windowed aggregation's results are keyed by ``Windowed(key, window)``; ``windo
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -132,21 +133,22 @@ class EmitStrategy(enum.StrEnum):
             raise ValueError(f"emit_strategy must be 'on_window_update' or 'on_window_close', got {spec!r}") from None
 
 
+@dataclass(frozen=True, slots=True)
 class TimeWindows:
     """Fixed-size windows aligned to the epoch: tumbling (``advance == size``) or hopping."""
 
-    __slots__ = ("advance_ms", "grace_ms", "size_ms")
+    size_ms: int
+    advance_ms: int
+    grace_ms: int
 
-    def __init__(self, size_ms: int, advance_ms: int, grace_ms: int) -> None:
-        if size_ms <= 0:
-            raise ValueError(f"window size must be larger than zero, got {size_ms} ms")
-        if not 0 < advance_ms <= size_ms:
+    def __post_init__(self) -> None:
+        if self.size_ms <= 0:
+            raise ValueError(f"window size must be larger than zero, got {self.size_ms} ms")
+        if not 0 < self.advance_ms <= self.size_ms:
             raise ValueError(
-                f"window advance must be more than zero and at most the size ({size_ms} ms), got {advance_ms} ms"
+                f"window advance must be more than zero and at most the size ({self.size_ms} ms), "
+                f"got {self.advance_ms} ms"
             )
-        self.size_ms = size_ms
-        self.advance_ms = advance_ms
-        self.grace_ms = grace_ms
 
     @classmethod
     def of_size_with_no_grace(cls, size: timedelta | int) -> TimeWindows:
@@ -183,28 +185,13 @@ class TimeWindows:
     def default_retention_ms(self) -> int:
         return self.size_ms + self.grace_ms
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, TimeWindows) and (self.size_ms, self.advance_ms, self.grace_ms) == (
-            other.size_ms,
-            other.advance_ms,
-            other.grace_ms,
-        )
 
-    def __hash__(self) -> int:
-        return hash((self.size_ms, self.advance_ms, self.grace_ms))
-
-    def __repr__(self) -> str:
-        return f"TimeWindows(size_ms={self.size_ms}, advance_ms={self.advance_ms}, grace_ms={self.grace_ms})"
-
-
+@dataclass(frozen=True, slots=True)
 class SlidingWindows:
     """Windows of ``time_difference`` that slide with the records (KIP-450), both ends inclusive."""
 
-    __slots__ = ("grace_ms", "time_difference_ms")
-
-    def __init__(self, time_difference_ms: int, grace_ms: int) -> None:
-        self.time_difference_ms = time_difference_ms
-        self.grace_ms = grace_ms
+    time_difference_ms: int
+    grace_ms: int
 
     @classmethod
     def of_time_difference_with_no_grace(cls, time_difference: timedelta | int) -> SlidingWindows:
@@ -231,29 +218,17 @@ class SlidingWindows:
         # A record's right window ends a time difference after it: two differences plus grace back.
         return 2 * self.time_difference_ms + self.grace_ms
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SlidingWindows) and (self.time_difference_ms, self.grace_ms) == (
-            other.time_difference_ms,
-            other.grace_ms,
-        )
 
-    def __hash__(self) -> int:
-        return hash((self.time_difference_ms, self.grace_ms))
-
-    def __repr__(self) -> str:
-        return f"SlidingWindows(time_difference_ms={self.time_difference_ms}, grace_ms={self.grace_ms})"
-
-
+@dataclass(frozen=True, slots=True)
 class SessionWindows:
     """Sessions per key: records less than ``inactivity_gap`` apart belong to one session."""
 
-    __slots__ = ("grace_ms", "inactivity_gap_ms")
+    inactivity_gap_ms: int
+    grace_ms: int
 
-    def __init__(self, inactivity_gap_ms: int, grace_ms: int) -> None:
-        if inactivity_gap_ms <= 0:
-            raise ValueError(f"session inactivity gap must be larger than zero, got {inactivity_gap_ms} ms")
-        self.inactivity_gap_ms = inactivity_gap_ms
-        self.grace_ms = grace_ms
+    def __post_init__(self) -> None:
+        if self.inactivity_gap_ms <= 0:
+            raise ValueError(f"session inactivity gap must be larger than zero, got {self.inactivity_gap_ms} ms")
 
     @classmethod
     def of_inactivity_gap_with_no_grace(cls, gap: timedelta | int) -> SessionWindows:
@@ -274,15 +249,3 @@ class SessionWindows:
     @property
     def default_retention_ms(self) -> int:
         return self.inactivity_gap_ms + self.grace_ms
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, SessionWindows) and (self.inactivity_gap_ms, self.grace_ms) == (
-            other.inactivity_gap_ms,
-            other.grace_ms,
-        )
-
-    def __hash__(self) -> int:
-        return hash((self.inactivity_gap_ms, self.grace_ms))
-
-    def __repr__(self) -> str:
-        return f"SessionWindows(inactivity_gap_ms={self.inactivity_gap_ms}, grace_ms={self.grace_ms})"

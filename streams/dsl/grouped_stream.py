@@ -7,10 +7,10 @@ from typing import Any
 
 from streams.dsl.aggregation import add_one, reducing, repartition_topic, store_spec, zero
 from streams.dsl.base import Builder, check_callable
-from streams.dsl.ktable import KTable
+from streams.dsl.ktable import KTable, stored_table
 from streams.dsl.windowed_stream import SessionWindowedKStream, TimeWindowedKStream, Windows
 from streams.record_serdes import INT, serde_from
-from streams.table_ops import AggregateProcessor, TableOptions
+from streams.table_ops import AggregateProcessor
 from streams.topology import StoreSpec
 from streams.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
 
@@ -46,16 +46,16 @@ class KGroupedStream:
         spec: StoreSpec,
         named_store: bool,
     ) -> KTable:
-        builder = self._builder
         parent = self._source(spec, named_store, prefix)
-        node = builder.new_name(prefix)
-        cache = spec.cache
-        options = TableOptions()
-        builder.topology.add_processor(
-            node, lambda: AggregateProcessor(spec.name, initializer, adder, cache, options), parent
+        name, cache = spec.name, spec.cache
+        return stored_table(
+            self._builder,
+            self._builder.new_name(prefix),
+            parent,
+            lambda o: AggregateProcessor(name, initializer, adder, cache, o),
+            spec,
+            spec.key,
         )
-        builder.topology.add_state_store(spec, node)
-        return KTable(builder, node, spec.name, spec.key, spec.value, options)
 
     def count(
         self, *, store: str | StoreSpec | None = None, kind: str | None = None, cache: bool | None = None

@@ -9,9 +9,9 @@ from typing import Any
 from streams.change import ChangeSerde
 from streams.dsl.aggregation import add_one, repartition_topic, store_spec, zero
 from streams.dsl.base import Builder, check_callable
-from streams.dsl.ktable import KTable
+from streams.dsl.ktable import KTable, stored_table
 from streams.record_serdes import INT, serde_from
-from streams.table_ops import TableAggregateProcessor, TableOptions
+from streams.table_ops import TableAggregateProcessor
 from streams.topology import StoreSpec
 
 __all__ = ["KGroupedTable"]
@@ -41,14 +41,15 @@ class KGroupedTable:
         topic = repartition_topic(builder, self.name, spec, named_store, prefix)
         value = self.value_serde if self.value_serde is not None else builder.topology.default_value
         parent = builder.repartition(self.node, topic, None, self.key_serde, ChangeSerde(value))
-        node = builder.new_name(prefix)
-        cache = spec.cache
-        options = TableOptions()
-        builder.topology.add_processor(
-            node, lambda: TableAggregateProcessor(spec.name, initializer, adder, subtractor, cache, options), parent
+        name, cache = spec.name, spec.cache
+        return stored_table(
+            builder,
+            builder.new_name(prefix),
+            parent,
+            lambda o: TableAggregateProcessor(name, initializer, adder, subtractor, cache, o),
+            spec,
+            spec.key,
         )
-        builder.topology.add_state_store(spec, node)
-        return KTable(builder, node, spec.name, spec.key, spec.value, options)
 
     def count(
         self, *, store: str | StoreSpec | None = None, kind: str | None = None, cache: bool | None = None

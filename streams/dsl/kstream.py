@@ -61,24 +61,20 @@ class KStream:
         rep = self.repartition_required if repartition is None else repartition
         return KStream(self._builder, node, key, value, rep)
 
+    def _add_same_serdes(self, prefix: str, supplier: Callable[[], Processor], name: str | None) -> KStream:
+        """A node that passes records on as they are (filter, peek, branch): the stream keeps its serdes."""
+        return self._add(prefix, supplier, name, key=self.key_serde, value=self.value_serde)
+
     # -- stateless -------------------------------------------------------------------------------------
 
     def filter(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KStream:
         """Keep records for which ``predicate(key, value)`` is true."""
         check_callable("filter()", predicate)
-        return self._add(
-            "KSTREAM-FILTER", lambda: FilterProcessor(predicate), name, key=self.key_serde, value=self.value_serde
-        )
+        return self._add_same_serdes("KSTREAM-FILTER", lambda: FilterProcessor(predicate), name)
 
     def filter_not(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KStream:
         check_callable("filter_not()", predicate)
-        return self._add(
-            "KSTREAM-FILTER",
-            lambda: FilterProcessor(predicate, negate=True),
-            name,
-            key=self.key_serde,
-            value=self.value_serde,
-        )
+        return self._add_same_serdes("KSTREAM-FILTER", lambda: FilterProcessor(predicate, negate=True), name)
 
     def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], *, name: str | None = None) -> KStream:
         """``mapper(key, value) -> (new_key, new_value)``; marks the stream for repartitioning."""
@@ -107,9 +103,7 @@ class KStream:
     def peek(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> KStream:
         """Call ``action(key, value)`` for each record and pass it on unchanged."""
         check_callable("peek()", action)
-        return self._add(
-            "KSTREAM-PEEK", lambda: PeekProcessor(action), name, key=self.key_serde, value=self.value_serde
-        )
+        return self._add_same_serdes("KSTREAM-PEEK", lambda: PeekProcessor(action), name)
 
     def foreach(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> None:
         """Call ``action(key, value)`` for each record (a terminal operation)."""
@@ -135,17 +129,9 @@ class KStream:
         for p in predicates:
             check_callable("branch()", p)
         preds = list(predicates)
-        branch = self._add(
-            "KSTREAM-BRANCH", lambda: BranchProcessor(preds), name, key=self.key_serde, value=self.value_serde
-        )
+        branch = self._add_same_serdes("KSTREAM-BRANCH", lambda: BranchProcessor(preds), name)
         return [
-            branch._add(
-                "KSTREAM-BRANCHCHILD",
-                PassThroughProcessor,
-                f"{name}-{i}" if name else None,
-                key=self.key_serde,
-                value=self.value_serde,
-            )
+            branch._add_same_serdes("KSTREAM-BRANCHCHILD", PassThroughProcessor, f"{name}-{i}" if name else None)
             for i in range(len(preds))
         ]
 
@@ -458,14 +444,7 @@ class KStream:
     ) -> KGroupedStream:
         """Group by ``selector(key, value)``; always repartitions (the key is new)."""
         check_callable("group_by()", selector)
-        selected = self._add(
-            "KSTREAM-KEY-SELECT",
-            lambda: SelectKeyProcessor(selector),
-            None,
-            key=None,
-            value=self.value_serde,
-            repartition=True,
-        )
+        selected = self.select_key(selector)
         return KGroupedStream(
             self._builder, selected.node, serde_from(key), serde_from(value) or self.value_serde, True, name
         )

@@ -2,9 +2,10 @@
 other tables (on the key, or on a foreign key), re-grouping (``group_by`` -> ``KGroupedTable``) and
 ``to_stream``.
 
-Every other class family makes tables, so they import this module; the classes a table makes in turn,
-``KStream`` (``to_stream``) and ``KGroupedTable`` (``group_by``), are imported inside those methods, so
-the modules import each other in one direction only.
+Every other class family makes tables, so they import this module (an aggregation's table, like a table's
+materialized copy, through ``stored_table``); the classes a table makes in turn, ``KStream``
+(``to_stream``) and ``KGroupedTable`` (``group_by``), are imported inside those methods, so the modules
+import each other in one direction only.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from streams.dsl.kstream import KStream
     from streams.dsl.windowed_stream import Windows
 
-__all__ = ["KTable"]
+__all__ = ["KTable", "stored_table"]
 
 
 class KTable:
@@ -181,14 +182,12 @@ class KTable:
         """This table, or (if it keeps no store) a copy of it that does: a join looks rows up there."""
         if self.store_name is not None:
             return self
-        builder = self._builder
-        node = builder.new_name("KTABLE-MATERIALIZE")
+        node = self._builder.new_name("KTABLE-MATERIALIZE")
         spec = StoreSpec(f"{node}-STATE-STORE", key=self.key_serde, value=self.value_serde, cache=False)
         spec.timestamped = True
-        options = TableOptions()
-        builder.topology.add_processor(node, lambda: TableMaterializeProcessor(spec.name, options), self.node)
-        builder.topology.add_state_store(spec, node)
-        return KTable(builder, node, spec.name, self.key_serde, self.value_serde, options)
+        return stored_table(
+            self._builder, node, self.node, lambda o: TableMaterializeProcessor(spec.name, o), spec, self.key_serde
+        )
 
     def _join(
         self,
@@ -253,3 +252,20 @@ class KTable:
         node = name or self._builder.new_name("KTABLE-TOSTREAM")
         self._builder.topology.add_processor(node, ToStreamProcessor, self.node)
         return KStream(self._builder, node, self.key_serde, self.value_serde, False)
+
+
+def stored_table(
+    builder: Builder,
+    node: str,
+    parent: str,
+    processor: Callable[[TableOptions], Processor],
+    spec: StoreSpec,
+    key: Any,
+    windows: Windows | None = None,
+) -> KTable:
+    """The table of ``node`` under ``parent``, which keeps its rows in the store ``spec`` (an aggregation, a
+    materialized copy): the node's processor is ``processor(options)``; ``key`` is the table's key serde."""
+    options = TableOptions()
+    builder.topology.add_processor(node, lambda: processor(options), parent)
+    builder.topology.add_state_store(spec, node)
+    return KTable(builder, node, spec.name, key, spec.value, options, windows=windows)

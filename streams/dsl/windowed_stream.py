@@ -6,17 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from streams.dsl.aggregation import add_one, reducing, store_spec, zero
 from streams.dsl.base import check_callable
-from streams.dsl.ktable import KTable
+from streams.dsl.ktable import KTable, stored_table
 from streams.errors import TopologyError
 from streams.processor import Processor
 from streams.record_serdes import INT, serde_from
 from streams.table_ops import TableOptions
 from streams.topology import SessionStoreSpec, StoreSpec, WindowStoreSpec
 from streams.window_ops import (
+    Adder,
+    Initializer,
     SessionWindowAggregateProcessor,
     SlidingWindowAggregateProcessor,
     TimeWindowAggregateProcessor,
@@ -33,8 +35,9 @@ Windows = TimeWindows | SlidingWindows | SessionWindows
 
 
 class _WindowedStream:
-    """What ``TimeWindowedKStream`` and ``SessionWindowedKStream`` share: the grouped stream, the window
-    store spec, the result table."""
+    """What ``TimeWindowedKStream`` and ``SessionWindowedKStream`` share: the grouped stream, ``count`` and
+    ``reduce``, and the plumbing of every aggregation (its window store and the result table). A subclass
+    says how long its windows are kept, which processor aggregates them and how its keys are serialized."""
 
     _prefix = "KSTREAM-AGGREGATE"
 
@@ -43,9 +46,76 @@ class _WindowedStream:
         self.windows = windows
         self._emit = emit
 
-    def _emit_final(self, emit_strategy: EmitStrategy | str | None) -> bool:
+    def emit_strategy(self, strategy: EmitStrategy | str) -> Self:
+        """``"on_window_update"`` (default: every update) or ``"on_window_close"`` (each window's final
+        result, once, when it closes)."""
+        return type(self)(self._grouped, self.windows, EmitStrategy.of(strategy))
+
+    def count(
+        self,
+        *,
+        store: str | StoreSpec | None = None,
+        kind: str | None = None,
+        cache: bool | None = None,
+        retention: timedelta | int | None = None,
+        emit_strategy: EmitStrategy | str | None = None,
+    ) -> KTable:
+        """Records per key and window (merged sessions add their counts). ``retention``: how long windows are
+        kept (default: size + grace; sliding windows: 2 * time difference + grace; sessions: inactivity gap +
+        grace)."""
+        return self._aggregate(zero, add_one, _sum, INT, store, kind, cache, retention, emit_strategy)
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any],
+        *,
+        store: str | StoreSpec | None = None,
+        value: Any = None,
+        kind: str | None = None,
+        cache: bool | None = None,
+        retention: timedelta | int | None = None,
+        emit_strategy: EmitStrategy | str | None = None,
+    ) -> KTable:
+        """``reducer(aggregate, value)``; merging sessions reduces their aggregates the same way."""
+        check_callable("reduce()", reducer)
+        add = reducing(reducer)
+        return self._aggregate(
+            None,
+            add,
+            lambda k, one, two: add(k, two, one),
+            serde_from(value) or self._grouped.value_serde,
+            store,
+            kind,
+            cache,
+            retention,
+            emit_strategy,
+        )
+
+    def _aggregate(
+        self,
+        initializer: Initializer,
+        adder: Adder,
+        merger: Adder | None,
+        value: Any,
+        store: str | StoreSpec | None,
+        kind: str | None,
+        cache: bool | None,
+        retention: timedelta | int | None,
+        emit_strategy: EmitStrategy | str | None,
+    ) -> KTable:
+        """The aggregation's store, its node (reading the repartition topic if the key changed) and table;
+        ``merger`` combines the aggregates of sessions that merge (None: time windows, which never do)."""
+        grouped = self._grouped
+        named = store is not None
+        spec = self._window_spec(store_spec(grouped._builder, store, grouped.key_serde, value, cache, kind), retention)
         strategy = self._emit if emit_strategy is None else EmitStrategy.of(emit_strategy)
-        return strategy is EmitStrategy.ON_WINDOW_CLOSE
+        processor = self._processor(
+            spec.name, initializer, adder, merger, spec.cache, strategy is EmitStrategy.ON_WINDOW_CLOSE
+        )
+        key = grouped.key_serde if grouped.key_serde is not None else grouped._builder.topology.default_key
+        parent = grouped._source(spec, named, self._prefix)
+        node = grouped._builder.new_name(self._prefix)
+        return stored_table(grouped._builder, node, parent, processor, spec, self._key_serde(key, spec), self.windows)
 
     def _retention(self, spec: StoreSpec, retention: timedelta | int | None, minimum: int, why: str) -> int:
         if retention is not None:
@@ -61,20 +131,30 @@ class _WindowedStream:
             )
         return ms
 
-    def _table(
-        self, processor: Callable[[TableOptions], Processor], spec: StoreSpec, named: bool, key_serde: Any
-    ) -> KTable:
-        grouped, builder = self._grouped, self._grouped._builder
-        parent = grouped._source(spec, named, self._prefix)
-        node = builder.new_name(self._prefix)
-        options = TableOptions()
-        builder.topology.add_processor(node, lambda: processor(options), parent)
-        builder.topology.add_state_store(spec, node)
-        return KTable(builder, node, spec.name, key_serde, spec.value, options, windows=self.windows)
+    def _window_spec(self, base: StoreSpec, retention: timedelta | int | None) -> StoreSpec:
+        """The window or session store made from the key-value spec ``base`` (name, kind, serdes, cache)."""
+        raise NotImplementedError
 
-    def _inner_key(self) -> Any:
-        key = self._grouped.key_serde
-        return key if key is not None else self._grouped._builder.topology.default_key
+    def _processor(
+        self, store: str, initializer: Initializer, adder: Adder, merger: Adder | None, cache: bool, final: bool
+    ) -> Callable[[TableOptions], Processor]:
+        raise NotImplementedError
+
+    def _key_serde(self, inner: Any, spec: StoreSpec) -> Any:
+        """The result table's key serde over the grouped stream's key serde ``inner``."""
+        raise NotImplementedError
+
+
+def _copied(base: StoreSpec) -> dict[str, Any]:
+    """What a window or session store takes over from the key-value spec ``store_spec`` made."""
+    return {
+        "name": base.name,
+        "kind": base.kind,
+        "key": base.key,
+        "value": base.value,
+        "logged": base.logged,
+        "cache": base.cache,
+    }
 
 
 class TimeWindowedKStream(_WindowedStream):
@@ -82,94 +162,6 @@ class TimeWindowedKStream(_WindowedStream):
     ``Windowed(key, TimeWindow)``."""
 
     windows: TimeWindows | SlidingWindows
-
-    def emit_strategy(self, strategy: EmitStrategy | str) -> TimeWindowedKStream:
-        """``"on_window_update"`` (default: every update) or ``"on_window_close"`` (each window's final
-        result, once, when it closes)."""
-        return TimeWindowedKStream(self._grouped, self.windows, EmitStrategy.of(strategy))
-
-    def _spec(
-        self,
-        store: str | StoreSpec | None,
-        value: Any,
-        cache: bool | None,
-        kind: str | None,
-        retention: timedelta | int | None,
-    ) -> WindowStoreSpec:
-        base = store_spec(self._grouped._builder, store, self._grouped.key_serde, value, cache, kind)
-        w = self.windows
-        if isinstance(w, TimeWindows):
-            size, minimum, why = w.size_ms, w.size_ms + w.grace_ms, "its window size plus the grace period"
-        else:
-            size = w.time_difference_ms
-            minimum, why = 2 * size + w.grace_ms, "2 * time difference plus the grace period"
-        ms = self._retention(base, retention, minimum, why)
-        return WindowStoreSpec(
-            base.name,
-            kind=base.kind,
-            key=base.key,
-            value=base.value,
-            logged=base.logged,
-            cache=base.cache,
-            window_size_ms=size,
-            retention_ms=ms,
-        )
-
-    def _build(
-        self,
-        initializer: Callable[[], Any] | None,
-        adder: Callable[[Any, Any, Any], Any],
-        spec: WindowStoreSpec,
-        named: bool,
-        emit_strategy: EmitStrategy | str | None,
-    ) -> KTable:
-        final, cache, w = self._emit_final(emit_strategy), spec.cache, self.windows
-        name = spec.name
-        key_serde = TimeWindowedSerde(self._inner_key(), spec.window_size_ms)
-        if isinstance(w, TimeWindows):
-            tw = w
-            return self._table(
-                lambda o: TimeWindowAggregateProcessor(name, tw, initializer, adder, cache, final, o),
-                spec,
-                named,
-                key_serde,
-            )
-        sw = w
-        return self._table(
-            lambda o: SlidingWindowAggregateProcessor(name, sw, initializer, adder, cache, final, o),
-            spec,
-            named,
-            key_serde,
-        )
-
-    def count(
-        self,
-        *,
-        store: str | StoreSpec | None = None,
-        kind: str | None = None,
-        cache: bool | None = None,
-        retention: timedelta | int | None = None,
-        emit_strategy: EmitStrategy | str | None = None,
-    ) -> KTable:
-        """Records per key and window. ``retention``: how long windows are kept (default: size + grace;
-        sliding windows: 2 * time difference + grace)."""
-        spec = self._spec(store, INT, cache, kind, retention)
-        return self._build(zero, add_one, spec, store is not None, emit_strategy)
-
-    def reduce(
-        self,
-        reducer: Callable[[Any, Any], Any],
-        *,
-        store: str | StoreSpec | None = None,
-        value: Any = None,
-        kind: str | None = None,
-        cache: bool | None = None,
-        retention: timedelta | int | None = None,
-        emit_strategy: EmitStrategy | str | None = None,
-    ) -> KTable:
-        check_callable("reduce()", reducer)
-        spec = self._spec(store, serde_from(value) or self._grouped.value_serde, cache, kind, retention)
-        return self._build(None, reducing(reducer), spec, store is not None, emit_strategy)
 
     def aggregate(
         self,
@@ -186,8 +178,29 @@ class TimeWindowedKStream(_WindowedStream):
         """``add(key, value, aggregate) -> aggregate`` per window, from ``initial()``."""
         check_callable("aggregate() initial", initial)
         check_callable("aggregate() add", add)
-        spec = self._spec(store, serde_from(value), cache, kind, retention)
-        return self._build(initial, add, spec, store is not None, emit_strategy)
+        return self._aggregate(initial, add, None, serde_from(value), store, kind, cache, retention, emit_strategy)
+
+    def _window_spec(self, base: StoreSpec, retention: timedelta | int | None) -> WindowStoreSpec:
+        w = self.windows
+        if isinstance(w, TimeWindows):
+            size, minimum, why = w.size_ms, w.size_ms + w.grace_ms, "its window size plus the grace period"
+        else:
+            size = w.time_difference_ms
+            minimum, why = 2 * size + w.grace_ms, "2 * time difference plus the grace period"
+        ms = self._retention(base, retention, minimum, why)
+        return WindowStoreSpec(**_copied(base), window_size_ms=size, retention_ms=ms)
+
+    def _processor(
+        self, store: str, initializer: Initializer, adder: Adder, merger: Adder | None, cache: bool, final: bool
+    ) -> Callable[[TableOptions], Processor]:
+        w = self.windows
+        if isinstance(w, TimeWindows):
+            return lambda o: TimeWindowAggregateProcessor(store, w, initializer, adder, cache, final, o)
+        return lambda o: SlidingWindowAggregateProcessor(store, w, initializer, adder, cache, final, o)
+
+    def _key_serde(self, inner: Any, spec: StoreSpec) -> TimeWindowedSerde:
+        assert isinstance(spec, WindowStoreSpec)
+        return TimeWindowedSerde(inner, spec.window_size_ms)
 
 
 class SessionWindowedKStream(_WindowedStream):
@@ -195,79 +208,6 @@ class SessionWindowedKStream(_WindowedStream):
     ``Windowed(key, SessionWindow)``, in which merged sessions are deleted."""
 
     windows: SessionWindows
-
-    def emit_strategy(self, strategy: EmitStrategy | str) -> SessionWindowedKStream:
-        return SessionWindowedKStream(self._grouped, self.windows, EmitStrategy.of(strategy))
-
-    def _spec(
-        self,
-        store: str | StoreSpec | None,
-        value: Any,
-        cache: bool | None,
-        kind: str | None,
-        retention: timedelta | int | None,
-    ) -> SessionStoreSpec:
-        base = store_spec(self._grouped._builder, store, self._grouped.key_serde, value, cache, kind)
-        w = self.windows
-        ms = self._retention(
-            base, retention, w.inactivity_gap_ms + w.grace_ms, "the session inactivity gap plus the grace period"
-        )
-        return SessionStoreSpec(
-            base.name,
-            kind=base.kind,
-            key=base.key,
-            value=base.value,
-            logged=base.logged,
-            cache=base.cache,
-            retention_ms=ms,
-        )
-
-    def _build(
-        self,
-        initializer: Callable[[], Any] | None,
-        adder: Callable[[Any, Any, Any], Any],
-        merger: Callable[[Any, Any, Any], Any],
-        spec: SessionStoreSpec,
-        named: bool,
-        emit_strategy: EmitStrategy | str | None,
-    ) -> KTable:
-        final, cache, w, name = self._emit_final(emit_strategy), spec.cache, self.windows, spec.name
-        return self._table(
-            lambda o: SessionWindowAggregateProcessor(name, w, initializer, adder, merger, cache, final, o),
-            spec,
-            named,
-            SessionWindowedSerde(self._inner_key()),
-        )
-
-    def count(
-        self,
-        *,
-        store: str | StoreSpec | None = None,
-        kind: str | None = None,
-        cache: bool | None = None,
-        retention: timedelta | int | None = None,
-        emit_strategy: EmitStrategy | str | None = None,
-    ) -> KTable:
-        """Records per key and session (merged sessions add their counts)."""
-        spec = self._spec(store, INT, cache, kind, retention)
-        return self._build(zero, add_one, _sum, spec, store is not None, emit_strategy)
-
-    def reduce(
-        self,
-        reducer: Callable[[Any, Any], Any],
-        *,
-        store: str | StoreSpec | None = None,
-        value: Any = None,
-        kind: str | None = None,
-        cache: bool | None = None,
-        retention: timedelta | int | None = None,
-        emit_strategy: EmitStrategy | str | None = None,
-    ) -> KTable:
-        """``reducer(aggregate, value)``; merging sessions reduces their aggregates the same way."""
-        check_callable("reduce()", reducer)
-        spec = self._spec(store, serde_from(value) or self._grouped.value_serde, cache, kind, retention)
-        add = reducing(reducer)
-        return self._build(None, add, lambda k, one, two: add(k, two, one), spec, store is not None, emit_strategy)
 
     def aggregate(
         self,
@@ -287,8 +227,24 @@ class SessionWindowedKStream(_WindowedStream):
         check_callable("aggregate() initial", initial)
         check_callable("aggregate() add", add)
         check_callable("aggregate() merge", merge)
-        spec = self._spec(store, serde_from(value), cache, kind, retention)
-        return self._build(initial, add, merge, spec, store is not None, emit_strategy)
+        return self._aggregate(initial, add, merge, serde_from(value), store, kind, cache, retention, emit_strategy)
+
+    def _window_spec(self, base: StoreSpec, retention: timedelta | int | None) -> SessionStoreSpec:
+        w = self.windows
+        ms = self._retention(
+            base, retention, w.inactivity_gap_ms + w.grace_ms, "the session inactivity gap plus the grace period"
+        )
+        return SessionStoreSpec(**_copied(base), retention_ms=ms)
+
+    def _processor(
+        self, store: str, initializer: Initializer, adder: Adder, merger: Adder | None, cache: bool, final: bool
+    ) -> Callable[[TableOptions], Processor]:
+        w = self.windows
+        assert merger is not None
+        return lambda o: SessionWindowAggregateProcessor(store, w, initializer, adder, merger, cache, final, o)
+
+    def _key_serde(self, inner: Any, spec: StoreSpec) -> SessionWindowedSerde:
+        return SessionWindowedSerde(inner)
 
 
 def _sum(key: Any, one: int, two: int) -> int:

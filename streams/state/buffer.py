@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from streams.errors import SerdeError
-from streams.record_serdes import bind_deserializer, bind_serializer, serde_name
+from streams.record_serdes import serde_name
 from streams.state.base import ChangelogSink, Headers
+from streams.state.store_serdes import StoreSerdes
 from streams.state.timed import META_KEY
 
 if TYPE_CHECKING:
@@ -49,8 +50,9 @@ class BufferedUpdate:
         self.size = size
 
 
-class SuppressionBuffer:
+class SuppressionBuffer(StoreSerdes):
     persistent = False
+    _noun = "suppression buffer"
 
     def __init__(
         self,
@@ -61,14 +63,7 @@ class SuppressionBuffer:
         record_context: RecordContext,
         count_bytes: bool = False,
     ) -> None:
-        self.name = name
-        self.key_serde = key_serde
-        self.value_serde = value_serde
-        self.key_serializer = bind_serializer(key_serde, topic, True)
-        self._kde = bind_deserializer(key_serde, topic, True)
-        self._vser = bind_serializer(value_serde, topic, False)
-        self._vde = bind_deserializer(value_serde, topic, False)
-        self._rc = record_context
+        super().__init__(name, key_serde, value_serde, topic, record_context)
         self._count_bytes = count_bytes
         self._entries: dict[bytes, BufferedUpdate] = {}
         self._queues: dict[int, deque[bytes]] = {}  # due time -> keys, first buffered first
@@ -84,19 +79,7 @@ class SuppressionBuffer:
         self.changelog: ChangelogSink | None = None
         self.closed = False
 
-    # -- keys and values -------------------------------------------------------------------------------
-
-    def key_bytes(self, key: Any) -> bytes:
-        try:
-            kb = self.key_serializer(key)
-        except Exception as exc:
-            raise SerdeError(
-                f"suppression buffer {self.name!r}: cannot serialize key {key!r} with "
-                f"{serde_name(self.key_serde)}: {exc}"
-            ) from exc
-        if kb is None:
-            raise SerdeError(f"suppression buffer {self.name!r}: keys must not be None")
-        return kb
+    # -- values ----------------------------------------------------------------------------------------
 
     def _value_bytes(self, value: Any) -> bytes | None:
         if value is None:

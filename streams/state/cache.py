@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from streams.errors import SerdeError
-from streams.record_serdes import bind_deserializer, bind_serializer, serde_name
+from streams.record_serdes import serde_name
 from streams.state.base import ChangelogSink
+from streams.state.store_serdes import StoreSerdes
 
 if TYPE_CHECKING:
     from streams.processor import RecordContext
@@ -26,7 +27,7 @@ __all__ = ["CachingKeyValueStore", "FlushListener"]
 FlushListener = Callable[[Any, Any, Any, int], None]
 
 
-class CachingKeyValueStore:
+class CachingKeyValueStore(StoreSerdes):
     """Base of the key-value stores: typed access through serdes plus the per-commit record cache.
 
     A ``timestamped`` store (every store the DSL makes, as Kafka Streams' ``TimestampedKeyValueStore``)
@@ -41,16 +42,7 @@ class CachingKeyValueStore:
     timestamped = False
 
     def __init__(self, name: str, key_serde: Any, value_serde: Any, topic: str, record_context: RecordContext):
-        self.name = name
-        self.key_serde = key_serde
-        self.value_serde = value_serde
-        self.topic = topic  # the changelog topic name, which is also what the serdes are bound to
-        #: The bound key serializer; it raises the serde's own errors, ``key_bytes`` wraps them in ``SerdeError``.
-        self.key_serializer = bind_serializer(key_serde, topic, True)
-        self._kde = bind_deserializer(key_serde, topic, True)
-        self._vser = bind_serializer(value_serde, topic, False)
-        self._vde = bind_deserializer(value_serde, topic, False)
-        self._rc = record_context
+        super().__init__(name, key_serde, value_serde, topic, record_context)
         self._dirty: dict[bytes, tuple[Any, int, Any]] = {}
         self.listener: FlushListener | None = None
         #: Remember each key's value as of the last flush, for listeners that need (new, old) pairs
@@ -58,20 +50,6 @@ class CachingKeyValueStore:
         self.track_old_values = False
         self.changelog: ChangelogSink | None = None
         self.closed = False
-
-    # -- key handling ----------------------------------------------------------------------------------
-
-    def key_bytes(self, key: Any) -> bytes:
-        try:
-            kb = self.key_serializer(key)
-        except Exception as exc:
-            raise SerdeError(
-                f"store {self.name!r}: cannot serialize key {key!r} ({type(key).__name__}) with "
-                f"{serde_name(self.key_serde)}: {exc}"
-            ) from exc
-        if kb is None:
-            raise SerdeError(f"store {self.name!r}: keys must not be None")
-        return kb
 
     # -- the typed interface ---------------------------------------------------------------------------
 

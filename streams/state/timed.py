@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from streams.errors import SerdeError, StateStoreError
-from streams.record_serdes import bind_deserializer, bind_serializer, serde_name
+from streams.record_serdes import serde_name
 from streams.state.base import ChangelogSink, Headers
 from streams.state.segments import Entry, InMemorySegments, Segments, TimeKeyedRow, WriteRow
+from streams.state.store_serdes import StoreSerdes
 
 if TYPE_CHECKING:
     from streams.processor import RecordContext
@@ -42,7 +43,7 @@ _UNSET = object()
 TimeKeyedListener = Callable[[Any, int, int, Entry | None, Entry | None], None]
 
 
-class TimeKeyedStore:
+class TimeKeyedStore(StoreSerdes):
     """Base of ``WindowStore`` and ``SessionStore``. ``path``: a RocksDB directory, or None for memory."""
 
     sub_size = 4
@@ -63,17 +64,9 @@ class TimeKeyedStore:
         path: Path | None = None,
         max_cache_entries: int = 100_000,
     ) -> None:
-        self.name = name
-        self.key_serde = key_serde
-        self.value_serde = value_serde
-        self.topic = topic
+        super().__init__(name, key_serde, value_serde, topic, record_context)
         self.retention_ms = retention_ms
-        self.key_serializer = bind_serializer(key_serde, topic, True)
-        self._kde = bind_deserializer(key_serde, topic, True)
-        self._vser = bind_serializer(value_serde, topic, False)
-        self._vde = bind_deserializer(value_serde, topic, False)
         self._tsub = struct.Struct(">qi" if self.sub_size == 4 else ">qq")
-        self._rc = record_context
         self._inner: Segments
         if path is None:
             self._inner = InMemorySegments(retention_ms, self._decode)
@@ -99,19 +92,7 @@ class TimeKeyedStore:
         self.changelog: ChangelogSink | None = None
         self.closed = False
 
-    # -- serdes ----------------------------------------------------------------------------------------
-
-    def key_bytes(self, key: Any) -> bytes:
-        try:
-            kb = self.key_serializer(key)
-        except Exception as exc:
-            raise SerdeError(
-                f"store {self.name!r}: cannot serialize key {key!r} ({type(key).__name__}) with "
-                f"{serde_name(self.key_serde)}: {exc}"
-            ) from exc
-        if kb is None:
-            raise SerdeError(f"store {self.name!r}: keys must not be None")
-        return kb
+    # -- values ----------------------------------------------------------------------------------------
 
     def _decode(self, vb: bytes) -> Entry:
         return self._vde(vb[8:]), _TS.unpack_from(vb)[0]

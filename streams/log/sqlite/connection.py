@@ -7,7 +7,8 @@ client opens with its write transaction, the encoding of headers, and SQLite's e
   every log opened with that URL in this process shares while any of them is open. Each SQLite connection to
   ``:memory:`` is a database of its own, so there every producer, consumer and lease shares one connection
   under one lock.
-- Every public method of the backend wears ``translated``, so an ``sqlite3.Error`` leaves as a ``LogError``.
+- Every public method of the backend that reaches SQLite wears ``translated``, so an ``sqlite3.Error`` leaves
+  as a ``LogError``.
 """
 
 from __future__ import annotations

@@ -189,22 +189,6 @@ class SqliteProducer(Producer):
                     results = self._insert(conn, batch)
                 self._report(results)
 
-    @translated
-    def produce(
-        self,
-        topic: str,
-        value: bytes | None,
-        key: bytes | None = None,
-        *,
-        partition: int | None = None,
-        headers: Iterable[tuple[str, bytes | None]] | None = None,
-        timestamp: int | None = None,
-        timeout: float | None = None,
-    ) -> RecordMetadata:
-        return super().produce(
-            topic, value, key, partition=partition, headers=headers, timestamp=timestamp, timeout=timeout
-        )
-
     def _insert(
         self, conn: sqlite3.Connection, batch: list[_Pending]
     ) -> list[tuple[_Pending, RecordMetadata | None, LogError | None]]:
