@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server import free_port
+from tests.support.ports import free_port
 
 # Resolving and installing the dependencies into a fresh venv takes minutes on a busy 2-core machine.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]

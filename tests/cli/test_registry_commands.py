@@ -284,7 +284,7 @@ def test_references_by_subject_and_version(registry_url: str, subject: str, tmp_
 def test_connection_problems_exit_two(files: dict[str, Path]) -> None:
     no_url = run_process("registry", "subjects", env={"SCHEMAKIT_REGISTRY_URL": ""})
     assert (no_url.code, no_url.err) == (2, "schemakit registry subjects: no registry URL: pass --url URL\n")
-    from tests.server import free_port
+    from tests.support.ports import free_port
 
     down = run_process("registry", "--url", f"http://127.0.0.1:{free_port()}", "--timeout", "2", "subjects")
     assert down.code == 2

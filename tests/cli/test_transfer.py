@@ -13,7 +13,8 @@ import pytest
 
 from tests.cli.conftest import run_process
 from tests.cli.test_compat_check import V1, V2, V3_BAD
-from tests.server import RegistryProcess, free_port
+from tests.support.ports import free_port
+from tests.support.registry_process import RegistryProcess
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 ADDRESS = 'syntax = "proto3";\npackage acme;\nmessage Address { string street = 1; }\n'

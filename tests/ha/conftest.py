@@ -14,7 +14,7 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.server import RegistryProcess
+from tests.support.registry_process import RegistryProcess
 
 
 @dataclass

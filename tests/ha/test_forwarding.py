@@ -16,7 +16,8 @@ import httpx
 import pytest
 from confluent_kafka import Producer
 
-from tests.server import RegistryProcess, free_port
+from tests.support.ports import free_port
+from tests.support.registry_process import RegistryProcess
 
 pytestmark = pytest.mark.kafka
 

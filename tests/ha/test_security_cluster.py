@@ -11,9 +11,9 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tests.credentials import Pki, UsersFile
 from tests.ha.conftest import wait_for_leader
-from tests.server import RegistryProcess
+from tests.support.credentials import Pki, UsersFile
+from tests.support.registry_process import RegistryProcess
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 

@@ -15,7 +15,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.ha.conftest import read_topic
-from tests.server import RegistryProcess, free_port
+from tests.support.ports import free_port
+from tests.support.registry_process import RegistryProcess
 
 pytestmark = pytest.mark.kafka
 

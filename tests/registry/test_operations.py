@@ -22,7 +22,8 @@ from registry.logs import JsonFormatter
 from registry.schemas_topic import Key, schema_value
 from streams.log import open_log
 from tests.registry.schemas import record
-from tests.server import RegistryProcess, free_port
+from tests.support.ports import free_port
+from tests.support.registry_process import RegistryProcess
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 

@@ -34,7 +34,7 @@ from serdes import (
     RegistryUnavailableError,
     SerializationContext,
 )
-from tests.server import free_port
+from tests.support.ports import free_port
 
 SCHEMA = {"type": "record", "name": "Secret", "fields": [{"name": "v", "type": "string"}]}
 KEY_PASSWORD = "key-pw"

@@ -31,7 +31,7 @@ def private_kafka_log_url(request: pytest.FixtureRequest, tmp_path: Path) -> Ite
     two of three full runs while passing alone; a fresh broker makes them depend on nothing before them."""
     from urllib.parse import urlencode
 
-    from tests.broker import ENV_EXTERNAL, TEST_CLIENT_OPTIONS, TansuBroker
+    from tests.support.broker import ENV_EXTERNAL, TEST_CLIENT_OPTIONS, TansuBroker
 
     if os.environ.get(ENV_EXTERNAL):
         yield request.getfixturevalue("kafka_log_url")

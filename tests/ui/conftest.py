@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.server import RegistryProcess
+from tests.support.registry_process import RegistryProcess
 
 CHROMIUM = os.environ.get("SCHEMAKIT_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("SCHEMAKIT_TEST_CHROMEDRIVER", "/usr/bin/chromedriver")

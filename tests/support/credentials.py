@@ -1,5 +1,7 @@
-"""Fixtures for the registry's security (tests/security, tests/ha): certificates made here with ``cryptography``, a
-JWKS served by a real HTTP server in the test process, and users files."""
+"""Credentials for the registry's security tests (tests/security, tests/ha): certificates made here with
+``cryptography`` (``Pki``), an OIDC-style token issuer whose JWKS a real HTTP server in the test process serves
+(``Issuer``), and users files (``UsersFile``). ``tests/conftest.py`` makes them fixtures (``pki``, ``issuer``,
+``users_file``)."""
 
 from __future__ import annotations
 
@@ -9,15 +11,12 @@ import json
 import ssl
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import jwt
-import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -119,11 +118,6 @@ class Pki:
         return other.client(cn)
 
 
-@pytest.fixture(scope="session")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki")).make()
-
-
 class Issuer:
     """An OIDC-style token issuer: RSA signing keys, its JWKS served over HTTP by this process."""
 
@@ -180,13 +174,6 @@ class Issuer:
         self.server.server_close()
 
 
-@pytest.fixture
-def issuer() -> Iterator[Issuer]:
-    i = Issuer()
-    yield i
-    i.close()
-
-
 @dataclass
 class UsersFile:
     """A users file in schemakit's format, written on ``save()`` (argon2 hashes)."""
@@ -217,17 +204,3 @@ class UsersFile:
         tmp.write_text(json.dumps({"users": users, "permissions": self.permissions}, indent=2))
         tmp.replace(self.path)  # as an operator's tooling (or a ConfigMap swap) replaces it
         return str(self.path)
-
-
-@pytest.fixture
-def users_file(tmp_path: Path) -> UsersFile:
-    return UsersFile(tmp_path / f"users-{uuid.uuid4().hex[:6]}.json")
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not reached within {timeout}s")
