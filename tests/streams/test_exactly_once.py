@@ -27,11 +27,12 @@ from streams import ProcessingError, StreamsBuilder, StreamsError, Topology
 from streams.app import StreamsApp
 from streams.changelog import BARRIER_KEY, CHECKPOINT_FILE
 from streams.log import Log, TopicPartition
-from tests.streams.conftest import read_all, wait_for
 from tests.streams.instances import Instance
 from tests.streams.test_failover import KEYS, TASKS, Group, all_committed, outputs, partition_of
 from tests.streams.topologies import key_counts
 from tests.support.broker import TANSU_MISSING, KafkaCaps
+from tests.support.topics import read_all
+from tests.support.waiting import wait_for
 
 EOS = "exactly_once_v2"
 

@@ -23,8 +23,9 @@ import orjson
 from streams.changelog import BARRIER_KEY
 from streams.log import Log, TopicPartition
 from streams.log.partitioner import partition_for_key
-from tests.streams.conftest import read_all, wait_for
 from tests.streams.instances import Instance
+from tests.support.topics import read_all
+from tests.support.waiting import wait_for
 
 PARTITIONS = 4
 KEYS = [f"k{i:03d}" for i in range(400)]

@@ -25,9 +25,10 @@ import pytest
 from streams import WindowedSerdes
 from streams.app import StreamsApp
 from streams.log import Log, TopicPartition
-from tests.streams.conftest import read_all, wait_for
 from tests.streams.instances import Instance
 from tests.streams.topologies import CLICK_WINDOWS, click_windows, make_clicks, reference_window_counts
+from tests.support.topics import read_all
+from tests.support.waiting import wait_for
 
 KEYS = WindowedSerdes.time_windowed(str, CLICK_WINDOWS.size_ms)
 TICK_TS = 10**7  # far after the clicks: closes every window of every partition
