@@ -16,12 +16,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support import REPO_ROOT
 from tests.support.ports import free_port
 
 # Resolving and installing the dependencies into a fresh venv takes minutes on a busy 2-core machine.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("registry", "serdes", "compat", "streams", "schemakit")
 
 
@@ -36,10 +36,10 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src = work / "src"
     src.mkdir()
     for name in ("pyproject.toml", "setup.py", "README.md"):
-        shutil.copy(ROOT / name, src / name)
+        shutil.copy(REPO_ROOT / name, src / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.jar", "*.so")  # what the install must build itself
     for pkg in PACKAGES:
-        shutil.copytree(ROOT / pkg, src / pkg, ignore=ignore)
+        shutil.copytree(REPO_ROOT / pkg, src / pkg, ignore=ignore)
     venv = work / "venv"
     made = _run([sys.executable, "-m", "venv", str(venv)])
     assert made.returncode == 0, made.stderr

@@ -13,8 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.cli.conftest import ROOT, Result, run_process
 from tests.cli.test_compat_check import MISSING_DEFAULT, V1, V2, V3_BAD
+from tests.support import REPO_ROOT
+from tests.support.cli import Result, run_process
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 
@@ -59,7 +60,7 @@ def test_register_then_read_back(registry_url: str, subject: str, files: dict[st
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         env={"SCHEMAKIT_REGISTRY_URL": registry_url, "PATH": ""},
     )
     assert (listed.returncode, json.loads(listed.stdout)) == (0, [subject]), listed.stderr
