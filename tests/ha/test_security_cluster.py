@@ -11,8 +11,8 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tests.ha.conftest import wait_for_leader
 from tests.support.credentials import Pki, UsersFile
+from tests.support.registry_cluster import wait_for_leader, wait_writable
 from tests.support.registry_process import RegistryProcess
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -71,14 +71,8 @@ def test_forwarded_writes_are_authorized_by_the_leader(
     app_tls = pki.context(pki.client("orders-app"))
     billing_tls = pki.context(pki.client("billing-app"))
     with httpx.Client(verify=tls, timeout=30) as http:
-        deadline = time.monotonic() + 60
-        for node in followers:  # every follower knows the leader
-            while (
-                http.post(f"{node.url}/subjects/warmup/versions", json={"schema": '"string"'}, auth=ADMIN).status_code
-                != 200
-            ):
-                assert time.monotonic() < deadline, "the cluster did not take writes"
-                time.sleep(0.2)
+        # every follower knows the leader
+        wait_writable([n.url for n in followers], "warmup", timeout=60, verify=tls, auth=ADMIN)
         follower = followers[0]
         body = {"schema": '"string"'}
         # basic: the leader authenticates the forwarded Authorization again and authorizes
