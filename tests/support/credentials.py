@@ -29,10 +29,13 @@ def _name(cn: str, org: str = "Acme") -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, org), x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
 
-def _write(path: Path, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> tuple[str, str]:
+def _write(
+    path: Path, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey, password: str | None = None
+) -> tuple[str, str]:
     path.with_suffix(".pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    encryption = serialization.BestAvailableEncryption(password.encode()) if password else serialization.NoEncryption()
     path.with_suffix(".key").write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
     )
     return str(path.with_suffix(".pem")), str(path.with_suffix(".key"))
 
@@ -106,9 +109,10 @@ class Pki:
         ctx.load_cert_chain(*client)
         return ctx
 
-    def client(self, cn: str) -> tuple[str, str]:
-        """A client certificate with subject ``CN=<cn>,O=Acme`` (files: cert, key)."""
-        return _write(self.dir / f"client-{cn}", *self._issue(_name(cn)))
+    def client(self, cn: str, password: str | None = None) -> tuple[str, str]:
+        """A client certificate with subject ``CN=<cn>,O=Acme`` (files: cert, key; the key encrypted with
+        ``password`` when given)."""
+        return _write(self.dir / f"client-{cn}", *self._issue(_name(cn)), password)
 
     def untrusted_client(self, cn: str) -> tuple[str, str]:
         """A client certificate from another CA."""
