@@ -201,7 +201,7 @@ def test_count_is_exact_after_three_kill_9s(
     kill_log: Log, kill_log_url: str, names: Callable[[str], str], tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     log, log_url = kill_log, kill_log_url
-    total = 200_000
+    total = 100_000
     src, out, app_id = names("events"), names("counts"), names("eos-kill")
     log.create_topic(src, PARTITIONS)
     log.create_topic(out, PARTITIONS)
