@@ -60,9 +60,12 @@ def test_forwarded_writes_are_authorized_by_the_leader(
             pki.ca,
             scheme="https",
             probe={"verify": pki.context(), "auth": ADMIN},
+            wait=False,  # the three start side by side
         )
         for _ in range(3)
     ]
+    for node in nodes:
+        node.wait_ready()
     leader_url = wait_for_leader(kafka_bootstrap, election)["url"]
     assert leader_url.startswith("https://127.0.0.1:")
     leader = next(n for n in nodes if n.url == leader_url)

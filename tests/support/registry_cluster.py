@@ -62,12 +62,13 @@ class ClusterStarter:
         tag = uuid.uuid4().hex[:10]
         topic, election, group = f"schemas-{tag}", f"schemas-{tag}-leader", f"sr-{tag}"
         nodes = []
-        for i in range(n):
+        for i in range(n):  # started side by side, then waited for: the startups overlap
             ok = True if eligible is None else eligible[i]
             args = ["--topic", topic, "--election-topic", election, "--group-id", group]
-            nodes.append(
-                self._start_registry(log_url or self._log_url, *args, "--leader-eligible", "true" if ok else "false")
-            )
+            eligibility = ["--leader-eligible", "true" if ok else "false"]
+            nodes.append(self._start_registry(log_url or self._log_url, *args, *eligibility, wait=False))
+        for node in nodes:
+            node.wait_ready()
         cluster = Cluster(topic, election, group, nodes)
         if wait:
             wait_writable(cluster.urls(), f"warmup-{tag}")

@@ -46,6 +46,11 @@ class RegistryProcess:
         return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> RegistryProcess:
+        """Start the server and return once it answers."""
+        return self.spawn().wait_ready(timeout)
+
+    def spawn(self) -> RegistryProcess:
+        """Start the server without waiting for it (``wait_ready`` does): several start side by side."""
         cmd = [
             *self.wrapper,
             sys.executable,
@@ -64,6 +69,10 @@ class RegistryProcess:
         self.proc = subprocess.Popen(
             cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **self.env}, start_new_session=True
         )
+        return self
+
+    def wait_ready(self, timeout: float = 30.0) -> RegistryProcess:
+        """Block until the server answers ``GET /`` (it is stopped, and this raises, if it does not)."""
         try:
             wait_for(self._answers, timeout, what=f"the registry at {self.url} to answer", ignoring=(httpx.HTTPError,))
         except AssertionError as exc:
@@ -96,8 +105,9 @@ class RegistryProcess:
 
 
 class RegistryStarter:
-    """``start(log_url=None, *extra_args, port=, env=, wrapper=, scheme=, probe=)``: a started server,
-    on a fresh SQLite log unless ``log_url`` is given; ``kill_all()`` stops every server it started."""
+    """``start(log_url=None, *extra_args, port=, env=, wrapper=, scheme=, probe=, wait=True)``: a started
+    server, on a fresh SQLite log unless ``log_url`` is given (with ``wait=False``, spawned only: call its
+    ``wait_ready()``); ``kill_all()`` stops every server it started."""
 
     def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
         self._tmp = tmp_path_factory
@@ -112,6 +122,7 @@ class RegistryStarter:
         wrapper: list[str] | None = None,
         scheme: str = "http",
         probe: dict[str, Any] | None = None,
+        wait: bool = True,
     ) -> RegistryProcess:
         d = self._tmp.mktemp("registry")
         rp = RegistryProcess(
@@ -125,7 +136,8 @@ class RegistryStarter:
             probe=probe or {},
         )
         self.started.append(rp)
-        return rp.start()
+        rp.spawn()
+        return rp.wait_ready() if wait else rp
 
     def kill_all(self) -> None:
         for rp in self.started:
