@@ -14,6 +14,9 @@
 - ``schema_types`` / ``require_type``: what ``GET /schemas/types`` lists, and a probe that skips a test
   without it.
 - ``pki`` (session), ``issuer``, ``users_file``: certificates, a token issuer, a users file.
+
+And how ``--dist loadfile`` hands files to the workers: the longest first, by the last run's times, and
+``tests/spark`` to one worker (``tests/support/scheduling.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +32,39 @@ from tests.support.broker import TEST_CLIENT_OPTIONS, KafkaCaps, broker_caps, br
 from tests.support.credentials import Issuer, Pki, UsersFile
 from tests.support.registry_process import RegistryProcess, RegistryStarter
 from tests.support.registry_process import schema_types as listed_schema_types
+from tests.support.scheduling import CACHE_KEY, LongestFirstFileScheduling, UnitTimer, order_longest_first
+
+_unit_timer = UnitTimer()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LongestFirstFileScheduling | None:
+    return LongestFirstFileScheduling(config, log) if config.getoption("dist") == "loadfile" else None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    # Every worker gets the controller's record of the last run's times, so all of them order alike.
+    cache = getattr(node.config, "cache", None)
+    if node.config.getoption("dist") == "loadfile" and cache is not None:
+        node.workerinput[CACHE_KEY] = cache.get(CACHE_KEY, {})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # In a worker of a --dist loadfile run, whose collection order is the order units are handed out in.
+    seconds = getattr(config, "workerinput", {}).get(CACHE_KEY)
+    if seconds is not None:
+        order_longest_first(items, seconds)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _unit_timer.add(report)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # Recorded by the process that sees every report: the xdist controller, or a run without workers.
+    if not hasattr(session.config, "workerinput") and getattr(session.config, "cache", None) is not None:
+        _unit_timer.save(session.config.cache)
 
 
 @pytest.fixture(scope="session")
