@@ -52,9 +52,9 @@ def pytest_configure_node(node: Any) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # In a worker of a --dist loadfile run, whose collection order is the order units are handed out in.
-    seconds = getattr(config, "workerinput", {}).get(CACHE_KEY)
-    if seconds is not None:
-        order_longest_first(items, seconds)
+    times = getattr(config, "workerinput", {}).get(CACHE_KEY)
+    if times is not None:
+        order_longest_first(items, times)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
