@@ -43,7 +43,7 @@ from results_file import BenchRun, Case, Comparison, add_json_option
 
 from streams.changelog import BARRIER_KEY
 from streams.log import OFFSET_BEGINNING, TopicPartition, open_log
-from tests.broker import TEST_CLIENT_OPTIONS, TansuBroker
+from tests.support.broker import TEST_CLIENT_OPTIONS, TansuBroker
 
 PARTITIONS = 4
 TASKS = [f"0_{p}" for p in range(PARTITIONS)]

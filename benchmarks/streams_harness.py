@@ -34,7 +34,7 @@ import orjson
 
 from streams.app import StreamsApp
 from streams.log import Log, open_log
-from tests.broker import TEST_CLIENT_OPTIONS, TansuBroker
+from tests.support.broker import TEST_CLIENT_OPTIONS, TansuBroker
 
 if TYPE_CHECKING:
     from quixstreams import Application

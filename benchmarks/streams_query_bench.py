@@ -42,8 +42,8 @@ except ImportError:  # uvicorn[standard] brings it on the platforms that have it
 
 from streams.http_pool import HttpPool, HttpPoolError
 from streams.log import open_log
-from tests.server import free_port
 from tests.streams.instances import Instance
+from tests.support.ports import free_port
 
 PARTITIONS = 4
 

@@ -10,18 +10,18 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.server import free_port
+from tests.support import REPO_ROOT
+from tests.support.ports import free_port
+from tests.support.waiting import poll_until
 
 # Resolving and installing the dependencies into a fresh venv takes minutes on a busy 2-core machine.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("registry", "serdes", "compat", "streams", "schemakit")
 
 
@@ -36,10 +36,10 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src = work / "src"
     src.mkdir()
     for name in ("pyproject.toml", "setup.py", "README.md"):
-        shutil.copy(ROOT / name, src / name)
+        shutil.copy(REPO_ROOT / name, src / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.jar")  # what the install must build itself
     for pkg in PACKAGES:
-        shutil.copytree(ROOT / pkg, src / pkg, ignore=ignore)
+        shutil.copytree(REPO_ROOT / pkg, src / pkg, ignore=ignore)
     venv = work / "venv"
     made = _run([sys.executable, "-m", "venv", str(venv)])
     assert made.returncode == 0, made.stderr
@@ -67,17 +67,19 @@ def test_bare_install_serves_the_registry(bare_venv: Path, tmp_path: Path) -> No
             env={**os.environ, "PYTHONPATH": ""},
         )
     try:
-        deadline = time.monotonic() + 60
-        answer = None
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                answer = httpx.get(f"http://127.0.0.1:{port}/subjects", timeout=1.0)
-                if answer.status_code != 503:  # 503 while the startup replay runs
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        assert answer is not None, f"schemakit serve did not answer:\n{log_file.read_text()}"
+
+        def subjects() -> httpx.Response:
+            assert proc.poll() is None, f"schemakit serve exited:\n{log_file.read_text()}"
+            return httpx.get(f"http://127.0.0.1:{port}/subjects", timeout=1.0)
+
+        answer = poll_until(
+            subjects,
+            lambda r: r.status_code != 503,  # 503 while the startup replay runs
+            timeout=60,
+            interval=0.1,
+            what=f"schemakit serve to answer (its output: {log_file})",
+            ignoring=(httpx.HTTPError,),
+        )
         assert answer.status_code == 200
         assert answer.json() == []
         registered = httpx.post(

@@ -1,58 +1,15 @@
-"""Running the ``schemakit`` command line: as a real process (exit codes, the console script) or in-process
-through ``schemakit.cli.main`` (many cheap calls)."""
+"""Fixtures for the command line's tests (``tests/support/cli.py``)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from schemakit.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
-def run_process(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Result:
-    """``python -m schemakit ARGS`` in a child process (its stderr is not a terminal: no progress line)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "schemakit", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd or ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-    )
-    return Result(proc.returncode, proc.stdout, proc.stderr)
+from tests.support.cli import Result, run_in_process
 
 
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
     """``schemakit ARGS`` in this process; returns exit status and what it printed."""
-
-    def run(*args: str) -> Result:
-        capsys.readouterr()
-        try:
-            code = main(list(args))
-        except SystemExit as e:  # argparse's usage errors
-            code = int(e.code or 0)
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return run
+    return lambda *args: run_in_process(capsys, *args)

@@ -16,13 +16,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.cli.conftest import Result, run_process
 from tests.compat.test_avro_compat import CASES as AVRO_CASES
 from tests.compat.test_json_schema_diff import CASES as JSON_CASES
 from tests.compat.test_levels import B_DEF, A, B
 from tests.compat.test_protobuf_diff import CASES as PROTOBUF_CASES
 from tests.compat.test_protobuf_diff import REFERENCE_CASES as PROTOBUF_REFERENCE_CASES
 from tests.registry.test_avro_schema import INVALID as AVRO_INVALID
+from tests.support.cli import Result, run_process
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 EXT = {"AVRO": ".avsc", "JSON": ".json", "PROTOBUF": ".proto"}

@@ -13,8 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.cli.conftest import ROOT, Result, run_process
 from tests.cli.test_compat_check import MISSING_DEFAULT, V1, V2, V3_BAD
+from tests.support import REPO_ROOT
+from tests.support.cli import Result, run_process
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 
@@ -59,7 +60,7 @@ def test_register_then_read_back(registry_url: str, subject: str, files: dict[st
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         env={"SCHEMAKIT_REGISTRY_URL": registry_url, "PATH": ""},
     )
     assert (listed.returncode, json.loads(listed.stdout)) == (0, [subject]), listed.stderr
@@ -284,7 +285,7 @@ def test_references_by_subject_and_version(registry_url: str, subject: str, tmp_
 def test_connection_problems_exit_two(files: dict[str, Path]) -> None:
     no_url = run_process("registry", "subjects", env={"SCHEMAKIT_REGISTRY_URL": ""})
     assert (no_url.code, no_url.err) == (2, "schemakit registry subjects: no registry URL: pass --url URL\n")
-    from tests.server import free_port
+    from tests.support.ports import free_port
 
     down = run_process("registry", "--url", f"http://127.0.0.1:{free_port()}", "--timeout", "2", "subjects")
     assert down.code == 2

@@ -11,9 +11,10 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.cli.conftest import run_process
 from tests.cli.test_compat_check import V1, V2, V3_BAD
-from tests.server import RegistryProcess, free_port
+from tests.support.cli import run_process
+from tests.support.ports import free_port
+from tests.support.registry_process import RegistryProcess
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 ADDRESS = 'syntax = "proto3";\npackage acme;\nmessage Address { string street = 1; }\n'
@@ -279,15 +280,15 @@ def _with_terminal(*args: str) -> tuple[int, str]:
     import subprocess
     import sys
 
-    from tests.cli.conftest import ROOT
+    from tests.support import REPO_ROOT
 
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "schemakit", *args],
         stdout=subprocess.DEVNULL,
         stderr=slave,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
     os.close(slave)
     drawn = b""

@@ -12,22 +12,10 @@ import httpx
 import pytest
 
 from registry.leader import ELECTION_SESSION_TIMEOUT
-from tests.ha.conftest import Cluster, snapshot, wait_for_leader
 from tests.ha.load import LoadResult, run_load, schema_text
+from tests.support.registry_cluster import Cluster, wait_for_leader, wait_identical
 
 pytestmark = pytest.mark.kafka
-
-
-def wait_identical(urls: list[str], timeout: float = 20.0) -> tuple[dict, dict]:
-    """The instances' (versions, ids) views once they agree (followers apply the log a moment later)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        views = [snapshot(u) for u in urls]
-        if all(v == views[0] for v in views[1:]) or time.monotonic() > deadline:
-            for u, v in zip(urls[1:], views[1:], strict=True):
-                assert v == views[0], f"{u} differs from {urls[0]}"
-            return views[0]
-        time.sleep(0.5)
 
 
 def check_consistent(result: LoadResult, versions: dict, ids: dict) -> None:

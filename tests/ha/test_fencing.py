@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import socket
-import time
 import uuid
 from collections.abc import Callable
 
@@ -15,7 +14,7 @@ import pytest
 
 from registry.leader import HEADER_GENERATION, LeaderAppender
 from streams.log import ProducerFencedError, open_log
-from tests.ha.conftest import Cluster, read_topic, snapshot, wait_for_leader, wait_writable
+from tests.support.registry_cluster import Cluster, read_topic, wait_for_leader, wait_identical, wait_writable
 
 pytestmark = pytest.mark.kafka
 
@@ -116,11 +115,7 @@ def test_a_paused_leader_that_resumes_cannot_write(start_cluster: Callable[..., 
 
     # The old leader rejoins as a working member: it takes writes (forwarding or leading) and agrees.
     wait_writable([zombie.url], f"{cluster.topic}-after")
-    deadline = time.monotonic() + 20
-    while (views := [snapshot(u) for u in cluster.urls()]) and any(v != views[0] for v in views):
-        assert time.monotonic() < deadline, "the instances did not converge"
-        time.sleep(0.5)
-    _, ids = views[0]
+    _, ids = wait_identical(cluster.urls(), timeout=20)
     assert json.loads(ids[id_a]) == json.loads(schema_a)
     if status == 200:
         assert json.loads(ids[body["id"]]) == json.loads(schema_b)

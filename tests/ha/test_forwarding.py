@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,7 +15,9 @@ import httpx
 import pytest
 from confluent_kafka import Producer
 
-from tests.server import RegistryProcess, free_port
+from tests.support.ports import free_port
+from tests.support.registry_process import RegistryProcess
+from tests.support.waiting import poll_until
 
 pytestmark = pytest.mark.kafka
 
@@ -102,12 +103,13 @@ def test_writes_are_forwarded_with_the_callers_headers_and_the_answer_passed_thr
         "X-Request-ID": "req-42",
     }
     with httpx.Client(base_url=node.url, timeout=30) as http:
-        deadline = time.monotonic() + 15
-        while True:  # until the node has read the announcement
-            r = http.post("/subjects/team%2Forders/versions?normalize=true", content=body, headers=headers)
-            if r.status_code != 500 or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        r = poll_until(
+            lambda: http.post("/subjects/team%2Forders/versions?normalize=true", content=body, headers=headers),
+            lambda r: r.status_code != 500,
+            timeout=15,
+            interval=0.2,
+            what="the node to read the announcement",
+        )
         assert (r.status_code, r.content) == (422, LEADER_ANSWER)
         method, path, seen, seen_body = recording_leader.requests[-1]
         assert (method, path, seen_body) == ("POST", "/subjects/team%2Forders/versions?normalize=true", body)
@@ -137,9 +139,12 @@ def test_an_unreachable_leader_answers_50003(
     node, election_topic = follower(start_registry, kafka_log_url)
     announce(kafka_bootstrap, election_topic, f"http://127.0.0.1:{free_port()}", 3)  # nobody listens there
     with httpx.Client(base_url=node.url, timeout=30) as http:
-        deadline = time.monotonic() + 15
-        while (r := http.post("/subjects/s/versions", json={"schema": '"string"'})).json()["error_code"] == 50004:
-            assert time.monotonic() < deadline, "the announcement was not seen"
+        r = poll_until(
+            lambda: http.post("/subjects/s/versions", json={"schema": '"string"'}),
+            lambda r: r.json()["error_code"] != 50004,
+            timeout=15,
+            what="the node to see the announcement",
+        )
         assert (r.status_code, r.json()) == (
             500,
             {"error_code": 50003, "message": "Error while forwarding register schema request to the leader"},

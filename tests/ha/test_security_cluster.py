@@ -11,9 +11,9 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tests.credentials import Pki, UsersFile
-from tests.ha.conftest import wait_for_leader
-from tests.server import RegistryProcess
+from tests.support.credentials import Pki, UsersFile
+from tests.support.registry_cluster import wait_for_leader, wait_writable
+from tests.support.registry_process import RegistryProcess
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -60,9 +60,12 @@ def test_forwarded_writes_are_authorized_by_the_leader(
             pki.ca,
             scheme="https",
             probe={"verify": pki.context(), "auth": ADMIN},
+            wait=False,  # the three start side by side
         )
         for _ in range(3)
     ]
+    for node in nodes:
+        node.wait_ready()
     leader_url = wait_for_leader(kafka_bootstrap, election)["url"]
     assert leader_url.startswith("https://127.0.0.1:")
     leader = next(n for n in nodes if n.url == leader_url)
@@ -71,14 +74,8 @@ def test_forwarded_writes_are_authorized_by_the_leader(
     app_tls = pki.context(pki.client("orders-app"))
     billing_tls = pki.context(pki.client("billing-app"))
     with httpx.Client(verify=tls, timeout=30) as http:
-        deadline = time.monotonic() + 60
-        for node in followers:  # every follower knows the leader
-            while (
-                http.post(f"{node.url}/subjects/warmup/versions", json={"schema": '"string"'}, auth=ADMIN).status_code
-                != 200
-            ):
-                assert time.monotonic() < deadline, "the cluster did not take writes"
-                time.sleep(0.2)
+        # every follower knows the leader
+        wait_writable([n.url for n in followers], "warmup", timeout=60, verify=tls, auth=ADMIN)
         follower = followers[0]
         body = {"schema": '"string"'}
         # basic: the leader authenticates the forwarded Authorization again and authorizes

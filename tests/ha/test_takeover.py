@@ -14,8 +14,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.ha.conftest import read_topic
-from tests.server import RegistryProcess, free_port
+from tests.support.ports import free_port
+from tests.support.registry_cluster import read_topic
+from tests.support.registry_process import RegistryProcess
 
 pytestmark = pytest.mark.kafka
 

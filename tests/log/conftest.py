@@ -49,7 +49,7 @@ def _kafka(request: pytest.FixtureRequest, tmp_path: Path) -> Log:
 
 
 def _kafka_caps(request: pytest.FixtureRequest) -> LogCaps:
-    from tests.broker import TANSU_MISSING
+    from tests.support.broker import TANSU_MISSING
 
     caps = request.getfixturevalue("kafka_caps")
     return LogCaps("kafka", lambda cap: None if caps.has(cap) else TANSU_MISSING[cap])
@@ -61,7 +61,7 @@ BACKENDS: dict[str, Backend] = {
 }
 
 # The Kafka backend joins the contract as soon as it exists; run SQLite only with `-m "not kafka"`.
-# Its fixtures (kafka_log_url, kafka_caps) come from the tests.broker plugin that tests/conftest.py loads,
+# Its fixtures (kafka_log_url, kafka_caps) come from tests/conftest.py (on tests/support/broker.py),
 # so the whole session shares one broker.
 if importlib.util.find_spec("streams.log.kafka") is not None:
     BACKENDS["kafka"] = Backend(_kafka, _kafka_caps, (pytest.mark.kafka,))

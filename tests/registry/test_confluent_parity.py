@@ -10,7 +10,7 @@ from urllib.parse import quote
 import httpx
 
 from tests.registry.schemas import V1, V2, record
-from tests.server import RegistryProcess
+from tests.support.registry_process import RegistryProcess
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 

@@ -21,13 +21,14 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2
 from google.protobuf.message import Message
 
-from tests.registry.protos import PROTOS, compile_modules, message_class
+from tests.registry.protos import PROTOS
+from tests.support.protos import compile_modules, message_class
 
 
 @pytest.fixture(scope="session")
 def pb(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModuleType]:
     """The generated ``_pb2`` modules by import path, compiled once per session."""
-    return compile_modules(tmp_path_factory.mktemp("e2e-protos"))
+    return compile_modules(tmp_path_factory.mktemp("e2e-protos"), PROTOS)
 
 
 @pytest.fixture

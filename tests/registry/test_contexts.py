@@ -18,7 +18,7 @@ from registry.schemas_topic import Key
 from registry.state import State
 from streams.log import OFFSET_BEGINNING, TopicPartition, open_log
 from tests.registry.schemas import record
-from tests.server import RegistryProcess
+from tests.support.registry_process import RegistryProcess
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 

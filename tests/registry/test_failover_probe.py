@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 
 from registry.leader import refuses_connections
-from tests.server import free_port
+from tests.support.ports import free_port
 
 
 def test_only_a_refused_connection_proves_the_leader_gone() -> None:

@@ -27,7 +27,8 @@ from tests.registry.hostile import (
     gets_while_in_flight,
     request,
 )
-from tests.server import RegistryProcess, free_port
+from tests.support.ports import free_port
+from tests.support.registry_process import RegistryProcess
 
 REQUEST_LIMIT = 1024 * 1024
 SCHEMA_LIMIT = 256 * 1024

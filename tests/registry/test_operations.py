@@ -22,7 +22,9 @@ from registry.logs import JsonFormatter
 from registry.schemas_topic import Key, schema_value
 from streams.log import open_log
 from tests.registry.schemas import record
-from tests.server import RegistryProcess, free_port
+from tests.support.ports import free_port
+from tests.support.registry_process import RegistryProcess
+from tests.support.waiting import poll_until
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 
@@ -151,20 +153,27 @@ def test_readiness_flips_during_the_replay(tmp_path: Path) -> None:
     try:
         seen: list[int] = []
         api_during_replay = None
-        deadline = time.monotonic() + 60
         with httpx.Client(base_url=url, timeout=5) as c:
-            while time.monotonic() < deadline and (not seen or seen[-1] != 200):
-                try:
-                    r = c.get("/health/ready")
-                except httpx.TransportError:
-                    time.sleep(0.01)
-                    continue
+
+            def readiness() -> int:
+                nonlocal api_during_replay
+                r = c.get("/health/ready")
                 seen.append(r.status_code)
                 if r.status_code == 503:
                     assert r.json() == {"status": "DOWN", "checks": {"replay": "replaying _schemas"}}
                     assert c.get("/health/live").status_code == 200  # starting is not dead
                     if api_during_replay is None:
                         api_during_replay = c.get("/subjects")
+                return r.status_code
+
+            poll_until(
+                readiness,
+                lambda status: status == 200,
+                timeout=60,
+                interval=0.01,
+                what="the registry to be ready",
+                ignoring=(httpx.TransportError,),
+            )
             assert 503 in seen and seen[-1] == 200, seen  # not ready while replaying, then ready
             assert api_during_replay is not None
             assert api_during_replay.status_code == 503 and api_during_replay.headers["retry-after"] == "1"

@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 from streams.log import open_log
-from tests.server import RegistryProcess, free_port
+from tests.support.ports import free_port
+from tests.support.registry_process import RegistryProcess
 
 
 def small_disk(mountpoint: Path, size: str) -> list[str]:

@@ -25,7 +25,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.server import RegistryProcess, free_port
+from tests.support.ports import free_port
+from tests.support.registry_process import RegistryProcess
 
 SPEC = Path(__file__).resolve().parents[2] / "openapi.yaml"
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]

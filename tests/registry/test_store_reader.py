@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,7 @@ from registry.errors import ApiError, ErrorCode
 from registry.schemas_topic import Key
 from registry.store import Store
 from streams.log import open_log
-
-
-async def until(condition: object, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
+from tests.support.waiting import wait_for_async
 
 
 def config_record(subject: str, level: str) -> tuple[bytes, bytes]:
@@ -45,7 +38,7 @@ def test_the_reader_survives_a_broken_connection(tmp_path: Path, caplog: pytest.
                 db.conn.close()
             other = log.producer()  # someone else writes while the reader is down
             missed = other.produce("_schemas", *reversed(config_record("b", "NONE")), partition=0).offset
-            await until(lambda: store.reader_failure is not None)
+            await wait_for_async(lambda: store.reader_failure is not None, 15, what="the reader to fail")
             assert not store.ready
             with pytest.raises(ApiError) as refused:
                 await store.write(*config_record("c", "FORWARD"), operation="Update config")
@@ -57,8 +50,8 @@ def test_the_reader_survives_a_broken_connection(tmp_path: Path, caplog: pytest.
             assert "Cannot operate on a closed database" in refused.value.message
 
             # It starts over on a new consumer from where it was, and catches up.
-            await until(lambda: store.ready)
-            await until(lambda: store.applied.offset >= missed)
+            await wait_for_async(lambda: store.ready, 15, what="the store to be ready again")
+            await wait_for_async(lambda: store.applied.offset >= missed, 15, what="the missed record to be applied")
             assert store.state.configs == {"a": {"compatibilityLevel": "FULL"}, "b": {"compatibilityLevel": "NONE"}}
             await store.write(*config_record("c", "FORWARD"), operation="Update config")
             assert store.state.configs["c"] == {"compatibilityLevel": "FORWARD"}

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from tests.server import RegistryProcess
+from tests.support.registry_process import RegistryProcess
 
 # Karapace's auth file format (README "Authentication and authorization of Karapace Schema Registry REST API"), with
 # hashes made by Karapace itself: admin/admin, aladdin/opensesame and reader/secret are the users of Karapace's own
@@ -64,7 +64,7 @@ AVRO = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type
 
 @pytest.fixture(scope="module")
 def karapace_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryProcess]:
-    from tests.server import free_port
+    from tests.support.ports import free_port
 
     d = tmp_path_factory.mktemp("karapace-auth")
     auth_file = d / "karapace.auth.json"

@@ -15,8 +15,9 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from tests.credentials import Issuer, UsersFile, wait_for
-from tests.server import RegistryProcess
+from tests.support.credentials import Issuer, UsersFile
+from tests.support.registry_process import RegistryProcess
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture

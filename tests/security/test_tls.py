@@ -14,8 +14,8 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from serdes import RegistryClient, RegistryError
 from serdes import Schema as SerdesSchema
-from tests.credentials import Pki, UsersFile
-from tests.server import RegistryProcess
+from tests.support.credentials import Pki, UsersFile
+from tests.support.registry_process import RegistryProcess
 
 APP = "CN=orders-app,O=Acme"
 #: how a refused client certificate shows on the client (with TLS 1.3 the server's refusal comes after the

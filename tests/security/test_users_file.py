@@ -16,8 +16,9 @@ from registry.security.passwords import hash_password, parse_stored, verify
 from registry.security.permissions import Authorizer, Operation
 from registry.security.principal import Principal
 from registry.security.users_file import UsersFileError, load, parse
-from tests.credentials import UsersFile, wait_for
-from tests.server import RegistryProcess
+from tests.support.credentials import UsersFile
+from tests.support.registry_process import RegistryProcess
+from tests.support.waiting import wait_for
 
 
 @pytest.mark.parametrize("algorithm", ["argon2", "bcrypt", "sha1", "sha256", "sha512", "scrypt"])

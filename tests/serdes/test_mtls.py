@@ -1,27 +1,16 @@
-"""Mutual TLS: the registry app served by uvicorn with a server certificate and ``ssl_cert_reqs=CERT_REQUIRED``
-(client certificates signed by a CA made here with ``cryptography``); the sync and async clients connect with
+"""Mutual TLS: the registry served with a server certificate and ``--tls-client-auth required`` (client
+certificates signed by a CA made here with ``cryptography``); the sync and async clients connect with
 confluent-kafka's ``ssl.*`` keys (an encrypted client key included), as confluent-kafka's own client does, and
 a client without a certificate is refused."""
 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
-import ipaddress
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from serdes import (
     AsyncAvroDeserializer,
@@ -34,133 +23,38 @@ from serdes import (
     RegistryUnavailableError,
     SerializationContext,
 )
-from tests.server import free_port
+from tests.support.credentials import Pki
+from tests.support.registry_process import RegistryProcess
 
 SCHEMA = {"type": "record", "name": "Secret", "fields": [{"name": "v", "type": "string"}]}
 KEY_PASSWORD = "key-pw"
-
-# Runs the registry's ASGI app under uvicorn with TLS that requires a client certificate.
-SERVE = """
-import ssl, sys, uvicorn
-from registry.config import RegistryConfig
-from registry.server import build_app, check_topics
-log, port, cert, key, ca = sys.argv[1:]
-config = RegistryConfig(log_url=log, host="127.0.0.1", port=int(port))
-check_topics(config)
-uvicorn.run(build_app(config), host="127.0.0.1", port=int(port), lifespan="on", log_level="warning",
-            ssl_certfile=cert, ssl_keyfile=key, ssl_ca_certs=ca, ssl_cert_reqs=ssl.CERT_REQUIRED)
-"""
-
-
-def _name(cn: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-
-
-def _issue(
-    subject: str,
-    key: ec.EllipticCurvePrivateKey,
-    issuer: x509.Name,
-    issuer_key: ec.EllipticCurvePrivateKey,
-    *,
-    ca: bool = False,
-    server: bool = False,
-) -> x509.Certificate:
-    now = dt.datetime.now(dt.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(_name(subject))
-        .issuer_name(issuer)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-    )
-    if ca:
-        builder = builder.add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=True,
-                crl_sign=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-    elif server:
-        builder = builder.add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
-        ).add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-    else:
-        builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-    return builder.sign(issuer_key, hashes.SHA256())
-
-
-def _write(path: Path, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey, password: str | None = None) -> None:
-    path.with_suffix(".crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    encryption = serialization.BestAvailableEncryption(password.encode()) if password else serialization.NoEncryption()
-    path.with_suffix(".key").write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
-    )
 
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A CA, a server certificate for 127.0.0.1 and a client certificate (encrypted key), as PEM files."""
-    d = tmp_path_factory.mktemp("pki")
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = _issue("schemakit test CA", ca_key, _name("schemakit test CA"), ca_key, ca=True)
-    _write(d / "ca", ca, ca_key)
-    server_key, client_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    _write(d / "server", _issue("127.0.0.1", server_key, ca.subject, ca_key, server=True), server_key)
-    _write(d / "client", _issue("serdes-client", client_key, ca.subject, ca_key), client_key, KEY_PASSWORD)
-    return {name: str(d / name) for name in ("ca.crt", "server.crt", "server.key", "client.crt", "client.key")}
+    made = Pki(tmp_path_factory.mktemp("pki")).make()
+    client_cert, client_key = made.client("serdes-client", password=KEY_PASSWORD)
+    server_cert, server_key = made.server
+    return {
+        "ca.crt": made.ca,
+        "server.crt": server_cert,
+        "server.key": server_key,
+        "client.crt": client_cert,
+        "client.key": client_key,
+    }
 
 
 @pytest.fixture(scope="module")
 def mtls_registry(pki: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    d = tmp_path_factory.mktemp("mtls-registry")
-    port = free_port()
-    log = (d / "server.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            SERVE,
-            f"sqlite:///{d}/data",
-            str(port),
-            pki["server.crt"],
-            pki["server.key"],
-            pki["ca.crt"],
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"https://127.0.0.1:{port}"
-    probe = httpx.Client(verify=_context(pki), timeout=1.0)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"registry exited: {(d / 'server.log').read_text()}")
-            try:
-                if probe.get(url + "/").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        yield url
-    finally:
-        probe.close()
-        proc.terminate()
-        proc.wait(timeout=10)
-        log.close()
+    """``schemakit serve`` over HTTPS that requires a client certificate signed by the CA."""
+    rp = RegistryProcess.on_sqlite(tmp_path_factory.mktemp("mtls-registry"))
+    rp.extra_args = ["--tls-cert", pki["server.crt"], "--tls-key", pki["server.key"]]
+    rp.extra_args += ["--tls-client-ca", pki["ca.crt"], "--tls-client-auth", "required"]
+    rp.scheme, rp.probe = "https", {"verify": _context(pki)}
+    rp.start()
+    yield rp.url
+    rp.stop()
 
 
 def _context(pki: dict[str, str]) -> Any:

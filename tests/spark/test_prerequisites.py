@@ -6,12 +6,13 @@ import zipfile
 
 import pytest
 
-from tests.spark.conftest import MISSING
+from tests.support.spark import missing_prerequisite
 
 
 def test_spark_prerequisites_and_jar() -> None:
-    if MISSING is not None:
-        pytest.skip(MISSING)
+    missing = missing_prerequisite()
+    if missing is not None:
+        pytest.skip(missing)
     from serdes.spark import build_jar
 
     path = build_jar.build()

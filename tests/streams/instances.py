@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO_ROOT
 
 
 class Instance:
@@ -25,7 +25,7 @@ class Instance:
         self.stderr = open(self.stderr_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.streams.app_runner", *args],
-            cwd=REPO,
+            cwd=REPO_ROOT,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},

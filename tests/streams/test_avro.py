@@ -11,8 +11,8 @@ from serdes import AvroSerde, RegistryClient
 from streams import StreamsBuilder, Topology, TopologyTestDriver
 from streams.app import StreamsApp
 from streams.log import Log
-from tests.streams.conftest import last_values, read_all
 from tests.streams.topologies import make_orders, reference_totals
+from tests.support.topics import last_values, read_all
 
 
 @dataclasses.dataclass

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from streams.log import TopicPartition, open_log
 from streams.record_serdes import INT
-from tests.streams.conftest import last_values, produce, read_all
 from tests.streams.topologies import make_lines, reference_word_count
+from tests.support.topics import last_values, produce, read_all
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,6 @@ from streams.app import StreamsApp
 from streams.changelog import BARRIER_KEY
 from streams.log import Log
 from streams.record_serdes import INT
-from tests.streams.conftest import last_values, produce, read_all
 from tests.streams.topologies import (
     make_lines,
     make_orders,
@@ -23,6 +22,7 @@ from tests.streams.topologies import (
     reference_word_count,
     word_count,
 )
+from tests.support.topics import last_values, produce, read_all
 
 
 def run_until(app: StreamsApp, predicate: Callable[[StreamsApp], bool], timeout: float = 60.0) -> None:

@@ -21,7 +21,7 @@ from streams import (
 from streams.app import StreamsApp
 from streams.log import Log, Record, TopicPartition
 from streams.topology import Topology
-from tests.streams.conftest import produce, read_all
+from tests.support.topics import produce, read_all
 
 BIG = 9 * 1024 * 1024  # above both logs' record limit (SQLite 8 MiB; librdkafka's message.max.bytes 1 MB)
 

@@ -27,11 +27,12 @@ from streams import ProcessingError, StreamsBuilder, StreamsError, Topology
 from streams.app import StreamsApp
 from streams.changelog import BARRIER_KEY, CHECKPOINT_FILE
 from streams.log import Log, TopicPartition
-from tests.broker import TANSU_MISSING, KafkaCaps
-from tests.streams.conftest import read_all, wait_for
 from tests.streams.instances import Instance
 from tests.streams.test_failover import KEYS, TASKS, Group, all_committed, outputs, partition_of
 from tests.streams.topologies import key_counts
+from tests.support.broker import TANSU_MISSING, KafkaCaps
+from tests.support.topics import read_all
+from tests.support.waiting import wait_for
 
 EOS = "exactly_once_v2"
 
@@ -200,7 +201,7 @@ def test_count_is_exact_after_three_kill_9s(
     kill_log: Log, kill_log_url: str, names: Callable[[str], str], tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     log, log_url = kill_log, kill_log_url
-    total = 200_000
+    total = 100_000
     src, out, app_id = names("events"), names("counts"), names("eos-kill")
     log.create_topic(src, PARTITIONS)
     log.create_topic(out, PARTITIONS)

@@ -13,6 +13,7 @@ import itertools
 import signal
 import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,10 +22,11 @@ from pathlib import Path
 import orjson
 
 from streams.changelog import BARRIER_KEY
-from streams.log import Log, TopicPartition
+from streams.log import Log, Producer, TopicPartition
 from streams.log.partitioner import partition_for_key
-from tests.streams.conftest import read_all, wait_for
 from tests.streams.instances import Instance
+from tests.support.topics import read_all
+from tests.support.waiting import wait_for
 
 PARTITIONS = 4
 KEYS = [f"k{i:03d}" for i in range(400)]
@@ -46,12 +48,17 @@ class Feed:
         self.rounds = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # One producer for every round: a new Kafka producer delivers nothing for its first 0.5-1 s (it
+        # fetches an idempotent producer id first), which made each round on Kafka take that long.
+        self._producer: Producer | None = None
 
     def round(self, keys: list[str] = KEYS) -> None:
-        with self.log.producer() as producer:
-            for key in keys:
-                producer.send(self.topic, orjson.dumps({"round": self.rounds}), key.encode())
-            producer.flush()
+        if self._producer is None:
+            self._producer = self.log.producer()
+            weakref.finalize(self, self._producer.close)
+        for key in keys:
+            self._producer.send(self.topic, orjson.dumps({"round": self.rounds}), key.encode())
+        self._producer.flush()
         self.sent.update(keys)
         self.rounds += 1
 

@@ -14,8 +14,8 @@ import pytest
 from streams import StreamsApp
 from streams.gc_tuning import STREAMS_THRESHOLDS, GcTuning
 from streams.log import open_log
-from tests.server import free_port
 from tests.streams.topologies import key_counts
+from tests.support.ports import free_port
 
 DEFAULTS = (700, 10, 10)
 

@@ -15,8 +15,9 @@ import pytest
 
 from streams import DeserializationError, GlobalKTable, StreamsApp, StreamsBuilder, TopologyError, TopologyTestDriver
 from streams.log import Log, open_log
-from tests.streams.conftest import last_values, produce, read_all, wait_for
 from tests.streams.scenarios import pipe, read_rows
+from tests.support.topics import last_values, produce, read_all
+from tests.support.waiting import wait_for
 
 
 def region_of(order: dict[str, Any], country: dict[str, Any] | None) -> dict[str, Any]:

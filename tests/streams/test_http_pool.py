@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from streams.http_pool import HttpPool, HttpPoolError
-from tests.server import free_port
+from tests.support.ports import free_port
 
 #: Answers one request (its target) on ``writer``; False closes the connection after it.
 Respond = Callable[[bytes, asyncio.StreamWriter], Awaitable[bool]]

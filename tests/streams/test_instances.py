@@ -15,9 +15,10 @@ import orjson
 import pytest
 
 from streams.log import TopicPartition, open_log
-from tests.streams.conftest import last_values, produce, read_all, wait_for
 from tests.streams.instances import Instance
 from tests.streams.topologies import make_orders, reference_totals
+from tests.support.topics import last_values, produce, read_all
+from tests.support.waiting import wait_for
 
 
 @pytest.mark.kafka

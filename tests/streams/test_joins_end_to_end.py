@@ -26,7 +26,8 @@ import pytest
 from streams import CoPartitioningError, JoinWindows, StreamsBuilder
 from streams.app import StreamsApp
 from streams.log import Log, TopicPartition
-from tests.streams.conftest import produce, read_all, wait_for
+from tests.support.topics import produce, read_all
+from tests.support.waiting import wait_for
 
 BASE_TS = 1_000_000  # librdkafka sends a timestamp of 0 as "now"
 WINDOW = JoinWindows.of_time_difference_and_grace(timedelta(minutes=10), timedelta(minutes=1))

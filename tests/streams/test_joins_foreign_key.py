@@ -19,8 +19,9 @@ import pytest
 
 from streams import StreamsApp, StreamsBuilder, TopologyTestDriver
 from streams.log import Log
-from tests.streams.conftest import last_values, produce, read_all, wait_for
 from tests.streams.scenarios import pipe, read_rows
+from tests.support.topics import last_values, produce, read_all
+from tests.support.waiting import wait_for
 
 
 def joiner(left: str, right: str | None) -> str:

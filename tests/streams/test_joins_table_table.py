@@ -17,8 +17,9 @@ import pytest
 
 from streams import StreamsApp, StreamsBuilder, TopologyError, TopologyTestDriver
 from streams.log import Log
-from tests.streams.conftest import last_values, produce, read_all, wait_for
 from tests.streams.scenarios import Row, pipe, read_rows
+from tests.support.topics import last_values, produce, read_all
+from tests.support.waiting import wait_for
 
 
 def tostring(left: Any, right: Any) -> str:

@@ -20,8 +20,8 @@ from streams.app import StreamsApp
 from streams.log import Log, Record, RecordTooLargeError, TopicPartition
 from streams.task_manager import MAX_FUTILE_REPLAYS
 from streams.topology import Topology
-from tests.broker import KafkaCaps
-from tests.streams.conftest import produce, read_all
+from tests.support.broker import KafkaCaps
+from tests.support.topics import produce, read_all
 
 LIMIT = 1000  # the output topic's max.message.bytes
 FIRST = [("k1", "a")]

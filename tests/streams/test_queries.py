@@ -24,10 +24,11 @@ from streams import StreamsApp, StreamsBuilder, StreamsError
 from streams.log import Log, open_log
 from streams.log.partitioner import partition_for_key
 from streams.query_server import to_json
-from tests.server import free_port
-from tests.streams.conftest import produce, wait_for
 from tests.streams.instances import Instance
 from tests.streams.topologies import key_counts
+from tests.support.ports import free_port
+from tests.support.topics import produce
+from tests.support.waiting import wait_for
 
 PARTITIONS = 4
 KEYS = [f"k{i:02d}" for i in range(40)]

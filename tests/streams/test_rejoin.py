@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from streams.log import Log
-from tests.streams.conftest import wait_for
 from tests.streams.test_failover import SESSION_MS, TASKS, Group, all_committed, outputs
+from tests.support.waiting import wait_for
 
 PAUSE_S = 2 * SESSION_MS / 1000  # well past the session timeout
 
@@ -68,16 +68,25 @@ def test_a_paused_instance_of_two_rejoins_and_gets_tasks_back(
         )
         group.feed.round()
         wait_for(all_committed(log, group.app_id, group.src, group.feed), what="the first round to be committed")
+        generation = a.latest["generation"]
         # A fixed pause, not "until b took over": on SQLite a process stopped while it holds the write lock
         # holds up every other one until it continues.
         a.signal(signal.SIGSTOP)
         time.sleep(PAUSE_S)
         a.signal(signal.SIGCONT)
         wait_for(lambda: "expelled from the group after" in a.stderr_path.read_text(), timeout=20, what="a to notice")
+        # Fed once a runs tasks of a newer generation: a's last line from before the pause names the tasks it
+        # had then, and rounds fed before its new tasks run may all be processed by b.
         wait_for(
-            lambda: sorted(a.tasks() + b.tasks()) == TASKS and a.tasks() and b.tasks(),
+            lambda: (
+                a.latest.get("generation", 0) > generation
+                and sorted(a.tasks() + b.tasks()) == TASKS
+                and a.tasks()
+                and b.tasks()
+                and set(a.states().values()) == {"RUNNING"}
+            ),
             timeout=30,
-            what="a to rejoin and get tasks back",
+            what="a to rejoin and run tasks again",
         )
         processed = a.latest.get("processed", 0)
         for _ in range(2):

@@ -11,8 +11,9 @@ import pytest
 from streams import InvalidStateStoreError, StreamsApp, StreamsError
 from streams.log import Log, open_log
 from streams.log.partitioner import partition_for_key
-from tests.streams.conftest import produce, read_all, wait_for
 from tests.streams.topologies import key_counts
+from tests.support.topics import produce, read_all
+from tests.support.waiting import wait_for
 
 TASKS = ["0_0", "0_1"]
 

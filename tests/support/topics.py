@@ -1,0 +1,62 @@
+"""Writing items to a topic and reading a whole topic back, through a ``Log`` (any backend), for the
+streams tests' inputs and outputs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from streams.log import OFFSET_BEGINNING, Log, Record, TopicPartition
+
+
+def produce(
+    lg: Log,
+    topic: str,
+    items: list[tuple[Any, Any]],
+    key: Callable[[Any], bytes | None] = str.encode,
+    value: Callable[[Any], bytes | None] = orjson.dumps,
+) -> dict[Any, tuple[int, int]]:
+    """Write (key, value) items; returns where each key landed: key -> (partition, offset)."""
+    where: dict[Any, tuple[int, int]] = {}
+    with lg.producer() as p:
+        for k, v in items:
+
+            def done(md: Any, err: Any, k: Any = k) -> None:
+                if md is not None:
+                    where[k] = (md.partition, md.offset)
+
+            p.send(topic, value(v), key(k), on_delivery=done)
+        p.flush()
+    return where
+
+
+def read_all(lg: Log, topic: str, quiet: float = 1.5, timeout: float = 60.0) -> list[Record]:
+    """Every record of ``topic``: read from the beginning until nothing arrives for ``quiet`` seconds
+    (end offsets are unreliable on the test broker)."""
+    info = lg.describe_topic(topic)
+    assert info is not None, f"topic {topic} does not exist"
+    out: list[Record] = []
+    with lg.consumer() as c:
+        c.assign({TopicPartition(topic, p): OFFSET_BEGINNING for p in range(info.partitions)})
+        deadline = time.monotonic() + timeout
+        last = time.monotonic()
+        while time.monotonic() - last < quiet and time.monotonic() < deadline:
+            batch = c.poll(0.2, 10_000)
+            if batch:
+                out.extend(batch)
+                last = time.monotonic()
+    return out
+
+
+def last_values(
+    records: list[Record], key: Callable[[bytes], Any] = bytes.decode, value: Callable[[bytes], Any] = orjson.loads
+) -> dict[Any, Any]:
+    """The latest value per key, in offset order per partition (keys live in one partition)."""
+    out: dict[Any, Any] = {}
+    for r in sorted(records, key=lambda r: (r.partition, r.offset)):
+        assert r.key is not None
+        out[key(r.key)] = None if r.value is None else value(r.value)
+    return out
