@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from streams.log import Consumer, Record
+from tests.support.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Capabilities a backend may lack; the names match tests/broker.py's TANSU_MISSING.
+# Capabilities a backend may lack; the names match tests/support/broker.py's TANSU_MISSING.
 CAPABILITIES = ("compaction", "read_committed_aborts", "watermarks", "fenced_commit", "max_message_bytes")
 
 
@@ -37,8 +38,9 @@ class LogCaps:
             pytest.skip(f"{self.backend}: {self._missing(capability)}")
 
 
-def poll_until(consumer: Consumer, count: int, timeout: float = 15.0) -> list[Record]:
-    """Poll until ``count`` records arrived (or the timeout passed); returns everything read."""
+def read_records(consumer: Consumer, count: int, timeout: float = 15.0) -> list[Record]:
+    """Everything read until ``count`` records arrived or ``timeout`` passed: a read, not a wait for a condition,
+    so a test can also assert that nothing arrives (``read_records(c, 1, timeout=1.0) == []``)."""
     out: list[Record] = []
     deadline = time.monotonic() + timeout
     while len(out) < count and time.monotonic() < deadline:
@@ -50,12 +52,13 @@ def poll_through(consumer: Consumer, topic: str, partition: int, offset: int, ti
     """Poll until the record at ``offset`` of ``topic[partition]`` was read: a barrier that works even
     where end offsets are unreliable. Returns everything read."""
     out: list[Record] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def reached() -> bool:
         out.extend(consumer.poll(timeout=0.5))
-        if any(r.topic == topic and r.partition == partition and r.offset >= offset for r in out):
-            return out
-    raise AssertionError(f"did not read {topic}[{partition}]@{offset} within {timeout}s; read {len(out)} records")
+        return any(r.topic == topic and r.partition == partition and r.offset >= offset for r in out)
+
+    wait_for(reached, timeout, interval=0, what=f"{topic}[{partition}]@{offset} to be read")
+    return out
 
 
 def run_child(script: str, *args: str) -> subprocess.Popen[str]:

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 
 from streams.log import OFFSET_BEGINNING, OFFSET_END, Log, Record, TopicPartition
-from tests.log.helpers import poll_through, poll_until
+from tests.log.helpers import poll_through, read_records
 
 
 def produce_values(log: Log, topic: str, values: list[bytes], partition: int = 0) -> list[int]:
@@ -21,7 +21,7 @@ def test_fetch_from_an_offset(log: Log, unique: Callable[..., str]) -> None:
     tp = TopicPartition(topic, 0)
     with log.consumer() as consumer:
         consumer.assign({tp: 6})
-        records = poll_until(consumer, 4)
+        records = read_records(consumer, 4)
         assert [(r.offset, r.value) for r in records] == [(i, b"%d" % i) for i in range(6, 10)]
         assert consumer.position(tp) == 10
         assert consumer.assignment() == [tp]
@@ -36,7 +36,7 @@ def test_offset_end_reads_only_new_records(log: Log, unique: Callable[..., str])
         consumer.assign({tp: OFFSET_END})
         assert consumer.poll(timeout=0.2) == []
         produce_values(log, topic, [b"new"])
-        records = poll_until(consumer, 1)
+        records = read_records(consumer, 1)
     assert [(r.offset, r.value) for r in records] == [(2, b"new")]
 
 
@@ -47,13 +47,13 @@ def test_seek_rewinds_and_position_follows(log: Log, unique: Callable[..., str])
     tp = TopicPartition(topic, 0)
     with log.consumer() as consumer:
         consumer.assign({tp: OFFSET_BEGINNING})
-        assert [r.offset for r in poll_until(consumer, 5)] == [0, 1, 2, 3, 4]
+        assert [r.offset for r in read_records(consumer, 5)] == [0, 1, 2, 3, 4]
         assert consumer.position(tp) == 5
         consumer.seek(tp, 2)
         assert consumer.position(tp) == 2
-        assert [r.offset for r in poll_until(consumer, 3)] == [2, 3, 4]
+        assert [r.offset for r in read_records(consumer, 3)] == [2, 3, 4]
         consumer.seek(tp, OFFSET_BEGINNING)
-        assert [r.value for r in poll_until(consumer, 5)] == [b"0", b"1", b"2", b"3", b"4"]
+        assert [r.value for r in read_records(consumer, 5)] == [b"0", b"1", b"2", b"3", b"4"]
 
 
 def test_poll_respects_max_records_and_keeps_order(log: Log, unique: Callable[..., str]) -> None:
@@ -105,7 +105,7 @@ def test_group_offsets_survive_a_new_consumer(log: Log, unique: Callable[..., st
     tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
     with log.consumer(group) as first:
         first.subscribe([topic], on_assign=assigned.append, on_revoke=revoked.append)
-        records = poll_until(first, 6)
+        records = read_records(first, 6)
         assert sorted(r.value for r in records) == sorted(b"first-%d" % i for i in range(6))
         assert [sorted(a, key=lambda tp: tp.partition) for a in assigned] == [tps]
         assert sorted(first.assignment(), key=lambda tp: tp.partition) == tps

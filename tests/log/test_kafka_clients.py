@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import confluent_kafka
@@ -19,7 +18,8 @@ from streams.log import (
 )
 from streams.log.kafka import KafkaLog
 from streams.log.partitioner import partition_for_key
-from tests.log.helpers import poll_until
+from tests.log.helpers import read_records
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.kafka
 
@@ -53,11 +53,14 @@ def test_records_round_trip_to_a_librdkafka_consumer(
     try:
         peer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
         messages = []
-        deadline = time.monotonic() + 15
-        while len(messages) < 2 and time.monotonic() < deadline:
+
+        def both_read() -> bool:
             msg = peer.poll(0.5)
             if msg is not None and msg.error() is None:
                 messages.append(msg)
+            return len(messages) >= 2
+
+        wait_for(both_read, 15, interval=0, what="both records")
     finally:
         peer.close()
     assert [(m.key(), m.value(), m.offset()) for m in messages] == [(b"k1", b"", 0), (b"k1", None, 1)]
@@ -77,7 +80,7 @@ def test_records_from_a_librdkafka_producer_are_read_back(
     assert peer.flush(15) == 0
     with kafka_log.consumer() as consumer:
         consumer.assign({TopicPartition(topic, 1): OFFSET_BEGINNING})
-        records = poll_until(consumer, 3)
+        records = read_records(consumer, 3)
         assert consumer.position(TopicPartition(topic, 1)) == 3
     assert [(r.partition, r.offset, r.key, r.value) for r in records] == [
         (1, 0, b"x", b"a"),
@@ -115,10 +118,10 @@ def test_position_tracks_assign_seek_and_poll(kafka_log: KafkaLog, unique: Calla
         assert consumer.position(tp) == 0
         consumer.seek(tp, 3)
         assert consumer.position(tp) == 3
-        assert [r.value for r in poll_until(consumer, 2)] == [b"3", b"4"]
+        assert [r.value for r in read_records(consumer, 2)] == [b"3", b"4"]
         assert consumer.position(tp) == 5
         consumer.seek(tp, 1)
-        assert [r.offset for r in poll_until(consumer, 4)] == [1, 2, 3, 4]
+        assert [r.offset for r in read_records(consumer, 4)] == [1, 2, 3, 4]
         consumer.assign({tp: OFFSET_END})
         assert consumer.position(tp) == 5
         assert consumer.poll(0.2) == []
@@ -146,7 +149,7 @@ def test_assign_mode_commit_is_visible_without_joining(kafka_log: KafkaLog, uniq
         producer.produce(topic, b"b", partition=0)
     with kafka_log.consumer(group) as consumer:
         consumer.assign({tp0: 0, tp1: 0})
-        assert len(poll_until(consumer, 2)) == 2
+        assert len(read_records(consumer, 2)) == 2
         consumer.commit()  # current positions
         assert consumer.committed([tp0, tp1]) == {tp0: 2, tp1: 0}
         consumer.commit({tp1: 7})
@@ -212,6 +215,6 @@ def test_a_full_local_queue_makes_sends_wait_not_fail(kafka_log_url: str, unique
             producer.flush(30)
         with log.consumer() as consumer:
             consumer.assign({TopicPartition(topic, 0): OFFSET_BEGINNING})
-            records = poll_until(consumer, 30)
+            records = read_records(consumer, 30)
     assert landed == [19]
     assert [r.value for r in records] == [b"%d" % i for i in range(30)]

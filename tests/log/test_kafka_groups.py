@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
 
 from streams.log import TopicPartition, UnknownTopicError
 from streams.log.kafka import KafkaConsumer, KafkaLog
-from tests.log.helpers import poll_until
+from tests.log.helpers import read_records
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.kafka
 
 
 def poll_members_until(consumers: list[KafkaConsumer], done: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert time.monotonic() < deadline, "the group did not settle in time"
+    def settled() -> bool:
+        if done():
+            return True
         for consumer in consumers:
             consumer.poll(0.1)
+        return False
+
+    wait_for(settled, timeout, interval=0, what="the group to settle")
 
 
 def test_two_members_split_four_partitions(kafka_log: KafkaLog, unique: Callable[[str], str]) -> None:
@@ -70,7 +73,7 @@ def test_assigned_partitions_start_at_the_committed_offset(kafka_log: KafkaLog, 
         first.commit({tp: 2})
     with kafka_log.consumer(group) as member:
         member.subscribe([topic])
-        records = poll_until(member, 2, timeout=30)
+        records = read_records(member, 2, timeout=30)
         assert [r.value for r in records] == [b"2", b"3"]
         assert member.position(tp) == 4
         member.commit()
@@ -99,6 +102,4 @@ def test_subscribing_to_a_missing_topic_reports_it(kafka_log: KafkaLog, unique: 
     with kafka_log.consumer(unique("g")) as consumer:
         consumer.subscribe([missing])
         with pytest.raises(UnknownTopicError, match=missing):
-            deadline = time.monotonic() + 15
-            while time.monotonic() < deadline:
-                consumer.poll(0.5)
+            wait_for(lambda: consumer.poll(0.5) and False, 15, interval=0, what="the missing topic to be reported")

@@ -8,7 +8,7 @@ import pytest
 
 from streams.log import ProducerFencedError, TopicPartition, TransactionError
 from streams.log.kafka import KafkaLog
-from tests.log.helpers import poll_until
+from tests.log.helpers import read_records
 
 pytestmark = pytest.mark.kafka
 
@@ -35,7 +35,7 @@ def test_offsets_commit_with_the_transaction_and_not_with_an_abort(
 
     with kafka_log.consumer() as consumer:
         consumer.assign({tp: 0})
-        values = [r.value for r in poll_until(consumer, 1)]
+        values = [r.value for r in read_records(consumer, 1)]
     assert values[0] == b"kept"
 
 
@@ -89,7 +89,7 @@ def test_offsets_of_a_live_group_member_commit_with_the_transaction(
         producer.flush(15)
     with kafka_log.consumer(group) as member, kafka_log.producer(unique("tid")) as txn:
         member.subscribe([source])
-        records = poll_until(member, 3, timeout=30)
+        records = read_records(member, 3, timeout=30)
         assert [r.value for r in records] == [b"0", b"1", b"2"]
         txn.init_transactions()
         txn.begin_transaction()
@@ -100,7 +100,7 @@ def test_offsets_of_a_live_group_member_commit_with_the_transaction(
         assert member.committed([tp]) == {tp: 3}
     with kafka_log.consumer() as reader:
         reader.assign({TopicPartition(sink, 0): 0})
-        assert [r.value for r in poll_until(reader, 3)] == [b"0!", b"1!", b"2!"]
+        assert [r.value for r in read_records(reader, 3)] == [b"0!", b"1!", b"2!"]
 
 
 def test_read_uncommitted_consumers_see_an_open_transaction(kafka_log: KafkaLog, unique: Callable[[str], str]) -> None:
@@ -118,10 +118,10 @@ def test_read_uncommitted_consumers_see_an_open_transaction(kafka_log: KafkaLog,
         try:
             eager.assign({tp: 0})
             committed_only.assign({tp: 0})
-            assert [r.value for r in poll_until(eager, 1)] == [b"pending"]
-            assert poll_until(committed_only, 1, timeout=1.0) == []
+            assert [r.value for r in read_records(eager, 1)] == [b"pending"]
+            assert read_records(committed_only, 1, timeout=1.0) == []
             producer.commit_transaction()
-            assert [r.value for r in poll_until(committed_only, 1)] == [b"pending"]
+            assert [r.value for r in read_records(committed_only, 1)] == [b"pending"]
         finally:
             eager.close()
             committed_only.close()

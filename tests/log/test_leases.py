@@ -9,17 +9,16 @@ from pathlib import Path
 import pytest
 
 from streams.log import Lease, Log, open_log
+from tests.support.waiting import wait_for
 
 
-def poll_until(leases: list[Lease], predicate: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def poll_leases_until(leases: list[Lease], predicate: Callable[[], bool], timeout: float) -> None:
+    def polled() -> bool:
         for lease in leases:
             lease.poll()
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"leases {[(x.holder, x.held) for x in leases]} did not get there within {timeout}s")
+        return predicate()
+
+    wait_for(polled, timeout, what=f"leases {[x.holder for x in leases]} to get there")
 
 
 def test_one_holder_at_a_time_and_a_release_hands_it_over(log: Log, unique: Callable[[str], str]) -> None:
@@ -28,7 +27,7 @@ def test_one_holder_at_a_time_and_a_release_hands_it_over(log: Log, unique: Call
     first = log.lease(name, "first", timeout=2.0)
     second = log.lease(name, "second", timeout=2.0)
     try:
-        poll_until([first, second], lambda: first.held or second.held, 30)
+        poll_leases_until([first, second], lambda: first.held or second.held, 30)
         holder, other = (first, second) if first.held else (second, first)
         for _ in range(20):  # it stays put while the holder keeps polling
             assert holder.poll() and not other.poll()
@@ -36,7 +35,7 @@ def test_one_holder_at_a_time_and_a_release_hands_it_over(log: Log, unique: Call
         assert holder.timeout > 0
         holder.close()
         assert not holder.held and not holder.poll()
-        poll_until([other], lambda: other.held, 30)
+        poll_leases_until([other], lambda: other.held, 30)
     finally:
         first.close()
         second.close()

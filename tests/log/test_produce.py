@@ -15,13 +15,13 @@ from streams.log import (
     UnknownTopicError,
 )
 from streams.log.partitioner import partition_for_key
-from tests.log.helpers import LogCaps, poll_until
+from tests.log.helpers import LogCaps, read_records
 
 
 def read_all(log: Log, topic: str, partitions: int, count: int) -> list:
     with log.consumer() as consumer:
         consumer.assign({TopicPartition(topic, p): OFFSET_BEGINNING for p in range(partitions)})
-        records = poll_until(consumer, count)
+        records = read_records(consumer, count)
     assert len(records) == count, f"expected {count} records, read {len(records)}"
     return records
 

@@ -16,7 +16,7 @@ from streams.log import (
     open_log,
 )
 from streams.log.sqlite import SqliteLog, path_from_url
-from tests.log.helpers import poll_until, run_child
+from tests.log.helpers import read_records, run_child
 
 
 def test_directory_url_gets_log_file_inside(tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_everything_survives_reopening(sqlite_url: str) -> None:
         assert log.committed("g", [tp]) == {tp: 1}
         with log.consumer() as consumer:
             consumer.assign({tp: OFFSET_BEGINNING})
-            (record,) = poll_until(consumer, 1)
+            (record,) = read_records(consumer, 1)
         assert (record.key, record.value, record.timestamp, record.headers) == (b"k", b"v", 42, (("h", None),))
 
 
@@ -122,7 +122,7 @@ def test_acknowledged_records_survive_sigkill(sqlite_url: str) -> None:
         ends = log.end_offsets("crash")
         with log.consumer() as consumer:
             consumer.assign({TopicPartition("crash", p): OFFSET_BEGINNING for p in (0, 1)})
-            records = poll_until(consumer, sum(ends.values()))
+            records = read_records(consumer, sum(ends.values()))
     found = {(r.partition, r.offset): r for r in records}
     for partition, offset, i in acked:
         record = found[(partition, offset)]
@@ -149,7 +149,7 @@ def test_consumer_sees_records_from_another_process(slog: SqliteLog, sqlite_url:
     with slog.consumer() as consumer:
         consumer.assign({TopicPartition("shared", 0): OFFSET_BEGINNING})
         child = run_child(PRODUCER_CHILD, sqlite_url, "40")
-        records = poll_until(consumer, 40, timeout=60)
+        records = read_records(consumer, 40, timeout=60)
         _, err = child.communicate(timeout=60)
         assert child.returncode == 0, err
     assert [r.value for r in records] == [b"%d" % i for i in range(40)]

@@ -14,7 +14,7 @@ from streams.log import (
     open_log,
 )
 from streams.log.sqlite import SqliteLog
-from tests.log.helpers import poll_until
+from tests.log.helpers import read_records
 
 
 def test_a_full_database_raises_storage_full_and_writes_nothing(slog: SqliteLog) -> None:
@@ -35,7 +35,7 @@ def test_a_full_database_raises_storage_full_and_writes_nothing(slog: SqliteLog)
     producer.close()
     with slog.consumer() as consumer:
         consumer.assign({TopicPartition("t", 0): OFFSET_BEGINNING})
-        assert [r.value for r in poll_until(consumer, 2)] == [b"first", b"second"]
+        assert [r.value for r in read_records(consumer, 2)] == [b"first", b"second"]
 
 
 def test_a_file_that_is_not_a_database_raises_storage_error(tmp_path: Path) -> None:

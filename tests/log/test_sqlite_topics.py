@@ -12,7 +12,7 @@ from streams.log import (
     UnknownTopicError,
 )
 from streams.log.sqlite import SqliteLog
-from tests.log.helpers import poll_until
+from tests.log.helpers import read_records
 
 
 def test_compaction_keeps_the_newest_record_per_key(slog: SqliteLog) -> None:
@@ -28,7 +28,7 @@ def test_compaction_keeps_the_newest_record_per_key(slog: SqliteLog) -> None:
     assert slog.end_offsets("c") == {0: 10, 1: 1}
     with slog.consumer() as consumer:
         consumer.assign({TopicPartition("c", 0): OFFSET_BEGINNING, TopicPartition("c", 1): OFFSET_BEGINNING})
-        records = poll_until(consumer, 4)
+        records = read_records(consumer, 4)
     assert sorted((r.partition, r.offset, r.key, r.value) for r in records) == [
         (0, 6, b"a", b"a-2"),
         (0, 8, b"c", b"c-2"),
@@ -75,4 +75,4 @@ def test_recreated_topic_starts_empty(slog: SqliteLog) -> None:
         assert producer.produce("t", b"new", partition=1).offset == 0
     with slog.consumer() as consumer:
         consumer.assign({tp: OFFSET_BEGINNING, TopicPartition("t", 1): OFFSET_BEGINNING})
-        assert [r.value for r in poll_until(consumer, 1)] == [b"new"]
+        assert [r.value for r in read_records(consumer, 1)] == [b"new"]
