@@ -75,7 +75,8 @@ def _doc(status: int, description: str) -> Responses:
 
 
 class Doc:
-    """Documented error answers; a route lists those it can give (``responses={**Doc.x, ...}``)."""
+    """Documented error answers; a route lists those its own operation gives (``responses={**Doc.x, ...}``), and
+    ``RegistryRoute`` adds those that follow from what the route is (406, 400, 415, 500)."""
 
     bad_request = _doc(400, "`400`: the body is not JSON, or an integer query parameter is not an integer.")
     not_acceptable = _doc(406, "`406`: the `Accept` header allows none of the JSON types the registry answers with.")

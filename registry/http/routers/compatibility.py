@@ -40,7 +40,7 @@ def _verdict(verdict: CompatibilityVerdict, verbose: bool) -> Response:
     summary="Is the schema compatible with this version (`latest` of a missing subject is compatible)?",
     description="A version that does not exist is 40402, also when the subject does not exist.",
     response_model=CompatibilityCheckResponse,
-    responses={**Doc.bad_request, **Doc.version_not_found, **Doc.compatibility_unprocessable},
+    responses={**Doc.version_not_found, **Doc.compatibility_unprocessable},
 )
 async def check_version(
     service: ServiceDep,
@@ -62,7 +62,7 @@ async def check_version(
     dependencies=[ReadSubject],
     summary="Is the schema compatible with the subject's live versions (as its compatibility level requires)?",
     response_model=CompatibilityCheckResponse,
-    responses={**Doc.bad_request, **Doc.compatibility_unprocessable},
+    responses={**Doc.compatibility_unprocessable},
 )
 async def check_subject(
     service: ServiceDep, subject: SubjectPath, body: SchemaBody, normalize: Normalize = None, verbose: Verbose = False

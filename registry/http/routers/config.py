@@ -35,7 +35,7 @@ async def get_global_config(service: ServiceDep) -> Response:
     dependencies=[WriteConfig],
     summary="Update the global config; answers with the fields that were set.",
     response_model=ConfigUpdateResponse,
-    responses={**Doc.bad_request, **Doc.config_unprocessable},
+    responses={**Doc.config_unprocessable},
 )
 @leader_only
 async def put_global_config(service: ServiceDep, body: ConfigBody) -> Response:
@@ -75,7 +75,7 @@ async def get_config(service: ServiceDep, subject: SubjectPath, default_to_globa
     dependencies=[WriteSubject],
     summary="Update a subject's config; answers with the fields that were set.",
     response_model=ConfigUpdateResponse,
-    responses={**Doc.bad_request, **Doc.config_unprocessable},
+    responses={**Doc.config_unprocessable},
 )
 @leader_only
 async def put_config(service: ServiceDep, subject: SubjectPath, body: ConfigBody) -> Response:

@@ -56,7 +56,6 @@ def _id_versions(
     operation_id="getSchemas",
     summary="Every version of every subject (matching the prefix), as Schema objects.",
     response_model=list[Schema],
-    responses={**Doc.bad_request},
 )
 async def list_schemas(
     service: ServiceDep,
@@ -133,7 +132,7 @@ async def get_schema_text(
     dependencies=[ReadSchemaId],
     summary="Subjects that have a version with this id.",
     response_model=list[str],
-    responses={**Doc.bad_request, **Doc.schema_not_found},
+    responses={**Doc.schema_not_found},
 )
 async def get_subjects(
     service: ServiceDep,
@@ -154,7 +153,7 @@ async def get_subjects(
     dependencies=[ReadSchemaId],
     summary="Subject-version pairs that hold this id.",
     response_model=list[SubjectVersion],
-    responses={**Doc.bad_request, **Doc.schema_not_found},
+    responses={**Doc.schema_not_found},
 )
 async def get_versions(
     service: ServiceDep,
