@@ -1,4 +1,8 @@
-"""``/schemas``: schemas by id, every schema, the schema types."""
+"""``/schemas``: schemas by id, every schema, the schema types.
+
+``by_id`` and ``by_guid`` hold the routes of one schema, under ``/schemas/ids/{id}`` and
+``/schemas/guids/{guid}``: their dependency checks (with ``--auth``) that the caller may read a subject holding
+it."""
 
 from __future__ import annotations
 
@@ -17,6 +21,10 @@ from registry.schema_types import schema_types
 from registry.service import Service
 
 router = APIRouter(route_class=RegistryRoute, tags=["schemas"])
+by_id = APIRouter(prefix="/schemas/ids/{id}", route_class=RegistryRoute, tags=["schemas"], dependencies=[ReadSchemaId])
+by_guid = APIRouter(
+    prefix="/schemas/guids/{guid}", route_class=RegistryRoute, tags=["schemas"], dependencies=[ReadSchemaGuid]
+)
 
 SubjectContext = Annotated[
     str,
@@ -91,10 +99,9 @@ async def get_schema_types() -> Response:
     return ok(render.dumps(schema_types()))
 
 
-@router.get(
-    "/schemas/ids/{id}",
+@by_id.get(
+    "",
     operation_id="getSchemaById",
-    dependencies=[ReadSchemaId],
     summary="The schema with this id.",
     response_model=SchemaString,
     responses={**Doc.schema_not_found, **Doc.stored_schema_unparsable},
@@ -111,10 +118,9 @@ async def get_schema(
     return await _schema_answer(service, id, service.id_context(id, subject), fmt, fetch_max_id)
 
 
-@router.get(
-    "/schemas/ids/{id}/schema",
+@by_id.get(
+    "/schema",
     operation_id="getSchemaTextById",
-    dependencies=[ReadSchemaId],
     summary="The schema text with this id, not wrapped in JSON.",
     response_model=None,
     responses={**SCHEMA_TEXT_DOC, **Doc.schema_not_found, **Doc.stored_schema_unparsable},
@@ -126,10 +132,9 @@ async def get_schema_text(
     return ok((await service.parser.formatted(service.schema(id, context), id, fmt, context)).encode())
 
 
-@router.get(
-    "/schemas/ids/{id}/subjects",
+@by_id.get(
+    "/subjects",
     operation_id="getSubjectsById",
-    dependencies=[ReadSchemaId],
     summary="Subjects that have a version with this id.",
     response_model=list[str],
     responses={**Doc.schema_not_found},
@@ -147,10 +152,9 @@ async def get_subjects(
     return ok(render.dumps(render.page(subjects, offset, limit)))
 
 
-@router.get(
-    "/schemas/ids/{id}/versions",
+@by_id.get(
+    "/versions",
     operation_id="getVersionsById",
-    dependencies=[ReadSchemaId],
     summary="Subject-version pairs that hold this id.",
     response_model=list[SubjectVersion],
     responses={**Doc.schema_not_found},
@@ -168,10 +172,9 @@ async def get_versions(
     return ok(render.dumps(render.page(items, offset, limit)))
 
 
-@router.get(
-    "/schemas/guids/{guid}",
+@by_guid.get(
+    "",
     operation_id="getSchemaByGuid",
-    dependencies=[ReadSchemaGuid],
     summary="The schema with this GUID (Confluent 8).",
     response_model=SchemaString,
     responses={**Doc.schema_not_found, **Doc.stored_schema_unparsable},
@@ -181,10 +184,9 @@ async def get_schema_by_guid(service: ServiceDep, guid: Guid, fmt: Format = "") 
     return await _schema_answer(service, schema_id, context, fmt)
 
 
-@router.get(
-    "/schemas/guids/{guid}/ids",
+@by_guid.get(
+    "/ids",
     operation_id="getIdsByGuid",
-    dependencies=[ReadSchemaGuid],
     summary="The ids of the schema with this GUID, one per context that has it (Confluent 8), the default first.",
     response_model=list[ContextId],
     responses={**Doc.schema_not_found},
