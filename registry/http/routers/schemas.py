@@ -7,7 +7,7 @@ it."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
 
@@ -49,14 +49,6 @@ async def _schema_answer(
     if fetch_max_id:
         body["maxId"] = service.max_id(context)
     return ok(render.dumps(body))
-
-
-def _id_versions(
-    service: Service, schema_id: int, deleted: bool, subject: str, readable: Callable[[str], bool]
-) -> list[tuple[str, int]]:
-    """The (subject, version) pairs holding the id in the context ``subject`` selects that the caller may read."""
-    pairs = service.id_versions(schema_id, deleted=deleted, context=service.id_context(schema_id, subject))
-    return [p for p in pairs if readable(p[0])]
 
 
 @router.get(
@@ -132,44 +124,52 @@ async def get_schema_text(
     return ok((await service.parser.formatted(service.schema(id, context), id, fmt, context)).encode())
 
 
-@by_id.get(
-    "/subjects",
+def _holders_route(
+    segment: str,
+    *,
+    operation_id: str,
+    summary: str,
+    response_model: Any,
+    listed: Callable[[list[tuple[str, int]]], Any],
+) -> None:
+    """Declares ``/schemas/ids/{id}/<segment>``: one page of what ``listed`` makes of the (subject, version) pairs
+    that hold the id, in the context ``?subject=`` selects, and that the caller may read."""
+
+    @by_id.get(
+        f"/{segment}",
+        operation_id=operation_id,
+        summary=summary,
+        response_model=response_model,
+        responses={**Doc.schema_not_found},
+    )
+    async def holders(
+        service: ServiceDep,
+        readable: Readable,
+        id: SchemaIdPath,
+        deleted: Deleted = False,
+        subject: SubjectContext = "",
+        offset: Offset = 0,
+        limit: Limit = -1,
+    ) -> Response:
+        pairs = service.id_versions(id, deleted=deleted, context=service.id_context(id, subject))
+        items = listed([p for p in pairs if readable(p[0])])
+        return ok(render.dumps(render.page(items, offset, limit)))
+
+
+_holders_route(
+    "subjects",
     operation_id="getSubjectsById",
     summary="Subjects that have a version with this id.",
     response_model=list[str],
-    responses={**Doc.schema_not_found},
+    listed=lambda pairs: sorted({s for s, _ in pairs}),
 )
-async def get_subjects(
-    service: ServiceDep,
-    readable: Readable,
-    id: SchemaIdPath,
-    deleted: Deleted = False,
-    subject: SubjectContext = "",
-    offset: Offset = 0,
-    limit: Limit = -1,
-) -> Response:
-    subjects = sorted({s for s, _ in _id_versions(service, id, deleted, subject, readable)})
-    return ok(render.dumps(render.page(subjects, offset, limit)))
-
-
-@by_id.get(
-    "/versions",
+_holders_route(
+    "versions",
     operation_id="getVersionsById",
     summary="Subject-version pairs that hold this id.",
     response_model=list[SubjectVersion],
-    responses={**Doc.schema_not_found},
+    listed=lambda pairs: [{"subject": s, "version": v} for s, v in pairs],
 )
-async def get_versions(
-    service: ServiceDep,
-    readable: Readable,
-    id: SchemaIdPath,
-    deleted: Deleted = False,
-    subject: SubjectContext = "",
-    offset: Offset = 0,
-    limit: Limit = -1,
-) -> Response:
-    items = [{"subject": s, "version": v} for s, v in _id_versions(service, id, deleted, subject, readable)]
-    return ok(render.dumps(render.page(items, offset, limit)))
 
 
 @by_guid.get(
