@@ -140,3 +140,9 @@ class Doc:
     compatibility_unprocessable = _doc(
         422, "`42201` invalid or empty schema (unless `verbose`), `42202` invalid version, `422` a wrong-typed field."
     )
+
+    # the answers of one kind of route, where several routes are of that kind
+    #: reading a schema by id or GUID (as JSON or as its text)
+    reading_schema = {**schema_not_found, **stored_schema_unparsable}
+    #: reading one version of a subject
+    reading_version = {**subject_or_version_not_found, **invalid_version}

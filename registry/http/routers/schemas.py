@@ -96,7 +96,7 @@ async def get_schema_types() -> Response:
     operation_id="getSchemaById",
     summary="The schema with this id.",
     response_model=SchemaString,
-    responses={**Doc.schema_not_found, **Doc.stored_schema_unparsable},
+    responses=Doc.reading_schema,
 )
 async def get_schema(
     service: ServiceDep,
@@ -115,7 +115,7 @@ async def get_schema(
     operation_id="getSchemaTextById",
     summary="The schema text with this id, not wrapped in JSON.",
     response_model=None,
-    responses={**SCHEMA_TEXT_DOC, **Doc.schema_not_found, **Doc.stored_schema_unparsable},
+    responses={**SCHEMA_TEXT_DOC, **Doc.reading_schema},
 )
 async def get_schema_text(
     service: ServiceDep, id: SchemaIdPath, fmt: Format = "", subject: SubjectContext = ""
@@ -177,7 +177,7 @@ _holders_route(
     operation_id="getSchemaByGuid",
     summary="The schema with this GUID (Confluent 8).",
     response_model=SchemaString,
-    responses={**Doc.schema_not_found, **Doc.stored_schema_unparsable},
+    responses=Doc.reading_schema,
 )
 async def get_schema_by_guid(service: ServiceDep, guid: Guid, fmt: Format = "") -> Response:
     context, schema_id = service.guid_ids(guid)[0]  # any context gives the same content

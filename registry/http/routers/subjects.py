@@ -175,7 +175,7 @@ async def register(
     dependencies=[ReadSubject],
     summary="One version of a subject.",
     response_model=Schema,
-    responses={**Doc.subject_or_version_not_found, **Doc.invalid_version},
+    responses=Doc.reading_version,
 )
 async def get_version(
     service: ServiceDep, subject: SubjectPath, version: VersionPath, deleted: Deleted = False, fmt: Format = ""
@@ -190,7 +190,7 @@ async def get_version(
     dependencies=[ReadSubject],
     summary="The schema text of one version, not wrapped in JSON.",
     response_model=None,
-    responses={**SCHEMA_TEXT_DOC, **Doc.subject_or_version_not_found, **Doc.invalid_version},
+    responses={**SCHEMA_TEXT_DOC, **Doc.reading_version},
 )
 async def get_version_schema(
     service: ServiceDep, subject: SubjectPath, version: VersionPath, deleted: Deleted = False, fmt: Format = ""
@@ -220,7 +220,7 @@ async def delete_version(
     dependencies=[ReadSubject],
     summary="Ids of the schemas that reference this version.",
     response_model=list[int],
-    responses={**Doc.subject_or_version_not_found, **Doc.invalid_version},
+    responses=Doc.reading_version,
 )
 async def referenced_by(
     service: ServiceDep,
