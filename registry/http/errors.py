@@ -75,7 +75,8 @@ def _doc(status: int, description: str) -> Responses:
 
 
 class Doc:
-    """Documented error answers; a route lists those it can give (``responses={**Doc.x, ...}``)."""
+    """Documented error answers; a route lists those its own operation gives (``responses={**Doc.x, ...}``), and
+    ``RegistryRoute`` adds those that follow from what the route is (406, 400, 415, 500)."""
 
     bad_request = _doc(400, "`400`: the body is not JSON, or an integer query parameter is not an integer.")
     not_acceptable = _doc(406, "`406`: the `Accept` header allows none of the JSON types the registry answers with.")
@@ -139,3 +140,9 @@ class Doc:
     compatibility_unprocessable = _doc(
         422, "`42201` invalid or empty schema (unless `verbose`), `42202` invalid version, `422` a wrong-typed field."
     )
+
+    # the answers of one kind of route, where several routes are of that kind
+    #: reading a schema by id or GUID (as JSON or as its text)
+    reading_schema = {**schema_not_found, **stored_schema_unparsable}
+    #: reading one version of a subject
+    reading_version = {**subject_or_version_not_found, **invalid_version}

@@ -9,20 +9,25 @@
 5. An exception that is not an API error is logged and answered 500 (Confluent's 500 envelope).
 
 Routes that read a body take it through ``params.JsonBody``; the route documents that model as its request
-body, and the 415 answer, by itself.
+body by itself. It documents by itself too the error answers that follow from what a route is: 406 (every
+route), 400 (a JSON body or an integer query parameter), 415 (POST/PUT), 500 (``@leader_only``); a route's
+``responses=`` lists only the answers its own operation gives.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from fastapi import Request, Response
 from fastapi.dependencies.models import Dependant
+from fastapi.dependencies.utils import get_dependant, get_parameterless_sub_dependant
 from fastapi.exceptions import RequestValidationError
+from fastapi.params import Depends
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
 
 from registry import errors
 from registry.errors import ApiError
@@ -65,6 +70,17 @@ SCHEMA_TEXT_DOC: dict[int | str, dict[str, Any]] = {
 }
 
 
+def _inputs(path: str, endpoint: Callable[..., Any], dependencies: Sequence[Depends] | None) -> Dependant:
+    """What a route reads from the request (its endpoint's and its dependencies' parameters), as FastAPI will
+    find it: known before the route is built, because its documented answers depend on it."""
+    path_format = compile_path(path)[1]
+    dependant = get_dependant(path=path_format, call=endpoint)
+    dependant.dependencies[:0] = [
+        get_parameterless_sub_dependant(depends=d, path=path_format) for d in dependencies or ()
+    ]
+    return dependant
+
+
 def _body_models(dependant: Dependant) -> list[JsonBody[Any]]:
     found = [d.call for d in dependant.dependencies if isinstance(d.call, JsonBody)]
     for d in dependant.dependencies:
@@ -78,22 +94,26 @@ class RegistryRoute(APIRoute):
         self.leader_only: bool = getattr(endpoint, "leader_only", False)
         self.cached: bool = "GET" in methods or getattr(endpoint, "cached_read", False)
         self.checks_body_type = bool(methods & {"POST", "PUT"})
-        responses = {**Doc.not_acceptable, **(kwargs.get("responses") or {})}
+        inputs = _inputs(path, endpoint, kwargs.get("dependencies"))
+        bodies = _body_models(inputs)
+        #: the model of the JSON body the endpoint reads, if any
+        self.body_model = bodies[0].model if bodies else None
+        responses = dict(Doc.not_acceptable)
+        if self.body_model is not None or any(p.field_info.annotation is int for p in inputs.query_params):
+            responses.update(Doc.bad_request)
+        responses.update(kwargs.get("responses") or {})
         if self.checks_body_type:
             responses.update(Doc.unsupported_media_type)
         if self.leader_only:
             responses.update(Doc.store_error)
         kwargs["responses"] = responses
-        super().__init__(path, endpoint, **kwargs)
-        bodies = _body_models(self.dependant)
-        #: the model of the JSON body the endpoint reads, if any
-        self.body_model = bodies[0].model if bodies else None
         if self.body_model is not None:
             schema = {"$ref": f"#/components/schemas/{self.body_model.__name__}"}
-            self.openapi_extra = {
-                **(self.openapi_extra or {}),
+            kwargs["openapi_extra"] = {
+                **(kwargs.get("openapi_extra") or {}),
                 "requestBody": {"required": True, "content": {t: {"schema": schema} for t in JSON_TYPES}},
             }
+        super().__init__(path, endpoint, **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handle = super().get_route_handler()

@@ -1,7 +1,8 @@
 """Authentication and authorization as FastAPI dependencies, and the read cache's guard (``ReadGuard``).
 
 Every API router is mounted with ``Authenticated`` (``api.py``): the caller's principal, or 401 with
-``WWW-Authenticate``. Routes add what they require (the README's table of operations and permissions):
+``WWW-Authenticate``. Routes add what they require, or their router does for all of its routes (the README's
+table of operations and permissions):
 
 - ``ReadSubject`` / ``WriteSubject``: ``Read`` / ``Write`` on ``Subject:<subject>``;
 - ``ReadConfig`` / ``WriteConfig`` / ``WriteMode``: the global ``Config:`` / ``Mode:`` resources;

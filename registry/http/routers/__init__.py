@@ -1,4 +1,5 @@
-"""One router per resource of Confluent's API; ``ROUTERS`` is the order they are mounted in."""
+"""One router per resource of Confluent's API (and per part of one whose routes share a dependency, such as
+``schemas.by_id``); ``ROUTERS`` is the order they are mounted in, which is the order of ``openapi.yaml``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from registry.http.routing import RegistryRoute
 ROUTERS = [
     subjects.router,
     schemas.router,
+    schemas.by_id,
+    schemas.by_guid,
     config.router,
     mode.router,
     compatibility.router,

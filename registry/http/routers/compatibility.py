@@ -1,4 +1,5 @@
-"""``/compatibility``: would a schema be compatible with a subject's versions?"""
+"""``/compatibility``: would a schema be compatible with a subject's versions? Both routes read the subject
+(``Read`` on it with ``--auth``) and differ only in the versions checked against."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from registry.http.models import CompatibilityCheckResponse, RegisterSchemaReque
 from registry.http.params import JsonBody, OptionalQueryBool, QueryBool, ServiceDep, SubjectPath, VersionPath
 from registry.http.routing import RegistryRoute, ok
 from registry.http.security import ReadSubject
-from registry.service import CompatibilityVerdict
+from registry.schema_parser import SchemaRequest
+from registry.service import Service
 
-router = APIRouter(route_class=RegistryRoute, tags=["compatibility"])
+router = APIRouter(route_class=RegistryRoute, tags=["compatibility"], dependencies=[ReadSubject])
 
 SchemaBody = Annotated[RegisterSchemaRequest, Depends(JsonBody(RegisterSchemaRequest))]
 Normalize = Annotated[
@@ -26,7 +28,11 @@ Verbose = Annotated[
 ]
 
 
-def _verdict(verdict: CompatibilityVerdict, verbose: bool) -> Response:
+async def _check(
+    service: Service, subject: str, version: int | None, request: SchemaRequest, normalize: bool | None, verbose: bool
+) -> Response:
+    """The verdict on ``request`` against ``version`` of ``subject`` (None: the versions its level names)."""
+    verdict = await service.test_compatibility(subject, version, request, normalize=normalize, verbose=verbose)
     body: dict[str, object] = {"is_compatible": verdict.is_compatible}
     if verbose:
         body["messages"] = verdict.messages
@@ -36,11 +42,10 @@ def _verdict(verdict: CompatibilityVerdict, verbose: bool) -> Response:
 @router.post(
     "/compatibility/subjects/{subject}/versions/{version}",
     operation_id="testCompatibilityBySubjectName",
-    dependencies=[ReadSubject],
     summary="Is the schema compatible with this version (`latest` of a missing subject is compatible)?",
     description="A version that does not exist is 40402, also when the subject does not exist.",
     response_model=CompatibilityCheckResponse,
-    responses={**Doc.bad_request, **Doc.version_not_found, **Doc.compatibility_unprocessable},
+    responses={**Doc.version_not_found, **Doc.compatibility_unprocessable},
 )
 async def check_version(
     service: ServiceDep,
@@ -50,22 +55,17 @@ async def check_version(
     normalize: Normalize = None,
     verbose: Verbose = False,
 ) -> Response:
-    verdict = await service.test_compatibility(
-        subject, version, body.to_request(), normalize=normalize, verbose=verbose
-    )
-    return _verdict(verdict, verbose)
+    return await _check(service, subject, version, body.to_request(), normalize, verbose)
 
 
 @router.post(
     "/compatibility/subjects/{subject}/versions",
     operation_id="testCompatibilityForSubject",
-    dependencies=[ReadSubject],
     summary="Is the schema compatible with the subject's live versions (as its compatibility level requires)?",
     response_model=CompatibilityCheckResponse,
-    responses={**Doc.bad_request, **Doc.compatibility_unprocessable},
+    responses={**Doc.compatibility_unprocessable},
 )
 async def check_subject(
     service: ServiceDep, subject: SubjectPath, body: SchemaBody, normalize: Normalize = None, verbose: Verbose = False
 ) -> Response:
-    verdict = await service.test_compatibility(subject, None, body.to_request(), normalize=normalize, verbose=verbose)
-    return _verdict(verdict, verbose)
+    return await _check(service, subject, None, body.to_request(), normalize, verbose)

@@ -12,10 +12,18 @@ from registry.http.models import Config, ConfigUpdateRequest, ConfigUpdateRespon
 from registry.http.params import DefaultToGlobal, JsonBody, ServiceDep, SubjectPath
 from registry.http.routing import RegistryRoute, leader_only, ok
 from registry.http.security import ReadConfig, ReadSubject, WriteConfig, WriteSubject
+from registry.service import Service
 
 router = APIRouter(route_class=RegistryRoute, tags=["config"])
 
 ConfigBody = Annotated[ConfigUpdateRequest, Depends(JsonBody(ConfigUpdateRequest))]
+
+
+async def _update(service: Service, subject: str | None, body: ConfigUpdateRequest) -> Response:
+    """Sets the fields the body names (globally when ``subject`` is None) and answers with them."""
+    update = body.to_update()
+    await service.put_config(subject, update)
+    return ok(render.dumps(config_echo(update)))
 
 
 @router.get(
@@ -35,13 +43,11 @@ async def get_global_config(service: ServiceDep) -> Response:
     dependencies=[WriteConfig],
     summary="Update the global config; answers with the fields that were set.",
     response_model=ConfigUpdateResponse,
-    responses={**Doc.bad_request, **Doc.config_unprocessable},
+    responses={**Doc.config_unprocessable},
 )
 @leader_only
 async def put_global_config(service: ServiceDep, body: ConfigBody) -> Response:
-    update = body.to_update()
-    await service.put_config(None, update)
-    return ok(render.dumps(config_echo(update)))
+    return await _update(service, None, body)
 
 
 @router.delete(
@@ -75,13 +81,11 @@ async def get_config(service: ServiceDep, subject: SubjectPath, default_to_globa
     dependencies=[WriteSubject],
     summary="Update a subject's config; answers with the fields that were set.",
     response_model=ConfigUpdateResponse,
-    responses={**Doc.bad_request, **Doc.config_unprocessable},
+    responses={**Doc.config_unprocessable},
 )
 @leader_only
 async def put_config(service: ServiceDep, subject: SubjectPath, body: ConfigBody) -> Response:
-    update = body.to_update()
-    await service.put_config(subject, update)
-    return ok(render.dumps(config_echo(update)))
+    return await _update(service, subject, body)
 
 
 @router.delete(

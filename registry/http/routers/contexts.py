@@ -23,7 +23,6 @@ router = APIRouter(route_class=RegistryRoute, tags=["contexts"])
     summary="The contexts, sorted: the default context `.` first, then every context a subject was registered in "
     "(until the context is deleted).",
     response_model=list[str],
-    responses={**Doc.bad_request},
 )
 async def list_contexts(
     service: ServiceDep,

@@ -41,7 +41,7 @@ async def get_global_mode(service: ServiceDep) -> Response:
     summary="Set the global mode.",
     description="IMPORT is refused (42205) while any subject has a live version, unless `force=true`.",
     response_model=ModeResponse,
-    responses={**Doc.bad_request, **Doc.mode_unprocessable},
+    responses={**Doc.mode_unprocessable},
 )
 @leader_only
 async def put_global_mode(service: ServiceDep, body: ModeBody, force: Force = False) -> Response:
@@ -79,7 +79,7 @@ async def get_mode(service: ServiceDep, subject: SubjectPath, default_to_global:
     summary="Set a subject's mode (FORWARD is global only).",
     description="IMPORT is refused (42205) while the subject has a live version, unless `force=true`.",
     response_model=ModeResponse,
-    responses={**Doc.bad_request, **Doc.mode_unprocessable},
+    responses={**Doc.mode_unprocessable},
 )
 @leader_only
 async def put_mode(service: ServiceDep, subject: SubjectPath, body: ModeBody, force: Force = False) -> Response:

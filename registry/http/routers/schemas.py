@@ -1,9 +1,13 @@
-"""``/schemas``: schemas by id, every schema, the schema types."""
+"""``/schemas``: schemas by id, every schema, the schema types.
+
+``by_id`` and ``by_guid`` hold the routes of one schema, under ``/schemas/ids/{id}`` and
+``/schemas/guids/{guid}``: their dependency checks (with ``--auth``) that the caller may read a subject holding
+it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
 
@@ -17,6 +21,10 @@ from registry.schema_types import schema_types
 from registry.service import Service
 
 router = APIRouter(route_class=RegistryRoute, tags=["schemas"])
+by_id = APIRouter(prefix="/schemas/ids/{id}", route_class=RegistryRoute, tags=["schemas"], dependencies=[ReadSchemaId])
+by_guid = APIRouter(
+    prefix="/schemas/guids/{guid}", route_class=RegistryRoute, tags=["schemas"], dependencies=[ReadSchemaGuid]
+)
 
 SubjectContext = Annotated[
     str,
@@ -43,20 +51,11 @@ async def _schema_answer(
     return ok(render.dumps(body))
 
 
-def _id_versions(
-    service: Service, schema_id: int, deleted: bool, subject: str, readable: Callable[[str], bool]
-) -> list[tuple[str, int]]:
-    """The (subject, version) pairs holding the id in the context ``subject`` selects that the caller may read."""
-    pairs = service.id_versions(schema_id, deleted=deleted, context=service.id_context(schema_id, subject))
-    return [p for p in pairs if readable(p[0])]
-
-
 @router.get(
     "/schemas",
     operation_id="getSchemas",
     summary="Every version of every subject (matching the prefix), as Schema objects.",
     response_model=list[Schema],
-    responses={**Doc.bad_request},
 )
 async def list_schemas(
     service: ServiceDep,
@@ -92,13 +91,12 @@ async def get_schema_types() -> Response:
     return ok(render.dumps(schema_types()))
 
 
-@router.get(
-    "/schemas/ids/{id}",
+@by_id.get(
+    "",
     operation_id="getSchemaById",
-    dependencies=[ReadSchemaId],
     summary="The schema with this id.",
     response_model=SchemaString,
-    responses={**Doc.schema_not_found, **Doc.stored_schema_unparsable},
+    responses=Doc.reading_schema,
 )
 async def get_schema(
     service: ServiceDep,
@@ -112,13 +110,12 @@ async def get_schema(
     return await _schema_answer(service, id, service.id_context(id, subject), fmt, fetch_max_id)
 
 
-@router.get(
-    "/schemas/ids/{id}/schema",
+@by_id.get(
+    "/schema",
     operation_id="getSchemaTextById",
-    dependencies=[ReadSchemaId],
     summary="The schema text with this id, not wrapped in JSON.",
     response_model=None,
-    responses={**SCHEMA_TEXT_DOC, **Doc.schema_not_found, **Doc.stored_schema_unparsable},
+    responses={**SCHEMA_TEXT_DOC, **Doc.reading_schema},
 )
 async def get_schema_text(
     service: ServiceDep, id: SchemaIdPath, fmt: Format = "", subject: SubjectContext = ""
@@ -127,65 +124,69 @@ async def get_schema_text(
     return ok((await service.parser.formatted(service.schema(id, context), id, fmt, context)).encode())
 
 
-@router.get(
-    "/schemas/ids/{id}/subjects",
+def _holders_route(
+    segment: str,
+    *,
+    operation_id: str,
+    summary: str,
+    response_model: Any,
+    listed: Callable[[list[tuple[str, int]]], Any],
+) -> None:
+    """Declares ``/schemas/ids/{id}/<segment>``: one page of what ``listed`` makes of the (subject, version) pairs
+    that hold the id, in the context ``?subject=`` selects, and that the caller may read."""
+
+    @by_id.get(
+        f"/{segment}",
+        operation_id=operation_id,
+        summary=summary,
+        response_model=response_model,
+        responses={**Doc.schema_not_found},
+    )
+    async def holders(
+        service: ServiceDep,
+        readable: Readable,
+        id: SchemaIdPath,
+        deleted: Deleted = False,
+        subject: SubjectContext = "",
+        offset: Offset = 0,
+        limit: Limit = -1,
+    ) -> Response:
+        pairs = service.id_versions(id, deleted=deleted, context=service.id_context(id, subject))
+        items = listed([p for p in pairs if readable(p[0])])
+        return ok(render.dumps(render.page(items, offset, limit)))
+
+
+_holders_route(
+    "subjects",
     operation_id="getSubjectsById",
-    dependencies=[ReadSchemaId],
     summary="Subjects that have a version with this id.",
     response_model=list[str],
-    responses={**Doc.bad_request, **Doc.schema_not_found},
+    listed=lambda pairs: sorted({s for s, _ in pairs}),
 )
-async def get_subjects(
-    service: ServiceDep,
-    readable: Readable,
-    id: SchemaIdPath,
-    deleted: Deleted = False,
-    subject: SubjectContext = "",
-    offset: Offset = 0,
-    limit: Limit = -1,
-) -> Response:
-    subjects = sorted({s for s, _ in _id_versions(service, id, deleted, subject, readable)})
-    return ok(render.dumps(render.page(subjects, offset, limit)))
-
-
-@router.get(
-    "/schemas/ids/{id}/versions",
+_holders_route(
+    "versions",
     operation_id="getVersionsById",
-    dependencies=[ReadSchemaId],
     summary="Subject-version pairs that hold this id.",
     response_model=list[SubjectVersion],
-    responses={**Doc.bad_request, **Doc.schema_not_found},
+    listed=lambda pairs: [{"subject": s, "version": v} for s, v in pairs],
 )
-async def get_versions(
-    service: ServiceDep,
-    readable: Readable,
-    id: SchemaIdPath,
-    deleted: Deleted = False,
-    subject: SubjectContext = "",
-    offset: Offset = 0,
-    limit: Limit = -1,
-) -> Response:
-    items = [{"subject": s, "version": v} for s, v in _id_versions(service, id, deleted, subject, readable)]
-    return ok(render.dumps(render.page(items, offset, limit)))
 
 
-@router.get(
-    "/schemas/guids/{guid}",
+@by_guid.get(
+    "",
     operation_id="getSchemaByGuid",
-    dependencies=[ReadSchemaGuid],
     summary="The schema with this GUID (Confluent 8).",
     response_model=SchemaString,
-    responses={**Doc.schema_not_found, **Doc.stored_schema_unparsable},
+    responses=Doc.reading_schema,
 )
 async def get_schema_by_guid(service: ServiceDep, guid: Guid, fmt: Format = "") -> Response:
     context, schema_id = service.guid_ids(guid)[0]  # any context gives the same content
     return await _schema_answer(service, schema_id, context, fmt)
 
 
-@router.get(
-    "/schemas/guids/{guid}/ids",
+@by_guid.get(
+    "/ids",
     operation_id="getIdsByGuid",
-    dependencies=[ReadSchemaGuid],
     summary="The ids of the schema with this GUID, one per context that has it (Confluent 8), the default first.",
     response_model=list[ContextId],
     responses={**Doc.schema_not_found},

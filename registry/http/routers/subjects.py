@@ -55,7 +55,6 @@ Normalize = Annotated[
     summary="Subject names, sorted ascending.",
     description="A subject whose versions are all soft-deleted is listed only with `deleted` or `deletedOnly`.",
     response_model=list[str],
-    responses={**Doc.bad_request},
 )
 async def list_subjects(
     service: ServiceDep,
@@ -88,7 +87,7 @@ async def list_subjects(
     description="An empty schema matches nothing. A miss is 40401 when the subject has no versions (soft-deleted "
     "ones count only with `deleted`), else 40403.",
     response_model=Schema,
-    responses={**Doc.bad_request, **Doc.subject_or_schema_not_found, **Doc.invalid_schema},
+    responses={**Doc.subject_or_schema_not_found, **Doc.invalid_schema},
 )
 @cached_read
 async def look_up(
@@ -123,7 +122,7 @@ async def delete_subject(service: ServiceDep, subject: SubjectPath, permanent: P
     summary="Version numbers of a subject, ascending by absolute value.",
     description="With `deletedAsNegative=true`, soft-deleted versions are included as negative numbers.",
     response_model=list[int],
-    responses={**Doc.bad_request, **Doc.subject_not_found},
+    responses={**Doc.subject_not_found},
 )
 async def list_versions(
     service: ServiceDep,
@@ -156,7 +155,7 @@ async def list_versions(
     "and the stored schema when the registry completed its metadata or rule set (config defaults and overrides, "
     "or the previous version's).",
     response_model=RegisterSchemaResponse,
-    responses={**Doc.bad_request, **Doc.incompatible_schema, **Doc.register_unprocessable},
+    responses={**Doc.incompatible_schema, **Doc.register_unprocessable},
 )
 @leader_only
 async def register(
@@ -176,7 +175,7 @@ async def register(
     dependencies=[ReadSubject],
     summary="One version of a subject.",
     response_model=Schema,
-    responses={**Doc.subject_or_version_not_found, **Doc.invalid_version},
+    responses=Doc.reading_version,
 )
 async def get_version(
     service: ServiceDep, subject: SubjectPath, version: VersionPath, deleted: Deleted = False, fmt: Format = ""
@@ -191,7 +190,7 @@ async def get_version(
     dependencies=[ReadSubject],
     summary="The schema text of one version, not wrapped in JSON.",
     response_model=None,
-    responses={**SCHEMA_TEXT_DOC, **Doc.subject_or_version_not_found, **Doc.invalid_version},
+    responses={**SCHEMA_TEXT_DOC, **Doc.reading_version},
 )
 async def get_version_schema(
     service: ServiceDep, subject: SubjectPath, version: VersionPath, deleted: Deleted = False, fmt: Format = ""
@@ -221,7 +220,7 @@ async def delete_version(
     dependencies=[ReadSubject],
     summary="Ids of the schemas that reference this version.",
     response_model=list[int],
-    responses={**Doc.bad_request, **Doc.subject_or_version_not_found, **Doc.invalid_version},
+    responses=Doc.reading_version,
 )
 async def referenced_by(
     service: ServiceDep,
