@@ -251,31 +251,18 @@ def test_references_by_subject_and_version(registry_url: str, subject: str, tmp_
     url = ["--url", registry_url]
     address = run_process("registry", *url, "register", str(tmp_path / "address.proto"), "-s", f"{subject}-address")
     assert address.code == 0
-    made = run_process(
-        "registry",
-        *url,
-        "register",
-        str(tmp_path / "customer.proto"),
-        "-s",
-        subject,
-        "--reference",
-        f"acme/address.proto={subject}-address:latest",
-    )
+
+    def register_customer(reference: str) -> Result:
+        customer = str(tmp_path / "customer.proto")
+        return run_process("registry", *url, "register", customer, "-s", subject, "--reference", reference)
+
+    made = register_customer(f"acme/address.proto={subject}-address:latest")
     assert made.code == 0, made.err
     body = http.get(f"/subjects/{subject}/versions/1").json()
     assert body["references"] == [{"name": "acme/address.proto", "subject": f"{subject}-address", "version": 1}]
     shown = run_process("registry", *url, "get", subject)
     assert f"reference  acme/address.proto -> {subject}-address version 1" in shown.out.splitlines()
-    bad = run_process(
-        "registry",
-        *url,
-        "register",
-        str(tmp_path / "customer.proto"),
-        "-s",
-        subject,
-        "--reference",
-        "acme/address.proto",
-    )
+    bad = register_customer("acme/address.proto")
     assert (bad.code, bad.err) == (
         2,
         "schemakit registry register: --reference takes NAME=SUBJECT:VERSION, got 'acme/address.proto'\n",
