@@ -95,6 +95,12 @@ class Pki:
         self.server = _write(self.dir / "server", *self._issue(_name("registry"), sans=sans))
         return self
 
+    def serve_options(self) -> list[str]:
+        """``schemakit serve``'s options for HTTPS with the server certificate, checking client certificates
+        against the CA."""
+        cert, key = self.server
+        return ["--tls-cert", cert, "--tls-key", key, "--tls-client-ca", self.ca]
+
     def context(self, client: tuple[str, str] | None = None) -> ssl.SSLContext:
         """An httpx ``verify=`` context trusting this CA, presenting ``client`` (cert, key) when given."""
         ctx = ssl.create_default_context(cafile=self.ca)
