@@ -22,7 +22,7 @@ from tests.streams.topologies import (
     reference_word_count,
     word_count,
 )
-from tests.support.topics import last_values, produce, read_all
+from tests.support.topics import create_topics, last_values, produce, read_all
 
 
 def run_until(app: StreamsApp, predicate: Callable[[StreamsApp], bool], timeout: float = 60.0) -> None:
@@ -38,8 +38,7 @@ def store_dict(app: StreamsApp, store: str) -> dict:
 
 def test_word_count(log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path) -> None:
     text, out, app_id = names("text"), names("word-counts"), names("wc")
-    log.create_topic(text, 4)
-    log.create_topic(out, 4)
+    create_topics(log, 4, text, out)
     lines = make_lines(400)
     produce(log, text, [(f"line{i}", line) for i, line in enumerate(lines)], value=str.encode)
     expected = reference_word_count(lines)
@@ -61,8 +60,7 @@ def test_order_totals_over_four_partitions(
     log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path, threads: int
 ) -> None:
     orders_topic, out, app_id = names("orders"), names("customer-totals"), names("billing")
-    log.create_topic(orders_topic, 4)
-    log.create_topic(out, 4)
+    create_topics(log, 4, orders_topic, out)
     orders = make_orders(2000)
     produce(log, orders_topic, [(f"o{o['id']}", o) for o in orders])
     expected = reference_totals(orders)
@@ -91,8 +89,7 @@ def test_restart_restores_from_local_checkpoint(
     """A clean restart replays nothing (the checkpoint is at the changelog's end); new input after the
     restart continues from the restored state; a lost state directory replays the whole changelog."""
     orders_topic, out, app_id = names("orders"), names("totals-out"), names("restart")
-    log.create_topic(orders_topic, 4)
-    log.create_topic(out, 4)
+    create_topics(log, 4, orders_topic, out)
     orders = make_orders(1500)
     produce(log, orders_topic, [(f"o{o['id']}", o) for o in orders])
     state = tmp_path / "state"
@@ -136,8 +133,7 @@ def test_in_memory_store_restores_whole_changelog_on_restart(
     log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
     orders_topic, out, app_id = names("orders"), names("totals-out"), names("memory")
-    log.create_topic(orders_topic, 4)
-    log.create_topic(out, 4)
+    create_topics(log, 4, orders_topic, out)
     orders = make_orders(800)
     produce(log, orders_topic, [(f"o{o['id']}", o) for o in orders])
     expected = reference_totals(orders)
@@ -173,8 +169,7 @@ def test_deserialization_error_stops_the_app_naming_the_record(
     log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
     src, out = names("in"), names("out")
-    log.create_topic(src, 1)
-    log.create_topic(out, 1)
+    create_topics(log, 1, src, out)
     produce(
         log,
         src,
@@ -216,8 +211,7 @@ def test_wall_clock_punctuation_runs_in_the_app(tmp_path: Path, names: Callable[
     url = f"sqlite:///{tmp_path / 'log'}"
     lg = open_log(url)
     src, out = names("in"), names("out")
-    lg.create_topic(src, 2)
-    lg.create_topic(out, 2)
+    create_topics(lg, 2, src, out)
     b = StreamsBuilder()
     b.add_state_store(StoreSpec("buffer", key=str, value=str, kind="memory"))
     b.stream(src, key=str, value=str).process(Flusher, stores=["buffer"], key=str, value=str).to(out)

@@ -25,7 +25,7 @@ from streams.changelog import BARRIER_KEY
 from streams.log import Log, Producer, TopicPartition
 from streams.log.partitioner import partition_for_key
 from tests.streams.instances import Instance
-from tests.support.topics import read_all
+from tests.support.topics import create_topics, read_all
 from tests.support.waiting import wait_for
 
 PARTITIONS = 4
@@ -88,8 +88,7 @@ class Group:
     def __init__(self, log: Log, log_url: str, tmp_path: Path, names: Callable[[str], str], kind: str) -> None:
         self.log, self.log_url, self.tmp_path = log, log_url, tmp_path
         self.src, self.out, self.app_id = names("events"), names("counts"), names(kind)
-        log.create_topic(self.src, PARTITIONS)
-        log.create_topic(self.out, PARTITIONS)
+        create_topics(log, PARTITIONS, self.src, self.out)
         self.feed = Feed(log, self.src)
         self.instances: list[Instance] = []
 

@@ -26,7 +26,7 @@ import pytest
 from streams import CoPartitioningError, JoinWindows, StreamsBuilder
 from streams.app import StreamsApp
 from streams.log import Log, TopicPartition
-from tests.support.topics import produce, read_all
+from tests.support.topics import create_topics, produce, read_all
 from tests.support.waiting import wait_for
 
 BASE_TS = 1_000_000  # librdkafka sends a timestamp of 0 as "now"
@@ -103,8 +103,7 @@ def test_order_enrichment_after_a_re_key_across_a_clean_restart(
     # On Kafka a broker of its own: late in a full run it timed out on the session's shared broker (passing alone).
     log, log_url = kill_log, kill_log_url
     orders_t, customers_t, out_t, app_id = names("orders"), names("customers"), names("enriched"), names("enrich")
-    for topic in (orders_t, customers_t, out_t):
-        log.create_topic(topic, 4)
+    create_topics(log, 4, orders_t, customers_t, out_t)
     rng = random.Random(7)
     tiers = {f"c{i}": rng.choice(["gold", "silver", "bronze"]) for i in range(60)}  # c60..c64 have no row
     produce(log, customers_t, [(c, {"tier": t}) for c, t in tiers.items()])
@@ -185,8 +184,7 @@ def test_windowed_order_payment_join_across_a_clean_restart(
     log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
     orders_t, payments_t, out_t, app_id = names("orders"), names("payments"), names("paid"), names("pay")
-    for topic in (orders_t, payments_t, out_t):
-        log.create_topic(topic, 4)
+    create_topics(log, 4, orders_t, payments_t, out_t)
     rng = random.Random(11)
     orders = [(f"o{i}", {"id": f"o{i}"}, BASE_TS + rng.randrange(MINUTE)) for i in range(600)]
     payments: list[tuple[str, Any, int]] = []

@@ -27,7 +27,7 @@ from streams.app import StreamsApp
 from streams.log import Log, Producer, TopicPartition
 from tests.streams.instances import Instance
 from tests.streams.topologies import CLICK_WINDOWS, click_windows, make_clicks, reference_window_counts
-from tests.support.topics import read_all
+from tests.support.topics import create_topics, read_all
 from tests.support.waiting import wait_for
 
 KEYS = WindowedSerdes.time_windowed(str, CLICK_WINDOWS.size_ms)
@@ -109,8 +109,7 @@ def test_hopping_count_with_final_results_across_a_clean_restart(
     log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
     clicks_topic, finals_topic, app_id = names("clicks"), names("click-finals"), names("windows")
-    log.create_topic(clicks_topic, 4)
-    log.create_topic(finals_topic, 4)
+    create_topics(log, 4, clicks_topic, finals_topic)
     produced = Produced()
     where = produced.partition_of
     first = make_clicks(1200, start_ms=1_000)  # librdkafka sends a timestamp of 0 as "now"
@@ -168,8 +167,7 @@ def test_suppressed_finals_after_kill_9(
 ) -> None:
     log, log_url = kill_log, kill_log_url
     clicks_topic, finals_topic, app_id = names("clicks"), names("click-finals"), names("windows-kill")
-    log.create_topic(clicks_topic, 4)
-    log.create_topic(finals_topic, 4)
+    create_topics(log, 4, clicks_topic, finals_topic)
     produced = Produced()
     state = tmp_path / "state"
     # Uncached, so that finals are emitted as records arrive, and the killed instance commits every

@@ -1,5 +1,5 @@
-"""Writing items to a topic and reading a whole topic back, through a ``Log`` (any backend), for the
-streams tests' inputs and outputs."""
+"""Creating topics, writing items to a topic and reading a whole topic back, through a ``Log`` (any backend),
+for the streams tests' inputs and outputs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from typing import Any
 import orjson
 
 from streams.log import OFFSET_BEGINNING, Log, Record, TopicPartition
+
+
+def create_topics(lg: Log, partitions: int, *topics: str) -> None:
+    """Create each of ``topics`` with ``partitions`` partitions."""
+    for topic in topics:
+        lg.create_topic(topic, partitions)
 
 
 def produce(
