@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -27,6 +28,13 @@ from tests.support.topics import create_topics, last_values, produce, read_all
 
 def run_until(app: StreamsApp, predicate: Callable[[StreamsApp], bool], timeout: float = 60.0) -> None:
     assert app.wait_until(predicate, timeout), f"app did not reach the expected state; metrics {app.metrics()}"
+
+
+def produce_orders(log: Log, topic: str, n: int, start: int = 0) -> list[dict[str, Any]]:
+    """``n`` new orders (``make_orders``), written to ``topic`` keyed by order id: the orders."""
+    orders = make_orders(n, start=start)
+    produce(log, topic, [(f"o{o['id']}", o) for o in orders])
+    return orders
 
 
 def store_dict(app: StreamsApp, store: str) -> dict:
@@ -61,8 +69,7 @@ def test_order_totals_over_four_partitions(
 ) -> None:
     orders_topic, out, app_id = names("orders"), names("customer-totals"), names("billing")
     create_topics(log, 4, orders_topic, out)
-    orders = make_orders(2000)
-    produce(log, orders_topic, [(f"o{o['id']}", o) for o in orders])
+    orders = produce_orders(log, orders_topic, 2000)
     expected = reference_totals(orders)
     app = StreamsApp(
         order_totals(orders_topic, out),
@@ -76,8 +83,7 @@ def test_order_totals_over_four_partitions(
         run_until(app, lambda a: store_dict(a, "totals") == expected)
         assert len(app.tasks()) == 8
         # More input while running is picked up too.
-        more = make_orders(500, start=2000)
-        produce(log, orders_topic, [(f"o{o['id']}", o) for o in more])
+        more = produce_orders(log, orders_topic, 500, start=2000)
         expected = reference_totals(orders + more)
         run_until(app, lambda a: store_dict(a, "totals") == expected)
     assert last_values(read_all(log, out)) == expected
@@ -90,8 +96,7 @@ def test_restart_restores_from_local_checkpoint(
     restart continues from the restored state; a lost state directory replays the whole changelog."""
     orders_topic, out, app_id = names("orders"), names("totals-out"), names("restart")
     create_topics(log, 4, orders_topic, out)
-    orders = make_orders(1500)
-    produce(log, orders_topic, [(f"o{o['id']}", o) for o in orders])
+    orders = produce_orders(log, orders_topic, 1500)
     state = tmp_path / "state"
 
     def app() -> StreamsApp:
@@ -106,8 +111,7 @@ def test_restart_restores_from_local_checkpoint(
     assert sorted(p.name for p in (state / app_id).iterdir()) == [".instance-id", ".lock", "1_0", "1_1", "1_2", "1_3"]
     assert (state / app_id / "1_0" / ".checkpoint").is_file()
 
-    more = make_orders(300, start=1500)
-    produce(log, orders_topic, [(f"o{o['id']}", o) for o in more])
+    more = produce_orders(log, orders_topic, 300, start=1500)
     second = app()
     with second:
         run_until(second, lambda a: store_dict(a, "totals") == reference_totals(orders + more))
@@ -134,8 +138,7 @@ def test_in_memory_store_restores_whole_changelog_on_restart(
 ) -> None:
     orders_topic, out, app_id = names("orders"), names("totals-out"), names("memory")
     create_topics(log, 4, orders_topic, out)
-    orders = make_orders(800)
-    produce(log, orders_topic, [(f"o{o['id']}", o) for o in orders])
+    orders = produce_orders(log, orders_topic, 800)
     expected = reference_totals(orders)
     topology = order_totals(orders_topic, out, store_kind="memory")
     with StreamsApp(topology, app_id, log_url, state_dir=tmp_path / "s", commit_interval_ms=200) as first:
@@ -187,7 +190,6 @@ def test_deserialization_error_stops_the_app_naming_the_record(
 
 def test_wall_clock_punctuation_runs_in_the_app(tmp_path: Path, names: Callable[[str], str]) -> None:
     """A processor's wall-clock punctuator fires on the stream thread even when no input arrives."""
-    from typing import Any
 
     from streams import Processor, ProcessorContext, PunctuationType, StoreSpec
     from streams.log import open_log
