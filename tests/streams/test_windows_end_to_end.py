@@ -19,15 +19,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from streams import WindowedSerdes
 from streams.app import StreamsApp
-from streams.log import Log, Producer, TopicPartition
+from streams.log import Log, TopicPartition
 from tests.streams.instances import Instance
 from tests.streams.topologies import CLICK_WINDOWS, click_windows, make_clicks, reference_window_counts
-from tests.support.topics import create_topics, read_all
+from tests.support.topics import create_topics, read_all, send_timestamped
 from tests.support.waiting import wait_for
 
 KEYS = WindowedSerdes.time_windowed(str, CLICK_WINDOWS.size_ms)
@@ -50,19 +49,7 @@ class Produced:
 
 def produce_clicks(log: Log, topic: str, clicks: list[tuple[str, Any, int]], produced: Produced) -> None:
     with log.producer() as producer:
-        send_clicks(producer, topic, clicks, produced)
-
-
-def send_clicks(producer: Producer, topic: str, clicks: list[tuple[str, Any, int]], produced: Produced) -> None:
-    for page, value, ts in clicks:
-        producer.send(
-            topic,
-            orjson.dumps(value),
-            page.encode(),
-            timestamp=ts,
-            on_delivery=lambda md, err, page=page: produced.delivered(page, md),
-        )
-    producer.flush()
+        send_timestamped(producer, topic, clicks, produced.delivered)
 
 
 def produce_ticks(log: Log, topic: str, produced: Produced) -> None:
@@ -187,7 +174,7 @@ def test_suppressed_finals_after_kill_9(
             # One producer for every chunk: a new Kafka producer delivers nothing for its first 0.5-1 s.
             with log.producer() as producer:
                 for i in range(0, len(second), 100):
-                    send_clicks(producer, clicks_topic, second[i : i + 100], produced)
+                    send_timestamped(producer, clicks_topic, second[i : i + 100], produced.delivered)
                     time.sleep(0.03)
 
         feeder = threading.Thread(target=feed)
