@@ -29,6 +29,14 @@ def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)  # type: ignore[call-overload]
 
 
+def run_python(venv: Path, code: str) -> str:
+    """What ``code`` printed, run by the venv's Python in ``/`` (so the checkout is not importable), once it
+    exited 0."""
+    out = _run([str(venv / "bin" / "python"), "-c", code], cwd="/")
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
 @pytest.fixture(scope="module")
 def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A venv holding ``pip install <sources>`` and nothing else."""
@@ -50,9 +58,7 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_bare_install_has_no_extras(bare_venv: Path) -> None:
     probe = "import importlib.util as u; print([m for m in ('rocksdict', 'pyspark', 'pyarrow') if u.find_spec(m)])"
-    out = _run([str(bare_venv / "bin" / "python"), "-c", probe])
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
+    assert run_python(bare_venv, probe).strip() == "[]"
 
 
 def test_bare_install_serves_the_registry(bare_venv: Path, tmp_path: Path) -> None:
@@ -103,9 +109,7 @@ def test_the_command_line_loads_only_what_a_command_needs(bare_venv: Path) -> No
         "import sys, schemakit.cli\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'serdes', 'streams', 'httpx', 'confluent_kafka'}))"
     )
-    out = _run([str(bare_venv / "bin" / "python"), "-c", probe], cwd="/")
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
+    assert run_python(bare_venv, probe).strip() == "[]"
     checked = _run([str(bare_venv / "bin" / "schemakit"), "compat", "check", "--help"], cwd="/")
     assert checked.returncode == 0 and "--against-dir DIR" in checked.stdout, checked.stderr
 
@@ -116,9 +120,7 @@ def test_log_layer_imports_no_runtime(bare_venv: Path) -> None:
         "runtime = sorted(m for m in sys.modules if m.startswith('streams.') and not m.startswith('streams.log'))\n"
         "print(runtime, 'rocksdict' in sys.modules, 'confluent_kafka' in sys.modules)"
     )
-    out = _run([str(bare_venv / "bin" / "python"), "-c", probe], cwd="/")
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[] False False"
+    assert run_python(bare_venv, probe).strip() == "[] False False"
 
 
 def test_missing_extras_name_what_to_install(bare_venv: Path) -> None:
@@ -132,10 +134,9 @@ def test_missing_extras_name_what_to_install(bare_venv: Path) -> None:
         "    else:\n"
         "        print(module, 'imported')\n"
     )
-    out = _run([str(bare_venv / "bin" / "python"), "-c", probe], cwd="/")
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.strip().splitlines()
-    assert len(lines) == 2, out.stdout
+    printed = run_python(bare_venv, probe)
+    lines = printed.strip().splitlines()
+    assert len(lines) == 2, printed
     assert lines[0].startswith("streams.state.rocksdb -> ") and "pip install 'schemakit[streams]'" in lines[0]
     assert lines[1].startswith("serdes.spark -> ") and "pip install 'schemakit[spark]'" in lines[1]
 
@@ -152,6 +153,4 @@ def test_the_runtime_runs_on_memory_stores_without_the_streams_extra(bare_venv: 
         "        src.pipe_input(w, w)\n"
         "    print(d.output_topic('out', key=str, value=int).read_key_values_to_map())\n"
     )
-    out = _run([str(bare_venv / "bin" / "python"), "-c", probe], cwd="/")
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "{'a': 2, 'b': 1}"
+    assert run_python(bare_venv, probe).strip() == "{'a': 2, 'b': 1}"

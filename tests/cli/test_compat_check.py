@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,65 +35,61 @@ def http(registry_url: str) -> Iterator[httpx.Client]:
         yield c
 
 
-def server_answer(
-    http: httpx.Client,
-    schema_type: str,
-    history: list[str],
-    new: str,
-    level: str = "BACKWARD",
-    refs: dict[str, str] | None = None,
-    new_refs: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """Register ``history`` (oldest first) under a fresh subject, then ask the registry about ``new``."""
+@dataclass
+class Question:
+    """May ``new`` follow ``history`` (oldest first) at ``level``? ``refs`` are the files the history's schemas
+    import, ``new_refs`` those the new one imports."""
+
+    schema_type: str
+    history: list[str]
+    new: str
+    level: str = "BACKWARD"
+    refs: dict[str, str] = field(default_factory=dict)
+    new_refs: dict[str, str] = field(default_factory=dict)
+
+
+def server_answer(http: httpx.Client, q: Question) -> dict[str, Any]:
+    """Register the history under a fresh subject, then ask the registry about the new schema."""
     subject = f"cc-{uuid.uuid4().hex[:12]}"
 
-    def ref_list(files: dict[str, str] | None) -> list[dict[str, Any]]:
+    def ref_list(files: dict[str, str]) -> list[dict[str, Any]]:
         out = []
-        for name, text in (files or {}).items():
+        for name, text in files.items():
             ref_subject = f"{subject}-{name}"
-            r = http.post(f"/subjects/{ref_subject}/versions", json={"schema": text, "schemaType": schema_type})
+            r = http.post(f"/subjects/{ref_subject}/versions", json={"schema": text, "schemaType": q.schema_type})
             assert r.status_code == 200, r.text
             out.append({"name": name, "subject": ref_subject, "version": 1})
         return out
 
     assert http.put(f"/config/{subject}", json={"compatibility": "NONE"}).status_code == 200
-    old_refs = ref_list(refs)
-    for text in history:
+    old_refs = ref_list(q.refs)
+    for text in q.history:
         r = http.post(
-            f"/subjects/{subject}/versions", json={"schema": text, "schemaType": schema_type, "references": old_refs}
+            f"/subjects/{subject}/versions", json={"schema": text, "schemaType": q.schema_type, "references": old_refs}
         )
         assert r.status_code == 200, r.text
-    assert http.put(f"/config/{subject}", json={"compatibility": level}).status_code == 200
+    assert http.put(f"/config/{subject}", json={"compatibility": q.level}).status_code == 200
     r = http.post(
         f"/compatibility/subjects/{subject}/versions",
         params={"verbose": "true"},
-        json={"schema": new, "schemaType": schema_type, "references": ref_list(new_refs)},
+        json={"schema": q.new, "schemaType": q.schema_type, "references": ref_list(q.new_refs)},
     )
     assert r.status_code == 200, r.text
     return r.json()
 
 
-def offline_answer(
-    cli: Callable[..., Result],
-    tmp: Path,
-    schema_type: str,
-    history: list[str],
-    new: str,
-    level: str = "BACKWARD",
-    refs: dict[str, str] | None = None,
-    new_refs: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """``compat check OLD NEW OLDER… --output json`` on files holding ``history`` and ``new``."""
-    ext = EXT[schema_type]
+def offline_answer(cli: Callable[..., Result], tmp: Path, q: Question) -> dict[str, Any]:
+    """``compat check OLD NEW OLDER… --output json`` on files holding the history and the new schema."""
+    ext = EXT[q.schema_type]
     paths = []
-    for i, text in enumerate([*history, new]):
+    for i, text in enumerate([*q.history, q.new]):
         path = tmp / f"v{i + 1}{ext}"
         path.write_text(text)
         paths.append(str(path))
     *old_paths, new_path = paths
     ref_args = []
     (tmp / "refs").mkdir(exist_ok=True)
-    for name, text in {**(refs or {}), **(new_refs or {})}.items():
+    for name, text in {**q.refs, **q.new_refs}.items():
         path = tmp / "refs" / name
         path.write_text(text)
         ref_args += ["--reference", f"{name}={path}"]
@@ -103,9 +100,9 @@ def offline_answer(
         new_path,
         *reversed(old_paths[:-1]),
         "--type",
-        schema_type,
+        q.schema_type,
         "--level",
-        level,
+        q.level,
         "--output",
         "json",
         *ref_args,
@@ -116,74 +113,40 @@ def offline_answer(
     return answer
 
 
-@pytest.mark.parametrize(("reader", "writer", "expected"), [c[1:] for c in AVRO_CASES], ids=[c[0] for c in AVRO_CASES])
-def test_avro_cases_as_the_registry_answers(
-    http: httpx.Client,
-    cli: Callable[..., Result],
-    tmp_path: Path,
-    reader: Any,
-    writer: Any,
-    expected: list[tuple[str, str]],
+def the_registrys_answer(http: httpx.Client, cli: Callable[..., Result], tmp: Path, q: Question) -> dict[str, Any]:
+    """The offline answer, once it is found to be the same JSON as the registry's."""
+    answer = offline_answer(cli, tmp, q)
+    assert answer == server_answer(http, q)
+    return answer
+
+
+#: every case of the compatibility tables, with whether the new schema is compatible
+CASES = [
+    *(
+        # BACKWARD: the new schema reads the old one's data
+        pytest.param(Question("AVRO", [json.dumps(writer)], json.dumps(reader)), expected == [], id=f"AVRO-{name}")
+        for name, reader, writer, expected in AVRO_CASES
+    ),
+    *(
+        pytest.param(Question("JSON", [json.dumps(original)], json.dumps(update)), compatible, id=f"JSON-{name}")
+        for name, original, update, _changes, compatible in JSON_CASES
+    ),
+    *(
+        pytest.param(Question("PROTOBUF", [original], update), compatible, id=f"PROTOBUF-{name}")
+        for name, original, update, _changes, compatible in PROTOBUF_CASES
+    ),
+    *(
+        pytest.param(Question("PROTOBUF", [old], new, refs=refs, new_refs=new_refs), compatible, id=f"PROTOBUF-{name}")
+        for name, (old, refs), (new, new_refs), _changes, compatible in PROTOBUF_REFERENCE_CASES
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "compatible"), CASES)
+def test_the_compatibility_cases_as_the_registry_answers(
+    http: httpx.Client, cli: Callable[..., Result], tmp_path: Path, question: Question, compatible: bool
 ) -> None:
-    old, new = json.dumps(writer), json.dumps(reader)  # BACKWARD: the new schema reads the old one's data
-    answer = offline_answer(cli, tmp_path, "AVRO", [old], new)
-    assert answer == server_answer(http, "AVRO", [old], new)
-    assert answer["is_compatible"] is (expected == [])
-
-
-@pytest.mark.parametrize(
-    ("original", "update", "changes", "compatible"), [c[1:] for c in JSON_CASES], ids=[c[0] for c in JSON_CASES]
-)
-def test_json_schema_cases_as_the_registry_answers(
-    http: httpx.Client,
-    cli: Callable[..., Result],
-    tmp_path: Path,
-    original: Any,
-    update: Any,
-    changes: list[str],
-    compatible: bool,
-) -> None:
-    old, new = json.dumps(original), json.dumps(update)
-    answer = offline_answer(cli, tmp_path, "JSON", [old], new)
-    assert answer == server_answer(http, "JSON", [old], new)
-    assert answer["is_compatible"] is compatible
-
-
-@pytest.mark.parametrize(
-    ("original", "update", "changes", "compatible"), [c[1:] for c in PROTOBUF_CASES], ids=[c[0] for c in PROTOBUF_CASES]
-)
-def test_protobuf_cases_as_the_registry_answers(
-    http: httpx.Client,
-    cli: Callable[..., Result],
-    tmp_path: Path,
-    original: str,
-    update: str,
-    changes: list[str],
-    compatible: bool,
-) -> None:
-    answer = offline_answer(cli, tmp_path, "PROTOBUF", [original], update)
-    assert answer == server_answer(http, "PROTOBUF", [original], update)
-    assert answer["is_compatible"] is compatible
-
-
-@pytest.mark.parametrize(
-    ("original", "update", "changes", "compatible"),
-    [c[1:] for c in PROTOBUF_REFERENCE_CASES],
-    ids=[c[0] for c in PROTOBUF_REFERENCE_CASES],
-)
-def test_protobuf_reference_cases_as_the_registry_answers(
-    http: httpx.Client,
-    cli: Callable[..., Result],
-    tmp_path: Path,
-    original: tuple[str, dict[str, str]],
-    update: tuple[str, dict[str, str]],
-    changes: list[str],
-    compatible: bool,
-) -> None:
-    (old, old_refs), (new, new_refs) = original, update
-    answer = offline_answer(cli, tmp_path, "PROTOBUF", [old], new, refs=old_refs, new_refs=new_refs)
-    assert answer == server_answer(http, "PROTOBUF", [old], new, refs=old_refs, new_refs=new_refs)
-    assert answer["is_compatible"] is compatible
+    assert the_registrys_answer(http, cli, tmp_path, question)["is_compatible"] is compatible
 
 
 @pytest.mark.parametrize(
@@ -196,9 +159,8 @@ def test_every_level_over_a_history_as_the_registry_answers(
     def record(*fields: dict[str, Any]) -> str:
         return json.dumps({"type": "record", "name": "R", "fields": list(fields)})
 
-    history, new = [record(A), record(A, B_DEF)], record(A, B)
-    answer = offline_answer(cli, tmp_path, "AVRO", history, new, level)
-    assert answer == server_answer(http, "AVRO", history, new, level)
+    question = Question("AVRO", [record(A), record(A, B_DEF)], record(A, B), level)
+    answer = the_registrys_answer(http, cli, tmp_path, question)
     assert answer["is_compatible"] is (level not in ("BACKWARD_TRANSITIVE", "FULL_TRANSITIVE"))
 
 
@@ -207,9 +169,8 @@ def test_an_invalid_new_schema_gets_the_registrys_message(
     http: httpx.Client, cli: Callable[..., Result], tmp_path: Path, text: str, message: str
 ) -> None:
     old = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
-    answer = offline_answer(cli, tmp_path, "AVRO", [old], text)
+    answer = the_registrys_answer(http, cli, tmp_path, Question("AVRO", [old], text))
     assert answer == {"is_compatible": False, "messages": [f"Invalid schema of type AVRO, details: {message}"]}
-    assert answer == server_answer(http, "AVRO", [old], text)
 
 
 # ---- exit status and output, as a real process --------------------------------------------------------------

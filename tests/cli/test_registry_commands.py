@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import uuid
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -16,6 +14,7 @@ import pytest
 from tests.cli.test_compat_check import MISSING_DEFAULT, V1, V2, V3_BAD
 from tests.support import REPO_ROOT
 from tests.support.cli import Result, run_process
+from tests.support.http_stub import StubServer
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 
@@ -251,31 +250,18 @@ def test_references_by_subject_and_version(registry_url: str, subject: str, tmp_
     url = ["--url", registry_url]
     address = run_process("registry", *url, "register", str(tmp_path / "address.proto"), "-s", f"{subject}-address")
     assert address.code == 0
-    made = run_process(
-        "registry",
-        *url,
-        "register",
-        str(tmp_path / "customer.proto"),
-        "-s",
-        subject,
-        "--reference",
-        f"acme/address.proto={subject}-address:latest",
-    )
+
+    def register_customer(reference: str) -> Result:
+        customer = str(tmp_path / "customer.proto")
+        return run_process("registry", *url, "register", customer, "-s", subject, "--reference", reference)
+
+    made = register_customer(f"acme/address.proto={subject}-address:latest")
     assert made.code == 0, made.err
     body = http.get(f"/subjects/{subject}/versions/1").json()
     assert body["references"] == [{"name": "acme/address.proto", "subject": f"{subject}-address", "version": 1}]
     shown = run_process("registry", *url, "get", subject)
     assert f"reference  acme/address.proto -> {subject}-address version 1" in shown.out.splitlines()
-    bad = run_process(
-        "registry",
-        *url,
-        "register",
-        str(tmp_path / "customer.proto"),
-        "-s",
-        subject,
-        "--reference",
-        "acme/address.proto",
-    )
+    bad = register_customer("acme/address.proto")
     assert (bad.code, bad.err) == (
         2,
         "schemakit registry register: --reference takes NAME=SUBJECT:VERSION, got 'acme/address.proto'\n",
@@ -294,38 +280,14 @@ def test_connection_problems_exit_two(files: dict[str, Path]) -> None:
     assert (bad_user.code, bad_user.err) == (2, "schemakit registry subjects: --user takes USER:PASSWORD\n")
 
 
-class _Recorder(BaseHTTPRequestHandler):
-    """A registry stand-in that only records request headers and answers an empty subject list."""
-
-    seen: list[dict[str, str]] = []
-
-    def do_GET(self) -> None:
-        self.seen.append(dict(self.headers))
-        body = b"[]"
-        self.send_response(200)
-        self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def test_credentials_go_in_the_authorization_header(cli: Callable[..., Result]) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
-        assert cli("registry", "--url", url, "--token", "s3cret", "subjects").code == 0
-        assert cli("registry", "subjects", "--url", url, "--user", "alice:pw").code == 0
-        both = cli("registry", "subjects", "--url", url, "--user", "alice:pw", "--token", "t")
+    # a registry stand-in that answers an empty subject list
+    with StubServer("application/vnd.schemaregistry.v1+json", lambda: b"[]") as registry:
+        assert cli("registry", "--url", registry.url, "--token", "s3cret", "subjects").code == 0
+        assert cli("registry", "subjects", "--url", registry.url, "--user", "alice:pw").code == 0
+        both = cli("registry", "subjects", "--url", registry.url, "--user", "alice:pw", "--token", "t")
         assert (both.code, both.err) == (
             2,
             "schemakit registry subjects: --user and --token are alternatives: pass one\n",
         )
-    finally:
-        server.shutdown()
-        server.server_close()
-    assert [h.get("Authorization") for h in _Recorder.seen] == ["Bearer s3cret", "Basic YWxpY2U6cHc="]
+    assert [h.get("Authorization") for h in registry.headers] == ["Bearer s3cret", "Basic YWxpY2U6cHc="]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -36,50 +37,31 @@ def populate(url: str) -> None:
     """Every kind of state an export must carry."""
     with httpx.Client(base_url=url, headers=CT, timeout=30) as c:
 
-        def s(name: str) -> str:
-            return quote(name, safe="")
+        def register(subject: str, schema: str, **fields: Any) -> None:
+            _ok(c.post(f"/subjects/{quote(subject, safe='')}/versions", json={"schema": schema, **fields}))
+
+        def imported(subject: str) -> list[dict[str, Any]]:
+            """The references of a schema that imports version 1 of ``subject`` under its own name."""
+            return [{"name": subject, "subject": subject, "version": 1}]
 
         _ok(c.put("/config/orders-value", json={"compatibility": "NONE"}))
         for text in (V1, V2, V3_BAD):
-            _ok(c.post("/subjects/orders-value/versions", json={"schema": text}))
+            register("orders-value", text)
         _ok(c.delete("/subjects/orders-value/versions/2"))  # soft-deleted in the middle
-        _ok(c.post("/subjects/old-value/versions", json={"schema": V1}))  # the same schema: the same id
+        register("old-value", V1)  # the same schema: the same id
         _ok(c.delete("/subjects/old-value"))  # a whole subject soft-deleted
         _ok(c.put("/config/tmp-value", json={"compatibility": "NONE"}))
         for text in (V3_BAD, V1):
-            _ok(c.post("/subjects/tmp-value/versions", json={"schema": text}))
+            register("tmp-value", text)
         _ok(c.delete("/subjects/tmp-value/versions/1"))
         _ok(c.delete("/subjects/tmp-value/versions/1", params={"permanent": "true"}))  # hard-deleted: absent
-        _ok(c.post(f"/subjects/{s('acme/address.proto')}/versions", json={"schema": ADDRESS, "schemaType": "PROTOBUF"}))
-        _ok(
-            c.post(
-                "/subjects/customers-value/versions",
-                json={
-                    "schema": CUSTOMER,
-                    "schemaType": "PROTOBUF",
-                    "references": [{"name": "acme/address.proto", "subject": "acme/address.proto", "version": 1}],
-                },
-            )
-        )
+        register("acme/address.proto", ADDRESS, schemaType="PROTOBUF")
+        register("customers-value", CUSTOMER, schemaType="PROTOBUF", references=imported("acme/address.proto"))
         _ok(c.put("/mode/customers-value", json={"mode": "READONLY"}))
-        _ok(c.post("/subjects/common.json/versions", json={"schema": COMMON_JSON, "schemaType": "JSON"}))
-        _ok(
-            c.post(
-                "/subjects/events-value/versions",
-                json={
-                    "schema": EVENT_JSON,
-                    "schemaType": "JSON",
-                    "references": [{"name": "common.json", "subject": "common.json", "version": 1}],
-                },
-            )
-        )
-        _ok(
-            c.post(
-                "/subjects/rules-value/versions",
-                json={"schema": V2, "metadata": {"properties": {"owner": "team-a"}}, "ruleSet": RULES},
-            )
-        )
-        _ok(c.post(f"/subjects/{s(WEIRD)}/versions", json={"schema": '"string"'}))
+        register("common.json", COMMON_JSON, schemaType="JSON")
+        register("events-value", EVENT_JSON, schemaType="JSON", references=imported("common.json"))
+        register("rules-value", V2, metadata={"properties": {"owner": "team-a"}}, ruleSet=RULES)
+        register(WEIRD, '"string"')
         _ok(c.put("/config", json={"compatibility": "FULL_TRANSITIVE"}))
 
 

@@ -34,7 +34,6 @@ def test_forwarded_writes_are_authorized_by_the_leader(
     path = users_file.save()
     tag = uuid.uuid4().hex[:10]
     topic, election, group = f"schemas-{tag}", f"schemas-{tag}-leader", f"sr-{tag}"
-    cert, key = pki.server
     nodes = [
         start_registry(
             ha_log_url,
@@ -50,12 +49,7 @@ def test_forwarded_writes_are_authorized_by_the_leader(
             path,
             "--inter-node-secret",
             "cluster-secret",
-            "--tls-cert",
-            cert,
-            "--tls-key",
-            key,
-            "--tls-client-ca",
-            pki.ca,
+            *pki.serve_options(),
             "--inter-node-ca",
             pki.ca,
             scheme="https",

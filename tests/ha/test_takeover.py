@@ -105,9 +105,13 @@ CONFLUENT_RECORDS: list[tuple[bytes, bytes | None]] = [
 ]
 
 
-def fill_topic(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None]]) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, policy: str = "compact") -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[topic].result(30)
+    admin.create_topics([NewTopic(topic, partitions, 1, config={"cleanup.policy": policy})])[topic].result(30)
+
+
+def fill_topic(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None]]) -> None:
+    create_topic(bootstrap, topic)
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 0})
     for key, value in records:
         producer.produce(topic, value=value, key=key, partition=0)
@@ -181,23 +185,31 @@ def start_and_expect_refusal(log_url: str, topic: str, tmp_path: Path) -> str:
     return lines[0]
 
 
-def test_a_schemas_topic_with_several_partitions_is_refused(
-    kafka_log_url: str, kafka_bootstrap: str, tmp_path: Path
+@pytest.mark.parametrize(
+    ("partitions", "policy", "expected"),
+    [
+        pytest.param(
+            3,
+            "compact",
+            ["topic '{topic}' has 3 partitions but the registry needs exactly 1", "recreate"],
+            id="several-partitions",
+        ),
+        pytest.param(
+            1,
+            "delete",
+            [
+                "topic '{topic}' has cleanup.policy=delete but the registry needs cleanup.policy=compact",
+                "--add-config cleanup.policy=compact",
+            ],
+            id="not-compacted",
+        ),
+    ],
+)
+def test_a_wrong_schemas_topic_is_refused(
+    kafka_log_url: str, kafka_bootstrap: str, tmp_path: Path, partitions: int, policy: str, expected: list[str]
 ) -> None:
-    topic = f"bad-parts-{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    admin.create_topics([NewTopic(topic, 3, 1, config={"cleanup.policy": "compact"})])[topic].result(30)
+    topic = f"bad-{uuid.uuid4().hex[:10]}"
+    create_topic(kafka_bootstrap, topic, partitions, policy)
     message = start_and_expect_refusal(kafka_log_url, topic, tmp_path)
-    assert f"topic '{topic}' has 3 partitions but the registry needs exactly 1" in message
-    assert "recreate" in message
-
-
-def test_a_schemas_topic_that_is_not_compacted_is_refused(
-    kafka_log_url: str, kafka_bootstrap: str, tmp_path: Path
-) -> None:
-    topic = f"bad-policy-{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "delete"})])[topic].result(30)
-    message = start_and_expect_refusal(kafka_log_url, topic, tmp_path)
-    assert f"topic '{topic}' has cleanup.policy=delete but the registry needs cleanup.policy=compact" in message
-    assert "--add-config cleanup.policy=compact" in message
+    for part in expected:
+        assert part.format(topic=topic) in message

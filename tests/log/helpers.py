@@ -1,4 +1,5 @@
-"""Helpers shared by the log tests: what the backend under test can do, polling, and child processes."""
+"""Helpers shared by the log tests: what the backend under test can do, topics holding given values, polling,
+and child processes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.log import Consumer, Record
+from streams.log import Consumer, Log, Record, TopicPartition
 from tests.support.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,6 +37,19 @@ class LogCaps:
     def require(self, capability: str) -> None:
         if not self.has(capability):
             pytest.skip(f"{self.backend}: {self._missing(capability)}")
+
+
+def produce_values(log: Log, topic: str, values: list[bytes], partition: int = 0) -> list[int]:
+    """``values`` written to ``topic[partition]`` one by one (each acknowledged before the next): their offsets."""
+    with log.producer() as producer:
+        return [producer.produce(topic, v, partition=partition).offset for v in values]
+
+
+def one_partition_holding(log: Log, topic: str, values: list[bytes]) -> TopicPartition:
+    """``topic``, created with one partition that holds ``values``."""
+    log.create_topic(topic)
+    produce_values(log, topic, values)
+    return TopicPartition(topic, 0)
 
 
 def read_records(consumer: Consumer, count: int, timeout: float = 15.0) -> list[Record]:

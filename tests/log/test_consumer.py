@@ -6,19 +6,11 @@ import threading
 from collections.abc import Callable
 
 from streams.log import OFFSET_BEGINNING, OFFSET_END, Log, Record, TopicPartition
-from tests.log.helpers import poll_through, read_records
-
-
-def produce_values(log: Log, topic: str, values: list[bytes], partition: int = 0) -> list[int]:
-    with log.producer() as producer:
-        return [producer.produce(topic, v, partition=partition).offset for v in values]
+from tests.log.helpers import one_partition_holding, poll_through, produce_values, read_records
 
 
 def test_fetch_from_an_offset(log: Log, unique: Callable[..., str]) -> None:
-    topic = unique()
-    log.create_topic(topic)
-    produce_values(log, topic, [b"%d" % i for i in range(10)])
-    tp = TopicPartition(topic, 0)
+    tp = one_partition_holding(log, unique(), [b"%d" % i for i in range(10)])
     with log.consumer() as consumer:
         consumer.assign({tp: 6})
         records = read_records(consumer, 4)
@@ -28,23 +20,17 @@ def test_fetch_from_an_offset(log: Log, unique: Callable[..., str]) -> None:
 
 
 def test_offset_end_reads_only_new_records(log: Log, unique: Callable[..., str]) -> None:
-    topic = unique()
-    log.create_topic(topic)
-    produce_values(log, topic, [b"old-0", b"old-1"])
-    tp = TopicPartition(topic, 0)
+    tp = one_partition_holding(log, unique(), [b"old-0", b"old-1"])
     with log.consumer() as consumer:
         consumer.assign({tp: OFFSET_END})
         assert consumer.poll(timeout=0.2) == []
-        produce_values(log, topic, [b"new"])
+        produce_values(log, tp.topic, [b"new"])
         records = read_records(consumer, 1)
     assert [(r.offset, r.value) for r in records] == [(2, b"new")]
 
 
 def test_seek_rewinds_and_position_follows(log: Log, unique: Callable[..., str]) -> None:
-    topic = unique()
-    log.create_topic(topic)
-    produce_values(log, topic, [b"%d" % i for i in range(5)])
-    tp = TopicPartition(topic, 0)
+    tp = one_partition_holding(log, unique(), [b"%d" % i for i in range(5)])
     with log.consumer() as consumer:
         consumer.assign({tp: OFFSET_BEGINNING})
         assert [r.offset for r in read_records(consumer, 5)] == [0, 1, 2, 3, 4]
@@ -138,9 +124,7 @@ def test_commit_explicit_offsets(log: Log, unique: Callable[..., str]) -> None:
 
 def test_subscribe_starts_at_committed_offset(log: Log, unique: Callable[..., str]) -> None:
     topic, group = unique(), unique("group")
-    log.create_topic(topic)
-    produce_values(log, topic, [b"%d" % i for i in range(5)])
-    tp = TopicPartition(topic, 0)
+    tp = one_partition_holding(log, topic, [b"%d" % i for i in range(5)])
     with log.consumer(group) as committer:
         committer.assign({tp: OFFSET_BEGINNING})
         committer.commit({tp: 3})

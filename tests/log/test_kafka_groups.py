@@ -8,7 +8,7 @@ import pytest
 
 from streams.log import TopicPartition, UnknownTopicError
 from streams.log.kafka import KafkaConsumer, KafkaLog
-from tests.log.helpers import read_records
+from tests.log.helpers import one_partition_holding, read_records
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.kafka
@@ -62,12 +62,7 @@ def test_two_members_split_four_partitions(kafka_log: KafkaLog, unique: Callable
 
 def test_assigned_partitions_start_at_the_committed_offset(kafka_log: KafkaLog, unique: Callable[[str], str]) -> None:
     topic, group = unique("resume"), unique("resume-group")
-    kafka_log.create_topic(topic, 1)
-    tp = TopicPartition(topic, 0)
-    with kafka_log.producer() as producer:
-        for i in range(4):
-            producer.send(topic, str(i).encode(), partition=0)
-        producer.flush(15)
+    tp = one_partition_holding(kafka_log, topic, [b"0", b"1", b"2", b"3"])
     with kafka_log.consumer(group) as first:
         first.assign({tp: 0})
         first.commit({tp: 2})

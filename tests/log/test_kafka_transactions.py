@@ -8,7 +8,7 @@ import pytest
 
 from streams.log import ProducerFencedError, TopicPartition, TransactionError
 from streams.log.kafka import KafkaLog
-from tests.log.helpers import read_records
+from tests.log.helpers import one_partition_holding, read_records
 
 pytestmark = pytest.mark.kafka
 
@@ -80,13 +80,8 @@ def test_offsets_of_a_live_group_member_commit_with_the_transaction(
     # Consume-transform-produce: the member's own group metadata (generation, member id) goes with the
     # offsets, so a rebalanced-away member could not commit them.
     source, sink, group = unique("src"), unique("sink"), unique("ctp")
-    kafka_log.create_topic(source, 1)
+    tp = one_partition_holding(kafka_log, source, [b"0", b"1", b"2"])
     kafka_log.create_topic(sink, 1)
-    tp = TopicPartition(source, 0)
-    with kafka_log.producer() as producer:
-        for i in range(3):
-            producer.send(source, str(i).encode(), partition=0)
-        producer.flush(15)
     with kafka_log.consumer(group) as member, kafka_log.producer(unique("tid")) as txn:
         member.subscribe([source])
         records = read_records(member, 3, timeout=30)

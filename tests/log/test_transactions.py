@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -11,6 +12,7 @@ from streams.log import (
     OFFSET_BEGINNING,
     Log,
     LogError,
+    Producer,
     ProducerFencedError,
     RecordMetadata,
     RecordTooLargeError,
@@ -32,12 +34,41 @@ def marker(log: Log, topic: str, partition: int = 0) -> int:
         return producer.produce(topic, b"marker", partition=partition).offset
 
 
+def commit(producer: Producer, topic: str, value: bytes) -> None:
+    """A transaction of one record (partition 0)."""
+    producer.begin_transaction()
+    producer.send(topic, value, partition=0)
+    producer.commit_transaction()
+
+
+def assert_only_fresh_is_read(log: Log, log_caps: LogCaps, topic: str) -> None:
+    """The fencing producer's record ``fresh`` is read; where aborted records are hidden, nothing else is."""
+    values = [r.value for r in read_through(log, topic, marker(log, topic))]
+    assert b"fresh" in values
+    if log_caps.has("read_committed_aborts"):
+        assert values == [b"fresh", b"marker"]
+
+
+@contextmanager
+def initialized(log: Log, txn_id: str) -> Iterator[Producer]:
+    """A transactional producer, its transactions initialized."""
+    with log.producer(txn_id) as producer:
+        producer.init_transactions()
+        yield producer
+
+
+@contextmanager
+def fenced_by_a_successor(log: Log, txn_id: str) -> Iterator[tuple[Producer, Producer]]:
+    """A transactional producer (the zombie) and the one with its id that fenced it, each initialized in turn."""
+    with initialized(log, txn_id) as old, initialized(log, txn_id) as new:
+        yield old, new
+
+
 def test_committed_transaction_is_visible(log: Log, unique: Callable[..., str]) -> None:
     topic = unique()
     log.create_topic(topic)
     reports: list[RecordMetadata | None] = []
-    with log.producer(unique("txn")) as producer:
-        producer.init_transactions()
+    with initialized(log, unique("txn")) as producer:
         producer.begin_transaction()
         for i in range(3):
             producer.send(topic, b"t%d" % i, b"k", partition=0, on_delivery=lambda md, err: reports.append(md))
@@ -54,14 +85,11 @@ def test_aborted_transaction_is_invisible(log: Log, log_caps: LogCaps, unique: C
     log_caps.require("read_committed_aborts")
     topic = unique()
     log.create_topic(topic)
-    with log.producer(unique("txn")) as producer:
-        producer.init_transactions()
+    with initialized(log, unique("txn")) as producer:
         producer.begin_transaction()
         producer.send(topic, b"aborted", partition=0)
         producer.abort_transaction()
-        producer.begin_transaction()
-        producer.send(topic, b"committed", partition=0)
-        producer.commit_transaction()
+        commit(producer, topic, b"committed")
     records = read_through(log, topic, marker(log, topic))
     assert [r.value for r in records] == [b"committed", b"marker"]
 
@@ -70,8 +98,7 @@ def test_offsets_commit_with_the_transaction(log: Log, unique: Callable[..., str
     topic, group = unique(), unique("group")
     log.create_topic(topic, 2)
     tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
-    with log.producer(unique("txn")) as producer:
-        producer.init_transactions()
+    with initialized(log, unique("txn")) as producer:
         producer.begin_transaction()
         producer.send(topic, b"out", partition=1)
         producer.send_offsets_to_transaction(group, {tp0: 5, tp1: 2})
@@ -89,30 +116,16 @@ def test_offsets_commit_with_the_transaction(log: Log, unique: Callable[..., str
 def test_new_producer_with_same_id_fences_the_old_one(log: Log, log_caps: LogCaps, unique: Callable[..., str]) -> None:
     topic, txn_id = unique(), unique("txn")
     log.create_topic(topic)
-    old = log.producer(txn_id)
-    try:
-        old.init_transactions()
-        with log.producer(txn_id) as new:
-            new.init_transactions()
-            # Kafka may only notice at the first request, so the whole transaction is inside the raises.
-            with pytest.raises(ProducerFencedError):
-                old.begin_transaction()
-                old.send(topic, b"zombie", partition=0)
-                old.commit_transaction()
-            # Once fenced, always fenced: every later call says so, naming the id.
-            assert old.transaction.fenced
-            with pytest.raises(ProducerFencedError, match=txn_id):
-                old.begin_transaction()
-            new.begin_transaction()
-            new.send(topic, b"fresh", partition=0)
-            new.commit_transaction()
-    finally:
-        old.close()
-    records = read_through(log, topic, marker(log, topic))
-    values = [r.value for r in records]
-    assert b"fresh" in values
-    if log_caps.has("read_committed_aborts"):
-        assert values == [b"fresh", b"marker"]
+    with fenced_by_a_successor(log, txn_id) as (old, new):
+        # Kafka may only notice at the first request, so the whole transaction is inside the raises.
+        with pytest.raises(ProducerFencedError):
+            commit(old, topic, b"zombie")
+        # Once fenced, always fenced: every later call says so, naming the id.
+        assert old.transaction.fenced
+        with pytest.raises(ProducerFencedError, match=txn_id):
+            old.begin_transaction()
+        commit(new, topic, b"fresh")
+    assert_only_fresh_is_read(log, log_caps, topic)
 
 
 def test_open_transaction_of_a_fenced_producer_cannot_commit(
@@ -121,8 +134,7 @@ def test_open_transaction_of_a_fenced_producer_cannot_commit(
     log_caps.require("fenced_commit")
     topic, txn_id = unique(), unique("txn")
     log.create_topic(topic)
-    old = log.producer(txn_id)
-    try:
+    with log.producer(txn_id) as old:
         old.init_transactions()
         old.begin_transaction()
         old.send(topic, b"zombie", partition=0)
@@ -130,16 +142,8 @@ def test_open_transaction_of_a_fenced_producer_cannot_commit(
             new.init_transactions()
             with pytest.raises(ProducerFencedError):
                 old.commit_transaction()
-            new.begin_transaction()
-            new.send(topic, b"fresh", partition=0)
-            new.commit_transaction()
-    finally:
-        old.close()
-    records = read_through(log, topic, marker(log, topic))
-    values = [r.value for r in records]
-    assert b"fresh" in values
-    if log_caps.has("read_committed_aborts"):
-        assert values == [b"fresh", b"marker"]
+            commit(new, topic, b"fresh")
+    assert_only_fresh_is_read(log, log_caps, topic)
 
 
 def test_transaction_calls_in_the_wrong_state_raise(log: Log, unique: Callable[..., str]) -> None:
@@ -166,10 +170,11 @@ def test_transaction_calls_in_the_wrong_state_raise(log: Log, unique: Callable[.
 def test_send_outside_a_transaction_is_refused(log: Log, unique: Callable[..., str]) -> None:
     topic = unique()
     log.create_topic(topic)
-    with log.producer(unique("txn")) as producer:
-        producer.init_transactions()
-        with pytest.raises(TransactionError, match=r"call begin_transaction\(\) before send\(\)"):
-            producer.send(topic, b"lost", partition=0)
+    with (
+        initialized(log, unique("txn")) as producer,
+        pytest.raises(TransactionError, match=r"call begin_transaction\(\) before send\(\)"),
+    ):
+        producer.send(topic, b"lost", partition=0)
 
 
 def test_produce_inside_a_transaction_is_refused_and_send_reports_offsets_at_commit(
@@ -179,8 +184,7 @@ def test_produce_inside_a_transaction_is_refused_and_send_reports_offsets_at_com
     topic = unique()
     log.create_topic(topic)
     landed: list[RecordMetadata | None] = []
-    with log.producer(unique("txn")) as producer:
-        producer.init_transactions()
+    with initialized(log, unique("txn")) as producer:
         producer.begin_transaction()
         with pytest.raises(TransactionError, match=r"produce\(\) inside transaction"):
             producer.produce(topic, b"x", partition=0)
@@ -198,21 +202,15 @@ def test_a_fenced_producer_raises_producer_fenced_from_every_call(log: Log, uniq
     fence asynchronously), always as ``ProducerFencedError``."""
     topic, txn_id = unique(), unique("txn")
     log.create_topic(topic)
-    old = log.producer(txn_id)
-    try:
-        old.init_transactions()
-        with log.producer(txn_id) as new:
-            new.init_transactions()
-            with pytest.raises(ProducerFencedError):
-                for i in range(100):
-                    if not old.transaction.open:
-                        old.begin_transaction()
-                    old.send(topic, b"zombie %d" % i, partition=0)
-                    time.sleep(0.05)
-                old.commit_transaction()
-            assert old.transaction.fenced
-    finally:
-        old.close()
+    with fenced_by_a_successor(log, txn_id) as (old, _new):
+        with pytest.raises(ProducerFencedError):
+            for i in range(100):
+                if not old.transaction.open:
+                    old.begin_transaction()
+                old.send(topic, b"zombie %d" % i, partition=0)
+                time.sleep(0.05)
+            old.commit_transaction()
+        assert old.transaction.fenced
 
 
 def test_a_record_above_the_topics_max_message_bytes_fails_the_transaction(
@@ -224,8 +222,7 @@ def test_a_record_above_the_topics_max_message_bytes_fails_the_transaction(
     topic = unique()
     log.create_topic(topic, config={"max.message.bytes": "1000"})
     errors: dict[bytes, Exception | None] = {}
-    with log.producer(unique("txn")) as producer:
-        producer.init_transactions()
+    with initialized(log, unique("txn")) as producer:
         producer.begin_transaction()
         for value in (b"a", b"x" * 2000):
             producer.send(

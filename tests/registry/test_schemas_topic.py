@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from registry import schemas_topic
@@ -24,31 +26,36 @@ def test_keys_are_confluent_bytes() -> None:
     assert Key("SCHEMA", "zürich", 2).encode() == expected.encode()
 
 
+def schema_rec(
+    subject: str,
+    version: int,
+    sid: int,
+    schema: str,
+    deleted: bool = False,
+    schema_type: str = "AVRO",
+    references: list[dict[str, Any]] | None = None,
+) -> bytes:
+    """A SCHEMA record's value (without metadata or rules)."""
+    return schemas_topic.schema_value(
+        subject=subject,
+        version=version,
+        schema_id=sid,
+        schema_type=schema_type,
+        schema=schema,
+        references=references or [],
+        metadata=None,
+        rule_set=None,
+        deleted=deleted,
+    )
+
+
 def test_values_are_confluent_json() -> None:
-    v = schemas_topic.schema_value(
-        subject="s",
-        version=1,
-        schema_id=7,
-        schema_type="AVRO",
-        schema='"string"',
-        references=[],
-        metadata=None,
-        rule_set=None,
-        deleted=False,
+    assert (
+        schema_rec("s", 1, 7, '"string"')
+        == b'{"subject":"s","version":1,"id":7,"schema":"\\"string\\"","deleted":false}'
     )
-    assert v == b'{"subject":"s","version":1,"id":7,"schema":"\\"string\\"","deleted":false}'
-    v = schemas_topic.schema_value(
-        subject="s",
-        version=2,
-        schema_id=8,
-        schema_type="PROTOBUF",
-        schema="syntax",
-        references=[{"name": "a.proto", "subject": "a", "version": 1}],
-        metadata=None,
-        rule_set=None,
-        deleted=True,
-    )
-    assert v == (
+    references = [{"name": "a.proto", "subject": "a", "version": 1}]
+    assert schema_rec("s", 2, 8, "syntax", deleted=True, schema_type="PROTOBUF", references=references) == (
         b'{"subject":"s","version":2,"id":8,"schemaType":"PROTOBUF","references":[{"name":"a.proto",'
         b'"subject":"a","version":1}],"schema":"syntax","deleted":true}'
     )
@@ -71,20 +78,6 @@ def test_legacy_keys_decode_and_keep_raw_bytes() -> None:
         decode_key(b'{"keytype":"WHATEVER","magic":0}')
     with pytest.raises(RecordFormatError):
         decode_key(b"not json")
-
-
-def schema_rec(subject: str, version: int, sid: int, schema: str, deleted: bool = False) -> bytes:
-    return schemas_topic.schema_value(
-        subject=subject,
-        version=version,
-        schema_id=sid,
-        schema_type="AVRO",
-        schema=schema,
-        references=[],
-        metadata=None,
-        rule_set=None,
-        deleted=deleted,
-    )
 
 
 def replay(log: list[tuple[bytes, bytes | None]]) -> State:

@@ -26,19 +26,13 @@ REFUSED = (httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError)
 @pytest.fixture
 def mtls_registry(start_registry: Callable[..., RegistryProcess], pki: Pki, users_file: UsersFile) -> RegistryProcess:
     users_file.user("ops", "ops-pw").allow("ops", "Write", ".*").allow(APP, "Write", "Subject:orders-")
-    cert, key = pki.server
     return start_registry(
         None,
         "--auth",
         "mtls,basic",
         "--users-file",
         users_file.save(),
-        "--tls-cert",
-        cert,
-        "--tls-key",
-        key,
-        "--tls-client-ca",
-        pki.ca,
+        *pki.serve_options(),
         scheme="https",
         probe={"verify": pki.context(), "auth": ("ops", "ops-pw")},
     )
@@ -103,16 +97,10 @@ def test_without_a_trusted_certificate(mtls_registry: RegistryProcess, pki: Pki)
 
 
 def test_required_client_certificates(start_registry: Callable[..., RegistryProcess], pki: Pki) -> None:
-    cert, key = pki.server
     client_cert = pki.client("anyone")
     rp = start_registry(
         None,
-        "--tls-cert",
-        cert,
-        "--tls-key",
-        key,
-        "--tls-client-ca",
-        pki.ca,
+        *pki.serve_options(),
         "--tls-client-auth",
         "required",
         scheme="https",
@@ -128,15 +116,9 @@ def test_slow_headers_over_mtls_are_408_and_others_are_served(
     start_registry: Callable[..., RegistryProcess], pki: Pki
 ) -> None:
     """The header deadline (``--header-timeout-ms``) holds under the TLS protocol that reads client certificates."""
-    cert, key = pki.server
     node = start_registry(
         None,
-        "--tls-cert",
-        cert,
-        "--tls-key",
-        key,
-        "--tls-client-ca",
-        pki.ca,
+        *pki.serve_options(),
         "--header-timeout-ms",
         "1000",
         scheme="https",

@@ -7,13 +7,19 @@ written that way so they can be compared line by line with Kafka Streams' own te
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from streams import StreamsBuilder, TopologyTestDriver
 
 Row = tuple[Any, Any, int]
+Build = Callable[[StreamsBuilder], None]
+
+#: Kafka Streams' input where windows expire by grace (``shouldLogAndMeterWhenSkippingExpiredWindowByGrace``, for
+#: time and sliding windows alike): stream time jumps to 200, then records "0".."5" arrive at 100..105.
+EXPIRED_BY_GRACE_INPUT: list[Row] = [("k", "100", 200), *(("k", str(n), 100 + n) for n in range(6))]
 
 
 def printed(key: Any) -> Any:
@@ -31,8 +37,20 @@ def pipe(driver: TopologyTestDriver, topic: str, rows: Iterable[Row], key: Any =
         source.pipe_input(k, v, timestamp=ts)
 
 
+@contextmanager
+def piped(
+    build: Build, rows: Iterable[Row], *, state_dir: Path | None = None, key: Any = str, value: Any = str
+) -> Iterator[TopologyTestDriver]:
+    """The driver of the topology ``build`` makes, once ``rows`` went into topic ``in``."""
+    b = StreamsBuilder()
+    build(b)
+    with TopologyTestDriver(b.build(), state_dir=state_dir) as d:
+        pipe(d, "in", rows, key, value)
+        yield d
+
+
 def scenario(
-    build: Callable[[StreamsBuilder], None],
+    build: Build,
     rows: Iterable[Row],
     *,
     out: str = "out",
@@ -43,8 +61,5 @@ def scenario(
     in_value: Any = str,
 ) -> list[Row]:
     """Build, pipe ``rows`` into topic ``in``, and return what ``out`` received."""
-    b = StreamsBuilder()
-    build(b)
-    with TopologyTestDriver(b.build(), state_dir=state_dir) as d:
-        pipe(d, "in", rows, in_key, in_value)
+    with piped(build, rows, state_dir=state_dir, key=in_key, value=in_value) as d:
         return read_rows(d, out, key, value)

@@ -12,7 +12,7 @@ from streams import StreamsBuilder, Topology, TopologyTestDriver
 from streams.app import StreamsApp
 from streams.log import Log
 from tests.streams.topologies import make_orders, reference_totals
-from tests.support.topics import last_values, read_all
+from tests.support.topics import create_topics, last_values, read_all
 
 
 @dataclasses.dataclass
@@ -70,8 +70,7 @@ def test_avro_typed_aggregate_end_to_end(
     log, log_url = kill_log, kill_log_url  # on Kafka a broker of its own: it timed out on a worker's shared one
     registry = RegistryClient(registry_url)
     orders_topic, out, app_id = names("orders"), names("customer-totals"), names("billing")
-    log.create_topic(orders_topic, 4)
-    log.create_topic(out, 4)
+    create_topics(log, 4, orders_topic, out)
     order_serde = AvroSerde(registry, Order)
     orders = make_orders(600)
     with log.producer() as p:

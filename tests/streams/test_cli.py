@@ -14,7 +14,7 @@ from pathlib import Path
 from streams.log import TopicPartition, open_log
 from streams.record_serdes import INT
 from tests.streams.topologies import make_lines, reference_word_count
-from tests.support.topics import last_values, produce, read_all
+from tests.support.topics import create_topics, last_values, produce, read_all
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,8 +30,7 @@ app = StreamsApp(word_count("text", "counts"), "cli-wc", "sqlite:///{log}", stat
 def test_run_until_sigterm_commits_and_closes(tmp_path: Path) -> None:
     log_dir = tmp_path / "log"
     lg = open_log(f"sqlite:///{log_dir}")
-    lg.create_topic("text", 2)
-    lg.create_topic("counts", 2)
+    create_topics(lg, 2, "text", "counts")
     lines = make_lines(300)
     produce(lg, "text", [(f"l{i}", line) for i, line in enumerate(lines)], value=str.encode)
     total = len(lines) + sum(len(line.split()) for line in lines)  # source records + repartitioned words

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -22,11 +23,18 @@ from tests.streams.topologies import (
     reference_word_count,
     word_count,
 )
-from tests.support.topics import last_values, produce, read_all
+from tests.support.topics import create_topics, last_values, produce, read_all
 
 
 def run_until(app: StreamsApp, predicate: Callable[[StreamsApp], bool], timeout: float = 60.0) -> None:
     assert app.wait_until(predicate, timeout), f"app did not reach the expected state; metrics {app.metrics()}"
+
+
+def produce_orders(log: Log, topic: str, n: int, start: int = 0) -> list[dict[str, Any]]:
+    """``n`` new orders (``make_orders``), written to ``topic`` keyed by order id: the orders."""
+    orders = make_orders(n, start=start)
+    produce(log, topic, [(f"o{o['id']}", o) for o in orders])
+    return orders
 
 
 def store_dict(app: StreamsApp, store: str) -> dict:
@@ -38,8 +46,7 @@ def store_dict(app: StreamsApp, store: str) -> dict:
 
 def test_word_count(log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path) -> None:
     text, out, app_id = names("text"), names("word-counts"), names("wc")
-    log.create_topic(text, 4)
-    log.create_topic(out, 4)
+    create_topics(log, 4, text, out)
     lines = make_lines(400)
     produce(log, text, [(f"line{i}", line) for i, line in enumerate(lines)], value=str.encode)
     expected = reference_word_count(lines)
@@ -61,10 +68,8 @@ def test_order_totals_over_four_partitions(
     log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path, threads: int
 ) -> None:
     orders_topic, out, app_id = names("orders"), names("customer-totals"), names("billing")
-    log.create_topic(orders_topic, 4)
-    log.create_topic(out, 4)
-    orders = make_orders(2000)
-    produce(log, orders_topic, [(f"o{o['id']}", o) for o in orders])
+    create_topics(log, 4, orders_topic, out)
+    orders = produce_orders(log, orders_topic, 2000)
     expected = reference_totals(orders)
     app = StreamsApp(
         order_totals(orders_topic, out),
@@ -78,8 +83,7 @@ def test_order_totals_over_four_partitions(
         run_until(app, lambda a: store_dict(a, "totals") == expected)
         assert len(app.tasks()) == 8
         # More input while running is picked up too.
-        more = make_orders(500, start=2000)
-        produce(log, orders_topic, [(f"o{o['id']}", o) for o in more])
+        more = produce_orders(log, orders_topic, 500, start=2000)
         expected = reference_totals(orders + more)
         run_until(app, lambda a: store_dict(a, "totals") == expected)
     assert last_values(read_all(log, out)) == expected
@@ -91,10 +95,8 @@ def test_restart_restores_from_local_checkpoint(
     """A clean restart replays nothing (the checkpoint is at the changelog's end); new input after the
     restart continues from the restored state; a lost state directory replays the whole changelog."""
     orders_topic, out, app_id = names("orders"), names("totals-out"), names("restart")
-    log.create_topic(orders_topic, 4)
-    log.create_topic(out, 4)
-    orders = make_orders(1500)
-    produce(log, orders_topic, [(f"o{o['id']}", o) for o in orders])
+    create_topics(log, 4, orders_topic, out)
+    orders = produce_orders(log, orders_topic, 1500)
     state = tmp_path / "state"
 
     def app() -> StreamsApp:
@@ -109,8 +111,7 @@ def test_restart_restores_from_local_checkpoint(
     assert sorted(p.name for p in (state / app_id).iterdir()) == [".instance-id", ".lock", "1_0", "1_1", "1_2", "1_3"]
     assert (state / app_id / "1_0" / ".checkpoint").is_file()
 
-    more = make_orders(300, start=1500)
-    produce(log, orders_topic, [(f"o{o['id']}", o) for o in more])
+    more = produce_orders(log, orders_topic, 300, start=1500)
     second = app()
     with second:
         run_until(second, lambda a: store_dict(a, "totals") == reference_totals(orders + more))
@@ -136,10 +137,8 @@ def test_in_memory_store_restores_whole_changelog_on_restart(
     log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
     orders_topic, out, app_id = names("orders"), names("totals-out"), names("memory")
-    log.create_topic(orders_topic, 4)
-    log.create_topic(out, 4)
-    orders = make_orders(800)
-    produce(log, orders_topic, [(f"o{o['id']}", o) for o in orders])
+    create_topics(log, 4, orders_topic, out)
+    orders = produce_orders(log, orders_topic, 800)
     expected = reference_totals(orders)
     topology = order_totals(orders_topic, out, store_kind="memory")
     with StreamsApp(topology, app_id, log_url, state_dir=tmp_path / "s", commit_interval_ms=200) as first:
@@ -173,8 +172,7 @@ def test_deserialization_error_stops_the_app_naming_the_record(
     log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
     src, out = names("in"), names("out")
-    log.create_topic(src, 1)
-    log.create_topic(out, 1)
+    create_topics(log, 1, src, out)
     produce(
         log,
         src,
@@ -192,7 +190,6 @@ def test_deserialization_error_stops_the_app_naming_the_record(
 
 def test_wall_clock_punctuation_runs_in_the_app(tmp_path: Path, names: Callable[[str], str]) -> None:
     """A processor's wall-clock punctuator fires on the stream thread even when no input arrives."""
-    from typing import Any
 
     from streams import Processor, ProcessorContext, PunctuationType, StoreSpec
     from streams.log import open_log
@@ -216,8 +213,7 @@ def test_wall_clock_punctuation_runs_in_the_app(tmp_path: Path, names: Callable[
     url = f"sqlite:///{tmp_path / 'log'}"
     lg = open_log(url)
     src, out = names("in"), names("out")
-    lg.create_topic(src, 2)
-    lg.create_topic(out, 2)
+    create_topics(lg, 2, src, out)
     b = StreamsBuilder()
     b.add_state_store(StoreSpec("buffer", key=str, value=str, kind="memory"))
     b.stream(src, key=str, value=str).process(Flusher, stores=["buffer"], key=str, value=str).to(out)

@@ -21,7 +21,7 @@ from streams import (
 from streams.app import StreamsApp
 from streams.log import Log, Record, TopicPartition
 from streams.topology import Topology
-from tests.support.topics import produce, read_all
+from tests.support.topics import create_topics, produce, read_all
 
 BIG = 9 * 1024 * 1024  # above both logs' record limit (SQLite 8 MiB; librdkafka's message.max.bytes 1 MB)
 
@@ -187,8 +187,7 @@ def start(
 ) -> tuple[StreamsApp, str, str]:
     """Topics made and ``items`` produced to one input partition; returns the (unstarted) app, input, output."""
     src, out = names("in"), names("out")
-    log.create_topic(src, 1)
-    log.create_topic(out, 1)
+    create_topics(log, 1, src, out)
     produce(log, src, items, value=str.encode)
     app = StreamsApp(
         shouting(src, out),

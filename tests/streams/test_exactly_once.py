@@ -31,7 +31,7 @@ from tests.streams.instances import Instance
 from tests.streams.test_failover import KEYS, TASKS, Group, all_committed, outputs, partition_of
 from tests.streams.topologies import key_counts
 from tests.support.broker import TANSU_MISSING, KafkaCaps
-from tests.support.topics import read_all
+from tests.support.topics import create_topics, read_all
 from tests.support.waiting import wait_for
 
 EOS = "exactly_once_v2"
@@ -138,8 +138,7 @@ def test_an_abort_mid_interval_leaves_the_last_committed_state(
     if repartition and aborts_visible(log_url, request):
         pytest.skip(f"the counting task would count aborted repartition records: {skip_reason()}")
     src, out, app_id = names("events"), names("counts"), names("eos-abort")
-    log.create_topic(src, 1)
-    log.create_topic(out, 1)
+    create_topics(log, 1, src, out)
     tp = TopicPartition(src, 0)
     keys = [f"k{i}" for i in range(5)]
     first = [(keys[i % 5], {"i": i}) for i in range(40)]
@@ -203,8 +202,7 @@ def test_count_is_exact_after_three_kill_9s(
     log, log_url = kill_log, kill_log_url
     total = 100_000
     src, out, app_id = names("events"), names("counts"), names("eos-kill")
-    log.create_topic(src, PARTITIONS)
-    log.create_topic(out, PARTITIONS)
+    create_topics(log, PARTITIONS, src, out)
     rng = random.Random(22)
     keys = [f"k{i:04d}" for i in range(1000)]
     sent = [rng.choice(keys) for _ in range(total)]

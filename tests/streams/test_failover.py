@@ -25,7 +25,7 @@ from streams.changelog import BARRIER_KEY
 from streams.log import Log, Producer, TopicPartition
 from streams.log.partitioner import partition_for_key
 from tests.streams.instances import Instance
-from tests.support.topics import read_all
+from tests.support.topics import create_topics, read_all
 from tests.support.waiting import wait_for
 
 PARTITIONS = 4
@@ -82,14 +82,22 @@ class Feed:
 
 
 class Group:
-    """One application's topics, its input feed, and its instances started as processes."""
+    """One application's topics, its input feed, and its instances started as processes. Leaving it kills the
+    instances still running, so a failing test leaves no process behind."""
 
     def __init__(self, log: Log, log_url: str, tmp_path: Path, names: Callable[[str], str], kind: str) -> None:
         self.log, self.log_url, self.tmp_path = log, log_url, tmp_path
         self.src, self.out, self.app_id = names("events"), names("counts"), names(kind)
-        log.create_topic(self.src, PARTITIONS)
-        log.create_topic(self.out, PARTITIONS)
+        create_topics(log, PARTITIONS, self.src, self.out)
         self.feed = Feed(log, self.src)
+        self.instances: list[Instance] = []
+
+    def __enter__(self) -> Group:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for instance in self.instances:
+            instance.ensure_dead()
 
     def start(self, name: str, *options: str) -> Instance:
         args = [
@@ -107,7 +115,29 @@ class Group:
             str(SESSION_MS),
             *options,
         ]
-        return Instance(name, args, self.tmp_path)
+        instance = Instance(name, args, self.tmp_path)
+        self.instances.append(instance)
+        return instance
+
+    def feed_rounds(self, rounds: int, *, what: str, pause: float = 0.0, timeout: float = 60.0) -> None:
+        """Feed ``rounds`` rounds (``pause`` seconds after each) and wait until the commits cover them."""
+        for _ in range(rounds):
+            self.feed.round()
+            time.sleep(pause)
+        self.wait_until_committed(what=what, timeout=timeout)
+
+    def wait_until_committed(self, *, what: str, timeout: float = 60.0) -> None:
+        """Wait until the group's committed offsets cover everything fed."""
+        wait_for(all_committed(self.log, self.app_id, self.src, self.feed), timeout=timeout, what=what)
+
+    def start_two(self, *options: str) -> tuple[Instance, Instance]:
+        """Instances "a" and "b", once they share the tasks (each runs some)."""
+        a, b = self.start("a", *options), self.start("b", *options)
+        wait_for(
+            lambda: sorted(a.tasks() + b.tasks()) == TASKS and a.tasks() and b.tasks(),
+            what="a and b to share the tasks",
+        )
+        return a, b
 
 
 def all_committed(log: Log, app_id: str, src: str, feed: Feed) -> Callable[[], bool]:
@@ -140,10 +170,9 @@ def changelog_size(log: Log, app_id: str, partitions: set[int]) -> int:
 def test_kill_9_with_standbys_restores_only_the_tail(
     log_url: str, log: Log, names: Callable[[str], str], tmp_path: Path
 ) -> None:
-    group = Group(log, log_url, tmp_path, names, "standbys")
-    src, out, app_id, feed = group.src, group.out, group.app_id, group.feed
-    a, b = group.start("a", "--standbys", "1"), group.start("b", "--standbys", "1")
-    try:
+    with Group(log, log_url, tmp_path, names, "standbys") as group:
+        out, app_id, feed = group.out, group.app_id, group.feed
+        a, b = group.start("a", "--standbys", "1"), group.start("b", "--standbys", "1")
         # Two tasks each, and each holds a standby of the other's two.
         wait_for(
             lambda: (
@@ -156,16 +185,13 @@ def test_kill_9_with_standbys_restores_only_the_tail(
             what="two tasks and two standbys each",
         )
         assert set(b.states().values()) >= {"RUNNING", "STANDBY"}
-        for _ in range(25):
-            feed.round()
-            time.sleep(0.05)
-        wait_for(all_committed(log, app_id, src, feed), what="the first rounds to be committed")
+        group.feed_rounds(25, pause=0.05, what="the first rounds to be committed")
         moved = set(a.tasks())
         with feed.continuously():
             time.sleep(0.5)
             a.kill()
             wait_for(lambda: b.tasks() == TASKS, what="b to take over a's tasks")
-        wait_for(all_committed(log, app_id, src, feed), what="everything to be committed")
+        group.wait_until_committed(what="everything to be committed")
 
         # The survivor restored only the changelog tail its standbys had not applied yet: at most the
         # last few commits of those tasks (each commit writes each changed key once), never the changelog.
@@ -182,32 +208,25 @@ def test_kill_9_with_standbys_restores_only_the_tail(
         final = {key: seq[-1][0] for key, seq in outputs(log, out).items()}
         assert final == dict(feed.sent)
         assert b.stop() == 0
-    finally:
-        a.ensure_dead()
-        b.ensure_dead()
 
 
 def test_a_new_instance_takes_tasks_only_after_warming_up(
     log_url: str, log: Log, names: Callable[[str], str], tmp_path: Path
 ) -> None:
-    group = Group(log, log_url, tmp_path, names, "warmup")
-    src, out, app_id, feed = group.src, group.out, group.app_id, group.feed
-    options = ("--recovery-lag", "150", "--warmups", "1", "--probing-ms", "1000")
-    a, b = group.start("a", *options), group.start("b", *options)
-    c: Instance | None = None
-    try:
-        wait_for(lambda: sorted(a.tasks() + b.tasks()) == TASKS and a.tasks() and b.tasks(), what="a and b to start")
-        for _ in range(15):  # changelogs far longer than the acceptable recovery lag
-            feed.round()
-            time.sleep(0.05)
-        wait_for(all_committed(log, app_id, src, feed), what="the first rounds to be committed")
+    with Group(log, log_url, tmp_path, names, "warmup") as group:
+        out, feed = group.out, group.feed
+        options = ("--recovery-lag", "150", "--warmups", "1", "--probing-ms", "1000")
+        c: Instance | None = None
+        a, b = group.start_two(*options)
+        # changelogs far longer than the acceptable recovery lag
+        group.feed_rounds(15, pause=0.05, what="the first rounds to be committed")
         before = {t: ("a" if t in a.tasks() else "b") for t in TASKS}
         joined_at = time.time()
         with feed.continuously():
             c = group.start("c", *options)
             wait_for(lambda: c is not None and len(c.tasks()) == 1, timeout=90, what="c to run one task")
             time.sleep(0.5)
-        wait_for(all_committed(log, app_id, src, feed), what="everything to be committed")
+        group.wait_until_committed(what="everything to be committed")
         (task,) = c.tasks()
         # c warmed the task up first, then took it over restoring only what was left (within the lag).
         history = c.history(task)
@@ -229,39 +248,28 @@ def test_a_new_instance_takes_tasks_only_after_warming_up(
             assert [n for n, _ in seq] == list(range(1, feed.sent[key] + 1)), key
         for inst in (a, b, c):
             assert inst.stop() == 0
-    finally:
-        for inst in (a, b, c):
-            if inst is not None:
-                inst.ensure_dead()
 
 
 def test_a_zombie_cannot_produce_or_commit_for_tasks_it_lost(
     log_url: str, log: Log, names: Callable[[str], str], tmp_path: Path
 ) -> None:
-    group = Group(log, log_url, tmp_path, names, "zombie")
-    src, out, app_id, feed = group.src, group.out, group.app_id, group.feed
-    a, b = group.start("a"), group.start("b")
-    inputs = [TopicPartition(src, p) for p in range(PARTITIONS)]
-    try:
-        wait_for(lambda: sorted(a.tasks() + b.tasks()) == TASKS and a.tasks() and b.tasks(), what="a and b to start")
+    with Group(log, log_url, tmp_path, names, "zombie") as group:
+        src, out, app_id, feed = group.src, group.out, group.app_id, group.feed
+        inputs = [TopicPartition(src, p) for p in range(PARTITIONS)]
+        a, b = group.start_two()
         lost = set(a.tasks())
-        for _ in range(5):
-            feed.round()
-        wait_for(all_committed(log, app_id, src, feed), what="the first rounds to be committed")
+        group.feed_rounds(5, what="the first rounds to be committed")
         a.signal(signal.SIGSTOP)
         wait_for(lambda: b.tasks() == TASKS, what="b to take over the stopped instance's tasks")
-        for _ in range(5):  # input the zombie has not seen: it will read it when it wakes up
-            feed.round()
-        wait_for(all_committed(log, app_id, src, feed), what="b to process and commit it")
+        # input the zombie has not seen: it will read it when it wakes up
+        group.feed_rounds(5, what="b to process and commit it")
         committed: list[dict[TopicPartition, int | None]] = [log.committed(app_id, inputs)]
         a.signal(signal.SIGCONT)
         deadline = time.monotonic() + 4
         while time.monotonic() < deadline:
             committed.append(log.committed(app_id, inputs))
             time.sleep(0.1)
-        for _ in range(3):
-            feed.round()
-        wait_for(all_committed(log, app_id, src, feed), what="the last rounds to be committed")
+        group.feed_rounds(3, what="the last rounds to be committed")
         # The zombie noticed (fenced, or its own session check) and closed the tasks without committing.
         text = a.stderr_path.read_text()
         assert "fenced" in text or "expelled from the group" in text
@@ -278,6 +286,3 @@ def test_a_zombie_cannot_produce_or_commit_for_tasks_it_lost(
                 assert writers[:10] == ["a"] * 5 + ["b"] * 5, (key, seq)  # later rounds: a may own it again
         for inst in (a, b):
             assert inst.stop() == 0
-    finally:
-        a.ensure_dead()
-        b.ensure_dead()

@@ -16,6 +16,7 @@ from streams.gc_tuning import STREAMS_THRESHOLDS, GcTuning
 from streams.log import open_log
 from tests.streams.topologies import key_counts
 from tests.support.ports import free_port
+from tests.support.topics import create_topics
 
 DEFAULTS = (700, 10, 10)
 
@@ -154,8 +155,7 @@ def app(tmp_path: Path, names: Callable[[str], str]) -> Callable[..., StreamsApp
     url = f"sqlite:///{tmp_path / 'log'}"
     src, out = names("in"), names("out")
     with open_log(url) as lg:
-        lg.create_topic(src, 1)
-        lg.create_topic(out, 1)
+        create_topics(lg, 1, src, out)
 
     def make(**options: Any) -> StreamsApp:
         return StreamsApp(

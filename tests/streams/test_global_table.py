@@ -16,7 +16,7 @@ import pytest
 from streams import DeserializationError, GlobalKTable, StreamsApp, StreamsBuilder, TopologyError, TopologyTestDriver
 from streams.log import Log, open_log
 from tests.streams.scenarios import pipe, read_rows
-from tests.support.topics import last_values, produce, read_all
+from tests.support.topics import create_topics, last_values, produce, read_all
 from tests.support.waiting import wait_for
 
 
@@ -127,9 +127,7 @@ def test_global_join_end_to_end_restores_first_and_follows_updates(
     log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
     orders_t, countries_t, out, app_id = names("orders"), names("countries"), names("located"), names("geo")
-    log.create_topic(orders_t, 4)
-    log.create_topic(countries_t, 4)
-    log.create_topic(out, 4)
+    create_topics(log, 4, orders_t, countries_t, out)
     produce_one_per_batch(log, countries_t, COUNTRIES)
     orders = {f"o{i}": order(f"c{i % 24:02d}", i) for i in range(60)}
     produce(log, orders_t, list(orders.items()))
@@ -158,9 +156,7 @@ def test_second_instance_takes_half_the_tasks_and_holds_the_whole_global_table(
 ) -> None:
     lg = open_log(log_url)
     orders_t, countries_t, out, app_id = names("orders"), names("countries"), names("located"), names("geo2")
-    lg.create_topic(orders_t, 4)
-    lg.create_topic(countries_t, 4)
-    lg.create_topic(out, 4)
+    create_topics(lg, 4, orders_t, countries_t, out)
     produce_one_per_batch(lg, countries_t, COUNTRIES)
     topology = located(orders_t, countries_t, out).build()
 
@@ -193,8 +189,7 @@ def test_an_empty_global_topic_restores_at_once_and_fills_while_running(
     log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
     orders_t, countries_t, out, app_id = names("orders"), names("countries"), names("located"), names("geo3")
-    for topic in (orders_t, countries_t, out):
-        log.create_topic(topic, 4)
+    create_topics(log, 4, orders_t, countries_t, out)
     topology = located(orders_t, countries_t, out, left=True).build()
     with StreamsApp(topology, app_id, log_url, state_dir=tmp_path / "s", commit_interval_ms=100) as app:
         assert app.store("countries").all() == []

@@ -17,7 +17,7 @@ import pytest
 from streams.log import TopicPartition, open_log
 from tests.streams.instances import Instance
 from tests.streams.topologies import make_orders, reference_totals
-from tests.support.topics import last_values, produce, read_all
+from tests.support.topics import create_topics, last_values, produce, read_all
 from tests.support.waiting import wait_for
 
 
@@ -27,8 +27,7 @@ def test_two_instances_split_work_and_survive_kill_9(
 ) -> None:
     log = open_log(private_kafka_log_url)
     orders_topic, out, app_id = names("orders"), names("customer-totals"), names("billing")
-    log.create_topic(orders_topic, 4)
-    log.create_topic(out, 4)
+    create_topics(log, 4, orders_topic, out)
     inputs = [TopicPartition(orders_topic, p) for p in range(4)]
     repartition = [TopicPartition(f"{app_id}-totals-repartition", p) for p in range(4)]
 
@@ -177,8 +176,7 @@ def test_restart_after_kill_9_restores_only_what_follows_the_checkpoint(
     url = f"sqlite:///{tmp_path / 'log'}"
     log = open_log(url)
     orders_topic, out, app_id = names("orders"), names("totals"), names("ckpt")
-    log.create_topic(orders_topic, 4)
-    log.create_topic(out, 4)
+    create_topics(log, 4, orders_topic, out)
     state = tmp_path / "state"
     inst = Instance("a", [url, app_id, str(state), orders_topic, out, "200"], tmp_path)
     orders: list[dict[str, Any]] = []
@@ -232,8 +230,7 @@ def test_clean_rebalances_move_tasks_without_redoing_work(
 
     log = open_log(private_kafka_log_url)
     orders_topic, out, app_id = names("orders"), names("totals"), names("rebalance")
-    log.create_topic(orders_topic, 4)
-    log.create_topic(out, 4)
+    create_topics(log, 4, orders_topic, out)
     inputs = [TopicPartition(orders_topic, p) for p in range(4)]
     where: dict[str, tuple[int, int]] = {}
     orders: list[dict[str, Any]] = []

@@ -23,10 +23,10 @@ from typing import Any
 import orjson
 import pytest
 
-from streams import CoPartitioningError, JoinWindows, StreamsBuilder
+from streams import CoPartitioningError, JoinWindows, StreamsBuilder, Topology
 from streams.app import StreamsApp
 from streams.log import Log, TopicPartition
-from tests.support.topics import produce, read_all
+from tests.support.topics import create_topics, produce, read_all, send_timestamped
 from tests.support.waiting import wait_for
 
 BASE_TS = 1_000_000  # librdkafka sends a timestamp of 0 as "now"
@@ -53,16 +53,12 @@ class Ends:
 
 def send(log: Log, topic: str, rows: list[tuple[str, Any, int]], ends: Ends, partition: int | None = None) -> None:
     with log.producer() as producer:
-        for key, value, ts in rows:
-            producer.send(
-                topic,
-                orjson.dumps(value),
-                key.encode(),
-                timestamp=ts,
-                partition=partition,
-                on_delivery=lambda md, err: ends.delivered(topic, md),
-            )
-        producer.flush()
+        send_timestamped(producer, topic, rows, lambda key, md: ends.delivered(topic, md), partition)
+
+
+def restartable(topology: Topology, app_id: str, log_url: str, state: Path) -> Callable[[], StreamsApp]:
+    """A new app at each call, on one state directory: each phase of a test runs one, restarting from the last."""
+    return lambda: StreamsApp(topology, app_id, log_url, state_dir=state, commit_interval_ms=200)
 
 
 def results(log: Log, topic: str) -> list[tuple[str, Any]]:
@@ -103,22 +99,14 @@ def test_order_enrichment_after_a_re_key_across_a_clean_restart(
     # On Kafka a broker of its own: late in a full run it timed out on the session's shared broker (passing alone).
     log, log_url = kill_log, kill_log_url
     orders_t, customers_t, out_t, app_id = names("orders"), names("customers"), names("enriched"), names("enrich")
-    for topic in (orders_t, customers_t, out_t):
-        log.create_topic(topic, 4)
+    create_topics(log, 4, orders_t, customers_t, out_t)
     rng = random.Random(7)
     tiers = {f"c{i}": rng.choice(["gold", "silver", "bronze"]) for i in range(60)}  # c60..c64 have no row
     produce(log, customers_t, [(c, {"tier": t}) for c, t in tiers.items()])
     orders = [(f"o{i}", {"id": f"o{i}", "customer": f"c{rng.randrange(65)}"}) for i in range(800)]
     first, second = orders[:400], orders[400:]
 
-    def app() -> StreamsApp:
-        return StreamsApp(
-            enrichment(orders_t, customers_t, out_t).build(),
-            app_id,
-            log_url,
-            state_dir=tmp_path / "state",
-            commit_interval_ms=200,
-        )
+    app = restartable(enrichment(orders_t, customers_t, out_t).build(), app_id, log_url, tmp_path / "state")
 
     def expected(batch: list[tuple[str, Any]], rows: dict[str, str]) -> Counter:
         return Counter(orjson.dumps((o["customer"], {**o, "tier": rows.get(o["customer"])})) for _, o in batch)
@@ -185,8 +173,7 @@ def test_windowed_order_payment_join_across_a_clean_restart(
     log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
     orders_t, payments_t, out_t, app_id = names("orders"), names("payments"), names("paid"), names("pay")
-    for topic in (orders_t, payments_t, out_t):
-        log.create_topic(topic, 4)
+    create_topics(log, 4, orders_t, payments_t, out_t)
     rng = random.Random(11)
     orders = [(f"o{i}", {"id": f"o{i}"}, BASE_TS + rng.randrange(MINUTE)) for i in range(600)]
     payments: list[tuple[str, Any, int]] = []
@@ -209,14 +196,7 @@ def test_windowed_order_payment_join_across_a_clean_restart(
     first_payments, second_payments = payments[: len(payments) // 2], payments[len(payments) // 2 :]
     ends = Ends()
 
-    def app() -> StreamsApp:
-        return StreamsApp(
-            payments_join(orders_t, payments_t, out_t).build(),
-            app_id,
-            log_url,
-            state_dir=tmp_path / "state",
-            commit_interval_ms=200,
-        )
+    app = restartable(payments_join(orders_t, payments_t, out_t).build(), app_id, log_url, tmp_path / "state")
 
     def written() -> Counter:
         return Counter((key, value["paid"]) for key, value in results(log, out_t))

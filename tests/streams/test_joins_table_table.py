@@ -18,7 +18,7 @@ import pytest
 from streams import StreamsApp, StreamsBuilder, TopologyError, TopologyTestDriver
 from streams.log import Log
 from tests.streams.scenarios import Row, pipe, read_rows
-from tests.support.topics import last_values, produce, read_all
+from tests.support.topics import create_topics, last_values, produce, read_all
 from tests.support.waiting import wait_for
 
 
@@ -185,8 +185,7 @@ def test_table_join_end_to_end_restores_both_stores_on_restart(
     log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
     left_t, right_t, out, app_id = names("t1"), names("t2"), names("joined"), names("tt")
-    for topic in (left_t, right_t, out):
-        log.create_topic(topic, 4)
+    create_topics(log, 4, left_t, right_t, out)
     b = StreamsBuilder()
     b.table(left_t, key=str, value=str).left_join(
         b.table(right_t, key=str, value=str), tostring, store="joined"

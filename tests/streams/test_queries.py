@@ -27,7 +27,7 @@ from streams.query_server import to_json
 from tests.streams.instances import Instance
 from tests.streams.topologies import key_counts
 from tests.support.ports import free_port
-from tests.support.topics import produce
+from tests.support.topics import create_topics, produce
 from tests.support.waiting import wait_for
 
 PARTITIONS = 4
@@ -44,8 +44,7 @@ def _feed(lg: Log, topic: str) -> None:
 def two_instances(log_url: str, tmp_path: Path, names: Callable[[str], str]) -> Iterator[tuple[StreamsApp, StreamsApp]]:
     lg = open_log(log_url)
     src, out, app_id = names("in"), names("out"), names("queries")
-    lg.create_topic(src, PARTITIONS)
-    lg.create_topic(out, PARTITIONS)
+    create_topics(lg, PARTITIONS, src, out)
     _feed(lg, src)
 
     def app(name: str) -> StreamsApp:
@@ -258,8 +257,7 @@ def test_query_server_address_errors(tmp_path: Path, names: Callable[[str], str]
     url = f"sqlite:///{tmp_path / 'log'}"
     lg = open_log(url)
     src, out = names("in"), names("out")
-    lg.create_topic(src, 1)
-    lg.create_topic(out, 1)
+    create_topics(lg, 1, src, out)
     with pytest.raises(ValueError, match=r"application_server must be http://host:port, got 'localhost'"):
         StreamsApp(key_counts(src, out), names("app"), url, application_server="localhost")
     with socket.socket() as taken:
@@ -292,8 +290,7 @@ def test_failover_503_standby_then_new_owner(log_url: str, tmp_path: Path, names
     url = log_url
     lg = open_log(url)
     src, out, app_id = names("in"), names("out"), names("failover")
-    lg.create_topic(src, PARTITIONS)
-    lg.create_topic(out, PARTITIONS)
+    create_topics(lg, PARTITIONS, src, out)
     _feed(lg, src)
     session_ms = 5000
     other_server = f"http://127.0.0.1:{free_port()}"

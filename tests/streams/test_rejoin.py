@@ -11,26 +11,35 @@ from collections.abc import Callable
 from pathlib import Path
 
 from streams.log import Log
-from tests.streams.test_failover import SESSION_MS, TASKS, Group, all_committed, outputs
+from tests.streams.instances import Instance
+from tests.streams.test_failover import SESSION_MS, TASKS, Group, outputs
 from tests.support.waiting import wait_for
 
 PAUSE_S = 2 * SESSION_MS / 1000  # well past the session timeout
 
 
+def pause_past_the_session(group: Group, a: Instance) -> int:
+    """Once a first round is committed, stop ``a`` well past the session timeout, continue it, and wait until it
+    noticed it was expelled. Returns the generation it ran before the pause.
+
+    A fixed pause, not "until another instance took over": on SQLite a process stopped while it holds the write
+    lock holds up every other one until it continues."""
+    group.feed_rounds(1, what="the first round to be committed")
+    generation: int = a.latest["generation"]
+    a.signal(signal.SIGSTOP)
+    time.sleep(PAUSE_S)
+    a.signal(signal.SIGCONT)
+    wait_for(lambda: "expelled from the group after" in a.stderr_path.read_text(), timeout=20, what="a to notice")
+    return generation
+
+
 def test_a_paused_single_instance_rejoins_and_processes_again(
     log_url: str, log: Log, names: Callable[[str], str], tmp_path: Path
 ) -> None:
-    group = Group(log, log_url, tmp_path, names, "rejoin-one")
-    a = group.start("a")
-    try:
+    with Group(log, log_url, tmp_path, names, "rejoin-one") as group:
+        a = group.start("a")
         wait_for(lambda: a.tasks() == TASKS and a.latest.get("leader"), what="a to run every task")
-        group.feed.round()
-        wait_for(all_committed(log, group.app_id, group.src, group.feed), what="the first round to be committed")
-        generation = a.latest["generation"]
-        a.signal(signal.SIGSTOP)
-        time.sleep(PAUSE_S)
-        a.signal(signal.SIGCONT)
-        wait_for(lambda: "expelled from the group after" in a.stderr_path.read_text(), timeout=20, what="a to notice")
+        generation = pause_past_the_session(group, a)
         # Fed once it runs its tasks again under a newer generation: before that, its old tasks (nobody else
         # fenced them here) might still process and commit them before they are closed.
         wait_for(
@@ -38,17 +47,9 @@ def test_a_paused_single_instance_rejoins_and_processes_again(
             timeout=30,
             what="a to rejoin and run every task again",
         )
-        for _ in range(2):
-            group.feed.round()
-        wait_for(
-            all_committed(log, group.app_id, group.src, group.feed),
-            timeout=30,
-            what="a to commit the rounds fed after its pause",
-        )
+        group.feed_rounds(2, timeout=30, what="a to commit the rounds fed after its pause")
         assert a.tasks() == TASKS
         assert a.stop() == 0
-    finally:
-        a.ensure_dead()
     # Nothing was left uncommitted when it stopped: every key counts 1, 2, 3 once, all by a.
     by_key = outputs(log, group.out)
     assert set(by_key) == set(group.feed.sent)
@@ -59,22 +60,9 @@ def test_a_paused_single_instance_rejoins_and_processes_again(
 def test_a_paused_instance_of_two_rejoins_and_gets_tasks_back(
     log_url: str, log: Log, names: Callable[[str], str], tmp_path: Path
 ) -> None:
-    group = Group(log, log_url, tmp_path, names, "rejoin-two")
-    a, b = group.start("a"), group.start("b")
-    try:
-        wait_for(
-            lambda: sorted(a.tasks() + b.tasks()) == TASKS and a.tasks() and b.tasks(),
-            what="a and b to share the tasks",
-        )
-        group.feed.round()
-        wait_for(all_committed(log, group.app_id, group.src, group.feed), what="the first round to be committed")
-        generation = a.latest["generation"]
-        # A fixed pause, not "until b took over": on SQLite a process stopped while it holds the write lock
-        # holds up every other one until it continues.
-        a.signal(signal.SIGSTOP)
-        time.sleep(PAUSE_S)
-        a.signal(signal.SIGCONT)
-        wait_for(lambda: "expelled from the group after" in a.stderr_path.read_text(), timeout=20, what="a to notice")
+    with Group(log, log_url, tmp_path, names, "rejoin-two") as group:
+        a, b = group.start_two()
+        generation = pause_past_the_session(group, a)
         # Fed once a runs tasks of a newer generation: a's last line from before the pause names the tasks it
         # had then, and rounds fed before its new tasks run may all be processed by b.
         wait_for(
@@ -89,19 +77,10 @@ def test_a_paused_instance_of_two_rejoins_and_gets_tasks_back(
             what="a to rejoin and run tasks again",
         )
         processed = a.latest.get("processed", 0)
-        for _ in range(2):
-            group.feed.round()
-        wait_for(
-            all_committed(log, group.app_id, group.src, group.feed),
-            timeout=30,
-            what="the rounds fed after the pause to be committed",
-        )
+        group.feed_rounds(2, timeout=30, what="the rounds fed after the pause to be committed")
         wait_for(lambda: a.latest.get("processed", 0) > processed, timeout=5, what="a to process again")
         for inst in (a, b):
             assert inst.stop() == 0
-    finally:
-        a.ensure_dead()
-        b.ensure_dead()
     by_key = outputs(log, group.out)
     assert set(by_key) == set(group.feed.sent)
     for key, seq in by_key.items():

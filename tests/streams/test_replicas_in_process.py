@@ -12,7 +12,7 @@ from streams import InvalidStateStoreError, StreamsApp, StreamsError
 from streams.log import Log, open_log
 from streams.log.partitioner import partition_for_key
 from tests.streams.topologies import key_counts
-from tests.support.topics import produce, read_all
+from tests.support.topics import create_topics, produce, read_all
 from tests.support.waiting import wait_for
 
 TASKS = ["0_0", "0_1"]
@@ -34,8 +34,7 @@ def test_standbys_in_metrics_listener_and_stale_reads(tmp_path: Path, names: Cal
     url = f"sqlite:///{tmp_path / 'log'}"
     lg: Log = open_log(url)
     src, out, app_id = names("in"), names("out"), names("replicas")
-    lg.create_topic(src, 2)
-    lg.create_topic(out, 2)
+    create_topics(lg, 2, src, out)
     keys = [f"k{i}" for i in range(20)]
     produce(lg, src, [(k, {"v": 1}) for k in keys])
     recorder = Recorder()
@@ -100,8 +99,7 @@ def test_the_leader_compacts_the_group_topics_where_the_log_does_not(
     url = f"sqlite:///{tmp_path / 'log'}"
     lg: Log = open_log(url)
     src, out, app_id = names("in"), names("out"), names("compact")
-    lg.create_topic(src, 1)
-    lg.create_topic(out, 1)
+    create_topics(lg, 1, src, out)
     membership = f"{app_id}-membership"
     lg.create_topic(membership, 1, compacted=True)
     with lg.producer() as p:
@@ -118,8 +116,7 @@ def test_one_instance_per_state_directory(tmp_path: Path, names: Callable[[str],
     url = f"sqlite:///{tmp_path / 'log'}"
     lg: Log = open_log(url)
     src, out, app_id = names("in"), names("out"), names("locked")
-    lg.create_topic(src, 1)
-    lg.create_topic(out, 1)
+    create_topics(lg, 1, src, out)
     with StreamsApp(key_counts(src, out), app_id, url, state_dir=tmp_path / "s") as first:
         second = StreamsApp(key_counts(src, out), app_id, url, state_dir=tmp_path / "s")
         with pytest.raises(StreamsError, match=f"state directory .*{app_id} is in use by another instance"):

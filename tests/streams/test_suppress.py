@@ -23,6 +23,8 @@ from streams import (
 from streams.suppress import BufferConfig as NestedBufferConfig
 from tests.streams.scenarios import Row, pipe, read_rows
 
+#: the table's updates (k1 -> v1, k1 -> v2, k2 -> v1) and the counts per value they make, unsuppressed
+UPDATES: list[Row] = [("k1", "v1", 0), ("k1", "v2", 1), ("k2", "v1", 2)]
 RAW_COUNTS = [("v1", 1, 0), ("v1", 0, 1), ("v2", 1, 1), ("v1", 1, 2)]
 
 
@@ -50,7 +52,7 @@ def run(build, rows: list[Row], topic: str = "input") -> TopologyTestDriver:  # 
 
 
 def test_zero_time_limit_emits_every_update_at_once() -> None:
-    with run(value_counts(Suppressed.until_time_limit(0)), [("k1", "v1", 0), ("k1", "v2", 1), ("k2", "v1", 2)]) as d:
+    with run(value_counts(Suppressed.until_time_limit(0)), UPDATES) as d:
         assert read_rows(d, "output-raw", str, int) == RAW_COUNTS
         assert read_rows(d, "output-suppressed", str, int) == RAW_COUNTS
         pipe(d, "input", [("x", "x", 3)])
@@ -60,7 +62,7 @@ def test_zero_time_limit_emits_every_update_at_once() -> None:
 
 
 def test_time_limit_emits_a_keys_latest_update_once_the_limit_passed() -> None:
-    with run(value_counts(Suppressed.until_time_limit(2)), [("k1", "v1", 0), ("k1", "v2", 1), ("k2", "v1", 2)]) as d:
+    with run(value_counts(Suppressed.until_time_limit(2)), UPDATES) as d:
         assert read_rows(d, "output-raw", str, int) == RAW_COUNTS
         # v1 was first held back at 0: due at 2, with its latest count
         assert read_rows(d, "output-suppressed", str, int) == [("v1", 1, 2)]
@@ -72,20 +74,19 @@ def test_time_limit_emits_a_keys_latest_update_once_the_limit_passed() -> None:
         assert read_rows(d, "output-suppressed", str, int) == []
 
 
-def test_record_limit_emits_the_oldest_early() -> None:
-    suppressed = Suppressed.until_time_limit(2**62, BufferConfig.max_records(1).emit_early_when_full())
-    with run(value_counts(suppressed), [("k1", "v1", 0), ("k1", "v2", 1), ("k2", "v1", 2)]) as d:
+@pytest.mark.parametrize(
+    "limit",
+    [
+        pytest.param(BufferConfig.max_records(1), id="record-limit"),
+        # One buffered count here takes 2-byte key + 8-byte due + 8-byte timestamp + 4-byte prior length
+        # + 8-byte prior + 1 flag + 8-byte count: 39 bytes (a first update has no prior: 31).
+        pytest.param(BufferConfig.max_bytes(60), id="byte-limit"),
+    ],
+)
+def test_a_full_buffer_emits_the_oldest_early(limit: BufferConfig) -> None:
+    suppressed = Suppressed.until_time_limit(2**62, limit.emit_early_when_full())
+    with run(value_counts(suppressed), UPDATES) as d:
         # consecutive updates of v1 are merged; the update that overflows the buffer pushes out the oldest
-        assert read_rows(d, "output-suppressed", str, int) == [("v1", 0, 1), ("v2", 1, 1)]
-        pipe(d, "input", [("x", "x", 3)])
-        assert read_rows(d, "output-suppressed", str, int) == [("v1", 1, 2)]
-
-
-def test_byte_limit_emits_the_oldest_early() -> None:
-    # One buffered count here takes 2-byte key + 8-byte due + 8-byte timestamp + 4-byte prior length
-    # + 8-byte prior + 1 flag + 8-byte count: 39 bytes (a first update has no prior: 31).
-    suppressed = Suppressed.until_time_limit(2**62, BufferConfig.max_bytes(60).emit_early_when_full())
-    with run(value_counts(suppressed), [("k1", "v1", 0), ("k1", "v2", 1), ("k2", "v1", 2)]) as d:
         assert read_rows(d, "output-suppressed", str, int) == [("v1", 0, 1), ("v2", 1, 1)]
         pipe(d, "input", [("x", "x", 3)])
         assert read_rows(d, "output-suppressed", str, int) == [("v1", 1, 2)]
@@ -101,7 +102,7 @@ def test_a_full_buffer_that_shuts_down_stops_with_an_error() -> None:
         run(value_counts(suppressed), [("k1", "v1", 0), ("k1", "v2", 1)])
 
 
-def windowed_counts(windows, suppressed: Suppressed):  # type: ignore[no-untyped-def]
+def windowed_counts(windows):  # type: ignore[no-untyped-def]
     def build(b: StreamsBuilder) -> None:
         counts = (
             b.stream("input", key=str, value=str)
@@ -109,131 +110,112 @@ def windowed_counts(windows, suppressed: Suppressed):  # type: ignore[no-untyped
             .windowed_by(windows)
             .count(store="counts", cache=False)
         )
-        counts.suppress(suppressed).to_stream().to("output-suppressed", value=int)
+        counts.suppress(Suppressed.until_window_closes()).to_stream().to("output-suppressed", value=int)
         counts.to_stream().to("output-raw", value=int)
 
     return build
 
 
+def final_results(windows, keys, rows: list[Row]) -> tuple[list[Row], list[Row]]:  # type: ignore[no-untyped-def]
+    """Counts per key in ``windows`` over ``rows``: every update of a window's count, and the final results
+    suppressed until it closes (windowed keys read with the serde ``keys``)."""
+    with run(windowed_counts(windows), rows) as d:
+        return read_rows(d, "output-raw", keys, int), read_rows(d, "output-suppressed", keys, int)
+
+
+def k1_at(*timestamps: int) -> list[Row]:
+    return [("k1", "v1", ts) for ts in timestamps]
+
+
 def test_final_results_for_time_windows() -> None:
     """Size 2, grace 1: [0, 2) closes at stream time 3, [2, 4) at 5; the last record (0) is late."""
-    build = windowed_counts(TimeWindows.of_size_and_grace(2, 1), Suppressed.until_window_closes())
-    keys = WindowedSerdes.time_windowed(str, 2)
-    rows = [
-        ("k1", "v1", 0),
-        ("k1", "v1", 1),
-        ("k1", "v1", 2),
-        ("k1", "v1", 1),
-        ("k1", "v1", 0),
-        ("k1", "v1", 5),
-        ("k1", "v1", 0),
+    raw, final = final_results(
+        TimeWindows.of_size_and_grace(2, 1), WindowedSerdes.time_windowed(str, 2), k1_at(0, 1, 2, 1, 0, 5, 0)
+    )
+    assert raw == [
+        ("[k1@0/2]", 1, 0),
+        ("[k1@0/2]", 2, 1),
+        ("[k1@2/4]", 1, 2),
+        ("[k1@0/2]", 3, 1),
+        ("[k1@0/2]", 4, 1),
+        ("[k1@4/6]", 1, 5),
     ]
-    with run(build, rows) as d:
-        assert read_rows(d, "output-raw", keys, int) == [
-            ("[k1@0/2]", 1, 0),
-            ("[k1@0/2]", 2, 1),
-            ("[k1@2/4]", 1, 2),
-            ("[k1@0/2]", 3, 1),
-            ("[k1@0/2]", 4, 1),
-            ("[k1@4/6]", 1, 5),
-        ]
-        assert read_rows(d, "output-suppressed", keys, int) == [("[k1@0/2]", 4, 1), ("[k1@2/4]", 1, 2)]
+    assert final == [("[k1@0/2]", 4, 1), ("[k1@2/4]", 1, 2)]
 
 
 def test_final_results_for_time_windows_with_a_large_jump() -> None:
-    build = windowed_counts(TimeWindows.of_size_and_grace(2, 2), Suppressed.until_window_closes())
-    keys = WindowedSerdes.time_windowed(str, 2)
-    rows = [
-        ("k1", "v1", 0),
-        ("k1", "v1", 1),
-        ("k1", "v1", 2),
-        ("k1", "v1", 0),
-        ("k1", "v1", 3),
-        ("k1", "v1", 0),
-        ("k1", "v1", 4),
-        ("k1", "v1", 0),
-        ("k1", "v1", 30),
+    raw, final = final_results(
+        TimeWindows.of_size_and_grace(2, 2), WindowedSerdes.time_windowed(str, 2), k1_at(0, 1, 2, 0, 3, 0, 4, 0, 30)
+    )
+    assert raw == [
+        ("[k1@0/2]", 1, 0),
+        ("[k1@0/2]", 2, 1),
+        ("[k1@2/4]", 1, 2),
+        ("[k1@0/2]", 3, 1),
+        ("[k1@2/4]", 2, 3),
+        ("[k1@0/2]", 4, 1),
+        ("[k1@4/6]", 1, 4),
+        ("[k1@30/32]", 1, 30),
     ]
-    with run(build, rows) as d:
-        assert read_rows(d, "output-raw", keys, int) == [
-            ("[k1@0/2]", 1, 0),
-            ("[k1@0/2]", 2, 1),
-            ("[k1@2/4]", 1, 2),
-            ("[k1@0/2]", 3, 1),
-            ("[k1@2/4]", 2, 3),
-            ("[k1@0/2]", 4, 1),
-            ("[k1@4/6]", 1, 4),
-            ("[k1@30/32]", 1, 30),
-        ]
-        # The jump to 30 closes three windows at once: emitted in window order.
-        assert read_rows(d, "output-suppressed", keys, int) == [
-            ("[k1@0/2]", 4, 1),
-            ("[k1@2/4]", 2, 3),
-            ("[k1@4/6]", 1, 4),
-        ]
+    # The jump to 30 closes three windows at once: emitted in window order.
+    assert final == [
+        ("[k1@0/2]", 4, 1),
+        ("[k1@2/4]", 2, 3),
+        ("[k1@4/6]", 1, 4),
+    ]
 
 
 def test_final_results_for_sliding_windows() -> None:
-    build = windowed_counts(SlidingWindows.of_time_difference_and_grace(5, 15), Suppressed.until_window_closes())
-    keys = WindowedSerdes.time_windowed(str, 5)
-    rows = [
-        ("k1", "v1", 10),
-        ("k1", "v1", 11),
-        ("k1", "v1", 10),
-        ("k1", "v1", 13),
-        ("k1", "v1", 10),
-        ("k1", "v1", 24),
-        ("k1", "v1", 5),
-        ("k1", "v1", 7),
-        ("k1", "v1", 90),
+    raw, final = final_results(
+        SlidingWindows.of_time_difference_and_grace(5, 15),
+        WindowedSerdes.time_windowed(str, 5),
+        k1_at(10, 11, 10, 13, 10, 24, 5, 7, 90),
+    )
+    # Kafka Streams' expectation sorted by key and timestamp (SuppressScenarioTest).
+    assert sorted(raw, key=lambda r: (r[0], r[2])) == [
+        ("[k1@11/16]", 1, 11),
+        ("[k1@11/16]", 2, 13),
+        ("[k1@12/17]", 1, 13),
+        ("[k1@19/24]", 1, 24),
+        ("[k1@5/10]", 1, 10),
+        ("[k1@5/10]", 2, 10),
+        ("[k1@5/10]", 3, 10),
+        ("[k1@5/10]", 4, 10),
+        ("[k1@5/10]", 5, 10),
+        ("[k1@6/11]", 2, 11),
+        ("[k1@6/11]", 3, 11),
+        ("[k1@6/11]", 4, 11),
+        ("[k1@6/11]", 5, 11),
+        ("[k1@8/13]", 4, 13),
+        ("[k1@8/13]", 5, 13),
+        ("[k1@85/90]", 1, 90),
     ]
-    with run(build, rows) as d:
-        raw = read_rows(d, "output-raw", keys, int)
-        # Kafka Streams' expectation sorted by key and timestamp (SuppressScenarioTest).
-        assert sorted(raw, key=lambda r: (r[0], r[2])) == [
-            ("[k1@11/16]", 1, 11),
-            ("[k1@11/16]", 2, 13),
-            ("[k1@12/17]", 1, 13),
-            ("[k1@19/24]", 1, 24),
-            ("[k1@5/10]", 1, 10),
-            ("[k1@5/10]", 2, 10),
-            ("[k1@5/10]", 3, 10),
-            ("[k1@5/10]", 4, 10),
-            ("[k1@5/10]", 5, 10),
-            ("[k1@6/11]", 2, 11),
-            ("[k1@6/11]", 3, 11),
-            ("[k1@6/11]", 4, 11),
-            ("[k1@6/11]", 5, 11),
-            ("[k1@8/13]", 4, 13),
-            ("[k1@8/13]", 5, 13),
-            ("[k1@85/90]", 1, 90),
-        ]
-        assert read_rows(d, "output-suppressed", keys, int) == [
-            ("[k1@5/10]", 5, 10),
-            ("[k1@6/11]", 5, 11),
-            ("[k1@8/13]", 5, 13),
-            ("[k1@11/16]", 2, 13),
-            ("[k1@12/17]", 1, 13),
-            ("[k1@19/24]", 1, 24),
-        ]
+    assert final == [
+        ("[k1@5/10]", 5, 10),
+        ("[k1@6/11]", 5, 11),
+        ("[k1@8/13]", 5, 13),
+        ("[k1@11/16]", 2, 13),
+        ("[k1@12/17]", 1, 13),
+        ("[k1@19/24]", 1, 24),
+    ]
 
 
 def test_final_results_for_session_windows_skip_merged_sessions() -> None:
-    build = windowed_counts(SessionWindows.of_inactivity_gap_with_no_grace(5), Suppressed.until_window_closes())
-    keys = WindowedSerdes.session_windowed(str)
     rows = [("k1", "v1", 0), ("k1", "v1", 5), ("k1", "v1", 1), ("k2", "v1", 11), ("k1", "v1", 5), ("k1", "v1", 30)]
-    with run(build, rows) as d:
-        assert read_rows(d, "output-raw", keys, int) == [
-            ("[k1@0/0]", 1, 0),
-            ("[k1@0/0]", None, 0),
-            ("[k1@0/5]", 2, 5),
-            ("[k1@0/5]", None, 5),
-            ("[k1@0/5]", 3, 5),
-            ("[k2@11/11]", 1, 11),
-            ("[k1@30/30]", 1, 30),
-        ]
-        # A session closes at end + gap + grace: [k1@0/5] at 10 (emitted by 11), [k2@11/11] at 16.
-        assert read_rows(d, "output-suppressed", keys, int) == [("[k1@0/5]", 3, 5), ("[k2@11/11]", 1, 11)]
+    raw, final = final_results(
+        SessionWindows.of_inactivity_gap_with_no_grace(5), WindowedSerdes.session_windowed(str), rows
+    )
+    assert raw == [
+        ("[k1@0/0]", 1, 0),
+        ("[k1@0/0]", None, 0),
+        ("[k1@0/5]", 2, 5),
+        ("[k1@0/5]", None, 5),
+        ("[k1@0/5]", 3, 5),
+        ("[k2@11/11]", 1, 11),
+        ("[k1@30/30]", 1, 30),
+    ]
+    # A session closes at end + gap + grace: [k1@0/5] at 10 (emitted by 11), [k2@11/11] at 16.
+    assert final == [("[k1@0/5]", 3, 5), ("[k2@11/11]", 1, 11)]
 
 
 def test_suppression_before_group_by_sends_the_emitted_values_as_old_values() -> None:

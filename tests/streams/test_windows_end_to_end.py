@@ -19,15 +19,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from streams import WindowedSerdes
 from streams.app import StreamsApp
-from streams.log import Log, Producer, TopicPartition
+from streams.log import Log, TopicPartition
 from tests.streams.instances import Instance
 from tests.streams.topologies import CLICK_WINDOWS, click_windows, make_clicks, reference_window_counts
-from tests.support.topics import read_all
+from tests.support.topics import create_topics, read_all, send_timestamped
 from tests.support.waiting import wait_for
 
 KEYS = WindowedSerdes.time_windowed(str, CLICK_WINDOWS.size_ms)
@@ -50,19 +49,7 @@ class Produced:
 
 def produce_clicks(log: Log, topic: str, clicks: list[tuple[str, Any, int]], produced: Produced) -> None:
     with log.producer() as producer:
-        send_clicks(producer, topic, clicks, produced)
-
-
-def send_clicks(producer: Producer, topic: str, clicks: list[tuple[str, Any, int]], produced: Produced) -> None:
-    for page, value, ts in clicks:
-        producer.send(
-            topic,
-            orjson.dumps(value),
-            page.encode(),
-            timestamp=ts,
-            on_delivery=lambda md, err, page=page: produced.delivered(page, md),
-        )
-    producer.flush()
+        send_timestamped(producer, topic, clicks, produced.delivered)
 
 
 def produce_ticks(log: Log, topic: str, produced: Produced) -> None:
@@ -109,8 +96,7 @@ def test_hopping_count_with_final_results_across_a_clean_restart(
     log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
     clicks_topic, finals_topic, app_id = names("clicks"), names("click-finals"), names("windows")
-    log.create_topic(clicks_topic, 4)
-    log.create_topic(finals_topic, 4)
+    create_topics(log, 4, clicks_topic, finals_topic)
     produced = Produced()
     where = produced.partition_of
     first = make_clicks(1200, start_ms=1_000)  # librdkafka sends a timestamp of 0 as "now"
@@ -168,8 +154,7 @@ def test_suppressed_finals_after_kill_9(
 ) -> None:
     log, log_url = kill_log, kill_log_url
     clicks_topic, finals_topic, app_id = names("clicks"), names("click-finals"), names("windows-kill")
-    log.create_topic(clicks_topic, 4)
-    log.create_topic(finals_topic, 4)
+    create_topics(log, 4, clicks_topic, finals_topic)
     produced = Produced()
     state = tmp_path / "state"
     # Uncached, so that finals are emitted as records arrive, and the killed instance commits every
@@ -189,7 +174,7 @@ def test_suppressed_finals_after_kill_9(
             # One producer for every chunk: a new Kafka producer delivers nothing for its first 0.5-1 s.
             with log.producer() as producer:
                 for i in range(0, len(second), 100):
-                    send_clicks(producer, clicks_topic, second[i : i + 100], produced)
+                    send_timestamped(producer, clicks_topic, second[i : i + 100], produced.delivered)
                     time.sleep(0.03)
 
         feeder = threading.Thread(target=feed)

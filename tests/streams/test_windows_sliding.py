@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from streams import SlidingWindows, StreamsBuilder, TopologyError, TopologyTestDriver, WindowedSerdes
-from tests.streams.scenarios import Row, pipe, read_rows, scenario
+from streams import SlidingWindows, StreamsBuilder, TopologyError, WindowedSerdes
+from tests.streams.scenarios import EXPIRED_BY_GRACE_INPUT, Build, Row, piped, read_rows, scenario
 
 
 def concat(key: str, value: str, agg: str) -> str:
     return agg + "+" + value
 
 
-def sliding(difference: int, grace: int, *, cache: bool = True, final: bool = False, kind: str = "memory"):  # type: ignore[no-untyped-def]
+def sliding(difference: int, grace: int, *, cache: bool = True, final: bool = False, kind: str = "memory") -> Build:
     def build(b: StreamsBuilder) -> None:
         (
             b.stream("in", key=str, value=str)
@@ -155,25 +155,8 @@ def test_windows_closed_by_grace_are_skipped_and_counted(final: bool) -> None:
     """KStreamSlidingWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindowByGrace: difference 10,
     grace 90; at stream time 200 windows ending before 110 are closed: the left windows of 100..105 are
     skipped, and 15 is dropped whole."""
-    b = StreamsBuilder()
-    sliding(10, 90, final=final)(b)
-    with TopologyTestDriver(b.build()) as d:
-        pipe(
-            d,
-            "in",
-            [
-                ("k", "100", 200),
-                ("k", "0", 100),
-                ("k", "1", 101),
-                ("k", "2", 102),
-                ("k", "3", 103),
-                ("k", "4", 104),
-                ("k", "5", 105),
-                ("k", "6", 15),
-                ("k", "101", 300),
-                ("k", "102", 400),
-            ],
-        )
+    rows = [*EXPIRED_BY_GRACE_INPUT, ("k", "6", 15), ("k", "101", 300), ("k", "102", 400)]
+    with piped(sliding(10, 90, final=final), rows) as d:
         expected = [("[k@190/200]", "0+100", 200), ("[k@290/300]", "0+101", 300)]
         if not final:
             expected.append(("[k@390/400]", "0+102", 400))

@@ -10,6 +10,7 @@ window; a record whose window ended more than the grace period before stream tim
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,68 +19,69 @@ from streams import (
     StreamsBuilder,
     TimeWindows,
     TopologyError,
-    TopologyTestDriver,
     WindowedSerdes,
 )
-from tests.streams.scenarios import pipe, read_rows, scenario
+from tests.streams.scenarios import EXPIRED_BY_GRACE_INPUT, Build, Row, pipe, piped, read_rows, scenario
 
 
 def concat(key: str, value: str, agg: str) -> str:
     return agg + "+" + value
 
 
-# KStreamWindowAggregateTest.testAggBasic: hopping windows of 10 advancing by 5, grace 100.
+def concatenated(windows: TimeWindows, initial: str = "0", **options: Any) -> Build:
+    """in -> per key and window, ``initial`` and the values joined by "+" (store "agg"; ``options`` go to
+    ``aggregate``) -> out."""
+
+    def build(b: StreamsBuilder) -> None:
+        (
+            b.stream("in", key=str, value=str)
+            .group_by_key()
+            .windowed_by(windows)
+            .aggregate(lambda: initial, concat, store="agg", value=str, **options)
+            .to_stream()
+            .to("out", value=str)
+        )
+
+    return build
+
+
+def counted(windows: TimeWindows) -> Build:
+    """in -> records per key and window (store "c") -> out."""
+
+    def build(b: StreamsBuilder) -> None:
+        b.stream("in", key=str, value=str).group_by_key().windowed_by(windows).count(store="c").to_stream().to("out")
+
+    return build
+
+
+# KStreamWindowAggregateTest.testAggBasic: hopping windows of 10 advancing by 5, grace 100. The input: a line per
+# 5 ms (one hop), then the late records; the output: a line per input record, each window it updated.
 HOPPING_INPUT = [
-    ("A", "1", 0),
-    ("B", "2", 1),
-    ("C", "3", 2),
-    ("D", "4", 3),
-    ("A", "1", 4),
-    ("A", "1", 5),
-    ("B", "2", 6),
-    ("D", "4", 7),
-    ("B", "2", 8),
-    ("C", "3", 9),
-    ("A", "1", 10),
-    ("B", "2", 11),
-    ("D", "4", 12),
-    ("B", "2", 13),
-    ("C", "3", 14),
-    ("B", "1", 3),
-    ("B", "2", 2),
-    ("B", "3", 9),  # out of order, within grace: old windows are updated
-]
+    ("A", "1", 0), ("B", "2", 1), ("C", "3", 2), ("D", "4", 3), ("A", "1", 4),
+    ("A", "1", 5), ("B", "2", 6), ("D", "4", 7), ("B", "2", 8), ("C", "3", 9),
+    ("A", "1", 10), ("B", "2", 11), ("D", "4", 12), ("B", "2", 13), ("C", "3", 14),
+    ("B", "1", 3), ("B", "2", 2), ("B", "3", 9),  # out of order, within grace: old windows are updated
+]  # fmt: skip
 HOPPING_OUTPUT = [
     ("[A@0/10]", "0+1", 0),
     ("[B@0/10]", "0+2", 1),
     ("[C@0/10]", "0+3", 2),
     ("[D@0/10]", "0+4", 3),
     ("[A@0/10]", "0+1+1", 4),
-    ("[A@0/10]", "0+1+1+1", 5),
-    ("[A@5/15]", "0+1", 5),
-    ("[B@0/10]", "0+2+2", 6),
-    ("[B@5/15]", "0+2", 6),
-    ("[D@0/10]", "0+4+4", 7),
-    ("[D@5/15]", "0+4", 7),
-    ("[B@0/10]", "0+2+2+2", 8),
-    ("[B@5/15]", "0+2+2", 8),
-    ("[C@0/10]", "0+3+3", 9),
-    ("[C@5/15]", "0+3", 9),
-    ("[A@5/15]", "0+1+1", 10),
-    ("[A@10/20]", "0+1", 10),
-    ("[B@5/15]", "0+2+2+2", 11),
-    ("[B@10/20]", "0+2", 11),
-    ("[D@5/15]", "0+4+4", 12),
-    ("[D@10/20]", "0+4", 12),
-    ("[B@5/15]", "0+2+2+2+2", 13),
-    ("[B@10/20]", "0+2+2", 13),
-    ("[C@5/15]", "0+3+3", 14),
-    ("[C@10/20]", "0+3", 14),
+    ("[A@0/10]", "0+1+1+1", 5), ("[A@5/15]", "0+1", 5),
+    ("[B@0/10]", "0+2+2", 6), ("[B@5/15]", "0+2", 6),
+    ("[D@0/10]", "0+4+4", 7), ("[D@5/15]", "0+4", 7),
+    ("[B@0/10]", "0+2+2+2", 8), ("[B@5/15]", "0+2+2", 8),
+    ("[C@0/10]", "0+3+3", 9), ("[C@5/15]", "0+3", 9),
+    ("[A@5/15]", "0+1+1", 10), ("[A@10/20]", "0+1", 10),
+    ("[B@5/15]", "0+2+2+2", 11), ("[B@10/20]", "0+2", 11),
+    ("[D@5/15]", "0+4+4", 12), ("[D@10/20]", "0+4", 12),
+    ("[B@5/15]", "0+2+2+2+2", 13), ("[B@10/20]", "0+2+2", 13),
+    ("[C@5/15]", "0+3+3", 14), ("[C@10/20]", "0+3", 14),
     ("[B@0/10]", "0+2+2+2+1", 8),  # the late records keep the window's largest timestamp
     ("[B@0/10]", "0+2+2+2+1+2", 8),
-    ("[B@0/10]", "0+2+2+2+1+2+3", 9),
-    ("[B@5/15]", "0+2+2+2+2+3", 13),
-]
+    ("[B@0/10]", "0+2+2+2+1+2+3", 9), ("[B@5/15]", "0+2+2+2+2+3", 13),
+]  # fmt: skip
 W10 = WindowedSerdes.time_windowed(str, 10)
 
 
@@ -88,33 +90,14 @@ W10 = WindowedSerdes.time_windowed(str, 10)
 def test_hopping_windows_overlap_and_take_out_of_order_records_within_grace(
     cache: bool, kind: str, tmp_path: Path
 ) -> None:
-    def build(b: StreamsBuilder) -> None:
-        (
-            b.stream("in", key=str, value=str)
-            .group_by_key()
-            .windowed_by(TimeWindows.of_size_and_grace(10, 100).advance_by(5))
-            .aggregate(lambda: "0", concat, store="agg", value=str, cache=cache, kind=kind)
-            .to_stream()
-            .to("out", value=str)
-        )
-
+    build = concatenated(TimeWindows.of_size_and_grace(10, 100).advance_by(5), cache=cache, kind=kind)
     # The driver commits after every record, so the cache forwards every update too.
     assert scenario(build, HOPPING_INPUT, key=W10, value=str, state_dir=tmp_path) == HOPPING_OUTPUT
 
 
 def test_tumbling_window_boundaries_are_start_inclusive_end_exclusive() -> None:
-    def build(b: StreamsBuilder) -> None:
-        (
-            b.stream("in", key=str, value=str)
-            .group_by_key()
-            .windowed_by(TimeWindows.of_size_with_no_grace(10))
-            .count(store="c")
-            .to_stream()
-            .to("out")
-        )
-
     rows = [("a", "x", 0), ("a", "x", 9), ("a", "x", 10), ("b", "x", 19), ("a", "x", 20)]
-    assert scenario(build, rows, key=W10, value=int) == [
+    assert scenario(counted(TimeWindows.of_size_with_no_grace(10)), rows, key=W10, value=int) == [
         ("[a@0/10]", 1, 0),
         ("[a@0/10]", 2, 9),
         ("[a@10/20]", 1, 10),
@@ -126,63 +109,21 @@ def test_tumbling_window_boundaries_are_start_inclusive_end_exclusive() -> None:
 def test_records_later_than_grace_are_dropped_and_counted() -> None:
     """KStreamWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindowByGrace: tumbling 10, grace 90;
     at stream time 200 the window [100, 110) closed at 110 + 90."""
-    b = StreamsBuilder()
-    (
-        b.stream("in", key=str, value=str)
-        .group_by_key()
-        .windowed_by(TimeWindows.of_size_and_grace(10, 90))
-        .aggregate(lambda: "", concat, store="agg", value=str)
-        .to_stream()
-        .to("out", value=str)
-    )
-    with TopologyTestDriver(b.build()) as d:
-        pipe(
-            d,
-            "in",
-            [
-                ("k", "100", 200),
-                ("k", "0", 100),
-                ("k", "1", 101),
-                ("k", "2", 102),
-                ("k", "3", 103),
-                ("k", "4", 104),
-                ("k", "5", 105),
-                ("k", "6", 6),
-            ],
-        )
+    build = concatenated(TimeWindows.of_size_and_grace(10, 90), initial="")
+    with piped(build, [*EXPIRED_BY_GRACE_INPUT, ("k", "6", 6)]) as d:
         assert read_rows(d, "out", W10, str) == [("[k@200/210]", "+100", 200)]
         assert d.dropped_records == 7
+
+
+#: KStreamWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindow's input: each record's value is its timestamp
+RETENTION_INPUT: list[Row] = [("k", str(ts), ts) for ts in (100, 0, 1, 2, 3, 4, 5, 6, 105, 106)]
 
 
 def test_retention_and_grace_with_hopping_windows() -> None:
     """KStreamWindowAggregateTest.shouldLogAndMeterWhenSkippingExpiredWindow: size 10, advance 5, grace
     90, retention 100. At stream time 100 window [0, 10) is closed (10 + 90), [5, 15) still open."""
-    b = StreamsBuilder()
-    (
-        b.stream("in", key=str, value=str)
-        .group_by_key()
-        .windowed_by(TimeWindows.of_size_and_grace(10, 90).advance_by(5))
-        .aggregate(lambda: "", concat, store="agg", value=str, retention=100)
-        .to_stream()
-        .to("out", value=str)
-    )
-    with TopologyTestDriver(b.build()) as d:
-        pipe(
-            d,
-            "in",
-            [
-                ("k", "100", 100),
-                ("k", "0", 0),
-                ("k", "1", 1),
-                ("k", "2", 2),
-                ("k", "3", 3),
-                ("k", "4", 4),
-                ("k", "5", 5),
-                ("k", "6", 6),
-                ("k", "105", 105),
-                ("k", "106", 106),
-            ],
-        )
+    build = concatenated(TimeWindows.of_size_and_grace(10, 90).advance_by(5), initial="", retention=100)
+    with piped(build, RETENTION_INPUT) as d:
         assert read_rows(d, "out", W10, str) == [
             ("[k@95/105]", "+100", 100),
             ("[k@100/110]", "+100", 100),
@@ -224,70 +165,28 @@ def test_emit_on_window_close_emits_each_window_once_when_it_closes() -> None:
 
 def test_emit_on_window_close_as_an_aggregation_option_and_late_records() -> None:
     """The final-result variant of the retention scenario: at stream time 106 only [5, 15) has closed."""
-
-    def build(b: StreamsBuilder) -> None:
-        (
-            b.stream("in", key=str, value=str)
-            .group_by_key()
-            .windowed_by(TimeWindows.of_size_and_grace(10, 90).advance_by(5))
-            .aggregate(lambda: "", concat, store="agg", value=str, retention=100, emit_strategy="on_window_close")
-            .to_stream()
-            .to("out", value=str)
-        )
-
-    rows = [
-        ("k", "100", 100),
-        ("k", "0", 0),
-        ("k", "1", 1),
-        ("k", "2", 2),
-        ("k", "3", 3),
-        ("k", "4", 4),
-        ("k", "5", 5),
-        ("k", "6", 6),
-        ("k", "105", 105),
-        ("k", "106", 106),
-    ]
-    assert scenario(build, rows, key=W10, value=str) == [("[k@5/15]", "+5+6", 6)]
+    windows = TimeWindows.of_size_and_grace(10, 90).advance_by(5)
+    build = concatenated(windows, initial="", retention=100, emit_strategy="on_window_close")
+    assert scenario(build, RETENTION_INPUT, key=W10, value=str) == [("[k@5/15]", "+5+6", 6)]
 
 
 def test_emitted_final_results_are_not_emitted_again_after_a_restart(tmp_path: Path) -> None:
     """KStreamWindowAggregateTest.shouldEmitFromLastEmitTime: the last emitted close time is kept with the
     store, so a restarted task goes on from there."""
-    b = StreamsBuilder()
-    (
-        b.stream("in", key=str, value=str)
-        .group_by_key()
-        .windowed_by(TimeWindows.of_size_and_grace(10, 5).advance_by(5))
-        .aggregate(lambda: "0", concat, store="agg", value=str, emit_strategy="on_window_close")
-        .to_stream()
-        .to("out", value=str)
-    )
-    topology = b.build()
-    with TopologyTestDriver(topology, state_dir=tmp_path) as d:
-        pipe(d, "in", [("A", "1", 0), ("B", "2", 5), ("C", "3", 15)])
+    build = concatenated(TimeWindows.of_size_and_grace(10, 5).advance_by(5), emit_strategy="on_window_close")
+    with piped(build, [("A", "1", 0), ("B", "2", 5), ("C", "3", 15)], state_dir=tmp_path) as d:
         assert read_rows(d, "out", W10, str) == [("[A@0/10]", "0+1", 0), ("[B@0/10]", "0+2", 5)]
-    with TopologyTestDriver(topology, state_dir=tmp_path) as d:
-        pipe(d, "in", [("D", "4", 25)])
+    with piped(build, [("D", "4", 25)], state_dir=tmp_path) as d:
         assert read_rows(d, "out", W10, str) == [("[B@5/15]", "0+2", 5), ("[C@10/20]", "0+3", 15)]
 
 
 def test_stream_time_survives_a_restart_so_late_records_stay_late(tmp_path: Path) -> None:
     """A restarted task resumes at the stream time of its last commit: a record that was late before the
     restart is still late after it (and is not counted into a window that already closed)."""
-    b = StreamsBuilder()
-    (
-        b.stream("in", key=str, value=str)
-        .group_by_key()
-        .windowed_by(TimeWindows.of_size_with_no_grace(10))
-        .count(store="c")
-        .to_stream()
-        .to("out")
-    )
-    topology = b.build()
-    with TopologyTestDriver(topology, state_dir=tmp_path) as d:
-        pipe(d, "in", [("a", "x", 5), ("a", "x", 25)])
+    build = counted(TimeWindows.of_size_with_no_grace(10))
+    with piped(build, [("a", "x", 5), ("a", "x", 25)], state_dir=tmp_path) as d:
         assert read_rows(d, "out", W10, int) == [("[a@0/10]", 1, 5), ("[a@20/30]", 1, 25)]
-    with TopologyTestDriver(topology, state_dir=tmp_path) as d:
+    with piped(build, [], state_dir=tmp_path) as d:
         assert d.tasks[0].stream_time == 25
         pipe(d, "in", [("a", "x", 7), ("a", "x", 26)])
         assert read_rows(d, "out", W10, int) == [("[a@20/30]", 2, 26)]
@@ -295,17 +194,7 @@ def test_stream_time_survives_a_restart_so_late_records_stay_late(tmp_path: Path
 
 
 def test_null_keys_are_dropped_and_counted() -> None:
-    b = StreamsBuilder()
-    (
-        b.stream("in", key=str, value=str)
-        .group_by_key()
-        .windowed_by(TimeWindows.of_size_with_no_grace(10))
-        .count(store="c")
-        .to_stream()
-        .to("out")
-    )
-    with TopologyTestDriver(b.build()) as d:
-        pipe(d, "in", [(None, "x", 1), ("a", "x", 2)])
+    with piped(counted(TimeWindows.of_size_with_no_grace(10)), [(None, "x", 1), ("a", "x", 2)]) as d:
         assert read_rows(d, "out", W10, int) == [("[a@0/10]", 1, 2)]
         assert d.dropped_records == 1
 

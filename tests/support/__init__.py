@@ -9,7 +9,8 @@ from here (never from a conftest). Helpers that serve one directory's tests only
 - ``broker``: the Kafka-protocol test broker (tansu, or an external Kafka) and what it lacks.
 - ``registry_process``: a ``schemakit serve`` child process; ``registry_cluster``: several on one Kafka log.
 - ``credentials``: certificates, a token issuer and users files for the secured registry.
-- ``topics``: producing items to a topic and reading a whole topic back, through a ``Log``.
+- ``http_stub``: a stand-in HTTP server in the test process that answers GETs and records their headers.
+- ``topics``: creating topics, producing items to a topic and reading a whole topic back, through a ``Log``.
 - ``cli``: the ``schemakit`` command line, as a child process or in this one.
 - ``protos``: compiling test ``.proto`` texts with protoc.
 - ``spark``: whether Spark can run here, and the session the Spark tests share.

@@ -1,7 +1,7 @@
 """Credentials for the registry's security tests (tests/security, tests/ha): certificates made here with
 ``cryptography`` (``Pki``), an OIDC-style token issuer whose JWKS a real HTTP server in the test process serves
-(``Issuer``), and users files (``UsersFile``). ``tests/conftest.py`` makes them fixtures (``pki``, ``issuer``,
-``users_file``)."""
+(``Issuer``, through ``http_stub``), and users files (``UsersFile``). ``tests/conftest.py`` makes them fixtures
+(``pki``, ``issuer``, ``users_file``)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ import datetime
 import ipaddress
 import json
 import ssl
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from registry.security.passwords import hash_password
+from tests.support.http_stub import StubServer
 
 
 def _name(cn: str, org: str = "Acme") -> x509.Name:
@@ -95,6 +94,12 @@ class Pki:
         self.server = _write(self.dir / "server", *self._issue(_name("registry"), sans=sans))
         return self
 
+    def serve_options(self) -> list[str]:
+        """``schemakit serve``'s options for HTTPS with the server certificate, checking client certificates
+        against the CA."""
+        cert, key = self.server
+        return ["--tls-cert", cert, "--tls-key", key, "--tls-client-ca", self.ca]
+
     def context(self, client: tuple[str, str] | None = None) -> ssl.SSLContext:
         """An httpx ``verify=`` context trusting this CA, presenting ``client`` (cert, key) when given."""
         ctx = ssl.create_default_context(cafile=self.ca)
@@ -130,27 +135,14 @@ class Issuer:
         self.audience = audience
         self.keys: dict[str, rsa.RSAPrivateKey] = {}
         self.published: list[str] = []  # kids in the JWKS
-        self.fetches = 0
         self.add_key("k1")
-        issuer_self = self
+        self.jwks_server = StubServer("application/json", lambda: json.dumps(self.jwks()).encode())
+        self.jwks_url = f"{self.jwks_server.url}/jwks.json"
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                issuer_self.fetches += 1
-                body = json.dumps(issuer_self.jwks()).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.jwks_url = f"http://127.0.0.1:{self.server.server_address[1]}/jwks.json"
+    @property
+    def fetches(self) -> int:
+        """How many times the JWKS was fetched."""
+        return len(self.jwks_server.headers)
 
     def add_key(self, kid: str, publish: bool = True) -> None:
         self.keys[kid] = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -174,8 +166,7 @@ class Issuer:
         return jwt.encode(payload, self.keys[kid], algorithm="RS256", headers={"kid": kid})
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.jwks_server.close()
 
 
 @dataclass

@@ -1,15 +1,21 @@
-"""Writing items to a topic and reading a whole topic back, through a ``Log`` (any backend), for the
-streams tests' inputs and outputs."""
+"""Creating topics, writing items (or timestamped rows) to a topic and reading a whole topic back, through a
+``Log`` (any backend), for the streams tests' inputs and outputs."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
 
-from streams.log import OFFSET_BEGINNING, Log, Record, TopicPartition
+from streams.log import OFFSET_BEGINNING, Log, Producer, Record, RecordMetadata, TopicPartition
+
+
+def create_topics(lg: Log, partitions: int, *topics: str) -> None:
+    """Create each of ``topics`` with ``partitions`` partitions."""
+    for topic in topics:
+        lg.create_topic(topic, partitions)
 
 
 def produce(
@@ -31,6 +37,27 @@ def produce(
             p.send(topic, value(v), key(k), on_delivery=done)
         p.flush()
     return where
+
+
+def send_timestamped(
+    producer: Producer,
+    topic: str,
+    rows: Iterable[tuple[str, Any, int]],
+    delivered: Callable[[str, RecordMetadata | None], None],
+    partition: int | None = None,
+) -> None:
+    """Send (key, value, timestamp) rows, each value as JSON, then flush; ``delivered(key, metadata)`` hears each
+    delivery report (where a test must know what landed: the test broker's end offsets are unreliable)."""
+    for key, value, ts in rows:
+        producer.send(
+            topic,
+            orjson.dumps(value),
+            key.encode(),
+            timestamp=ts,
+            partition=partition,
+            on_delivery=lambda md, err, key=key: delivered(key, md),
+        )
+    producer.flush()
 
 
 def read_all(lg: Log, topic: str, quiet: float = 1.5, timeout: float = 60.0) -> list[Record]:

@@ -42,36 +42,23 @@ def test_the_page_and_its_assets_are_served_from_the_package(api: httpx.Client) 
 
 
 def test_subject_page_is_filtered_and_paged_on_the_server(api: httpx.Client) -> None:
-    for letter in "abcde":
-        register(api, f"paging-{letter}", record(f"P{letter}"))
+    ids = {letter: register(api, f"paging-{letter}", record(f"P{letter}")) for letter in "abcde"}
+
+    def summary(letter: str) -> dict[str, object]:
+        """A subject of one Avro version, under the default compatibility and mode."""
+        return {
+            "subject": f"paging-{letter}",
+            "latestVersion": 1,
+            "versions": 1,
+            "id": ids[letter],
+            "schemaType": "AVRO",
+            "compatibility": "BACKWARD",
+            "mode": "READWRITE",
+            "deleted": False,
+        }
+
     first = api.get("/ui/api/subjects", params={"q": "PAGING-", "limit": 2})
-    assert first.json() == {
-        "total": 5,
-        "offset": 0,
-        "limit": 2,
-        "subjects": [
-            {
-                "subject": "paging-a",
-                "latestVersion": 1,
-                "versions": 1,
-                "id": first.json()["subjects"][0]["id"],
-                "schemaType": "AVRO",
-                "compatibility": "BACKWARD",
-                "mode": "READWRITE",
-                "deleted": False,
-            },
-            {
-                "subject": "paging-b",
-                "latestVersion": 1,
-                "versions": 1,
-                "id": first.json()["subjects"][1]["id"],
-                "schemaType": "AVRO",
-                "compatibility": "BACKWARD",
-                "mode": "READWRITE",
-                "deleted": False,
-            },
-        ],
-    }
+    assert first.json() == {"total": 5, "offset": 0, "limit": 2, "subjects": [summary("a"), summary("b")]}
     assert names(api.get("/ui/api/subjects", params={"q": "paging-", "offset": 2, "limit": 2})) == [
         "paging-c",
         "paging-d",
@@ -95,48 +82,24 @@ def test_subject_page_is_filtered_and_paged_on_the_server(api: httpx.Client) -> 
 
 
 @pytest.mark.parametrize(
-    ("path", "status", "body"),
+    ("path", "status", "error_code", "message"),
     [
-        (
-            "/ui/api/subjects?deleted=all",
-            400,
-            {"error_code": 400, "message": "Query parameter 'deleted' is invalid: 'all'"},
-        ),
-        (
-            "/ui/api/subjects?limit=ten",
-            400,
-            {"error_code": 400, "message": "Query parameter 'limit' must be an integer, got 'ten'"},
-        ),
-        ("/ui/api/subjects/nobody", 404, {"error_code": 40401, "message": "Subject 'nobody' not found."}),
-        (
-            "/ui/api/subjects/nobody/compare?old=1&new=2",
-            404,
-            {"error_code": 40401, "message": "Subject 'nobody' not found."},
-        ),
-        (
-            "/ui/api/subjects/compared/compare?old=1&new=9",
-            404,
-            {"error_code": 40402, "message": "Version 9 not found."},
-        ),
-        (
-            "/ui/api/subjects/compared/compare?new=1",
-            400,
-            {"error_code": 400, "message": "Query parameter 'old' is required"},
-        ),
-        (
-            "/ui/api/subjects/compared/compare?old=0&new=1",
-            400,
-            {"error_code": 400, "message": "Query parameter 'old' is out of range: '0'"},
-        ),
+        ("/ui/api/subjects?deleted=all", 400, 400, "Query parameter 'deleted' is invalid: 'all'"),
+        ("/ui/api/subjects?limit=ten", 400, 400, "Query parameter 'limit' must be an integer, got 'ten'"),
+        ("/ui/api/subjects/nobody", 404, 40401, "Subject 'nobody' not found."),
+        ("/ui/api/subjects/nobody/compare?old=1&new=2", 404, 40401, "Subject 'nobody' not found."),
+        ("/ui/api/subjects/compared/compare?old=1&new=9", 404, 40402, "Version 9 not found."),
+        ("/ui/api/subjects/compared/compare?new=1", 400, 400, "Query parameter 'old' is required"),
+        ("/ui/api/subjects/compared/compare?old=0&new=1", 400, 400, "Query parameter 'old' is out of range: '0'"),
     ],
 )
 def test_bad_requests_get_confluents_error_answers(
-    api: httpx.Client, path: str, status: int, body: dict[str, object]
+    api: httpx.Client, path: str, status: int, error_code: int, message: str
 ) -> None:
     if not api.get("/subjects/compared/versions").is_success:
         register(api, "compared", record("Compared"))
     answer = api.get(path)
-    assert (answer.status_code, answer.json()) == (status, body)
+    assert (answer.status_code, answer.json()) == (status, {"error_code": error_code, "message": message})
 
 
 def test_subject_detail_and_comparison(api: httpx.Client) -> None:
