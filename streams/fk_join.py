@@ -229,10 +229,8 @@ def foreign_key_join(
     topology = builder.topology
     base = name or builder.new_name("KTABLE-FK-JOIN")
     left_join = kind == "left"
-    left_key = left.key_serde if left.key_serde is not None else topology.default_key
-    left_value = left.value_serde if left.value_serde is not None else topology.default_value
-    right_key = right.key_serde if right.key_serde is not None else topology.default_key
-    right_value = right.value_serde if right.value_serde is not None else topology.default_value
+    left_key, left_value = topology.key_serde(left.key_serde), topology.value_serde(left.value_serde)
+    right_key, right_value = topology.key_serde(right.key_serde), topology.value_serde(right.value_serde)
     registration, response = f"{base}-subscription-registration-topic", f"{base}-subscription-response-topic"
     hash_topic = f"{base}-subscription-hash"  # what the left value serde is bound to for hashing
     if spec is None:

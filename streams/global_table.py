@@ -66,8 +66,7 @@ def global_stores(topology: Topology) -> dict[str, InMemoryKeyValueStore]:
     """A fresh, empty store per global table of ``topology`` (timestamped, without changelog)."""
     stores = {}
     for spec in topology.global_tables.values():
-        key = spec.key if spec.key is not None else topology.default_key
-        value = spec.value if spec.value is not None else topology.default_value
+        key, value = topology.key_serde(spec.key), topology.value_serde(spec.value)
         # Bound to the table's topic: a key serialized for a lookup has the bytes a producer gave it.
         store = InMemoryKeyValueStore(spec.store, key, TimestampedSerde(value), spec.topic, RecordContext())
         store.timestamped = True

@@ -126,8 +126,7 @@ class TopologyTestDriver:
             raise TopologyError(
                 f"topic {topic!r} is not a source topic of this topology; sources: {self.source_topics}"
             )
-        key = serde_from(key) or self.topology.default_key
-        value = serde_from(value) or self.topology.default_value
+        key, value = self.topology.key_serde(serde_from(key)), self.topology.value_serde(serde_from(value))
         return TestInputTopic(self._pipe, topic, key, value, start_timestamp, auto_advance_ms)
 
     def output_topic(self, topic: str, *, key: Any = None, value: Any = None) -> TestOutputTopic:
@@ -135,8 +134,8 @@ class TopologyTestDriver:
         return TestOutputTopic(
             records,
             topic,
-            serde_from(key) or self.topology.default_key,
-            serde_from(value) or self.topology.default_value,
+            self.topology.key_serde(serde_from(key)),
+            self.topology.value_serde(serde_from(value)),
         )
 
     def _send(

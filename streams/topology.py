@@ -216,6 +216,14 @@ class Topology:
         self.global_tables: dict[str, GlobalTableSpec] = {}  # by store name
         self._source_topics: dict[tuple[str, bool], str] = {}
 
+    def key_serde(self, serde: Any) -> Any:
+        """The key serde of a node, store or table whose own is ``serde``: it, or the default where None."""
+        return serde if serde is not None else self.default_key
+
+    def value_serde(self, serde: Any) -> Any:
+        """The value serde of a node, store or table whose own is ``serde``: it, or the default where None."""
+        return serde if serde is not None else self.default_value
+
     # -- construction ----------------------------------------------------------------------------------
 
     def _add(self, node: _Node) -> None:

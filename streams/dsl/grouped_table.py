@@ -39,7 +39,7 @@ class KGroupedTable:
     ) -> KTable:
         builder = self._builder
         topic = repartition_topic(builder, self.name, spec, named_store, prefix)
-        value = self.value_serde if self.value_serde is not None else builder.topology.default_value
+        value = builder.topology.value_serde(self.value_serde)
         parent = builder.repartition(self.node, topic, None, self.key_serde, ChangeSerde(value))
         name, cache = spec.name, spec.cache
         return stored_table(

@@ -386,8 +386,7 @@ class KStream:
                 other_node,
             )
         if outer_store is not None:
-            default = topology.default_value
-            values = LeftOrRightSerde(self.value_serde or default, other.value_serde or default)
+            values = LeftOrRightSerde(topology.value_serde(self.value_serde), topology.value_serde(other.value_serde))
             # Unjoined records wait here until their window closes and are removed once emitted; the
             # retention (twice the longest a record can wait) only bounds what a lost removal would leave.
             wait = max(windows.before_ms, windows.after_ms, 0) + windows.grace_ms

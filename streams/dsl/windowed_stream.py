@@ -112,7 +112,7 @@ class _WindowedStream:
         processor = self._processor(
             spec.name, initializer, adder, merger, spec.cache, strategy is EmitStrategy.ON_WINDOW_CLOSE
         )
-        key = grouped.key_serde if grouped.key_serde is not None else grouped._builder.topology.default_key
+        key = grouped._builder.topology.key_serde(grouped.key_serde)
         parent = grouped._source(spec, named, self._prefix)
         node = grouped._builder.new_name(self._prefix)
         return stored_table(grouped._builder, node, parent, processor, spec, self._key_serde(key, spec), self.windows)
