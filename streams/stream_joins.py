@@ -20,19 +20,16 @@ Records with a null key or value are dropped, logged at debug and counted in the
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from streams.join_windows import JoinWindows
 from streams.ops import Forwarding
 from streams.processor import ProcessorContext
+from streams.table_joins import Joiner
 
 __all__ = ["LeftOrRightSerde", "StreamStreamJoinProcessor", "StreamTableJoinProcessor"]
 
 log = logging.getLogger("streams.joins")
-
-#: ``joiner(key, left value, right value) -> result``
-Joiner = Callable[[Any, Any, Any], Any]
 
 _STREAM_TIME = "join-stream-time"
 _LEFT, _RIGHT = b"\x01", b"\x00"

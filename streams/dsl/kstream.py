@@ -29,7 +29,7 @@ from streams.ops import (
 from streams.processor import Processor
 from streams.record_serdes import serde_from
 from streams.stream_joins import LeftOrRightSerde, StreamStreamJoinProcessor, StreamTableJoinProcessor
-from streams.table_joins import key_joiner
+from streams.table_joins import Joiner, key_joiner
 from streams.topology import Partitioner, WindowStoreSpec
 
 __all__ = ["KStream"]
@@ -345,7 +345,7 @@ class KStream:
     def _stream_stream_join(
         self,
         other: KStream,
-        joiner: Callable[[Any, Any, Any], Any],
+        joiner: Joiner,
         windows: JoinWindows,
         name: str | None,
         left: bool,
@@ -412,9 +412,7 @@ class KStream:
             parents=(this_node, other_node),
         )
 
-    def _stream_table_join(
-        self, table: KTable, joiner: Callable[[Any, Any, Any], Any], name: str | None, left: bool
-    ) -> KStream:
+    def _stream_table_join(self, table: KTable, joiner: Joiner, name: str | None, left: bool) -> KStream:
         table = table._materialized()  # a derived table (filter, map_values, ...) gets a store to look rows up in
         key = self.key_serde if self.key_serde is not None else table.key_serde
         source = self._join_source(name, "left", key)
