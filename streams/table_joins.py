@@ -16,6 +16,7 @@ An update that had no result before and has none after is not forwarded.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from streams.change import Change
@@ -90,13 +91,13 @@ class TableJoinProcessor(Forwarding):
             rc.timestamp = saved
 
 
+@dataclass(eq=False)
 class TableMaterializeProcessor(Forwarding):
     """Keeps a table's rows in a store (for a join's lookups, or a join result's ``store=``) and passes
     the updates on; with old values asked for downstream, they come from the store."""
 
-    def __init__(self, store_name: str, options: TableOptions) -> None:
-        self.store_name = store_name
-        self.options = options
+    store_name: str
+    options: TableOptions
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)

@@ -141,13 +141,13 @@ class AggregateProcessor(Aggregating):
             _emit(self.context, self._forward, key, Change(agg, old if self._send_old else None), ts)
 
 
+@dataclass(eq=False)
 class TableSourceProcessor(Forwarding):
     """Materializes a topic as a table: the latest value per key (None deletes)."""
 
-    def __init__(self, store_name: str, cache: bool, options: TableOptions) -> None:
-        self.store_name = store_name
-        self.cache = cache
-        self.options = options
+    store_name: str
+    cache: bool
+    options: TableOptions
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -172,13 +172,13 @@ class TableSourceProcessor(Forwarding):
         self._emit(key, Change(value, old))
 
 
+@dataclass(eq=False)
 class TableFilterProcessor(Forwarding):
     """A table filter: a row that fails the predicate becomes a delete (None) downstream."""
 
-    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool, options: TableOptions) -> None:
-        self.predicate = predicate
-        self.negate = negate
-        self.options = options
+    predicate: Callable[[Any, Any], bool]
+    negate: bool
+    options: TableOptions
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -200,10 +200,10 @@ class TableFilterProcessor(Forwarding):
             self._forward(key, Change(new, None))
 
 
+@dataclass(eq=False)
 class TableMapValuesProcessor(Forwarding):
-    def __init__(self, mapper: Callable[[Any], Any], options: TableOptions) -> None:
-        self.mapper = mapper
-        self.options = options
+    mapper: Callable[[Any], Any]
+    options: TableOptions
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -223,6 +223,7 @@ class ToStreamProcessor(Forwarding):
         self._forward(key, change.new)
 
 
+@dataclass(eq=False)
 class TableRepartitionMapProcessor(Forwarding):
     """``KTable.group_by``: ``selector(key, value) -> (group key, value)`` for the new and the old value
     (a None pair, key or value: the row is in no group).
@@ -230,8 +231,7 @@ class TableRepartitionMapProcessor(Forwarding):
     An update whose group is unchanged travels as one ``Change(new, old)``; one that moves sends the
     subtraction to the old group first, then the addition to the new one (as Kafka Streams)."""
 
-    def __init__(self, selector: Callable[[Any, Any], Any]) -> None:
-        self.selector = selector
+    selector: Callable[[Any, Any], Any]
 
     def _select(self, key: Any, value: Any) -> tuple[Any, Any] | None:
         if value is None:
