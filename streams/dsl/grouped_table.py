@@ -8,7 +8,7 @@ from typing import Any
 
 from streams.change import ChangeSerde
 from streams.dsl.aggregation import add_one, repartition_topic, store_spec, zero
-from streams.dsl.base import Builder, check_callable
+from streams.dsl.base import AbstractStream, Builder, check_callable
 from streams.dsl.ktable import KTable, stored_table
 from streams.record_serdes import INT, serde_from
 from streams.table_ops import TableAggregateProcessor
@@ -17,15 +17,12 @@ from streams.topology import StoreSpec
 __all__ = ["KGroupedTable"]
 
 
-class KGroupedTable:
+class KGroupedTable(AbstractStream):
     """A re-grouped table, ready for ``count``, ``reduce(add, subtract)`` or ``aggregate(initial, add,
     subtract)``. Updates reach the aggregation through a repartition topic as (new, old) pairs."""
 
     def __init__(self, builder: Builder, node: str, key: Any, value: Any, name: str | None) -> None:
-        self._builder = builder
-        self.node = node
-        self.key_serde = key
-        self.value_serde = value
+        super().__init__(builder, node, key, value)
         self.name = name
 
     def _aggregate(
