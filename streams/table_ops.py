@@ -1,7 +1,8 @@
 """The processors of table operations. Between them a table update travels as ``Change(new, old)``;
 ``old`` is filled only where a downstream operation asked for it (``TableOptions.send_old_values``, set by
 the DSL, as Kafka Streams' ``enableSendingOldValues``): a re-grouped table subtracts the old value from
-the group it leaves. ``to_stream`` hands on the new values.
+the group it leaves. ``to_stream`` hands on the new values. ``TableProcessor`` is the base of every processor
+that reads those options (the joins' and the suppression's too).
 
 The stores are timestamped (``(value, timestamp)`` per key): an aggregate's timestamp is the largest of
 the records it has taken in, a table row's that of its last update, and updates go downstream with it.
@@ -28,6 +29,7 @@ __all__ = [
     "TableFilterProcessor",
     "TableMapValuesProcessor",
     "TableOptions",
+    "TableProcessor",
     "TableRepartitionMapProcessor",
     "TableSourceProcessor",
     "ToStreamProcessor",
@@ -40,6 +42,17 @@ class TableOptions:
     read when a processor starts."""
 
     send_old_values: bool = False
+
+
+class TableProcessor(Forwarding):
+    """A table node's processor: the node's ``options``, read when it starts (``_send_old``: whether the
+    updates it forwards carry the value they replace)."""
+
+    options: TableOptions
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._send_old = self.options.send_old_values
 
 
 def _cached_forwarder(
@@ -67,7 +80,7 @@ def _emit(context: ProcessorContext, forward: Callable[[Any, Any], None], key: A
         rc.timestamp = saved
 
 
-class Aggregating(Forwarding):
+class Aggregating(TableProcessor):
     """What the aggregations share (of grouped streams, re-grouped tables, windows): the store, the
     ``initializer`` and ``adder``, and how updates go downstream: when the store's cache flushes, at once,
     or (a windowed aggregation emitting final results only) not at all."""
@@ -95,7 +108,6 @@ class Aggregating(Forwarding):
         store = self._store = context.get_state_store(self.store_name)
         self._kser = store.key_serializer
         self._rc = context.record_context
-        self._send_old = self.options.send_old_values
         self._emit_now = not self.cache and not self.emit_final
         if self.cache and not self.emit_final:
             store.track_old_values = self._send_old
@@ -142,7 +154,7 @@ class AggregateProcessor(Aggregating):
 
 
 @dataclass(eq=False)
-class TableSourceProcessor(Forwarding):
+class TableSourceProcessor(TableProcessor):
     """Materializes a topic as a table: the latest value per key (None deletes)."""
 
     store_name: str
@@ -152,7 +164,6 @@ class TableSourceProcessor(Forwarding):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._store = context.get_state_store(self.store_name)
-        self._send_old = self.options.send_old_values
         if self.cache:
             self._store.track_old_values = self._send_old
             self._store.listener = _cached_forwarder(context, self._forward, self._send_old)
@@ -173,16 +184,12 @@ class TableSourceProcessor(Forwarding):
 
 
 @dataclass(eq=False)
-class TableFilterProcessor(Forwarding):
+class TableFilterProcessor(TableProcessor):
     """A table filter: a row that fails the predicate becomes a delete (None) downstream."""
 
     predicate: Callable[[Any, Any], bool]
     negate: bool
     options: TableOptions
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self._send_old = self.options.send_old_values
 
     def _keep(self, key: Any, value: Any) -> Any:
         if value is not None and bool(self.predicate(key, value)) is not self.negate:
@@ -201,13 +208,9 @@ class TableFilterProcessor(Forwarding):
 
 
 @dataclass(eq=False)
-class TableMapValuesProcessor(Forwarding):
+class TableMapValuesProcessor(TableProcessor):
     mapper: Callable[[Any], Any]
     options: TableOptions
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self._send_old = self.options.send_old_values
 
     def process(self, key: Any, change: Change) -> None:
         mapper = self.mapper
