@@ -14,7 +14,7 @@ what every aggregation processor shares, the windowed ones of ``window_ops.py`` 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from streams.change import Change
@@ -80,28 +80,20 @@ def _emit(context: ProcessorContext, forward: Callable[[Any, Any], None], key: A
         rc.timestamp = saved
 
 
+@dataclass(eq=False)
 class Aggregating(TableProcessor):
     """What the aggregations share (of grouped streams, re-grouped tables, windows): the store, the
     ``initializer`` and ``adder``, and how updates go downstream: when the store's cache flushes, at once,
-    or (a windowed aggregation emitting final results only) not at all."""
+    or (a windowed aggregation emitting final results only) not at all. A subclass's own settings follow
+    these five."""
 
-    _store: Any
+    store_name: str
+    initializer: Callable[[], Any] | None
+    adder: Callable[[Any, Any, Any], Any]
+    cache: bool
+    options: TableOptions
     #: Only each window's final result goes downstream, when the window closes (windowed aggregations).
-    emit_final = False
-
-    def __init__(
-        self,
-        store_name: str,
-        initializer: Callable[[], Any] | None,
-        adder: Callable[[Any, Any, Any], Any],
-        cache: bool,
-        options: TableOptions,
-    ) -> None:
-        self.store_name = store_name
-        self.initializer = initializer
-        self.adder = adder
-        self.cache = cache
-        self.options = options
+    emit_final: bool = field(default=False, kw_only=True)
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -262,22 +254,13 @@ class TableRepartitionMapProcessor(Forwarding):
             self._forward(new[0], Change(new[1], None))
 
 
+@dataclass(eq=False)
 class TableAggregateProcessor(Aggregating):
     """count / reduce / aggregate of a re-grouped table: subtract the old value, add the new one.
 
     ``initializer`` None (reduce): a group's first value is its aggregate."""
 
-    def __init__(
-        self,
-        store_name: str,
-        initializer: Callable[[], Any] | None,
-        adder: Callable[[Any, Any, Any], Any],
-        subtractor: Callable[[Any, Any, Any], Any],
-        cache: bool,
-        options: TableOptions,
-    ) -> None:
-        super().__init__(store_name, initializer, adder, cache, options)
-        self.subtractor = subtractor
+    subtractor: Callable[[Any, Any, Any], Any]
 
     def process(self, key: Any, change: Change) -> None:
         if key is None:

@@ -43,7 +43,7 @@ class KGroupedTable(AbstractStream):
             builder,
             builder.new_name(prefix),
             parent,
-            lambda o: TableAggregateProcessor(name, initializer, adder, subtractor, cache, o),
+            lambda o: TableAggregateProcessor(name, initializer, adder, cache, o, subtractor),
             spec,
             spec.key,
         )
