@@ -23,7 +23,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ import orjson
 
 from streams.errors import StateStoreError
 from streams.listeners import RestoreListener
-from streams.log.base import Consumer, Producer, Record, RecordMetadata, TopicPartition
+from streams.log.base import Consumer, HeaderPairs, Producer, Record, RecordMetadata, TopicPartition
 from streams.state.base import StateStore
 
 __all__ = [
@@ -76,7 +76,7 @@ def barrier_headers(committed: Committed) -> tuple[tuple[str, bytes], ...]:
     return ((BARRIER_HEADER, b"1"), (SOURCE_HEADER, orjson.dumps(positions)))
 
 
-def positions_of(headers: Iterable[tuple[str, bytes | None]]) -> bytes | None:
+def positions_of(headers: HeaderPairs) -> bytes | None:
     """The raw ``schemakit.src`` header of a changelog record, if it has one."""
     for name, value in headers:
         if name == SOURCE_HEADER:

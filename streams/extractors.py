@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streams.errors import StreamsError
+from streams.log.base import Headers
 
 __all__ = [
     "ConsumedRecord",
@@ -44,7 +45,7 @@ class ConsumedRecord:
     timestamp: int
     key: Any
     value: Any
-    headers: tuple[tuple[str, bytes | None], ...] = ()
+    headers: Headers = ()
 
 
 TimestampExtractor = Callable[[ConsumedRecord, int], int]

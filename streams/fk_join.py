@@ -21,6 +21,7 @@ delete deletes the result. The result is always materialized (its store gives do
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streams.change import Change
@@ -62,36 +63,30 @@ class _Side(Protocol):
 __all__ = ["foreign_key_join"]
 
 
-def _hasher(serde: Any, topic: str) -> Callable[[Any], bytes]:
-    ser = bind_serializer(serde, topic, False)
-    return lambda value: value_hash(ser(value))
+@dataclass(eq=False)
+class _LeftSide(Forwarding):
+    """What the left side's processors share: the joiner, the kind of join, and the hash of a left value
+    (serialized with ``value_serde`` bound to ``hash_topic``) that tells a current answer from a stale one."""
 
-
-class SubscriptionSendProcessor(Forwarding):
-    """Left side: turns each left update into subscriptions (to the registration topic's sink) or, where
-    the foreign key is None, into the result at once (to the result node)."""
-
-    def __init__(
-        self,
-        foreign_key: Callable[[Any], Any],
-        joiner: Joiner,
-        left_join: bool,
-        value_serde: Any,
-        hash_topic: str,
-        sink: str,
-        result: str,
-    ) -> None:
-        self.foreign_key = foreign_key
-        self.joiner = joiner
-        self.left_join = left_join
-        self.value_serde = value_serde
-        self.hash_topic = hash_topic
-        self.sink = sink
-        self.result = result
+    joiner: Joiner
+    left_join: bool
+    value_serde: Any
+    hash_topic: str
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._hash = _hasher(self.value_serde, self.hash_topic)
+        ser = bind_serializer(self.value_serde, self.hash_topic, False)
+        self._hash: Callable[[Any], bytes] = lambda value: value_hash(ser(value))
+
+
+@dataclass(eq=False)
+class SubscriptionSendProcessor(_LeftSide):
+    """Left side: turns each left update into subscriptions (to the registration topic's sink) or, where
+    the foreign key is None, into the result at once (to the result node)."""
+
+    foreign_key: Callable[[Any], Any]
+    sink: str
+    result: str
 
     def _subscribe(self, fk: Any, instruction: Instruction, h: bytes | None, key: Any) -> None:
         self.context.forward(fk, Subscription(instruction, h, key), to=self.sink)
@@ -127,12 +122,12 @@ class SubscriptionSendProcessor(Forwarding):
         self._subscribe(new_fk, instruction, h, key)
 
 
+@dataclass(eq=False)
 class SubscriptionReceiveProcessor(Forwarding):
     """Right side: keeps the subscription store and answers with the right row, as instructed."""
 
-    def __init__(self, subscriptions: str, right_store: str) -> None:
-        self.subscriptions = subscriptions
-        self.right_store = right_store
+    subscriptions: str
+    right_store: str
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -159,11 +154,11 @@ class SubscriptionReceiveProcessor(Forwarding):
             self._forward(key, Response(sub.hash, right))
 
 
+@dataclass(eq=False)
 class ForeignTableChangeProcessor(Forwarding):
     """Right side: a right row's update goes to every left row subscribed to its key."""
 
-    def __init__(self, subscriptions: str) -> None:
-        self.subscriptions = subscriptions
+    subscriptions: str
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -179,20 +174,15 @@ class ForeignTableChangeProcessor(Forwarding):
             self._forward(combined.primary_key, Response(h, change.new))
 
 
-class ResponseJoinProcessor(Forwarding):
+@dataclass(eq=False)
+class ResponseJoinProcessor(_LeftSide):
     """Left side: joins an answer with the row's current value, unless the answer is stale."""
 
-    def __init__(self, left_store: str, joiner: Joiner, left_join: bool, value_serde: Any, hash_topic: str) -> None:
-        self.left_store = left_store
-        self.joiner = joiner
-        self.left_join = left_join
-        self.value_serde = value_serde
-        self.hash_topic = hash_topic
+    left_store: str
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._left = context.get_state_store(self.left_store)
-        self._hash = _hasher(self.value_serde, self.hash_topic)
 
     def process(self, key: Any, response: Response) -> None:
         if key is None or response is None:
@@ -229,10 +219,8 @@ def foreign_key_join(
     topology = builder.topology
     base = name or builder.new_name("KTABLE-FK-JOIN")
     left_join = kind == "left"
-    left_key = left.key_serde if left.key_serde is not None else topology.default_key
-    left_value = left.value_serde if left.value_serde is not None else topology.default_value
-    right_key = right.key_serde if right.key_serde is not None else topology.default_key
-    right_value = right.value_serde if right.value_serde is not None else topology.default_value
+    left_key, left_value = topology.key_serde(left.key_serde), topology.value_serde(left.value_serde)
+    right_key, right_value = topology.key_serde(right.key_serde), topology.value_serde(right.value_serde)
     registration, response = f"{base}-subscription-registration-topic", f"{base}-subscription-response-topic"
     hash_topic = f"{base}-subscription-hash"  # what the left value serde is bound to for hashing
     if spec is None:
@@ -247,7 +235,7 @@ def foreign_key_join(
     # left side: subscribe
     topology.add_processor(
         send,
-        lambda: SubscriptionSendProcessor(fk, joiner, left_join, left_value, hash_topic, send_sink, result),
+        lambda: SubscriptionSendProcessor(joiner, left_join, left_value, hash_topic, fk, send_sink, result),
         left.node,
     )
     topology.add_sink(send_sink, registration, send, key=right_key, value=SubscriptionSerde(left_key), internal=True)
@@ -274,7 +262,7 @@ def foreign_key_join(
     answer_source, answer = f"{base}-subscription-response-source", f"{base}-subscription-response-join"
     topology.add_source(answer_source, response, key=left_key, value=ResponseSerde(right_value), internal=True)
     topology.add_processor(
-        answer, lambda: ResponseJoinProcessor(left_store, joiner, left_join, left_value, hash_topic), answer_source
+        answer, lambda: ResponseJoinProcessor(joiner, left_join, left_value, hash_topic, left_store), answer_source
     )
     topology.connect_processor_and_state_stores(answer, stores=[left_store])
     options = TableOptions()

@@ -15,6 +15,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streams.errors import DeserializationError
@@ -66,8 +67,7 @@ def global_stores(topology: Topology) -> dict[str, InMemoryKeyValueStore]:
     """A fresh, empty store per global table of ``topology`` (timestamped, without changelog)."""
     stores = {}
     for spec in topology.global_tables.values():
-        key = spec.key if spec.key is not None else topology.default_key
-        value = spec.value if spec.value is not None else topology.default_value
+        key, value = topology.key_serde(spec.key), topology.value_serde(spec.value)
         # Bound to the table's topic: a key serialized for a lookup has the bytes a producer gave it.
         store = InMemoryKeyValueStore(spec.store, key, TimestampedSerde(value), spec.topic, RecordContext())
         store.timestamped = True
@@ -200,17 +200,17 @@ class ReadOnlyGlobalStore:
         return self._store.approximate_num_entries()
 
 
+@dataclass(eq=False)
 class StreamGlobalJoinProcessor(Forwarding):
     """Stream-GlobalKTable join: each record looks up ``key_selector(key, value)`` in the global store
     and forwards ``joiner(key, value, row)`` under its own key and timestamp. Records with a None value
     are dropped; without a row (or with a None selected key) an inner join drops the record, a left
     join joins it with None."""
 
-    def __init__(self, store_name: str, key_selector: Callable[[Any, Any], Any], joiner: Joiner, left: bool) -> None:
-        self.store_name = store_name
-        self.key_selector = key_selector
-        self.joiner = joiner
-        self.left = left
+    store_name: str
+    key_selector: Callable[[Any, Any], Any]
+    joiner: Joiner
+    left: bool
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)

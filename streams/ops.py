@@ -1,10 +1,14 @@
 """The processors behind the stateless stream operations of the DSL. Each forwards through one pre-bound
 call (no per-record lookup of children). Table operations are in ``table_ops.py``, windowed aggregations
-in ``window_ops.py``, suppression in ``suppress.py``."""
+in ``window_ops.py``, suppression in ``suppress.py``.
+
+A built-in processor whose constructor would only keep its arguments declares them as dataclass fields,
+``@dataclass(eq=False)``: a processor is one object of one task, compared by identity, never by value."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from streams.processor import Processor, ProcessorContext
@@ -38,19 +42,19 @@ class PassThroughProcessor(Forwarding):
         self._forward(key, value)
 
 
+@dataclass(eq=False)
 class FilterProcessor(Forwarding):
-    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool = False) -> None:
-        self.predicate = predicate
-        self.negate = negate
+    predicate: Callable[[Any, Any], bool]
+    negate: bool = False
 
     def process(self, key: Any, value: Any) -> None:
         if bool(self.predicate(key, value)) is not self.negate:
             self._forward(key, value)
 
 
+@dataclass(eq=False)
 class MapProcessor(Forwarding):
-    def __init__(self, mapper: Callable[[Any, Any], tuple[Any, Any]]) -> None:
-        self.mapper = mapper
+    mapper: Callable[[Any, Any], tuple[Any, Any]]
 
     def process(self, key: Any, value: Any) -> None:
         result = self.mapper(key, value)
@@ -59,17 +63,17 @@ class MapProcessor(Forwarding):
         self._forward(result[0], result[1])
 
 
+@dataclass(eq=False)
 class MapValuesProcessor(Forwarding):
-    def __init__(self, mapper: Callable[[Any], Any]) -> None:
-        self.mapper = mapper
+    mapper: Callable[[Any], Any]
 
     def process(self, key: Any, value: Any) -> None:
         self._forward(key, self.mapper(value))
 
 
+@dataclass(eq=False)
 class FlatMapProcessor(Forwarding):
-    def __init__(self, mapper: Callable[[Any, Any], Any]) -> None:
-        self.mapper = mapper
+    mapper: Callable[[Any, Any], Any]
 
     def process(self, key: Any, value: Any) -> None:
         forward = self._forward
@@ -79,9 +83,9 @@ class FlatMapProcessor(Forwarding):
             forward(item[0], item[1])
 
 
+@dataclass(eq=False)
 class FlatMapValuesProcessor(Forwarding):
-    def __init__(self, mapper: Callable[[Any], Any]) -> None:
-        self.mapper = mapper
+    mapper: Callable[[Any], Any]
 
     def process(self, key: Any, value: Any) -> None:
         forward = self._forward
@@ -89,28 +93,28 @@ class FlatMapValuesProcessor(Forwarding):
             forward(key, item)
 
 
+@dataclass(eq=False)
 class PeekProcessor(Forwarding):
-    def __init__(self, action: Callable[[Any, Any], None]) -> None:
-        self.action = action
+    action: Callable[[Any, Any], None]
 
     def process(self, key: Any, value: Any) -> None:
         self.action(key, value)
         self._forward(key, value)
 
 
+@dataclass(eq=False)
 class SelectKeyProcessor(Forwarding):
-    def __init__(self, selector: Callable[[Any, Any], Any]) -> None:
-        self.selector = selector
+    selector: Callable[[Any, Any], Any]
 
     def process(self, key: Any, value: Any) -> None:
         self._forward(self.selector(key, value), value)
 
 
+@dataclass(eq=False)
 class BranchProcessor(Processor):
     """Sends each record to the first branch whose predicate holds (children are the branches, in order)."""
 
-    def __init__(self, predicates: list[Callable[[Any, Any], bool]]) -> None:
-        self.predicates = predicates
+    predicates: list[Callable[[Any, Any], bool]]
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from streams.errors import InvalidStateStoreError, TopologyError
+from streams.log.base import Headers
 
 __all__ = [
     "Cancellable",
@@ -55,7 +56,7 @@ class RecordContext:
         self.partition: int = -1
         self.offset: int = -1
         self.timestamp: int = 0
-        self.headers: tuple[tuple[str, bytes | None], ...] = ()
+        self.headers: Headers = ()
 
 
 class Cancellable:
@@ -170,7 +171,7 @@ class ProcessorContext:
         return self._rc.timestamp
 
     @property
-    def headers(self) -> tuple[tuple[str, bytes | None], ...]:
+    def headers(self) -> Headers:
         return self._rc.headers
 
     @property

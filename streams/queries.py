@@ -83,7 +83,7 @@ class QueryMetadata:
     def key_serde(self, store: str) -> Any:
         self.check_store(store)
         spec = self._topology.stores[store]
-        return spec.key if spec.key is not None else self._topology.default_key
+        return self._topology.key_serde(spec.key)
 
     def key_bytes(self, store: str, key: Any) -> bytes:
         """``key`` serialized as the store serializes it (what its partition is computed from)."""

@@ -20,19 +20,17 @@ Records with a null key or value are dropped, logged at debug and counted in the
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from streams.join_windows import JoinWindows
 from streams.ops import Forwarding
 from streams.processor import ProcessorContext
+from streams.table_joins import Joiner
 
 __all__ = ["LeftOrRightSerde", "StreamStreamJoinProcessor", "StreamTableJoinProcessor"]
 
 log = logging.getLogger("streams.joins")
-
-#: ``joiner(key, left value, right value) -> result``
-Joiner = Callable[[Any, Any, Any], Any]
 
 _STREAM_TIME = "join-stream-time"
 _LEFT, _RIGHT = b"\x01", b"\x00"
@@ -83,6 +81,7 @@ class _Join(Forwarding):
             )
 
 
+@dataclass(eq=False)
 class StreamStreamJoinProcessor(_Join):
     """One side of a windowed stream-stream join: stores its records, joins them with the other side's.
 
@@ -90,25 +89,14 @@ class StreamStreamJoinProcessor(_Join):
     no partner are emitted with None (left join: the left side; outer join: both). ``outer_store``: the
     shared store of such records (None for an inner join)."""
 
-    def __init__(
-        self,
-        this_store: str,
-        other_store: str,
-        outer_store: str | None,
-        windows: JoinWindows,
-        joiner: Joiner,
-        left_side: bool,
-        outer: bool,
-        other_outer: bool,
-    ) -> None:
-        self.this_store = this_store
-        self.other_store = other_store
-        self.outer_store = outer_store
-        self.windows = windows
-        self.joiner = joiner
-        self.left_side = left_side
-        self.outer = outer
-        self.other_outer = other_outer
+    this_store: str
+    other_store: str
+    outer_store: str | None
+    windows: JoinWindows
+    joiner: Joiner
+    left_side: bool
+    outer: bool
+    other_outer: bool
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -210,13 +198,13 @@ class StreamStreamJoinProcessor(_Join):
             rc.timestamp = saved
 
 
+@dataclass(eq=False)
 class StreamTableJoinProcessor(_Join):
     """A stream joined with a table: each stream record looks up the table's row for its key."""
 
-    def __init__(self, table_store: str, joiner: Joiner, left: bool) -> None:
-        self.table_store = table_store
-        self.joiner = joiner
-        self.left = left
+    table_store: str
+    joiner: Joiner
+    left: bool
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)

@@ -22,10 +22,9 @@ from typing import Any
 
 from streams.change import Change, _new_change
 from streams.errors import StreamsError, TopologyError
-from streams.ops import Forwarding
 from streams.processor import ProcessorContext
 from streams.state.buffer import BufferedUpdate, SuppressionBuffer
-from streams.table_ops import TableOptions
+from streams.table_ops import TableOptions, TableProcessor
 from streams.windows import to_millis
 
 __all__ = ["BufferConfig", "SuppressProcessor", "Suppressed"]
@@ -131,7 +130,7 @@ class Suppressed:
 setattr(Suppressed, "BufferConfig", BufferConfig)  # noqa: B010 - a nested name mypy need not see
 
 
-class SuppressProcessor(Forwarding):
+class SuppressProcessor(TableProcessor):
     """Buffers each update until it is due, then forwards the key's latest. Due: for final results the
     window's end + ``close_offset`` (its close), otherwise the update's timestamp + the time limit."""
 
@@ -148,7 +147,6 @@ class SuppressProcessor(Forwarding):
         self._kser = self._buffer.key_serializer
         self._rc = context.record_context
         self._observed = context.stream_time
-        self._send_old = self.options.send_old_values
         self._drop_deletes = self.suppressed.final
         config = self.suppressed.buffer
         self._max_records = config.record_limit

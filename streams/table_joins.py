@@ -16,12 +16,12 @@ An update that had no result before and has none after is not forwarded.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from streams.change import Change
-from streams.ops import Forwarding
 from streams.processor import ProcessorContext
-from streams.table_ops import TableOptions
+from streams.table_ops import TableOptions, TableProcessor
 
 __all__ = ["JOIN_KINDS", "Joiner", "TableJoinProcessor", "TableMaterializeProcessor", "key_joiner"]
 
@@ -43,7 +43,7 @@ def _required(kind: str) -> tuple[bool, bool]:
     return {"inner": (True, True), "left": (True, False), "outer": (False, False)}[kind]
 
 
-class TableJoinProcessor(Forwarding):
+class TableJoinProcessor(TableProcessor):
     """One side of a table-table join: ``this`` side's update joined with the other side's current row.
 
     ``left_side``: this processor sees the left table's updates (else the right's; the joiner's argument
@@ -60,7 +60,6 @@ class TableJoinProcessor(Forwarding):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._other = context.get_state_store(self.other_store)
-        self._send_old = self.options.send_old_values
         self._rc = context.record_context
 
     def _result(self, key: Any, this: Any, other: Any) -> Any:
@@ -90,18 +89,17 @@ class TableJoinProcessor(Forwarding):
             rc.timestamp = saved
 
 
-class TableMaterializeProcessor(Forwarding):
+@dataclass(eq=False)
+class TableMaterializeProcessor(TableProcessor):
     """Keeps a table's rows in a store (for a join's lookups, or a join result's ``store=``) and passes
     the updates on; with old values asked for downstream, they come from the store."""
 
-    def __init__(self, store_name: str, options: TableOptions) -> None:
-        self.store_name = store_name
-        self.options = options
+    store_name: str
+    options: TableOptions
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._store = context.get_state_store(self.store_name)
-        self._send_old = self.options.send_old_values
 
     def process(self, key: Any, change: Change) -> None:
         if key is None:

@@ -1,7 +1,8 @@
 """The processors of table operations. Between them a table update travels as ``Change(new, old)``;
 ``old`` is filled only where a downstream operation asked for it (``TableOptions.send_old_values``, set by
 the DSL, as Kafka Streams' ``enableSendingOldValues``): a re-grouped table subtracts the old value from
-the group it leaves. ``to_stream`` hands on the new values.
+the group it leaves. ``to_stream`` hands on the new values. ``TableProcessor`` is the base of every processor
+that reads those options (the joins' and the suppression's too).
 
 The stores are timestamped (``(value, timestamp)`` per key): an aggregate's timestamp is the largest of
 the records it has taken in, a table row's that of its last update, and updates go downstream with it.
@@ -13,7 +14,7 @@ what every aggregation processor shares, the windowed ones of ``window_ops.py`` 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from streams.change import Change
@@ -28,6 +29,7 @@ __all__ = [
     "TableFilterProcessor",
     "TableMapValuesProcessor",
     "TableOptions",
+    "TableProcessor",
     "TableRepartitionMapProcessor",
     "TableSourceProcessor",
     "ToStreamProcessor",
@@ -40,6 +42,17 @@ class TableOptions:
     read when a processor starts."""
 
     send_old_values: bool = False
+
+
+class TableProcessor(Forwarding):
+    """A table node's processor: the node's ``options``, read when it starts (``_send_old``: whether the
+    updates it forwards carry the value they replace)."""
+
+    options: TableOptions
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._send_old = self.options.send_old_values
 
 
 def _cached_forwarder(
@@ -67,35 +80,26 @@ def _emit(context: ProcessorContext, forward: Callable[[Any, Any], None], key: A
         rc.timestamp = saved
 
 
-class Aggregating(Forwarding):
+@dataclass(eq=False)
+class Aggregating(TableProcessor):
     """What the aggregations share (of grouped streams, re-grouped tables, windows): the store, the
     ``initializer`` and ``adder``, and how updates go downstream: when the store's cache flushes, at once,
-    or (a windowed aggregation emitting final results only) not at all."""
+    or (a windowed aggregation emitting final results only) not at all. A subclass's own settings follow
+    these five."""
 
-    _store: Any
+    store_name: str
+    initializer: Callable[[], Any] | None
+    adder: Callable[[Any, Any, Any], Any]
+    cache: bool
+    options: TableOptions
     #: Only each window's final result goes downstream, when the window closes (windowed aggregations).
-    emit_final = False
-
-    def __init__(
-        self,
-        store_name: str,
-        initializer: Callable[[], Any] | None,
-        adder: Callable[[Any, Any, Any], Any],
-        cache: bool,
-        options: TableOptions,
-    ) -> None:
-        self.store_name = store_name
-        self.initializer = initializer
-        self.adder = adder
-        self.cache = cache
-        self.options = options
+    emit_final: bool = field(default=False, kw_only=True)
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         store = self._store = context.get_state_store(self.store_name)
         self._kser = store.key_serializer
         self._rc = context.record_context
-        self._send_old = self.options.send_old_values
         self._emit_now = not self.cache and not self.emit_final
         if self.cache and not self.emit_final:
             store.track_old_values = self._send_old
@@ -141,18 +145,17 @@ class AggregateProcessor(Aggregating):
             _emit(self.context, self._forward, key, Change(agg, old if self._send_old else None), ts)
 
 
-class TableSourceProcessor(Forwarding):
+@dataclass(eq=False)
+class TableSourceProcessor(TableProcessor):
     """Materializes a topic as a table: the latest value per key (None deletes)."""
 
-    def __init__(self, store_name: str, cache: bool, options: TableOptions) -> None:
-        self.store_name = store_name
-        self.cache = cache
-        self.options = options
+    store_name: str
+    cache: bool
+    options: TableOptions
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._store = context.get_state_store(self.store_name)
-        self._send_old = self.options.send_old_values
         if self.cache:
             self._store.track_old_values = self._send_old
             self._store.listener = _cached_forwarder(context, self._forward, self._send_old)
@@ -172,17 +175,13 @@ class TableSourceProcessor(Forwarding):
         self._emit(key, Change(value, old))
 
 
-class TableFilterProcessor(Forwarding):
+@dataclass(eq=False)
+class TableFilterProcessor(TableProcessor):
     """A table filter: a row that fails the predicate becomes a delete (None) downstream."""
 
-    def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool, options: TableOptions) -> None:
-        self.predicate = predicate
-        self.negate = negate
-        self.options = options
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self._send_old = self.options.send_old_values
+    predicate: Callable[[Any, Any], bool]
+    negate: bool
+    options: TableOptions
 
     def _keep(self, key: Any, value: Any) -> Any:
         if value is not None and bool(self.predicate(key, value)) is not self.negate:
@@ -200,14 +199,10 @@ class TableFilterProcessor(Forwarding):
             self._forward(key, Change(new, None))
 
 
-class TableMapValuesProcessor(Forwarding):
-    def __init__(self, mapper: Callable[[Any], Any], options: TableOptions) -> None:
-        self.mapper = mapper
-        self.options = options
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self._send_old = self.options.send_old_values
+@dataclass(eq=False)
+class TableMapValuesProcessor(TableProcessor):
+    mapper: Callable[[Any], Any]
+    options: TableOptions
 
     def process(self, key: Any, change: Change) -> None:
         mapper = self.mapper
@@ -223,6 +218,7 @@ class ToStreamProcessor(Forwarding):
         self._forward(key, change.new)
 
 
+@dataclass(eq=False)
 class TableRepartitionMapProcessor(Forwarding):
     """``KTable.group_by``: ``selector(key, value) -> (group key, value)`` for the new and the old value
     (a None pair, key or value: the row is in no group).
@@ -230,8 +226,7 @@ class TableRepartitionMapProcessor(Forwarding):
     An update whose group is unchanged travels as one ``Change(new, old)``; one that moves sends the
     subtraction to the old group first, then the addition to the new one (as Kafka Streams)."""
 
-    def __init__(self, selector: Callable[[Any, Any], Any]) -> None:
-        self.selector = selector
+    selector: Callable[[Any, Any], Any]
 
     def _select(self, key: Any, value: Any) -> tuple[Any, Any] | None:
         if value is None:
@@ -259,22 +254,13 @@ class TableRepartitionMapProcessor(Forwarding):
             self._forward(new[0], Change(new[1], None))
 
 
+@dataclass(eq=False)
 class TableAggregateProcessor(Aggregating):
     """count / reduce / aggregate of a re-grouped table: subtract the old value, add the new one.
 
     ``initializer`` None (reduce): a group's first value is its aggregate."""
 
-    def __init__(
-        self,
-        store_name: str,
-        initializer: Callable[[], Any] | None,
-        adder: Callable[[Any, Any, Any], Any],
-        subtractor: Callable[[Any, Any, Any], Any],
-        cache: bool,
-        options: TableOptions,
-    ) -> None:
-        super().__init__(store_name, initializer, adder, cache, options)
-        self.subtractor = subtractor
+    subtractor: Callable[[Any, Any, Any], Any]
 
     def process(self, key: Any, change: Change) -> None:
         if key is None:

@@ -215,8 +215,7 @@ class StreamTask:
 
     def _create_store(self, spec: StoreSpec) -> StateStore:
         topology = self.env.topology
-        key = spec.key if spec.key is not None else topology.default_key
-        value = spec.value if spec.value is not None else topology.default_value
+        key, value = topology.key_serde(spec.key), topology.value_serde(spec.value)
         topic = self.env.topic_names.changelog(spec.name)
         kind = spec.kind or self.env.default_store
         rc = self.record_context
@@ -264,8 +263,7 @@ class StreamTask:
                 self.processors[node.name] = _SourceProcessor()
             elif isinstance(node, SinkNode):
                 topic = env.topic_names.topic(node.topic, node.internal)
-                key = node.key if node.key is not None else topology.default_key
-                value = node.value if node.value is not None else topology.default_value
+                key, value = topology.key_serde(node.key), topology.value_serde(node.value)
                 self.processors[node.name] = _SinkProcessor(node, topic, key, value, env, rc, self)
             else:
                 assert isinstance(node, ProcessorNode) and node.supplier is not None
@@ -276,8 +274,7 @@ class StreamTask:
                     )
                 self.processors[node.name] = proc
         for node in self.sub.sources:
-            key = node.key if node.key is not None else topology.default_key
-            value = node.value if node.value is not None else topology.default_value
+            key, value = topology.key_serde(node.key), topology.value_serde(node.value)
             source = self.processors[node.name]
             assert isinstance(source, _SourceProcessor)
             extractor = node.timestamp_extractor or env.default_timestamp_extractor

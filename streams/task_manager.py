@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -45,7 +45,7 @@ from streams.changelog import (
 )
 from streams.errors import StreamsError, TaskCorruptedError, TaskMigratedError
 from streams.listeners import TaskListener, TaskState
-from streams.log.base import OFFSET_BEGINNING, Consumer, Log, TopicPartition
+from streams.log.base import OFFSET_BEGINNING, Consumer, HeaderPairs, Log, TopicPartition
 from streams.metadata import Metadata
 from streams.output_skips import OutputSkips
 from streams.standby import StandbyTask, StandbyUpdater
@@ -254,7 +254,7 @@ class TaskManager:
         committed = self._consumer.committed(inputs) if inputs else {}
         phases.done("committed offsets")
         jobs: list[RestoreJob] = []
-        barriers: dict[str, list[tuple[TopicPartition, bytes, Iterable[tuple[str, bytes | None]]]]] = {}
+        barriers: dict[str, list[tuple[TopicPartition, bytes, HeaderPairs]]] = {}
         for task, starts in started:
             task.set_committed(committed)
             for tp in task.input_partitions:

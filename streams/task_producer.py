@@ -36,11 +36,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from streams.errors import TaskCorruptedError, TaskMigratedError
 from streams.log.base import (
     DeliveryCallback,
+    HeaderPairs,
     Log,
     LogError,
     Producer,
@@ -156,7 +157,7 @@ class TaskProducer:
         key: bytes | None = None,
         *,
         partition: int | None = None,
-        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        headers: HeaderPairs | None = None,
         timestamp: int | None = None,
         on_delivery: DeliveryCallback | None = None,
     ) -> None:
@@ -176,7 +177,7 @@ class TaskProducer:
         partition: int,
         records: Sequence[tuple[bytes | None, bytes | None]],
         *,
-        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        headers: HeaderPairs | None = None,
         on_last_delivery: DeliveryCallback | None = None,
     ) -> None:
         """``Producer.send_batch`` inside the task's transaction (a store's changelog flush)."""
@@ -208,9 +209,7 @@ class TaskProducer:
         if self.open:
             self.commit({})
 
-    def write_barriers(
-        self, barriers: list[tuple[TopicPartition, bytes, Iterable[tuple[str, bytes | None]]]]
-    ) -> dict[TopicPartition, int]:
+    def write_barriers(self, barriers: list[tuple[TopicPartition, bytes, HeaderPairs]]) -> dict[TopicPartition, int]:
         """Write one ``(partition, key, headers)`` tombstone per changelog partition in a transaction of
         their own; returns the offset each landed at."""
         landed: dict[TopicPartition, int] = {}

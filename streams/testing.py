@@ -28,7 +28,7 @@ from streams.errors import StreamsError, TopologyError
 from streams.extractors import extractor_from
 from streams.global_table import apply_global_records, global_stores
 from streams.handlers import handler_from
-from streams.log.base import Headers, Record
+from streams.log.base import DeliveryCallback, HeaderPairs, Headers, Record
 from streams.metadata import TopicNames
 from streams.record_serdes import bind_deserializer, bind_serializer, serde_from
 from streams.state.base import StateStore
@@ -50,7 +50,7 @@ class TestRecord:
     key: Any
     value: Any
     timestamp: int
-    headers: tuple[tuple[str, bytes | None], ...] = ()
+    headers: Headers = ()
 
 
 class _MockClock:
@@ -126,8 +126,7 @@ class TopologyTestDriver:
             raise TopologyError(
                 f"topic {topic!r} is not a source topic of this topology; sources: {self.source_topics}"
             )
-        key = serde_from(key) or self.topology.default_key
-        value = serde_from(value) or self.topology.default_value
+        key, value = self.topology.key_serde(serde_from(key)), self.topology.value_serde(serde_from(value))
         return TestInputTopic(self._pipe, topic, key, value, start_timestamp, auto_advance_ms)
 
     def output_topic(self, topic: str, *, key: Any = None, value: Any = None) -> TestOutputTopic:
@@ -135,8 +134,8 @@ class TopologyTestDriver:
         return TestOutputTopic(
             records,
             topic,
-            serde_from(key) or self.topology.default_key,
-            serde_from(value) or self.topology.default_value,
+            self.topology.key_serde(serde_from(key)),
+            self.topology.value_serde(serde_from(value)),
         )
 
     def _send(
@@ -146,9 +145,9 @@ class TopologyTestDriver:
         key: bytes | None = None,
         *,
         partition: int | None = None,
-        headers: Any = None,
+        headers: HeaderPairs | None = None,
         timestamp: int | None = None,
-        on_delivery: Any = None,
+        on_delivery: DeliveryCallback | None = None,
     ) -> None:
         ts = timestamp if timestamp is not None else self.clock.ms
         offset = self._offsets.get(topic, 0)
@@ -169,7 +168,7 @@ class TopologyTestDriver:
         key: bytes | None,
         value: bytes | None,
         timestamp: int,
-        headers: tuple[tuple[str, bytes | None], ...],
+        headers: Headers,
     ) -> None:
         offset = self._offsets.get(topic, 0)
         self._offsets[topic] = offset + 1

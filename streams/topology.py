@@ -70,8 +70,20 @@ class StoreSpec:
         return {"cleanup.policy": "compact"}
 
 
-# Kafka Streams keeps a windowed changelog's records for the store's retention plus a day.
 _CHANGELOG_EXTRA_RETENTION_MS = 24 * 60 * 60 * 1000
+
+
+class _ExpiringChangelog:
+    """The changelog of a store whose data expires (windows, sessions): compacted, and its records deleted
+    after the store's ``retention_ms`` plus a day, as Kafka Streams keeps a windowed changelog's."""
+
+    retention_ms: int
+
+    def changelog_config(self) -> dict[str, str]:
+        return {
+            "cleanup.policy": "compact,delete",
+            "retention.ms": str(self.retention_ms + _CHANGELOG_EXTRA_RETENTION_MS),
+        }
 
 
 def _check_retention(name: str, retention_ms: int, at_least: int, why: str) -> None:
@@ -83,7 +95,7 @@ def _check_retention(name: str, retention_ms: int, at_least: int, why: str) -> N
 
 
 @dataclass
-class WindowStoreSpec(StoreSpec):
+class WindowStoreSpec(_ExpiringChangelog, StoreSpec):
     """A window store: values per (key, window start), kept ``retention_ms`` behind the newest window
     start. ``retain_duplicates`` keeps every put (a stream-stream join's buffer); such a store does not
     cache. Its changelog is compacted and deleted after ``retention_ms`` plus a day."""
@@ -100,15 +112,9 @@ class WindowStoreSpec(StoreSpec):
         if self.retain_duplicates:
             self.cache = False
 
-    def changelog_config(self) -> dict[str, str]:
-        return {
-            "cleanup.policy": "compact,delete",
-            "retention.ms": str(self.retention_ms + _CHANGELOG_EXTRA_RETENTION_MS),
-        }
-
 
 @dataclass
-class SessionStoreSpec(StoreSpec):
+class SessionStoreSpec(_ExpiringChangelog, StoreSpec):
     """A session store: aggregates per (key, session), kept ``retention_ms`` behind the newest session end."""
 
     retention_ms: int = 0
@@ -116,12 +122,6 @@ class SessionStoreSpec(StoreSpec):
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_retention(self.name, self.retention_ms, 0, "zero")
-
-    def changelog_config(self) -> dict[str, str]:
-        return {
-            "cleanup.policy": "compact,delete",
-            "retention.ms": str(self.retention_ms + _CHANGELOG_EXTRA_RETENTION_MS),
-        }
 
 
 @dataclass
@@ -215,6 +215,14 @@ class Topology:
         self.repartition_topics: dict[str, RepartitionTopic] = {}
         self.global_tables: dict[str, GlobalTableSpec] = {}  # by store name
         self._source_topics: dict[tuple[str, bool], str] = {}
+
+    def key_serde(self, serde: Any) -> Any:
+        """The key serde of a node, store or table whose own is ``serde``: it, or the default where None."""
+        return serde if serde is not None else self.default_key
+
+    def value_serde(self, serde: Any) -> Any:
+        """The value serde of a node, store or table whose own is ``serde``: it, or the default where None."""
+        return serde if serde is not None else self.default_value
 
     # -- construction ----------------------------------------------------------------------------------
 

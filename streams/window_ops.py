@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from streams.change import Change, _new_change
@@ -22,7 +23,7 @@ from streams.errors import StreamsError
 from streams.processor import ProcessorContext
 from streams.state.segments import Entry
 from streams.state.timed import MAX_TIME
-from streams.table_ops import Aggregating, TableOptions
+from streams.table_ops import Aggregating
 from streams.windows import SessionWindow, SessionWindows, SlidingWindows, TimeWindow, TimeWindows, Windowed
 
 __all__ = ["SessionWindowAggregateProcessor", "SlidingWindowAggregateProcessor", "TimeWindowAggregateProcessor"]
@@ -34,22 +35,11 @@ Adder = Callable[[Any, Any, Any], Any]
 W = TypeVar("W", bound=TimeWindows | SlidingWindows | SessionWindows)
 
 
+@dataclass(eq=False)
 class _WindowAggregate(Aggregating, Generic[W]):
     """What the three windowed aggregations share: the windows, stream time, late records, emitting."""
 
-    def __init__(
-        self,
-        store_name: str,
-        windows: W,
-        initializer: Initializer,
-        adder: Adder,
-        cache: bool,
-        emit_final: bool,
-        options: TableOptions,
-    ) -> None:
-        super().__init__(store_name, initializer, adder, cache, options)
-        self.windows: W = windows
-        self.emit_final = emit_final
+    windows: W
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -366,23 +356,12 @@ class SlidingWindowAggregateProcessor(_WindowAggregate[SlidingWindows]):
         self._emit_closed(rows, close)
 
 
+@dataclass(eq=False)
 class SessionWindowAggregateProcessor(_WindowAggregate[SessionWindows]):
     """Session windows: a record joins (and merges) every session of its key within the inactivity gap.
     Merged sessions are removed, which downstream sees as deletes (None) of their windowed keys."""
 
-    def __init__(
-        self,
-        store_name: str,
-        windows: SessionWindows,
-        initializer: Initializer,
-        adder: Adder,
-        merger: Adder,
-        cache: bool,
-        emit_final: bool,
-        options: TableOptions,
-    ) -> None:
-        super().__init__(store_name, windows, initializer, adder, cache, emit_final, options)
-        self.merger = merger
+    merger: Adder
 
     def _window(self, t: int, sub: int) -> SessionWindow:
         return SessionWindow(sub, t)

@@ -2,9 +2,10 @@
 ``KGroupedTable`` (ready to aggregate), and the windowed ``TimeWindowedKStream`` / ``SessionWindowedKStream``.
 
 One module per class family: ``kstream``, ``grouped_stream``, ``windowed_stream``, ``ktable``,
-``grouped_table``; ``base`` holds what the DSL needs of its builder, ``aggregation`` what the aggregations
-share. ``ktable`` is imported by the others and imports ``KStream`` and ``KGroupedTable`` only inside the
-methods that return them, so the modules import each other in one direction.
+``grouped_table``; ``base`` holds what the DSL needs of its builder and ``AbstractStream`` (a node and its
+serdes: what the four classes are made of), ``aggregation`` what the aggregations share. ``ktable`` is
+imported by the others and imports ``KStream`` and ``KGroupedTable`` only inside the methods that return
+them, so the modules import each other in one direction.
 
 Serdes follow the data: an operation that keeps keys and values as they are (filter, peek, branch,
 merge, group_by_key) keeps the serdes; one that computes new ones (map, map_values, ...) drops them, and

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streams.dsl.aggregation import add_one, reducing, repartition_topic, store_spec, zero
-from streams.dsl.base import Builder, check_callable
+from streams.dsl.base import AbstractStream, Builder, check_callable
 from streams.dsl.ktable import KTable, stored_table
 from streams.dsl.windowed_stream import SessionWindowedKStream, TimeWindowedKStream, Windows
 from streams.record_serdes import INT, serde_from
@@ -17,17 +17,14 @@ from streams.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWi
 __all__ = ["KGroupedStream"]
 
 
-class KGroupedStream:
+class KGroupedStream(AbstractStream):
     """A stream grouped by key, ready for ``count``, ``reduce`` or ``aggregate`` into a table, or for
     ``windowed_by`` to aggregate per time window."""
 
     def __init__(
         self, builder: Builder, node: str, key: Any, value: Any, repartition_required: bool, name: str | None
     ) -> None:
-        self._builder = builder
-        self.node = node
-        self.key_serde = key
-        self.value_serde = value
+        super().__init__(builder, node, key, value)
         self.repartition_required = repartition_required
         self.name = name
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from streams.change import ChangeSerde
 from streams.dsl.aggregation import add_one, repartition_topic, store_spec, zero
-from streams.dsl.base import Builder, check_callable
+from streams.dsl.base import AbstractStream, Builder, check_callable
 from streams.dsl.ktable import KTable, stored_table
 from streams.record_serdes import INT, serde_from
 from streams.table_ops import TableAggregateProcessor
@@ -17,15 +17,12 @@ from streams.topology import StoreSpec
 __all__ = ["KGroupedTable"]
 
 
-class KGroupedTable:
+class KGroupedTable(AbstractStream):
     """A re-grouped table, ready for ``count``, ``reduce(add, subtract)`` or ``aggregate(initial, add,
     subtract)``. Updates reach the aggregation through a repartition topic as (new, old) pairs."""
 
     def __init__(self, builder: Builder, node: str, key: Any, value: Any, name: str | None) -> None:
-        self._builder = builder
-        self.node = node
-        self.key_serde = key
-        self.value_serde = value
+        super().__init__(builder, node, key, value)
         self.name = name
 
     def _aggregate(
@@ -39,14 +36,14 @@ class KGroupedTable:
     ) -> KTable:
         builder = self._builder
         topic = repartition_topic(builder, self.name, spec, named_store, prefix)
-        value = self.value_serde if self.value_serde is not None else builder.topology.default_value
+        value = builder.topology.value_serde(self.value_serde)
         parent = builder.repartition(self.node, topic, None, self.key_serde, ChangeSerde(value))
         name, cache = spec.name, spec.cache
         return stored_table(
             builder,
             builder.new_name(prefix),
             parent,
-            lambda o: TableAggregateProcessor(name, initializer, adder, subtractor, cache, o),
+            lambda o: TableAggregateProcessor(name, initializer, adder, cache, o, subtractor),
             spec,
             spec.key,
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from streams.dsl.base import Builder, check_callable
+from streams.dsl.base import AbstractStream, Builder, check_callable
 from streams.dsl.grouped_stream import KGroupedStream
 from streams.dsl.ktable import KTable
 from streams.errors import TopologyError
@@ -29,20 +29,17 @@ from streams.ops import (
 from streams.processor import Processor
 from streams.record_serdes import serde_from
 from streams.stream_joins import LeftOrRightSerde, StreamStreamJoinProcessor, StreamTableJoinProcessor
-from streams.table_joins import key_joiner
+from streams.table_joins import Joiner, key_joiner
 from streams.topology import Partitioner, WindowStoreSpec
 
 __all__ = ["KStream"]
 
 
-class KStream:
+class KStream(AbstractStream):
     """A stream of key-value records. Every method adds a node and returns a new stream."""
 
     def __init__(self, builder: Builder, node: str, key: Any, value: Any, repartition_required: bool) -> None:
-        self._builder = builder
-        self.node = node
-        self.key_serde = key
-        self.value_serde = value
+        super().__init__(builder, node, key, value)
         self.repartition_required = repartition_required
 
     def _add(
@@ -184,14 +181,14 @@ class KStream:
         """Write to ``topic`` (which must exist). ``partitioner(key, value, num_partitions) -> partition``
         overrides the default (murmur2 of the key bytes, as Kafka's Java client)."""
         node = name or self._builder.new_name("KSTREAM-SINK")
-        key, value = serde_from(key) or self.key_serde, serde_from(value) or self.value_serde
+        key, value = self._serdes_or_own(key, value)
         self._builder.topology.add_sink(node, topic, self.node, key=key, value=value, partitioner=partitioner)
 
     def through(
         self, topic: str, *, key: Any = None, value: Any = None, partitioner: Partitioner | None = None
     ) -> KStream:
         """Write to a user-managed ``topic`` and continue from it (a new sub-topology)."""
-        key, value = serde_from(key) or self.key_serde, serde_from(value) or self.value_serde
+        key, value = self._serdes_or_own(key, value)
         self.to(topic, key=key, value=value, partitioner=partitioner)
         return self._builder.stream(topic, key=key, value=value)
 
@@ -200,7 +197,7 @@ class KStream:
     ) -> KStream:
         """Send the stream through an internal topic ``<application_id>-<name>-repartition`` so that
         records are partitioned by their current key."""
-        key, value = serde_from(key) or self.key_serde, serde_from(value) or self.value_serde
+        key, value = self._serdes_or_own(key, value)
         topic = name or self._builder.new_name("KSTREAM-REPARTITION")
         node = self._builder.repartition(self.node, topic, partitions, key, value)
         return KStream(self._builder, node, key, value, False)
@@ -345,7 +342,7 @@ class KStream:
     def _stream_stream_join(
         self,
         other: KStream,
-        joiner: Callable[[Any, Any, Any], Any],
+        joiner: Joiner,
         windows: JoinWindows,
         name: str | None,
         left: bool,
@@ -386,8 +383,7 @@ class KStream:
                 other_node,
             )
         if outer_store is not None:
-            default = topology.default_value
-            values = LeftOrRightSerde(self.value_serde or default, other.value_serde or default)
+            values = LeftOrRightSerde(topology.value_serde(self.value_serde), topology.value_serde(other.value_serde))
             # Unjoined records wait here until their window closes and are removed once emitted; the
             # retention (twice the longest a record can wait) only bounds what a lost removal would leave.
             wait = max(windows.before_ms, windows.after_ms, 0) + windows.grace_ms
@@ -413,9 +409,7 @@ class KStream:
             parents=(this_node, other_node),
         )
 
-    def _stream_table_join(
-        self, table: KTable, joiner: Callable[[Any, Any, Any], Any], name: str | None, left: bool
-    ) -> KStream:
+    def _stream_table_join(self, table: KTable, joiner: Joiner, name: str | None, left: bool) -> KStream:
         table = table._materialized()  # a derived table (filter, map_values, ...) gets a store to look rows up in
         key = self.key_serde if self.key_serde is not None else table.key_serde
         source = self._join_source(name, "left", key)
@@ -430,14 +424,8 @@ class KStream:
 
     def group_by_key(self, *, key: Any = None, value: Any = None, name: str | None = None) -> KGroupedStream:
         """Group by the current key (repartitioning first if the key was changed upstream)."""
-        return KGroupedStream(
-            self._builder,
-            self.node,
-            serde_from(key) or self.key_serde,
-            serde_from(value) or self.value_serde,
-            self.repartition_required,
-            name,
-        )
+        key, value = self._serdes_or_own(key, value)
+        return KGroupedStream(self._builder, self.node, key, value, self.repartition_required, name)
 
     def group_by(
         self, selector: Callable[[Any, Any], Any], *, key: Any = None, value: Any = None, name: str | None = None

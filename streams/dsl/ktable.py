@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streams.dsl.aggregation import store_spec
-from streams.dsl.base import Builder, check_callable
+from streams.dsl.base import AbstractStream, Builder, check_callable
 from streams.errors import TopologyError
 from streams.fk_join import foreign_key_join
 from streams.ops import PassThroughProcessor
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["KTable", "stored_table"]
 
 
-class KTable:
+class KTable(AbstractStream):
     """The latest value per key. Updates flow downstream as they happen (merged per key per commit when
     the store caches). A windowed aggregation's table also knows its ``windows``."""
 
@@ -55,11 +55,8 @@ class KTable:
         parent: KTable | None = None,
         windows: Windows | None = None,
     ) -> None:
-        self._builder = builder
-        self.node = node
+        super().__init__(builder, node, key, value)
         self.store_name = store_name
-        self.key_serde = key
-        self.value_serde = value
         self.windows = windows
         self._options = options if options is not None else TableOptions()
         self._parent = parent  # where this table's old values come from, if not from its own store

@@ -112,7 +112,7 @@ class _WindowedStream:
         processor = self._processor(
             spec.name, initializer, adder, merger, spec.cache, strategy is EmitStrategy.ON_WINDOW_CLOSE
         )
-        key = grouped.key_serde if grouped.key_serde is not None else grouped._builder.topology.default_key
+        key = grouped._builder.topology.key_serde(grouped.key_serde)
         parent = grouped._source(spec, named, self._prefix)
         node = grouped._builder.new_name(self._prefix)
         return stored_table(grouped._builder, node, parent, processor, spec, self._key_serde(key, spec), self.windows)
@@ -195,8 +195,8 @@ class TimeWindowedKStream(_WindowedStream):
     ) -> Callable[[TableOptions], Processor]:
         w = self.windows
         if isinstance(w, TimeWindows):
-            return lambda o: TimeWindowAggregateProcessor(store, w, initializer, adder, cache, final, o)
-        return lambda o: SlidingWindowAggregateProcessor(store, w, initializer, adder, cache, final, o)
+            return lambda o: TimeWindowAggregateProcessor(store, initializer, adder, cache, o, w, emit_final=final)
+        return lambda o: SlidingWindowAggregateProcessor(store, initializer, adder, cache, o, w, emit_final=final)
 
     def _key_serde(self, inner: Any, spec: StoreSpec) -> TimeWindowedSerde:
         assert isinstance(spec, WindowStoreSpec)
@@ -241,7 +241,9 @@ class SessionWindowedKStream(_WindowedStream):
     ) -> Callable[[TableOptions], Processor]:
         w = self.windows
         assert merger is not None
-        return lambda o: SessionWindowAggregateProcessor(store, w, initializer, adder, merger, cache, final, o)
+        return lambda o: SessionWindowAggregateProcessor(
+            store, initializer, adder, cache, o, w, merger, emit_final=final
+        )
 
     def _key_serde(self, inner: Any, spec: StoreSpec) -> SessionWindowedSerde:
         return SessionWindowedSerde(inner)

@@ -19,7 +19,12 @@ from pathlib import Path
 
 from streams.log.redact import redact_url
 
-Headers = tuple[tuple[str, bytes | None], ...]
+#: One record header: its name and value.
+Header = tuple[str, bytes | None]
+#: A record's headers, as a ``Record`` carries them.
+Headers = tuple[Header, ...]
+#: Headers as a caller hands them to ``send``: any iterable of ``(name, value)`` pairs.
+HeaderPairs = Iterable[Header]
 
 
 class LogError(Exception):
@@ -205,7 +210,7 @@ class Producer(abc.ABC):
         key: bytes | None = None,
         *,
         partition: int | None = None,
-        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        headers: HeaderPairs | None = None,
         timestamp: int | None = None,
         on_delivery: DeliveryCallback | None = None,
     ) -> None:
@@ -218,7 +223,7 @@ class Producer(abc.ABC):
         partition: int,
         records: Sequence[tuple[bytes | None, bytes | None]],
         *,
-        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        headers: HeaderPairs | None = None,
         on_last_delivery: DeliveryCallback | None = None,
     ) -> None:
         """``send`` each ``(key, value)`` of ``records`` to ``partition``, all with ``headers``;
@@ -245,7 +250,7 @@ class Producer(abc.ABC):
         key: bytes | None = None,
         *,
         partition: int | None = None,
-        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        headers: HeaderPairs | None = None,
         timestamp: int | None = None,
         timeout: float | None = None,
     ) -> RecordMetadata:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +12,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from streams.log.base import (
     DeliveryCallback,
+    HeaderPairs,
     LogError,
     LogTimeoutError,
     Producer,
@@ -75,7 +76,7 @@ class KafkaProducer(Producer):
         key: bytes | None = None,
         *,
         partition: int | None = None,
-        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        headers: HeaderPairs | None = None,
         timestamp: int | None = None,
         on_delivery: DeliveryCallback | None = None,
     ) -> None:
@@ -122,7 +123,7 @@ class KafkaProducer(Producer):
         partition: int,
         records: Sequence[tuple[bytes | None, bytes | None]],
         *,
-        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        headers: HeaderPairs | None = None,
         on_last_delivery: DeliveryCallback | None = None,
     ) -> None:
         """The checks once, then one ``produce`` per record (a changelog flush sends thousands)."""

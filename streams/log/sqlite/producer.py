@@ -11,12 +11,12 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from streams.log.base import (
     DeliveryCallback,
+    HeaderPairs,
     Headers,
     LogError,
     Producer,
@@ -53,7 +53,7 @@ def _as_bytes(what: str, data: object) -> bytes | None:
     raise TypeError(f"record {what} must be bytes or None, got {type(data).__name__}")
 
 
-def _normalize_headers(headers: Iterable[tuple[str, bytes | None]] | None) -> Headers:
+def _normalize_headers(headers: HeaderPairs | None) -> Headers:
     if not headers:
         return ()
     out = []
@@ -126,7 +126,7 @@ class SqliteProducer(Producer):
         key: bytes | None = None,
         *,
         partition: int | None = None,
-        headers: Iterable[tuple[str, bytes | None]] | None = None,
+        headers: HeaderPairs | None = None,
         timestamp: int | None = None,
         on_delivery: DeliveryCallback | None = None,
     ) -> None:
