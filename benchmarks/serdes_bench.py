@@ -364,40 +364,25 @@ def bench_async(url: str, records: list[dict], repeat: int, types: list[str]) ->
     topic_conf = {"subject.name.strategy.type": "TOPIC"}
     rows: list[AsyncRow] = []
 
-    def race_pair(kind: str, items: list, ser: tuple, de: tuple, ctx: SerializationContext) -> None:
+    def race_pair(kind: str, items: list, ser: tuple, de: tuple) -> None:
         """ser / de: (ours sync, ours async, ck async); checks the bytes agree, then races both directions."""
+        ctx = SerializationContext(f"bench-async-{kind}-{os.getpid()}", MessageField.VALUE)
         frames = [ser[0](item, ctx) for item in items]
         assert loop.run_until_complete(ser[1](items[0], ctx)) == frames[0], f"{kind}: async wrote other bytes"
         assert loop.run_until_complete(ser[2](items[0], ctx)) == frames[0], f"{kind}: ck async wrote other bytes"
-        s_rounds: dict[str, list[float]] = {}
-        d_rounds: dict[str, list[float]] = {}
-        s = race(
-            {
-                "sync": each(ser[0], items, ctx),
-                "async": each_async(loop, ser[1], items, ctx),
-                "ck": each_async(loop, ser[2], items, ctx),
-            },
-            n,
-            repeat,
-            s_rounds,
-        )
-        d = race(
-            {
-                "sync": each(de[0], frames, ctx),
-                "async": each_async(loop, de[1], frames, ctx),
-                "ck": each_async(loop, de[2], frames, ctx),
-            },
-            n,
-            repeat,
-            d_rounds,
-        )
-        rows.append((f"{kind} serialize", s["sync"], s["async"], s["ck"], median_ratio(s_rounds, "async", "sync")))
-        rows.append((f"{kind} deserialize", d["sync"], d["async"], d["ck"], median_ratio(d_rounds, "async", "sync")))
+        for direction, fns, inputs in (("serialize", ser, items), ("deserialize", de, frames)):
+            rounds: dict[str, list[float]] = {}
+            cases = {
+                "sync": each(fns[0], inputs, ctx),
+                "async": each_async(loop, fns[1], inputs, ctx),
+                "ck": each_async(loop, fns[2], inputs, ctx),
+            }
+            r = race(cases, n, repeat, rounds)
+            rows.append((f"{kind} {direction}", r["sync"], r["async"], r["ck"], median_ratio(rounds, "async", "sync")))
 
     async def ck(cls: type, *args: object, **kwargs: object) -> object:
         return await cls(*args, **kwargs)
 
-    ctx = SerializationContext(f"bench-async-avro-{os.getpid()}", MessageField.VALUE)
     text = json.dumps(ORDER_AVRO)
     race_pair(
         "avro",
@@ -412,10 +397,8 @@ def bench_async(url: str, records: list[dict], repeat: int, types: list[str]) ->
             serdes.AsyncAvroDeserializer(aclient),
             loop.run_until_complete(ck(AsyncAvroDeserializer, ck_aclient, conf=topic_conf)),
         ),
-        ctx,
     )
     if "JSON" in types:
-        ctx = SerializationContext(f"bench-async-json-{os.getpid()}", MessageField.VALUE)
         text = json.dumps(ORDER_JSON)
         race_pair(
             "json",
@@ -432,12 +415,10 @@ def bench_async(url: str, records: list[dict], repeat: int, types: list[str]) ->
                     ck(AsyncJSONDeserializer, text, schema_registry_client=ck_aclient, conf=topic_conf)
                 ),
             ),
-            ctx,
         )
     if "PROTOBUF" in types:
         pb = order_module()
         msgs = proto_messages(pb, records)
-        ctx = SerializationContext(f"bench-async-proto-{os.getpid()}", MessageField.VALUE)
         race_pair(
             "protobuf",
             msgs,
@@ -453,7 +434,6 @@ def bench_async(url: str, records: list[dict], repeat: int, types: list[str]) ->
                     ck(AsyncProtobufDeserializer, pb.Order, conf=topic_conf, schema_registry_client=ck_aclient)
                 ),
             ),
-            ctx,
         )
     loop.run_until_complete(aclient.aclose())
     loop.close()
