@@ -31,6 +31,7 @@ the value as JSON text. Every field is nullable (JSON documents can omit any non
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pyspark.sql.types import (
@@ -306,29 +307,29 @@ def _json_all_of(node: dict[str, Any], root: Any, refs: tuple[str, ...]) -> Data
 TIMESTAMP = "google.protobuf.Timestamp"
 
 
-def _proto_scalar(field: Any) -> DataType:
+@functools.cache
+def _proto_scalar_types() -> dict[int, DataType]:
+    """The Spark type of each Protobuf scalar field type (an enum reads as its value's name)."""
     from google.protobuf.descriptor import FieldDescriptor as F
 
-    t = field.type
-    if t in (F.TYPE_INT32, F.TYPE_SINT32, F.TYPE_SFIXED32):
-        return IntegerType()
-    if t in (F.TYPE_INT64, F.TYPE_SINT64, F.TYPE_SFIXED64, F.TYPE_UINT32, F.TYPE_FIXED32):
-        return LongType()
-    if t in (F.TYPE_UINT64, F.TYPE_FIXED64):
-        return DecimalType(20, 0)
-    if t == F.TYPE_DOUBLE:
-        return DoubleType()
-    if t == F.TYPE_FLOAT:
-        return FloatType()
-    if t == F.TYPE_BOOL:
-        return BooleanType()
-    if t == F.TYPE_STRING:
-        return StringType()
-    if t == F.TYPE_BYTES:
-        return BinaryType()
-    if t == F.TYPE_ENUM:
-        return StringType()
-    raise SchemaMappingError(f"Protobuf field {field.full_name} has unsupported type {t}")
+    return {
+        **dict.fromkeys((F.TYPE_INT32, F.TYPE_SINT32, F.TYPE_SFIXED32), IntegerType()),
+        **dict.fromkeys((F.TYPE_INT64, F.TYPE_SINT64, F.TYPE_SFIXED64, F.TYPE_UINT32, F.TYPE_FIXED32), LongType()),
+        **dict.fromkeys((F.TYPE_UINT64, F.TYPE_FIXED64), DecimalType(20, 0)),
+        F.TYPE_DOUBLE: DoubleType(),
+        F.TYPE_FLOAT: FloatType(),
+        F.TYPE_BOOL: BooleanType(),
+        F.TYPE_STRING: StringType(),
+        F.TYPE_BYTES: BinaryType(),
+        F.TYPE_ENUM: StringType(),
+    }
+
+
+def _proto_scalar(field: Any) -> DataType:
+    spark_type = _proto_scalar_types().get(field.type)
+    if spark_type is None:
+        raise SchemaMappingError(f"Protobuf field {field.full_name} has unsupported type {field.type}")
+    return spark_type
 
 
 def is_map_field(field: Any) -> bool:
