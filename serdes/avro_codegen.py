@@ -31,16 +31,6 @@ from serdes import fastavro_core
 __all__ = ["CodeGen", "ReaderGen", "compile_decoder", "compile_encoder"]
 
 _TABLE_SIZE = 8192
-# Varint bytes of every zig-zagged value below _TABLE_SIZE: one list index instead of a loop.
-_VARINT: list[bytes] = []
-for _z in range(_TABLE_SIZE):
-    _out = bytearray()
-    _n = _z
-    while _n & ~0x7F:
-        _out.append((_n & 0x7F) | 0x80)
-        _n >>= 7
-    _out.append(_n)
-    _VARINT.append(bytes(_out))
 
 
 def _big_varint(z: int) -> bytes:
@@ -53,6 +43,10 @@ def _big_varint(z: int) -> bytes:
         z >>= 7
     out.append(z)
     return bytes(out)
+
+
+# Varint bytes of every zig-zagged value below _TABLE_SIZE: one list index instead of _big_varint's loop.
+_VARINT: list[bytes] = [_big_varint(z) for z in range(_TABLE_SIZE)]
 
 
 class CodeGen:
