@@ -34,8 +34,7 @@ from serdes.spark.types import (
     avro_decimal_type,
     avro_union_branches,
     is_map_field,
-    json_is_null,
-    json_pointer,
+    json_node,
 )
 
 __all__ = ["avro_converter", "avro_needs_record_names", "json_converter", "protobuf_converter"]
@@ -212,71 +211,36 @@ def _base64(v: Any) -> bytes:
 def json_converter(node: Any, root: Any = None, _refs: tuple[str, ...] = ()) -> Converter:
     """Converter from parsed JSON to the Spark type ``json_schema_to_spark`` gives ``node``."""
     root = node if root is None else root
-    if node is True or node == {} or not isinstance(node, dict):
-        return lambda v: v if type(v) is str else _json_text(v)
-    if "$ref" in node:
-        ref = node["$ref"]
-        return json_converter(json_pointer(root, ref), root, (*_refs, ref))
-    for key in ("oneOf", "anyOf"):
-        if key in node:
-            members = [m for m in node[key] if not json_is_null(m)]
-            if len(members) == 1:
-                return json_converter(members[0], root, _refs)
-            return _json_text
-    if "allOf" in node:
-        props: dict[str, Any] = dict(node.get("properties", {}))
-        for member in node["allOf"]:
-            while isinstance(member, dict) and "$ref" in member:
-                member = json_pointer(root, member["$ref"])
-            if not isinstance(member, dict) or not (member.get("type") == "object" or "properties" in member):
-                return _json_text
-            props.update(member.get("properties", {}))
-        return json_converter({"type": "object", "properties": props}, root, _refs)
-    if "enum" in node or "const" in node:
-        values = node.get("enum", [node.get("const")])
-        if all(isinstance(v, str) or v is None for v in values):
-            return _strict_string
-        return lambda v: v if type(v) is str else _json_text(v)
-    kind = node.get("type")
-    if isinstance(kind, list):
-        kinds = [k for k in kind if k != "null"]
-        if len(kinds) == 1:
-            kind = kinds[0]
-        elif set(kinds) == {"integer", "number"}:
-            kind = "number"
-        else:
-            return lambda v: v if type(v) is str else _json_text(v)
-    if kind is None and "properties" in node:
-        kind = "object"
-    if kind == "object":
-        properties = node.get("properties")
-        if properties:
-            convs = [(name, json_converter(sub, root, _refs)) for name, sub in properties.items()]
-
-            def obj(v: Any) -> dict:
-                if type(v) is not dict:
-                    raise ValueError(f"expected a JSON object, got {_json_text(v)}")
-                out = {}
-                for name, conv in convs:
-                    x = v.get(name)
-                    out[name] = conv(x) if x is not None and conv is not None else x
-                return out
-
-            return obj
-        extra = node.get("additionalProperties")
-        if isinstance(extra, dict) and extra:
-            conv = json_converter(extra, root, _refs)
-
-            def mapping(v: Any) -> dict:
-                if type(v) is not dict:
-                    raise ValueError(f"expected a JSON object, got {_json_text(v)}")
-                return v if conv is None else {k: None if x is None else conv(x) for k, x in v.items()}
-
-            return mapping
+    kind, node, refs = json_node(node, root, _refs)
+    if kind == "json":
         return _json_text
+    if kind == "enum":
+        return _strict_string
+    if kind == "struct":
+        convs = [(name, json_converter(sub, root, refs)) for name, sub in node["properties"].items()]
+
+        def obj(v: Any) -> dict:
+            if type(v) is not dict:
+                raise ValueError(f"expected a JSON object, got {_json_text(v)}")
+            out = {}
+            for name, conv in convs:
+                x = v.get(name)
+                out[name] = conv(x) if x is not None and conv is not None else x
+            return out
+
+        return obj
+    if kind == "map":
+        conv = json_converter(node["additionalProperties"], root, refs)
+
+        def mapping(v: Any) -> dict:
+            if type(v) is not dict:
+                raise ValueError(f"expected a JSON object, got {_json_text(v)}")
+            return v if conv is None else {k: None if x is None else conv(x) for k, x in v.items()}
+
+        return mapping
     if kind == "array":
         items = node.get("items")
-        conv = json_converter(items, root, _refs) if isinstance(items, dict) else json_converter(True)
+        conv = json_converter(items, root, refs) if isinstance(items, dict) else _text_unless_string
 
         def array(v: Any) -> list:
             if type(v) is not list:
@@ -295,7 +259,12 @@ def json_converter(node: Any, root: Any = None, _refs: tuple[str, ...] = ()) -> 
         return _strict_string
     if kind in ("integer", "number", "boolean", "null"):
         return None  # pyarrow rejects a wrong JSON type for these itself
-    return lambda v: v if type(v) is str else _json_text(v)
+    return _text_unless_string
+
+
+def _text_unless_string(v: Any) -> str:
+    """A value held as JSON text: strings as they are."""
+    return v if type(v) is str else _json_text(v)
 
 
 # -- Protobuf --------------------------------------------------------------------------------------------------
