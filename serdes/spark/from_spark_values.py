@@ -12,14 +12,7 @@ from typing import Any
 
 import orjson
 
-from serdes.spark.converter_tree import (
-    NOT_A_CONTAINER,
-    Converter,
-    avro_kind,
-    container_converter,
-    resolve_avro,
-    union_as_struct,
-)
+from serdes.spark.converter_tree import AvroWalk, Converter, avro_kind
 from serdes.spark.types import TIMESTAMP, AvroNames, is_map_field, json_node
 
 __all__ = ["avro_datum_converter", "json_value_converter", "protobuf_value_converter"]
@@ -27,33 +20,28 @@ __all__ = ["avro_datum_converter", "json_value_converter", "protobuf_value_conve
 
 def avro_datum_converter(schema: Any, names: AvroNames, namespace: str | None = None) -> Converter:
     """Spark value -> fastavro datum: ``struct<memberN>`` union values back to the one member that is set."""
-    schema, namespace = resolve_avro(schema, names, namespace)
-    kind, _ = avro_kind(schema)
-    conv = container_converter(kind, schema, lambda s: avro_datum_converter(s, names, namespace))
-    if conv is not NOT_A_CONTAINER:
-        return conv
-    if kind != "union":
-        return None
-    branches, conv = union_as_struct(schema, names, namespace, avro_datum_converter)
-    if branches is None:
-        return conv
-    members = []
-    for i, (b, ns) in enumerate(branches):
-        name = None
-        if isinstance(b, dict) and avro_kind(b)[0] in ("record", "error"):
-            name = b["name"] if "." in b["name"] or not ns else f"{ns}.{b['name']}"
-        members.append((f"member{i}", name, avro_datum_converter(b, names, ns)))
+    return _ToDatum(names).converter(schema, namespace)
 
-    def union(v: dict) -> Any:
-        for member, record_name, conv in members:
-            x = v.get(member)
-            if x is not None:
-                x = conv(x) if conv is not None else x
-                # a record branch is named so fastavro cannot pick another record with the same fields
-                return (record_name, x) if record_name is not None else x
-        raise ValueError(f"union value {v!r} has no member set")
 
-    return union
+class _ToDatum(AvroWalk):
+    def struct_union(self, branches: list[tuple[Any, str | None]]) -> Converter:
+        members = []
+        for i, (b, ns) in enumerate(branches):
+            name = None
+            if isinstance(b, dict) and avro_kind(b)[0] in ("record", "error"):
+                name = b["name"] if "." in b["name"] or not ns else f"{ns}.{b['name']}"
+            members.append((f"member{i}", name, self.converter(b, ns)))
+
+        def union(v: dict) -> Any:
+            for member, record_name, conv in members:
+                x = v.get(member)
+                if x is not None:
+                    x = conv(x) if conv is not None else x
+                    # a record branch is named so fastavro cannot pick another record with the same fields
+                    return (record_name, x) if record_name is not None else x
+            raise ValueError(f"union value {v!r} has no member set")
+
+        return union
 
 
 def json_value_converter(node: Any, root: Any = None, _refs: tuple[str, ...] = ()) -> Converter:

@@ -20,14 +20,7 @@ from typing import Any
 
 import orjson
 
-from serdes.spark.converter_tree import (
-    NOT_A_CONTAINER,
-    Converter,
-    avro_kind,
-    container_converter,
-    resolve_avro,
-    union_as_struct,
-)
+from serdes.spark.converter_tree import AvroWalk, Converter, avro_kind, resolve_avro
 from serdes.spark.types import (
     TIMESTAMP,
     AvroNames,
@@ -53,22 +46,44 @@ def _time_micros(t: dt.time) -> int:
 
 def avro_converter(schema: Any, names: AvroNames, namespace: str | None = None) -> Converter:
     """Converter for fastavro's output of ``schema`` (read with ``return_record_name=True`` and override)."""
-    schema, namespace = resolve_avro(schema, names, namespace)
-    kind, logical = avro_kind(schema)
-    conv = container_converter(kind, schema, lambda s: avro_converter(s, names, namespace))
-    if conv is not NOT_A_CONTAINER:
-        return conv
-    if kind == "union":
-        return _avro_union(schema, names, namespace)
-    if logical == "uuid" and kind == "string":
-        return lambda v: str(v) if isinstance(v, uuid.UUID) else v
-    if logical == "time-millis" and kind == "int":
-        return lambda v: _time_millis(v) if isinstance(v, dt.time) else v
-    if logical == "time-micros" and kind == "long":
-        return lambda v: _time_micros(v) if isinstance(v, dt.time) else v
-    if logical == "decimal" and kind in ("bytes", "fixed") and avro_decimal_type(schema) is None:
-        return _unscaled_bytes(schema)
-    return None
+    return _FromDecoded(names).converter(schema, namespace)
+
+
+class _FromDecoded(AvroWalk):
+    def leaf(self, kind: str, logical: str | None, schema: Any) -> Converter:
+        if logical == "uuid" and kind == "string":
+            return lambda v: str(v) if isinstance(v, uuid.UUID) else v
+        if logical == "time-millis" and kind == "int":
+            return lambda v: _time_millis(v) if isinstance(v, dt.time) else v
+        if logical == "time-micros" and kind == "long":
+            return lambda v: _time_micros(v) if isinstance(v, dt.time) else v
+        if logical == "decimal" and kind in ("bytes", "fixed") and avro_decimal_type(schema) is None:
+            return _unscaled_bytes(schema)
+        return None
+
+    def struct_union(self, branches: list[tuple[Any, str | None]]) -> Converter:
+        members = []
+        for i, (b, ns) in enumerate(branches):
+            kind, logical = avro_kind(b)
+            members.append((f"member{i}", kind, logical, b, self.converter(b, ns)))
+        n_records = sum(1 for m in members if m[1] in ("record", "error"))
+
+        def pick(v: Any) -> tuple[str, Any]:
+            for name, kind, logical, b, _ in members:
+                if _avro_fits(v, kind, logical, b, n_records):
+                    return name, v
+            raise ValueError(f"value {v!r} matches no branch of the Avro union")
+
+        convs = {m[0]: m[4] for m in members}
+
+        def union(v: Any) -> dict:
+            name, value = pick(v)
+            if isinstance(value, tuple):  # (record name, record) from return_record_name
+                value = value[1]
+            conv = convs[name]
+            return {name: conv(value) if conv is not None else value}
+
+        return union
 
 
 def _unscaled_bytes(schema: dict) -> Callable[[Any], Any]:
@@ -110,34 +125,6 @@ def avro_needs_record_names(
             return True
         return any(avro_needs_record_names(b, names, ns, _seen) for b, ns in branches)
     return False
-
-
-def _avro_union(schema: list, names: AvroNames, namespace: str | None) -> Converter:
-    branches, conv = union_as_struct(schema, names, namespace, avro_converter)
-    if branches is None:
-        return conv
-    members = []
-    for i, (b, ns) in enumerate(branches):
-        kind, logical = avro_kind(b)
-        members.append((f"member{i}", kind, logical, b, avro_converter(b, names, ns)))
-    n_records = sum(1 for m in members if m[1] in ("record", "error"))
-
-    def pick(v: Any) -> tuple[str, Any]:
-        for name, kind, logical, b, _ in members:
-            if _avro_fits(v, kind, logical, b, n_records):
-                return name, v
-        raise ValueError(f"value {v!r} matches no branch of the Avro union")
-
-    convs = {m[0]: m[4] for m in members}
-
-    def union(v: Any) -> dict:
-        name, value = pick(v)
-        if isinstance(value, tuple):  # (record name, record) from return_record_name
-            value = value[1]
-        conv = convs[name]
-        return {name: conv(value) if conv is not None else value}
-
-    return union
 
 
 def _avro_fits(v: Any, kind: str, logical: str | None, b: Any, n_records: int) -> bool:
