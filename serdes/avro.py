@@ -572,9 +572,8 @@ class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
                 migrations = yield from self._migrations(subject, writer, latest, _lazy_rule_target, topic, schema_id)
                 if migrations:
                     r_parsed, r_named = None, {}  # read as written, then migrated
-            read_rules = rule_steps.domain_rules(
+            read_rules = rule_steps.read_rules(
                 reader_schema,
-                rule_steps.READ,
                 _rule_target(*reader_parsed),
                 self._rule_config,
                 latest.schema_id if latest is not None else schema_id,

@@ -442,9 +442,8 @@ class _JsonDeserializerBase(DeserializerBase[_ReadPlan]):
                 raise SerializationError(
                     f"cannot load the schemas referenced by the reader schema: {e}", topic=topic, schema_id=schema_id
                 ) from e
-            read_rules = rule_steps.domain_rules(
+            read_rules = rule_steps.read_rules(
                 reader_schema,
-                rule_steps.READ,
                 target,
                 self._rule_config,
                 latest.schema_id if latest is not None else schema_id,

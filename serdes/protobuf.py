@@ -508,9 +508,8 @@ class _ProtobufDeserializerBase(DeserializerBase[_ReadPlan]):
         if latest is None:
             cls = self._cls if self._cls is not None else GetMessageClass(desc)
             rules = (
-                rule_steps.domain_rules(
+                rule_steps.read_rules(
                     wf.schema,
-                    rule_steps.READ,
                     _rule_target(desc),
                     self._rule_config,
                     schema_id,
@@ -526,8 +525,8 @@ class _ProtobufDeserializerBase(DeserializerBase[_ReadPlan]):
         if not (rule_steps.has_rules(wf.schema) or rule_steps.has_rules(latest.schema)):
             return _ReadPlan(cls, start, schema_id)
         migrations = yield from self._migrations(subject, wf.schema, latest, _json_target, topic, schema_id)
-        read_rules = rule_steps.domain_rules(
-            latest.schema, rule_steps.READ, _rule_target(reader_desc), self._rule_config, latest.schema_id, subject
+        read_rules = rule_steps.read_rules(
+            latest.schema, _rule_target(reader_desc), self._rule_config, latest.schema_id, subject
         )
         if not migrations:  # the payload is parsed as the reader's message directly
             return _ReadPlan(cls, start, schema_id, read_rules)
