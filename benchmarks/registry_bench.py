@@ -28,7 +28,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,54 +35,17 @@ import time
 from pathlib import Path
 
 import httpx
+import own_registry
+from own_registry import free_port, wait_http
 from results_file import BenchRun, Case, Comparison, add_json_option
 
 HERE = Path(__file__).resolve().parent
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
-    """Until ``url`` answers anything but 503 (the registry answers 503 until its startup replay is done)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"server exited with {proc.returncode}")
-        try:
-            if httpx.get(url, timeout=1).status_code != 503:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise SystemExit(f"{url} did not answer")
-
-
 def start_registry(data: Path, extra_args: list[str]) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "registry",
-            "serve",
-            "--log",
-            f"sqlite:///{data}",
-            "--port",
-            str(port),
-            "--log-level",
-            "WARNING",
-            *extra_args,
-        ],
-        cwd=HERE.parent,
-    )
-    url = f"http://127.0.0.1:{port}"
-    wait_http(url + "/health/ready", proc)
-    return proc, url
+    """``own_registry.start_registry`` logging warnings only (unless ``--server-arg`` says otherwise)."""
+    return own_registry.start_registry(data, ["--log-level", "WARNING", *extra_args])
 
 
 def schema(i: int, version: int) -> str:

@@ -1,5 +1,6 @@
 """Serdes throughput, side by side in one process: schemakit serdes vs confluent-kafka's serializers vs raw
-fastavro (the ceiling), on the same 8-field record and the same registry.
+fastavro (the ceiling), on the same 8-field record (its Avro and JSON schemas are ``tests/support/schemas.py``'s)
+and the same registry.
 
     .venv/bin/python benchmarks/serdes_bench.py [--registry URL] [--records N] [--repeat R]
 
@@ -17,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
-import enum
 import gc
 import io
 import json
@@ -46,50 +45,7 @@ from results_file import BenchRun, Case, Comparison, add_json_option
 
 import serdes
 from serdes.typed_records import avro_decoder
-
-ORDER_SCHEMA = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "bench",
-    "fields": [
-        {"name": "id", "type": "string"},
-        {"name": "qty", "type": "long"},
-        {"name": "price", "type": "double"},
-        {"name": "paid", "type": "boolean"},
-        {"name": "note", "type": ["null", "string"], "default": None},
-        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "SHIPPED"]}},
-        {"name": "tags", "type": {"type": "array", "items": "int"}},
-        {
-            "name": "address",
-            "type": {
-                "type": "record",
-                "name": "Address",
-                "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": "int"}],
-            },
-        },
-    ],
-}
-
-ORDER_JSON_SCHEMA = {
-    "$schema": "http://json-schema.org/draft-07/schema#",
-    "title": "Order",
-    "type": "object",
-    "properties": {
-        "id": {"type": "string"},
-        "qty": {"type": "integer"},
-        "price": {"type": "number"},
-        "paid": {"type": "boolean"},
-        "note": {"type": ["null", "string"]},
-        "status": {"type": "string", "enum": ["NEW", "PAID", "SHIPPED"]},
-        "tags": {"type": "array", "items": {"type": "integer"}},
-        "address": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "zip": {"type": "integer"}},
-            "required": ["city", "zip"],
-        },
-    },
-    "required": ["id", "qty", "price", "paid", "status", "tags", "address"],
-}
+from tests.support.schemas import ORDER_AVRO, ORDER_JSON, Order
 
 ORDER_PROTO = """
 syntax = "proto3";
@@ -101,32 +57,6 @@ message Order {
   Status status = 6; repeated int32 tags = 7; Address address = 8;
 }
 """
-
-
-class Status(enum.Enum):
-    NEW = 0
-    PAID = 1
-    SHIPPED = 2
-
-
-@dataclasses.dataclass
-class Address:
-    __avro_namespace__ = "bench"
-    city: str
-    zip: int
-
-
-@dataclasses.dataclass
-class Order:
-    __avro_namespace__ = "bench"
-    id: str
-    qty: int
-    price: float
-    paid: bool
-    note: str | None
-    status: Status
-    tags: list[int]
-    address: Address
 
 
 def make_records(n: int) -> list[dict]:
@@ -203,11 +133,11 @@ def bench_avro(url: str, records: list[dict], repeat: int) -> list[tuple[str, fl
     ctx = SerializationContext(f"bench-avro-{os.getpid()}", MessageField.VALUE)
     client = serdes.RegistryClient(url)
     ck_client = SchemaRegistryClient({"url": url})
-    ours_ser = serdes.AvroSerializer(client, ORDER_SCHEMA)
+    ours_ser = serdes.AvroSerializer(client, ORDER_AVRO)
     ours_de = serdes.AvroDeserializer(client)
-    ck_ser = CkAvroSerializer(ck_client, json.dumps(ORDER_SCHEMA), conf={"subject.name.strategy.type": "TOPIC"})
+    ck_ser = CkAvroSerializer(ck_client, json.dumps(ORDER_AVRO), conf={"subject.name.strategy.type": "TOPIC"})
     ck_de = CkAvroDeserializer(ck_client, conf={"subject.name.strategy.type": "TOPIC"})
-    parsed = fastavro.parse_schema(ORDER_SCHEMA)
+    parsed = fastavro.parse_schema(ORDER_AVRO)
 
     def raw_write_one(r: dict) -> bytes:
         b = io.BytesIO()
@@ -288,9 +218,9 @@ def bench_avro_rules(url: str, records: list[dict], repeat: int) -> list[tuple[s
     topic = f"bench-rules-{os.getpid()}"
     ctx = SerializationContext(topic, MessageField.VALUE)
     body = {
-        "schema": json.dumps(ORDER_SCHEMA),
+        "schema": json.dumps(ORDER_AVRO),
         "ruleSet": RULE_SET,
-        "metadata": {"tags": {"bench.Order.id": ["PII"], "bench.Address.city": ["PII"]}},
+        "metadata": {"tags": {"shop.Order.id": ["PII"], "shop.Address.city": ["PII"]}},
     }
     r = httpx.post(
         f"{url}/subjects/{topic}-value/versions",
@@ -326,7 +256,7 @@ def bench_json(url: str, records: list[dict], repeat: int) -> list[tuple[str, fl
     ctx = SerializationContext(f"bench-json-{os.getpid()}", MessageField.VALUE)
     client = serdes.RegistryClient(url)
     ck_client = SchemaRegistryClient({"url": url})
-    text = json.dumps(ORDER_JSON_SCHEMA)
+    text = json.dumps(ORDER_JSON)
     ours_ser = serdes.JsonSchemaSerializer(client, text)
     ours_de = serdes.JsonSchemaDeserializer(client)
     ck_ser = JSONSerializer(text, ck_client, conf={"subject.name.strategy.type": "TOPIC"})
@@ -434,47 +364,32 @@ def bench_async(url: str, records: list[dict], repeat: int, types: list[str]) ->
     topic_conf = {"subject.name.strategy.type": "TOPIC"}
     rows: list[AsyncRow] = []
 
-    def race_pair(kind: str, items: list, ser: tuple, de: tuple, ctx: SerializationContext) -> None:
+    def race_pair(kind: str, items: list, ser: tuple, de: tuple) -> None:
         """ser / de: (ours sync, ours async, ck async); checks the bytes agree, then races both directions."""
+        ctx = SerializationContext(f"bench-async-{kind}-{os.getpid()}", MessageField.VALUE)
         frames = [ser[0](item, ctx) for item in items]
         assert loop.run_until_complete(ser[1](items[0], ctx)) == frames[0], f"{kind}: async wrote other bytes"
         assert loop.run_until_complete(ser[2](items[0], ctx)) == frames[0], f"{kind}: ck async wrote other bytes"
-        s_rounds: dict[str, list[float]] = {}
-        d_rounds: dict[str, list[float]] = {}
-        s = race(
-            {
-                "sync": each(ser[0], items, ctx),
-                "async": each_async(loop, ser[1], items, ctx),
-                "ck": each_async(loop, ser[2], items, ctx),
-            },
-            n,
-            repeat,
-            s_rounds,
-        )
-        d = race(
-            {
-                "sync": each(de[0], frames, ctx),
-                "async": each_async(loop, de[1], frames, ctx),
-                "ck": each_async(loop, de[2], frames, ctx),
-            },
-            n,
-            repeat,
-            d_rounds,
-        )
-        rows.append((f"{kind} serialize", s["sync"], s["async"], s["ck"], median_ratio(s_rounds, "async", "sync")))
-        rows.append((f"{kind} deserialize", d["sync"], d["async"], d["ck"], median_ratio(d_rounds, "async", "sync")))
+        for direction, fns, inputs in (("serialize", ser, items), ("deserialize", de, frames)):
+            rounds: dict[str, list[float]] = {}
+            cases = {
+                "sync": each(fns[0], inputs, ctx),
+                "async": each_async(loop, fns[1], inputs, ctx),
+                "ck": each_async(loop, fns[2], inputs, ctx),
+            }
+            r = race(cases, n, repeat, rounds)
+            rows.append((f"{kind} {direction}", r["sync"], r["async"], r["ck"], median_ratio(rounds, "async", "sync")))
 
     async def ck(cls: type, *args: object, **kwargs: object) -> object:
         return await cls(*args, **kwargs)
 
-    ctx = SerializationContext(f"bench-async-avro-{os.getpid()}", MessageField.VALUE)
-    text = json.dumps(ORDER_SCHEMA)
+    text = json.dumps(ORDER_AVRO)
     race_pair(
         "avro",
         records,
         (
-            serdes.AvroSerializer(client, ORDER_SCHEMA),
-            serdes.AsyncAvroSerializer(aclient, ORDER_SCHEMA),
+            serdes.AvroSerializer(client, ORDER_AVRO),
+            serdes.AsyncAvroSerializer(aclient, ORDER_AVRO),
             loop.run_until_complete(ck(AsyncAvroSerializer, ck_aclient, text, conf=topic_conf)),
         ),
         (
@@ -482,11 +397,9 @@ def bench_async(url: str, records: list[dict], repeat: int, types: list[str]) ->
             serdes.AsyncAvroDeserializer(aclient),
             loop.run_until_complete(ck(AsyncAvroDeserializer, ck_aclient, conf=topic_conf)),
         ),
-        ctx,
     )
     if "JSON" in types:
-        ctx = SerializationContext(f"bench-async-json-{os.getpid()}", MessageField.VALUE)
-        text = json.dumps(ORDER_JSON_SCHEMA)
+        text = json.dumps(ORDER_JSON)
         race_pair(
             "json",
             records,
@@ -502,12 +415,10 @@ def bench_async(url: str, records: list[dict], repeat: int, types: list[str]) ->
                     ck(AsyncJSONDeserializer, text, schema_registry_client=ck_aclient, conf=topic_conf)
                 ),
             ),
-            ctx,
         )
     if "PROTOBUF" in types:
         pb = order_module()
         msgs = proto_messages(pb, records)
-        ctx = SerializationContext(f"bench-async-proto-{os.getpid()}", MessageField.VALUE)
         race_pair(
             "protobuf",
             msgs,
@@ -523,7 +434,6 @@ def bench_async(url: str, records: list[dict], repeat: int, types: list[str]) ->
                     ck(AsyncProtobufDeserializer, pb.Order, conf=topic_conf, schema_registry_client=ck_aclient)
                 ),
             ),
-            ctx,
         )
     loop.run_until_complete(aclient.aclose())
     loop.close()

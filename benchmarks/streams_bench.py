@@ -32,31 +32,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import streams_harness as harness
 from results_file import BenchRun, Case, Comparison, add_json_option
 
-from streams import StreamsBuilder
-from streams.topology import Topology
-
 
 def input_rows(records: int, keys: int) -> Iterable[harness.Row]:
     return ((f"key-{i % keys}", {"n": i}, 0) for i in range(records))
-
-
-def count_by_key(topic: str, out: str, cache: bool = True) -> Topology:
-    b = StreamsBuilder()
-    (
-        b.stream(topic, key=str, value="json")
-        .group_by_key()
-        .count(store="counts", cache=cache)
-        .to_stream()
-        .to(out, key=str, value=int)
-    )
-    return b.build()
 
 
 def run_ours(
     url: str, topic: str, out: str, records: int, state_dir: Path, cache: bool, guarantee: str = "at_least_once"
 ) -> tuple[harness.Result, str]:
     """The result, and the application id (the restore reuses its changelog)."""
-    app = harness.ours_app(count_by_key(topic, out, cache), url, state_dir, processing_guarantee=guarantee)
+    app = harness.ours_app(harness.count_by_key(topic, out, cache), url, state_dir, processing_guarantee=guarantee)
     # Timed to the last record processed, before the closing (the final commit).
     elapsed, _ = harness.time_ours(app, records, poll_s=0.005, time_close=False)
     return harness.rate(records, elapsed), app.application_id
@@ -65,7 +50,7 @@ def run_ours(
 def restore_ours(url: str, topic: str, out: str, app_id: str, state_dir: Path) -> dict[str, float]:
     """A fresh state directory: every store restores from its changelog before processing."""
     shutil.rmtree(state_dir, ignore_errors=True)
-    app = harness.ours_app(count_by_key(topic, out), url, state_dir, app_id)
+    app = harness.ours_app(harness.count_by_key(topic, out), url, state_dir, app_id)
     app.start()
     app.wait_until(lambda a: len(a.tasks()) == harness.PARTITIONS, timeout=600)
     m = app.metrics()

@@ -33,19 +33,18 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import confluent_kafka
-import orjson
+import streams_harness as harness
 from results_file import BenchRun, Case, Comparison, add_json_option
 
 from streams.changelog import BARRIER_KEY
 from streams.log import OFFSET_BEGINNING, TopicPartition, open_log
-from tests.support.broker import TEST_CLIENT_OPTIONS, TansuBroker
+from tests.support.broker import TansuBroker
 
-PARTITIONS = 4
+PARTITIONS = harness.PARTITIONS
 TASKS = [f"0_{p}" for p in range(PARTITIONS)]
 COMMIT_MS = 1000
 
@@ -54,7 +53,6 @@ COMMIT_MS = 1000
 
 
 def instance(url: str, app_id: str, state_dir: str, source: str, out: str, standbys: int) -> int:
-    from streams import StreamsBuilder
     from streams.app import StreamsApp
 
     logging.basicConfig(
@@ -75,16 +73,8 @@ def instance(url: str, app_id: str, state_dir: str, source: str, out: str, stand
         def on_task_state_change(self, task_id: str, old: str, new: str) -> None:
             emit({"event": "task", "task": task_id, "new": new, "t": time.time()})
 
-    b = StreamsBuilder()
-    (
-        b.stream(source, key=str, value="json")
-        .group_by_key()
-        .count(store="counts", cache=False)
-        .to_stream()
-        .to(out, key=str, value=int)
-    )
     app = StreamsApp(
-        b.build(),
+        harness.count_by_key(source, out, cache=False),
         app_id,
         url,
         state_dir=state_dir,
@@ -158,31 +148,13 @@ def wait(predicate: Any, timeout: float, what: str) -> None:
 
 def produce(bootstrap: str, topic: str, keys: range, prefix: str) -> dict[int, int]:
     """One record per key; returns the end offset of every partition."""
-    producer = confluent_kafka.Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 50,
-            "batch.num.messages": 10_000,
-            "queue.buffering.max.messages": 500_000,
-            "partitioner": "murmur2_random",
-        }
-    )
     ends: dict[int, int] = {p: 0 for p in range(PARTITIONS)}
 
     def done(err: Any, msg: Any) -> None:
         if err is None:
             ends[msg.partition()] = max(ends[msg.partition()], msg.offset() + 1)
 
-    for i in keys:
-        while True:
-            try:
-                producer.produce(topic, orjson.dumps({"i": i}), f"{prefix}{i}".encode(), on_delivery=done)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if i % 10_000 == 0:
-            producer.poll(0)
-    producer.flush()
+    harness.produce(bootstrap, topic, ((f"{prefix}{i}", {"i": i}, 0) for i in keys), on_delivery=done)
     return ends
 
 
@@ -317,7 +289,7 @@ def main() -> int:
     broker = TansuBroker(work / "broker.log")
     broker.start()
     try:
-        url = f"kafka://{broker.bootstrap}?{urlencode(TEST_CLIENT_OPTIONS)}"
+        url = harness.kafka_url(broker.bootstrap)
         results = {n: scenario(broker, url, work, args.keys, n) for n in (0, 1)}
     finally:
         broker.stop()

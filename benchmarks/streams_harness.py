@@ -1,10 +1,12 @@
-"""What the streams benchmarks share: ``streams_bench.py``, ``streams_windows_bench.py``, ``streams_joins_bench.py``.
+"""What the streams benchmarks share: ``streams_bench.py``, ``streams_windows_bench.py``, ``streams_joins_bench.py``
+and ``streams_failover_bench.py``.
 
-Each bench keeps its topologies and its table rows; this module holds the rest: the test broker and its topics
-(``bench_broker``), feeding the input (``produce``), the common command-line flags (``bench_parser``), timing a
-run of ours by polling its metrics (``time_ours``) and one of Quix Streams by counting the records its dataframe
-sees (``QuixClock``), running one job in a child process of its own so that peak RSS and CPU seconds are that
-job's alone (``ChildJob``, ``run_jobs``, ``child_main``), and the Markdown table (``print_table``, ``ratio``).
+Each bench keeps its topologies (but the count by key that two of them run, ``count_by_key``) and its table rows;
+this module holds the rest: the test broker and its topics (``bench_broker``, ``kafka_url``), feeding the input
+(``produce``), the common command-line flags (``bench_parser``), timing a run of ours by polling its metrics
+(``time_ours``) and one of Quix Streams by counting the records its dataframe sees (``QuixClock``), running one
+job in a child process of its own so that peak RSS and CPU seconds are that job's alone (``ChildJob``,
+``parse_job_args``, ``run_jobs``, ``child_main``), and the Markdown table (``print_table``, ``ratio``).
 Throughput is always counted from the first input record processed, so the group join is excluded for both.
 """
 
@@ -31,7 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import confluent_kafka
 import orjson
+from results_file import add_json_option
 
+from streams import StreamsBuilder
 from streams.app import StreamsApp
 from streams.log import Log, open_log
 from tests.support.broker import TEST_CLIENT_OPTIONS, TansuBroker
@@ -56,8 +60,11 @@ def kafka_url(bootstrap: str, **options: str) -> str:
     return f"kafka://{bootstrap}?{urlencode({**TEST_CLIENT_OPTIONS, **options})}"
 
 
-def produce(bootstrap: str, topic: str, rows: Iterable[Row]) -> int:
-    """Writes ``rows`` to ``topic`` (keys spread as Java clients do), waits for all; returns how many."""
+def produce(
+    bootstrap: str, topic: str, rows: Iterable[Row], on_delivery: Callable[[Any, Any], None] | None = None
+) -> int:
+    """Writes ``rows`` to ``topic`` (keys spread as Java clients do), waits for all; returns how many.
+    ``on_delivery(error, message)`` is called for each record once the broker has it (or has refused it)."""
     producer = confluent_kafka.Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -71,7 +78,7 @@ def produce(bootstrap: str, topic: str, rows: Iterable[Row]) -> int:
     for key, value, ts in rows:
         while True:
             try:
-                producer.produce(topic, orjson.dumps(value), key.encode(), timestamp=ts)
+                producer.produce(topic, orjson.dumps(value), key.encode(), timestamp=ts, on_delivery=on_delivery)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -129,6 +136,19 @@ def bench_parser(doc: str | None, only: Sequence[str] = (), records_help: str | 
 
 
 # -- ours
+
+
+def count_by_key(topic: str, out: str, cache: bool = True) -> Topology:
+    """A count per key of ``topic``'s JSON records, written to ``out``."""
+    b = StreamsBuilder()
+    (
+        b.stream(topic, key=str, value="json")
+        .group_by_key()
+        .count(store="counts", cache=cache)
+        .to_stream()
+        .to(out, key=str, value=int)
+    )
+    return b.build()
 
 
 def ours_app(topology: Topology, url: str, state_dir: Path, app_id: str | None = None, **options: Any) -> StreamsApp:
@@ -257,6 +277,18 @@ class ChildJob:
             "--total",
             str(self.total),
         ]
+
+
+def parse_job_args(parser: argparse.ArgumentParser, run_job: Callable[[ChildJob], Result]) -> argparse.Namespace:
+    """The arguments of a bench that runs its jobs in child processes (``parser``'s, ``ChildJob``'s hidden flags and
+    ``--json``); in a child, runs its job with ``run_job`` and exits."""
+    ChildJob.add_flags(parser)
+    add_json_option(parser)
+    args = parser.parse_args()
+    if child := ChildJob.from_args(args):
+        sys.exit(child_main(child, run_job))
+    logging.basicConfig(level=logging.WARNING)
+    return args
 
 
 def child_main(job: ChildJob, run: Callable[[ChildJob], Result]) -> int:

@@ -21,7 +21,6 @@ Needs ``quixstreams`` (``make bench`` builds ``.venv-bench`` with it).
 
 from __future__ import annotations
 
-import logging
 import random
 import sys
 import time
@@ -33,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import streams_harness as harness
-from results_file import BenchRun, Case, Comparison, add_json_option
+from results_file import BenchRun, Case, Comparison
 
 from streams import JoinWindows, StreamsBuilder
 
@@ -123,14 +122,8 @@ def run_job(job: harness.ChildJob) -> harness.Result:
 def main() -> int:
     parser = harness.bench_parser(__doc__, JOBS, records_help="orders (and, for the window join, payments)")
     parser.add_argument("--customers", type=int, default=100_000)
-    harness.ChildJob.add_flags(parser)
-    add_json_option(parser)
-    args = parser.parse_args()
-    if child := harness.ChildJob.from_args(args):
-        return harness.child_main(child, run_job)
+    args = harness.parse_job_args(parser, run_job)
     run = BenchRun(__file__, vars(args))
-
-    logging.basicConfig(level=logging.WARNING)
     jobs = [args.only] if args.only else list(JOBS)
     labels = {"ours": "schemakit streams", "quix": "Quix Streams"}
     if args.skip_quix:

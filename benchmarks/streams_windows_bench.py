@@ -24,7 +24,6 @@ Needs ``quixstreams`` (``make bench`` builds ``.venv-bench`` with it).
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from collections.abc import Iterable
@@ -34,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import streams_harness as harness
-from results_file import BenchRun, Case, Comparison, add_json_option
+from results_file import BenchRun, Case, Comparison
 
 from streams import StreamsBuilder, Suppressed, TimeWindows
 
@@ -91,14 +90,8 @@ def run_job(job: harness.ChildJob) -> harness.Result:
 def main() -> int:
     parser = harness.bench_parser(__doc__, only=JOBS)
     parser.add_argument("--keys", type=int, default=100_000)
-    harness.ChildJob.add_flags(parser)
-    add_json_option(parser)
-    args = parser.parse_args()
-    if child := harness.ChildJob.from_args(args):
-        return harness.child_main(child, run_job)
+    args = harness.parse_job_args(parser, run_job)
     run = BenchRun(__file__, vars(args))
-
-    logging.basicConfig(level=logging.WARNING)
     jobs = [args.only] if args.only else list(JOBS)
     labels = {
         "suppress": "schemakit streams (suppress until_window_closes)",

@@ -547,11 +547,7 @@ class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
     def _plan(self, data: bytes, ctx: SerializationContext | None, latest: RegisteredSchema | None) -> Plan[_ReadPlan]:
         topic = topic_of(ctx)
         schema_id = wire.read_schema_id(data, topic)
-        writer = yield from writer_schema(schema_id, topic)
-        if writer.schema_type != "AVRO":
-            raise SerializationError(
-                f"schema {schema_id} is {writer.schema_type}, not AVRO", topic=topic, offset=1, schema_id=schema_id
-            )
+        writer = yield from writer_schema(schema_id, topic, schema_type="AVRO")
         try:
             w_parsed, w_named = yield from load_avro(writer)
             if latest is not None:
@@ -573,22 +569,11 @@ class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
             reader_parsed = (w_parsed, w_named) if r_parsed is None else (r_parsed, r_named)
             if latest is not None:
                 subject = self._subjects.subject_for(ctx)
-                try:
-                    migrations = yield from rule_steps.migrations(
-                        subject, writer, latest, _lazy_rule_target, self._rule_config
-                    )
-                except RegistryError as e:
-                    raise SerializationError(
-                        f"cannot find the migrations from schema {schema_id} to version "
-                        f"{latest.version} of {subject!r}: {e}",
-                        topic=topic,
-                        schema_id=schema_id,
-                    ) from e
+                migrations = yield from self._migrations(subject, writer, latest, _lazy_rule_target, topic, schema_id)
                 if migrations:
                     r_parsed, r_named = None, {}  # read as written, then migrated
-            read_rules = rule_steps.domain_rules(
+            read_rules = rule_steps.read_rules(
                 reader_schema,
-                rule_steps.READ,
                 _rule_target(*reader_parsed),
                 self._rule_config,
                 latest.schema_id if latest is not None else schema_id,

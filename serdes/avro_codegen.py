@@ -28,19 +28,9 @@ from fastavro.logical_writers import LOGICAL_WRITERS
 
 from serdes import fastavro_core
 
-__all__ = ["UNPACK_DOUBLE", "UNPACK_FLOAT", "CodeGen", "compile_decoder", "compile_encoder"]
+__all__ = ["CodeGen", "ReaderGen", "compile_decoder", "compile_encoder"]
 
 _TABLE_SIZE = 8192
-# Varint bytes of every zig-zagged value below _TABLE_SIZE: one list index instead of a loop.
-_VARINT: list[bytes] = []
-for _z in range(_TABLE_SIZE):
-    _out = bytearray()
-    _n = _z
-    while _n & ~0x7F:
-        _out.append((_n & 0x7F) | 0x80)
-        _n >>= 7
-    _out.append(_n)
-    _VARINT.append(bytes(_out))
 
 
 def _big_varint(z: int) -> bytes:
@@ -53,6 +43,10 @@ def _big_varint(z: int) -> bytes:
         z >>= 7
     out.append(z)
     return bytes(out)
+
+
+# Varint bytes of every zig-zagged value below _TABLE_SIZE: one list index instead of _big_varint's loop.
+_VARINT: list[bytes] = [_big_varint(z) for z in range(_TABLE_SIZE)]
 
 
 class CodeGen:
@@ -238,9 +232,31 @@ def compile_encoder(schema: Any, named: dict[str, Any]) -> Callable[[Any, bytear
 
 # -- decoder ---------------------------------------------------------------------------------------------------------
 
-# Avro's little-endian double / float at an offset, without a slice; the Spark column decoder uses them too.
-UNPACK_DOUBLE = struct.Struct("<d").unpack_from
-UNPACK_FLOAT = struct.Struct("<f").unpack_from
+
+class ReaderGen(CodeGen):
+    """What the generated decoders share (``compile_decoder``'s and the Spark column decoder's): the reads of a
+    boolean, double or float at ``pos``, which the two differ in only where the value goes."""
+
+    def __init__(self, named: dict[str, Any], consts: dict[str, Any]) -> None:
+        # Avro's little-endian double / float at an offset, without a slice
+        super().__init__(
+            named, {"UD": struct.Struct("<d").unpack_from, "UF": struct.Struct("<f").unpack_from, **consts}
+        )
+
+    def scalar(self, kind: str, store: str, ind: int) -> None:
+        """Read a ``boolean``, ``double`` or ``float`` at ``pos`` into ``store``, a statement with ``{}`` for the
+        value (``"x = {}"``, ``"L3_({})"``)."""
+        if kind == "boolean":
+            self.emit("b = data[pos]; pos += 1", ind)
+            self.emit(f"if b == 1: {store.format('True')}", ind)
+            self.emit(f"elif b == 0: {store.format('False')}", ind)
+            self.emit("else: raise ValueError", ind)
+        elif kind == "double":
+            self.emit(f"{store.format('UD(data, pos)[0]')}; pos += 8", ind)
+        elif kind == "float":
+            self.emit(f"{store.format('UF(data, pos)[0]')}; pos += 4", ind)
+        else:
+            raise ValueError(f"{kind!r} is not a boolean, double or float")
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -260,14 +276,12 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
             raise ValueError("varint longer than 10 bytes")
 
 
-class _DecoderGen(CodeGen):
+class _DecoderGen(ReaderGen):
     def __init__(self, named: dict[str, Any], options: dict[str, Any]) -> None:
         super().__init__(
             named,
             {
                 "rv": _read_varint,
-                "UD": UNPACK_DOUBLE,
-                "UF": UNPACK_FLOAT,
                 "rd": fastavro_core.read_data,
                 "BIO": io.BytesIO,
                 "NAMED": {"writer": named, "reader": {}},
@@ -328,17 +342,10 @@ class _DecoderGen(CodeGen):
     def primitive(self, kind: str, target: str, ind: int) -> None:
         if kind == "null":
             self.emit(f"{target} = None", ind)
-        elif kind == "boolean":
-            self.emit("b = data[pos]; pos += 1", ind)
-            self.emit(f"if b == 1: {target} = True", ind)
-            self.emit(f"elif b == 0: {target} = False", ind)
-            self.emit("else: raise ValueError", ind)
+        elif kind in ("boolean", "double", "float"):
+            self.scalar(kind, f"{target} = {{}}", ind)
         elif kind in ("int", "long"):
             self.long(target, ind)
-        elif kind == "double":
-            self.emit(f"{target} = UD(data, pos)[0]; pos += 8", ind)
-        elif kind == "float":
-            self.emit(f"{target} = UF(data, pos)[0]; pos += 4", ind)
         elif kind == "string":
             self.blob(target, ind, decode=True)
         elif kind == "bytes":

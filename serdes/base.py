@@ -19,6 +19,7 @@ from serdes.caches import DEFAULT_CAPACITY, BoundedDict
 from serdes.errors import RegistryError, SerializationError
 from serdes.models import RegisteredSchema, Schema
 from serdes.plans import ClientCall, Plan, get_schema, lookup, run_plan, run_plan_async
+from serdes.rules import steps as rule_steps
 from serdes.rules.engine import RuleConfig
 from serdes.schema_ids import CLASSIC_MAGIC, HeaderFramer, Unframer
 from serdes.strategies import SubjectNameStrategy, resolve_strategy
@@ -141,11 +142,16 @@ class SubjectPlans(Generic[P]):
 
 
 def writer_schema(
-    schema_id: int, topic: str | None, fmt: str | None = None, subject: str | None = None
+    schema_id: int,
+    topic: str | None,
+    fmt: str | None = None,
+    subject: str | None = None,
+    schema_type: str | None = None,
 ) -> Plan[Schema]:
-    """The writer schema for ``schema_id``; an unknown id becomes a SerializationError naming it."""
+    """The writer schema for ``schema_id``; an unknown id, or (given ``schema_type``) a schema of another type,
+    becomes a SerializationError naming it."""
     try:
-        return (yield from get_schema(schema_id, subject, fmt))
+        schema = yield from get_schema(schema_id, subject, fmt)
     except RegistryError as e:
         if e.status == 404:
             raise SerializationError(
@@ -157,6 +163,11 @@ def writer_schema(
         raise SerializationError(
             f"could not fetch writer schema {schema_id}: {e}", topic=topic, offset=1, schema_id=schema_id
         ) from e
+    if schema_type is not None and schema.schema_type != schema_type:
+        raise SerializationError(
+            f"schema {schema_id} is {schema.schema_type}, not {schema_type}", topic=topic, offset=1, schema_id=schema_id
+        )
+    return schema
 
 
 def fetch_writer_schema(
@@ -385,6 +396,7 @@ class DeserializerBase(Generic[P]):
     _follows_latest: bool  # True: ask for the latest reader schema every call (no plan lookup by header alone)
     _latest: LatestSchema
     _subjects: SubjectPlans[None]
+    _rule_config: RuleConfig
     _unframer: Unframer | None = None  # made on the first header- or GUID-framed record
 
     def _unframing(self) -> Unframer:
@@ -405,6 +417,26 @@ class DeserializerBase(Generic[P]):
     def _plan_key(self, data: bytes, ctx: SerializationContext | None) -> bytes:
         """The frame bytes a plan depends on (Protobuf adds its message-index path to the header)."""
         return data[: self._key_size]
+
+    def _migrations(
+        self,
+        subject: str,
+        writer: Schema,
+        latest: RegisteredSchema,
+        target: rule_steps.TargetFactory,
+        topic: str | None,
+        schema_id: int,
+    ) -> Plan[list[rule_steps.Rules]]:
+        """The migration steps from ``writer`` (schema ``schema_id``) to the ``latest`` version of ``subject``
+        (``rule_steps.migrations``); a registry failure becomes a SerializationError naming them."""
+        try:
+            return (yield from rule_steps.migrations(subject, writer, latest, target, self._rule_config))
+        except RegistryError as e:
+            raise SerializationError(
+                f"cannot find the migrations from schema {schema_id} to version {latest.version} of {subject!r}: {e}",
+                topic=topic,
+                schema_id=schema_id,
+            ) from e
 
     def _latest_subject(self, data: bytes, ctx: SerializationContext | None) -> Plan[str]:
         """The subject whose latest version is the reader schema (``use_latest_*``)."""

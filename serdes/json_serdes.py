@@ -427,11 +427,7 @@ class _JsonDeserializerBase(DeserializerBase[_ReadPlan]):
     def _plan(self, data: bytes, ctx: SerializationContext | None, latest: RegisteredSchema | None) -> Plan[_ReadPlan]:
         topic = topic_of(ctx)
         schema_id = wire.read_schema_id(data, topic)
-        writer = yield from writer_schema(schema_id, topic)
-        if writer.schema_type != "JSON":
-            raise SerializationError(
-                f"schema {schema_id} is {writer.schema_type}, not JSON", topic=topic, offset=1, schema_id=schema_id
-            )
+        writer = yield from writer_schema(schema_id, topic, schema_type="JSON")
         validator: _Validator | None = None
         rules = None
         reader_schema = latest.schema if latest is not None else self._reader or writer
@@ -439,26 +435,15 @@ class _JsonDeserializerBase(DeserializerBase[_ReadPlan]):
             migrations: list[Any] = []
             if latest is not None:
                 subject = self._subjects.subject_for(ctx)
-                try:
-                    migrations = yield from rule_steps.migrations(
-                        subject, writer, latest, _rule_target, self._rule_config
-                    )
-                except RegistryError as e:
-                    raise SerializationError(
-                        f"cannot find the migrations from schema {schema_id} to version "
-                        f"{latest.version} of {subject!r}: {e}",
-                        topic=topic,
-                        schema_id=schema_id,
-                    ) from e
+                migrations = yield from self._migrations(subject, writer, latest, _rule_target, topic, schema_id)
             try:
                 target = yield from load_rule_target(reader_schema)
             except RegistryError as e:
                 raise SerializationError(
                     f"cannot load the schemas referenced by the reader schema: {e}", topic=topic, schema_id=schema_id
                 ) from e
-            read_rules = rule_steps.domain_rules(
+            read_rules = rule_steps.read_rules(
                 reader_schema,
-                rule_steps.READ,
                 target,
                 self._rule_config,
                 latest.schema_id if latest is not None else schema_id,

@@ -492,14 +492,7 @@ class _ProtobufDeserializerBase(DeserializerBase[_ReadPlan]):
         """Schema ``schema_id`` and its imports in a descriptor pool, loaded once."""
         wf = self._files.get(schema_id)
         if wf is None:
-            schema = yield from writer_schema(schema_id, topic, fmt="serialized")
-            if schema.schema_type != "PROTOBUF":
-                raise SerializationError(
-                    f"schema {schema_id} is {schema.schema_type}, not PROTOBUF",
-                    topic=topic,
-                    offset=1,
-                    schema_id=schema_id,
-                )
+            schema = yield from writer_schema(schema_id, topic, fmt="serialized", schema_type="PROTOBUF")
             try:
                 wf = self._files.put(schema_id, (yield from RegisteredProtoFile.load(schema_id, schema)))
             except (ValueError, TypeError, RegistryError) as e:
@@ -515,9 +508,8 @@ class _ProtobufDeserializerBase(DeserializerBase[_ReadPlan]):
         if latest is None:
             cls = self._cls if self._cls is not None else GetMessageClass(desc)
             rules = (
-                rule_steps.domain_rules(
+                rule_steps.read_rules(
                     wf.schema,
-                    rule_steps.READ,
                     _rule_target(desc),
                     self._rule_config,
                     schema_id,
@@ -532,16 +524,9 @@ class _ProtobufDeserializerBase(DeserializerBase[_ReadPlan]):
         cls = self._cls if self._cls is not None else GetMessageClass(reader_desc)
         if not (rule_steps.has_rules(wf.schema) or rule_steps.has_rules(latest.schema)):
             return _ReadPlan(cls, start, schema_id)
-        try:
-            migrations = yield from rule_steps.migrations(subject, wf.schema, latest, _json_target, self._rule_config)
-        except RegistryError as e:
-            raise SerializationError(
-                f"cannot find the migrations from schema {schema_id} to version {latest.version} of {subject!r}: {e}",
-                topic=topic,
-                schema_id=schema_id,
-            ) from e
-        read_rules = rule_steps.domain_rules(
-            latest.schema, rule_steps.READ, _rule_target(reader_desc), self._rule_config, latest.schema_id, subject
+        migrations = yield from self._migrations(subject, wf.schema, latest, _json_target, topic, schema_id)
+        read_rules = rule_steps.read_rules(
+            latest.schema, _rule_target(reader_desc), self._rule_config, latest.schema_id, subject
         )
         if not migrations:  # the payload is parsed as the reader's message directly
             return _ReadPlan(cls, start, schema_id, read_rules)

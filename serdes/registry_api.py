@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -98,47 +98,35 @@ def _registered(body: dict[str, Any], subject: str) -> RegisteredSchema:
     )
 
 
+@dataclass(eq=False)
 class RegistryApi:
-    """State shared by the calls of one client: its URLs, retry settings and bounded caches.
+    """State shared by the calls of one client: its URLs, retry settings and bounded caches."""
 
-    Args:
-        urls: the registry URLs (one cluster; several = failover), without credentials.
-        max_retries: extra rounds over all URLs after the first, for retriable failures.
-        retry_backoff: base of the full-jitter exponential backoff in seconds (round ``n`` sleeps
-            ``uniform(0, min(retry_max_backoff, retry_backoff * 2**n))``).
-        cache_capacity: entries per cache (LRU).
-        latest_ttl: seconds a latest-version answer is reused; None = until evicted, 0 = never.
-    """
+    urls: list[str]  # the registry URLs (one cluster; several = failover), without credentials
+    _: KW_ONLY
+    max_retries: int = 3  # extra rounds over all URLs after the first, for retriable failures
+    # Base of the full-jitter exponential backoff in seconds: round n sleeps uniform(0, min(retry_max_backoff,
+    # retry_backoff * 2**n)).
+    retry_backoff: float = 0.1
+    retry_max_backoff: float = 5.0
+    cache_capacity: int = DEFAULT_CAPACITY  # entries per cache (LRU)
+    latest_ttl: float | None = 60.0  # seconds a latest-version answer is reused; None = until evicted, 0 = never
+    preferred: int = field(default=0, init=False)  # index of the URL that answered last
 
-    def __init__(
-        self,
-        urls: list[str],
-        *,
-        max_retries: int = 3,
-        retry_backoff: float = 0.1,
-        retry_max_backoff: float = 5.0,
-        cache_capacity: int = DEFAULT_CAPACITY,
-        latest_ttl: float | None = 60.0,
-    ) -> None:
-        self.urls = urls
-        self.max_retries = max_retries
-        self.retry_backoff = retry_backoff
-        self.retry_max_backoff = retry_max_backoff
-        self.cache_capacity = cache_capacity
-        self.latest_ttl = latest_ttl
-        self.preferred = 0  # index of the URL that answered last
+    def __post_init__(self) -> None:
+        capacity, latest_ttl = self.cache_capacity, self.latest_ttl
         # Answers that never change are kept until evicted; "latest" answers for latest_ttl seconds.
-        self._by_id: LruCache[tuple[int, str | None], Schema] = LruCache(cache_capacity)
-        self._registered_ids: LruCache[tuple[str, Schema, bool], int] = LruCache(cache_capacity)
-        self._registrations: LruCache[tuple[str, Schema, bool], RegisteredSchema] = LruCache(cache_capacity)
-        self._lookups: LruCache[tuple[str, Schema, bool, bool], RegisteredSchema] = LruCache(cache_capacity)
-        self._versions: LruCache[tuple[str, int, str | None], RegisteredSchema] = LruCache(cache_capacity)
-        self._guids: LruCache[tuple[int, str], str] = LruCache(cache_capacity)  # by (id, context)
-        self._ids_by_guid: LruCache[str, dict[str, int]] = LruCache(cache_capacity)
-        self._by_guid: LruCache[tuple[str, str | None], Schema] = LruCache(cache_capacity)
-        self._latest: LruCache[tuple[str, str | None], RegisteredSchema] = LruCache(cache_capacity, latest_ttl)
+        self._by_id: LruCache[tuple[int, str | None], Schema] = LruCache(capacity)
+        self._registered_ids: LruCache[tuple[str, Schema, bool], int] = LruCache(capacity)
+        self._registrations: LruCache[tuple[str, Schema, bool], RegisteredSchema] = LruCache(capacity)
+        self._lookups: LruCache[tuple[str, Schema, bool, bool], RegisteredSchema] = LruCache(capacity)
+        self._versions: LruCache[tuple[str, int, str | None], RegisteredSchema] = LruCache(capacity)
+        self._guids: LruCache[tuple[int, str], str] = LruCache(capacity)  # by (id, context)
+        self._ids_by_guid: LruCache[str, dict[str, int]] = LruCache(capacity)
+        self._by_guid: LruCache[tuple[str, str | None], Schema] = LruCache(capacity)
+        self._latest: LruCache[tuple[str, str | None], RegisteredSchema] = LruCache(capacity, latest_ttl)
         self._latest_meta: LruCache[tuple[str, frozenset, bool, str | None], RegisteredSchema] = LruCache(
-            cache_capacity, latest_ttl
+            capacity, latest_ttl
         )
 
     # -- one request, with failover and retries ----------------------------------------------------------

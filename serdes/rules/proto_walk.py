@@ -20,19 +20,18 @@ from serdes.rules.fields import ConditionFailed, FieldInfo, Selection, Visit, Wa
 _META_EXTENSION = 1088  # confluent/meta.proto: extend google.protobuf.FieldOptions { Meta field_meta = 1088; }
 _META_TAGS = 3  # Meta.tags
 
-_INTS = {
-    FieldDescriptor.TYPE_INT32,
-    FieldDescriptor.TYPE_SINT32,
-    FieldDescriptor.TYPE_UINT32,
-    FieldDescriptor.TYPE_FIXED32,
-    FieldDescriptor.TYPE_SFIXED32,
-}
-_LONGS = {
-    FieldDescriptor.TYPE_INT64,
-    FieldDescriptor.TYPE_SINT64,
-    FieldDescriptor.TYPE_UINT64,
-    FieldDescriptor.TYPE_FIXED64,
-    FieldDescriptor.TYPE_SFIXED64,
+_F = FieldDescriptor
+# The rules' type name of each field type (a map field, TYPE_MESSAGE, is told apart first); others are "NULL".
+_TYPE_NAMES = {
+    _F.TYPE_MESSAGE: "RECORD",
+    _F.TYPE_ENUM: "ENUM",
+    _F.TYPE_STRING: "STRING",
+    _F.TYPE_BYTES: "BYTES",
+    **dict.fromkeys((_F.TYPE_INT32, _F.TYPE_SINT32, _F.TYPE_UINT32, _F.TYPE_FIXED32, _F.TYPE_SFIXED32), "INT"),
+    **dict.fromkeys((_F.TYPE_INT64, _F.TYPE_SINT64, _F.TYPE_UINT64, _F.TYPE_FIXED64, _F.TYPE_SFIXED64), "LONG"),
+    _F.TYPE_FLOAT: "FLOAT",
+    _F.TYPE_DOUBLE: "DOUBLE",
+    _F.TYPE_BOOL: "BOOLEAN",
 }
 
 
@@ -48,28 +47,7 @@ def _is_repeated(fd: FieldDescriptor) -> bool:
 
 
 def type_name(fd: FieldDescriptor) -> str:
-    if _is_map(fd):
-        return "MAP"
-    t = fd.type
-    if t == FieldDescriptor.TYPE_MESSAGE:
-        return "RECORD"
-    if t == FieldDescriptor.TYPE_ENUM:
-        return "ENUM"
-    if t == FieldDescriptor.TYPE_STRING:
-        return "STRING"
-    if t == FieldDescriptor.TYPE_BYTES:
-        return "BYTES"
-    if t in _INTS:
-        return "INT"
-    if t in _LONGS:
-        return "LONG"
-    if t == FieldDescriptor.TYPE_FLOAT:
-        return "FLOAT"
-    if t == FieldDescriptor.TYPE_DOUBLE:
-        return "DOUBLE"
-    if t == FieldDescriptor.TYPE_BOOL:
-        return "BOOLEAN"
-    return "NULL"
+    return "MAP" if _is_map(fd) else _TYPE_NAMES.get(fd.type, "NULL")
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:

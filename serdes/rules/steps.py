@@ -51,6 +51,12 @@ def write_rules(
     return domain_rules(schema, WRITE, target, config, schema_id, subject)
 
 
+def read_rules(
+    schema: Schema, target: TargetFactory, config: RuleConfig, schema_id: int | None, subject: str | None = None
+) -> Rules | None:
+    return domain_rules(schema, READ, target, config, schema_id, subject)
+
+
 def _has_migrations(rules: tuple[Rule, ...], mode: str) -> bool:
     return any(r.mode in (mode, "UPDOWN") for r in rules)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from serdes.avro_codegen import UNPACK_DOUBLE, UNPACK_FLOAT, CodeGen
+from serdes.avro_codegen import ReaderGen
 
 __all__ = ["Unsupported", "avro_column_decoder"]
 
@@ -68,12 +68,12 @@ def _read_long(data: bytes, pos: int, b: int) -> tuple[int, int]:
             raise ValueError("varint longer than 10 bytes")
 
 
-class _ColumnGen(CodeGen):
+class _ColumnGen(ReaderGen):
     """Generates ``decode(data, starts, ends) -> lists``: one pass over the rows of a batch that appends every
     leaf value to its own list (no dict per record), plus a tree saying how the lists become Arrow arrays."""
 
     def __init__(self, named: dict[str, Any]) -> None:
-        super().__init__(named, {"rv": _read_long, "UD": UNPACK_DOUBLE, "UF": UNPACK_FLOAT})
+        super().__init__(named, {"rv": _read_long})
         self.lists: list[tuple[str, str]] = []  # (name, initial value)
         self.counters: list[str] = []
 
@@ -113,18 +113,11 @@ class _ColumnGen(CodeGen):
             if schema == "null" or _arrow_primitive(schema) != atype:
                 raise Unsupported(schema)
             lst = self.new_list()
-            if schema == "boolean":
-                self.emit("b = data[pos]; pos += 1", ind)
-                self.emit(f"if b == 1: {lst}_(True)", ind)
-                self.emit(f"elif b == 0: {lst}_(False)", ind)
-                self.emit("else: raise ValueError", ind)
+            if schema in ("boolean", "double", "float"):
+                self.scalar(schema, f"{lst}_({{}})", ind)
             elif schema in ("int", "long"):
                 self.long("x", ind)
                 self.emit(f"{lst}_(x)", ind)
-            elif schema == "double":
-                self.emit(f"{lst}_(UD(data, pos)[0]); pos += 8", ind)
-            elif schema == "float":
-                self.emit(f"{lst}_(UF(data, pos)[0]); pos += 4", ind)
             else:  # string / bytes: the raw slice; strings are checked as UTF-8 when the column is built
                 self.long("n", ind)
                 self.emit("e = pos + n", ind)

@@ -1,9 +1,9 @@
 """How the Spark value converters are put together from a schema, in both directions (``to_spark_values``,
 ``from_spark_values``): ``Converter`` (None where a value needs no conversion, so the per-row work is only where
-the mapping changes a value's shape), the converter of a record, array or map built from its children's
-(``container_converter``), and the walk over an Avro schema: names resolved (``resolve_avro``), the kind and
-logical type of a node (``avro_kind``), and which unions are a ``struct<memberN>`` (``union_as_struct``, as
-``types.py`` maps them).
+the mapping changes a value's shape) and the walk over an Avro schema (``AvroWalk``): names resolved
+(``resolve_avro``), the kind and logical type of a node (``avro_kind``), a record, array or map converted from its
+children's converters, and the unions that are one Spark type told from those that are a ``struct<memberN>`` (as
+``types.py`` maps them). The two directions differ only in the converters of the leaves and of those unions.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from serdes.spark.types import AvroNames, avro_union_branches
 
-__all__ = ["NOT_A_CONTAINER", "Converter", "avro_kind", "container_converter", "resolve_avro", "union_as_struct"]
+__all__ = ["AvroWalk", "Converter", "avro_kind", "resolve_avro"]
 
 Converter = Callable[[Any], Any] | None
 
@@ -49,44 +49,51 @@ def avro_kind(schema: Any) -> tuple[str, str | None]:
     return schema["type"] if isinstance(schema["type"], str) else "union", schema.get("logicalType")
 
 
-NOT_A_CONTAINER = object()
+class AvroWalk:
+    """One direction's converters over Avro schemas with the named types ``names``: ``converter(schema,
+    namespace)``. Records, arrays and maps convert their children (None when no child converts); a union of one
+    branch converts as that branch, an int/long or float/double pair is one widened Spark type (no conversion);
+    the rest is the direction's: ``leaf(kind, logical type, schema)`` and ``struct_union(branches)`` for the
+    unions Spark holds as ``struct<memberN>`` (each branch resolved, with its namespace)."""
 
+    def __init__(self, names: AvroNames) -> None:
+        self.names = names
 
-def container_converter(kind: str, schema: dict, child: Callable[[Any], Converter]) -> Any:
-    """The converter of a record, array or map, built from its children's (None when no child converts);
-    ``NOT_A_CONTAINER`` for other kinds. Shared by both directions, which differ only at the leaves."""
-    if kind in ("record", "error"):
-        children = [(f["name"], child(f["type"])) for f in schema.get("fields", [])]
-        convs = [(n, c) for n, c in children if c is not None]
-        if not convs:
+    def converter(self, schema: Any, namespace: str | None = None) -> Converter:
+        schema, namespace = resolve_avro(schema, self.names, namespace)
+        kind, logical = avro_kind(schema)
+        if kind in ("record", "error"):
+            children = [(f["name"], self.converter(f["type"], namespace)) for f in schema.get("fields", [])]
+            convs = [(n, c) for n, c in children if c is not None]
+            if not convs:
+                return None
+
+            def record(d: dict) -> dict:
+                for name, conv in convs:
+                    v = d.get(name)
+                    if v is not None:
+                        d[name] = conv(v)
+                return d
+
+            return record
+        if kind == "array":
+            item = self.converter(schema["items"], namespace)
+            return None if item is None else (lambda v: [None if x is None else item(x) for x in v])
+        if kind == "map":
+            value = self.converter(schema["values"], namespace)
+            return None if value is None else (lambda v: {k: None if x is None else value(x) for k, x in v.items()})
+        if kind != "union":
+            return self.leaf(kind, logical, schema)
+        branches = [resolve_avro(b, self.names, namespace) for b in avro_union_branches(schema)]
+        if len(branches) <= 1:
+            return self.converter(*branches[0]) if branches else None
+        kinds = [avro_kind(b)[0] for b, _ in branches]
+        if len(branches) == 2 and set(kinds) in ({"int", "long"}, {"float", "double"}):
             return None
+        return self.struct_union(branches)
 
-        def record(d: dict) -> dict:
-            for name, conv in convs:
-                v = d.get(name)
-                if v is not None:
-                    d[name] = conv(v)
-            return d
+    def leaf(self, kind: str, logical: str | None, schema: Any) -> Converter:
+        return None
 
-        return record
-    if kind == "array":
-        item = child(schema["items"])
-        return None if item is None else (lambda v: [None if x is None else item(x) for x in v])
-    if kind == "map":
-        value = child(schema["values"])
-        return None if value is None else (lambda v: {k: None if x is None else value(x) for k, x in v.items()})
-    return NOT_A_CONTAINER
-
-
-def union_as_struct(
-    schema: Any, names: AvroNames, namespace: str | None, child: Callable[..., Converter]
-) -> tuple[list[tuple[Any, str | None]] | None, Converter]:
-    """``(branches, None)`` when the union maps to ``struct<memberN>``, else ``(None, converter)``: a single branch
-    converts as that branch, and an int/long or float/double pair is one widened Spark type (no conversion)."""
-    branches = [resolve_avro(b, names, namespace) for b in avro_union_branches(schema)]
-    if len(branches) <= 1:
-        return None, (child(branches[0][0], names, branches[0][1]) if branches else None)
-    kinds = [avro_kind(b)[0] for b, _ in branches]
-    if len(branches) == 2 and set(kinds) in ({"int", "long"}, {"float", "double"}):
-        return None, None
-    return branches, None
+    def struct_union(self, branches: list[tuple[Any, str | None]]) -> Converter:
+        raise NotImplementedError

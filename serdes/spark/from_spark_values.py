@@ -12,110 +12,62 @@ from typing import Any
 
 import orjson
 
-from serdes.spark.converter_tree import (
-    NOT_A_CONTAINER,
-    Converter,
-    avro_kind,
-    container_converter,
-    resolve_avro,
-    union_as_struct,
-)
-from serdes.spark.types import TIMESTAMP, AvroNames, is_map_field, json_is_null, json_pointer
+from serdes.spark.converter_tree import AvroWalk, Converter, avro_kind
+from serdes.spark.types import TIMESTAMP, AvroNames, is_map_field, json_node
 
 __all__ = ["avro_datum_converter", "json_value_converter", "protobuf_value_converter"]
 
 
 def avro_datum_converter(schema: Any, names: AvroNames, namespace: str | None = None) -> Converter:
     """Spark value -> fastavro datum: ``struct<memberN>`` union values back to the one member that is set."""
-    schema, namespace = resolve_avro(schema, names, namespace)
-    kind, _ = avro_kind(schema)
-    conv = container_converter(kind, schema, lambda s: avro_datum_converter(s, names, namespace))
-    if conv is not NOT_A_CONTAINER:
-        return conv
-    if kind != "union":
-        return None
-    branches, conv = union_as_struct(schema, names, namespace, avro_datum_converter)
-    if branches is None:
-        return conv
-    members = []
-    for i, (b, ns) in enumerate(branches):
-        name = None
-        if isinstance(b, dict) and avro_kind(b)[0] in ("record", "error"):
-            name = b["name"] if "." in b["name"] or not ns else f"{ns}.{b['name']}"
-        members.append((f"member{i}", name, avro_datum_converter(b, names, ns)))
-
-    def union(v: dict) -> Any:
-        for member, record_name, conv in members:
-            x = v.get(member)
-            if x is not None:
-                x = conv(x) if conv is not None else x
-                # a record branch is named so fastavro cannot pick another record with the same fields
-                return (record_name, x) if record_name is not None else x
-        raise ValueError(f"union value {v!r} has no member set")
-
-    return union
+    return _ToDatum(names).converter(schema, namespace)
 
 
-def json_value_converter(node: Any, root: Any = None) -> Converter:
+class _ToDatum(AvroWalk):
+    def struct_union(self, branches: list[tuple[Any, str | None]]) -> Converter:
+        members = []
+        for i, (b, ns) in enumerate(branches):
+            name = None
+            if isinstance(b, dict) and avro_kind(b)[0] in ("record", "error"):
+                name = b["name"] if "." in b["name"] or not ns else f"{ns}.{b['name']}"
+            members.append((f"member{i}", name, self.converter(b, ns)))
+
+        def union(v: dict) -> Any:
+            for member, record_name, conv in members:
+                x = v.get(member)
+                if x is not None:
+                    x = conv(x) if conv is not None else x
+                    # a record branch is named so fastavro cannot pick another record with the same fields
+                    return (record_name, x) if record_name is not None else x
+            raise ValueError(f"union value {v!r} has no member set")
+
+        return union
+
+
+def json_value_converter(node: Any, root: Any = None, _refs: tuple[str, ...] = ()) -> Converter:
     """Spark value -> JSON value: binary back to base64, JSON-text columns parsed back."""
     root = node if root is None else root
-    if node is True or node == {} or not isinstance(node, dict):
-        return _from_text
-    if "$ref" in node:
-        return json_value_converter(json_pointer(root, node["$ref"]), root)
-    for key in ("oneOf", "anyOf"):
-        if key in node:
-            members = [m for m in node[key] if not json_is_null(m)]
-            return json_value_converter(members[0], root) if len(members) == 1 else _from_text
-    if "allOf" in node:
-        props: dict[str, Any] = dict(node.get("properties", {}))
-        for member in node["allOf"]:
-            while isinstance(member, dict) and "$ref" in member:
-                member = json_pointer(root, member["$ref"])
-            if not isinstance(member, dict):
-                return _from_text
-            props.update(member.get("properties", {}))
-        return json_value_converter({"type": "object", "properties": props}, root)
-    if "enum" in node or "const" in node:
-        values = node.get("enum", [node.get("const")])
-        return None if all(isinstance(v, str) or v is None for v in values) else _from_text
-    kind = node.get("type")
-    if isinstance(kind, list):
-        kinds = [k for k in kind if k != "null"]
-        if len(kinds) == 1:
-            kind = kinds[0]
-        elif set(kinds) == {"integer", "number"}:
-            return None
-        else:
-            return _from_text
-    if kind is None and "properties" in node:
-        kind = "object"
-    if kind == "object":
-        properties = node.get("properties")
-        if properties:
-            convs = [(name, json_value_converter(sub, root)) for name, sub in properties.items()]
+    kind, node, refs = json_node(node, root, _refs)
+    if kind == "struct":
+        convs = [(name, json_value_converter(sub, root, refs)) for name, sub in node["properties"].items()]
 
-            def obj(v: dict) -> dict:
-                # absent (null) properties are left out: JSON Schema's "not required" is "may be missing"
-                return {n: (c(v[n]) if c is not None else v[n]) for n, c in convs if v.get(n) is not None}
+        def obj(v: dict) -> dict:
+            # absent (null) properties are left out: JSON Schema's "not required" is "may be missing"
+            return {n: (c(v[n]) if c is not None else v[n]) for n, c in convs if v.get(n) is not None}
 
-            return obj
-        extra = node.get("additionalProperties")
-        if isinstance(extra, dict) and extra:
-            value_conv = json_value_converter(extra, root)
-            return (
-                None
-                if value_conv is None
-                else (lambda v: {k: None if x is None else value_conv(x) for k, x in v.items()})
-            )
-        return _from_text
+        return obj
+    if kind == "map":
+        value_conv = json_value_converter(node["additionalProperties"], root, refs)
+        return (
+            None if value_conv is None else (lambda v: {k: None if x is None else value_conv(x) for k, x in v.items()})
+        )
     if kind == "array":
         items = node.get("items")
-        conv = json_value_converter(items, root) if isinstance(items, dict) else _from_text
+        conv = json_value_converter(items, root, refs) if isinstance(items, dict) else _from_text
         return None if conv is None else (lambda v: [None if x is None else conv(x) for x in v])
     if kind == "string" and node.get("format") not in ("date-time", "date") and node.get("contentEncoding") == "base64":
         return lambda v: base64.b64encode(v).decode("ascii")
-    if kind in ("string", "integer", "number", "boolean", "null"):
+    if kind in ("string", "enum", "integer", "number", "boolean", "null"):
         return None
     return _from_text
 

@@ -20,22 +20,14 @@ from typing import Any
 
 import orjson
 
-from serdes.spark.converter_tree import (
-    NOT_A_CONTAINER,
-    Converter,
-    avro_kind,
-    container_converter,
-    resolve_avro,
-    union_as_struct,
-)
+from serdes.spark.converter_tree import AvroWalk, Converter, avro_kind, resolve_avro
 from serdes.spark.types import (
     TIMESTAMP,
     AvroNames,
     avro_decimal_type,
     avro_union_branches,
     is_map_field,
-    json_is_null,
-    json_pointer,
+    json_node,
 )
 
 __all__ = ["avro_converter", "avro_needs_record_names", "json_converter", "protobuf_converter"]
@@ -54,22 +46,44 @@ def _time_micros(t: dt.time) -> int:
 
 def avro_converter(schema: Any, names: AvroNames, namespace: str | None = None) -> Converter:
     """Converter for fastavro's output of ``schema`` (read with ``return_record_name=True`` and override)."""
-    schema, namespace = resolve_avro(schema, names, namespace)
-    kind, logical = avro_kind(schema)
-    conv = container_converter(kind, schema, lambda s: avro_converter(s, names, namespace))
-    if conv is not NOT_A_CONTAINER:
-        return conv
-    if kind == "union":
-        return _avro_union(schema, names, namespace)
-    if logical == "uuid" and kind == "string":
-        return lambda v: str(v) if isinstance(v, uuid.UUID) else v
-    if logical == "time-millis" and kind == "int":
-        return lambda v: _time_millis(v) if isinstance(v, dt.time) else v
-    if logical == "time-micros" and kind == "long":
-        return lambda v: _time_micros(v) if isinstance(v, dt.time) else v
-    if logical == "decimal" and kind in ("bytes", "fixed") and avro_decimal_type(schema) is None:
-        return _unscaled_bytes(schema)
-    return None
+    return _FromDecoded(names).converter(schema, namespace)
+
+
+class _FromDecoded(AvroWalk):
+    def leaf(self, kind: str, logical: str | None, schema: Any) -> Converter:
+        if logical == "uuid" and kind == "string":
+            return lambda v: str(v) if isinstance(v, uuid.UUID) else v
+        if logical == "time-millis" and kind == "int":
+            return lambda v: _time_millis(v) if isinstance(v, dt.time) else v
+        if logical == "time-micros" and kind == "long":
+            return lambda v: _time_micros(v) if isinstance(v, dt.time) else v
+        if logical == "decimal" and kind in ("bytes", "fixed") and avro_decimal_type(schema) is None:
+            return _unscaled_bytes(schema)
+        return None
+
+    def struct_union(self, branches: list[tuple[Any, str | None]]) -> Converter:
+        members = []
+        for i, (b, ns) in enumerate(branches):
+            kind, logical = avro_kind(b)
+            members.append((f"member{i}", kind, logical, b, self.converter(b, ns)))
+        n_records = sum(1 for m in members if m[1] in ("record", "error"))
+
+        def pick(v: Any) -> tuple[str, Any]:
+            for name, kind, logical, b, _ in members:
+                if _avro_fits(v, kind, logical, b, n_records):
+                    return name, v
+            raise ValueError(f"value {v!r} matches no branch of the Avro union")
+
+        convs = {m[0]: m[4] for m in members}
+
+        def union(v: Any) -> dict:
+            name, value = pick(v)
+            if isinstance(value, tuple):  # (record name, record) from return_record_name
+                value = value[1]
+            conv = convs[name]
+            return {name: conv(value) if conv is not None else value}
+
+        return union
 
 
 def _unscaled_bytes(schema: dict) -> Callable[[Any], Any]:
@@ -111,34 +125,6 @@ def avro_needs_record_names(
             return True
         return any(avro_needs_record_names(b, names, ns, _seen) for b, ns in branches)
     return False
-
-
-def _avro_union(schema: list, names: AvroNames, namespace: str | None) -> Converter:
-    branches, conv = union_as_struct(schema, names, namespace, avro_converter)
-    if branches is None:
-        return conv
-    members = []
-    for i, (b, ns) in enumerate(branches):
-        kind, logical = avro_kind(b)
-        members.append((f"member{i}", kind, logical, b, avro_converter(b, names, ns)))
-    n_records = sum(1 for m in members if m[1] in ("record", "error"))
-
-    def pick(v: Any) -> tuple[str, Any]:
-        for name, kind, logical, b, _ in members:
-            if _avro_fits(v, kind, logical, b, n_records):
-                return name, v
-        raise ValueError(f"value {v!r} matches no branch of the Avro union")
-
-    convs = {m[0]: m[4] for m in members}
-
-    def union(v: Any) -> dict:
-        name, value = pick(v)
-        if isinstance(value, tuple):  # (record name, record) from return_record_name
-            value = value[1]
-        conv = convs[name]
-        return {name: conv(value) if conv is not None else value}
-
-    return union
 
 
 def _avro_fits(v: Any, kind: str, logical: str | None, b: Any, n_records: int) -> bool:
@@ -212,71 +198,36 @@ def _base64(v: Any) -> bytes:
 def json_converter(node: Any, root: Any = None, _refs: tuple[str, ...] = ()) -> Converter:
     """Converter from parsed JSON to the Spark type ``json_schema_to_spark`` gives ``node``."""
     root = node if root is None else root
-    if node is True or node == {} or not isinstance(node, dict):
-        return lambda v: v if type(v) is str else _json_text(v)
-    if "$ref" in node:
-        ref = node["$ref"]
-        return json_converter(json_pointer(root, ref), root, (*_refs, ref))
-    for key in ("oneOf", "anyOf"):
-        if key in node:
-            members = [m for m in node[key] if not json_is_null(m)]
-            if len(members) == 1:
-                return json_converter(members[0], root, _refs)
-            return _json_text
-    if "allOf" in node:
-        props: dict[str, Any] = dict(node.get("properties", {}))
-        for member in node["allOf"]:
-            while isinstance(member, dict) and "$ref" in member:
-                member = json_pointer(root, member["$ref"])
-            if not isinstance(member, dict) or not (member.get("type") == "object" or "properties" in member):
-                return _json_text
-            props.update(member.get("properties", {}))
-        return json_converter({"type": "object", "properties": props}, root, _refs)
-    if "enum" in node or "const" in node:
-        values = node.get("enum", [node.get("const")])
-        if all(isinstance(v, str) or v is None for v in values):
-            return _strict_string
-        return lambda v: v if type(v) is str else _json_text(v)
-    kind = node.get("type")
-    if isinstance(kind, list):
-        kinds = [k for k in kind if k != "null"]
-        if len(kinds) == 1:
-            kind = kinds[0]
-        elif set(kinds) == {"integer", "number"}:
-            kind = "number"
-        else:
-            return lambda v: v if type(v) is str else _json_text(v)
-    if kind is None and "properties" in node:
-        kind = "object"
-    if kind == "object":
-        properties = node.get("properties")
-        if properties:
-            convs = [(name, json_converter(sub, root, _refs)) for name, sub in properties.items()]
-
-            def obj(v: Any) -> dict:
-                if type(v) is not dict:
-                    raise ValueError(f"expected a JSON object, got {_json_text(v)}")
-                out = {}
-                for name, conv in convs:
-                    x = v.get(name)
-                    out[name] = conv(x) if x is not None and conv is not None else x
-                return out
-
-            return obj
-        extra = node.get("additionalProperties")
-        if isinstance(extra, dict) and extra:
-            conv = json_converter(extra, root, _refs)
-
-            def mapping(v: Any) -> dict:
-                if type(v) is not dict:
-                    raise ValueError(f"expected a JSON object, got {_json_text(v)}")
-                return v if conv is None else {k: None if x is None else conv(x) for k, x in v.items()}
-
-            return mapping
+    kind, node, refs = json_node(node, root, _refs)
+    if kind == "json":
         return _json_text
+    if kind == "enum":
+        return _strict_string
+    if kind == "struct":
+        convs = [(name, json_converter(sub, root, refs)) for name, sub in node["properties"].items()]
+
+        def obj(v: Any) -> dict:
+            if type(v) is not dict:
+                raise ValueError(f"expected a JSON object, got {_json_text(v)}")
+            out = {}
+            for name, conv in convs:
+                x = v.get(name)
+                out[name] = conv(x) if x is not None and conv is not None else x
+            return out
+
+        return obj
+    if kind == "map":
+        conv = json_converter(node["additionalProperties"], root, refs)
+
+        def mapping(v: Any) -> dict:
+            if type(v) is not dict:
+                raise ValueError(f"expected a JSON object, got {_json_text(v)}")
+            return v if conv is None else {k: None if x is None else conv(x) for k, x in v.items()}
+
+        return mapping
     if kind == "array":
         items = node.get("items")
-        conv = json_converter(items, root, _refs) if isinstance(items, dict) else json_converter(True)
+        conv = json_converter(items, root, refs) if isinstance(items, dict) else _text_unless_string
 
         def array(v: Any) -> list:
             if type(v) is not list:
@@ -295,7 +246,12 @@ def json_converter(node: Any, root: Any = None, _refs: tuple[str, ...] = ()) -> 
         return _strict_string
     if kind in ("integer", "number", "boolean", "null"):
         return None  # pyarrow rejects a wrong JSON type for these itself
-    return lambda v: v if type(v) is str else _json_text(v)
+    return _text_unless_string
+
+
+def _text_unless_string(v: Any) -> str:
+    """A value held as JSON text: strings as they are."""
+    return v if type(v) is str else _json_text(v)
 
 
 # -- Protobuf --------------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ the value as JSON text. Every field is nullable (JSON documents can omit any non
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pyspark.sql.types import (
@@ -62,6 +63,7 @@ __all__ = [
     "avro_union_branches",
     "is_map_field",
     "json_is_null",
+    "json_node",
     "json_pointer",
     "json_schema_to_spark",
     "protobuf_to_spark",
@@ -226,58 +228,92 @@ def json_is_null(node: Any) -> bool:
     return isinstance(node, dict) and (node.get("type") == "null" or node.get("const", 0) is None)
 
 
+_JSON_TYPES = ("struct", "map", "json", "array", "string", "integer", "number", "boolean", "null")
+
+
+def json_node(node: Any, root: Any, refs: tuple[str, ...] = ()) -> tuple[str, Any, tuple[str, ...]]:
+    """How the mapping reads a JSON Schema node, for the types as for the values both ways: ``(kind, node, refs)``
+    once local ``$ref`` s (``refs``: those followed; a recursive one is refused), a ``oneOf``/``anyOf`` with one
+    non-null member and an ``allOf`` of objects are resolved. ``kind``:
+
+    - ``"struct"`` (an object with ``properties``), ``"map"`` (an object with only an ``additionalProperties``
+      schema), ``"array"``, ``"string"``, ``"integer"``, ``"number"`` (also ``[integer, number]``), ``"boolean"``,
+      ``"null"``; ``"enum"`` for an ``enum``/``const`` of strings;
+    - ``"json"``, held as JSON text: a ``oneOf``/``anyOf`` of several, an ``allOf`` of more than objects, an object
+      with neither;
+    - ``"any"``, held as JSON text but strings as they are: ``{}``, true, other enums, a mixed type list, no type.
+    """
+    while True:
+        if node is True or node == {} or not isinstance(node, dict):
+            return "any", node, refs
+        if "$ref" in node:
+            ref = node["$ref"]
+            if ref in refs:
+                raise SchemaMappingError(f"recursive JSON Schema $ref {ref!r} has no Spark equivalent")
+            node, refs = json_pointer(root, ref), (*refs, ref)
+            continue
+        key = "oneOf" if "oneOf" in node else "anyOf" if "anyOf" in node else None
+        if key is not None:
+            members = [m for m in node[key] if not json_is_null(m)]
+            if len(members) != 1:
+                return "json", node, refs
+            node = members[0]
+            continue
+        if "allOf" in node:
+            props = _json_all_of(node, root)
+            if props is None:
+                return "json", node, refs
+            node = {"type": "object", "properties": props}
+            continue
+        if "enum" in node or "const" in node:
+            values = node.get("enum", [node.get("const")])
+            return ("enum" if all(isinstance(v, str) or v is None for v in values) else "any"), node, refs
+        kind = node.get("type")
+        if isinstance(kind, list):
+            kinds = [k for k in kind if k != "null"]
+            kind = kinds[0] if len(kinds) == 1 else "number" if set(kinds) == {"integer", "number"} else "any"
+        if kind is None and "properties" in node:
+            kind = "object"
+        if kind == "object":
+            extra = node.get("additionalProperties")
+            kind = "struct" if node.get("properties") else "map" if isinstance(extra, dict) and extra else "json"
+        return (kind if kind in _JSON_TYPES else "any"), node, refs
+
+
+def _json_all_of(node: dict[str, Any], root: Any) -> dict[str, Any] | None:
+    """The properties of an ``allOf`` of objects, the node's own first; None when a member is not an object."""
+    props: dict[str, Any] = dict(node.get("properties", {}))
+    for member in node["allOf"]:
+        while isinstance(member, dict) and "$ref" in member:
+            member = json_pointer(root, member["$ref"])
+        if not isinstance(member, dict) or not (member.get("type") == "object" or "properties" in member):
+            return None
+        props.update(member.get("properties", {}))
+    return props
+
+
+_JSON_SCALARS: dict[str, DataType] = {
+    "integer": LongType(),
+    "number": DoubleType(),
+    "boolean": BooleanType(),
+    "null": NullType(),
+}
+
+
 def json_schema_to_spark(node: Any, root: Any = None, _refs: tuple[str, ...] = ()) -> DataType:
     """Spark type for a JSON Schema (parsed JSON); every struct field is nullable."""
     root = node if root is None else root
-    if node is True or node == {} or not isinstance(node, dict):
-        return StringType()
-    if "$ref" in node:
-        ref = node["$ref"]
-        if ref in _refs:
-            raise SchemaMappingError(f"recursive JSON Schema $ref {ref!r} has no Spark equivalent")
-        return json_schema_to_spark(json_pointer(root, ref), root, (*_refs, ref))
-    for key in ("oneOf", "anyOf"):
-        if key in node:
-            members = [m for m in node[key] if not json_is_null(m)]
-            if len(members) == 1:
-                return json_schema_to_spark(members[0], root, _refs)
-            return StringType()
-    if "allOf" in node:
-        return _json_all_of(node, root, _refs)
-    if "enum" in node or "const" in node:
-        return StringType()  # strings as they are; other enum values as JSON text
-    kind = node.get("type")
-    if isinstance(kind, list):
-        kinds = [k for k in kind if k != "null"]
-        if len(kinds) == 1:
-            kind = kinds[0]
-        elif set(kinds) == {"integer", "number"}:
-            return DoubleType()
-        else:
-            return StringType()
-    if kind is None and "properties" in node:
-        kind = "object"
-    if kind == "object":
-        props = node.get("properties")
-        if props:
-            return StructType(
-                [StructField(name, json_schema_to_spark(sub, root, _refs), True) for name, sub in props.items()]
-            )
-        extra = node.get("additionalProperties")
-        if isinstance(extra, dict) and extra:
-            return MapType(StringType(), json_schema_to_spark(extra, root, _refs), True)
-        return StringType()
+    kind, node, refs = json_node(node, root, _refs)
+    if kind == "struct":
+        props = node["properties"]
+        return StructType(
+            [StructField(name, json_schema_to_spark(sub, root, refs), True) for name, sub in props.items()]
+        )
+    if kind == "map":
+        return MapType(StringType(), json_schema_to_spark(node["additionalProperties"], root, refs), True)
     if kind == "array":
         items = node.get("items")
-        return ArrayType(json_schema_to_spark(items, root, _refs) if isinstance(items, dict) else StringType(), True)
-    if kind == "integer":
-        return LongType()
-    if kind == "number":
-        return DoubleType()
-    if kind == "boolean":
-        return BooleanType()
-    if kind == "null":
-        return NullType()
+        return ArrayType(json_schema_to_spark(items, root, refs) if isinstance(items, dict) else StringType(), True)
     if kind == "string":
         fmt = node.get("format")
         if fmt == "date-time":
@@ -286,19 +322,8 @@ def json_schema_to_spark(node: Any, root: Any = None, _refs: tuple[str, ...] = (
             return DateType()
         if node.get("contentEncoding") == "base64":
             return BinaryType()
-        return StringType()
-    return StringType()
-
-
-def _json_all_of(node: dict[str, Any], root: Any, refs: tuple[str, ...]) -> DataType:
-    props: dict[str, Any] = dict(node.get("properties", {}))
-    for member in node["allOf"]:
-        while isinstance(member, dict) and "$ref" in member:
-            member = json_pointer(root, member["$ref"])
-        if not isinstance(member, dict) or not (member.get("type") == "object" or "properties" in member):
-            return StringType()
-        props.update(member.get("properties", {}))
-    return json_schema_to_spark({"type": "object", "properties": props}, root, refs)
+    # strings, enums of strings as they are; anything else as JSON text
+    return _JSON_SCALARS.get(kind, StringType())
 
 
 # -- Protobuf ------------------------------------------------------------------------------------------------
@@ -306,29 +331,29 @@ def _json_all_of(node: dict[str, Any], root: Any, refs: tuple[str, ...]) -> Data
 TIMESTAMP = "google.protobuf.Timestamp"
 
 
-def _proto_scalar(field: Any) -> DataType:
+@functools.cache
+def _proto_scalar_types() -> dict[int, DataType]:
+    """The Spark type of each Protobuf scalar field type (an enum reads as its value's name)."""
     from google.protobuf.descriptor import FieldDescriptor as F
 
-    t = field.type
-    if t in (F.TYPE_INT32, F.TYPE_SINT32, F.TYPE_SFIXED32):
-        return IntegerType()
-    if t in (F.TYPE_INT64, F.TYPE_SINT64, F.TYPE_SFIXED64, F.TYPE_UINT32, F.TYPE_FIXED32):
-        return LongType()
-    if t in (F.TYPE_UINT64, F.TYPE_FIXED64):
-        return DecimalType(20, 0)
-    if t == F.TYPE_DOUBLE:
-        return DoubleType()
-    if t == F.TYPE_FLOAT:
-        return FloatType()
-    if t == F.TYPE_BOOL:
-        return BooleanType()
-    if t == F.TYPE_STRING:
-        return StringType()
-    if t == F.TYPE_BYTES:
-        return BinaryType()
-    if t == F.TYPE_ENUM:
-        return StringType()
-    raise SchemaMappingError(f"Protobuf field {field.full_name} has unsupported type {t}")
+    return {
+        **dict.fromkeys((F.TYPE_INT32, F.TYPE_SINT32, F.TYPE_SFIXED32), IntegerType()),
+        **dict.fromkeys((F.TYPE_INT64, F.TYPE_SINT64, F.TYPE_SFIXED64, F.TYPE_UINT32, F.TYPE_FIXED32), LongType()),
+        **dict.fromkeys((F.TYPE_UINT64, F.TYPE_FIXED64), DecimalType(20, 0)),
+        F.TYPE_DOUBLE: DoubleType(),
+        F.TYPE_FLOAT: FloatType(),
+        F.TYPE_BOOL: BooleanType(),
+        F.TYPE_STRING: StringType(),
+        F.TYPE_BYTES: BinaryType(),
+        F.TYPE_ENUM: StringType(),
+    }
+
+
+def _proto_scalar(field: Any) -> DataType:
+    spark_type = _proto_scalar_types().get(field.type)
+    if spark_type is None:
+        raise SchemaMappingError(f"Protobuf field {field.full_name} has unsupported type {field.type}")
+    return spark_type
 
 
 def is_map_field(field: Any) -> bool:

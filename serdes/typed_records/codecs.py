@@ -72,23 +72,42 @@ def _fields_getter(cls: type) -> Callable[[Any], dict[str, Any]]:
     return getter
 
 
-@functools.cache
-def _record_encoder(cls: type, codec: str) -> Callable[[Any], dict[str, Any]]:
+def _field_converters(
+    cls: type, codec: str, convert: Callable[[Any, str], Converter | None], compiling: tuple
+) -> tuple[tuple[str, Converter], ...]:
+    """(field name, converter) for each field of the record class ``cls`` that needs one; ``compiling`` marks
+    ``cls`` in ``_compiling`` meanwhile (a record that contains itself gets a lazy converter)."""
     if not is_record_type(cls):
         raise TypeError(f"{cls!r} is not a dataclass or pydantic model")
-    getter = _fields_getter(cls)
-    convs: list[tuple[str, Converter]] = []
-    _compiling.add((cls, codec))
+    convs = []
+    _compiling.add(compiling)
     try:
         for f in record_fields(cls):
-            c = _encoder(f.hint, codec)
+            c = convert(f.hint, codec)
             if c is not None:
                 convs.append((f.name, c))
     finally:
-        _compiling.discard((cls, codec))
-    if not convs:
+        _compiling.discard(compiling)
+    return tuple(convs)
+
+
+def _map_converter(hint: Any, codec: str, convert: Callable[[Any, str], Converter | None]) -> Converter | None:
+    """The converter of a mapping whose values need one, else None."""
+    value = map_value(hint)
+    if value is None:
+        return None
+    value_conv = convert(value, codec)
+    if value_conv is None:
+        return None
+    return lambda v: {k: value_conv(x) for k, x in v.items()}
+
+
+@functools.cache
+def _record_encoder(cls: type, codec: str) -> Callable[[Any], dict[str, Any]]:
+    conv_items = _field_converters(cls, codec, _encoder, (cls, codec))
+    getter = _fields_getter(cls)
+    if not conv_items:
         return getter
-    conv_items = tuple(convs)
 
     def encode(obj: Any) -> dict[str, Any]:
         d = dict(getter(obj))
@@ -145,13 +164,7 @@ def _encoder(hint: Any, codec: str) -> Converter | None:
             # jsonschema's "array" check).
             return None if codec == "avro" or (typing.get_origin(hint) or hint) is list else list
         return lambda v: [item_enc(x) for x in v]
-    value = map_value(hint)
-    if value is not None:
-        value_enc = _encoder(value, codec)
-        if value_enc is None:
-            return None
-        return lambda v: {k: value_enc(x) for k, x in v.items()}
-    return None
+    return _map_converter(hint, codec, _encoder)
 
 
 def _isinstance_target(hint: Any) -> type | tuple[type, ...] | None:
@@ -191,18 +204,7 @@ def _b64encode(v: Any) -> Any:
 
 @functools.cache
 def _record_decoder(cls: type, codec: str) -> Callable[[dict[str, Any]], Any]:
-    if not is_record_type(cls):
-        raise TypeError(f"{cls!r} is not a dataclass or pydantic model")
-    convs = []
-    _compiling.add((cls, codec, "decode"))
-    try:
-        for f in record_fields(cls):
-            c = _decoder(f.hint, codec)
-            if c is not None:
-                convs.append((f.name, c))
-    finally:
-        _compiling.discard((cls, codec, "decode"))
-    conv_items = tuple(convs)
+    conv_items = _field_converters(cls, codec, _decoder, (cls, codec, "decode"))
     build = _builder(cls)
     if not conv_items:
         return build
@@ -306,13 +308,7 @@ def _decoder(hint: Any, codec: str) -> Converter | None:
         if wrap is None:
             return lambda v: [item_dec(x) for x in v]
         return lambda v: wrap(item_dec(x) for x in v)
-    value = map_value(hint)
-    if value is not None:
-        value_dec = _decoder(value, codec)
-        if value_dec is None:
-            return None
-        return lambda v: {k: value_dec(x) for k, x in v.items()}
-    return None
+    return _map_converter(hint, codec, _decoder)
 
 
 def _parse_or_keep(parse: Callable[[Any], Any]) -> Converter:

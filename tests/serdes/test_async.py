@@ -36,11 +36,10 @@ from serdes import (
     wire,
 )
 from tests.serdes.http_servers import dead_url
-from tests.serdes.test_avro import CK_TOPIC, ORDER, RECORD, TYPED, Order
+from tests.serdes.test_avro import CK_TOPIC
 from tests.serdes.test_json import INVOICE, Invoice
-from tests.serdes.test_json import ORDER as JSON_ORDER
-from tests.serdes.test_json import RECORD as JSON_RECORD
 from tests.serdes.test_protobuf import make_order
+from tests.support.schemas import ORDER_AVRO, ORDER_JSON, ORDER_RECORD, TYPED_ORDER, Order
 
 T = TypeVar("T")
 
@@ -102,20 +101,20 @@ def test_client_fails_over_and_retries(scripted) -> None:
 
 
 def test_avro_bytes_equal_sync_and_confluent_kafka(registry_url, client, ck_client, value_ctx) -> None:
-    sync_bytes = AvroSerializer(client, ORDER)(RECORD, value_ctx)
-    theirs = CkAvroSerializer(ck_client, json.dumps(ORDER), conf=CK_TOPIC)(RECORD, value_ctx)
+    sync_bytes = AvroSerializer(client, ORDER_AVRO)(ORDER_RECORD, value_ctx)
+    theirs = CkAvroSerializer(ck_client, json.dumps(ORDER_AVRO), conf=CK_TOPIC)(ORDER_RECORD, value_ctx)
 
     async def main(c: AsyncRegistryClient) -> bytes | None:
-        ours = await AsyncAvroSerializer(c, ORDER)(RECORD, value_ctx)
+        ours = await AsyncAvroSerializer(c, ORDER_AVRO)(ORDER_RECORD, value_ctx)
         assert ours == sync_bytes == theirs
-        assert await AsyncAvroDeserializer(c)(theirs, value_ctx) == RECORD
-        assert await AsyncAvroDeserializer(c, Order)(theirs, value_ctx) == TYPED
+        assert await AsyncAvroDeserializer(c)(theirs, value_ctx) == ORDER_RECORD
+        assert await AsyncAvroDeserializer(c, Order)(theirs, value_ctx) == TYPED_ORDER
         assert await AsyncAvroDeserializer(c)(None, value_ctx) is None
-        return await AsyncAvroSerializer(c, Order, subject=f"{value_ctx.topic}-typed")(TYPED)
+        return await AsyncAvroSerializer(c, Order, subject=f"{value_ctx.topic}-typed")(TYPED_ORDER)
 
     typed = run(main, registry_url)
     ck_de = CkAvroDeserializer(ck_client, conf=CK_TOPIC)
-    assert ck_de(sync_bytes, value_ctx) == ck_de(typed, value_ctx) == RECORD
+    assert ck_de(sync_bytes, value_ctx) == ck_de(typed, value_ctx) == ORDER_RECORD
 
 
 def test_protobuf_bytes_equal_sync_and_confluent_kafka(
@@ -144,21 +143,21 @@ def test_protobuf_bytes_equal_sync_and_confluent_kafka(
 
 def test_json_bytes_equal_sync_and_confluent_kafka(registry_url, client, ck_client, value_ctx, require_type) -> None:
     require_type("JSON")
-    text = json.dumps(JSON_ORDER)
-    theirs = CkJSONSerializer(text, ck_client, conf=CK_TOPIC)(JSON_RECORD, value_ctx)
+    text = json.dumps(ORDER_JSON)
+    theirs = CkJSONSerializer(text, ck_client, conf=CK_TOPIC)(ORDER_RECORD, value_ctx)
 
     async def main(c: AsyncRegistryClient) -> bytes:
-        ours = await AsyncJsonSchemaSerializer(c, text)(JSON_RECORD, value_ctx)
-        assert await AsyncJsonSchemaDeserializer(c)(theirs, value_ctx) == JSON_RECORD
+        ours = await AsyncJsonSchemaSerializer(c, text)(ORDER_RECORD, value_ctx)
+        assert await AsyncJsonSchemaDeserializer(c)(theirs, value_ctx) == ORDER_RECORD
         typed = await AsyncJsonSchemaSerializer(c, Invoice, subject=f"{value_ctx.topic}-invoice")(INVOICE)
         assert await AsyncJsonSchemaDeserializer(c, Invoice)(typed, value_ctx) == INVOICE
         with pytest.raises(SerializationError, match=r"at \$\.qty: 'three' is not of type 'integer'"):
-            await AsyncJsonSchemaSerializer(c, text)(dict(JSON_RECORD, qty="three"), value_ctx)
+            await AsyncJsonSchemaSerializer(c, text)(dict(ORDER_RECORD, qty="three"), value_ctx)
         return ours
 
     ours = run(main, registry_url)
-    assert ours == theirs == JsonSchemaSerializer(client, text)(JSON_RECORD, value_ctx)
-    assert CkJSONDeserializer(text, conf=CK_TOPIC)(ours, value_ctx) == JSON_RECORD
+    assert ours == theirs == JsonSchemaSerializer(client, text)(ORDER_RECORD, value_ctx)
+    assert CkJSONDeserializer(text, conf=CK_TOPIC)(ours, value_ctx) == ORDER_RECORD
 
 
 JsonAndProtobuf = tuple[Any, str, SerializationContext, SerializationContext]  # order, JSON Schema, contexts
@@ -173,7 +172,7 @@ def _json_and_protobuf(
     require_type("JSON")
     return (
         make_order(protos),
-        json.dumps(JSON_ORDER),
+        json.dumps(ORDER_JSON),
         SerializationContext(value_ctx.topic + "-json", MessageField.VALUE, []),
         SerializationContext(value_ctx.topic, MessageField.VALUE, []),
     )
@@ -194,7 +193,7 @@ def test_async_json_and_protobuf_serializers_off_their_fast_path(
         assert await AsyncJsonSchemaSerializer(c, text)(None, json_ctx) is None
         return (
             await AsyncProtobufSerializer(c, protos.order.Order, schema_id_header=True)(order, proto_ctx),
-            await AsyncJsonSchemaSerializer(c, text, schema_id_header=True)(JSON_RECORD, json_ctx),
+            await AsyncJsonSchemaSerializer(c, text, schema_id_header=True)(ORDER_RECORD, json_ctx),
         )
 
     proto_data, json_data = run(main, registry_url)
@@ -202,15 +201,15 @@ def test_async_json_and_protobuf_serializers_off_their_fast_path(
     sync_proto_ctx = SerializationContext(value_ctx.topic, MessageField.VALUE, [])
     sync_json_ctx = SerializationContext(value_ctx.topic + "-json", MessageField.VALUE, [])
     assert proto_data == ProtobufSerializer(client, protos.order.Order, schema_id_header=True)(order, sync_proto_ctx)
-    assert json_data == JsonSchemaSerializer(client, text, schema_id_header=True)(JSON_RECORD, sync_json_ctx)
+    assert json_data == JsonSchemaSerializer(client, text, schema_id_header=True)(ORDER_RECORD, sync_json_ctx)
     assert proto_ctx.headers == sync_proto_ctx.headers and len(proto_ctx.headers) == 1
     assert json_ctx.headers == sync_json_ctx.headers and len(json_ctx.headers) == 1
 
 
 def test_many_tasks_share_a_new_serializer(registry_url: str, client, value_ctx) -> None:
     async def main(c: AsyncRegistryClient) -> list[bytes | None]:
-        ser = AsyncAvroSerializer(c, ORDER)
-        return await asyncio.gather(*(ser(dict(RECORD, qty=i), value_ctx) for i in range(50)))
+        ser = AsyncAvroSerializer(c, ORDER_AVRO)
+        return await asyncio.gather(*(ser(dict(ORDER_RECORD, qty=i), value_ctx) for i in range(50)))
 
     frames = run(main, registry_url)
     schema_id = client.get_latest_version(f"{value_ctx.topic}-value").schema_id
@@ -257,13 +256,13 @@ def test_use_latest_version_on_both_sides(registry_url: str, client, value_ctx) 
 def test_sync_and_async_clients_are_not_interchangeable(registry_url: str) -> None:
     with RegistryClient(registry_url) as sync_client:
         with pytest.raises(TypeError, match="AsyncAvroSerializer needs an AsyncRegistryClient, not RegistryClient"):
-            AsyncAvroSerializer(sync_client, ORDER)
+            AsyncAvroSerializer(sync_client, ORDER_AVRO)
         with pytest.raises(TypeError, match="AsyncProtobufDeserializer needs an AsyncRegistryClient"):
             AsyncProtobufDeserializer(sync_client)
 
     async def main(c: AsyncRegistryClient) -> None:
         with pytest.raises(TypeError, match=r"AvroSerializer needs a RegistryClient \(not an async one\)"):
-            AvroSerializer(c, ORDER)  # type: ignore[arg-type]
+            AvroSerializer(c, ORDER_AVRO)  # type: ignore[arg-type]
 
     run(main, registry_url)
 
@@ -278,12 +277,12 @@ def test_async_json_and_protobuf_serializers_on_their_fast_path_behave_as_corout
     async def main(c: AsyncRegistryClient) -> tuple[list[bytes | None], list[bytes | None]]:
         proto, json_ser = AsyncProtobufSerializer(c, protos.order.Order), AsyncJsonSchemaSerializer(c, text)
         assert asyncio.iscoroutinefunction(proto.__call__) and asyncio.iscoroutinefunction(json_ser.__call__)
-        first = [await proto(order, proto_ctx), await json_ser(JSON_RECORD, json_ctx)]  # plans now cached
+        first = [await proto(order, proto_ctx), await json_ser(ORDER_RECORD, json_ctx)]  # plans now cached
         again = [
             await asyncio.create_task(proto(order, proto_ctx)),
-            *await asyncio.gather(json_ser(JSON_RECORD, json_ctx), json_ser(dict(JSON_RECORD, qty=7), json_ctx)),
+            *await asyncio.gather(json_ser(ORDER_RECORD, json_ctx), json_ser(dict(ORDER_RECORD, qty=7), json_ctx)),
         ]
-        pending = json_ser(dict(JSON_RECORD, qty="three"), json_ctx)  # nothing raised yet
+        pending = json_ser(dict(ORDER_RECORD, qty="three"), json_ctx)  # nothing raised yet
         with pytest.raises(SerializationError, match=r"at \$\.qty: 'three' is not of type 'integer'"):
             await pending
         return first, again
@@ -292,5 +291,5 @@ def test_async_json_and_protobuf_serializers_on_their_fast_path_behave_as_corout
     assert again[:2] == first
     assert first[0] == ProtobufSerializer(client, protos.order.Order)(order, proto_ctx)
     sync_json = JsonSchemaSerializer(client, text)
-    assert first[1] == sync_json(JSON_RECORD, json_ctx)
-    assert again[2] == sync_json(dict(JSON_RECORD, qty=7), json_ctx)
+    assert first[1] == sync_json(ORDER_RECORD, json_ctx)
+    assert again[2] == sync_json(dict(ORDER_RECORD, qty=7), json_ctx)

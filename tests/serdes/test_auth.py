@@ -14,19 +14,9 @@ from typing import Any
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from serdes import (
-    AsyncAvroDeserializer,
-    AsyncAvroSerializer,
-    AsyncRegistryClient,
-    AvroDeserializer,
-    AvroSerializer,
-    MessageField,
-    OAuthTokenError,
-    RegistryClient,
-    RegistryError,
-    SerializationContext,
-)
+from serdes import AsyncRegistryClient, OAuthTokenError, RegistryClient, RegistryError
 from tests.serdes.http_servers import AuthGateway, HttpServer, TokenEndpoint, basic
+from tests.serdes.round_trips import avro_round_trip, avro_round_trip_async
 
 SCHEMA = {"type": "record", "name": "Ping", "fields": [{"name": "n", "type": "long"}]}
 
@@ -75,10 +65,8 @@ def oauth_conf(token_url: str, registry: str, **extra: Any) -> dict[str, Any]:
 def _round_trip(conf: dict[str, Any], topic: str) -> Any:
     """Serialize with one client and deserialize with another built from the same configuration (so the schema
     is fetched over the wire too, not found in the first client's cache)."""
-    ctx = SerializationContext(topic, MessageField.VALUE)
     with RegistryClient.from_config(conf) as writer_client, RegistryClient.from_config(conf) as reader_client:
-        data = AvroSerializer(writer_client, SCHEMA)({"n": 7}, ctx)
-        return AvroDeserializer(reader_client)(data, ctx)
+        return avro_round_trip(writer_client, reader_client, SCHEMA, {"n": 7}, topic)
 
 
 # -- basic -------------------------------------------------------------------------------------------------------
@@ -101,14 +89,11 @@ def test_basic_auth_from_confluent_config(gateway, topic: str) -> None:
 
 def test_basic_auth_async(gateway, topic: str) -> None:
     gw = gateway(lambda h: h.get("Authorization") == basic("alice", "s3cret"))
-    ctx = SerializationContext(topic, MessageField.VALUE)
-
     conf = {"url": gw.url, "basic.auth.user.info": "alice:s3cret"}
 
     async def main() -> Any:
         async with AsyncRegistryClient.from_config(conf) as w, AsyncRegistryClient.from_config(conf) as r:
-            data = await AsyncAvroSerializer(w, SCHEMA)({"n": 1}, ctx)
-            return await AsyncAvroDeserializer(r)(data, ctx)
+            return await avro_round_trip_async(w, r, SCHEMA, {"n": 1}, topic)
 
     assert asyncio.run(main()) == {"n": 1}
     assert len(gw.requests) == 2 and gw.rejected == 0

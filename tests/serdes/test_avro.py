@@ -4,7 +4,6 @@ strategies, schema evolution on read, and every bad-input path."""
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
 
 import pytest
@@ -23,141 +22,83 @@ from serdes import (
     avro_schema,
     wire,
 )
+from tests.support.schemas import ORDER_AVRO, ORDER_RECORD, TYPED_ORDER, Address, Order, Status
 
-ORDER = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "shop",
-    "fields": [
-        {"name": "id", "type": "string"},
-        {"name": "qty", "type": "long"},
-        {"name": "price", "type": "double"},
-        {"name": "paid", "type": "boolean"},
-        {"name": "note", "type": ["null", "string"], "default": None},
-        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID"]}},
-        {"name": "tags", "type": {"type": "array", "items": "int"}},
-        {
-            "name": "address",
-            "type": {
-                "type": "record",
-                "name": "Address",
-                "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": "int"}],
-            },
-        },
-    ],
-}
-RECORD = {
-    "id": "o-1",
-    "qty": 3,
-    "price": 9.5,
-    "paid": True,
-    "note": None,
-    "status": "PAID",
-    "tags": [1, 2],
-    "address": {"city": "Berlin", "zip": 10115},
-}
 CK_TOPIC = {"subject.name.strategy.type": "TOPIC"}
 
 
-class Status(enum.Enum):
-    NEW = 0
-    PAID = 1
-
-
-@dataclasses.dataclass
-class Address:
-    city: str
-    zip: int
-
-
-@dataclasses.dataclass
-class Order:
-    __avro_namespace__ = "shop"
-    id: str
-    qty: int
-    price: float
-    paid: bool
-    note: str | None
-    status: Status
-    tags: list[int]
-    address: Address
-
-
-TYPED = Order("o-1", 3, 9.5, True, None, Status.PAID, [1, 2], Address("Berlin", 10115))
-
-
 def test_round_trip_dicts_and_frame_layout(client: RegistryClient, value_ctx: SerializationContext) -> None:
-    data = AvroSerializer(client, ORDER)(RECORD, value_ctx)
+    data = AvroSerializer(client, ORDER_AVRO)(ORDER_RECORD, value_ctx)
     schema_id = client.get_latest_version(f"{value_ctx.topic}-value").schema_id
     assert data[:5] == wire.prefix(schema_id)
-    assert AvroDeserializer(client)(data, value_ctx) == RECORD
+    assert AvroDeserializer(client)(data, value_ctx) == ORDER_RECORD
 
 
 def test_confluent_kafka_writes_we_read(client, ck_client, value_ctx) -> None:
-    theirs = CkAvroSerializer(ck_client, json.dumps(ORDER), conf=CK_TOPIC)(RECORD, value_ctx)
-    assert AvroDeserializer(client)(theirs, value_ctx) == RECORD
-    assert AvroDeserializer(client, Order)(theirs, value_ctx) == TYPED
+    theirs = CkAvroSerializer(ck_client, json.dumps(ORDER_AVRO), conf=CK_TOPIC)(ORDER_RECORD, value_ctx)
+    assert AvroDeserializer(client)(theirs, value_ctx) == ORDER_RECORD
+    assert AvroDeserializer(client, Order)(theirs, value_ctx) == TYPED_ORDER
 
 
 def test_we_write_confluent_kafka_reads(client, ck_client, value_ctx) -> None:
-    ours = AvroSerializer(client, ORDER)(RECORD, value_ctx)
-    assert CkAvroDeserializer(ck_client, conf=CK_TOPIC)(ours, value_ctx) == RECORD
-    typed = AvroSerializer(client, Order, subject=f"{value_ctx.topic}-typed")(TYPED)
-    assert CkAvroDeserializer(ck_client, conf=CK_TOPIC)(typed, value_ctx) == RECORD
+    ours = AvroSerializer(client, ORDER_AVRO)(ORDER_RECORD, value_ctx)
+    assert CkAvroDeserializer(ck_client, conf=CK_TOPIC)(ours, value_ctx) == ORDER_RECORD
+    typed = AvroSerializer(client, Order, subject=f"{value_ctx.topic}-typed")(TYPED_ORDER)
+    assert CkAvroDeserializer(ck_client, conf=CK_TOPIC)(typed, value_ctx) == ORDER_RECORD
 
 
 def test_same_schema_gives_identical_bytes_to_confluent_kafka(client, ck_client, value_ctx) -> None:
-    ours = AvroSerializer(client, json.dumps(ORDER))(RECORD, value_ctx)
-    theirs = CkAvroSerializer(ck_client, json.dumps(ORDER), conf=CK_TOPIC)(RECORD, value_ctx)
+    ours = AvroSerializer(client, json.dumps(ORDER_AVRO))(ORDER_RECORD, value_ctx)
+    theirs = CkAvroSerializer(ck_client, json.dumps(ORDER_AVRO), conf=CK_TOPIC)(ORDER_RECORD, value_ctx)
     assert ours == theirs
 
 
 def test_typed_records_round_trip(client, value_ctx) -> None:
     assert avro_schema(Order)["namespace"] == "shop"
-    data = AvroSerializer(client, Order)(TYPED, value_ctx)
+    data = AvroSerializer(client, Order)(TYPED_ORDER, value_ctx)
     back = AvroDeserializer(client, Order)(data, value_ctx)
-    assert back == TYPED and isinstance(back.address, Address) and back.status is Status.PAID
-    assert AvroDeserializer(client)(data, value_ctx) == RECORD
+    assert back == TYPED_ORDER and isinstance(back.address, Address) and back.status is Status.PAID
+    assert AvroDeserializer(client)(data, value_ctx) == ORDER_RECORD
     # a dict is accepted where the type is expected
-    assert AvroSerializer(client, Order)(RECORD, value_ctx) == data
+    assert AvroSerializer(client, Order)(ORDER_RECORD, value_ctx) == data
 
 
 def test_ctx_is_optional_when_the_subject_does_not_depend_on_the_topic(client, topic) -> None:
     ser = AvroSerializer(client, Order, strategy="record")
-    data = ser(TYPED)
+    data = ser(TYPED_ORDER)
     assert client.get_latest_version("shop.Order").schema_id == wire.read_schema_id(data)
-    fixed = AvroSerializer(client, ORDER, subject=f"{topic}-fixed")
-    assert wire.read_schema_id(fixed(RECORD)) == client.get_latest_version(f"{topic}-fixed").schema_id
+    fixed = AvroSerializer(client, ORDER_AVRO, subject=f"{topic}-fixed")
+    assert wire.read_schema_id(fixed(ORDER_RECORD)) == client.get_latest_version(f"{topic}-fixed").schema_id
     with pytest.raises(SerializationError, match="subject depends on the topic: pass a SerializationContext"):
-        AvroSerializer(client, ORDER)(RECORD)
+        AvroSerializer(client, ORDER_AVRO)(ORDER_RECORD)
 
 
 def test_subject_name_strategies(client, topic) -> None:
     key_ctx = SerializationContext(topic, MessageField.KEY)
-    AvroSerializer(client, ORDER)(RECORD, key_ctx)
-    AvroSerializer(client, ORDER, strategy="topic_record")(RECORD, key_ctx)
+    AvroSerializer(client, ORDER_AVRO)(ORDER_RECORD, key_ctx)
+    AvroSerializer(client, ORDER_AVRO, strategy="topic_record")(ORDER_RECORD, key_ctx)
     subjects = client.get_subjects()
     assert f"{topic}-key" in subjects
     assert f"{topic}-shop.Order" in subjects
     with pytest.raises(ValueError, match="unknown subject-name strategy 'bogus'"):
-        AvroSerializer(client, ORDER, strategy="bogus")
+        AvroSerializer(client, ORDER_AVRO, strategy="bogus")
 
 
 def test_serializer_resolves_per_topic(client, topic) -> None:
-    ser = AvroSerializer(client, ORDER)
-    a = ser(RECORD, SerializationContext(topic + "a", MessageField.VALUE))
-    b = ser(RECORD, SerializationContext(topic + "b", MessageField.VALUE))
+    ser = AvroSerializer(client, ORDER_AVRO)
+    a = ser(ORDER_RECORD, SerializationContext(topic + "a", MessageField.VALUE))
+    b = ser(ORDER_RECORD, SerializationContext(topic + "b", MessageField.VALUE))
     assert client.get_versions(topic + "a-value") == [1] and client.get_versions(topic + "b-value") == [1]
     assert a == b  # same schema, same global id
 
 
 def test_auto_register_false_needs_a_registered_schema(client, value_ctx) -> None:
-    ser = AvroSerializer(client, ORDER, auto_register=False)
+    ser = AvroSerializer(client, ORDER_AVRO, auto_register=False)
     with pytest.raises(SerializationError) as e:
-        ser(RECORD, value_ctx)
+        ser(ORDER_RECORD, value_ctx)
     assert f"{value_ctx.topic}-value" in str(e.value) and e.value.topic == value_ctx.topic
-    schema_id = client.register(f"{value_ctx.topic}-value", Schema(json.dumps(ORDER)))
-    assert wire.read_schema_id(ser(RECORD, value_ctx)) == schema_id
+    schema_id = client.register(f"{value_ctx.topic}-value", Schema(json.dumps(ORDER_AVRO)))
+    assert wire.read_schema_id(ser(ORDER_RECORD, value_ctx)) == schema_id
 
 
 V1 = {"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
@@ -210,7 +151,7 @@ def test_use_latest_version_on_both_sides(client, value_ctx) -> None:
 
 
 def test_named_types_from_schema_references(client, topic) -> None:
-    address = json.dumps(ORDER["fields"][7]["type"] | {"namespace": "shop"})
+    address = json.dumps(ORDER_AVRO["fields"][7]["type"] | {"namespace": "shop"})
     client.register(f"{topic}-address", Schema(address))
     from serdes import SchemaReference
 
@@ -232,15 +173,15 @@ def test_named_types_from_schema_references(client, topic) -> None:
 
 def test_avro_serde_pair(client, topic) -> None:
     serde = AvroSerde(client, Order)
-    key = serde.serialize(TYPED, topic, is_key=True)
-    value = serde.serialize(TYPED, topic)
-    assert serde.deserialize(key, topic, is_key=True) == TYPED == serde.deserialize(value, topic)
+    key = serde.serialize(TYPED_ORDER, topic, is_key=True)
+    value = serde.serialize(TYPED_ORDER, topic)
+    assert serde.deserialize(key, topic, is_key=True) == TYPED_ORDER == serde.deserialize(value, topic)
     assert f"{topic}-key" in client.get_subjects() and f"{topic}-value" in client.get_subjects()
-    assert serde.deserializer(value, serde.context(topic)) == TYPED
+    assert serde.deserializer(value, serde.context(topic)) == TYPED_ORDER
 
 
 def test_none_passes_through(client, value_ctx) -> None:
-    assert AvroSerializer(client, ORDER)(None, value_ctx) is None
+    assert AvroSerializer(client, ORDER_AVRO)(None, value_ctx) is None
     assert AvroDeserializer(client)(None, value_ctx) is None
 
 
@@ -248,15 +189,15 @@ def test_none_passes_through(client, value_ctx) -> None:
 
 
 def test_record_missing_a_field_names_the_field(client, value_ctx) -> None:
-    bad = {k: v for k, v in RECORD.items() if k != "qty"}
+    bad = {k: v for k, v in ORDER_RECORD.items() if k != "qty"}
     with pytest.raises(SerializationError) as e:
-        AvroSerializer(client, ORDER)(bad, value_ctx)
+        AvroSerializer(client, ORDER_AVRO)(bad, value_ctx)
     assert "qty" in str(e.value) and e.value.topic == value_ctx.topic and e.value.schema_id is not None
 
 
 def test_wrong_value_type_is_rejected(client, value_ctx) -> None:
     with pytest.raises(SerializationError, match="status"):
-        AvroSerializer(client, ORDER)({**RECORD, "status": "LOST"}, value_ctx)
+        AvroSerializer(client, ORDER_AVRO)({**ORDER_RECORD, "status": "LOST"}, value_ctx)
     with pytest.raises(SerializationError, match="expected Order or dict, got str"):
         AvroSerializer(client, Order)("not an order", value_ctx)
 
@@ -281,7 +222,7 @@ def test_unknown_schema_id(client, value_ctx) -> None:
 
 
 def test_truncated_payload_names_id_and_offset(client, value_ctx) -> None:
-    data = AvroSerializer(client, ORDER)(RECORD, value_ctx)
+    data = AvroSerializer(client, ORDER_AVRO)(ORDER_RECORD, value_ctx)
     with pytest.raises(SerializationError) as e:
         AvroDeserializer(client)(data[:12], value_ctx)
     assert e.value.schema_id == wire.read_schema_id(data) and e.value.topic == value_ctx.topic
@@ -289,7 +230,7 @@ def test_truncated_payload_names_id_and_offset(client, value_ctx) -> None:
 
 
 def test_trailing_bytes_are_not_silently_dropped(client, value_ctx) -> None:
-    data = AvroSerializer(client, ORDER)(RECORD, value_ctx)
+    data = AvroSerializer(client, ORDER_AVRO)(ORDER_RECORD, value_ctx)
     with pytest.raises(SerializationError) as e:
         AvroDeserializer(client)(data + b"\x00\x00", value_ctx)
     assert "2 unread bytes" in str(e.value) and e.value.offset == len(data)
@@ -303,9 +244,9 @@ def test_payload_written_with_another_schema_type(client, value_ctx, require_typ
 
 
 def test_bytearray_and_memoryview_payloads(client, value_ctx) -> None:
-    data = AvroSerializer(client, ORDER)(RECORD, value_ctx)
+    data = AvroSerializer(client, ORDER_AVRO)(ORDER_RECORD, value_ctx)
     de = AvroDeserializer(client)
-    assert de(bytearray(data), value_ctx) == RECORD == de(memoryview(data), value_ctx)
+    assert de(bytearray(data), value_ctx) == ORDER_RECORD == de(memoryview(data), value_ctx)
 
 
 def test_to_dict_and_from_dict_hooks(client, value_ctx) -> None:

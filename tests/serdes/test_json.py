@@ -24,21 +24,8 @@ from serdes import (
     json_schema,
     wire,
 )
+from tests.support.schemas import ORDER_JSON, ORDER_RECORD
 
-ORDER = {
-    "$schema": "http://json-schema.org/draft-07/schema#",
-    "title": "Order",
-    "type": "object",
-    "properties": {
-        "id": {"type": "string"},
-        "qty": {"type": "integer"},
-        "price": {"type": "number"},
-        "note": {"type": ["null", "string"]},
-        "address": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-    },
-    "required": ["id", "qty", "price", "address"],
-}
-RECORD = {"id": "o-1", "qty": 3, "price": 9.5, "note": None, "address": {"city": "Berlin"}}
 CK_TOPIC = {"subject.name.strategy.type": "TOPIC"}
 
 
@@ -80,23 +67,23 @@ def _needs_json(require_type) -> None:
 
 
 def test_round_trip_and_frame(client: RegistryClient, value_ctx: SerializationContext) -> None:
-    data = JsonSchemaSerializer(client, ORDER)(RECORD, value_ctx)
+    data = JsonSchemaSerializer(client, ORDER_JSON)(ORDER_RECORD, value_ctx)
     latest = client.get_latest_version(f"{value_ctx.topic}-value")
     assert latest.schema.schema_type == "JSON"
     assert data[:5] == wire.prefix(latest.schema_id)
-    assert json.loads(data[5:]) == RECORD
-    assert JsonSchemaDeserializer(client)(data, value_ctx) == RECORD
+    assert json.loads(data[5:]) == ORDER_RECORD
+    assert JsonSchemaDeserializer(client)(data, value_ctx) == ORDER_RECORD
 
 
 def test_confluent_kafka_writes_we_read(client, ck_client, value_ctx) -> None:
-    theirs = JSONSerializer(json.dumps(ORDER), ck_client, conf=CK_TOPIC)(RECORD, value_ctx)
-    assert JsonSchemaDeserializer(client)(theirs, value_ctx) == RECORD
-    assert JsonSchemaDeserializer(client, ORDER)(theirs, value_ctx) == RECORD
+    theirs = JSONSerializer(json.dumps(ORDER_JSON), ck_client, conf=CK_TOPIC)(ORDER_RECORD, value_ctx)
+    assert JsonSchemaDeserializer(client)(theirs, value_ctx) == ORDER_RECORD
+    assert JsonSchemaDeserializer(client, ORDER_JSON)(theirs, value_ctx) == ORDER_RECORD
 
 
 def test_we_write_confluent_kafka_reads(client, ck_client, value_ctx) -> None:
-    ours = JsonSchemaSerializer(client, ORDER)(RECORD, value_ctx)
-    assert JSONDeserializer(None, schema_registry_client=ck_client, conf=CK_TOPIC)(ours, value_ctx) == RECORD
+    ours = JsonSchemaSerializer(client, ORDER_JSON)(ORDER_RECORD, value_ctx)
+    assert JSONDeserializer(None, schema_registry_client=ck_client, conf=CK_TOPIC)(ours, value_ctx) == ORDER_RECORD
     other = SerializationContext(value_ctx.topic + "-invoices", value_ctx.field)
     typed = JsonSchemaSerializer(client, Invoice)(INVOICE, other)
     got = JSONDeserializer(None, schema_registry_client=ck_client, conf=CK_TOPIC)(typed, other)
@@ -120,26 +107,26 @@ def test_typed_records_round_trip(client, value_ctx) -> None:
 
 
 def test_record_strategy_uses_the_title(client) -> None:
-    JsonSchemaSerializer(client, ORDER | {"title": "JsonOrderTitle"}, strategy="record")(RECORD)
+    JsonSchemaSerializer(client, ORDER_JSON | {"title": "JsonOrderTitle"}, strategy="record")(ORDER_RECORD)
     assert "JsonOrderTitle" in client.get_subjects()
 
 
 def test_invalid_record_is_rejected_with_the_path(client, value_ctx) -> None:
-    ser = JsonSchemaSerializer(client, ORDER)
+    ser = JsonSchemaSerializer(client, ORDER_JSON)
     with pytest.raises(SerializationError) as e:
-        ser({**RECORD, "qty": "three"}, value_ctx)
+        ser({**ORDER_RECORD, "qty": "three"}, value_ctx)
     assert "$.qty" in str(e.value) and "'three' is not of type 'integer'" in str(e.value)
     assert e.value.topic == value_ctx.topic and e.value.schema_id is not None
     with pytest.raises(SerializationError, match="'address' is a required property"):
-        ser({k: v for k, v in RECORD.items() if k != "address"}, value_ctx)
+        ser({k: v for k, v in ORDER_RECORD.items() if k != "address"}, value_ctx)
     # validation can be switched off
-    data = JsonSchemaSerializer(client, ORDER, validate=False)({"qty": "three"}, value_ctx)
+    data = JsonSchemaSerializer(client, ORDER_JSON, validate=False)({"qty": "three"}, value_ctx)
     assert json.loads(data[5:]) == {"qty": "three"}
 
 
 def test_reader_validates_what_it_reads(client, value_ctx) -> None:
-    bad = {**RECORD, "id": 5}
-    data = JsonSchemaSerializer(client, ORDER, validate=False)(bad, value_ctx)
+    bad = {**ORDER_RECORD, "id": 5}
+    data = JsonSchemaSerializer(client, ORDER_JSON, validate=False)(bad, value_ctx)
     with pytest.raises(SerializationError) as e:
         JsonSchemaDeserializer(client)(data, value_ctx)
     assert e.value.offset == 5 and "at $.id: 5 is not of type 'string'" in str(e.value)
@@ -147,7 +134,7 @@ def test_reader_validates_what_it_reads(client, value_ctx) -> None:
 
 
 def test_not_json_payload(client, value_ctx) -> None:
-    data = JsonSchemaSerializer(client, ORDER)(RECORD, value_ctx)
+    data = JsonSchemaSerializer(client, ORDER_JSON)(ORDER_RECORD, value_ctx)
     with pytest.raises(SerializationError) as e:
         JsonSchemaDeserializer(client)(data[:5] + b"{not json", value_ctx)
     assert "not valid JSON" in str(e.value) and e.value.offset >= 5
@@ -198,19 +185,19 @@ def test_json_serde_pair(client, topic) -> None:
 @pytest.mark.parametrize(
     "value",
     [
-        RECORD,
-        {**RECORD, "qty": 1.5},
-        {**RECORD, "note": 3},
+        ORDER_RECORD,
+        {**ORDER_RECORD, "qty": 1.5},
+        {**ORDER_RECORD, "note": 3},
         {"id": "x"},
         [],
-        {**RECORD, "address": {"city": None}},
-        {**RECORD, "extra": True},
+        {**ORDER_RECORD, "address": {"city": None}},
+        {**ORDER_RECORD, "extra": True},
     ],
 )
 def test_fast_and_pure_validators_agree(value) -> None:
     from serdes.json_serdes import compile_validator
 
-    v = compile_validator(Schema(json.dumps(ORDER), "JSON"), None)
+    v = compile_validator(Schema(json.dumps(ORDER_JSON), "JSON"), None)
     assert v.is_valid(value) == v.py.is_valid(value)
     closed = compile_validator(Schema(json.dumps(json_schema(Invoice)), "JSON"), None)
     assert closed.is_valid(value) == closed.py.is_valid(value)
@@ -218,11 +205,11 @@ def test_fast_and_pure_validators_agree(value) -> None:
 
 def test_use_latest_version_writes_and_reads_with_the_latest_schema(client, value_ctx) -> None:
     subject = f"{value_ctx.topic}-value"
-    latest_id = client.register(subject, Schema(json.dumps(ORDER), "JSON"))
-    data = JsonSchemaSerializer(client, use_latest_version=True)(RECORD, value_ctx)
+    latest_id = client.register(subject, Schema(json.dumps(ORDER_JSON), "JSON"))
+    data = JsonSchemaSerializer(client, use_latest_version=True)(ORDER_RECORD, value_ctx)
     assert wire.read_schema_id(data) == latest_id
     with pytest.raises(SerializationError, match="'qty' is a required property"):
         JsonSchemaSerializer(client, use_latest_version=True)(
             {"id": "x", "price": 1, "address": {"city": "c"}}, value_ctx
         )
-    assert JsonSchemaDeserializer(client, use_latest_version=True)(data, value_ctx) == RECORD
+    assert JsonSchemaDeserializer(client, use_latest_version=True)(data, value_ctx) == ORDER_RECORD

@@ -8,18 +8,8 @@ import threading
 
 import pytest
 
-from serdes import (
-    AsyncAvroDeserializer,
-    AsyncAvroSerializer,
-    AsyncRegistryClient,
-    AvroDeserializer,
-    AvroSerializer,
-    MessageField,
-    RegistryClient,
-    RegistryError,
-    Schema,
-    SerializationContext,
-)
+from serdes import AsyncRegistryClient, RegistryClient, RegistryError, Schema
+from tests.serdes.round_trips import avro_round_trip, avro_round_trip_async
 
 V1 = '{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}'
 V2_BAD = '{"type":"record","name":"R","fields":[{"name":"b","type":"string"}]}'
@@ -39,9 +29,7 @@ def test_fixture_is_a_real_registry(schema_registry: RegistryClient) -> None:
     with pytest.raises(RegistryError) as missing:
         schema_registry.get_schema(schema_id + 100)
     assert (missing.value.status, missing.value.error_code) == (404, 40403)
-    ctx = SerializationContext("orders", MessageField.VALUE)
-    data = AvroSerializer(schema_registry, V1)({"a": 5}, ctx)
-    assert AvroDeserializer(schema_registry)(data, ctx) == {"a": 5}
+    assert avro_round_trip(schema_registry, schema_registry, V1, {"a": 5}, "orders") == {"a": 5}
 
 
 def test_named_registries_are_shared_and_closed_with_the_last_client() -> None:
@@ -59,9 +47,7 @@ def test_named_registries_are_shared_and_closed_with_the_last_client() -> None:
 def test_async_client_on_mock() -> None:
     async def main() -> None:
         async with AsyncRegistryClient("mock://") as client:
-            ctx = SerializationContext("t", MessageField.VALUE)
-            data = await AsyncAvroSerializer(client, V1)({"a": 1}, ctx)
-            assert await AsyncAvroDeserializer(client)(data, ctx) == {"a": 1}
+            assert await avro_round_trip_async(client, client, V1, {"a": 1}, "t") == {"a": 1}
             assert await client.get_versions("t-value") == [1]
 
     before = len(registry_threads())
@@ -88,8 +74,7 @@ def test_mock_registry_writes_no_file_and_drops_its_log_on_close(tmp_path, monke
     logs_before = set(connection._memory_dbs)
     with RegistryClient("mock://") as client:
         schema_id = client.register("orders-value", Schema(V1))
-        ctx = SerializationContext("orders", MessageField.VALUE)
-        assert AvroDeserializer(client)(AvroSerializer(client, V1)({"a": 7}, ctx), ctx) == {"a": 7}
+        assert avro_round_trip(client, client, V1, {"a": 7}, "orders") == {"a": 7}
         assert client.get_schema(schema_id).schema_str == V1
         [log_name] = set(connection._memory_dbs) - logs_before
         assert log_name.startswith("mock-registry-")

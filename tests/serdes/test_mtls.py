@@ -12,17 +12,8 @@ from typing import Any
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from serdes import (
-    AsyncAvroDeserializer,
-    AsyncAvroSerializer,
-    AsyncRegistryClient,
-    AvroDeserializer,
-    AvroSerializer,
-    MessageField,
-    RegistryClient,
-    RegistryUnavailableError,
-    SerializationContext,
-)
+from serdes import AsyncRegistryClient, RegistryClient, RegistryUnavailableError
+from tests.serdes.round_trips import avro_round_trip, avro_round_trip_async
 from tests.support.credentials import Pki
 from tests.support.registry_process import RegistryProcess
 
@@ -74,24 +65,21 @@ def _conf(url: str, pki: dict[str, str]) -> dict[str, Any]:
 
 
 def test_sync_client_with_a_client_certificate(mtls_registry: str, pki: dict[str, str]) -> None:
-    ctx = SerializationContext("mtls-sync", MessageField.VALUE)
-    with RegistryClient.from_config(_conf(mtls_registry, pki)) as c:
-        data = AvroSerializer(c, SCHEMA)({"v": "s3cret"}, ctx)
-    with RegistryClient(
-        mtls_registry, verify=pki["ca.crt"], cert=(pki["client.crt"], pki["client.key"]), key_password=KEY_PASSWORD
-    ) as c:
-        assert AvroDeserializer(c)(data, ctx) == {"v": "s3cret"}
+    with (
+        RegistryClient.from_config(_conf(mtls_registry, pki)) as writer,
+        RegistryClient(
+            mtls_registry, verify=pki["ca.crt"], cert=(pki["client.crt"], pki["client.key"]), key_password=KEY_PASSWORD
+        ) as reader,
+    ):
+        assert avro_round_trip(writer, reader, SCHEMA, {"v": "s3cret"}, "mtls-sync") == {"v": "s3cret"}
     assert SchemaRegistryClient(_conf(mtls_registry, pki)).get_subjects() == ["mtls-sync-value"]
 
 
 def test_async_client_with_a_client_certificate(mtls_registry: str, pki: dict[str, str]) -> None:
-    ctx = SerializationContext("mtls-async", MessageField.VALUE)
-
     async def main() -> Any:
-        async with AsyncRegistryClient.from_config(_conf(mtls_registry, pki)) as c:
-            data = await AsyncAvroSerializer(c, SCHEMA)({"v": "x"}, ctx)
-        async with AsyncRegistryClient.from_config(_conf(mtls_registry, pki)) as c:
-            return await AsyncAvroDeserializer(c)(data, ctx)
+        conf = _conf(mtls_registry, pki)
+        async with AsyncRegistryClient.from_config(conf) as writer, AsyncRegistryClient.from_config(conf) as reader:
+            return await avro_round_trip_async(writer, reader, SCHEMA, {"v": "x"}, "mtls-async")
 
     assert asyncio.run(main()) == {"v": "x"}
 

@@ -120,6 +120,45 @@ def value_ctx(topic: str) -> SerializationContext:
     return SerializationContext(topic, MessageField.VALUE)
 
 
+def register_majors(
+    http: httpx.Client,
+    subject: str,
+    v1: Any,
+    v2: Any,
+    schema_type: str = "AVRO",
+    *,
+    rule_set: dict[str, Any],
+    tags: dict[str, list[str]] | None = None,
+    config: dict[str, str] | None = None,
+) -> tuple[int, int]:
+    """``v1`` and ``v2`` registered in ``subject`` as majors 1 and 2 of compatibility group "major" (so v2 is not
+    checked against v1), v2 with ``rule_set`` (and ``tags``); the ids. Text schemas (Protobuf) go as they are;
+    ``config``: more of the subject's config."""
+    group = {**(config or {}), "compatibilityGroup": "major"}
+    assert http.put(f"/config/{subject}", json=group, headers=CT).status_code == 200
+    texts = [v if isinstance(v, str) else json.dumps(v) for v in (v1, v2)]
+    id1 = register(http, subject, None, schema_type, schema_text=texts[0], metadata={"properties": {"major": "1"}})
+    v2_metadata = {"properties": {"major": "2"}, **({"tags": tags} if tags else {})}
+    id2 = register(http, subject, None, schema_type, schema_text=texts[1], metadata=v2_metadata, ruleSet=rule_set)
+    return id1, id2
+
+
+def register_order_proto(http: httpx.Client, client: RegistryClient, order_cls: Any, topic: str, **extra: Any) -> int:
+    """The Order message registered by our serializer (v1, after its import), then its schema again as v2 with
+    ``extra`` (metadata, ruleSet); v2's id."""
+    subject = f"{topic}-value"
+    ProtobufSerializer(client, order_cls)(order_cls(id="o-1", qty=1), value_ctx(topic))
+    v1 = http.get(f"/subjects/{subject}/versions/1").json()
+    return register(http, subject, None, "PROTOBUF", schema_text=v1["schema"], references=v1["references"], **extra)
+
+
+@pytest.fixture
+def order_cls(protos: Any, require_type: Any) -> Any:
+    """The test protos' Order message class (the test skips where the registry lists no PROTOBUF)."""
+    require_type("PROTOBUF")
+    return protos.order.Order
+
+
 def _avro_pair(client: RegistryClient, ck: SchemaRegistryClient) -> tuple[Any, Any, Any, Any]:
     ours_w = AvroSerializer(client, use_latest_version=True)
     ours_r = AvroDeserializer(client)
@@ -222,20 +261,14 @@ def test_jsonata_migrations_across_a_compatibility_group_match_confluent(
     http: httpx.Client, client: RegistryClient, ck: SchemaRegistryClient, topic: str
 ) -> None:
     subject = f"{topic}-value"
-    assert (
-        http.put(
-            f"/config/{subject}", json={"compatibility": "BACKWARD", "compatibilityGroup": "major"}, headers=CT
-        ).status_code
-        == 200
-    )
-    register(http, subject, WIDGET_V1, metadata={"properties": {"major": "1"}})
     # renaming a field is incompatible, but v2 starts a new group: only versions with major=2 are checked
-    register(
+    register_majors(
         http,
         subject,
+        WIDGET_V1,
         WIDGET_V2,
-        metadata={"properties": {"major": "2"}},
-        ruleSet={"migrationRules": [UPGRADE, DOWNGRADE]},
+        rule_set={"migrationRules": [UPGRADE, DOWNGRADE]},
+        config={"compatibility": "BACKWARD"},
     )
     ctx = value_ctx(topic)
     v1, v2 = {"major": "1"}, {"major": "2"}
@@ -377,23 +410,15 @@ def test_protobuf_rules_match_confluent(
     http: httpx.Client,
     client: RegistryClient,
     ck: SchemaRegistryClient,
-    protos: Any,
+    order_cls: Any,
     topic: str,
-    require_type: Any,
 ) -> None:
-    require_type("PROTOBUF")
-    order_cls = protos.order.Order
     ctx = value_ctx(topic)
-    subject = f"{topic}-value"
-    ProtobufSerializer(client, order_cls)(order_cls(id="o-1", qty=1), ctx)  # registers v1 and its import
-    v1 = http.get(f"/subjects/{subject}/versions/1").json()
-    register(
+    register_order_proto(
         http,
-        subject,
-        None,
-        "PROTOBUF",
-        schema_text=v1["schema"],
-        references=v1["references"],
+        client,
+        order_cls,
+        topic,
         metadata={"tags": {"sktest.shop.Order.note": ["PII"]}},
         ruleSet={"domainRules": [CHECK_QTY, {**MASK_PII, "mode": "WRITE"}]},
     )
@@ -419,6 +444,9 @@ def test_protobuf_rules_match_confluent(
 
 READ_PII = {**MASK_PII, "name": "markRead", "mode": "READ", "expr": "typeName == 'STRING' ; value + '-read'"}
 WIDGET_PROTO = 'syntax = "proto3";\npackage sktest.widget;\nmessage Widget {{\n  string name = 1;\n  {field}\n}}\n'
+# v2 renames size to height under a new field number: without a migration a v1 record reads height=0
+WIDGET_PROTO_V1 = WIDGET_PROTO.format(field="int32 size = 2;")
+WIDGET_PROTO_V2 = WIDGET_PROTO.format(field="int32 height = 3;")
 
 
 def _proto_class(client: RegistryClient, schema_id: int) -> Any:
@@ -436,25 +464,14 @@ def test_protobuf_jsonata_migrations_match_confluent(
     require_type: Any,
 ) -> None:
     require_type("PROTOBUF")
-    subject = f"{topic}-value"
-    assert http.put(f"/config/{subject}", json={"compatibilityGroup": "major"}, headers=CT).status_code == 200
-    # v2 renames size to height under a new field number: without the migration a v1 record reads height=0
-    id1 = register(
+    id1, id2 = register_majors(
         http,
-        subject,
-        None,
+        f"{topic}-value",
+        WIDGET_PROTO_V1,
+        WIDGET_PROTO_V2,
         "PROTOBUF",
-        schema_text=WIDGET_PROTO.format(field="int32 size = 2;"),
-        metadata={"properties": {"major": "1"}},
-    )
-    id2 = register(
-        http,
-        subject,
-        None,
-        "PROTOBUF",
-        schema_text=WIDGET_PROTO.format(field="int32 height = 3;"),
-        metadata={"properties": {"major": "2"}, "tags": {"sktest.widget.Widget.name": ["PII"]}},
-        ruleSet={"migrationRules": [UPGRADE, DOWNGRADE], "domainRules": [READ_PII]},
+        rule_set={"migrationRules": [UPGRADE, DOWNGRADE], "domainRules": [READ_PII]},
+        tags={"sktest.widget.Widget.name": ["PII"]},
     )
     old_cls, new_cls = _proto_class(client, id1), _proto_class(client, id2)
     old, new = old_cls(name="w", size=7), new_cls(name="w", height=7)
@@ -495,25 +512,9 @@ def test_protobuf_migration_that_does_not_fit_the_reader_names_it(
     http: httpx.Client, client: RegistryClient, topic: str, require_type: Any
 ) -> None:
     require_type("PROTOBUF")
-    subject = f"{topic}-value"
-    assert http.put(f"/config/{subject}", json={"compatibilityGroup": "major"}, headers=CT).status_code == 200
-    id1 = register(
-        http,
-        subject,
-        None,
-        "PROTOBUF",
-        schema_text=WIDGET_PROTO.format(field="int32 size = 2;"),
-        metadata={"properties": {"major": "1"}},
-    )
     keep_size = {**UPGRADE, "expr": "$"}  # leaves "size", which v2 no longer has
-    register(
-        http,
-        subject,
-        None,
-        "PROTOBUF",
-        schema_text=WIDGET_PROTO.format(field="int32 height = 3;"),
-        metadata={"properties": {"major": "2"}},
-        ruleSet={"migrationRules": [keep_size]},
+    id1, _ = register_majors(
+        http, f"{topic}-value", WIDGET_PROTO_V1, WIDGET_PROTO_V2, "PROTOBUF", rule_set={"migrationRules": [keep_size]}
     )
     ctx = value_ctx(topic)
     old_cls = _proto_class(client, id1)
@@ -529,28 +530,15 @@ def test_protobuf_dlq_action_on_write_and_read_matches_confluent(
     http: httpx.Client,
     client: RegistryClient,
     ck: SchemaRegistryClient,
-    protos: Any,
+    order_cls: Any,
     topic: str,
     kafka_bootstrap: str,
-    require_type: Any,
 ) -> None:
-    require_type("PROTOBUF")
-    order_cls = protos.order.Order
     ctx = value_ctx(topic)
     subject = f"{topic}-value"
     dlq_topic = _dlq_topic(kafka_bootstrap, topic)
-    ProtobufSerializer(client, order_cls)(order_cls(id="o-1", qty=1), ctx)  # registers v1 and its import
-    v1 = http.get(f"/subjects/{subject}/versions/1").json()
     rule = {**CHECK_QTY, "mode": "WRITEREAD", "onFailure": "DLQ", "params": {"dlq.topic": dlq_topic}}
-    schema_id = register(
-        http,
-        subject,
-        None,
-        "PROTOBUF",
-        schema_text=v1["schema"],
-        references=v1["references"],
-        ruleSet={"domainRules": [rule]},
-    )
+    schema_id = register_order_proto(http, client, order_cls, topic, ruleSet={"domainRules": [rule]})
     rule_config = {"bootstrap.servers": kafka_bootstrap, "dlq.auto.flush": True}
     bad = order_cls(id="o-9", qty=-2)
     with pytest.raises(RuleError) as err:
@@ -605,17 +593,8 @@ def test_json_jsonata_migrations_and_disabled_migration_match_confluent(
         "required": ["name", "height"],
         "additionalProperties": False,
     }
-    assert http.put(f"/config/{subject}", json={"compatibilityGroup": "major"}, headers=CT).status_code == 200
-    register(http, subject, v1_doc, "JSON", metadata={"properties": {"major": "1"}})
     off = {**DOWNGRADE, "disabled": True}
-    register(
-        http,
-        subject,
-        v2_doc,
-        "JSON",
-        metadata={"properties": {"major": "2"}},
-        ruleSet={"migrationRules": [UPGRADE, off]},
-    )
+    register_majors(http, subject, v1_doc, v2_doc, "JSON", rule_set={"migrationRules": [UPGRADE, off]})
     ctx = value_ctx(topic)
     v1, v2 = {"major": "1"}, {"major": "2"}
     old, new = {"name": "w", "size": 7}, {"name": "w", "height": 7}

@@ -101,15 +101,20 @@ def run(decode: Any, bodies: list[bytes]) -> Any:
     return decode(b"".join(bodies), starts, ends)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_valid_records_equal_fastavro(codec: tuple[Any, Any, Any], seed: int) -> None:
-    parsed, arrow_type, decode = codec
-    rnd = random.Random(seed)
+def random_bodies(parsed: Any, rnd: random.Random, n: int) -> list[bytes]:
+    """``n`` random records written by fastavro."""
     bodies = []
-    for _ in range(500):
+    for _ in range(n):
         buf = io.BytesIO()
         fastavro.schemaless_writer(buf, parsed, random_record(rnd))
         bodies.append(buf.getvalue())
+    return bodies
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_valid_records_equal_fastavro(codec: tuple[Any, Any, Any], seed: int) -> None:
+    parsed, arrow_type, decode = codec
+    bodies = random_bodies(parsed, random.Random(seed), 500)
     out = run(decode, bodies)
     expected = pa.array([fastavro.schemaless_reader(io.BytesIO(b), parsed, None) for b in bodies], type=arrow_type)
     assert out.equals(expected)
@@ -119,11 +124,7 @@ def test_valid_records_equal_fastavro(codec: tuple[Any, Any, Any], seed: int) ->
 def test_damaged_bodies_are_accepted_only_when_fastavro_agrees(codec: tuple[Any, Any, Any], seed: int) -> None:
     parsed, arrow_type, decode = codec
     rnd = random.Random(seed)
-    originals = []
-    for _ in range(200):
-        buf = io.BytesIO()
-        fastavro.schemaless_writer(buf, parsed, random_record(rnd))
-        originals.append(buf.getvalue())
+    originals = random_bodies(parsed, rnd, 200)
     accepted = rejected = 0
     for _ in range(3000):
         b = bytearray(rnd.choice(originals))

@@ -13,6 +13,7 @@ from here (never from a conftest). Helpers that serve one directory's tests only
 - ``topics``: creating topics, producing items to a topic and reading a whole topic back, through a ``Log``.
 - ``cli``: the ``schemakit`` command line, as a child process or in this one.
 - ``protos``: compiling test ``.proto`` texts with protoc.
+- ``schemas``: the order record the serdes tests and benchmark write (Avro, JSON Schema, dataclasses).
 - ``spark``: whether Spark can run here, and the session the Spark tests share.
 - ``browser``: headless Chromium for the schema browser's tests.
 - ``scheduling``: the order in which ``--dist loadfile`` hands files to the xdist workers.

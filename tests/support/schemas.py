@@ -1,0 +1,98 @@
+"""The order record the serdes tests and ``benchmarks/serdes_bench.py`` write: its Avro schema (``ORDER_AVRO``, full
+name ``shop.Order``), its JSON Schema (``ORDER_JSON``, titled ``Order``), one record valid for both
+(``ORDER_RECORD``) and the dataclasses that type it (``Order``, ``Address``, ``Status``; ``TYPED_ORDER`` is the
+record as an ``Order``).
+
+Eight fields, one of each kind a serializer treats differently: string, long, double, boolean, a nullable string,
+an enum, an array of ints and a nested record. Tests that need another shape define their own schema beside them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any
+
+ORDER_AVRO: dict[str, Any] = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "qty", "type": "long"},
+        {"name": "price", "type": "double"},
+        {"name": "paid", "type": "boolean"},
+        {"name": "note", "type": ["null", "string"], "default": None},
+        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "SHIPPED"]}},
+        {"name": "tags", "type": {"type": "array", "items": "int"}},
+        {
+            "name": "address",
+            "type": {
+                "type": "record",
+                "name": "Address",
+                "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": "int"}],
+            },
+        },
+    ],
+}
+
+ORDER_JSON: dict[str, Any] = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": "Order",
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "qty": {"type": "integer"},
+        "price": {"type": "number"},
+        "paid": {"type": "boolean"},
+        "note": {"type": ["null", "string"]},
+        "status": {"type": "string", "enum": ["NEW", "PAID", "SHIPPED"]},
+        "tags": {"type": "array", "items": {"type": "integer"}},
+        "address": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "zip": {"type": "integer"}},
+            "required": ["city", "zip"],
+        },
+    },
+    "required": ["id", "qty", "price", "paid", "status", "tags", "address"],
+}
+
+ORDER_RECORD: dict[str, Any] = {
+    "id": "o-1",
+    "qty": 3,
+    "price": 9.5,
+    "paid": True,
+    "note": None,
+    "status": "PAID",
+    "tags": [1, 2],
+    "address": {"city": "Berlin", "zip": 10115},
+}
+
+
+class Status(enum.Enum):
+    NEW = 0
+    PAID = 1
+    SHIPPED = 2
+
+
+@dataclasses.dataclass
+class Address:
+    city: str
+    zip: int
+
+
+# ``ORDER_AVRO`` as typed records (no docstring: it would become the generated schema's "doc").
+@dataclasses.dataclass
+class Order:
+    __avro_namespace__ = "shop"
+    id: str
+    qty: int
+    price: float
+    paid: bool
+    note: str | None
+    status: Status
+    tags: list[int]
+    address: Address
+
+
+TYPED_ORDER = Order("o-1", 3, 9.5, True, None, Status.PAID, [1, 2], Address("Berlin", 10115))
