@@ -10,6 +10,7 @@ client (so librdkafka does not warn about ignored properties); any other key goe
 from __future__ import annotations
 
 import logging
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import confluent_kafka
@@ -22,6 +23,7 @@ from streams.log.base import (
     ProducerFencedError,
     RecordTooLargeError,
     TopicExistsError,
+    TopicInfo,
     TopicPartition,
     TransactionError,
     UnknownTopicError,
@@ -30,6 +32,7 @@ from streams.log.redact import redact_url
 
 __all__ = [
     "UNKNOWN_TOPIC_CODES",
+    "OwningLog",
     "committed_offsets",
     "from_ck_tp",
     "from_kafka_error",
@@ -41,6 +44,22 @@ __all__ = [
     "split_options",
     "to_ck_tp",
 ]
+
+
+class OwningLog(Protocol):
+    """What a producer or consumer asks of the ``KafkaLog`` that made it. The clients are typed against this, not
+    the log's class, so the log imports its clients and never the other way round."""
+
+    timeout: float
+
+    def client_config(self, role: str) -> dict[str, Any]: ...
+
+    def describe_topic(self, name: str) -> TopicInfo | None: ...
+
+    def partition_count(self, name: str) -> int | None: ...
+
+    def group_metadata(self, group: str) -> object: ...
+
 
 # librdkafka's own log lines, from every client of the log (their ``logger`` setting).
 librdkafka_log = logging.getLogger("streams.log.kafka.librdkafka")

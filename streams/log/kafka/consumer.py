@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
@@ -21,15 +21,13 @@ from streams.log.base import (
     check_offsets,
 )
 from streams.log.kafka.connection import (
+    OwningLog,
     committed_offsets,
     from_ck_tp,
     from_kafka_error,
     from_kafka_exception,
     to_ck_tp,
 )
-
-if TYPE_CHECKING:
-    from streams.log.kafka.log import KafkaLog
 
 __all__ = ["KafkaConsumer"]
 
@@ -41,7 +39,7 @@ class KafkaConsumer(Consumer):
     consumer tracks "next offset" itself: from ``assign``/``seek`` (logical offsets resolved through the
     watermarks), from the committed offset after a group assignment, and from every record returned."""
 
-    def __init__(self, log: KafkaLog, group: str | None, client_id: str | None, read_committed: bool = True) -> None:
+    def __init__(self, log: OwningLog, group: str | None, client_id: str | None, read_committed: bool = True) -> None:
         self._log = log
         self.group = group
         conf = log.client_config("consumer")
@@ -87,7 +85,7 @@ class KafkaConsumer(Consumer):
         if self._subscribed:
             raise LogError(f"consumer of group {self.group!r} is subscribed; it cannot also assign partitions")
         for tp in partitions:
-            if self._log._partitions(tp.topic) is None:
+            if self._log.partition_count(tp.topic) is None:
                 raise UnknownTopicError(f"cannot assign {tp.topic}[{tp.partition}]: the topic does not exist")
         resolved = {tp: self._resolve(tp, offset) for tp, offset in partitions.items()}
         try:

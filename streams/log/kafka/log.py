@@ -164,7 +164,8 @@ class KafkaLog(Log):
             raise from_kafka_error(topic.error, f"metadata of topic {name!r}")
         return topic
 
-    def _partitions(self, name: str) -> int | None:
+    def partition_count(self, name: str) -> int | None:
+        """How many partitions the topic has, or None when it does not exist (no config lookup)."""
         topic = self._topic_metadata(name)
         return None if topic is None else len(topic.partitions)
 
@@ -201,7 +202,7 @@ class KafkaLog(Log):
 
     def describe_topic(self, name: str) -> TopicInfo | None:
         check_topic_name(name)
-        partitions = self._partitions(name)
+        partitions = self.partition_count(name)
         if partitions is None:
             return None
         resource = ConfigResource(ResourceType.TOPIC, name)
@@ -234,7 +235,7 @@ class KafkaLog(Log):
     def end_offsets(self, topic: str) -> dict[int, int]:
         """High watermarks. tansu (the test broker) reports the last batch's base offset + 1 instead,
         which is why callers that must have read everything use a produce-and-read barrier."""
-        partitions = self._partitions(topic)
+        partitions = self.partition_count(topic)
         if partitions is None:
             raise UnknownTopicError(f"end offsets: topic {topic!r} does not exist")
         request = {confluent_kafka.TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
@@ -24,11 +24,8 @@ from streams.log.base import (
     UnknownTopicError,
     check_offsets,
 )
-from streams.log.kafka.connection import from_kafka_error, from_kafka_exception, librdkafka_log, to_ck_tp
+from streams.log.kafka.connection import OwningLog, from_kafka_error, from_kafka_exception, librdkafka_log, to_ck_tp
 from streams.log.kafka.positional import ANY_PARTITION, NOW, produce_record
-
-if TYPE_CHECKING:
-    from streams.log.kafka.log import KafkaLog
 
 __all__ = ["KafkaProducer"]
 
@@ -38,7 +35,7 @@ _POLL_EVERY = 100  # sends between two polls for delivery reports (flush serves 
 class KafkaProducer(Producer):
     """An idempotent (optionally transactional) confluent-kafka Producer."""
 
-    def __init__(self, log: KafkaLog, transactional_id: str | None) -> None:
+    def __init__(self, log: OwningLog, transactional_id: str | None) -> None:
         self._log = log
         self.transactional_id = transactional_id
         conf = log.client_config("producer")

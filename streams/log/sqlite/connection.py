@@ -273,6 +273,18 @@ CREATE TABLE IF NOT EXISTS leases (
 """
 
 
+class OwningLog(Protocol):
+    """What a producer, consumer or lease asks of the ``SqliteLog`` that made it. The clients are typed against
+    this, not the log's class, so the log imports its clients and never the other way round."""
+
+    max_record_bytes: int
+    poll_interval: float
+
+    def connect_client(self) -> Db:
+        """A connection of the client's own to the log's database."""
+        ...
+
+
 @dataclass(slots=True)
 class TopicMeta:
     id: int

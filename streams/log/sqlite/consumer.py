@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from streams.log.base import (
     OFFSET_BEGINNING,
@@ -25,15 +24,13 @@ from streams.log.base import (
     check_offsets,
 )
 from streams.log.sqlite.connection import (
+    OwningLog,
     TopicMeta,
     decode_headers,
     read_group_offsets,
     translated,
     write_group_offsets,
 )
-
-if TYPE_CHECKING:
-    from streams.log.sqlite.log import SqliteLog
 
 __all__ = ["SqliteConsumer"]
 
@@ -43,11 +40,11 @@ _NEEDS_GROUP = "needs a consumer group: create the consumer with log.consumer(gr
 class SqliteConsumer(Consumer):
     """Reads from its own connection. Not thread-safe (like Kafka's consumer): one thread owns it."""
 
-    def __init__(self, log: SqliteLog, group: str | None, client_id: str | None) -> None:
+    def __init__(self, log: OwningLog, group: str | None, client_id: str | None) -> None:
         self.group = group
         self.client_id = client_id
         self._log = log
-        self._db = log._connect()
+        self._db = log.connect_client()
         self._positions: dict[TopicPartition, int] = {}
         self._topic_ids: dict[str, int] = {}
         self._subscribed: list[str] | None = None

@@ -7,13 +7,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import TYPE_CHECKING
 
 from streams.log.base import Lease
-from streams.log.sqlite.connection import translated
-
-if TYPE_CHECKING:
-    from streams.log.sqlite.log import SqliteLog
+from streams.log.sqlite.connection import OwningLog, translated
 
 __all__ = ["SqliteLease"]
 
@@ -22,7 +18,7 @@ class SqliteLease(Lease):
     """A row in ``leases``. Each lease object has its own token, so two objects of one holder name (a
     restarted process) never mistake each other's lease for their own."""
 
-    def __init__(self, log: SqliteLog, name: str, holder: str, timeout: float) -> None:
+    def __init__(self, log: OwningLog, name: str, holder: str, timeout: float) -> None:
         if not name:
             raise ValueError("a lease needs a name")
         if timeout <= 0:
@@ -31,7 +27,7 @@ class SqliteLease(Lease):
         self.holder = holder
         self.timeout = timeout
         self._token = f"{holder}#{uuid.uuid4().hex[:12]}"
-        self._db = log._connect()
+        self._db = log.connect_client()
         self._expires = 0.0  # wall-clock seconds until which this object holds the lease
         self._renew_at = 0.0
         self._closed = False

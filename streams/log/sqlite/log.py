@@ -92,7 +92,7 @@ class SqliteLog(Log):
             raise storage_error(self.path, "opening", e) from e
         self._closed = False
 
-    def _connect(self) -> Db:
+    def connect_client(self) -> Db:
         memory = None if self._memory is None else claim_memory(self._memory)
         return Db(self.path, self._shared, self.busy_timeout, memory)
 

@@ -12,7 +12,6 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from streams.log.base import (
     DeliveryCallback,
@@ -31,6 +30,7 @@ from streams.log.base import (
 )
 from streams.log.partitioner import RoundRobin, partition_for_key
 from streams.log.sqlite.connection import (
+    OwningLog,
     TopicMeta,
     decode_headers,
     encode_headers,
@@ -38,9 +38,6 @@ from streams.log.sqlite.connection import (
     translated,
     write_group_offsets,
 )
-
-if TYPE_CHECKING:
-    from streams.log.sqlite.log import SqliteLog
 
 __all__ = ["SqliteProducer"]
 
@@ -102,9 +99,9 @@ class _Refused(Exception):
 class SqliteProducer(Producer):
     """Buffers records in memory; ``flush`` (or ``commit_transaction``) writes them in one transaction."""
 
-    def __init__(self, log: SqliteLog, transactional_id: str | None) -> None:
+    def __init__(self, log: OwningLog, transactional_id: str | None) -> None:
         self._log = log
-        self._db = log._connect()
+        self._db = log.connect_client()
         self._transactional_id = transactional_id
         self._buffer: list[_Pending] = []
         self._buffer_lock = threading.Lock()
