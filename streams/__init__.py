@@ -19,10 +19,10 @@ _EXPORTS: dict[str, str] = {
     "StreamsBuilder": "streams.builder",
     "StreamsApp": "streams.app",
     "GlobalKTable": "streams.global_table",
-    "KStream": "streams.dsl.kstream",
+    "KStream": "streams.dsl.api",
     "KGroupedStream": "streams.dsl.grouped_stream",
     **dict.fromkeys(["SessionWindowedKStream", "TimeWindowedKStream"], "streams.dsl.windowed_stream"),
-    "KTable": "streams.dsl.ktable",
+    "KTable": "streams.dsl.api",
     "KGroupedTable": "streams.dsl.grouped_table",
     **dict.fromkeys(
         [
@@ -68,10 +68,9 @@ _EXPORTS: dict[str, str] = {
 if TYPE_CHECKING:
     from streams.app import StreamsApp
     from streams.builder import StreamsBuilder
+    from streams.dsl.api import KStream, KTable
     from streams.dsl.grouped_stream import KGroupedStream
     from streams.dsl.grouped_table import KGroupedTable
-    from streams.dsl.kstream import KStream
-    from streams.dsl.ktable import KTable
     from streams.dsl.windowed_stream import SessionWindowedKStream, TimeWindowedKStream
     from streams.errors import (
         CoPartitioningError,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.dsl.kstream import KStream
-from streams.dsl.ktable import KTable
+from streams.dsl.api import KStream, KTable
 from streams.global_table import GlobalKTable
 from streams.record_serdes import JSON, serde_from
 from streams.table_ops import TableOptions, TableSourceProcessor
@@ -40,9 +39,16 @@ class StreamsBuilder:
         ``(record, partition_time) -> ms`` gives each record's event time (``streams.extractors``)."""
         names = [topics] if isinstance(topics, str) else list(topics)
         key, value = serde_from(key, "key serde of stream()"), serde_from(value, "value serde of stream()")
-        node = name or self.new_name("KSTREAM-SOURCE")
-        self.topology.add_source(node, *names, key=key, value=value, timestamp_extractor=timestamp_extractor)
+        node = self.source(names, key=key, value=value, name=name, timestamp_extractor=timestamp_extractor)
         return KStream(self, node, key, value, False)
+
+    def source(
+        self, topics: list[str], *, key: Any, value: Any, name: str | None = None, timestamp_extractor: Any = None
+    ) -> str:
+        """Add a source node reading ``topics`` with these serdes; its name."""
+        node = name or self.new_name("KSTREAM-SOURCE")
+        self.topology.add_source(node, *topics, key=key, value=value, timestamp_extractor=timestamp_extractor)
+        return node
 
     def table(
         self,

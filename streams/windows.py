@@ -31,6 +31,7 @@ __all__ = [
     "TimeWindows",
     "Window",
     "Windowed",
+    "Windows",
     "to_millis",
 ]
 
@@ -249,3 +250,7 @@ class SessionWindows:
     @property
     def default_retention_ms(self) -> int:
         return self.inactivity_gap_ms + self.grace_ms
+
+
+Windows = TimeWindows | SlidingWindows | SessionWindows
+"""What ``KGroupedStream.windowed_by`` takes."""

@@ -1,16 +1,16 @@
 """What the aggregations of grouped streams, windowed streams and grouped tables share: the spec of the
-store their result goes to, the name of the repartition topic they read through, and the aggregators that
-count and reduce."""
+store their result goes to, the name of the repartition topic they read through, the records of a grouped
+stream (``GroupedSource``, what windowed streams aggregate too), and the aggregators that count and reduce."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from streams.dsl.base import Builder
+from streams.dsl.base import AbstractStream, Builder
 from streams.topology import StoreSpec
 
-__all__ = ["add_one", "reducing", "repartition_topic", "store_spec", "zero"]
+__all__ = ["GroupedSource", "add_one", "reducing", "repartition_topic", "store_spec", "zero"]
 
 
 def store_spec(
@@ -36,6 +36,25 @@ def store_spec(
 
 def repartition_topic(builder: Builder, name: str | None, spec: StoreSpec, named_store: bool, prefix: str) -> str:
     return name or (spec.name if named_store else builder.new_name(prefix + "-STATE-STORE"))
+
+
+class GroupedSource(AbstractStream):
+    """A stream grouped by key, as its aggregations read it: from its node, or, when the key was changed
+    upstream (``repartition_required``), from a repartition topic named after ``name`` or the store."""
+
+    def __init__(
+        self, builder: Builder, node: str, key: Any, value: Any, repartition_required: bool, name: str | None
+    ) -> None:
+        super().__init__(builder, node, key, value)
+        self.repartition_required = repartition_required
+        self.name = name
+
+    def _source(self, spec: StoreSpec, named_store: bool, prefix: str) -> str:
+        """The node aggregations read: this one, or the repartition topic's source."""
+        if not self.repartition_required:
+            return self.node
+        topic = repartition_topic(self._builder, self.name, spec, named_store, prefix)
+        return self._builder.repartition(self.node, topic, None, self.key_serde, self.value_serde)
 
 
 def zero() -> int:

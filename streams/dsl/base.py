@@ -4,13 +4,10 @@ DSL classes) and the check of the callables users pass."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from streams.record_serdes import serde_from
 from streams.topology import Topology
-
-if TYPE_CHECKING:
-    from streams.dsl.kstream import KStream
 
 __all__ = ["AbstractStream", "Builder", "check_callable"]
 
@@ -24,7 +21,7 @@ class Builder(Protocol):
 
     def repartition(self, parent: str, topic: str, partitions: int | None, key: Any, value: Any) -> str: ...
 
-    def stream(self, topics: str | list[str], *, key: Any = None, value: Any = None) -> KStream: ...
+    def source(self, topics: list[str], *, key: Any, value: Any, name: str | None = None) -> str: ...
 
 
 class AbstractStream:

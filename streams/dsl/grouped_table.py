@@ -1,15 +1,16 @@
-"""``KGroupedTable``: a re-grouped table (``KTable.group_by``), aggregated into a ``KTable`` by adding a
-row's new value to its group and subtracting its old one."""
+"""``KGroupedTable``: a re-grouped table (``KTable.group_by``), aggregated into a table by adding a row's new
+value to its group and subtracting its old one. Generic in the class of the tables it makes (``TableT``), as
+``KGroupedStream``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic
 
 from streams.change import ChangeSerde
 from streams.dsl.aggregation import add_one, repartition_topic, store_spec, zero
 from streams.dsl.base import AbstractStream, Builder, check_callable
-from streams.dsl.ktable import KTable, stored_table
+from streams.dsl.ktable import TableT
 from streams.record_serdes import INT, serde_from
 from streams.table_ops import TableAggregateProcessor
 from streams.topology import StoreSpec
@@ -17,13 +18,16 @@ from streams.topology import StoreSpec
 __all__ = ["KGroupedTable"]
 
 
-class KGroupedTable(AbstractStream):
+class KGroupedTable(AbstractStream, Generic[TableT]):
     """A re-grouped table, ready for ``count``, ``reduce(add, subtract)`` or ``aggregate(initial, add,
     subtract)``. Updates reach the aggregation through a repartition topic as (new, old) pairs."""
 
-    def __init__(self, builder: Builder, node: str, key: Any, value: Any, name: str | None) -> None:
+    def __init__(
+        self, builder: Builder, node: str, key: Any, value: Any, name: str | None, tables: type[TableT]
+    ) -> None:
         super().__init__(builder, node, key, value)
         self.name = name
+        self._tables = tables
 
     def _aggregate(
         self,
@@ -33,13 +37,13 @@ class KGroupedTable(AbstractStream):
         subtractor: Callable[[Any, Any, Any], Any],
         spec: StoreSpec,
         named_store: bool,
-    ) -> KTable:
+    ) -> TableT:
         builder = self._builder
         topic = repartition_topic(builder, self.name, spec, named_store, prefix)
         value = builder.topology.value_serde(self.value_serde)
         parent = builder.repartition(self.node, topic, None, self.key_serde, ChangeSerde(value))
         name, cache = spec.name, spec.cache
-        return stored_table(
+        return self._tables.stored(
             builder,
             builder.new_name(prefix),
             parent,
@@ -50,7 +54,7 @@ class KGroupedTable(AbstractStream):
 
     def count(
         self, *, store: str | StoreSpec | None = None, kind: str | None = None, cache: bool | None = None
-    ) -> KTable:
+    ) -> TableT:
         """Rows per group (a row that leaves a group decrements it)."""
         spec = store_spec(self._builder, store, self.key_serde, INT, cache, kind)
         return self._aggregate("KTABLE-AGGREGATE", zero, add_one, _subtract_one, spec, store is not None)
@@ -64,7 +68,7 @@ class KGroupedTable(AbstractStream):
         value: Any = None,
         kind: str | None = None,
         cache: bool | None = None,
-    ) -> KTable:
+    ) -> TableT:
         """``add(aggregate, value)`` for a row joining the group, ``subtract(aggregate, value)`` for one leaving."""
         check_callable("reduce() add", add)
         check_callable("reduce() subtract", subtract)
@@ -88,7 +92,7 @@ class KGroupedTable(AbstractStream):
         value: Any = None,
         kind: str | None = None,
         cache: bool | None = None,
-    ) -> KTable:
+    ) -> TableT:
         """``add(key, value, aggregate)`` / ``subtract(key, value, aggregate)``, from ``initial()``."""
         check_callable("aggregate() initial", initial)
         check_callable("aggregate() add", add)

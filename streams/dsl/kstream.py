@@ -1,17 +1,17 @@
-"""``KStream``: a record stream; every method adds a node to the topology and returns the stream after it.
-
-Stateless operations, sinks and repartitioning, the joins (with a stream in ``JoinWindows``, with a table,
-with a global table) and grouping (``group_by_key``, ``group_by`` -> ``KGroupedStream``).
+"""The ``KStream`` family: ``KStreamBase``, the stream operations that give a stream (every method adds a
+node to the topology and returns the stream after it): stateless operations, sinks and repartitioning, and
+the joins (with a stream in ``JoinWindows``, with a table, with a global table). They are typed ``Self``, so
+that they return the user's ``KStream``; ``KStream`` itself (``streams/dsl/api.py``) adds grouping, the
+operations that leave the family.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Self
 
 from streams.dsl.base import AbstractStream, Builder, check_callable
-from streams.dsl.grouped_stream import KGroupedStream
-from streams.dsl.ktable import KTable
+from streams.dsl.ktable import KTableBase
 from streams.errors import TopologyError
 from streams.global_table import GlobalKTable, StreamGlobalJoinProcessor
 from streams.join_windows import JoinWindows
@@ -32,10 +32,10 @@ from streams.stream_joins import LeftOrRightSerde, StreamStreamJoinProcessor, St
 from streams.table_joins import Joiner, key_joiner
 from streams.topology import Partitioner, WindowStoreSpec
 
-__all__ = ["KStream"]
+__all__ = ["KStreamBase"]
 
 
-class KStream(AbstractStream):
+class KStreamBase(AbstractStream):
     """A stream of key-value records. Every method adds a node and returns a new stream."""
 
     def __init__(self, builder: Builder, node: str, key: Any, value: Any, repartition_required: bool) -> None:
@@ -52,52 +52,52 @@ class KStream(AbstractStream):
         value: Any,
         repartition: bool | None = None,
         parents: tuple[str, ...] = (),
-    ) -> KStream:
+    ) -> Self:
         node = name or self._builder.new_name(prefix)
         self._builder.topology.add_processor(node, supplier, *(parents or (self.node,)))
         rep = self.repartition_required if repartition is None else repartition
-        return KStream(self._builder, node, key, value, rep)
+        return type(self)(self._builder, node, key, value, rep)
 
-    def _add_same_serdes(self, prefix: str, supplier: Callable[[], Processor], name: str | None) -> KStream:
+    def _add_same_serdes(self, prefix: str, supplier: Callable[[], Processor], name: str | None) -> Self:
         """A node that passes records on as they are (filter, peek, branch): the stream keeps its serdes."""
         return self._add(prefix, supplier, name, key=self.key_serde, value=self.value_serde)
 
     # -- stateless -------------------------------------------------------------------------------------
 
-    def filter(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KStream:
+    def filter(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> Self:
         """Keep records for which ``predicate(key, value)`` is true."""
         check_callable("filter()", predicate)
         return self._add_same_serdes("KSTREAM-FILTER", lambda: FilterProcessor(predicate), name)
 
-    def filter_not(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KStream:
+    def filter_not(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> Self:
         check_callable("filter_not()", predicate)
         return self._add_same_serdes("KSTREAM-FILTER", lambda: FilterProcessor(predicate, negate=True), name)
 
-    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], *, name: str | None = None) -> KStream:
+    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], *, name: str | None = None) -> Self:
         """``mapper(key, value) -> (new_key, new_value)``; marks the stream for repartitioning."""
         check_callable("map()", mapper)
         return self._add("KSTREAM-MAP", lambda: MapProcessor(mapper), name, key=None, value=None, repartition=True)
 
-    def map_values(self, mapper: Callable[[Any], Any], *, name: str | None = None) -> KStream:
+    def map_values(self, mapper: Callable[[Any], Any], *, name: str | None = None) -> Self:
         """``mapper(value) -> new_value``; keys stay, so no repartitioning."""
         check_callable("map_values()", mapper)
         return self._add("KSTREAM-MAPVALUES", lambda: MapValuesProcessor(mapper), name, key=self.key_serde, value=None)
 
-    def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], *, name: str | None = None) -> KStream:
+    def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], *, name: str | None = None) -> Self:
         """``mapper(key, value) -> iterable of (key, value)``; marks the stream for repartitioning."""
         check_callable("flat_map()", mapper)
         return self._add(
             "KSTREAM-FLATMAP", lambda: FlatMapProcessor(mapper), name, key=None, value=None, repartition=True
         )
 
-    def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]], *, name: str | None = None) -> KStream:
+    def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]], *, name: str | None = None) -> Self:
         """``mapper(value) -> iterable of values``, each with the record's key."""
         check_callable("flat_map_values()", mapper)
         return self._add(
             "KSTREAM-FLATMAPVALUES", lambda: FlatMapValuesProcessor(mapper), name, key=self.key_serde, value=None
         )
 
-    def peek(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> KStream:
+    def peek(self, action: Callable[[Any, Any], None], *, name: str | None = None) -> Self:
         """Call ``action(key, value)`` for each record and pass it on unchanged."""
         check_callable("peek()", action)
         return self._add_same_serdes("KSTREAM-PEEK", lambda: PeekProcessor(action), name)
@@ -107,7 +107,7 @@ class KStream(AbstractStream):
         check_callable("foreach()", action)
         self._add("KSTREAM-FOREACH", lambda: PeekProcessor(action), name, key=None, value=None)
 
-    def select_key(self, selector: Callable[[Any, Any], Any], *, name: str | None = None) -> KStream:
+    def select_key(self, selector: Callable[[Any, Any], Any], *, name: str | None = None) -> Self:
         """New key ``selector(key, value)``, same value; marks the stream for repartitioning."""
         check_callable("select_key()", selector)
         return self._add(
@@ -119,7 +119,7 @@ class KStream(AbstractStream):
             repartition=True,
         )
 
-    def branch(self, *predicates: Callable[[Any, Any], bool], name: str | None = None) -> list[KStream]:
+    def branch(self, *predicates: Callable[[Any, Any], bool], name: str | None = None) -> list[Self]:
         """One stream per predicate; a record goes to the first branch whose predicate holds (or none)."""
         if not predicates:
             raise TopologyError("branch() needs at least one predicate")
@@ -132,9 +132,9 @@ class KStream(AbstractStream):
             for i in range(len(preds))
         ]
 
-    def merge(self, other: KStream, *, name: str | None = None) -> KStream:
+    def merge(self, other: Self, *, name: str | None = None) -> Self:
         """Records of both streams (in arrival order)."""
-        if not isinstance(other, KStream) or other._builder is not self._builder:
+        if not isinstance(other, KStreamBase) or other._builder is not self._builder:
             raise TopologyError("merge() needs a KStream from the same StreamsBuilder")
         same_key = self.key_serde if self.key_serde is other.key_serde else None
         same_value = self.value_serde if self.value_serde is other.value_serde else None
@@ -156,7 +156,7 @@ class KStream(AbstractStream):
         name: str | None = None,
         key: Any = None,
         value: Any = None,
-    ) -> KStream:
+    ) -> Self:
         """Run a ``Processor`` (processor API) on the stream; what it forwards is the new stream."""
         check_callable("process()", supplier)
         out = self._add(
@@ -186,21 +186,21 @@ class KStream(AbstractStream):
 
     def through(
         self, topic: str, *, key: Any = None, value: Any = None, partitioner: Partitioner | None = None
-    ) -> KStream:
+    ) -> Self:
         """Write to a user-managed ``topic`` and continue from it (a new sub-topology)."""
         key, value = self._serdes_or_own(key, value)
         self.to(topic, key=key, value=value, partitioner=partitioner)
-        return self._builder.stream(topic, key=key, value=value)
+        return type(self)(self._builder, self._builder.source([topic], key=key, value=value), key, value, False)
 
     def repartition(
         self, *, name: str | None = None, partitions: int | None = None, key: Any = None, value: Any = None
-    ) -> KStream:
+    ) -> Self:
         """Send the stream through an internal topic ``<application_id>-<name>-repartition`` so that
         records are partitioned by their current key."""
         key, value = self._serdes_or_own(key, value)
         topic = name or self._builder.new_name("KSTREAM-REPARTITION")
         node = self._builder.repartition(self.node, topic, partitions, key, value)
-        return KStream(self._builder, node, key, value, False)
+        return type(self)(self._builder, node, key, value, False)
 
     # -- joins ---------------------------------------------------------------------------------------
     # ``other`` decides the kind: a KStream (windowed, needs JoinWindows), a KTable (a lookup per record)
@@ -214,7 +214,7 @@ class KStream(AbstractStream):
         *,
         with_key: bool = False,
         name: str | None = None,
-    ) -> KStream:
+    ) -> Self:
         """Inner join: with a ``KStream`` within ``windows`` (``JoinWindows``), or with a ``KTable`` (the
         table's current row for the record's key); ``joiner(value, other)``, or ``joiner(key, value,
         other)`` with ``with_key=True``; a stream whose key was changed is repartitioned first. With a
@@ -231,7 +231,7 @@ class KStream(AbstractStream):
         *,
         with_key: bool = False,
         name: str | None = None,
-    ) -> KStream:
+    ) -> Self:
         """As ``join``, but every record of this stream gives a result: ``other`` is None when nothing
         joined (with a stream: emitted once the record's window has closed, window end + grace)."""
         return self._join_any("left_join", other, joiner, windows, with_key, name, left=True)
@@ -246,7 +246,7 @@ class KStream(AbstractStream):
         name: str | None,
         *,
         left: bool,
-    ) -> KStream:
+    ) -> Self:
         if isinstance(other, GlobalKTable) or callable(third):
             # join(global_table, key_selector, joiner): the second argument selects the key
             return self._join_global(method, other, joiner, third, with_key, name, left=left)
@@ -262,7 +262,7 @@ class KStream(AbstractStream):
         name: str | None,
         *,
         left: bool,
-    ) -> KStream:
+    ) -> Self:
         if not isinstance(other, GlobalKTable):
             raise TypeError(
                 f"KStream.{method}() with a key selector needs a GlobalKTable "
@@ -283,16 +283,16 @@ class KStream(AbstractStream):
 
     def outer_join(
         self,
-        other: KStream,
+        other: KStreamBase,
         joiner: Callable[..., Any],
         windows: JoinWindows,
         *,
         with_key: bool = False,
         name: str | None = None,
-    ) -> KStream:
+    ) -> Self:
         """Windowed outer join of two streams: records of either side that join nothing are emitted with
         None for the other side once their window has closed."""
-        if not isinstance(other, KStream):
+        if not isinstance(other, KStreamBase):
             raise TypeError(f"outer_join() needs a KStream (and JoinWindows), got {other!r}")
         return self._join("outer_join", other, joiner, windows, with_key, name, left=True, outer=True)
 
@@ -307,10 +307,10 @@ class KStream(AbstractStream):
         *,
         left: bool,
         outer: bool,
-    ) -> KStream:
+    ) -> Self:
         check_callable(f"{what}() joiner", joiner)
         keyed = key_joiner(joiner, with_key)
-        if isinstance(other, KStream):
+        if isinstance(other, KStreamBase):
             if not isinstance(windows, JoinWindows):
                 raise TypeError(
                     f"{what}() of two streams needs JoinWindows (e.g. JoinWindows."
@@ -319,7 +319,7 @@ class KStream(AbstractStream):
             if other._builder is not self._builder:
                 raise TopologyError(f"{what}() needs a KStream from the same StreamsBuilder")
             return self._stream_stream_join(other, keyed, windows, name, left, outer)
-        if isinstance(other, KTable):
+        if isinstance(other, KTableBase):
             if windows is not None:
                 raise TypeError(f"{what}() with a KTable takes no windows, got {windows!r}")
             if other._builder is not self._builder:
@@ -341,13 +341,13 @@ class KStream(AbstractStream):
 
     def _stream_stream_join(
         self,
-        other: KStream,
+        other: KStreamBase,
         joiner: Joiner,
         windows: JoinWindows,
         name: str | None,
         left: bool,
         outer: bool,
-    ) -> KStream:
+    ) -> Self:
         builder, topology = self._builder, self._builder.topology
         key = self.key_serde if self.key_serde is not None else other.key_serde
         left_src, right_src = self._join_source(name, "left", key), other._join_source(name, "right", key)
@@ -409,7 +409,7 @@ class KStream(AbstractStream):
             parents=(this_node, other_node),
         )
 
-    def _stream_table_join(self, table: KTable, joiner: Joiner, name: str | None, left: bool) -> KStream:
+    def _stream_table_join(self, table: KTableBase, joiner: Joiner, name: str | None, left: bool) -> Self:
         table = table._materialized()  # a derived table (filter, map_values, ...) gets a store to look rows up in
         key = self.key_serde if self.key_serde is not None else table.key_serde
         source = self._join_source(name, "left", key)
@@ -418,21 +418,4 @@ class KStream(AbstractStream):
         node = name or self._builder.new_name("KSTREAM-JOIN")
         self._builder.topology.add_processor(node, lambda: StreamTableJoinProcessor(store, joiner, left), source)
         self._builder.topology.connect_processor_and_state_stores(node, stores=[store])
-        return KStream(self._builder, node, key, None, False)
-
-    # -- grouping --------------------------------------------------------------------------------------
-
-    def group_by_key(self, *, key: Any = None, value: Any = None, name: str | None = None) -> KGroupedStream:
-        """Group by the current key (repartitioning first if the key was changed upstream)."""
-        key, value = self._serdes_or_own(key, value)
-        return KGroupedStream(self._builder, self.node, key, value, self.repartition_required, name)
-
-    def group_by(
-        self, selector: Callable[[Any, Any], Any], *, key: Any = None, value: Any = None, name: str | None = None
-    ) -> KGroupedStream:
-        """Group by ``selector(key, value)``; always repartitions (the key is new)."""
-        check_callable("group_by()", selector)
-        selected = self.select_key(selector)
-        return KGroupedStream(
-            self._builder, selected.node, serde_from(key), serde_from(value) or self.value_serde, True, name
-        )
+        return type(self)(self._builder, node, key, None, False)

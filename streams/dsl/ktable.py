@@ -1,17 +1,16 @@
-"""``KTable``: the latest value per key. Its operations (filter, map_values, suppress), its joins with
-other tables (on the key, or on a foreign key), re-grouping (``group_by`` -> ``KGroupedTable``) and
-``to_stream``.
+"""The ``KTable`` family: ``KTableBase``, the table operations that give a table (filter, map_values,
+suppress, the joins with other tables, on the key or on a foreign key), typed ``Self`` so that they return
+the user's ``KTable``. ``KTable`` itself (``streams/dsl/api.py``) adds the operations that leave the family,
+``to_stream`` and ``group_by``.
 
-Every other class family makes tables, so they import this module (an aggregation's table, like a table's
-materialized copy, through ``stored_table``); the classes a table makes in turn, ``KStream``
-(``to_stream``) and ``KGroupedTable`` (``group_by``), are imported inside those methods, so the modules
-import each other in one direction only.
+Every other family makes tables: they build them with ``KTableBase.stored`` on the table class they are
+given (``TableT``), so that none of them imports the class that also makes them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Self, TypeVar
 
 from streams.dsl.aggregation import store_spec
 from streams.dsl.base import AbstractStream, Builder, check_callable
@@ -22,24 +21,14 @@ from streams.processor import Processor
 from streams.record_serdes import serde_from
 from streams.suppress import Suppressed, SuppressProcessor
 from streams.table_joins import JOIN_KINDS, TableJoinProcessor, TableMaterializeProcessor, key_joiner
-from streams.table_ops import (
-    TableFilterProcessor,
-    TableMapValuesProcessor,
-    TableOptions,
-    TableRepartitionMapProcessor,
-    ToStreamProcessor,
-)
+from streams.table_ops import TableFilterProcessor, TableMapValuesProcessor, TableOptions
 from streams.topology import StoreSpec, SuppressionBufferSpec
+from streams.windows import Windows
 
-if TYPE_CHECKING:
-    from streams.dsl.grouped_table import KGroupedTable
-    from streams.dsl.kstream import KStream
-    from streams.dsl.windowed_stream import Windows
-
-__all__ = ["KTable", "stored_table"]
+__all__ = ["KTableBase", "TableT"]
 
 
-class KTable(AbstractStream):
+class KTableBase(AbstractStream):
     """The latest value per key. Updates flow downstream as they happen (merged per key per commit when
     the store caches). A windowed aggregation's table also knows its ``windows``."""
 
@@ -52,7 +41,7 @@ class KTable(AbstractStream):
         value: Any,
         options: TableOptions | None = None,
         *,
-        parent: KTable | None = None,
+        parent: KTableBase | None = None,
         windows: Windows | None = None,
     ) -> None:
         super().__init__(builder, node, key, value)
@@ -67,26 +56,48 @@ class KTable(AbstractStream):
         if self._parent is not None:
             self._parent._enable_old_values()
 
-    def _add(self, prefix: str, supplier: Callable[[TableOptions], Processor], name: str | None, value: Any) -> KTable:
+    @classmethod
+    def stored(
+        cls,
+        builder: Builder,
+        node: str,
+        parent: str,
+        processor: Callable[[TableOptions], Processor],
+        spec: StoreSpec,
+        key: Any,
+        windows: Windows | None = None,
+    ) -> Self:
+        """The table of ``node`` under ``parent``, which keeps its rows in the store ``spec`` (an aggregation, a
+        materialized copy): the node's processor is ``processor(options)``; ``key`` is the table's key serde."""
+        options = TableOptions()
+        builder.topology.add_processor(node, lambda: processor(options), parent)
+        builder.topology.add_state_store(spec, node)
+        return cls(builder, node, spec.name, key, spec.value, options, windows=windows)
+
+    def _derived(self, node: str, value: Any, options: TableOptions) -> Self:
+        """The table of ``node``, a processor under this table that keeps no store of its own."""
+        return type(self)(self._builder, node, None, self.key_serde, value, options, parent=self, windows=self.windows)
+
+    def _add(self, prefix: str, supplier: Callable[[TableOptions], Processor], name: str | None, value: Any) -> Self:
         node = name or self._builder.new_name(prefix)
         options = TableOptions()
         self._builder.topology.add_processor(node, lambda: supplier(options), self.node)
-        return KTable(self._builder, node, None, self.key_serde, value, options, parent=self, windows=self.windows)
+        return self._derived(node, value, options)
 
-    def filter(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KTable:
+    def filter(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> Self:
         """Rows failing ``predicate(key, value)`` become deletes downstream."""
         check_callable("filter()", predicate)
         return self._add("KTABLE-FILTER", lambda o: TableFilterProcessor(predicate, False, o), name, self.value_serde)
 
-    def filter_not(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KTable:
+    def filter_not(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> Self:
         check_callable("filter_not()", predicate)
         return self._add("KTABLE-FILTER", lambda o: TableFilterProcessor(predicate, True, o), name, self.value_serde)
 
-    def map_values(self, mapper: Callable[[Any], Any], *, name: str | None = None) -> KTable:
+    def map_values(self, mapper: Callable[[Any], Any], *, name: str | None = None) -> Self:
         check_callable("map_values()", mapper)
         return self._add("KTABLE-MAPVALUES", lambda o: TableMapValuesProcessor(mapper, o), name, None)
 
-    def suppress(self, suppressed: Suppressed) -> KTable:
+    def suppress(self, suppressed: Suppressed) -> Self:
         """Hold back updates: ``Suppressed.until_window_closes()`` (one final result per window of a
         windowed table) or ``Suppressed.until_time_limit(duration)``."""
         if not isinstance(suppressed, Suppressed):
@@ -107,32 +118,13 @@ class KTable(AbstractStream):
         options = TableOptions()
         builder.topology.add_processor(node, lambda: SuppressProcessor(store, suppressed, offset, options), self.node)
         builder.topology.add_state_store(spec, node)
-        return KTable(builder, node, None, self.key_serde, self.value_serde, options, parent=self, windows=self.windows)
-
-    def group_by(
-        self,
-        selector: Callable[[Any, Any], tuple[Any, Any]],
-        *,
-        key: Any = None,
-        value: Any = None,
-        name: str | None = None,
-    ) -> KGroupedTable:
-        """Re-group the table: ``selector(key, value) -> (group key, group value)``. Aggregations of the
-        result subtract a row's old value from its old group and add its new value to its new group, so a
-        row that moves between groups leaves the first and joins the second."""
-        from streams.dsl.grouped_table import KGroupedTable  # it imports this module
-
-        check_callable("group_by()", selector)
-        self._enable_old_values()
-        node = self._builder.new_name("KTABLE-SELECT")
-        self._builder.topology.add_processor(node, lambda: TableRepartitionMapProcessor(selector), self.node)
-        return KGroupedTable(self._builder, node, serde_from(key), serde_from(value), name)
+        return self._derived(node, self.value_serde, options)
 
     # -- joins -----------------------------------------------------------------------------------------
 
     def join(
         self,
-        other: KTable,
+        other: KTableBase,
         joiner: Callable[..., Any],
         *,
         foreign_key: Callable[[Any], Any] | None = None,
@@ -140,7 +132,7 @@ class KTable(AbstractStream):
         store: str | StoreSpec | None = None,
         value: Any = None,
         name: str | None = None,
-    ) -> KTable:
+    ) -> Self:
         """Inner join on the key: a row while both tables have one, ``joiner(value, other)`` (``(key,
         value, other)`` with ``with_key``); a row of either side deleted deletes the result.
         ``foreign_key(value) -> other's key``: join each row with the ``other`` row its value points to
@@ -150,7 +142,7 @@ class KTable(AbstractStream):
 
     def left_join(
         self,
-        other: KTable,
+        other: KTableBase,
         joiner: Callable[..., Any],
         *,
         foreign_key: Callable[[Any], Any] | None = None,
@@ -158,48 +150,48 @@ class KTable(AbstractStream):
         store: str | StoreSpec | None = None,
         value: Any = None,
         name: str | None = None,
-    ) -> KTable:
+    ) -> Self:
         """As ``join``, but a row of this table without a partner is joined with None."""
         return self._join("left", other, joiner, foreign_key, with_key, store, value, name)
 
     def outer_join(
         self,
-        other: KTable,
+        other: KTableBase,
         joiner: Callable[..., Any],
         *,
         with_key: bool = False,
         store: str | StoreSpec | None = None,
         value: Any = None,
         name: str | None = None,
-    ) -> KTable:
+    ) -> Self:
         """A row while either table has one; the missing side is None in ``joiner(value, other)``."""
         return self._join("outer", other, joiner, None, with_key, store, value, name)
 
-    def _materialized(self) -> KTable:
+    def _materialized(self) -> Self:
         """This table, or (if it keeps no store) a copy of it that does: a join looks rows up there."""
         if self.store_name is not None:
             return self
         node = self._builder.new_name("KTABLE-MATERIALIZE")
         spec = StoreSpec(f"{node}-STATE-STORE", key=self.key_serde, value=self.value_serde, cache=False)
         spec.timestamped = True
-        return stored_table(
+        return self.stored(
             self._builder, node, self.node, lambda o: TableMaterializeProcessor(spec.name, o), spec, self.key_serde
         )
 
     def _join(
         self,
         kind: str,
-        other: KTable,
+        other: KTableBase,
         joiner: Callable[..., Any],
         foreign_key: Callable[[Any], Any] | None,
         with_key: bool,
         store: str | StoreSpec | None,
         value: Any,
         name: str | None,
-    ) -> KTable:
+    ) -> Self:
         assert kind in JOIN_KINDS
         method = {"inner": "join", "left": "left_join", "outer": "outer_join"}[kind]
-        if not isinstance(other, KTable) or other._builder is not self._builder:
+        if not isinstance(other, KTableBase) or other._builder is not self._builder:
             raise TopologyError(
                 f"KTable.{method}() needs a KTable from the same StreamsBuilder, got {type(other).__name__}"
             )
@@ -217,7 +209,7 @@ class KTable(AbstractStream):
             left, right = self._materialized(), other._materialized()
             left._enable_old_values()
             node, store_name, options = foreign_key_join(builder, kind, left, right, foreign_key, fn, spec, name)
-            return KTable(builder, node, store_name, self.key_serde, spec.value if spec else value, options)
+            return type(self)(builder, node, store_name, self.key_serde, spec.value if spec else value, options)
         left, right = self._materialized(), other._materialized()
         left._enable_old_values()  # a row that goes away turns into the tombstone of its result
         right._enable_old_values()
@@ -236,33 +228,12 @@ class KTable(AbstractStream):
         merge = name or builder.new_name("KTABLE-MERGE")
         if spec is None:
             topology.add_processor(merge, PassThroughProcessor, this, that)
-            return KTable(builder, merge, None, self.key_serde, value, result)
+            return type(self)(builder, merge, None, self.key_serde, value, result)
         store_name = spec.name
         topology.add_processor(merge, lambda: TableMaterializeProcessor(store_name, result), this, that)
         topology.add_state_store(spec, merge)
-        return KTable(builder, merge, store_name, self.key_serde, spec.value, result)
-
-    def to_stream(self, *, name: str | None = None) -> KStream:
-        """The table's updates as a stream (a delete is a record with value None)."""
-        from streams.dsl.kstream import KStream  # it imports this module
-
-        node = name or self._builder.new_name("KTABLE-TOSTREAM")
-        self._builder.topology.add_processor(node, ToStreamProcessor, self.node)
-        return KStream(self._builder, node, self.key_serde, self.value_serde, False)
+        return type(self)(builder, merge, store_name, self.key_serde, spec.value, result)
 
 
-def stored_table(
-    builder: Builder,
-    node: str,
-    parent: str,
-    processor: Callable[[TableOptions], Processor],
-    spec: StoreSpec,
-    key: Any,
-    windows: Windows | None = None,
-) -> KTable:
-    """The table of ``node`` under ``parent``, which keeps its rows in the store ``spec`` (an aggregation, a
-    materialized copy): the node's processor is ``processor(options)``; ``key`` is the table's key serde."""
-    options = TableOptions()
-    builder.topology.add_processor(node, lambda: processor(options), parent)
-    builder.topology.add_state_store(spec, node)
-    return KTable(builder, node, spec.name, key, spec.value, options, windows=windows)
+TableT = TypeVar("TableT", bound=KTableBase)
+"""The table class a family makes its tables of: ``KTable`` for the DSL's own classes."""

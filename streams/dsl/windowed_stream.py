@@ -1,16 +1,17 @@
 """The windowed streams: ``TimeWindowedKStream`` (``TimeWindows``, ``SlidingWindows``) and
-``SessionWindowedKStream`` (``SessionWindows``), grouped streams aggregated per window into a ``KTable``
-keyed by ``Windowed(key, window)`` with the windowed key serde (Kafka Streams' byte layout)."""
+``SessionWindowedKStream`` (``SessionWindows``), grouped streams aggregated per window into a table keyed by
+``Windowed(key, window)`` with the windowed key serde (Kafka Streams' byte layout). Generic in the class of
+the tables they make (``TableT``), as ``KGroupedStream``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Generic, Self
 
-from streams.dsl.aggregation import add_one, reducing, store_spec, zero
+from streams.dsl.aggregation import GroupedSource, add_one, reducing, store_spec, zero
 from streams.dsl.base import check_callable
-from streams.dsl.ktable import KTable, stored_table
+from streams.dsl.ktable import TableT
 from streams.errors import TopologyError
 from streams.processor import Processor
 from streams.record_serdes import INT, serde_from
@@ -24,32 +25,28 @@ from streams.window_ops import (
     TimeWindowAggregateProcessor,
 )
 from streams.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde
-from streams.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows, to_millis
+from streams.windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows, Windows, to_millis
 
-if TYPE_CHECKING:
-    from streams.dsl.grouped_stream import KGroupedStream
-
-__all__ = ["SessionWindowedKStream", "TimeWindowedKStream", "Windows"]
-
-Windows = TimeWindows | SlidingWindows | SessionWindows
+__all__ = ["SessionWindowedKStream", "TimeWindowedKStream"]
 
 
-class _WindowedStream:
+class _WindowedStream(Generic[TableT]):
     """What ``TimeWindowedKStream`` and ``SessionWindowedKStream`` share: the grouped stream, ``count`` and
     ``reduce``, and the plumbing of every aggregation (its window store and the result table). A subclass
     says how long its windows are kept, which processor aggregates them and how its keys are serialized."""
 
     _prefix = "KSTREAM-AGGREGATE"
 
-    def __init__(self, grouped: KGroupedStream, windows: Windows, emit: EmitStrategy) -> None:
+    def __init__(self, grouped: GroupedSource, windows: Windows, emit: EmitStrategy, tables: type[TableT]) -> None:
         self._grouped = grouped
         self.windows = windows
         self._emit = emit
+        self._tables = tables
 
     def emit_strategy(self, strategy: EmitStrategy | str) -> Self:
         """``"on_window_update"`` (default: every update) or ``"on_window_close"`` (each window's final
         result, once, when it closes)."""
-        return type(self)(self._grouped, self.windows, EmitStrategy.of(strategy))
+        return type(self)(self._grouped, self.windows, EmitStrategy.of(strategy), self._tables)
 
     def count(
         self,
@@ -59,7 +56,7 @@ class _WindowedStream:
         cache: bool | None = None,
         retention: timedelta | int | None = None,
         emit_strategy: EmitStrategy | str | None = None,
-    ) -> KTable:
+    ) -> TableT:
         """Records per key and window (merged sessions add their counts). ``retention``: how long windows are
         kept (default: size + grace; sliding windows: 2 * time difference + grace; sessions: inactivity gap +
         grace)."""
@@ -75,7 +72,7 @@ class _WindowedStream:
         cache: bool | None = None,
         retention: timedelta | int | None = None,
         emit_strategy: EmitStrategy | str | None = None,
-    ) -> KTable:
+    ) -> TableT:
         """``reducer(aggregate, value)``; merging sessions reduces their aggregates the same way."""
         check_callable("reduce()", reducer)
         add = reducing(reducer)
@@ -102,7 +99,7 @@ class _WindowedStream:
         cache: bool | None,
         retention: timedelta | int | None,
         emit_strategy: EmitStrategy | str | None,
-    ) -> KTable:
+    ) -> TableT:
         """The aggregation's store, its node (reading the repartition topic if the key changed) and table;
         ``merger`` combines the aggregates of sessions that merge (None: time windows, which never do)."""
         grouped = self._grouped
@@ -115,7 +112,8 @@ class _WindowedStream:
         key = grouped._builder.topology.key_serde(grouped.key_serde)
         parent = grouped._source(spec, named, self._prefix)
         node = grouped._builder.new_name(self._prefix)
-        return stored_table(grouped._builder, node, parent, processor, spec, self._key_serde(key, spec), self.windows)
+        key_serde = self._key_serde(key, spec)
+        return self._tables.stored(grouped._builder, node, parent, processor, spec, key_serde, self.windows)
 
     def _retention(self, spec: StoreSpec, retention: timedelta | int | None, minimum: int, why: str) -> int:
         if retention is not None:
@@ -157,7 +155,7 @@ def _copied(base: StoreSpec) -> dict[str, Any]:
     }
 
 
-class TimeWindowedKStream(_WindowedStream):
+class TimeWindowedKStream(_WindowedStream[TableT]):
     """A grouped stream over ``TimeWindows`` or ``SlidingWindows``; aggregations give a table keyed by
     ``Windowed(key, TimeWindow)``."""
 
@@ -174,7 +172,7 @@ class TimeWindowedKStream(_WindowedStream):
         cache: bool | None = None,
         retention: timedelta | int | None = None,
         emit_strategy: EmitStrategy | str | None = None,
-    ) -> KTable:
+    ) -> TableT:
         """``add(key, value, aggregate) -> aggregate`` per window, from ``initial()``."""
         check_callable("aggregate() initial", initial)
         check_callable("aggregate() add", add)
@@ -203,7 +201,7 @@ class TimeWindowedKStream(_WindowedStream):
         return TimeWindowedSerde(inner, spec.window_size_ms)
 
 
-class SessionWindowedKStream(_WindowedStream):
+class SessionWindowedKStream(_WindowedStream[TableT]):
     """A grouped stream over ``SessionWindows``; aggregations give a table keyed by
     ``Windowed(key, SessionWindow)``, in which merged sessions are deleted."""
 
@@ -221,7 +219,7 @@ class SessionWindowedKStream(_WindowedStream):
         cache: bool | None = None,
         retention: timedelta | int | None = None,
         emit_strategy: EmitStrategy | str | None = None,
-    ) -> KTable:
+    ) -> TableT:
         """``add(key, value, aggregate)`` per session, from ``initial()``; ``merge(key, agg1, agg2)``
         combines the aggregates of sessions that a record joins together."""
         check_callable("aggregate() initial", initial)
