@@ -62,8 +62,6 @@ class _Printer:
             out.write(f"{'partition':>9}  {'offset':>8}  {'timestamp':<23}  {'key':<{_KEY_WIDTH}}  value\n")
 
     def record(self, record: Record) -> None:
-        from serdes import MessageField
-
         shown: dict[str, Any] = {
             "topic": record.topic,
             "partition": record.partition,
@@ -75,9 +73,9 @@ class _Printer:
             "schema_id": None,
         }
         reasons: dict[str, str] = {}
-        for part, data, field in (("key", record.key, MessageField.KEY), ("value", record.value, MessageField.VALUE)):
+        for part, data, is_key in (("key", record.key, True), ("value", record.value, False)):
             try:
-                decoded, schema_id = self.decoder.decode(data, record, field)
+                decoded, schema_id = self.decoder.decode(data, record, is_key)
             except Undecodable as e:
                 assert data is not None
                 reasons[part] = str(e)
@@ -180,16 +178,15 @@ def consume(
             records = consumer.poll(_SETTLE if caught_up else _WAIT, batch)
             if not records and caught_up:
                 break  # at the end offsets, and nothing more came
-            nexts: dict[TopicPartition, int] = {}
             for record in records:
                 printer.record(record)
-                nexts[TopicPartition(record.topic, record.partition)] = record.offset + 1
             count += len(records)
             if records:
                 printer.out.flush()
-            if args.group is not None and nexts:
-                consumer.commit(nexts)
-            caught_up = _caught_up(consumer, ends)
+                if args.group is not None:  # what was printed, and no more (--max-messages may stop mid-poll)
+                    consumer.commit({TopicPartition(r.topic, r.partition): r.offset + 1 for r in records})
+            if len(records) < batch:  # a full batch is no sign of the end: skip the assignment look-up then
+                caught_up = _caught_up(consumer, ends)
     except KeyboardInterrupt:
         interrupted = True
     except BrokenPipeError:  # the reader went away (| head): stop quietly

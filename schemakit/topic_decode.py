@@ -76,13 +76,16 @@ class RecordDecoder:
         self._unframer = Unframer()
         self._types: dict[int, str] = {}  # schema id -> AVRO / JSON / PROTOBUF
         self._readers: dict[str, Callable[[bytes, SerializationContext], Any]] = {}
+        self._contexts: dict[tuple[str, str], SerializationContext] = {}  # (topic, key or value) -> its context
 
-    def decode(self, data: bytes | None, record: Record, field: MessageField) -> tuple[Any, int | None]:
-        """(the JSON value, the writer schema id or None); ``Undecodable`` with the reason."""
+    def decode(self, data: bytes | None, record: Record, is_key: bool) -> tuple[Any, int | None]:
+        """The record's key (``is_key``) or value as (the JSON value, the writer schema id or None);
+        ``Undecodable`` with the reason."""
         if data is None:
             return None, None
-        header = KEY_HEADER if field == MessageField.KEY else VALUE_HEADER
-        has_header = any(name == header for name, _ in record.headers)
+        header = KEY_HEADER if is_key else VALUE_HEADER
+        has_header = bool(record.headers) and any(name == header for name, _ in record.headers)
+        field = MessageField.KEY if is_key else MessageField.VALUE
         first = data[:1]
         if has_header or (first in (_CLASSIC_MAGIC, _GUID_MAGIC) and len(data) >= wire.PREFIX_SIZE):
             if self._client is not None:
@@ -107,7 +110,10 @@ class RecordDecoder:
                 data = self._unframer(self._client, data, ctx)
             schema_id = wire.read_schema_id(data, topic)
             read = self._reader(self._schema_type(schema_id))
-            return read(data, SerializationContext(topic, field)), schema_id
+            plain_ctx = self._contexts.get((topic, field))
+            if plain_ctx is None:
+                plain_ctx = self._contexts[(topic, field)] = SerializationContext(topic, field)
+            return read(data, plain_ctx), schema_id
         except RegistryUnavailableError:
             raise  # the registry is down: every record would fail alike, so the command stops
         except (SerializationError, RegistryError) as e:

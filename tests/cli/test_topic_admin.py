@@ -3,7 +3,6 @@ topic commands (unknown topic, unreachable or malformed log, bad options)."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -36,7 +35,7 @@ def test_create_list_describe_delete(cli: Cli, log_url: str, topic: str) -> None
     assert topic in listed.json()
     assert topic in cli("topic", "list", "--log", log_url).out.splitlines()
     with open_log(log_url) as log, log.producer() as p:
-        for i in range(4):
+        for _ in range(4):
             p.send(topic, b"v", partition=1)
         p.flush()
     described = cli("topic", "describe", topic, "--log", log_url, "-o", "json")

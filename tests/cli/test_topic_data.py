@@ -56,20 +56,29 @@ ROUND_TRIPS: dict[str, tuple[tuple[str, str], tuple[str, str], list[tuple[Any, A
     "avro": (
         ("order.avsc", AVRO_VALUE),
         ("key.avsc", '"string"'),
-        [("o-1", {"id": "o-1", "qty": 3, "note": "gift"}), ("o-2", {"id": "o-2", "qty": 1, "note": None})]
-        + [("o-3", {"id": "o-3", "qty": 7, "note": "é€"})],
+        [
+            ("o-1", {"id": "o-1", "qty": 3, "note": "gift"}),
+            ("o-2", {"id": "o-2", "qty": 1, "note": None}),
+            ("o-3", {"id": "o-3", "qty": 7, "note": "é€"}),
+        ],
     ),
     "json": (
         ("order.json", JSON_VALUE),
         ("key.json", '{"type": "string"}'),
-        [("o-1", {"id": "o-1", "qty": 3, "note": "gift"}), ("o-2", {"id": "o-2", "qty": 1, "note": None})]
-        + [("o-3", {"id": "o-3", "qty": 7})],
+        [
+            ("o-1", {"id": "o-1", "qty": 3, "note": "gift"}),
+            ("o-2", {"id": "o-2", "qty": 1, "note": None}),
+            ("o-3", {"id": "o-3", "qty": 7}),
+        ],
     ),
     "protobuf": (
         ("order.proto", PROTO_VALUE),
         ("key.proto", PROTO_KEY),
-        [({"id": "o-1"}, {"id": "o-1", "qty": 3}), ({"id": "o-2"}, {"id": "o-2", "qty": 1})]
-        + [({"id": "o-3"}, {"id": "o-3", "qty": 7})],
+        [
+            ({"id": "o-1"}, {"id": "o-1", "qty": 3}),
+            ({"id": "o-2"}, {"id": "o-2", "qty": 1}),
+            ({"id": "o-3"}, {"id": "o-3", "qty": 7}),
+        ],
     ),
 }
 
@@ -121,7 +130,7 @@ def test_produce_then_consume_round_trip(
     )  # fmt: skip
     assert produced.code == 0, produced.err
     assert produced.out == ""
-    assert produced.err.startswith(f"produced 3 records (") and f"to {topic} in " in produced.err
+    assert produced.err.startswith("produced 3 records (") and f"to {topic} in " in produced.err
     value_id, key_id = latest_id(registry_url, f"{topic}-value"), latest_id(registry_url, f"{topic}-key")
 
     consumed = lines(cli("topic", "consume", topic, "--log", log_url, "--registry", registry_url))
