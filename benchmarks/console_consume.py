@@ -1,7 +1,7 @@
 """Reading a topic of registry-framed Avro records to JSON lines: ``schemakit topic consume`` against a plain
 confluent-kafka consumer loop with confluent-kafka's ``AvroDeserializer``.
 
-    .venv/bin/python benchmarks/console_consume.py [--records 100000] [--rounds 3] [--json PATH]
+    .venv/bin/python benchmarks/console_consume.py [--records 100000] [--rounds 2] [--json PATH]
 
 Workload: ``--records`` records of the eight-field order schema (``tests/support/schemas.py``: string, long,
 double, boolean, nullable string, enum, array of ints, nested record), string keys, written in Confluent's wire
@@ -132,7 +132,7 @@ def timed(run: Any, records: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2)
     add_json_option(parser)
     args = parser.parse_args()
     run = BenchRun(__file__, vars(args))

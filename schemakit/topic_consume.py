@@ -15,13 +15,11 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-import orjson
-
 from schemakit.connection import UsageError, add_connection_options, connect
 from schemakit.topic_cmd import missing_topic, open_topic_log
-from schemakit.topic_decode import RecordDecoder, Undecodable, as_base64, headers_json, json_default
 
 if TYPE_CHECKING:
+    from schemakit.topic_decode import RecordDecoder
     from streams.log import Consumer, Log, Record, TopicPartition
 
 _BATCH = 500
@@ -62,43 +60,18 @@ class _Printer:
             out.write(f"{'partition':>9}  {'offset':>8}  {'timestamp':<23}  {'key':<{_KEY_WIDTH}}  value\n")
 
     def record(self, record: Record) -> None:
-        shown: dict[str, Any] = {
-            "topic": record.topic,
-            "partition": record.partition,
-            "offset": record.offset,
-            "timestamp": record.timestamp,
-            "key": None,
-            "value": None,
-            "headers": headers_json(record.headers),
-            "schema_id": None,
-        }
-        reasons: dict[str, str] = {}
-        for part, data, is_key in (("key", record.key, True), ("value", record.value, False)):
-            try:
-                decoded, schema_id = self.decoder.decode(data, record, is_key)
-            except Undecodable as e:
-                assert data is not None
-                reasons[part] = str(e)
-                shown[part] = as_base64(data)
-                continue
-            shown[part] = decoded
-            if schema_id is not None:
-                shown["schema_id" if part == "value" else "key_schema_id"] = schema_id
+        shown = self.decoder.shown(record)
+        reasons: dict[str, str] | None = shown.get("undecodable")
         if reasons:
             self.undecodable += 1
-            shown["undecodable"] = reasons
-        if self.table:
-            self.out.write(self._row(shown, reasons))
-        else:
-            self.out.write(orjson.dumps(shown, default=json_default).decode() + "\n")
+        self.out.write(self._row(shown, reasons or {}) if self.table else self.decoder.dumps(shown) + "\n")
 
-    @staticmethod
-    def _row(shown: dict[str, Any], reasons: dict[str, str]) -> str:
+    def _row(self, shown: dict[str, Any], reasons: dict[str, str]) -> str:
         def cell(part: str) -> str:
             if part in reasons:
                 return f"<undecodable: {reasons[part]}>"
             value = shown[part]
-            return value if isinstance(value, str) else orjson.dumps(value, default=json_default).decode()
+            return value if isinstance(value, str) else self.decoder.dumps(value)
 
         when = dt.datetime.fromtimestamp(shown["timestamp"] / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
         key = cell("key")
@@ -151,6 +124,8 @@ def cmd_consume(args: argparse.Namespace) -> int:
                 raise UsageError(f"partition {args.partition} does not exist ({args.topic!r} has {info.partitions})")
             selected = [args.partition] if args.partition is not None else list(range(info.partitions))
             tps = [TopicPartition(args.topic, p) for p in selected]
+            from schemakit.topic_decode import RecordDecoder  # serdes loads when a command reads, not at --help
+
             printer = _Printer(sys.stdout, RecordDecoder(client), args.output == "table")
             with log.consumer(args.group, client_id="schemakit-topic-consume") as consumer:
                 return consume(args, log, consumer, tps, printer)

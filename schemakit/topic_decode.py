@@ -14,6 +14,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from serdes import MessageField, RegistryError, RegistryUnavailableError, SerializationContext, SerializationError, wire
 from serdes.schema_ids import KEY_HEADER, VALUE_HEADER, Unframer
 
@@ -77,6 +79,41 @@ class RecordDecoder:
         self._types: dict[int, str] = {}  # schema id -> AVRO / JSON / PROTOBUF
         self._readers: dict[str, Callable[[bytes, SerializationContext], Any]] = {}
         self._contexts: dict[tuple[str, str], SerializationContext] = {}  # (topic, key or value) -> its context
+
+    def shown(self, record: Record) -> dict[str, Any]:
+        """The record as ``topic consume`` prints it: ``topic``, ``partition``, ``offset``, ``timestamp``, ``key``,
+        ``value``, ``headers``, ``schema_id`` (the value's), ``key_schema_id`` when the key is framed, and
+        ``undecodable`` (part -> reason) when a part could not be decoded (that part then shown as base64)."""
+        shown: dict[str, Any] = {
+            "topic": record.topic,
+            "partition": record.partition,
+            "offset": record.offset,
+            "timestamp": record.timestamp,
+            "key": None,
+            "value": None,
+            "headers": headers_json(record.headers),
+            "schema_id": None,
+        }
+        reasons: dict[str, str] = {}
+        for part, data, is_key in (("key", record.key, True), ("value", record.value, False)):
+            try:
+                decoded, schema_id = self.decode(data, record, is_key)
+            except Undecodable as e:
+                assert data is not None
+                reasons[part] = str(e)
+                shown[part] = as_base64(data)
+                continue
+            shown[part] = decoded
+            if schema_id is not None:
+                shown["key_schema_id" if is_key else "schema_id"] = schema_id
+        if reasons:
+            shown["undecodable"] = reasons
+        return shown
+
+    @staticmethod
+    def dumps(value: Any) -> str:
+        """Compact JSON of a shown record or value."""
+        return orjson.dumps(value, default=json_default).decode()
 
     def decode(self, data: bytes | None, record: Record, is_key: bool) -> tuple[Any, int | None]:
         """The record's key (``is_key``) or value as (the JSON value, the writer schema id or None);
