@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
@@ -164,8 +165,8 @@ def consume(
                 caught_up = _caught_up(consumer, ends)
     except KeyboardInterrupt:
         interrupted = True
-    except BrokenPipeError:  # the reader went away (| head): stop quietly
-        sys.stderr.close()
+    except BrokenPipeError:  # the reader went away (| head): stop quietly, and let the exit's flush go nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     if not args.quiet:
         elapsed = time.monotonic() - started
