@@ -73,6 +73,7 @@ bench: $(STAMP)
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(PY) benchmarks/registry_bench.py --json benchmarks/results/registry_bench.json
 	$(PY) benchmarks/serdes_bench.py --json benchmarks/results/serdes_bench.json
+	$(PY) benchmarks/console_consume.py --json benchmarks/results/console_consume.json
 	$(MAKE) $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python benchmarks/streams_bench.py --json benchmarks/results/streams_bench.json
 	$(BENCH_VENV)/bin/python benchmarks/streams_windows_bench.py --json benchmarks/results/streams_windows_bench.json

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from schemakit import compat_cmd, registry_cmd
+from schemakit import compat_cmd, registry_cmd, topic_cmd
 
 USAGE_ERROR = 2
 
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("hash-password", help="hash a password for the registry's --users-file", add_help=False)
     registry_cmd.add_parser(sub)
     compat_cmd.add_parser(sub)
+    topic_cmd.add_parser(sub)
     from streams.cli import add_subcommand  # `schemakit streams run module:app`
 
     add_subcommand(sub)

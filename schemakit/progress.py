@@ -12,7 +12,7 @@ from typing import Protocol, TextIO
 
 
 class Progress(Protocol):
-    """What long work reports: a phase with a known number of steps, its steps, its end."""
+    """What long work reports: a phase with a number of steps (0: not known in advance), its steps, its end."""
 
     def start(self, phase: str, total: int) -> None: ...
 
@@ -33,7 +33,8 @@ class NoProgress:
 
 
 class TerminalProgress:
-    """``phase  [#####.....]  120/400  30%  2.1s``, redrawn at most ten times a second."""
+    """``phase  [#####.....]  120/400  30%  2.1s`` (``phase  120  2.1s  57/s`` when the total is not known),
+    redrawn at most ten times a second."""
 
     WIDTH = 30
 
@@ -64,10 +65,15 @@ class TerminalProgress:
         if not force and now - self._drawn < 0.1:
             return
         self._drawn = now
-        frac = self.done / self.total if self.total else 1.0
+        elapsed = now - self._started
+        if not self.total:  # a stream of unknown length (stdin): a count and a rate
+            rate = self.done / elapsed if elapsed > 0 else 0.0
+            self.stream.write(f"\r{self.phase:<24} {self.done} {elapsed:5.1f}s {rate:,.0f}/s")
+            self.stream.flush()
+            return
+        frac = self.done / self.total
         filled = round(self.WIDTH * min(frac, 1.0))
         bar = "#" * filled + "." * (self.WIDTH - filled)
-        elapsed = now - self._started
         self.stream.write(f"\r{self.phase:<24} [{bar}] {self.done}/{self.total} {frac:4.0%} {elapsed:5.1f}s")
         self.stream.flush()
 

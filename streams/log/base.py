@@ -554,6 +554,12 @@ class Log(abc.ABC):
         Some Kafka-protocol brokers report this wrongly; code that must know it has read everything
         uses a barrier (produce a record, read up to its offset) instead."""
 
+    def start_offsets(self, topic: str) -> dict[int, int]:
+        """Per partition, the offset of the oldest record still stored (the log start offset; the end offset
+        when the partition holds none): where ``OFFSET_BEGINNING`` starts reading. Records before it were
+        compacted or deleted. ``UnknownTopicError`` when the topic does not exist."""
+        raise LogError(f"{type(self).__name__} cannot tell the start offsets of {topic!r}")
+
     @abc.abstractmethod
     def committed(self, group: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offsets (None where nothing was committed)."""

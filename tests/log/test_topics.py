@@ -94,3 +94,19 @@ def test_ensure_topic_accepts_compacted_when_not_required(log: Log, unique: Call
     name = unique()
     log.create_topic(name, 1, compacted=True)
     assert log.ensure_topic(name, 1).compacted is True
+
+
+def test_start_offsets(log: Log, unique: Callable[..., str]) -> None:
+    name = unique()
+    log.create_topic(name, 2)
+    assert log.start_offsets(name) == {0: 0, 1: 0}
+    with log.producer() as p:
+        for value in (b"1", b"2", b"3"):
+            p.send(name, value, b"k", partition=0)
+        p.flush()
+    assert log.start_offsets(name) == {0: 0, 1: 0}
+    if not log.capabilities.compacts_itself:  # the two older records of key k go: the oldest left is offset 2
+        log.compact(name)
+        assert log.start_offsets(name) == {0: 2, 1: 0}
+    with pytest.raises(UnknownTopicError, match="nope"):
+        log.start_offsets(unique("nope"))

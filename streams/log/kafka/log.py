@@ -235,17 +235,24 @@ class KafkaLog(Log):
     def end_offsets(self, topic: str) -> dict[int, int]:
         """High watermarks. tansu (the test broker) reports the last batch's base offset + 1 instead,
         which is why callers that must have read everything use a produce-and-read barrier."""
+        return self._list_offsets(topic, OffsetSpec.latest(), "end")
+
+    def start_offsets(self, topic: str) -> dict[int, int]:
+        return self._list_offsets(topic, OffsetSpec.earliest(), "start")
+
+    def _list_offsets(self, topic: str, spec: OffsetSpec, which: str) -> dict[int, int]:
         partitions = self.partition_count(topic)
         if partitions is None:
-            raise UnknownTopicError(f"end offsets: topic {topic!r} does not exist")
-        request = {confluent_kafka.TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+            raise UnknownTopicError(f"{which} offsets: topic {topic!r} does not exist")
+        request = {confluent_kafka.TopicPartition(topic, p): spec for p in range(partitions)}
         futures = self._admin.list_offsets(
             request,
             isolation_level=confluent_kafka.IsolationLevel.READ_UNCOMMITTED,
             request_timeout=self.timeout,
         )
         return {
-            tp.partition: self._result(f, f"end offset of {topic}[{tp.partition}]").offset for tp, f in futures.items()
+            tp.partition: self._result(f, f"{which} offset of {topic}[{tp.partition}]").offset
+            for tp, f in futures.items()
         }
 
     def committed(self, group: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:

@@ -190,6 +190,20 @@ class SqliteLog(Log):
         return dict(rows)
 
     @translated
+    def start_offsets(self, topic: str) -> dict[int, int]:
+        # The partition's next offset where it holds no record (all compacted away, or none written).
+        with self._db.lock:
+            rows = self._db.conn.execute(
+                "SELECT p.partition, COALESCE((SELECT MIN(r.offset) FROM records r WHERE r.topic_id = p.topic_id "
+                "AND r.partition = p.partition), p.next_offset) FROM partitions p JOIN topics t ON t.id = p.topic_id "
+                "WHERE t.name = ? ORDER BY p.partition",
+                (topic,),
+            ).fetchall()
+        if not rows:
+            raise UnknownTopicError(f"topic {topic!r} does not exist")
+        return dict(rows)
+
+    @translated
     def committed(self, group: str, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         return read_group_offsets(self._db, group, partitions)
 
