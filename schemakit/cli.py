@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("hash-password", help="hash a password for the registry's --users-file", add_help=False)
     registry_cmd.add_parser(sub)
     compat_cmd.add_parser(sub)
-    from streams.cli import add_subcommand  # `schemakit streams run module:app`
+    from streams.cli import add_subcommand  # `schemakit streams run / describe / status`
 
     add_subcommand(sub)
     return p

@@ -56,6 +56,7 @@ from streams.queries import (
 )
 from streams.record_serdes import BytesSerde, FloatSerde, IntSerde, StringSerde
 from streams.state.timed import MAX_TIME
+from streams.status import instance_status
 
 __all__ = ["QueryServer", "QuerySource", "parse_time", "to_json"]
 
@@ -83,6 +84,10 @@ class QuerySource(Protocol):
     def assignment(self) -> Assignment: ...
 
     def task_lags(self) -> dict[str, dict[str, int]]: ...
+
+    def input_lags(self) -> dict[str, int]: ...
+
+    def metrics(self) -> dict[str, Any]: ...
 
     def metrics_exposition(self) -> tuple[bytes, str]:
         """The Prometheus text and its content type."""
@@ -366,6 +371,15 @@ class QueryServer:
                     "instances": instances,
                 }
             )
+
+        @app.get("/v1/tasks")
+        async def tasks() -> Response:
+            """This instance's state and tasks (``streams/status.py``; ``schemakit streams status`` reads it)."""
+            source = self.source
+            metrics = await asyncio.to_thread(source.metrics)
+            input_lags = await asyncio.to_thread(source.input_lags)  # asks the log for end offsets
+            changelog_lags = source.task_lags().get(source.instance_id, {})
+            return _json(instance_status(metrics, input_lags, changelog_lags))
 
         @app.get("/v1/stores/{store}/metadata")
         async def store_metadata(store: str) -> Response:
