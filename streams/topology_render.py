@@ -85,23 +85,32 @@ class TopologyDescription:
     sub_topologies: tuple[SubTopologyDescription, ...]
 
 
+def _sub_tree_sizes(children: dict[str, list[str]]) -> dict[str, int]:
+    """Each node's size as Kafka counts it: one plus its children's sizes (paths, in a diamond)."""
+    sizes: dict[str, int] = {}
+
+    def size(name: str) -> int:
+        if name not in sizes:
+            sizes[name] = 1 + sum(size(child) for child in children[name])
+        return sizes[name]
+
+    for name in children:
+        size(name)
+    return sizes
+
+
 def describe(topology: Topology) -> TopologyDescription:
     """The topology's sub-topologies and nodes in Kafka Streams' order (see the module docstring)."""
     subs: list[SubTopologyDescription] = []
     for sub in topology.sub_topologies():
         members = {node.name: node for node in sub.nodes}
-        sizes: dict[str, int] = {}
+        sizes = _sub_tree_sizes({name: node.children for name, node in members.items()})
 
-        def size(name: str) -> int:
-            if name not in sizes:
-                sizes[name] = 1 + sum(size(child) for child in members[name].children)
-            return sizes[name]
+        def ordered(names: Iterable[str], sizes: dict[str, int] = sizes) -> tuple[str, ...]:
+            return tuple(sorted(names, key=lambda n: (-sizes[n], n)))
 
-        def ordered(names: Iterable[str]) -> tuple[str, ...]:
-            return tuple(sorted(names, key=lambda n: (-size(n), n)))
-
-        def linked(names: list[str]) -> tuple[str, ...]:
-            return tuple(sorted(names, key=size, reverse=True))  # stable: equal sizes stay in the order added
+        def linked(names: list[str], sizes: dict[str, int] = sizes) -> tuple[str, ...]:
+            return tuple(sorted(names, key=sizes.__getitem__, reverse=True))  # stable: ties stay in the order added
 
         described: list[NodeDescription] = []
         for name in ordered(members):
