@@ -1,10 +1,12 @@
 """``schemakit streams status`` against two running instances with query servers: the instances and their
 active and standby tasks are the apps' own assignment, each task's state is what its instance reports, and the
 lags (input records not processed, changelog records behind) come down to zero once everything is processed
-and the standbys caught up. An address where nothing listens is a clear error."""
+and the standbys caught up; a task held on a record shows the records behind it as its input lag. An address
+where nothing listens is a clear error."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -12,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from streams import StreamsApp
+from streams import StreamsApp, StreamsBuilder
 from streams.log import open_log
 from tests.streams.topologies import key_counts
 from tests.support.cli import run_in_process
@@ -118,3 +120,33 @@ def test_status_of_an_address_where_nothing_listens(capsys: pytest.CaptureFixtur
     result = run_in_process(capsys, "streams", "status", "--url", url, "--timeout", "2")
     assert result.code == 1
     assert result.err.startswith(f"schemakit streams status: GET {url}/v1/metadata: ")
+
+
+def test_input_lag_counts_the_records_a_task_has_not_processed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, names: Callable[[str], str]
+) -> None:
+    """A task held on its first record: the nine behind it are its input lag, until it is let go."""
+    url = f"sqlite:///{tmp_path / 'log'}"
+    lg = open_log(url)
+    src, app_id = names("in"), names("lag")
+    create_topics(lg, 1, src)
+    produce(lg, src, [(f"k{i}", {"v": i}) for i in range(10)])
+    release = threading.Event()
+    b = StreamsBuilder()
+    b.stream(src, key=str, value="json").foreach(lambda k, v: release.wait(30) if v["v"] == 0 else None)
+    app = StreamsApp(
+        b.build(), app_id, url, state_dir=tmp_path / "state", application_server=f"http://127.0.0.1:{free_port()}"
+    )
+    try:
+        with app:
+            server = str(app.config.application_server)
+
+            def lag_of_0_0(status: dict[str, Any]) -> Any:
+                return next((t["input_lag"] for t in status["tasks"] if t["task"] == "0_0"), None)
+
+            wait_for(lambda: lag_of_0_0(_status(capsys, server)) == 9, what="a lag of the nine records held back")
+            release.set()
+            wait_for(lambda: lag_of_0_0(_status(capsys, server)) == 0, what="no lag once let go")
+    finally:
+        release.set()
+        lg.close()
