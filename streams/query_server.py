@@ -15,6 +15,10 @@ Window and session stores are asked per key, routed the same way: ``/v1/stores/{
 ``/v1/stores/{store}/keys/{key}/sessions`` (``?from=&to=``: sessions ending at or after ``from`` and starting
 at or before ``to``, as ``findSessions``); times are epoch milliseconds or ISO-8601 (UTC unless it says).
 
+``GET /v1/metadata`` describes every instance (its tasks, stores and changelog lags); ``GET /v1/tasks`` this
+instance's state and tasks with their input and changelog lags (``streams/status.py``, read by ``schemakit
+streams status``).
+
 Errors are Confluent-style ``{"error_code", "message"}`` bodies: 40001 a bad query parameter, 40401 store not
 found (or not of the kind the path asks for), 40402 key not found, 42201 a key the store's key serde cannot
 take, 50301 not available now (``Retry-After`` in seconds), 50001 a value that could not be read or rendered.

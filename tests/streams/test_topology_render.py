@@ -9,6 +9,7 @@ the Graphviz text where it is installed."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ from streams import Processor, StreamsBuilder, Topology
 from streams.cli import FORMATS as CLI_FORMATS
 from streams.topology import StoreSpec
 from streams.topology_render import FORMATS, describe, dot, kafka_text, mermaid, render
+from tests.support import REPO_ROOT
 from tests.support.cli import run_in_process
 
 
@@ -167,17 +169,19 @@ def test_describe_is_kafkas_text_for_two_joins_sharing_a_repartition_topic() -> 
     assert _rekeyed_joins(names, shared_repartition=True).describe() == KAFKA_GENERATED_NAMES
 
 
+KAFKA_NAMES = {"first-out": "KSTREAM-SINK-0000000012", "second-out": "KSTREAM-SINK-0000000017"}
+for _which in ("first", "second"):
+    KAFKA_NAMES |= {
+        f"{_which}-filter": f"{_which}-join-repartition-filter",
+        f"{_which}-sink": f"{_which}-join-repartition-sink",
+        f"{_which}-topic": f"{_which}-join",
+        f"{_which}-source": f"{_which}-join-repartition-source",
+        f"{_which}-join": f"{_which}-join",
+    }
+
+
 def test_describe_is_kafkas_text_for_two_joins_with_named_repartition_topics() -> None:
-    names = {"first-out": "KSTREAM-SINK-0000000012", "second-out": "KSTREAM-SINK-0000000017"}
-    for which in ("first", "second"):
-        names |= {
-            f"{which}-filter": f"{which}-join-repartition-filter",
-            f"{which}-sink": f"{which}-join-repartition-sink",
-            f"{which}-topic": f"{which}-join",
-            f"{which}-source": f"{which}-join-repartition-source",
-            f"{which}-join": f"{which}-join",
-        }
-    topology = _rekeyed_joins(names, shared_repartition=False)
+    topology = _rekeyed_joins(KAFKA_NAMES, shared_repartition=False)
     assert topology.describe() == KAFKA_USER_NAMES == render(topology, "text")
 
 
@@ -360,6 +364,44 @@ def test_graphviz_parses_the_dot_text() -> None:
     assert texts == labels | topics  # every sub-topology, node, store and topic drawn, nothing else
 
 
+MERMAID_TOOLS = REPO_ROOT / ".tools" / "mermaid"
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None or not (MERMAID_TOOLS / "node_modules" / "mermaid").is_dir(),
+    reason="Mermaid's parser is not installed (make diagram-tools: npm's mermaid and jsdom in .tools/mermaid)",
+)
+def test_mermaids_own_parser_accepts_the_flowcharts(tmp_path: Path) -> None:
+    b = StreamsBuilder()
+    countries = b.global_table("countries", key=str, value=str, store="countries")
+    b.stream("orders", key=str, value=str).join(countries, lambda k, v: v, lambda v, c: f"{v}:{c}").to("out")
+    charts = {
+        "tiers": mermaid(describe(orders_per_tier().build())),
+        "kafka": mermaid(describe(_rekeyed_joins(KAFKA_NAMES, shared_repartition=False))),
+        "global": mermaid(describe(b.build())),
+    }
+    # A control: the parser must refuse a chart with an edge to nowhere.
+    charts["broken"] = charts["tiers"] + "    t0 -->\n"
+    for name, text in charts.items():
+        (tmp_path / f"{name}.mmd").write_text(text)
+    done = subprocess.run(
+        ["node", str(REPO_ROOT / "tests" / "support" / "mermaid_parse.mjs"), str(MERMAID_TOOLS)]
+        + [str(tmp_path / f"{name}.mmd") for name in charts],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    results = {Path(r["file"]).stem: r for r in map(json.loads, done.stdout.splitlines())}
+    assert {name: r["ok"] for name, r in results.items()} == {
+        "tiers": True,
+        "kafka": True,
+        "global": True,
+        "broken": False,
+    }
+    assert {results[name]["diagram"] for name in ("tiers", "kafka", "global")} == {"flowchart-v2"}
+
+
 def test_global_table_is_a_sub_topology_without_tasks_in_every_format() -> None:
     b = StreamsBuilder()
     countries = b.global_table("countries", key=str, value=str, store="countries")
@@ -429,3 +471,33 @@ def test_streams_describe_reports_what_is_not_a_topology(
     assert "os:sep is a str, not a StreamsApp, Topology or StreamsBuilder" in result.err
     result = run_in_process(capsys, "streams", "describe", app_module("nothing"))
     assert result.code == 2 and "has no attribute 'nothing'" in result.err
+
+
+# -- the guide's example, its drawing and the README's diagram are of one topology -------------------------------
+
+
+def _fenced_blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"^```{language}\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
+
+
+def test_the_guides_example_is_the_topology_drawn_in_the_readme_and_the_guide() -> None:
+    guide = (REPO_ROOT / "docs" / "streams.md").read_text()
+    (example,) = [block for block in _fenced_blocks(guide, "python") if "builder = b" in block]
+    scope: dict[str, object] = {"StreamsBuilder": StreamsBuilder}
+    exec(example, scope)  # the guide's code, as printed
+    builder = scope["builder"]
+    assert isinstance(builder, StreamsBuilder)
+    topology = builder.build()
+    assert topology.describe() == orders_per_tier().build().describe()
+    (diagram,) = _fenced_blocks((REPO_ROOT / "README.md").read_text(), "mermaid")
+    assert diagram == render(topology, "mermaid")
+    # The guide's image is Graphviz's drawing of `--format dot`: its texts are the topology's labels.
+    svg = ElementTree.parse(REPO_ROOT / "docs" / "images" / "streams-topology.svg").getroot()
+    texts = {el.text for el in svg.iter("{http://www.w3.org/2000/svg}text")}
+    assert "](images/streams-topology.svg)" in guide
+    desc = describe(topology)
+    expected = {f"Sub-topology {sub.id}" for sub in desc.sub_topologies}
+    for sub in desc.sub_topologies:
+        expected |= {n.name for n in sub.nodes} | set(sub.stores)
+        expected |= {t for n in sub.nodes for t in n.topics}
+    assert texts == expected
