@@ -54,15 +54,22 @@ def instance_status(
     }
 
 
-def _get(client: httpx.Client, url: str) -> Any:
-    response = client.get(url)
+def _get(client: httpx.Client, url: str, fields: tuple[str, ...]) -> dict[str, Any]:
+    """The JSON object at ``url``, which must carry ``fields``; anything else is a ``StatusError`` saying what."""
+    try:
+        response = client.get(url)
+    except httpx.HTTPError as exc:
+        raise StatusError(f"GET {url}: {exc or type(exc).__name__}") from exc
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
     if response.status_code != 200:
-        try:
-            message = response.json()["message"]
-        except (ValueError, KeyError, TypeError):
-            message = response.text[:200]
-        raise StatusError(f"GET {url}: HTTP {response.status_code}: {message}")
-    return response.json()
+        message = body.get("message") if isinstance(body, dict) else None
+        raise StatusError(f"GET {url}: HTTP {response.status_code}: {message or response.text[:200]}")
+    if not isinstance(body, dict) or any(f not in body for f in fields):
+        raise StatusError(f"GET {url}: not a schemakit streams query server's answer: {response.text[:200]}")
+    return body
 
 
 def application_status(url: str, timeout: float = 5.0) -> dict[str, Any]:
@@ -72,10 +79,7 @@ def application_status(url: str, timeout: float = 5.0) -> dict[str, Any]:
     (one entry per task on each instance that answered, sorted by task then role)."""
     base = url.rstrip("/")
     with httpx.Client(timeout=timeout) as client:
-        try:
-            metadata = _get(client, f"{base}/v1/metadata")
-        except httpx.HTTPError as exc:
-            raise StatusError(f"GET {base}/v1/metadata: {exc}") from exc
+        metadata = _get(client, f"{base}/v1/metadata", ("application_id", "instance", "generation", "instances"))
         instances: list[dict[str, Any]] = []
         tasks: list[dict[str, Any]] = []
         for member in metadata["instances"]:
@@ -93,9 +97,9 @@ def application_status(url: str, timeout: float = 5.0) -> dict[str, Any]:
                 entry["error"] = "it has no application_server"
                 continue
             try:
-                local = _get(client, f"{host['server'].rstrip('/')}/v1/tasks")
-            except (httpx.HTTPError, StatusError) as exc:
-                entry["error"] = str(exc) or type(exc).__name__
+                local = _get(client, f"{host['server'].rstrip('/')}/v1/tasks", ("state", "leader", "tasks"))
+            except StatusError as exc:
+                entry["error"] = str(exc)
                 continue
             entry["state"], entry["leader"] = local["state"], local["leader"]
             tasks += [{"instance": host["instance"], **task} for task in local["tasks"]]

@@ -2,7 +2,7 @@
 active and standby tasks are the apps' own assignment, each task's state is what its instance reports, and the
 lags (input records not processed, changelog records behind) come down to zero once everything is processed
 and the standbys caught up; a task held on a record shows the records behind it as its input lag. An address
-where nothing listens is a clear error."""
+where nothing listens, or a server that is not a query server, is a clear error."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from streams import StreamsApp, StreamsBuilder
 from streams.log import open_log
 from tests.streams.topologies import key_counts
 from tests.support.cli import run_in_process
+from tests.support.http_stub import StubServer
 from tests.support.ports import free_port
 from tests.support.topics import create_topics, produce
 from tests.support.waiting import wait_for
@@ -150,3 +151,13 @@ def test_input_lag_counts_the_records_a_task_has_not_processed(
     finally:
         release.set()
         lg.close()
+
+
+def test_status_of_a_server_that_is_not_a_query_server(capsys: pytest.CaptureFixture[str]) -> None:
+    with StubServer("application/json", lambda: b'{"version": "7.6.0"}') as other:
+        result = run_in_process(capsys, "streams", "status", "--url", other.url)
+    assert result.code == 1
+    assert result.err == (
+        f"schemakit streams status: GET {other.url}/v1/metadata: not a schemakit streams query server's answer: "
+        '{"version": "7.6.0"}\n'
+    )
