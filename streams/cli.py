@@ -173,9 +173,9 @@ def status(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m streams")
     add_subcommand(parser.add_subparsers(dest="command", required=True))
-    # ``python -m streams run x:app`` and ``python -m streams streams run x:app`` both work.
+    # ``python -m streams run x:app`` and ``python -m streams streams run x:app`` both work (describe, status too).
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "run":
+    if argv and argv[0] in ("run", "describe", "status"):
         argv = ["streams", *argv]
     args = parser.parse_args(argv)
     return int(args.func(args))
