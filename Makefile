@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck format openapi docs bench bench-spark charts spark-jar wheel browser clean
+.PHONY: install run test lint typecheck format openapi docs bench bench-spark charts spark-jar wheel browser diagram-tools clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,13 +46,29 @@ browser:
 		|| echo "chromium could not be installed: the UI tests skip"; \
 	else echo "chromium not found: the UI tests skip. Install: make browser (as root), or apt-get install chromium chromium-driver"; fi
 
+# The topology diagrams' checks (tests/streams/test_topology_render.py): Graphviz's dot parses the dot text, and
+# Mermaid's own parser (npm's mermaid under jsdom, installed in .tools/mermaid) the flowcharts. Each test skips,
+# naming this target, where its tool cannot be installed.
+MERMAID_TOOLS := .tools/mermaid
+diagram-tools:
+	@if command -v dot >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null) \
+		|| echo "graphviz could not be installed: the dot parse test skips"; \
+	else echo "dot not found: the dot parse test skips. Install: make diagram-tools (as root), or apt-get install graphviz"; fi
+	@if [ -f $(MERMAID_TOOLS)/node_modules/mermaid/package.json ]; then :; \
+	elif command -v npm >/dev/null; then \
+		npm install --prefix $(MERMAID_TOOLS) --no-audit --no-fund --silent mermaid@11.17.2 jsdom@24.1.3 >/dev/null \
+		|| echo "mermaid could not be installed: the Mermaid parse test skips"; \
+	else echo "npm not found: the Mermaid parse test skips. Install node and npm, then: make diagram-tools"; fi
+
 # Two pytest workers (pytest-xdist), one test file at a time each: most end-to-end tests wait on brokers and
 # processes, so two files side by side take about half the wall time on 2 cores. Each worker starts its own
 # test broker and registry. PYTEST_WORKERS=0 runs everything in one process.
 # Bytecode is written even where the environment sets PYTHONDONTWRITEBYTECODE: each worker would otherwise
 # compile again, at every run, the ~700 modules pytest rewrites (tests, plugins, our packages): ~10 s more.
 PYTEST_WORKERS ?= 2
-test: $(STAMP) spark-jar browser lint typecheck docs
+test: $(STAMP) spark-jar browser diagram-tools lint typecheck docs
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 format: $(STAMP)
@@ -100,4 +116,4 @@ $(BENCH_STAMP): pyproject.toml
 	touch $(BENCH_STAMP)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build site *.egg-info serdes/spark/schemakit-spark.jar
+	rm -rf $(VENV) $(BENCH_VENV) build site *.egg-info serdes/spark/schemakit-spark.jar .tools

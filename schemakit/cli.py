@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     registry_cmd.add_parser(sub)
     compat_cmd.add_parser(sub)
     topic_cmd.add_parser(sub)
-    from streams.cli import add_subcommand  # `schemakit streams run module:app`
+    from streams.cli import add_subcommand  # `schemakit streams run / describe / status`
 
     add_subcommand(sub)
     return p

@@ -713,6 +713,23 @@ class StreamsApp:
         instances last reported (``GET /v1/metadata``)."""
         return self._membership.lags() if self._membership is not None else {}
 
+    def input_lags(self) -> dict[str, int]:
+        """Active task -> the records of its input partitions it has not processed yet: the partitions' end
+        offsets (asked of the log, once per topic) minus the next offset the task will process. On Kafka
+        under exactly-once the end offset counts transaction markers too, so a caught-up task may show a
+        small lag."""
+        positions = {task.id: task.input_positions() for task in self._active_tasks()}
+        ends: dict[str, dict[int, int]] = {}
+        lags: dict[str, int] = {}
+        for task_id, inputs in positions.items():
+            lag = 0
+            for tp, next_offset in inputs.items():
+                if tp.topic not in ends:
+                    ends[tp.topic] = self.log.end_offsets(tp.topic)
+                lag += max(0, ends[tp.topic].get(tp.partition, 0) - (next_offset or 0))
+            lags[task_id] = lag
+        return lags
+
     @property
     def retry_after_s(self) -> int:
         """The session timeout in whole seconds (the log's own where it has one): by then a dead owner's tasks

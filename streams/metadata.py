@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from streams.errors import CoPartitioningError, MissingTopicError, StreamsError
 from streams.log.base import Log, TopicPartition
-from streams.topology import StoreSpec, SubTopology, Topology
+from streams.topology import StoreSpec, SubTopology, Topology, internal_topic_name
 
 __all__ = ["Metadata", "TopicNames", "resolve"]
 
@@ -30,8 +30,7 @@ class TopicNames:
         foreign-key join's subscription or response topic, which keep their own suffix."""
         if not internal:
             return name
-        suffix = "" if name.endswith("-topic") else "-repartition"
-        return f"{self.application_id}-{name}{suffix}"
+        return f"{self.application_id}-{internal_topic_name(name)}"
 
     def changelog(self, store: str) -> str:
         return f"{self.application_id}-{store}-changelog"

@@ -15,6 +15,10 @@ Window and session stores are asked per key, routed the same way: ``/v1/stores/{
 ``/v1/stores/{store}/keys/{key}/sessions`` (``?from=&to=``: sessions ending at or after ``from`` and starting
 at or before ``to``, as ``findSessions``); times are epoch milliseconds or ISO-8601 (UTC unless it says).
 
+``GET /v1/metadata`` describes every instance (its tasks, stores and changelog lags); ``GET /v1/tasks`` this
+instance's state and tasks with their input and changelog lags (``streams/status.py``, read by ``schemakit
+streams status``).
+
 Errors are Confluent-style ``{"error_code", "message"}`` bodies: 40001 a bad query parameter, 40401 store not
 found (or not of the kind the path asks for), 40402 key not found, 42201 a key the store's key serde cannot
 take, 50301 not available now (``Retry-After`` in seconds), 50001 a value that could not be read or rendered.
@@ -56,6 +60,7 @@ from streams.queries import (
 )
 from streams.record_serdes import BytesSerde, FloatSerde, IntSerde, StringSerde
 from streams.state.timed import MAX_TIME
+from streams.status import instance_status
 
 __all__ = ["QueryServer", "QuerySource", "parse_time", "to_json"]
 
@@ -83,6 +88,10 @@ class QuerySource(Protocol):
     def assignment(self) -> Assignment: ...
 
     def task_lags(self) -> dict[str, dict[str, int]]: ...
+
+    def input_lags(self) -> dict[str, int]: ...
+
+    def metrics(self) -> dict[str, Any]: ...
 
     def metrics_exposition(self) -> tuple[bytes, str]:
         """The Prometheus text and its content type."""
@@ -366,6 +375,15 @@ class QueryServer:
                     "instances": instances,
                 }
             )
+
+        @app.get("/v1/tasks")
+        async def tasks() -> Response:
+            """This instance's state and tasks (``streams/status.py``; ``schemakit streams status`` reads it)."""
+            source = self.source
+            metrics = await asyncio.to_thread(source.metrics)
+            input_lags = await asyncio.to_thread(source.input_lags)  # asks the log for end offsets
+            changelog_lags = source.task_lags().get(source.instance_id, {})
+            return _json(instance_status(metrics, input_lags, changelog_lags))
 
         @app.get("/v1/stores/{store}/metadata")
         async def store_metadata(store: str) -> Response:

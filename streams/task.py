@@ -311,6 +311,11 @@ class StreamTask:
     def input_partitions(self) -> list[TopicPartition]:
         return [inp.tp for inp in self._inputs.values()]
 
+    def input_positions(self) -> dict[TopicPartition, int | None]:
+        """Each input partition's next offset to process (None: nothing committed or processed yet, so from
+        the beginning). Read from other threads (``app.input_lags``): a slightly old value is fine there."""
+        return {inp.tp: inp.next_offset for inp in list(self._inputs.values())}
+
     def set_committed(self, committed: dict[TopicPartition, int | None]) -> None:
         for inp in self._inputs.values():
             c = committed.get(inp.tp)

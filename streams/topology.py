@@ -30,12 +30,19 @@ __all__ = [
     "SuppressionBufferSpec",
     "Topology",
     "WindowStoreSpec",
+    "internal_topic_name",
 ]
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 STORE_KINDS = ("rocksdb", "memory")
 
 Partitioner = Callable[[Any, Any, int], int]
+
+
+def internal_topic_name(name: str) -> str:
+    """An internal topic's name without the application id: a repartition topic's with ``-repartition``;
+    a foreign-key join's subscription and response topics (named ``...-topic``) keep their own."""
+    return name if name.endswith("-topic") else f"{name}-repartition"
 
 
 def _check_name(what: str, name: str) -> None:
@@ -400,32 +407,11 @@ class Topology:
         return result
 
     def describe(self) -> str:
-        """Sub-topologies with their sources, processors, sinks and stores, like Kafka Streams prints."""
+        """Sub-topologies with their sources, processors, sinks and stores, in Kafka Streams' ``describe()``
+        format (``streams/topology_render.py`` also draws them as Mermaid or Graphviz diagrams)."""
+        from streams.topology_render import describe, kafka_text
 
-        def topic_label(topic: str, internal: bool) -> str:
-            return f"{topic}-repartition" if internal and not topic.endswith("-topic") else topic
-
-        lines = ["Topologies:"]
-        for sub in self.sub_topologies():
-            lines.append(f"   Sub-topology: {sub.id}")
-            for node in sub.nodes:
-                if isinstance(node, SourceNode):
-                    topics = ", ".join(topic_label(t, node.internal) for t in node.topics)
-                    lines.append(f"    Source: {node.name} (topics: [{topics}])")
-                elif isinstance(node, ProcessorNode):
-                    lines.append(f"    Processor: {node.name} (stores: [{', '.join(node.stores)}])")
-                else:
-                    assert isinstance(node, SinkNode)
-                    lines.append(f"    Sink: {node.name} (topic: {topic_label(node.topic, node.internal)})")
-                if node.children:
-                    lines.append(f"      --> {', '.join(node.children)}")
-                if node.parents:
-                    lines.append(f"      <-- {', '.join(node.parents)}")
-            if sub.stores:
-                lines.append(f"    Stores: {', '.join(sub.stores)}")
-        for spec in self.global_tables.values():
-            lines.append(f"   Global store: {spec.store} (topic: {spec.topic}; on every instance, no tasks)")
-        return "\n".join(lines) + "\n"
+        return kafka_text(describe(self))
 
     def __str__(self) -> str:
         return self.describe()

@@ -72,8 +72,16 @@ def test_joiner_with_key_and_describe() -> None:
     ).to("out", key=str, value=str)
     topology = b.build()
     text = topology.describe()
-    assert "Global store: countries-STATE-STORE-0000000000 (topic: countries; on every instance, no tasks)" in text
-    assert "Sub-topology: 1" not in text and "(topics: [orders])" in text
+    store = "countries-STATE-STORE-0000000000"
+    assert (
+        "  Sub-topology: 1 for global store (will not generate tasks)\n"
+        f"    Source: {store}-source (topics: [countries])\n"
+        f"      --> {store}-processor\n"
+        f"    Processor: {store}-processor (stores: [{store}])\n"
+        "      --> none\n"
+        f"      <-- {store}-source\n\n"
+    ) in text
+    assert "Sub-topology: 2" not in text and "(topics: [orders])" in text
     with TopologyTestDriver(topology) as d:
         assert d.source_topics == ["countries", "orders"]
         pipe(d, "countries", [("fr", "eu", 1)], str, str)
