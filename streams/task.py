@@ -36,6 +36,7 @@ from streams.log.base import (
     UnknownTopicError,
 )
 from streams.metadata import TopicNames
+from streams.emit_throttle import EmitIntervals
 from streams.output_skips import OutputSkips
 from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType, RecordContext
 from streams.record_serdes import TimestampedSerde, bind_deserializer, bind_serializer, serde_name
@@ -88,6 +89,9 @@ class TaskEnv:
     exactly_once: bool = False
     #: Outputs to leave out on a replay (dropped by the production handler after a late delivery failure).
     output_skips: OutputSkips | None = None
+    #: How often left/outer joins and emit-final windowed aggregations scan for final results
+    #: (``streams/emit_throttle.py``; the test driver sets both to 0).
+    emit_intervals: EmitIntervals = field(default_factory=EmitIntervals)
 
 
 # Send errors that concern the producer or the log, not the record: never the production handler's to skip.
@@ -199,6 +203,7 @@ class StreamTask:
         self.wall_puncts: list[Cancellable] = []
         self.stores: dict[str, StateStore] = {}
         self.global_stores = env.global_stores
+        self.emit_intervals = env.emit_intervals
         self.processors: dict[str, Processor] = {}
         self._inputs: dict[str, _Input] = {}
         self._initialized = False

@@ -28,7 +28,12 @@ from streams.ops import (
 )
 from streams.processor import Processor
 from streams.record_serdes import serde_from
-from streams.stream_joins import LeftOrRightSerde, StreamStreamJoinProcessor, StreamTableJoinProcessor
+from streams.stream_joins import (
+    JoinEmission,
+    LeftOrRightSerde,
+    StreamStreamJoinProcessor,
+    StreamTableJoinProcessor,
+)
 from streams.table_joins import Joiner, key_joiner
 from streams.topology import Partitioner, WindowStoreSpec
 
@@ -362,15 +367,18 @@ class KStream(AbstractStream):
         if left:
             outer_store = f"{name}-outer-shared-join" if name else builder.new_name("KSTREAM-OUTERSHARED")
             outer_store += "-store"
+        emissions: dict[str, JoinEmission] = {}  # per task, shared by the two sides (the emit throttle)
         topology.add_processor(
             this_node,
-            lambda: StreamStreamJoinProcessor(this_store, other_store, outer_store, windows, joiner, True, left, outer),
+            lambda: StreamStreamJoinProcessor(
+                this_store, other_store, outer_store, windows, joiner, True, left, outer, emissions
+            ),
             left_src,
         )
         topology.add_processor(
             other_node,
             lambda: StreamStreamJoinProcessor(
-                other_store, this_store, outer_store, windows, joiner, False, outer, left
+                other_store, this_store, outer_store, windows, joiner, False, outer, left, emissions
             ),
             right_src,
         )
