@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.changelog import ChangelogWriter, checkpoint_key, source_header, write_checkpoint
+from streams.emit_throttle import EmitIntervals
 from streams.errors import (
     DeserializationError,
     ProcessingError,
@@ -36,7 +37,6 @@ from streams.log.base import (
     UnknownTopicError,
 )
 from streams.metadata import TopicNames
-from streams.emit_throttle import EmitIntervals
 from streams.output_skips import OutputSkips
 from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType, RecordContext
 from streams.record_serdes import TimestampedSerde, bind_deserializer, bind_serializer, serde_name
