@@ -129,9 +129,12 @@ class _SinkProcessor(Processor):
         self._send = env.send
         self._rc = rc
         self._partitioner = node.partitioner
+        self._drop_null_keys = node.drop_null_keys
         self._partitions = env.partitions_of(topic) if node.partitioner is not None else 0
 
     def process(self, key: Any, value: Any) -> None:
+        if key is None and self._drop_null_keys:
+            return  # a repartition with no join downstream that could use it (KIP-962), as Kafka's filter
         try:
             kb = self._kser(key)
         except Exception as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from streams.dsl.aggregation import store_spec
 from streams.dsl.base import AbstractStream, Builder, check_callable
 from streams.dsl.grouped_stream import KGroupedStream
 from streams.dsl.ktable import KTable
@@ -35,7 +36,8 @@ from streams.stream_joins import (
     StreamTableJoinProcessor,
 )
 from streams.table_joins import Joiner, key_joiner
-from streams.topology import Partitioner, WindowStoreSpec
+from streams.table_ops import TableOptions, TableSourceProcessor
+from streams.topology import Partitioner, StoreSpec, WindowStoreSpec
 
 __all__ = ["KStream"]
 
@@ -207,6 +209,28 @@ class KStream(AbstractStream):
         node = self._builder.repartition(self.node, topic, partitions, key, value)
         return KStream(self._builder, node, key, value, False)
 
+    def to_table(
+        self,
+        *,
+        store: str | StoreSpec | None = None,
+        kind: str | None = None,
+        cache: bool = True,
+        name: str | None = None,
+    ) -> KTable:
+        """This stream as a table (Kafka Streams' ``toTable``): each record is the key's new value (None
+        deletes), kept in a store (``store``: its name or spec; queryable by that name). Records with a null
+        key are dropped and counted; a stream whose key was changed is repartitioned first."""
+        spec = store_spec(self._builder, store, self.key_serde, self.value_serde, cache, kind)
+        if store is None:
+            spec.name = self._builder.new_name("KSTREAM-TOTABLE-STATE-STORE")
+        source = self._join_source(name, "repartition", self.key_serde)
+        node = name or self._builder.new_name("KSTREAM-TOTABLE")
+        options = TableOptions()
+        use_cache = spec.cache
+        self._builder.topology.add_processor(node, lambda: TableSourceProcessor(spec.name, use_cache, options), source)
+        self._builder.topology.add_state_store(spec, node)
+        return KTable(self._builder, node, spec.name, self.key_serde, self.value_serde, options)
+
     # -- joins ---------------------------------------------------------------------------------------
     # ``other`` decides the kind: a KStream (windowed, needs JoinWindows), a KTable (a lookup per record)
     # or a GlobalKTable (``join(global_table, key_selector, joiner)``).
@@ -278,13 +302,16 @@ class KStream(AbstractStream):
         check_callable(f"{method}() key selector", key_selector)
         check_callable(f"{method}() joiner", joiner)
         store, fn = other.store_name, key_joiner(joiner, with_key)
-        return self._add(
+        joined = self._add(
             "KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN",
             lambda: StreamGlobalJoinProcessor(store, key_selector, fn, left),
             name,
             key=self.key_serde,
             value=None,
         )
+        if left:
+            self._builder.relaxed_null_key_joins.add(joined.node)
+        return joined
 
     def outer_join(
         self,
@@ -382,6 +409,8 @@ class KStream(AbstractStream):
             ),
             right_src,
         )
+        if left:
+            builder.relaxed_null_key_joins.update((this_node, other_node))
         for store, value in ((this_store, self.value_serde), (other_store, other.value_serde)):
             topology.add_state_store(
                 WindowStoreSpec(
@@ -425,6 +454,8 @@ class KStream(AbstractStream):
         assert store is not None
         node = name or self._builder.new_name("KSTREAM-JOIN")
         self._builder.topology.add_processor(node, lambda: StreamTableJoinProcessor(store, joiner, left), source)
+        if left:
+            self._builder.relaxed_null_key_joins.add(node)
         self._builder.topology.connect_processor_and_state_stores(node, stores=[store])
         return KStream(self._builder, node, key, None, False)
 
