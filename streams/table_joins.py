@@ -63,7 +63,7 @@ def row_lookup(store: Any) -> Callable[[Any], tuple[Any, int] | None]:
         return session_row
     if isinstance(store, WindowStore):
         return lambda key: store.get_entry(store.key_bytes(key.key), key.window.start)
-    return store.get_with_timestamp  # type: ignore[no-any-return]
+    return store.get_with_timestamp
 
 
 class TableJoinProcessor(TableProcessor):
