@@ -115,7 +115,7 @@ class StreamsBuilder:
         nodes = self.topology.nodes
         readers: dict[str, list[str]] = {}
         for node in nodes.values():
-            if isinstance(node, SourceNode):
+            if isinstance(node, SourceNode) and node.internal:
                 for topic in node.topics:
                     readers.setdefault(topic, []).append(node.name)
         reaches: dict[str, bool] = {}
@@ -125,7 +125,10 @@ class StreamsBuilder:
                 return reaches[name]
             reaches[name] = False  # a cycle (through topics) adds nothing
             node = nodes[name]
-            nexts = readers.get(node.topic, []) if isinstance(node, SinkNode) else node.children
+            if isinstance(node, SinkNode):  # on through the topic, if it is one of the app's internal topics
+                nexts = readers.get(node.topic, []) if node.internal else []
+            else:
+                nexts = node.children
             found = name in self.relaxed_null_key_joins or any(reaches_relaxed_join(n) for n in nexts)
             reaches[name] = found
             return found
