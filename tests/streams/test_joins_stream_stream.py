@@ -417,3 +417,17 @@ def test_the_outer_join_emit_throttle_delays_unjoined_records_by_wall_clock_time
         # Throttled, but stream time jumps past the outer store's retention: the waiting records are emitted
         # now rather than lost.
         assert step(7, "H", 10_000) == [(4, "E+null", 360), (5, "F+null", 361), (6, "G+null", 362)]
+
+
+def test_emit_intervals_default_to_kafkas_and_are_validated() -> None:
+    from streams.config import StreamsConfig
+
+    config = StreamsConfig(application_id="app")
+    assert (config.outer_join_emit_interval_ms, config.windowed_aggregation_emit_interval_ms) == (1000, 1000)
+    with pytest.raises(ValueError, match="emit interval outer_join_ms must be an integer >= 0"):
+        StreamsConfig(application_id="app", outer_join_emit_interval_ms=-1)
+    with pytest.raises(ValueError, match="emit interval windowed_aggregation_ms must be an integer >= 0"):
+        TopologyTestDriver(
+            build("join", JoinWindows.of_time_difference_with_no_grace(1)).build(),
+            windowed_aggregation_emit_interval_ms=1.5,
+        )  # type: ignore[arg-type]
