@@ -27,6 +27,7 @@ from typing import Any
 
 from streams.assignor import AssignorConfig, task_key
 from streams.config import StreamsConfig, parse_host_port
+from streams.emit_throttle import DEFAULT_EMIT_INTERVAL_MS
 from streams.errors import IllegalStateError
 from streams.extractors import extractor_from
 from streams.gc_tuning import GcTuning
@@ -106,6 +107,11 @@ class StreamsApp:
       apps of the process and undone when the last of them closes; objects are thawed only if nothing else
       was frozen. ``False`` leaves the collector as the process has it, at the cost of that time in full
       collections and of query latency spikes while one runs: for a process that tunes the collector itself.
+    - ``outer_join_emit_interval_ms`` / ``windowed_aggregation_emit_interval_ms`` (Kafka Streams'
+      ``emit.interval.ms.kstreams.outer.join.spurious.results.fix`` / ``...windowed.aggregation``, default
+      1000): the least wall-clock time between two scans of a left/outer stream-stream join for unjoined
+      records whose window closed, and of an ``on_window_close`` aggregation for closed windows; they delay
+      results, never change them (``streams/emit_throttle.py``).
     """
 
     def __init__(
@@ -137,6 +143,8 @@ class StreamsApp:
         query_bind: str | None = None,
         state_listener: StateListener | None = None,
         gc_tuning: bool = True,
+        outer_join_emit_interval_ms: int = DEFAULT_EMIT_INTERVAL_MS,
+        windowed_aggregation_emit_interval_ms: int = DEFAULT_EMIT_INTERVAL_MS,
     ) -> None:
         if not isinstance(topology, Topology):
             raise TypeError(f"StreamsApp needs a Topology (StreamsBuilder().build()), got {type(topology).__name__}")
@@ -164,6 +172,8 @@ class StreamsApp:
             application_server=application_server,
             processing_guarantee=processing_guarantee,
             gc_tuning=gc_tuning,
+            outer_join_emit_interval_ms=outer_join_emit_interval_ms,
+            windowed_aggregation_emit_interval_ms=windowed_aggregation_emit_interval_ms,
         )
         self.assignor_config = AssignorConfig(num_standby_replicas, max_warmup_replicas, acceptable_recovery_lag)
         self.topology = topology
@@ -249,6 +259,7 @@ class StreamsApp:
             default_timestamp_extractor=self._extractor,
             global_stores=self._global_thread.stores if self._global_thread is not None else {},
             exactly_once=eos,
+            emit_intervals=self.config.emit_intervals,
         )
         # Exactly-once makes records visible only with their input offsets: no interim flushes.
         linger = self.config.linger_ms / 1000 if self.log.capabilities.buffers_until_flush and not eos else None

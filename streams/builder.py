@@ -8,7 +8,7 @@ from streams.dsl.api import KStream, KTable
 from streams.global_table import GlobalKTable
 from streams.record_serdes import JSON, serde_from
 from streams.table_ops import TableOptions, TableSourceProcessor
-from streams.topology import GlobalTableSpec, StoreSpec, Topology
+from streams.topology import GlobalTableSpec, SinkNode, SourceNode, StoreSpec, Topology
 
 __all__ = ["StreamsBuilder"]
 
@@ -20,6 +20,8 @@ class StreamsBuilder:
     def __init__(self, *, default_key: Any = JSON, default_value: Any = JSON) -> None:
         self.topology = Topology(default_key=default_key, default_value=default_value)
         self._index = 0
+        self.relaxed_null_key_joins: set[str] = set()
+        self._repartition_sinks: list[str] = []
 
     def new_name(self, prefix: str) -> str:
         name = f"{prefix}-{self._index:010d}"
@@ -103,10 +105,41 @@ class StreamsBuilder:
         self.topology.add_repartition_topic(topic, partitions)
         sink = self.new_name("KSTREAM-SINK")
         self.topology.add_sink(sink, topic, parent, key=key, value=value, internal=True)
+        self._repartition_sinks.append(sink)
         source = self.new_name("KSTREAM-SOURCE")
         self.topology.add_source(source, topic, key=key, value=value, internal=True)
         return source
 
     def build(self) -> Topology:
         self.topology.sub_topologies()  # validate now: unconnected stores or nodes are build errors
+        self._drop_null_keys_at_repartitions()
         return self.topology
+
+    def _drop_null_keys_at_repartitions(self) -> None:
+        """Kafka Streams' DSL (3.7+, KIP-962) drops records with a null key before a repartition topic unless a
+        join that keeps them (left/outer) is downstream of it: only such a join can do anything with them."""
+        nodes = self.topology.nodes
+        readers: dict[str, list[str]] = {}
+        for node in nodes.values():
+            if isinstance(node, SourceNode) and node.internal:
+                for topic in node.topics:
+                    readers.setdefault(topic, []).append(node.name)
+        reaches: dict[str, bool] = {}
+
+        def reaches_relaxed_join(name: str) -> bool:
+            if name in reaches:
+                return reaches[name]
+            reaches[name] = False  # a cycle (through topics) adds nothing
+            node = nodes[name]
+            if isinstance(node, SinkNode):  # on through the topic, if it is one of the app's internal topics
+                nexts = readers.get(node.topic, []) if node.internal else []
+            else:
+                nexts = node.children
+            found = name in self.relaxed_null_key_joins or any(reaches_relaxed_join(n) for n in nexts)
+            reaches[name] = found
+            return found
+
+        for sink in self._repartition_sinks:
+            node = nodes[sink]
+            assert isinstance(node, SinkNode)
+            node.drop_null_keys = not reaches_relaxed_join(sink)

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streams.emit_throttle import DEFAULT_EMIT_INTERVAL_MS, EmitIntervals
+
 __all__ = ["AT_LEAST_ONCE", "EXACTLY_ONCE_V2", "StreamsConfig", "parse_host_port"]
 
 AT_LEAST_ONCE = "at_least_once"
@@ -53,6 +55,11 @@ class StreamsConfig:
     application_server: str | None = None
     processing_guarantee: str = AT_LEAST_ONCE
     gc_tuning: bool = True
+    #: Kafka Streams' ``emit.interval.ms.kstreams.outer.join.spurious.results.fix`` and
+    #: ``emit.interval.ms.kstreams.windowed.aggregation``: wall-clock ms between two scans for final results of
+    #: a left/outer stream-stream join / an emit-final windowed aggregation (``streams/emit_throttle.py``).
+    outer_join_emit_interval_ms: int = DEFAULT_EMIT_INTERVAL_MS
+    windowed_aggregation_emit_interval_ms: int = DEFAULT_EMIT_INTERVAL_MS
 
     def __post_init__(self) -> None:
         import re
@@ -88,6 +95,7 @@ class StreamsConfig:
             self.state_dir = Path(self.state_dir)
         if not isinstance(self.gc_tuning, bool):
             raise ValueError(f"gc_tuning must be True or False, got {self.gc_tuning!r}")
+        self.emit_intervals  # noqa: B018 - raises on an invalid interval
         if self.processing_guarantee in _RETIRED_GUARANTEES:
             raise ValueError(
                 f"processing_guarantee {self.processing_guarantee!r} is deprecated since Kafka Streams 3.0 and not "
@@ -98,6 +106,11 @@ class StreamsConfig:
                 f"processing_guarantee must be {AT_LEAST_ONCE!r} or {EXACTLY_ONCE_V2!r}, "
                 f"got {self.processing_guarantee!r}"
             )
+
+    @property
+    def emit_intervals(self) -> EmitIntervals:
+        """The two emit throttles, validated (an interval must be an integer >= 0)."""
+        return EmitIntervals(self.outer_join_emit_interval_ms, self.windowed_aggregation_emit_interval_ms)
 
     @property
     def exactly_once(self) -> bool:

@@ -203,9 +203,10 @@ class ReadOnlyGlobalStore:
 @dataclass(eq=False)
 class StreamGlobalJoinProcessor(Forwarding):
     """Stream-GlobalKTable join: each record looks up ``key_selector(key, value)`` in the global store
-    and forwards ``joiner(key, value, row)`` under its own key and timestamp. Records with a None value
-    are dropped; without a row (or with a None selected key) an inner join drops the record, a left
-    join joins it with None."""
+    and forwards ``joiner(key, value, row)`` under its own key and timestamp (a None stream key is fine).
+    Records with a None value are dropped and counted; without a row an inner join drops the record, a
+    left join joins it with None; a None selected key is a dropped (and counted) record for an inner join,
+    a join with None for a left join (Kafka Streams 4.1)."""
 
     store_name: str
     key_selector: Callable[[Any, Any], Any]
@@ -221,7 +222,15 @@ class StreamGlobalJoinProcessor(Forwarding):
             self.context.record_dropped()
             return
         global_key = self.key_selector(key, value)
-        row = None if global_key is None else self._store.get(global_key)
+        if global_key is None:
+            # No row can match. Kafka Streams 4.1 (KAFKA-19208): a left join emits it with None (whatever the
+            # stream key); an inner join drops it and counts it.
+            if self.left:
+                self._forward(key, self.joiner(key, value, None))
+            else:
+                self.context.record_dropped()
+            return
+        row = self._store.get(global_key)
         if row is None and not self.left:
             return
         self._forward(key, self.joiner(key, value, row))

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from streams.emit_throttle import EmitIntervals
 from streams.errors import InvalidStateStoreError, TopologyError
 from streams.log.base import Headers
 
@@ -99,6 +100,7 @@ class TaskContext(Protocol):
     clock: Clock
     commit_requested: bool
     dropped_records: int
+    emit_intervals: EmitIntervals
 
     @property
     def stores(self) -> Mapping[str, Any]: ...
@@ -190,6 +192,12 @@ class ProcessorContext:
     @property
     def wall_clock_ms(self) -> int:
         return self._task.clock.now_ms()
+
+    @property
+    def emit_intervals(self) -> EmitIntervals:
+        """How often the built-in processors that emit final results may scan for them (Kafka Streams'
+        ``emit.interval.ms.kstreams.*``; ``streams/emit_throttle.py``)."""
+        return self._task.emit_intervals
 
     def record_dropped(self) -> None:
         """Count a record this processor dropped (late, null key, ...): the task's ``dropped_records``

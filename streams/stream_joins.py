@@ -1,4 +1,5 @@
-"""The processors behind ``KStream.join`` / ``left_join`` / ``outer_join``, with Kafka Streams' semantics.
+"""The processors behind ``KStream.join`` / ``left_join`` / ``outer_join``, with Kafka Streams' semantics
+(as released in Kafka 4.1, ``KStreamKStreamJoin`` / ``KStreamKTableJoinProcessor``).
 
 Stream-stream (windowed): each side keeps its records in its own window store (``retain_duplicates``,
 keyed by the record timestamp, retention = window size + grace). A record is stored, then joined with
@@ -6,29 +7,37 @@ every record of the other side's store within its window; results carry the larg
 timestamps. A left/outer join keeps a record that found no partner in a shared "outer" store (a window
 store of ``LeftOrRightSerde`` values) until its window has closed by stream time (window end + grace)
 and only then emits it with None for the missing side, in timestamp order (KIP-633); a later partner
-removes it from there. A record whose window had already closed when it arrived still joins what the
-other store holds; if it finds nothing it is emitted (with None) at once. The join's stream time (the
-largest timestamp either side has seen) is kept as metadata of the outer store, so it survives restarts.
+removes it from there. A record whose window had already ended (by stream time, grace not counted) when
+it arrived still joins what the other store holds; if it finds nothing it is emitted (with None) at once,
+and a partner that arrives later within the grace period joins it again: two results, as in Kafka
+Streams. The join's stream time (the largest timestamp either side has seen) is kept as metadata of the
+outer store, so it survives restarts. The scans for closed records are throttled by wall-clock time
+(``emit.interval.ms.kstreams.outer.join.spurious.results.fix``, ``streams/emit_throttle.py``), except when
+a waiting record would otherwise leave the outer store's retention unemitted.
 
 Stream-table: the stream record looks up the table's store when it is processed; table updates emit
 nothing. A left join calls the joiner with None when the table has no row.
 
-Records with a null key or value are dropped, logged at debug and counted in the task's
-``dropped_records``. Joiners here take ``(key, left value, right value)``; the DSL adapts the user's.
+Null keys (KIP-962, Kafka 3.7+): a record with a null key and a value cannot join anything, but a side
+that emits its unjoined records (left join: the left side; outer join: both; left stream-table join) emits
+it at once as ``joiner(None, value, None)``. Every other record with a null key or value is dropped,
+logged at debug and counted in the task's ``dropped_records``. Joiners here take ``(key, left value,
+right value)``; the DSL adapts the user's.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from streams.emit_throttle import EmitThrottle
 from streams.join_windows import JoinWindows
 from streams.ops import Forwarding
 from streams.processor import ProcessorContext
 from streams.table_joins import Joiner
 
-__all__ = ["LeftOrRightSerde", "StreamStreamJoinProcessor", "StreamTableJoinProcessor"]
+__all__ = ["JoinEmission", "LeftOrRightSerde", "StreamStreamJoinProcessor", "StreamTableJoinProcessor"]
 
 log = logging.getLogger("streams.joins")
 
@@ -81,13 +90,24 @@ class _Join(Forwarding):
             )
 
 
+@dataclass(slots=True)
+class JoinEmission:
+    """What the two processors of one left/outer join share within a task (Kafka Streams' shared time
+    tracker): the emit throttle, and ``min_time``, a lower bound of the times in the outer store (0 when
+    unknown, after a start), so that a scan is skipped while nothing stored can have closed."""
+
+    throttle: EmitThrottle
+    min_time: int = 0
+
+
 @dataclass(eq=False)
 class StreamStreamJoinProcessor(_Join):
     """One side of a windowed stream-stream join: stores its records, joins them with the other side's.
 
     ``left_side``: this processor reads the join's left stream. ``outer``: records of this side that find
     no partner are emitted with None (left join: the left side; outer join: both). ``outer_store``: the
-    shared store of such records (None for an inner join)."""
+    shared store of such records (None for an inner join). ``emissions``: the ``JoinEmission`` of each
+    task, shared by the join's two processors."""
 
     this_store: str
     other_store: str
@@ -97,12 +117,21 @@ class StreamStreamJoinProcessor(_Join):
     left_side: bool
     outer: bool
     other_outer: bool
+    emissions: dict[str, JoinEmission] = field(default_factory=dict)
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
+        self._task_id = context.task_id
         self._this = context.get_state_store(self.this_store)
         self._other = context.get_state_store(self.other_store)
         self._outer = None if self.outer_store is None else context.get_state_store(self.outer_store)
+        if self._outer is not None:
+            emission = self.emissions.get(self._task_id)
+            if emission is None:
+                throttle = EmitThrottle(context.emit_intervals.outer_join_ms)
+                emission = self.emissions[self._task_id] = JoinEmission(throttle)
+            self._emission = emission
+            self._retention = self._outer.retention_ms
         w = self.windows
         # A left record looks ``before`` back and ``after`` ahead for right records; a right one the reverse.
         self._back, self._ahead = (w.before_ms, w.after_ms) if self.left_side else (w.after_ms, w.before_ms)
@@ -123,6 +152,10 @@ class StreamStreamJoinProcessor(_Join):
                 stream_time = ts
                 outer_store.set_metadata(_STREAM_TIME, ts)
         if key is None or value is None:
+            if key is None and value is not None and self.outer:
+                # KIP-962: nothing can join it, so it is emitted at once (it never enters a store)
+                self._forward(None, self._join(None, value, None))
+                return
             self._drop(key, value)
             return
         try:
@@ -147,13 +180,20 @@ class StreamStreamJoinProcessor(_Join):
             finally:
                 rc.timestamp = ts
         elif self.outer:
-            if outer_store is None or time_to + self.windows.grace_ms < stream_time:
-                # Its window has closed (end + grace): nothing that arrives later can join it. (Kafka
-                # Streams emits it from its window's end, so a partner within the grace period would
-                # give a second result; here that partner finds it in the outer store instead.)
+            if outer_store is None or time_to < stream_time:
+                # Its window has ended by stream time: emitted at once, as Kafka Streams does (grace not
+                # counted). It stays in this side's store, so a partner arriving within the grace period
+                # still joins it, and the record then has two results.
                 self._forward(key, self._join(key, value, None))
             else:
+                emission = self._emission
+                if ts < emission.min_time:
+                    emission.min_time = ts
                 outer_store.put(key, (self.left_side, value), ts, ts)
+
+    def close(self) -> None:
+        self.emissions.pop(self._task_id, None)
+        super().close()
 
     def _remove_unjoined(self, kb: bytes, key: Any, t: int) -> None:
         """The other side's records at ``t`` found a partner: they leave the outer store."""
@@ -172,17 +212,28 @@ class StreamStreamJoinProcessor(_Join):
         w = self.windows
         # A left record's window ends ``after`` past it, a right record's ``before`` past it.
         upper = stream_time - w.grace_ms - min(w.after_ms, w.before_ms) - 1
-        if upper < 0:
+        emission = self._emission
+        if upper < 0 or emission.min_time > upper:
+            return  # nothing stored can have closed
+        # Throttled by wall-clock time, unless a waiting record could leave the store's retention unemitted.
+        if (
+            not emission.throttle.ready(self.context.wall_clock_ms)
+            and emission.min_time > stream_time - self._retention
+        ):
             return
-        rows = outer_store.all_entries(0, upper)
-        if not rows:
-            return
+        # Throttled, a scan reads the whole store (nothing in it is past stream time), so that ``min_time`` is
+        # exact and keeps the next scans throttled; unthrottled, only what may have closed.
+        last = upper if emission.throttle.interval_ms == 0 else stream_time
+        rows = outer_store.all_entries(0, last)
         limit = stream_time - w.grace_ms
-        closed = [
-            (t, is_left, kb, sub, v)
-            for kb, t, sub, ((is_left, v), _) in rows
-            if t + (w.after_ms if is_left else w.before_ms) < limit
-        ]
+        closed = []
+        still_open = last + 1  # the earliest record still waiting (none read is past ``last``)
+        for kb, t, sub, ((is_left, v), _) in rows:
+            if t + (w.after_ms if is_left else w.before_ms) < limit:
+                closed.append((t, is_left, kb, sub, v))
+            elif t < still_open:
+                still_open = t
+        emission.min_time = still_open
         if not closed:
             return
         closed.sort(key=lambda row: row[:4])
@@ -212,6 +263,9 @@ class StreamTableJoinProcessor(_Join):
 
     def process(self, key: Any, value: Any) -> None:
         if key is None or value is None:
+            if key is None and value is not None and self.left:
+                self._forward(None, self.joiner(None, value, None))  # KIP-962: a left join keeps it
+                return
             self._drop(key, value)
             return
         row = self._get(key)

@@ -11,6 +11,11 @@ join, so that a row that disappears can be turned into a tombstone of the result
 - outer: while either side has a row (the joiner sees None for the missing one).
 
 An update that had no result before and has none after is not forwarded.
+
+Windowed tables (the tables of windowed aggregations, keyed by ``Windowed``) join the same way, as in Kafka
+Streams (``KStreamWindowAggregateTest.testJoin``): a window of one side joins the same key's same window of
+the other, looked up in the other side's window (or session) store, so only while that store keeps it
+(its retention); both sides must have the same windows.
 """
 
 from __future__ import annotations
@@ -21,9 +26,11 @@ from typing import Any
 
 from streams.change import Change
 from streams.processor import ProcessorContext
+from streams.state.session import SessionStore
+from streams.state.window import WindowStore
 from streams.table_ops import TableOptions, TableProcessor
 
-__all__ = ["JOIN_KINDS", "Joiner", "TableJoinProcessor", "TableMaterializeProcessor", "key_joiner"]
+__all__ = ["JOIN_KINDS", "Joiner", "TableJoinProcessor", "TableMaterializeProcessor", "key_joiner", "row_lookup"]
 
 #: ``(key, left value, right value) -> result``: every joiner normalized to this form.
 Joiner = Callable[[Any, Any, Any], Any]
@@ -43,6 +50,22 @@ def _required(kind: str) -> tuple[bool, bool]:
     return {"inner": (True, True), "left": (True, False), "outer": (False, False)}[kind]
 
 
+def row_lookup(store: Any) -> Callable[[Any], tuple[Any, int] | None]:
+    """How a join finds the other side's ``(row, timestamp)`` for a key: by key in a key-value store; by the
+    key and window of a ``Windowed`` key in a window store (by window start) or a session store (by end and
+    start)."""
+    if isinstance(store, SessionStore):
+
+        def session_row(key: Any) -> tuple[Any, int] | None:
+            window = key.window
+            return store.get_entry(store.key_bytes(key.key), window.end, window.start)
+
+        return session_row
+    if isinstance(store, WindowStore):
+        return lambda key: store.get_entry(store.key_bytes(key.key), key.window.start)
+    return store.get_with_timestamp
+
+
 class TableJoinProcessor(TableProcessor):
     """One side of a table-table join: ``this`` side's update joined with the other side's current row.
 
@@ -59,7 +82,7 @@ class TableJoinProcessor(TableProcessor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._other = context.get_state_store(self.other_store)
+        self._row = row_lookup(context.get_state_store(self.other_store))
         self._rc = context.record_context
 
     def _result(self, key: Any, this: Any, other: Any) -> Any:
@@ -73,7 +96,7 @@ class TableJoinProcessor(TableProcessor):
         if key is None:
             self.context.record_dropped()
             return
-        found = self._other.get_with_timestamp(key)
+        found = self._row(key)
         other, other_ts = (None, -1) if found is None else found
         new = self._result(key, change.new, other)
         old = self._result(key, change.old, other)

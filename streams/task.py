@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.changelog import ChangelogWriter, checkpoint_key, source_header, write_checkpoint
+from streams.emit_throttle import EmitIntervals
 from streams.errors import (
     DeserializationError,
     ProcessingError,
@@ -88,6 +89,9 @@ class TaskEnv:
     exactly_once: bool = False
     #: Outputs to leave out on a replay (dropped by the production handler after a late delivery failure).
     output_skips: OutputSkips | None = None
+    #: How often left/outer joins and emit-final windowed aggregations scan for final results
+    #: (``streams/emit_throttle.py``; the test driver sets both to 0).
+    emit_intervals: EmitIntervals = field(default_factory=EmitIntervals)
 
 
 # Send errors that concern the producer or the log, not the record: never the production handler's to skip.
@@ -125,9 +129,12 @@ class _SinkProcessor(Processor):
         self._send = env.send
         self._rc = rc
         self._partitioner = node.partitioner
+        self._drop_null_keys = node.drop_null_keys
         self._partitions = env.partitions_of(topic) if node.partitioner is not None else 0
 
     def process(self, key: Any, value: Any) -> None:
+        if key is None and self._drop_null_keys:
+            return  # a repartition with no join downstream that could use it (KIP-962), as Kafka's filter
         try:
             kb = self._kser(key)
         except Exception as exc:
@@ -199,6 +206,7 @@ class StreamTask:
         self.wall_puncts: list[Cancellable] = []
         self.stores: dict[str, StateStore] = {}
         self.global_stores = env.global_stores
+        self.emit_intervals = env.emit_intervals
         self.processors: dict[str, Processor] = {}
         self._inputs: dict[str, _Input] = {}
         self._initialized = False

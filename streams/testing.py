@@ -13,7 +13,10 @@ too), then the driver commits, so cached aggregates are emitted after each input
 advances with the piped records' timestamps (windows close, suppressions emit); wall-clock time is
 simulated: ``advance_wall_clock(ms)`` fires wall-clock punctuators and moves ``WallclockTimestampExtractor``.
 Window and session stores: ``get_window_store`` / ``get_session_store``. Records piped into a global
-table's topic go straight into its store (``get_key_value_store(name)`` reads it).
+table's topic go straight into its store (``get_key_value_store(name)`` reads it). As in Kafka Streams'
+driver, the emit throttles of left/outer joins and emit-final windowed aggregations default to 0 here
+(``outer_join_emit_interval_ms`` / ``windowed_aggregation_emit_interval_ms``; ``streams/emit_throttle.py``):
+their results appear as soon as stream time allows; set them to see the throttle against the simulated clock.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streams.emit_throttle import EmitIntervals
 from streams.errors import StreamsError, TopologyError
 from streams.extractors import extractor_from
 from streams.global_table import apply_global_records, global_stores
@@ -74,6 +78,8 @@ class TopologyTestDriver:
         deserialization_error_handler: Any = "fail",
         default_timestamp_extractor: Any = None,
         processing_exception_handler: Any = "fail",
+        outer_join_emit_interval_ms: int = 0,
+        windowed_aggregation_emit_interval_ms: int = 0,
     ) -> None:
         self.topology = topology
         self.application_id = application_id
@@ -99,6 +105,8 @@ class TopologyTestDriver:
             partitions_of=lambda topic: 1,
             default_timestamp_extractor=extractor_from(default_timestamp_extractor, "default_timestamp_extractor"),
             global_stores=global_stores(topology),
+            # 0 unless asked otherwise, as Kafka Streams' TopologyTestDriver: results as soon as stream time allows
+            emit_intervals=EmitIntervals(outer_join_emit_interval_ms, windowed_aggregation_emit_interval_ms),
         )
         self._global_by_topic = {spec.topic: env.global_stores[spec.store] for spec in topology.global_tables.values()}
         self.tasks: list[StreamTask] = []

@@ -185,6 +185,9 @@ class SinkNode(_Node):
     value: Any = None
     partitioner: Partitioner | None = None
     internal: bool = False
+    #: A repartition sink with no join downstream that keeps null-key records (KIP-962) drops them, as Kafka
+    #: Streams' DSL does (set by ``StreamsBuilder.build``).
+    drop_null_keys: bool = False
 
 
 @dataclass

@@ -8,7 +8,10 @@ debug and counted in the task's ``dropped_records``. Results are ``Windowed(key,
 session end). With ``emit_final`` (``EmitStrategy.ON_WINDOW_CLOSE``) nothing is emitted on update; each
 window's result is emitted once, when stream time closes it, and how far that went is kept in the store
 so a restart does not emit it again. Closed windows are emitted before the record that closed them is
-added: that record may move the store's retention past them.
+added: that record may move the store's retention past them. For time and sliding windows (not sessions,
+as in Kafka Streams) the scans for closed windows are throttled by wall-clock time
+(``emit.interval.ms.kstreams.windowed.aggregation``, ``streams/emit_throttle.py``) as long as the store
+keeps the windows that wait.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from streams.change import Change, _new_change
+from streams.emit_throttle import EmitThrottle
 from streams.errors import StreamsError
 from streams.processor import ProcessorContext
 from streams.state.segments import Entry
 from streams.state.timed import MAX_TIME
+from streams.state.window import WindowStore
 from streams.table_ops import Aggregating
 from streams.windows import SessionWindow, SessionWindows, SlidingWindows, TimeWindow, TimeWindows, Windowed
 
@@ -49,6 +54,13 @@ class _WindowAggregate(Aggregating, Generic[W]):
         self._emit_key = f"emit-final:{context.node_name}"
         self._last_emit = store.get_metadata(self._emit_key)
         self._next_emit = self._next_emit_after(self._last_emit)
+        self._throttle = EmitThrottle(context.emit_intervals.windowed_aggregation_ms)
+        self._throttled = False
+        if self.emit_final and isinstance(store, WindowStore):
+            # Kafka Streams keeps an emit-final aggregation's windows in a time-first store, where a window
+            # expires one millisecond later than in other window stores (``t < observed - retention``): a
+            # join of windowed tables still finds it then (KStreamWindowAggregateTest.testJoin).
+            store.live_offset = 0
 
     def _flush_listener(self, context: ProcessorContext) -> Callable[..., None]:
         return self._flushed
@@ -95,6 +107,23 @@ class _WindowAggregate(Aggregating, Generic[W]):
                 rc.timestamp,
                 self._observed,
             )
+
+    def _take_turn(self) -> None:
+        """Kafka Streams' ``shouldEmitFinal`` for time and sliding windows: every record of an emit-final
+        aggregation asks the emit throttle (``streams/emit_throttle.py``), and one that is refused does not
+        scan for closed windows, unless waiting would lose them (``_may_wait``)."""
+        self._throttled = not self._throttle.ready(self.context.wall_clock_ms)
+
+    def _may_wait(self, lower: int) -> bool:
+        """Whether the final results of closed windows from store time ``lower`` on may wait for the next
+        turn: while throttled and the store still holds them once this record is added (its windows' times
+        are at most its timestamp + 1). A closed window is never updated again, so only the time of its
+        emission moves, never its result."""
+        if not self._throttled:
+            return False
+        store = self._store
+        observed = max(store.observed, self._rc.timestamp + 1)
+        return lower >= observed - store.retention_ms + store.live_offset
 
     def _emit_closed(self, rows: list[tuple[Windowed, Any, int]], close: int) -> None:
         """Emit final results, then remember (with the store) that windows closed by ``close`` are done."""
@@ -159,8 +188,10 @@ class TimeWindowAggregateProcessor(_WindowAggregate[TimeWindows]):
             self._observed = ts
         size, advance = self._size, self._advance
         close = self._observed - self._grace
-        if close >= self._next_emit and self.emit_final:
-            self._maybe_emit_final(close)
+        if self.emit_final:
+            self._take_turn()
+            if close >= self._next_emit:
+                self._maybe_emit_final(close)
         try:
             kb = self._kser(key)
         except Exception:
@@ -215,8 +246,8 @@ class TimeWindowAggregateProcessor(_WindowAggregate[TimeWindows]):
             return
         lower = 0 if last < 0 else max(0, last - size) + 1
         first_start = -(-lower // advance) * advance
-        if first_start > upper:
-            return  # no window closed since the last emit
+        if first_start > upper or self._may_wait(lower):
+            return  # no window closed since the last emit, or throttled
         window, decode = self._time_window, self._store.decode_key
         rows = [(Windowed(decode(kb), window(t)), e[0], e[1]) for kb, t, _, e in self._store.all_entries(lower, upper)]
         self._emit_closed(rows, close)
@@ -242,8 +273,10 @@ class SlidingWindowAggregateProcessor(_WindowAggregate[SlidingWindows]):
             self._observed = ts
         diff = self.windows.time_difference_ms
         close = self._observed - self.windows.grace_ms
-        if self.emit_final and close >= self._next_emit:
-            self._maybe_emit_final(close)
+        if self.emit_final:
+            self._take_turn()
+            if close >= self._next_emit:
+                self._maybe_emit_final(close)
         if ts + diff < close:
             self._drop(f"a record for the closed window [{ts},{ts + diff}]")
             return
@@ -349,6 +382,8 @@ class SlidingWindowAggregateProcessor(_WindowAggregate[SlidingWindows]):
         if upper < 0:
             return
         lower = 0 if last < 0 else max(0, last - diff)
+        if self._may_wait(lower):
+            return
         rows = [
             (Windowed(self._store.decode_key(kb), TimeWindow(t, t + diff)), e[0], e[1])
             for kb, t, _, e in self._store.all_entries(lower, upper)

@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from streams.dsl.aggregation import store_spec
 from streams.dsl.base import check_callable
 from streams.dsl.grouped_stream import KGroupedStream
 from streams.dsl.grouped_table import KGroupedTable
 from streams.dsl.kstream import KStreamBase
 from streams.dsl.ktable import KTableBase
 from streams.record_serdes import serde_from
-from streams.table_ops import TableRepartitionMapProcessor, ToStreamProcessor
+from streams.table_ops import TableRepartitionMapProcessor, TableSourceProcessor, ToStreamProcessor
+from streams.topology import StoreSpec
 
 __all__ = ["KStream", "KTable"]
 
@@ -38,6 +40,27 @@ class KStream(KStreamBase):
         selected = self.select_key(selector)
         value = serde_from(value) or self.value_serde
         return KGroupedStream(self._builder, selected.node, serde_from(key), value, True, name, KTable)
+
+    def to_table(
+        self,
+        *,
+        store: str | StoreSpec | None = None,
+        kind: str | None = None,
+        cache: bool = True,
+        name: str | None = None,
+    ) -> KTable:
+        """This stream as a table (Kafka Streams' ``toTable``): each record is the key's new value (None
+        deletes), kept in a store (``store``: its name or spec; queryable by that name). Records with a null
+        key are dropped and counted; a stream whose key was changed is repartitioned first."""
+        spec = store_spec(self._builder, store, self.key_serde, self.value_serde, cache, kind)
+        if store is None:
+            spec.name = self._builder.new_name("KSTREAM-TOTABLE-STATE-STORE")
+        source = self._join_source(name, "repartition", self.key_serde)
+        node = name or self._builder.new_name("KSTREAM-TOTABLE")
+        store_name, use_cache = spec.name, spec.cache
+        return KTable.stored(
+            self._builder, node, source, lambda o: TableSourceProcessor(store_name, use_cache, o), spec, self.key_serde
+        )
 
 
 class KTable(KTableBase):

@@ -16,6 +16,9 @@ class Builder(Protocol):
     """What the DSL needs of its ``StreamsBuilder``."""
 
     topology: Topology
+    #: Join nodes that keep records with a null key (left/outer joins, KIP-962): the repartition topics
+    #: upstream of one pass such records on; the others drop them.
+    relaxed_null_key_joins: set[str]
 
     def new_name(self, prefix: str) -> str: ...
 

@@ -28,7 +28,12 @@ from streams.ops import (
 )
 from streams.processor import Processor
 from streams.record_serdes import serde_from
-from streams.stream_joins import LeftOrRightSerde, StreamStreamJoinProcessor, StreamTableJoinProcessor
+from streams.stream_joins import (
+    JoinEmission,
+    LeftOrRightSerde,
+    StreamStreamJoinProcessor,
+    StreamTableJoinProcessor,
+)
 from streams.table_joins import Joiner, key_joiner
 from streams.topology import Partitioner, WindowStoreSpec
 
@@ -273,13 +278,16 @@ class KStreamBase(AbstractStream):
         check_callable(f"{method}() key selector", key_selector)
         check_callable(f"{method}() joiner", joiner)
         store, fn = other.store_name, key_joiner(joiner, with_key)
-        return self._add(
+        joined = self._add(
             "KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN",
             lambda: StreamGlobalJoinProcessor(store, key_selector, fn, left),
             name,
             key=self.key_serde,
             value=None,
         )
+        if left:
+            self._builder.relaxed_null_key_joins.add(joined.node)
+        return joined
 
     def outer_join(
         self,
@@ -362,18 +370,23 @@ class KStreamBase(AbstractStream):
         if left:
             outer_store = f"{name}-outer-shared-join" if name else builder.new_name("KSTREAM-OUTERSHARED")
             outer_store += "-store"
+        emissions: dict[str, JoinEmission] = {}  # per task, shared by the two sides (the emit throttle)
         topology.add_processor(
             this_node,
-            lambda: StreamStreamJoinProcessor(this_store, other_store, outer_store, windows, joiner, True, left, outer),
+            lambda: StreamStreamJoinProcessor(
+                this_store, other_store, outer_store, windows, joiner, True, left, outer, emissions
+            ),
             left_src,
         )
         topology.add_processor(
             other_node,
             lambda: StreamStreamJoinProcessor(
-                other_store, this_store, outer_store, windows, joiner, False, outer, left
+                other_store, this_store, outer_store, windows, joiner, False, outer, left, emissions
             ),
             right_src,
         )
+        if left:
+            builder.relaxed_null_key_joins.update((this_node, other_node))
         for store, value in ((this_store, self.value_serde), (other_store, other.value_serde)):
             topology.add_state_store(
                 WindowStoreSpec(
@@ -417,5 +430,7 @@ class KStreamBase(AbstractStream):
         assert store is not None
         node = name or self._builder.new_name("KSTREAM-JOIN")
         self._builder.topology.add_processor(node, lambda: StreamTableJoinProcessor(store, joiner, left), source)
+        if left:
+            self._builder.relaxed_null_key_joins.add(node)
         self._builder.topology.connect_processor_and_state_stores(node, stores=[store])
         return type(self)(self._builder, node, key, None, False)

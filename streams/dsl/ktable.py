@@ -9,6 +9,7 @@ given (``TableT``), so that none of them imports the class that also makes them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, Self, TypeVar
 
@@ -196,11 +197,13 @@ class KTableBase(AbstractStream):
                 f"KTable.{method}() needs a KTable from the same StreamsBuilder, got {type(other).__name__}"
             )
         check_callable(f"KTable.{method}() joiner", joiner)
-        if self.windows is not None or other.windows is not None:
+        if _without_grace(self.windows) != _without_grace(other.windows):
             raise TopologyError(
-                f"KTable.{method}() of windowed tables is not supported; join the tables "
-                "before windowing, or use to_stream() and a stream join"
+                f"KTable.{method}() needs both tables windowed alike (grace aside) or neither windowed: got "
+                f"windows {self.windows!r} and {other.windows!r}; window both with the same windows"
             )
+        if self.windows is not None and foreign_key is not None:
+            raise TopologyError(f"KTable.{method}() with a foreign key needs tables that are not windowed")
         builder, fn = self._builder, key_joiner(joiner, with_key)
         value = serde_from(value)
         spec = None if store is None else store_spec(builder, store, self.key_serde, value, False, None)
@@ -228,11 +231,17 @@ class KTableBase(AbstractStream):
         merge = name or builder.new_name("KTABLE-MERGE")
         if spec is None:
             topology.add_processor(merge, PassThroughProcessor, this, that)
-            return type(self)(builder, merge, None, self.key_serde, value, result)
+            return type(self)(builder, merge, None, self.key_serde, value, result, windows=self.windows)
         store_name = spec.name
         topology.add_processor(merge, lambda: TableMaterializeProcessor(store_name, result), this, that)
         topology.add_state_store(spec, merge)
-        return type(self)(builder, merge, store_name, self.key_serde, spec.value, result)
+        return type(self)(builder, merge, store_name, self.key_serde, spec.value, result, windows=self.windows)
+
+
+def _without_grace(windows: Windows | None) -> Windows | None:
+    """``windows`` with no grace: what decides which windows there are (a join of windowed tables matches
+    windows exactly, whatever each side's grace)."""
+    return None if windows is None else dataclasses.replace(windows, grace_ms=0)
 
 
 TableT = TypeVar("TableT", bound=KTableBase)

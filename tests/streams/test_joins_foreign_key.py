@@ -178,6 +178,35 @@ def test_a_none_foreign_key() -> None:
     ) == [[], [("lhs1", "(v|rhs1,r)")], [("lhs1", None)], []]
 
 
+def test_kafka_should_emit_record_on_null_foreign_key_for_left_joins() -> None:
+    """KTableKTableForeignKeyJoinIntegrationTest.shouldEmitRecordOnNullForeignKeyForLeftJoins: an extractor that
+    always gives None; the left join emits ``(value, null)`` at once, into the output and the join's store."""
+    b = StreamsBuilder()
+    lt, rt = b.table("left", key=str, value=str), b.table("right", key=str, value=str)
+    lt.left_join(rt, joiner, foreign_key=lambda v: None, store="joined", value=str).to_stream().to(
+        "out", key=str, value=str
+    )
+    with TopologyTestDriver(b.build()) as d:
+        pipe(d, "left", [("lhs1", "lhsValue1|rhs1", 0)], str, str)
+        assert [(k, v) for k, v, _ in read_rows(d, "out", str, str)] == [("lhs1", "(lhsValue1|rhs1,null)")]
+        assert dict(d.get_key_value_store("joined").all()) == {"lhs1": "(lhsValue1|rhs1,null)"}
+        assert d.dropped_records == 0
+
+
+def test_kafka_should_emit_record_when_old_and_new_fk_differ() -> None:
+    """KTableKTableForeignKeyJoinIntegrationTest.shouldEmitRecordWhenOldAndNewFkDiffer: a row whose foreign key
+    becomes None gives ``(value, null)`` and leaves its old foreign key's subscribers."""
+    with TopologyTestDriver(build(True).build()) as d:
+        subscriptions = d.get_key_value_store("KTABLE-FK-JOIN-0000000004-subscription-store")
+        pipe(d, "left", [("lhs1", "lhsValue1|rhs1", 0)], str, str)
+        assert [(k, v) for k, v, _ in read_rows(d, "out", str, str)] == [("lhs1", "(lhsValue1|rhs1,null)")]
+        assert [(k.foreign_key, k.primary_key) for k, _ in subscriptions.all()] == [("rhs1", "lhs1")]
+        pipe(d, "left", [("lhs1", "lhsValue1|returnNull", 0)], str, str)
+        assert [(k, v) for k, v, _ in read_rows(d, "out", str, str)] == [("lhs1", "(lhsValue1|returnNull,null)")]
+        assert list(subscriptions.all()) == []
+        assert dict(d.get_key_value_store("joined").all()) == {"lhs1": "(lhsValue1|returnNull,null)"}
+
+
 def test_a_stale_response_is_dropped() -> None:
     """Two updates of one left row within one step (a flat_map feeding an uncached reduce): the answer to
     the first (its foreign key rhs1) arrives after the row moved to rhs2, and its hash no longer matches."""

@@ -113,15 +113,26 @@ def test_duplicates_are_all_kept_and_joined() -> None:
     )
 
 
-def test_null_keys_and_values_are_dropped_and_counted() -> None:
-    with TopologyTestDriver(build("left_join", JoinWindows.of_time_difference_with_no_grace(10)).build()) as d:
+@pytest.mark.parametrize(
+    ("kind", "expected", "dropped"),
+    [
+        ("join", [], 3),  # an inner join drops every record with a null key or value
+        ("left_join", [(None, "A+null", 1)], 2),  # KIP-962: the left side emits its null-key record at once
+        ("outer_join", [(None, "A+null", 1), (None, "null+a", 1)], 1),  # ... and an outer join both sides'
+    ],
+)
+def test_null_keys_are_emitted_at_once_by_the_outer_sides_and_the_rest_is_dropped_and_counted(
+    kind: str, expected: list[tuple[Any, str, int]], dropped: int
+) -> None:
+    with TopologyTestDriver(build(kind, JoinWindows.of_time_difference_with_no_grace(10)).build()) as d:
         left, right = d.input_topic("left", key=int, value=str), d.input_topic("right", key=int, value=str)
         left.pipe_input(None, "A", timestamp=1)
         left.pipe_input(1, None, timestamp=1)
         right.pipe_input(None, "a", timestamp=1)
-        right.pipe_input(1, "a", timestamp=2)
-        assert d.output_topic("out", key=int, value=str).read_records() == []
-        assert d.dropped_records == 3
+        assert [(r.key, r.value, r.timestamp) for r in d.output_topic("out", key=int, value=str).read_records()] == (
+            expected
+        )
+        assert d.dropped_records == dropped
 
 
 # -- left join -----------------------------------------------------------------------------------------
@@ -301,18 +312,35 @@ def test_join_windows_validate_their_durations() -> None:
         StreamsBuilder().stream("a").join("b", show, JoinWindows.of_time_difference_with_no_grace(1))
 
 
-def test_a_record_past_its_window_end_but_within_grace_waits_for_a_partner() -> None:
-    """Within the grace period an out-of-order record is not late: it waits in the outer store, and a
-    partner that arrives within the grace period joins it (no spurious ``(value, None)`` first)."""
+def test_a_record_past_its_window_end_is_emitted_at_once_and_joins_a_partner_within_grace() -> None:
+    """Released Kafka Streams (``KStreamKStreamJoin.process``): an unjoined record whose window has ended by
+    stream time when it arrives is emitted with None at once, grace or not; it stays in its side's store,
+    so a partner that arrives within the grace period still joins it: two results for one record."""
     run(
         "left_join",
         JoinWindows.of_time_difference_and_grace(10, 50),
         [
             ([("L", 9, "X", 100)], []),
-            ([("L", 0, "A", 60)], []),  # its window [50, 70] ended at stream time 100, closes at 120
-            ([("R", 0, "a", 65)], [(0, "A+a", 65)]),
+            ([("L", 0, "A", 60)], [(0, "A+null", 60)]),  # window [50, 70] ended at stream time 100
+            ([("R", 0, "a", 65)], [(0, "A+a", 65)]),  # within grace (closes at 120): joins A as well
             ([("L", 1, "B", 30)], [(1, "B+null", 30)]),  # window [20, 40] closed at 90: late, emitted at once
+            ([("R", 1, "b", 35)], []),  # a right record too late for B's window store: no second result
             ([("R", 9, "z", 200)], [(9, "X+null", 100)]),
+        ],
+    )
+
+
+def test_outer_join_a_record_past_its_window_end_is_emitted_at_once_on_either_side() -> None:
+    """The same for both sides of an outer join (window 10, grace 50)."""
+    run(
+        "outer_join",
+        JoinWindows.of_time_difference_and_grace(10, 50),
+        [
+            ([("L", 9, "X", 100)], []),
+            ([("R", 0, "a", 60)], [(0, "null+a", 60)]),
+            ([("L", 0, "A", 65)], [(0, "A+a", 65)]),  # joins a; A's own window [55, 75] has ended too
+            ([("L", 1, "B", 95)], []),  # window [85, 105] still open: waits
+            ([("R", 9, "z", 200)], [(1, "B+null", 95), (9, "X+null", 100)]),  # z itself waits (on time)
         ],
     )
 
@@ -342,3 +370,64 @@ def test_both_sides_are_repartitioned_after_a_key_change_and_the_joiner_can_take
         assert [(r.key, r.value, r.timestamp) for r in d.output_topic("out", key=str, value=str).read_records()] == [
             ("r1", "r1:1:5", 105)
         ]
+
+
+def test_left_join_with_zero_after_emits_each_record_as_the_next_one_ends_its_window() -> None:
+    """KStreamKStreamLeftJoinTest.testLeftJoinedRecordsWithZeroAfterAreEmitted: window 100 ``after(0)``, no
+    grace; a left record's window ends at its own time, so each later left record closes the earlier ones."""
+    keys = range(4)
+    run(
+        "left_join",
+        JoinWindows.of_time_difference_with_no_grace(100).after(0),
+        [
+            ([("L", k, f"A{k}", 1000 + k) for k in keys], [(k, f"A{k}+null", 1000 + k) for k in range(3)]),
+            ([("R", k, f"a{k}", 999) for k in keys], [(k, f"A{k}+a{k}", 1000 + k) for k in keys]),
+            ([("R", k, f"b{k}", 1000) for k in keys], [(k, f"A{k}+b{k}", 1000 + k) for k in keys]),
+            ([("R", k, f"c{k}", 1001) for k in keys], [(k, f"A{k}+c{k}", 1000 + k) for k in (1, 2, 3)]),
+            ([("R", k, f"d{k}", 1002) for k in keys], [(k, f"A{k}+d{k}", 1000 + k) for k in (2, 3)]),
+            ([("R", k, f"e{k}", 1003) for k in keys], [(3, "A3+e3", 1003)]),
+            ([("R", k, f"f{k}", 1100) for k in keys], []),
+        ],
+    )
+
+
+def test_the_outer_join_emit_throttle_delays_unjoined_records_by_wall_clock_time() -> None:
+    """``emit.interval.ms.kstreams.outer.join.spurious.results.fix`` (here 1000 ms against the driver's
+    simulated clock): unjoined records whose window closed wait for the next scan, at most one per interval;
+    what is emitted, and in which order, does not change."""
+    b = build("left_join", JoinWindows.of_time_difference_with_no_grace(100))
+    with TopologyTestDriver(b.build(), outer_join_emit_interval_ms=1000) as d:
+        left = d.input_topic("left", key=int, value=str)
+        out = d.output_topic("out", key=int, value=str)
+
+        def step(key: int, value: str, ts: int) -> list[tuple[int, str, int]]:
+            left.pipe_input(key, value, timestamp=ts)
+            return [(r.key, r.value, r.timestamp) for r in out.read_records()]
+
+        assert step(0, "A", 0) == []
+        assert step(1, "B", 120) == [(0, "A+null", 0)]  # the first scan; the next may run at wall clock 1000
+        assert step(2, "C", 240) == []  # B's window closed at 221, but the scan waits for the wall clock
+        d.advance_wall_clock(1000)
+        assert step(3, "D", 260) == [(1, "B+null", 120)]
+        assert step(4, "E", 360) == []  # C closed at 341: throttled again
+        d.advance_wall_clock(999)
+        assert step(5, "F", 361) == []
+        d.advance_wall_clock(1)
+        assert step(6, "G", 362) == [(2, "C+null", 240), (3, "D+null", 260)]
+        # Throttled, but stream time jumps past the outer store's retention: the waiting records are emitted
+        # now rather than lost.
+        assert step(7, "H", 10_000) == [(4, "E+null", 360), (5, "F+null", 361), (6, "G+null", 362)]
+
+
+def test_emit_intervals_default_to_kafkas_and_are_validated() -> None:
+    from streams.config import StreamsConfig
+
+    config = StreamsConfig(application_id="app")
+    assert (config.outer_join_emit_interval_ms, config.windowed_aggregation_emit_interval_ms) == (1000, 1000)
+    with pytest.raises(ValueError, match="emit interval outer_join_ms must be an integer >= 0"):
+        StreamsConfig(application_id="app", outer_join_emit_interval_ms=-1)
+    with pytest.raises(ValueError, match="emit interval windowed_aggregation_ms must be an integer >= 0"):
+        TopologyTestDriver(
+            build("join", JoinWindows.of_time_difference_with_no_grace(1)).build(),
+            windowed_aggregation_emit_interval_ms=1.5,
+        )  # type: ignore[arg-type]

@@ -1,8 +1,9 @@
 """Stream-table joins (``KStream.join`` / ``left_join`` with a ``KTable``), as Kafka Streams' own tests
 expect (``KStreamKTableJoinTest``, ``KStreamKTableLeftJoinTest``): each stream record looks up the table's
 current row for its key when it is processed and the result keeps the stream record's timestamp; table
-updates (and deletes) emit nothing; a left join calls the joiner with None when there is no row; stream
-records with a null key or value are dropped and counted."""
+updates (and deletes) emit nothing; a left join calls the joiner with None when there is no row (and, as
+Kafka 3.7+ does for KIP-962, for a record with a null key); other stream records with a null key or value
+are dropped and counted."""
 
 from __future__ import annotations
 
@@ -75,13 +76,16 @@ def test_table_tombstones_remove_the_row(left: bool) -> None:
     ]
 
 
-def test_null_stream_keys_and_values_are_dropped_and_counted(left: bool) -> None:
+def test_null_stream_keys_are_kept_by_a_left_join_and_dropped_and_counted_by_an_inner_one(left: bool) -> None:
+    """KIP-962 (Kafka 3.7+): a left join emits a null-key record as ``joiner(value, None)``;
+    KStreamKTableJoinTest.shouldLogAndMeterWhenSkippingNullLeftKey / ...NullLeftValue: an inner join drops
+    both and counts them; a null value is dropped by both."""
     s = Scenario(left)
     s.push_table(1, "Y")
     s.stream.pipe_input(None, "X", timestamp=5)
     s.stream.pipe_input(0, None, timestamp=6)
-    assert s.results() == []
-    assert s.driver.dropped_records == 2
+    assert s.results() == ([(None, "X+null", 5)] if left else [])
+    assert s.driver.dropped_records == (1 if left else 2)
 
 
 def test_the_joiner_can_take_the_key() -> None:

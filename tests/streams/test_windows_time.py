@@ -19,6 +19,7 @@ from streams import (
     StreamsBuilder,
     TimeWindows,
     TopologyError,
+    TopologyTestDriver,
     WindowedSerdes,
 )
 from tests.streams.scenarios import EXPIRED_BY_GRACE_INPUT, Build, Row, pipe, piped, read_rows, scenario
@@ -168,6 +169,51 @@ def test_emit_on_window_close_as_an_aggregation_option_and_late_records() -> Non
     windows = TimeWindows.of_size_and_grace(10, 90).advance_by(5)
     build = concatenated(windows, initial="", retention=100, emit_strategy="on_window_close")
     assert scenario(build, RETENTION_INPUT, key=W10, value=str) == [("[k@5/15]", "+5+6", 6)]
+
+
+def _throttled_final_results(retention: int | None) -> list[list[Row]]:
+    """KStreamWindowAggregateTest.shouldEmitWithLargeInterval's input (size 10, advance 5, grace 5, emit final,
+    ``emit.interval.ms.kstreams.windowed.aggregation`` 1000): what each step emitted, with the wall clock
+    at 0, 10000 and 10100 ms."""
+    windows = TimeWindows.of_size_and_grace(10, 5).advance_by(5)
+    b = StreamsBuilder()
+    concatenated(windows, emit_strategy="on_window_close", retention=retention)(b)
+    with TopologyTestDriver(b.build(), windowed_aggregation_emit_interval_ms=1000) as d:
+        steps = []
+        for wall_clock, rows in [
+            (0, [("A", "1", 0), ("A", "1", 5), ("B", "2", 10), ("C", "3", 15)]),
+            (10_000, [("D", "4", 20)]),
+            (10_100, [("E", "5", 40)]),
+        ]:
+            d.advance_wall_clock(wall_clock - d.wall_clock_ms)
+            pipe(d, "in", rows)
+            steps.append(read_rows(d, "out", W10, str))
+        return steps
+
+
+def test_emit_on_window_close_is_throttled_by_wall_clock_time() -> None:
+    """KStreamWindowAggregateTest.shouldEmitWithLargeInterval (emit final): the first record takes the
+    throttle's turn, so nothing is emitted until the wall clock has moved 1000 ms; then the windows closed
+    by then; the next record, 100 ms later, is throttled again (the store keeps the closed windows:
+    ``retention`` 1000)."""
+    assert _throttled_final_results(1000) == [
+        [],
+        [("[A@0/10]", "0+1+1", 5), ("[A@5/15]", "0+1", 5), ("[B@5/15]", "0+2", 10)],
+        [],
+    ]
+
+
+def test_the_emit_throttle_never_loses_a_closed_window() -> None:
+    """The same with the default retention (size + grace), where a window leaves the store as it closes:
+    the windows that E@40 closes are emitted at once, throttle or not (Kafka Streams would wait for the next
+    turn, its store keeping them for a segment)."""
+    assert _throttled_final_results(None)[2] == [
+        ("[B@10/20]", "0+2", 10),
+        ("[C@10/20]", "0+3", 15),
+        ("[C@15/25]", "0+3", 15),
+        ("[D@15/25]", "0+4", 20),
+        ("[D@20/30]", "0+4", 20),
+    ]
 
 
 def test_emitted_final_results_are_not_emitted_again_after_a_restart(tmp_path: Path) -> None:
