@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from schemakit.connection import UsageError, add_connection_options, connect
-from schemakit.topic_cmd import missing_topic, open_topic_log
+from schemakit.topic_log import missing_topic, open_topic_log
 
 if TYPE_CHECKING:
     from schemakit.topic_decode import RecordDecoder

@@ -18,8 +18,8 @@ import orjson
 
 from schemakit.connection import UsageError, add_connection_options, connect
 from schemakit.progress import progress_for
-from schemakit.topic_cmd import missing_topic, open_topic_log
 from schemakit.topic_encode import FORMATS, Encoder, FieldSpec, encoder_for
+from schemakit.topic_log import missing_topic, open_topic_log
 
 _MEMBERS = frozenset({"key", "value", "headers", "partition", "timestamp"})
 _FLUSH_EVERY = 10_000  # records held by a log that buffers until flush (SQLite), bounded

@@ -147,7 +147,7 @@ def describe(args: argparse.Namespace) -> int:
 
     try:
         topology = load_topology(args.app)
-        text = render(topology, args.format)
+        text = render(topology.description(), args.format)
     except (ImportError, ValueError, TopologyError) as exc:
         print(f"schemakit streams describe: {exc}", file=sys.stderr)
         return 2

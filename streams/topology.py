@@ -10,7 +10,7 @@ Internal topics (repartition topics, changelogs) are named without the applicati
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from streams.errors import TopologyError
 from streams.extractors import TimestampExtractor, extractor_from
 from streams.processor import Processor
 from streams.record_serdes import JSON, serde_from
+from streams.topology_render import NodeDescription, SubTopologyDescription, TopologyDescription, kafka_text
 
 __all__ = [
     "GlobalTableSpec",
@@ -412,9 +413,72 @@ class Topology:
     def describe(self) -> str:
         """Sub-topologies with their sources, processors, sinks and stores, in Kafka Streams' ``describe()``
         format (``streams/topology_render.py`` also draws them as Mermaid or Graphviz diagrams)."""
-        from streams.topology_render import describe, kafka_text
+        return kafka_text(self.description())
 
-        return kafka_text(describe(self))
+    def description(self) -> TopologyDescription:
+        """The sub-topologies and their nodes as ``describe()`` and the diagrams show them."""
+        return _description(self)
 
     def __str__(self) -> str:
         return self.describe()
+
+
+def _sub_tree_sizes(children: dict[str, list[str]]) -> dict[str, int]:
+    """Each node's size as Kafka counts it: one plus its children's sizes (paths, in a diamond)."""
+    sizes: dict[str, int] = {}
+
+    def size(name: str) -> int:
+        if name not in sizes:
+            sizes[name] = 1 + sum(size(child) for child in children[name])
+        return sizes[name]
+
+    for name in children:
+        size(name)
+    return sizes
+
+
+def _description(topology: Topology) -> TopologyDescription:
+    """The topology's sub-topologies and nodes in Kafka Streams' order (``streams/topology_render.py`` says how)."""
+    subs: list[SubTopologyDescription] = []
+    for sub in topology.sub_topologies():
+        members = {node.name: node for node in sub.nodes}
+        sizes = _sub_tree_sizes({name: node.children for name, node in members.items()})
+
+        def ordered(names: Iterable[str], sizes: dict[str, int] = sizes) -> tuple[str, ...]:
+            return tuple(sorted(names, key=lambda n: (-sizes[n], n)))
+
+        def linked(names: list[str], sizes: dict[str, int] = sizes) -> tuple[str, ...]:
+            return tuple(sorted(names, key=sizes.__getitem__, reverse=True))  # stable: ties stay in the order added
+
+        described: list[NodeDescription] = []
+        for name in ordered(members):
+            node = members[name]
+            successors, predecessors = linked(node.children), linked(node.parents)
+            if isinstance(node, SourceNode):
+                topics = tuple(internal_topic_name(t) if node.internal else t for t in node.topics)
+                described.append(NodeDescription("source", name, topics, node.internal, successors=successors))
+            elif isinstance(node, SinkNode):
+                topic = internal_topic_name(node.topic) if node.internal else node.topic
+                described.append(NodeDescription("sink", name, (topic,), node.internal, predecessors=predecessors))
+            else:
+                assert isinstance(node, ProcessorNode)
+                described.append(
+                    NodeDescription(
+                        "processor",
+                        name,
+                        stores=tuple(node.stores),
+                        successors=successors,
+                        predecessors=predecessors,
+                    )
+                )
+        subs.append(SubTopologyDescription(sub.id, tuple(described)))
+    next_id = len(subs)
+    for spec in topology.global_tables.values():
+        source, processor = f"{spec.store}-source", f"{spec.store}-processor"
+        nodes = (
+            NodeDescription("source", source, (spec.topic,), successors=(processor,)),
+            NodeDescription("processor", processor, stores=(spec.store,), predecessors=(source,)),
+        )
+        subs.append(SubTopologyDescription(next_id, nodes, global_store=True))
+        next_id += 1
+    return TopologyDescription(tuple(subs))

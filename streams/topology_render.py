@@ -1,8 +1,8 @@
 """A topology shown to people: Kafka Streams' ``Topology.describe()`` text, a Mermaid flowchart, a Graphviz graph.
 
-``describe(topology)`` turns a ``Topology`` into a ``TopologyDescription``: its sub-topologies, each node with
-its topics, stores, successors and predecessors, in the order Kafka Streams prints them, so that one model feeds
-the three renderings and they cannot disagree. ``kafka_text`` is byte for byte Kafka's format:
+``Topology.description()`` (``streams/topology.py``) gives a ``TopologyDescription``: its sub-topologies, each
+node with its topics, stores, successors and predecessors, in the order Kafka Streams prints them, so that one
+model feeds the three renderings here and they cannot disagree. ``kafka_text`` is byte for byte Kafka's format:
 
 - ``Topologies:`` then each sub-topology, the first indented three spaces and the others two (Kafka appends
   ``" "`` once after the heading and ``"  "`` before each one), each followed by an empty line;
@@ -25,18 +25,14 @@ the sub-topology writing it to the one reading it; stores sit in the sub-topolog
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
-
-from streams.topology import ProcessorNode, SinkNode, SourceNode, Topology, internal_topic_name
 
 __all__ = [
     "FORMATS",
     "NodeDescription",
     "SubTopologyDescription",
     "TopologyDescription",
-    "describe",
     "dot",
     "kafka_text",
     "mermaid",
@@ -83,67 +79,6 @@ class SubTopologyDescription:
 @dataclass(frozen=True)
 class TopologyDescription:
     sub_topologies: tuple[SubTopologyDescription, ...]
-
-
-def _sub_tree_sizes(children: dict[str, list[str]]) -> dict[str, int]:
-    """Each node's size as Kafka counts it: one plus its children's sizes (paths, in a diamond)."""
-    sizes: dict[str, int] = {}
-
-    def size(name: str) -> int:
-        if name not in sizes:
-            sizes[name] = 1 + sum(size(child) for child in children[name])
-        return sizes[name]
-
-    for name in children:
-        size(name)
-    return sizes
-
-
-def describe(topology: Topology) -> TopologyDescription:
-    """The topology's sub-topologies and nodes in Kafka Streams' order (see the module docstring)."""
-    subs: list[SubTopologyDescription] = []
-    for sub in topology.sub_topologies():
-        members = {node.name: node for node in sub.nodes}
-        sizes = _sub_tree_sizes({name: node.children for name, node in members.items()})
-
-        def ordered(names: Iterable[str], sizes: dict[str, int] = sizes) -> tuple[str, ...]:
-            return tuple(sorted(names, key=lambda n: (-sizes[n], n)))
-
-        def linked(names: list[str], sizes: dict[str, int] = sizes) -> tuple[str, ...]:
-            return tuple(sorted(names, key=sizes.__getitem__, reverse=True))  # stable: ties stay in the order added
-
-        described: list[NodeDescription] = []
-        for name in ordered(members):
-            node = members[name]
-            successors, predecessors = linked(node.children), linked(node.parents)
-            if isinstance(node, SourceNode):
-                topics = tuple(internal_topic_name(t) if node.internal else t for t in node.topics)
-                described.append(NodeDescription("source", name, topics, node.internal, successors=successors))
-            elif isinstance(node, SinkNode):
-                topic = internal_topic_name(node.topic) if node.internal else node.topic
-                described.append(NodeDescription("sink", name, (topic,), node.internal, predecessors=predecessors))
-            else:
-                assert isinstance(node, ProcessorNode)
-                described.append(
-                    NodeDescription(
-                        "processor",
-                        name,
-                        stores=tuple(node.stores),
-                        successors=successors,
-                        predecessors=predecessors,
-                    )
-                )
-        subs.append(SubTopologyDescription(sub.id, tuple(described)))
-    next_id = len(subs)
-    for spec in topology.global_tables.values():
-        source, processor = f"{spec.store}-source", f"{spec.store}-processor"
-        nodes = (
-            NodeDescription("source", source, (spec.topic,), successors=(processor,)),
-            NodeDescription("processor", processor, stores=(spec.store,), predecessors=(source,)),
-        )
-        subs.append(SubTopologyDescription(next_id, nodes, global_store=True))
-        next_id += 1
-    return TopologyDescription(tuple(subs))
 
 
 # -- Kafka's text ---------------------------------------------------------------------------------------------
@@ -315,9 +250,8 @@ def dot(description: TopologyDescription) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(topology: Topology, fmt: str) -> str:
-    """``topology`` as ``fmt``: ``text`` (Kafka's describe), ``mermaid`` or ``dot``."""
-    description = describe(topology)
+def render(description: TopologyDescription, fmt: str) -> str:
+    """A topology's ``description`` as ``fmt``: ``text`` (Kafka's describe), ``mermaid`` or ``dot``."""
     if fmt == "text":
         return kafka_text(description)
     if fmt == "mermaid":

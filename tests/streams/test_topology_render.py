@@ -22,7 +22,7 @@ import pytest
 from streams import Processor, StreamsBuilder, Topology
 from streams.cli import FORMATS as CLI_FORMATS
 from streams.topology import StoreSpec
-from streams.topology_render import FORMATS, describe, dot, kafka_text, mermaid, render
+from streams.topology_render import FORMATS, dot, kafka_text, mermaid, render
 from tests.support import REPO_ROOT
 from tests.support.cli import run_in_process
 
@@ -182,7 +182,7 @@ for _which in ("first", "second"):
 
 def test_describe_is_kafkas_text_for_two_joins_with_named_repartition_topics() -> None:
     topology = _rekeyed_joins(KAFKA_NAMES, shared_repartition=False)
-    assert topology.describe() == KAFKA_USER_NAMES == render(topology, "text")
+    assert topology.describe() == KAFKA_USER_NAMES == render(topology.description(), "text")
 
 
 # -- the DSL topology of the guide: a re-key and join with a table, a group-by and a count -------------------
@@ -208,7 +208,7 @@ def orders_per_tier() -> StreamsBuilder:
 def _expected_structure() -> tuple[dict[str, set[str]], dict[str, set[str]], set[tuple[str, str]]]:
     """(sub-topology members by its title, stores by sub-topology title, data-flow edges between labels)
     of ``orders_per_tier``, as its Kafka text says."""
-    desc = describe(orders_per_tier().build())
+    desc = orders_per_tier().build().description()
     members, stores, edges = {}, {}, set()
     for sub in desc.sub_topologies:
         title = f"Sub-topology {sub.id}"
@@ -224,7 +224,7 @@ def _expected_structure() -> tuple[dict[str, set[str]], dict[str, set[str]], set
 
 
 def test_dsl_topology_text_has_the_repartitions_join_and_stores() -> None:
-    text = kafka_text(describe(orders_per_tier().build()))
+    text = kafka_text(orders_per_tier().build().description())
     assert text.startswith("Topologies:\n   Sub-topology: 0\n") and text.endswith("\n\n")
     assert text.count("Sub-topology:") == 3
     assert "    Processor: with-customer (stores: [customers])\n" in text
@@ -294,7 +294,7 @@ def check_mermaid(text: str) -> tuple[dict[str, str], dict[str, set[str]], set[t
 
 
 def test_mermaid_is_a_valid_flowchart_of_the_topology() -> None:
-    text = mermaid(describe(orders_per_tier().build()))
+    text = mermaid(orders_per_tier().build().description())
     labels, subgraphs, edges, links = check_mermaid(text)
     members, stores, expected_edges = _expected_structure()
     assert {title: found - stores[title] for title, found in subgraphs.items()} == members
@@ -320,7 +320,7 @@ DOT_LINE = re.compile(
 
 
 def test_dot_has_a_cluster_per_sub_topology_and_the_edges() -> None:
-    text = dot(describe(orders_per_tier().build()))
+    text = dot(orders_per_tier().build().description())
     labels: dict[str, str] = {}
     clusters: dict[str, set[str]] = {}
     current: str | None = None
@@ -348,13 +348,16 @@ def test_dot_has_a_cluster_per_sub_topology_and_the_edges() -> None:
     assert clusters == {title: members[title] | stores[title] for title in members}
     assert edges == expected_edges
     assert links == {
-        (n.name, s) for sub in describe(orders_per_tier().build()).sub_topologies for n in sub.nodes for s in n.stores
+        (n.name, s)
+        for sub in orders_per_tier().build().description().sub_topologies
+        for n in sub.nodes
+        for s in n.stores
     }
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed (apt-get install graphviz)")
 def test_graphviz_parses_the_dot_text() -> None:
-    text = dot(describe(orders_per_tier().build()))
+    text = dot(orders_per_tier().build().description())
     done = subprocess.run(["dot", "-Tsvg"], input=text, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and not done.stderr, done.stderr
     texts = {el.text for el in ElementTree.fromstring(done.stdout).iter("{http://www.w3.org/2000/svg}text")}
@@ -376,9 +379,9 @@ def test_mermaids_own_parser_accepts_the_flowcharts(tmp_path: Path) -> None:
     countries = b.global_table("countries", key=str, value=str, store="countries")
     b.stream("orders", key=str, value=str).join(countries, lambda k, v: v, lambda v, c: f"{v}:{c}").to("out")
     charts = {
-        "tiers": mermaid(describe(orders_per_tier().build())),
-        "kafka": mermaid(describe(_rekeyed_joins(KAFKA_NAMES, shared_repartition=False))),
-        "global": mermaid(describe(b.build())),
+        "tiers": mermaid(orders_per_tier().build().description()),
+        "kafka": mermaid(_rekeyed_joins(KAFKA_NAMES, shared_repartition=False).description()),
+        "global": mermaid(b.build().description()),
     }
     # A control: the parser must refuse a chart with an edge to nowhere.
     charts["broken"] = charts["tiers"] + "    t0 -->\n"
@@ -406,7 +409,7 @@ def test_global_table_is_a_sub_topology_without_tasks_in_every_format() -> None:
     b = StreamsBuilder()
     countries = b.global_table("countries", key=str, value=str, store="countries")
     b.stream("orders", key=str, value=str).join(countries, lambda k, v: v, lambda v, c: f"{v}:{c}").to("out")
-    desc = describe(b.build())
+    desc = b.build().description()
     assert kafka_text(desc).endswith(
         "  Sub-topology: 1 for global store (will not generate tasks)\n"
         "    Source: countries-source (topics: [countries])\n"
@@ -427,7 +430,7 @@ def test_global_table_is_a_sub_topology_without_tasks_in_every_format() -> None:
 def test_render_and_the_command_accept_the_same_formats() -> None:
     assert CLI_FORMATS == FORMATS
     with pytest.raises(ValueError, match="unknown topology format 'svg'"):
-        render(orders_per_tier().build(), "svg")
+        render(orders_per_tier().build().description(), "svg")
 
 
 # -- the command ------------------------------------------------------------------------------------------------
@@ -460,7 +463,7 @@ def test_streams_describe_command_prints_each_format(
         assert (result.code, result.out) == (0, topology.describe())
     for fmt in ("mermaid", "dot"):
         result = run_in_process(capsys, "streams", "describe", app_module("topology"), "--format", fmt)
-        assert (result.code, result.out) == (0, render(topology, fmt))
+        assert (result.code, result.out) == (0, render(topology.description(), fmt))
 
 
 def test_streams_describe_reports_what_is_not_a_topology(
@@ -490,12 +493,12 @@ def test_the_guides_example_is_the_topology_drawn_in_the_readme_and_the_guide() 
     topology = builder.build()
     assert topology.describe() == orders_per_tier().build().describe()
     (diagram,) = _fenced_blocks((REPO_ROOT / "README.md").read_text(), "mermaid")
-    assert diagram == render(topology, "mermaid")
+    assert diagram == render(topology.description(), "mermaid")
     # The guide's image is Graphviz's drawing of `--format dot`: its texts are the topology's labels.
     svg = ElementTree.parse(REPO_ROOT / "docs" / "images" / "streams-topology.svg").getroot()
     texts = {el.text for el in svg.iter("{http://www.w3.org/2000/svg}text")}
     assert "](images/streams-topology.svg)" in guide
-    desc = describe(topology)
+    desc = topology.description()
     expected = {f"Sub-topology {sub.id}" for sub in desc.sub_topologies}
     for sub in desc.sub_topologies:
         expected |= {n.name for n in sub.nodes} | set(sub.stores)
