@@ -33,6 +33,7 @@ import orjson
 from streams.errors import StateStoreError
 from streams.listeners import RestoreListener
 from streams.log.base import Consumer, HeaderPairs, Producer, Record, RecordMetadata, TopicPartition
+from streams.record_serdes import json_bytes
 from streams.state.base import StateStore
 
 __all__ = [
@@ -63,7 +64,7 @@ _STALL_TIMEOUT = 120.0
 
 def source_header(positions: list[tuple[str, int, int]]) -> tuple[tuple[str, bytes], ...]:
     """The header naming the input positions a flush reflects: ``[[topic, partition, next_offset], ...]``."""
-    return ((SOURCE_HEADER, orjson.dumps(positions)),)
+    return ((SOURCE_HEADER, json_bytes(positions)),)
 
 
 Committed = dict[tuple[str, int], int | None]
@@ -73,7 +74,7 @@ def barrier_headers(committed: Committed) -> tuple[tuple[str, bytes], ...]:
     """A restore barrier's headers: the marker, and the input offsets committed when it was written
     (-1 where nothing was committed)."""
     positions = [[t, p, -1 if o is None else o] for (t, p), o in sorted(committed.items())]
-    return ((BARRIER_HEADER, b"1"), (SOURCE_HEADER, orjson.dumps(positions)))
+    return ((BARRIER_HEADER, b"1"), (SOURCE_HEADER, json_bytes(positions)))
 
 
 def positions_of(headers: HeaderPairs) -> bytes | None:
