@@ -239,6 +239,7 @@ class ExporterManager:
 
     def start(self) -> None:
         """Start supervising (on the event loop the store applies records on)."""
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per destination call
         self._supervisor = asyncio.create_task(self._supervise_forever(), name="exporters")
 
     async def close(self) -> None:

@@ -160,6 +160,7 @@ class ExporterRunner:
                     if await self._export_retrying(destination, record, look_first=record.offset <= look_until):
                         self.exported += 1
                     self.position, self.position_ts = record.offset, record.timestamp
+                    await self._maybe_commit(caught_up=False)
                 if self.position >= self.store.state.offset:
                     self.pending_ts = None
                 await self._maybe_commit(caught_up=not batch)

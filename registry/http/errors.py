@@ -148,6 +148,7 @@ class Doc:
     )
     exporter_not_paused = _doc(409, "`40963` the exporter is not paused; `40951`/`40952` an invalid change.")
     exporter_running = _doc(409, "`40961` the exporter is already running.")
+    wrong_field_type = _doc(422, "`422` a body field of the wrong type.")
 
     # the answers of one kind of route, where several routes are of that kind
     #: reading a schema by id or GUID (as JSON or as its text)

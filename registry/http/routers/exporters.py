@@ -112,7 +112,7 @@ async def list_exporters(manager: Manager) -> Response:
     operation_id="registerExporter",
     summary="Create an exporter; it starts at once.",
     response_model=ExporterReference,
-    responses={**Doc.exporter_invalid},
+    responses={**Doc.exporter_invalid, **Doc.wrong_field_type},
 )
 @leader_only
 async def create_exporter(manager: Manager, body: CreateBody) -> Response:
@@ -137,7 +137,7 @@ async def get_exporter(manager: Manager, name: Name) -> Response:
     operation_id="updateExporterInfo",
     summary="Change a paused exporter (the fields given; `config` merged key by key).",
     response_model=ExporterReference,
-    responses={**Doc.exporter_not_found, **Doc.exporter_not_paused},
+    responses={**Doc.exporter_not_found, **Doc.exporter_not_paused, **Doc.wrong_field_type},
 )
 @leader_only
 async def update_exporter(manager: Manager, name: Name, body: UpdateBody) -> Response:
@@ -188,7 +188,7 @@ async def exporter_config(manager: Manager, name: Name) -> Response:
     operation_id="updateExporterConfigByName",
     summary="Change a paused exporter's destination config (merged key by key).",
     response_model=ExporterReference,
-    responses={**Doc.exporter_not_found, **Doc.exporter_not_paused},
+    responses={**Doc.exporter_not_found, **Doc.exporter_not_paused, **Doc.wrong_field_type},
 )
 @leader_only
 async def update_exporter_config(manager: Manager, name: Name, body: ConfigBody) -> Response:
