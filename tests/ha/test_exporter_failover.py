@@ -36,6 +36,7 @@ def test_the_new_leader_resumes_the_export_after_a_leader_kill(
         # created through a follower: forwarded to the leader, which runs it
         created = http.post(f"{survivors[0]}/exporters", json=body)
         assert created.status_code == 200, created.text
+
         # the definition is in _schemas: every instance answers it
         def names(url: str) -> list[str]:
             found: list[str] = http.get(f"{url}/exporters").json()
