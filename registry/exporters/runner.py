@@ -20,7 +20,10 @@ moment may have been exported already by whoever ran the exporter before, so for
 first and a version it holds with the same id is skipped; later records are new by construction. Deletes of what
 is gone count as done. A destination that fails puts the exporter in ERROR with the reason (``trace``); the same
 record is retried, waiting up to ``retry_max`` seconds between tries, and the exporter is RUNNING again at the
-first success. Progress (the offset of the last record done) is stored at most every ``commit_interval`` seconds
+first success. Registrations of different subjects that follow each other in the log (without references) are
+sent together, up to ``parallel`` at a time: the order that matters is a subject's own (and a referenced
+subject before its referrer), and the destination's latency, not its work, bounds an exporter that waits for
+each answer. Progress (the offset of the last record done) is stored at most every ``commit_interval`` seconds
 and when the exporter has caught up, through ``commit``.
 """
 
@@ -69,6 +72,7 @@ class ExporterRunner:
         batch: int = 500,
         commit_interval: float = 1.0,
         retry_max: float = 2.0,
+        parallel: int = 16,
     ) -> None:
         self.definition = definition
         self.mapping = SubjectMapping(definition)
@@ -90,6 +94,7 @@ class ExporterRunner:
         self._batch = batch
         self._commit_interval = commit_interval
         self._retry_max = retry_max
+        self._parallel = parallel
         self._last_commit = time.monotonic()
         self._task: asyncio.Task[None] | None = None
 
@@ -153,13 +158,13 @@ class ExporterRunner:
                 batch = await asyncio.to_thread(consumer.poll, 0.5, self._batch)
                 if self.state is ExporterState.STARTING:
                     self._set_state(ExporterState.RUNNING)
-                for record in batch:
-                    if record.offset <= self.position:
-                        continue
-                    self.pending_ts = record.timestamp
-                    if await self._export_retrying(destination, record, look_first=record.offset <= look_until):
-                        self.exported += 1
-                    self.position, self.position_ts = record.offset, record.timestamp
+                for group in _groups([r for r in batch if r.offset > self.position], self._parallel):
+                    self.pending_ts = group[0].timestamp
+                    done = await asyncio.gather(
+                        *(self._export_retrying(destination, r, look_first=r.offset <= look_until) for r in group)
+                    )
+                    self.exported += sum(done)
+                    self.position, self.position_ts = group[-1].offset, group[-1].timestamp
                     await self._maybe_commit(caught_up=False)
                 if self.position >= self.store.state.offset:
                     self.pending_ts = None
@@ -267,3 +272,40 @@ class ExporterRunner:
         if since is None:
             return records, 0.0
         return records, max(0.0, (now_ms - since) / 1000)
+
+
+def _groups(records: list[Record], limit: int) -> list[list[Record]]:
+    """``records`` in order, cut into groups that may be exported at the same time: consecutive registrations
+    (SCHEMA records, not deletes, without references) of distinct subjects, at most ``limit`` of them; every
+    other record is a group of its own, after the records before it and before those after it."""
+    groups: list[list[Record]] = []
+    subjects: set[bytes] = set()
+    for record in records:
+        subject = _parallel_subject(record)
+        current = groups[-1] if groups else None
+        if (
+            subject is not None
+            and current is not None
+            and subjects
+            and subject not in subjects
+            and len(current) < limit
+        ):
+            current.append(record)
+            subjects.add(subject)
+            continue
+        groups.append([record])
+        subjects = {subject} if subject is not None else set()
+    return groups
+
+
+def _parallel_subject(record: Record) -> bytes | None:
+    """The subject of a record that may go with others (a registration without references); None otherwise."""
+    if record.key is None or record.value is None:
+        return None
+    try:
+        key, value = decode_key(record.key), decode_value(record.value)
+    except RecordFormatError:
+        return None
+    if key.keytype != schemas_topic.SCHEMA or value is None or value.get("deleted") or value.get("references"):
+        return None
+    return (key.subject or "").encode()
