@@ -138,7 +138,10 @@ class ExporterManager:
         )
 
     def figures(self) -> list[ExporterFigures]:
-        """Every exporter's figures, for the metrics (``registry/metrics.py``)."""
+        """Every exporter's figures, for the metrics (``registry/metrics.py``): the leader's only, where they run
+        (a follower would report every exporter as not started)."""
+        if not self.is_leader():
+            return []
         return [self._figures(name) for name in self.names()]
 
     # ---- changing ---------------------------------------------------------------------------------------
