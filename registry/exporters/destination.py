@@ -148,9 +148,10 @@ class Destination:
             await self.put_mode(subject, Mode.IMPORT)
         self.modes[subject] = Mode.IMPORT
 
-    async def put_mode(self, subject: str | None, mode: str) -> None:
+    async def put_mode(self, subject: str | None, mode: str, *, look_first: bool = False) -> None:
         path = "/mode" if subject is None else f"/mode/{_path(subject)}"
-        await self.call("PUT", path, {"mode": mode}, params={"force": "true"})
+        if not look_first or await self._current(path, "mode") != mode:
+            await self.call("PUT", path, {"mode": mode}, params={"force": "true"})
         if subject is not None:
             self.modes[subject] = mode
 
@@ -213,9 +214,26 @@ class Destination:
             if e.code not in _GONE | {40404, 40405}:
                 raise
 
-    async def put_config(self, subject: str | None, config: dict[str, Any]) -> None:
-        body = {("compatibility" if k == "compatibilityLevel" else k): v for k, v in config.items() if k != "subject"}
-        await self.call("PUT", "/config" if subject is None else f"/config/{_path(subject)}", body)
+    async def put_config(self, subject: str | None, config: dict[str, Any], *, look_first: bool = False) -> None:
+        path = "/config" if subject is None else f"/config/{_path(subject)}"
+        wanted = {k: v for k, v in config.items() if k != "subject"}
+        if look_first:
+            current = await self._current(path)
+            if isinstance(current, dict) and all(current.get(k) == v for k, v in wanted.items()):
+                return
+        body = {("compatibility" if k == "compatibilityLevel" else k): v for k, v in wanted.items()}
+        await self.call("PUT", path, body)
+
+    async def _current(self, path: str, field: str | None = None) -> Any:
+        """What the destination has at a config or mode path (its own, not the global default); None if
+        nothing."""
+        try:
+            found = await self.call("GET", path)
+        except DestinationCallError as e:
+            if e.code in _GONE | {40408, 40409}:
+                return None
+            raise
+        return (found or {}).get(field) if field is not None else found
 
     async def delete_config(self, subject: str | None) -> None:
         try:

@@ -17,7 +17,8 @@ everything else                     nothing (NOOP, CONTEXT, exporter records, mo
 
 Nothing is written twice. After a start (a failover, a resume, a reset) the records up to the log's end at that
 moment may have been exported already by whoever ran the exporter before, so for those the destination is asked
-first and a version it holds with the same id is skipped; later records are new by construction. Deletes of what
+first, and a version it holds with the same id, or a config or mode it has already, is skipped; later records are
+new by construction. Deletes of what
 is gone count as done. A destination that fails puts the exporter in ERROR with the reason (``trace``); the same
 record is retried, waiting up to ``retry_max`` seconds between tries, and the exporter is RUNNING again at the
 first success. Registrations of different subjects that follow each other in the log (without references) are
@@ -236,12 +237,12 @@ class ExporterRunner:
                 if value is None:
                     await d.delete_config(settings_target)
                 else:
-                    await d.put_config(settings_target, value)
+                    await d.put_config(settings_target, value, look_first=look_first)
                 return True
             mode = str((value or {}).get("mode", ""))
             if value is None or settings_target is None or mode == Mode.FORWARD:
                 return False  # the destination stays in IMPORT for the subjects it takes
-            await d.put_mode(settings_target, Mode.IMPORT if mode == Mode.READWRITE else mode)
+            await d.put_mode(settings_target, Mode.IMPORT if mode == Mode.READWRITE else mode, look_first=look_first)
             return True
         return False
 

@@ -17,6 +17,7 @@ from tests.support.exporting import (
     fill,
     register,
     schema_writes,
+    settings_writes,
     status,
     wait_caught_up,
 )
@@ -139,6 +140,7 @@ def test_pause_resume_reset_and_the_error_codes(
     src, dst = source.url, destination.url
     fill(http, src, SUBJECTS[:4], 1)
     create(http, src, "e", dst, contextType="NONE")
+    assert http.put(f"{src}/config/{SUBJECTS[0]}", json={"compatibility": "NONE"}).status_code == 200
     wait_caught_up(http, src, "e")
 
     def answer(method: str, path: str, **kw: object) -> tuple[int, int | None]:
@@ -184,6 +186,8 @@ def test_pause_resume_reset_and_the_error_codes(
     wait_caught_up(http, src, "e")
     writes = schema_writes(destination.log_url)
     assert len(writes) == 6 and max(writes.values()) == 1  # four versions 1, two versions 2
+    settings = settings_writes(destination.log_url)  # the config once, IMPORT mode once per subject
+    assert settings == {("CONFIG", SUBJECTS[0]): 1, **{("MODE", s): 1 for s in SUBJECTS[:4]}}
 
     assert http.delete(f"{src}/exporters/e").status_code == 204
     assert http.get(f"{src}/exporters").json() == []

@@ -86,19 +86,34 @@ def schema_writes(
 ) -> Counter[tuple[str, int, bool]]:
     """How often each (subject, version, deleted) was written to a registry's log (of ``subjects`` only, when
     given): a destination written twice counts more than its source."""
+    counts: Counter[tuple[str, int, bool]] = Counter()
+    for key, value in _records(log_url, topic):
+        if key.get("keytype") == "SCHEMA" and value is not None and (subjects is None or key["subject"] in subjects):
+            counts[(key["subject"], key["version"], bool(value.get("deleted")))] += 1
+    return counts
+
+
+def settings_writes(log_url: str, topic: str = "_schemas") -> Counter[tuple[str, str | None]]:
+    """How often each (CONFIG or MODE, subject) was written to a registry's log."""
+    counts: Counter[tuple[str, str | None]] = Counter()
+    for key, value in _records(log_url, topic):
+        if key.get("keytype") in ("CONFIG", "MODE") and value is not None:
+            counts[(key["keytype"], key.get("subject"))] += 1
+    return counts
+
+
+def _records(log_url: str, topic: str) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Every record of a registry's log, key and value decoded."""
+    out: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
     with open_log(log_url) as log:
         consumer = log.consumer(None)
         consumer.assign({TopicPartition(topic, 0): OFFSET_BEGINNING})
         end = log.end_offsets(topic).get(0, 0)
-        counts: Counter[tuple[str, int, bool]] = Counter()
         seen = -1
         while seen < end - 1:
             for record in consumer.poll(0.5, 5000):
                 seen = record.offset
-                key = json.loads(record.key or b"{}")
-                wanted = subjects is None or key.get("subject") in subjects
-                if key.get("keytype") == "SCHEMA" and record.value is not None and wanted:
-                    value = json.loads(record.value)
-                    counts[(key["subject"], key["version"], bool(value.get("deleted")))] += 1
+                value = json.loads(record.value) if record.value is not None else None
+                out.append((json.loads(record.key or b"{}"), value))
         consumer.close()
-    return counts
+    return out
