@@ -375,7 +375,11 @@ function fmtLag(s) {
   return `${s.lagRecords} record${s.lagRecords === 1 ? "" : "s"}${secs}`;
 }
 
+// The page shows live figures: it reads them again every two seconds while it is the page shown.
+let exportersRefresh = null;
+
 async function exportersPage() {
+  clearTimeout(exportersRefresh);
   probeAccess("");
   const names = await api("GET", "/exporters");
   const rows = await Promise.all(names.map(async (name) => {
@@ -391,6 +395,7 @@ async function exportersPage() {
       await api("PUT", `/exporters/${enc(name)}/${what}`);
       await exportersPage();
     } catch (e) {
+      clearTimeout(exportersRefresh);  // keep the message on the page
       status.replaceChildren(notice("bad", e.message));
     }
   };
@@ -412,9 +417,12 @@ async function exportersPage() {
         : h("button", { type: "button", class: "write", onclick: () => act(name, "pause") }, "Pause"))))));
   show(h("h1", {}, "Exporters"),
     h("p", { class: "muted" }, "Schema exporters copy this registry's schemas to another one as they change " +
-      "(Confluent's schema linking). Lag is counted in _schemas records and in seconds."),
+      "(Confluent's schema linking). Lag is counted in _schemas records and in seconds; the page refreshes every 2 s."),
     names.length ? table : h("p", {}, "No exporters. Create one with POST /exporters."),
     status);
+  exportersRefresh = setTimeout(() => {
+    if (hashQuery().path === "/exporters") exportersPage().catch(() => {});
+  }, 2000);
 }
 
 async function diffPage(subject, params) {
