@@ -149,14 +149,15 @@ class ExporterManager:
     def _lock(self, name: str) -> asyncio.Lock:
         return self._locks.setdefault(name, asyncio.Lock())
 
-    async def _write(self, keytype: str, name: str, value: bytes | None) -> None:
+    async def _write(self, keytype: str, name: str, value: bytes | None) -> int:
+        """Write an exporter record; its offset in ``_schemas``."""
         if not self._caught_up:  # as the service: read everything written before the first write
             await self.store.barrier()
             self._caught_up = True
-        await self.store.write(Key(keytype, name=name).encode(), value, "Exporter")
+        return await self.store.write(Key(keytype, name=name).encode(), value, "Exporter")
 
-    async def _write_state(self, name: str, state: StoredState) -> None:
-        await self._write(schemas_topic.EXPORTER_STATE, name, state.encode())
+    async def _write_state(self, name: str, state: StoredState) -> int:
+        return await self._write(schemas_topic.EXPORTER_STATE, name, state.encode())
 
     @staticmethod
     def _check_client(definition: ExporterDefinition) -> None:
@@ -232,11 +233,12 @@ class ExporterManager:
             await runner.stop()
         return runner
 
-    async def _commit(self, name: str, offset: int, ts: int) -> None:
+    async def _commit(self, name: str, offset: int, ts: int) -> int | None:
+        """Store a runner's progress; the offset of the record that stored it (None: not stored)."""
         async with self._lock(name):
             if self.stored_state(name).paused or name not in self.store.state.exporters:
-                return  # paused or deleted meanwhile: whoever did it stored what counts
-            await self._write_state(name, StoredState(False, offset, ts))
+                return None  # paused or deleted meanwhile: whoever did it stored what counts
+            return await self._write_state(name, StoredState(False, offset, ts))
 
     # ---- running ----------------------------------------------------------------------------------------
 
@@ -291,8 +293,8 @@ class ExporterManager:
                 continue
             definition = ExporterDefinition.from_stored(value, self.source_id)
 
-            async def commit(offset: int, ts: int, name: str = name) -> None:
-                await self._commit(name, offset, ts)
+            async def commit(offset: int, ts: int, name: str = name) -> int | None:
+                return await self._commit(name, offset, ts)
 
             runner = ExporterRunner(definition, self.store, stored.offset, commit, **self.runner_options)
             self.runners[name] = runner

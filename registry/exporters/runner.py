@@ -58,8 +58,8 @@ class ExporterState(enum.StrEnum):
     ERROR = "ERROR"
 
 
-#: ``commit(offset, timestamp)``: store the exporter's progress
-Commit = Callable[[int, int], Awaitable[None]]
+#: ``commit(offset, timestamp)``: store the exporter's progress; the offset of the record that stored it
+Commit = Callable[[int, int], Awaitable[int | None]]
 
 
 class ExporterRunner:
@@ -181,12 +181,14 @@ class ExporterRunner:
         if not caught_up and time.monotonic() - self._last_commit < self._commit_interval:
             return
         try:
-            await self._commit(self.position, self.position_ts)
+            stored_at = await self._commit(self.position, self.position_ts)
         except Exception as e:  # not the leader any more, or the log failing: the next run starts earlier
             log.warning("exporter %s: storing its offset %d failed: %s", self.name, self.position, e)
             return
         self.committed = self.position
         self._last_commit = time.monotonic()
+        if stored_at == self.position + 1:  # its own record, right after: nothing to export there, no lag
+            self.position = self.committed = stored_at
 
     async def _export_retrying(self, destination: Destination, record: Record, *, look_first: bool) -> bool:
         retry = 0.25

@@ -87,9 +87,13 @@ def test_200_schemas_reach_the_destination_byte_for_byte(
     assert writes == schema_writes(source.log_url)
     assert sum(n for (_, _, deleted), n in writes.items() if not deleted) == 200 + 2
 
-    metrics = http.get(f"{src}/metrics").text
+    metrics = poll_until(  # read while no progress record of its own is on its way
+        lambda: http.get(f"{src}/metrics").text,
+        lambda text: 'schemakit_registry_exporter_lag_records{exporter="dr"} 0.0' in text,
+        timeout=10,
+        what="the lag metric to be 0",
+    )
     assert re.search(r'schemakit_registry_exporter_records_exported_total\{exporter="dr"\} (\d+)', metrics)
-    assert 'schemakit_registry_exporter_lag_records{exporter="dr"} 0.0' in metrics
     assert 'schemakit_registry_exporter_state{exporter="dr",state="RUNNING"} 1.0' in metrics
 
 
