@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from registry import ui
+from registry.exporters import ExporterManager
 from registry.health import Health
 from registry.http.api import KeepEncodedSlashes, StartupGate, build_api
 from registry.http.body import BodyLimits
@@ -54,6 +55,7 @@ class RegistryApp(ReadCache):
         health: Health | None = None,
         metrics: Metrics | None = None,
         election: Election | None = None,
+        exporters: ExporterManager | None = None,
     ) -> None:
         self.service = service
         self.forwarder = forwarder
@@ -63,6 +65,8 @@ class RegistryApp(ReadCache):
             health.serving = True
         self.health = health
         self.metrics = metrics if metrics is not None else Metrics()
+        #: the schema exporters (``registry/exporters``; they run once whoever runs the app starts them)
+        self.exporters = exporters if exporters is not None else ExporterManager(service.store)
         self.on_startup: list[Callable[[], Awaitable[None]]] = []
         self.on_shutdown: list[Callable[[], Awaitable[None]]] = []
         #: why the instance could not start (None: it did, or is still starting)
@@ -70,7 +74,14 @@ class RegistryApp(ReadCache):
         #: stops the server (set by whoever runs the app; a no-op otherwise)
         self.stop: Callable[[], None] = lambda: None
         self.api = build_api(
-            service, forwarder, cluster_id, security, health=health, metrics=self.metrics, election=election
+            service,
+            forwarder,
+            cluster_id,
+            security,
+            health=health,
+            metrics=self.metrics,
+            election=election,
+            exporters=self.exporters,
         )
         ui.mount(self.api)
         if guard is None and security is not None:

@@ -49,6 +49,15 @@ class ErrorCode(enum.IntEnum):
     UNAUTHORIZED = 401
     # Confluent's security plugin
     FORBIDDEN = 40301
+    # schema exporters (schema linking)
+    EXPORTER_NOT_FOUND = 40450
+    INVALID_EXPORTER_NAME = 40950
+    INVALID_EXPORTER_CONFIG = 40951
+    INVALID_EXPORTER_SUBJECTS = 40952
+    EXPORTER_ALREADY_EXISTS = 40960
+    EXPORTER_ALREADY_RUNNING = 40961
+    EXPORTER_NOT_PAUSED = 40963
+    TOO_MANY_EXPORTERS = 40964
 
     @property
     def status(self) -> int:
@@ -153,6 +162,39 @@ def _not_configured(subject: str, setting: str) -> str:
 
 def association_not_found(resource: str) -> ApiError:
     return _error(ErrorCode.ASSOCIATION_NOT_FOUND, f"Association for '{resource}' not found.")
+
+
+# schema exporters: 40450 and Confluent's 409xx
+def exporter_not_found(name: str) -> ApiError:
+    return _error(ErrorCode.EXPORTER_NOT_FOUND, f"Exporter '{clip(name)}' not found.")
+
+
+def invalid_exporter_name(message: str) -> ApiError:
+    return _error(ErrorCode.INVALID_EXPORTER_NAME, message)
+
+
+def invalid_exporter_config(message: str) -> ApiError:
+    return _error(ErrorCode.INVALID_EXPORTER_CONFIG, message)
+
+
+def invalid_exporter_subjects(message: str) -> ApiError:
+    return _error(ErrorCode.INVALID_EXPORTER_SUBJECTS, message)
+
+
+def exporter_already_exists(name: str) -> ApiError:
+    return _error(ErrorCode.EXPORTER_ALREADY_EXISTS, f"Exporter '{clip(name)}' already exists.")
+
+
+def exporter_already_running(name: str) -> ApiError:
+    return _error(ErrorCode.EXPORTER_ALREADY_RUNNING, f"Exporter '{clip(name)}' is already running.")
+
+
+def exporter_not_paused(name: str) -> ApiError:
+    return _error(ErrorCode.EXPORTER_NOT_PAUSED, f"Exporter '{clip(name)}' is not paused.")
+
+
+def too_many_exporters(limit: int) -> ApiError:
+    return _error(ErrorCode.TOO_MANY_EXPORTERS, f"Too many exporters: at most {limit} may exist.")
 
 
 # 409

@@ -78,6 +78,22 @@ class RequestMetrics:
         return sum(sum(s.buckets) for (_, _, _, cached), s in self.series.items() if cached)
 
 
+@dataclass(frozen=True, slots=True)
+class ExporterFigures:
+    """One schema exporter's figures (``registry/exporters``): its state, what it did since this instance led,
+    and how far behind ``_schemas`` it is."""
+
+    name: str
+    state: str
+    exported: int
+    errors: int
+    lag_records: int
+    lag_seconds: float
+
+
+EXPORTER_STATES = ("STARTING", "RUNNING", "PAUSED", "ERROR")
+
+
 @dataclass
 class RegistrySources:
     """Where the scrape-time figures come from; the server fills what the deployment has."""
@@ -94,6 +110,8 @@ class RegistrySources:
     cache_entries: Callable[[], int] = field(default=lambda: 0)
     #: bytes of keys and answers the read cache holds now (bounded by ``--response-cache-bytes``)
     cache_bytes: Callable[[], int] = field(default=lambda: 0)
+    #: the schema exporters' figures
+    exporters: Callable[[], list[ExporterFigures]] = field(default=lambda: [])
 
 
 class Metrics:
@@ -212,3 +230,31 @@ def _state_metrics(src: RegistrySources, end: int | None) -> Iterator[Metric]:
     yield _gauge("ready", "1 when the instance is ready (/health/ready answers 200).", int(health.ready))
     yield _gauge("read_cache_entries", "Answers held by the read cache.", src.cache_entries())
     yield _gauge("read_cache_bytes", "Bytes of keys and answers the read cache holds.", src.cache_bytes())
+    yield from _exporter_metrics(src.exporters())
+
+
+def _exporter_metrics(exporters: list[ExporterFigures]) -> Iterator[Metric]:
+    labels = ["exporter"]
+    exported = CounterMetricFamily(
+        f"{PREFIX}_exporter_records_exported",
+        "_schemas records a schema exporter repeated at its destination, since this instance led.",
+        labels=labels,
+    )
+    failures = CounterMetricFamily(
+        f"{PREFIX}_exporter_errors", "Failed destination calls of a schema exporter (each retried).", labels=labels
+    )
+    lag = GaugeMetricFamily(f"{PREFIX}_exporter_lag_records", "_schemas records not yet exported.", labels=labels)
+    lag_seconds = GaugeMetricFamily(
+        f"{PREFIX}_exporter_lag_seconds", "How long the oldest record not yet exported has waited.", labels=labels
+    )
+    state = GaugeMetricFamily(
+        f"{PREFIX}_exporter_state", "1 for the state a schema exporter is in.", labels=["exporter", "state"]
+    )
+    for f in exporters:
+        exported.add_metric([f.name], f.exported)
+        failures.add_metric([f.name], f.errors)
+        lag.add_metric([f.name], f.lag_records)
+        lag_seconds.add_metric([f.name], f.lag_seconds)
+        for s in EXPORTER_STATES:
+            state.add_metric([f.name, s], int(f.state == s))
+    yield from (exported, failures, lag, lag_seconds, state)

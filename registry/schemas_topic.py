@@ -23,7 +23,12 @@ NOOP = "NOOP"
 DELETE_SUBJECT = "DELETE_SUBJECT"
 CLEAR_SUBJECT = "CLEAR_SUBJECT"
 CONTEXT = "CONTEXT"
-KEYTYPES = frozenset({SCHEMA, CONFIG, MODE, NOOP, DELETE_SUBJECT, CLEAR_SUBJECT, CONTEXT})
+#: schemakit's own: a schema exporter's definition, and its state (paused or not, progress); see
+#: ``registry/exporters/records.py``. Confluent keeps exporters in a topic of their own.
+EXPORTER = "EXPORTER"
+EXPORTER_STATE = "EXPORTER_STATE"
+EXPORTER_KEYTYPES = frozenset({EXPORTER, EXPORTER_STATE})
+KEYTYPES = frozenset({SCHEMA, CONFIG, MODE, NOOP, DELETE_SUBJECT, CLEAR_SUBJECT, CONTEXT, *EXPORTER_KEYTYPES})
 
 
 def jdumps(obj: Any) -> str:
@@ -41,6 +46,8 @@ class Key:
     version: int | None = None
     raw: bytes = field(default=b"", compare=False)
     context: str | None = None
+    #: an EXPORTER or EXPORTER_STATE key's exporter name
+    name: str | None = None
 
     def encode(self) -> bytes:
         """The key bytes today's Confluent registry writes."""
@@ -51,6 +58,8 @@ class Key:
         elif self.keytype == CONTEXT:  # ContextKey: @JsonPropertyOrder keytype, tenant, context; then magic
             tenant = jdumps(contexts.DEFAULT_TENANT)
             body = f'{{"keytype":"CONTEXT","tenant":{tenant},"context":{jdumps(self.context)},"magic":0}}'
+        elif self.keytype in EXPORTER_KEYTYPES:
+            body = f'{{"keytype":"{self.keytype}","name":{jdumps(self.name)},"magic":0}}'
         else:
             body = f'{{"keytype":"{self.keytype}","subject":{jdumps(self.subject)},"magic":0}}'
         return body.encode()
@@ -81,6 +90,10 @@ def decode_key(raw: bytes) -> Key:
         if not isinstance(context, str) or obj.get("tenant", contexts.DEFAULT_TENANT) != contexts.DEFAULT_TENANT:
             raise RecordFormatError(f"CONTEXT key without a context of the default tenant: {raw[:200]!r}")
         return Key(CONTEXT, None, None, raw, context)
+    if keytype in EXPORTER_KEYTYPES:
+        if not isinstance(obj.get("name"), str):
+            raise RecordFormatError(f"{keytype} key without a name: {raw[:200]!r}")
+        return Key(keytype, raw=raw, name=obj["name"])
     subject = obj.get("subject")
     if subject is not None and not isinstance(subject, str):
         raise RecordFormatError(f"subject is not a string in key {raw[:200]!r}")

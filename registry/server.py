@@ -21,6 +21,7 @@ import uvicorn
 from registry import __version__, health
 from registry.app import RegistryApp
 from registry.config import RegistryConfig
+from registry.exporters import ExporterManager
 from registry.forwarder import Forwarder, LeaderOffsetHeader
 from registry.health import Health
 from registry.http.protocol import guarded_protocol
@@ -156,8 +157,17 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             tls=tls.client_context(sec.inter_node_ca, sec.tls_cert, sec.tls_key) if sec.tls else True,
         )
         status.add_check(health.LEADER, lambda: None if election.leader is not None else "no leader known yet")
+    exporters = ExporterManager(
+        store, is_leader=(lambda: election.is_leader) if election is not None else None, source_id=config.group_id
+    )
     app = RegistryApp(
-        service, forwarder=forwarder, security=protection, health=status, metrics=metrics, election=election
+        service,
+        forwarder=forwarder,
+        security=protection,
+        health=status,
+        metrics=metrics,
+        election=election,
+        exporters=exporters,
     )
     metrics.sources = RegistrySources(
         state=store.state,
@@ -167,6 +177,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
         replayed_records=lambda: store.records_replayed,
         cache_entries=lambda: len(app),
         cache_bytes=lambda: app.bytes,
+        exporters=exporters.figures,
     )
     starting: list[asyncio.Task[None]] = []
 
@@ -196,6 +207,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             status.replay_seconds = time.monotonic() - started
             store.start(asyncio.get_running_loop())
             await asyncio.to_thread(start_election)
+            exporters.start()  # they run while this instance leads
             if protection is not None:
                 await protection.start()  # the users file, the token issuer's keys
                 for line in protection.describe():
@@ -241,6 +253,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             # without closing the log under it.
             log.warning("stopped during the startup replay")
             return
+        await exporters.close()
         if election is not None:
             await asyncio.to_thread(election.close)
             election.log.close()

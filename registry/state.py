@@ -99,6 +99,10 @@ class State:
     modes: dict[str | None, str] = field(default_factory=dict)
     #: raw key bytes of CONFIG/MODE records, by (keytype, subject), for exact tombstones
     key_raws: dict[tuple[str, str | None], set[bytes]] = field(default_factory=dict)
+    #: schema exporters by name: their definitions (EXPORTER records) and states (EXPORTER_STATE records), as
+    #: stored (``registry/exporters/records.py`` reads them)
+    exporters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    exporter_states: dict[str, dict[str, Any]] = field(default_factory=dict)
     offset: int = -1  # last applied offset
     generation: int = 0  # bumped by every change; caches of derived views are keyed on it
     _views: dict[tuple[str, bool], list[Version]] = field(default_factory=dict)
@@ -149,6 +153,12 @@ class State:
         kt = key.keytype
         if kt == schemas_topic.NOOP:
             return
+        if kt == schemas_topic.EXPORTER_STATE:  # progress: no cached answer shows it, so caches are kept
+            if value is None:
+                self.exporter_states.pop(key.name or "", None)
+            else:
+                self.exporter_states[key.name or ""] = value
+            return
         self.generation += 1
         if kt == schemas_topic.CONTEXT:
             if key.context is None or key.context == contexts.DEFAULT_CONTEXT:
@@ -181,6 +191,11 @@ class State:
                     if v.version <= upto and not v.deleted:
                         v.deleted = True
                         v.rendered = None
+        elif kt == schemas_topic.EXPORTER:
+            if value is None:
+                self.exporters.pop(key.name or "", None)
+            else:
+                self.exporters[key.name or ""] = value
         elif kt == schemas_topic.CLEAR_SUBJECT and value is not None and key.subject is not None:
             for v in [v for v in self.subjects.get(key.subject, {}).values() if v.deleted]:
                 self._remove_version(v)

@@ -140,6 +140,15 @@ class Doc:
     compatibility_unprocessable = _doc(
         422, "`42201` invalid or empty schema (unless `verbose`), `42202` invalid version, `422` a wrong-typed field."
     )
+    exporter_not_found = _doc(404, "`40450` exporter not found.")
+    exporter_invalid = _doc(
+        409,
+        "`40950` missing or invalid name, `40951` missing or invalid config (`schema.registry.url`, `contextType`, "
+        "`context`, TLS files), `40952` invalid subjects, `40960` the exporter exists, `40964` too many exporters.",
+    )
+    exporter_not_paused = _doc(409, "`40963` the exporter is not paused; `40951`/`40952` an invalid change.")
+    exporter_running = _doc(409, "`40961` the exporter is already running.")
+    wrong_field_type = _doc(422, "`422` a body field of the wrong type.")
 
     # the answers of one kind of route, where several routes are of that kind
     #: reading a schema by id or GUID (as JSON or as its text)

@@ -55,6 +55,12 @@ def cached_read(endpoint: F) -> F:
     return endpoint
 
 
+def live_read(endpoint: F) -> F:
+    """Marks a GET whose answer changes without a record being applied (an exporter's status): never cached."""
+    endpoint.live_read = True  # type: ignore[attr-defined]
+    return endpoint
+
+
 def ok(body: bytes) -> Response:
     """A 200 with a rendered JSON body (``RegistryRoute`` adds the negotiated content type)."""
     return Response(body)
@@ -92,7 +98,9 @@ class RegistryRoute(APIRoute):
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         methods = set(kwargs.get("methods") or ("GET",))
         self.leader_only: bool = getattr(endpoint, "leader_only", False)
-        self.cached: bool = "GET" in methods or getattr(endpoint, "cached_read", False)
+        self.cached: bool = ("GET" in methods and not getattr(endpoint, "live_read", False)) or getattr(
+            endpoint, "cached_read", False
+        )
         self.checks_body_type = bool(methods & {"POST", "PUT"})
         inputs = _inputs(path, endpoint, kwargs.get("dependencies"))
         bodies = _body_models(inputs)

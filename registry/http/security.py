@@ -8,6 +8,7 @@ table of operations and permissions):
 - ``ReadConfig`` / ``WriteConfig`` / ``WriteMode``: the global ``Config:`` / ``Mode:`` resources;
 - ``WriteContext``: deleting a context is ``Write`` on ``Subject::.ctx:`` (its subjects' prefix);
 - ``ImportIfId``: registering with an ``id`` also needs ``Write`` on ``Import:``;
+- ``ManageExporters``: every ``/exporters`` route needs ``Write`` on ``Exporter:``;
 - ``ReadSchemaId``: reading an id needs ``Read`` on one of the subjects holding it (``ReadSchemaGuid``: by GUID);
 - ``Readable``: a predicate for listings (``GET /subjects``, ``/schemas``), which list only what the caller may read.
 
@@ -32,7 +33,7 @@ from registry.http.models import RegisterSchemaRequest
 from registry.http.params import ContextPath, JsonBody, SchemaIdPath, ServiceDep, SubjectPath
 from registry.http.read_cache import SHARED, TICKET, ReadTicket, Scope
 from registry.security import AuthenticationFailed, Operation, Principal, Security, audit, forwarded
-from registry.security.permissions import CONFIG, IMPORT, MODE, subject_resource
+from registry.security.permissions import CONFIG, EXPORTER, IMPORT, MODE, subject_resource
 
 #: the scope key of the request's principal, once authenticated
 PRINCIPAL = "schemakit.principal"
@@ -211,6 +212,7 @@ WriteSubject = Depends(_SubjectAccess(Operation.WRITE))
 ReadConfig = Depends(_GlobalAccess(Operation.READ, CONFIG))
 WriteConfig = Depends(_GlobalAccess(Operation.WRITE, CONFIG))
 WriteMode = Depends(_GlobalAccess(Operation.WRITE, MODE))
+ManageExporters = Depends(_GlobalAccess(Operation.WRITE, EXPORTER))
 WriteContext = Depends(_context_access)
 ReadSchemaId = Depends(_schema_id_access)
 ReadSchemaGuid = Depends(_schema_guid_access)

@@ -6,7 +6,9 @@ A rule grants ``Read`` or ``Write`` on the resources its ``resource`` regular ex
 - ``Subject:<name>`` a subject (its versions, config, mode, compatibility checks);
 - ``Config:`` the global compatibility config (reading the global mode too, as in Karapace);
 - ``Mode:`` changing the global mode (READWRITE, READONLY, IMPORT);
-- ``Import:`` registering with a chosen id (IMPORT mode).
+- ``Import:`` registering with a chosen id (IMPORT mode);
+- ``Exporter:`` schema exporters (``/exporters``): every route needs ``Write`` on it, reads too, since an
+  exporter's config holds the destination's credentials (Confluent asks for its global admin role).
 
 As in Karapace: ``Write`` implies ``Read``; a rule matches when its expression matches at the start of the
 resource (Python's ``re.match``, so ``Subject:orders`` also covers ``Subject:orders-value``; end it with ``$``
@@ -28,6 +30,7 @@ from registry.security.principal import Principal
 CONFIG = "Config:"
 MODE = "Mode:"
 IMPORT = "Import:"
+EXPORTER = "Exporter:"
 _MEMO_LIMIT = 100_000
 
 _OPTIONS = re2.Options()

@@ -7,6 +7,7 @@ import json
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -14,6 +15,7 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
 from tests.support.registry_process import RegistryProcess
+from tests.support.waiting import poll_until
 
 # Karapace's auth file format (README "Authentication and authorization of Karapace Schema Registry REST API"), with
 # hashes made by Karapace itself: admin/admin, aladdin/opensesame and reader/secret are the users of Karapace's own
@@ -328,3 +330,35 @@ def test_contexts_are_matched_by_qualified_name(as_user: Callable[..., httpx.Cli
     assert admin.delete(f"/subjects/{cave}?permanent=true").status_code == 200
     _denied(aladdin.delete(f"/contexts/{ctx}"), "Write", f"Subject: :{ctx}:")
     assert admin.delete(f"/contexts/{ctx}").status_code == 204
+
+
+def test_exporters_need_write_on_exporter_and_reach_a_secured_destination(
+    as_user: Callable[..., httpx.Client], karapace_registry: RegistryProcess, start_registry: Callable[..., Any]
+) -> None:
+    user, aladdin, admin = as_user(USER), as_user(ALADDIN), as_user(ADMIN)
+    # every /exporters route needs Write on Exporter: (reads too: the config holds credentials)
+    _denied(user.get("/exporters"), "Write", "Exporter")
+    create = {"name": "e", "config": {"schema.registry.url": "http://x"}}
+    _denied(aladdin.post("/exporters", json=create), "Write", "Exporter")
+    assert admin.get("/exporters").json() == []
+
+    # an exporter into this secured registry, with basic.auth.user.info, from an open one
+    source = start_registry()
+    with httpx.Client(base_url=source.url, timeout=30) as http:
+        http.post("/subjects/cave-linked/versions", json={"schema": AVRO}).raise_for_status()
+        config = {"schema.registry.url": karapace_registry.url, "basic.auth.user.info": "aladdin:wrong"}
+        body = {"name": "secured", "contextType": "CUSTOM", "context": "linked", "config": config}
+        assert http.post("/exporters", json=body).status_code == 200
+
+        def status() -> dict[str, Any]:
+            found: dict[str, Any] = http.get("/exporters/secured/status").json()
+            return found
+
+        failing = poll_until(status, lambda s: s["state"] == "ERROR", timeout=30, what="the 401 to show")
+        assert "401" in failing["trace"]
+        assert http.put("/exporters/secured/pause").status_code == 200
+        good = {"basic.auth.user.info": "admin:admin"}
+        assert http.put("/exporters/secured/config", json=good).status_code == 200
+        assert http.put("/exporters/secured/resume").status_code == 200
+        poll_until(status, lambda s: s["state"] == "RUNNING" and s["lagRecords"] == 0, timeout=30)
+    assert admin.get("/subjects/:.linked:cave-linked/versions/1").json()["schema"] == AVRO

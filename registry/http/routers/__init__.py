@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
-from registry.http.routers import compatibility, config, contexts, metadata, mode, schemas, subjects
+from registry.http.routers import compatibility, config, contexts, exporters, metadata, mode, schemas, subjects
 from registry.http.routing import RegistryRoute
 
 ROUTERS = [
@@ -20,6 +20,7 @@ ROUTERS = [
     mode.router,
     compatibility.router,
     contexts.router,
+    exporters.router,
     metadata.router,
 ]
 

@@ -1,6 +1,7 @@
 // schemakit registry UI: plain JavaScript over the registry's JSON API (Confluent's, plus /ui/api/ helpers).
 // Pages are chosen by the location hash: #/ (subjects), #/s/NAME (a subject), #/s/NAME/diff?old=&new=,
-// #/s/NAME/new and #/new (test and register a version), #/settings (global config and mode).
+// #/s/NAME/new and #/new (test and register a version), #/settings (global config and mode), #/exporters
+// (schema exporters: state, lag, last error; pause and resume).
 "use strict";
 
 const LEVELS = ["BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE", "NONE"];
@@ -366,6 +367,64 @@ async function settingsPage() {
   show(h("h1", {}, "Global settings"), await settingsForm("global", null));
 }
 
+// ---- schema exporters --------------------------------------------------------------------------------------
+
+function fmtLag(s) {
+  if (s.lagRecords === 0) return "caught up";
+  const secs = s.lagSeconds >= 1 ? `, ${s.lagSeconds.toFixed(1)} s` : "";
+  return `${s.lagRecords} record${s.lagRecords === 1 ? "" : "s"}${secs}`;
+}
+
+// The page shows live figures: it reads them again every two seconds while it is the page shown.
+let exportersRefresh = null;
+
+async function exportersPage() {
+  clearTimeout(exportersRefresh);
+  probeAccess("");
+  const names = await api("GET", "/exporters");
+  const rows = await Promise.all(names.map(async (name) => {
+    const [info, st] = await Promise.all([
+      api("GET", `/exporters/${enc(name)}`),
+      api("GET", `/exporters/${enc(name)}/status`).catch((e) => ({ state: "UNKNOWN", lastError: e.message })),
+    ]);
+    return { name, info, st };
+  }));
+  const status = h("div", { "aria-live": "polite" });
+  const act = async (name, what) => {
+    try {
+      await api("PUT", `/exporters/${enc(name)}/${what}`);
+      await exportersPage();
+    } catch (e) {
+      clearTimeout(exportersRefresh);  // keep the message on the page
+      status.replaceChildren(notice("bad", e.message));
+    }
+  };
+  const table = h("table", { class: "exporters" },
+    h("thead", {}, h("tr", {}, ["Exporter", "Destination", "Subjects", "State", "Offset", "Lag", "Last error", ""]
+      .map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, rows.map(({ name, info, st }) => h("tr", { "data-exporter": name },
+      h("td", {}, name),
+      h("td", {}, info.config["schema.registry.url"] || "",
+        h("div", { class: "muted" }, `${info.contextType} ${info.context} · ${info.subjectRenameFormat}`)),
+      h("td", {}, info.subjects.join(", ")),
+      h("td", {}, h("span", { class: `badge state-${st.state.toLowerCase()}` }, st.state)),
+      h("td", {}, String(st.offset ?? ""), h("div", { class: "muted" }, fmtTime(st.ts))),
+      h("td", { class: "lag" }, st.lagRecords === undefined ? "" : fmtLag(st)),
+      h("td", { class: "last-error" }, st.lastError || "",
+        h("div", { class: "muted" }, st.lastErrorTs ? fmtTime(st.lastErrorTs) : "")),
+      h("td", {}, st.state === "PAUSED"
+        ? h("button", { type: "button", class: "write", onclick: () => act(name, "resume") }, "Resume")
+        : h("button", { type: "button", class: "write", onclick: () => act(name, "pause") }, "Pause"))))));
+  show(h("h1", {}, "Exporters"),
+    h("p", { class: "muted" }, "Schema exporters copy this registry's schemas to another one as they change " +
+      "(Confluent's schema linking). Lag is counted in _schemas records and in seconds; the page refreshes every 2 s."),
+    names.length ? table : h("p", {}, "No exporters. Create one with POST /exporters."),
+    status);
+  exportersRefresh = setTimeout(() => {
+    if (hashQuery().path === "/exporters") exportersPage().catch(() => {});
+  }, 2000);
+}
+
 async function diffPage(subject, params) {
   probeAccess(subject);
   const data = await loadSubject(subject);
@@ -495,6 +554,7 @@ async function route() {
       else await subjectPage(subject, params);
     } else if (path === "/new") await editorPage(null);
     else if (path === "/settings") await settingsPage();
+    else if (path === "/exporters") await exportersPage();
     else await subjectsPage(params);
   } catch (e) {
     show(notice("bad", e.message), h("a", { href: "#/" }, "All subjects"));
