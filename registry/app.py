@@ -25,6 +25,7 @@ from registry.http.security import SecurityGuard
 from registry.metrics import Metrics
 
 if TYPE_CHECKING:
+    from registry.dek.service import DekService
     from registry.forwarder import Forwarder
     from registry.leader import Election
     from registry.security import Security
@@ -41,7 +42,7 @@ class RegistryApp(ReadCache):
     bound request bodies and the cache. ``on_startup`` and ``on_shutdown`` hold coroutines run by the ASGI
     lifespan (the server opens and closes the log there). ``health`` says when the API may answer
     (``StartupGate``; serving from the start when not given) and what the health endpoints report; ``metrics``
-    counts requests (this layer) and what the service reports."""
+    counts requests (this layer) and what the service reports; ``dek_service`` serves the DEK registry."""
 
     def __init__(
         self,
@@ -54,6 +55,7 @@ class RegistryApp(ReadCache):
         health: Health | None = None,
         metrics: Metrics | None = None,
         election: Election | None = None,
+        dek_service: DekService | None = None,
     ) -> None:
         self.service = service
         self.forwarder = forwarder
@@ -70,7 +72,14 @@ class RegistryApp(ReadCache):
         #: stops the server (set by whoever runs the app; a no-op otherwise)
         self.stop: Callable[[], None] = lambda: None
         self.api = build_api(
-            service, forwarder, cluster_id, security, health=health, metrics=self.metrics, election=election
+            service,
+            forwarder,
+            cluster_id,
+            security,
+            health=health,
+            metrics=self.metrics,
+            election=election,
+            dek_service=dek_service,
         )
         ui.mount(self.api)
         if guard is None and security is not None:

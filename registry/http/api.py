@@ -34,6 +34,7 @@ from registry.http.security import Authenticated
 from registry.metrics import Metrics
 
 if TYPE_CHECKING:
+    from registry.dek.service import DekService
     from registry.forwarder import Forwarder
     from registry.leader import Election
     from registry.security import Security
@@ -51,9 +52,11 @@ def build_api(
     health: Health | None = None,
     metrics: Metrics | None = None,
     election: Election | None = None,
+    dek_service: DekService | None = None,
 ) -> FastAPI:
     """The FastAPI app (routes, error handlers, docs; the schema browser is added by ``RegistryApp``). Without a
-    service it can only describe itself; without ``security`` (no ``--auth``) every route is open."""
+    service it can only describe itself; without ``security`` (no ``--auth``) every route is open; without
+    ``dek_service`` the DEK registry's routes answer 404."""
     api = FastAPI(
         title=TITLE,
         version=__version__,
@@ -69,6 +72,7 @@ def build_api(
     api.state.health = health if health is not None else Health()
     api.state.metrics = metrics if metrics is not None else Metrics()
     api.state.election = election
+    api.state.dek_service = dek_service
     errors.install(api)
     for router in ROUTERS:
         api.include_router(router, dependencies=[Authenticated])  # every API route: 401 unless authenticated

@@ -6,7 +6,9 @@ A rule grants ``Read`` or ``Write`` on the resources its ``resource`` regular ex
 - ``Subject:<name>`` a subject (its versions, config, mode, compatibility checks);
 - ``Config:`` the global compatibility config (reading the global mode too, as in Karapace);
 - ``Mode:`` changing the global mode (READWRITE, READONLY, IMPORT);
-- ``Import:`` registering with a chosen id (IMPORT mode).
+- ``Import:`` registering with a chosen id (IMPORT mode);
+- ``Kek:<name>`` a KEK of the DEK registry and the DEKs under it (``Read`` to read them, ``Write`` to create,
+  change, delete or undelete them).
 
 As in Karapace: ``Write`` implies ``Read``; a rule matches when its expression matches at the start of the
 resource (Python's ``re.match``, so ``Subject:orders`` also covers ``Subject:orders-value``; end it with ``$``
@@ -41,6 +43,10 @@ class Operation(enum.Enum):
 
 def subject_resource(subject: str) -> str:
     return f"Subject:{subject}"
+
+
+def kek_resource(name: str) -> str:
+    return f"Kek:{name}"
 
 
 def compile_resource(expression: str) -> re2._Regexp:

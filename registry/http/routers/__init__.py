@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
-from registry.http.routers import compatibility, config, contexts, metadata, mode, schemas, subjects
+from registry.http.routers import compatibility, config, contexts, dek_registry, metadata, mode, schemas, subjects
 from registry.http.routing import RegistryRoute
 
 ROUTERS = [
@@ -21,6 +21,7 @@ ROUTERS = [
     compatibility.router,
     contexts.router,
     metadata.router,
+    dek_registry.router,
 ]
 
 
