@@ -348,8 +348,8 @@ def test_subjects_with_slashes_and_contexts(api: httpx.Client) -> None:
 
 
 def test_shared_kek_generates_material_that_confluent_kafka_unwraps(api: httpx.Client) -> None:
-    from confluent_kafka.schema_registry.rules.encryption.encrypt_executor import Cryptor
     from confluent_kafka.schema_registry.rules.encryption.dek_registry.dek_registry_client import DekAlgorithm
+    from confluent_kafka.schema_registry.rules.encryption.encrypt_executor import Cryptor
     from confluent_kafka.schema_registry.rules.encryption.localkms.local_client import LocalKmsClient
 
     kek, subject = _name(), _name("s")
