@@ -183,6 +183,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
         replayed_records=lambda: store.records_replayed,
         cache_entries=lambda: len(app),
         cache_bytes=lambda: app.bytes,
+        dek_keys=dek_store.state.key_counts,
     )
     starting: list[asyncio.Task[None]] = []
 

@@ -126,6 +126,16 @@ class DekState:
 
     # ---- queries ----------------------------------------------------------------------------------------
 
+    def key_counts(self) -> dict[tuple[str, bool], int]:
+        """How many KEKs and DEKs there are, by (``KEK``/``DEK``, soft-deleted): what ``/metrics`` reports."""
+        counts = {(kind, deleted): 0 for kind in ("KEK", "DEK") for deleted in (False, True)}
+        for kek in self.keks.values():
+            counts[("KEK", kek.deleted)] += 1
+        for versions in self.deks.values():
+            for dek in versions.values():
+                counts[("DEK", dek.deleted)] += 1
+        return counts
+
     def summary(self) -> str:
         return f"{len(self.keks)} KEKs, {sum(len(v) for v in self.deks.values())} DEKs"
 

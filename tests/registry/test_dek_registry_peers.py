@@ -99,6 +99,7 @@ def test_confluent_kafka_field_encryption_with_a_shared_kek(start_registry: Call
     subject = _encrypting_subject(rp.url, kek)
     # no secret on the client side: the executor must use the material the registry generated and unwrapped
     payload, decoded = _round_trip(rp.url, subject, {"secret": "not-the-registry-secret"})
+    assert b"4111" not in payload
     assert decoded == {"id": 7, "card": "4111-1111-1111-1111"}
     dek = httpx.get(f"{rp.url}{KEKS}/{kek}/deks/{subject}").json()
     assert len(base64.b64decode(dek["keyMaterial"])) == 34  # a serialized Tink AesGcmKey of 32 bytes
@@ -137,6 +138,10 @@ def test_restart_replays_keks_and_deks(start_registry: Callable[..., RegistryPro
         assert after == before
         assert after[0] == ["plain", "shared"] and after[5] == [1, 3]
         assert api.get(f"{KEKS}/gone", params={"deleted": "true"}).json()["error_code"] == 40470
+        metrics = api.get("/metrics").text
+        assert 'schemakit_registry_dek_keys{deleted="false",type="KEK"} 2.0' in metrics
+        assert 'schemakit_registry_dek_keys{deleted="true",type="DEK"} 1.0' in metrics
+        assert 'schemakit_registry_dek_keys{deleted="false",type="DEK"} 3.0' in metrics
         # versions go on from where they were
         assert api.post(f"{KEKS}/plain/deks/s1", json={"version": 2, "encryptedKeyMaterial": "eA=="}).status_code == 409
     last_start = rp.log_file.read_text().split("schemakit registry")[-1]
