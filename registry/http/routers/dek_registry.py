@@ -42,7 +42,7 @@ router = APIRouter(route_class=DekRoute, tags=["dek-registry"])
 
 async def _dek_service(request: Request) -> DekService:
     service: DekService | None = getattr(request.app.state, "dek_service", None)
-    if service is None:  # an instance without a DEK registry (the in-process mock://)
+    if service is None:  # an app built without one (the one that only writes the OpenAPI document)
         raise errors.not_found_route()
     return service
 
