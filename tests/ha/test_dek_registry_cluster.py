@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from collections.abc import Callable
 
 import httpx
 import pytest
 
 from tests.support.registry_cluster import Cluster, read_topic, wait_for_leader
+from tests.support.registry_process import RegistryProcess
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.kafka
@@ -91,3 +93,56 @@ def test_keys_created_on_a_follower_survive_the_leader(
         r = api.post(f"{KEKS}/payments/deks/orders", json={"version": 4, "encryptedKeyMaterial": MATERIAL})
         assert r.status_code == 200, r.text
         assert api.get(f"{KEKS}/payments/deks/orders/versions").json() == [1, 3, 4]
+
+
+# Records as another registry may have written them: other key field orders, no "type" in the values, another
+# tenant's key (skipped), a NOOP and a record that is not JSON (skipped).
+LEGACY_KEK_KEY = b'{"type":"KEK","name":"legacy","tenant":"default"}'
+LEGACY_DEK_KEY = (
+    b'{"version":1,"type":"DEK","subject":"orders","kekName":"legacy","algorithm":"AES256_GCM","tenant":"default"}'
+)
+LEGACY_RECORDS: list[tuple[bytes, bytes | None]] = [
+    (b'{"keytype":"NOOP","magic":0}', None),
+    (
+        LEGACY_KEK_KEY,
+        b'{"name":"legacy","kmsType":"aws-kms","kmsKeyId":"arn:aws:kms:k","kmsProps":{"region":"eu"},"doc":"old",'
+        b'"shared":false,"deleted":false}',
+    ),
+    (b'{"tenant":"acme","name":"theirs","type":"KEK"}', b'{"name":"theirs","kmsType":"x","kmsKeyId":"y"}'),
+    (b"not json", b"{}"),
+    (
+        LEGACY_DEK_KEY,
+        b'{"kekName":"legacy","subject":"orders","algorithm":"AES256_GCM","version":1,'
+        b'"encryptedKeyMaterial":"' + MATERIAL.encode() + b'","deleted":false}',
+    ),
+]
+
+
+def test_a_dek_topic_written_elsewhere_is_served_and_tombstoned_exactly(
+    start_registry: Callable[..., RegistryProcess], kafka_log_url: str, kafka_bootstrap: str
+) -> None:
+    from tests.ha.test_takeover import fill_topic
+
+    topic = f"deks-{uuid.uuid4().hex[:10]}"
+    fill_topic(kafka_bootstrap, topic, LEGACY_RECORDS)
+    node = start_registry(
+        kafka_log_url, "--topic", f"{topic}-schemas", "--dek-topic", topic, "--group-id", f"sr-{topic}"
+    )
+    with httpx.Client(base_url=node.url, timeout=30) as api:
+        assert api.get(KEKS).json() == ["legacy"]
+        kek = api.get(f"{KEKS}/legacy").json()
+        assert {k: v for k, v in kek.items() if k != "ts"} == {
+            "name": "legacy", "kmsType": "aws-kms", "kmsKeyId": "arn:aws:kms:k", "kmsProps": {"region": "eu"},
+            "doc": "old", "shared": False,
+        }  # fmt: skip
+        assert api.get(f"{KEKS}/legacy/deks/orders/versions/1").json()["encryptedKeyMaterial"] == MATERIAL
+        # a permanent delete tombstones the very key bytes the other registry wrote, so compaction removes them
+        for path in (f"{KEKS}/legacy/deks/orders", f"{KEKS}/legacy"):
+            assert api.delete(path).status_code == 204
+            assert api.delete(path, params={"permanent": "true"}).status_code == 204
+        assert api.get(KEKS, params={"deleted": "true"}).json() == []
+    tombstoned = {m.key() for m in read_topic(kafka_bootstrap, topic) if m.value() is None}
+    assert {LEGACY_KEK_KEY, LEGACY_DEK_KEY} <= tombstoned
+    node.restart()
+    with httpx.Client(base_url=node.url, timeout=30) as api:
+        assert api.get(KEKS, params={"deleted": "true"}).json() == []
