@@ -148,14 +148,15 @@ class DekState:
     ) -> list[Dek]:
         """The DEKs under ``kek_name`` (of ``subject`` and ``algorithm`` when given), by subject, algorithm and
         version; soft-deleted ones only with ``deleted``."""
-        found = [
-            dek
-            for (kek, subj, alg), versions in sorted(self.deks.items())
-            if kek == kek_name and (subject is None or subj == subject) and (algorithm is None or alg == algorithm)
-            for _, dek in sorted(versions.items())
-            if deleted or not dek.deleted
-        ]
-        return found
+        if subject is not None and algorithm is not None:  # one series: a lookup, not a scan (the hot path)
+            series = [self.deks.get((kek_name, subject, algorithm), {})]
+        else:
+            series = [
+                versions
+                for (kek, subj, alg), versions in sorted(self.deks.items())
+                if kek == kek_name and (subject is None or subj == subject) and (algorithm is None or alg == algorithm)
+            ]
+        return [dek for versions in series for _, dek in sorted(versions.items()) if deleted or not dek.deleted]
 
     def dek(self, kek_name: str, subject: str, algorithm: str, version: int, *, deleted: bool = False) -> Dek | None:
         dek = self.deks.get((kek_name, subject, algorithm), {}).get(version)
