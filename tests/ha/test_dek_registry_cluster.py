@@ -65,10 +65,14 @@ def test_keys_created_on_a_follower_survive_the_leader(
         assert api.get(f"{KEKS}/shared/deks/orders").json()["keyMaterial"] == generated.json()["keyMaterial"]
     before = _view(follower.url)
     for node in cluster.nodes:
-        wait_for(lambda url=node.url: _view(url) == before, 20, what=f"{node.url} to have the keys")
+
+        def caught_up(url: str = node.url) -> bool:
+            return _view(url) == before
+
+        wait_for(caught_up, 20, what=f"{node.url} to have the keys")
 
     # Confluent's record layout in the cluster's DEK topic
-    records = [(json.loads(m.key()), m.value()) for m in read_topic(kafka_bootstrap, f"{cluster.topic}-deks")]
+    records = [(json.loads(m.key() or b"{}"), m.value()) for m in read_topic(kafka_bootstrap, f"{cluster.topic}-deks")]
     keys = [k for k, _ in records if k.get("type") in ("KEK", "DEK")]
     assert {"tenant": "default", "name": "payments", "type": "KEK"} in keys
     assert {
