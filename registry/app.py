@@ -26,6 +26,7 @@ from registry.http.security import SecurityGuard
 from registry.metrics import Metrics
 
 if TYPE_CHECKING:
+    from registry.dek.service import DekService
     from registry.forwarder import Forwarder
     from registry.leader import Election
     from registry.security import Security
@@ -42,7 +43,7 @@ class RegistryApp(ReadCache):
     bound request bodies and the cache. ``on_startup`` and ``on_shutdown`` hold coroutines run by the ASGI
     lifespan (the server opens and closes the log there). ``health`` says when the API may answer
     (``StartupGate``; serving from the start when not given) and what the health endpoints report; ``metrics``
-    counts requests (this layer) and what the service reports."""
+    counts requests (this layer) and what the service reports; ``dek_service`` serves the DEK registry."""
 
     def __init__(
         self,
@@ -56,6 +57,7 @@ class RegistryApp(ReadCache):
         metrics: Metrics | None = None,
         election: Election | None = None,
         exporters: ExporterManager | None = None,
+        dek_service: DekService | None = None,
     ) -> None:
         self.service = service
         self.forwarder = forwarder
@@ -82,6 +84,7 @@ class RegistryApp(ReadCache):
             metrics=self.metrics,
             election=election,
             exporters=self.exporters,
+            dek_service=dek_service,
         )
         ui.mount(self.api)
         if guard is None and security is not None:

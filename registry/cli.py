@@ -69,6 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_limit_options(s)
     add_security_arguments(s)
+    add_env_option(s, "--dek-topic", DEFAULTS.dek_topic, "the DEK registry's topic")
+    add_env_option(
+        s,
+        "--dek-local-secret",
+        None,
+        "the secret from which shared local-kms KEKs derive their key (as confluent-kafka's LocalKmsDriver); "
+        "prefer the environment variable to the command line",
+    )
     add_env_option(
         s,
         "--protoc-timeout-ms",
@@ -168,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             shutdown_timeout=args.shutdown_timeout_ms / 1000,
             log_format=args.log_format,
             security=security_from_arguments(args),
+            dek_topic=args.dek_topic,
+            dek_local_secret=args.dek_local_secret,
         )
         try:
             return serve(config)

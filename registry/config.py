@@ -42,6 +42,11 @@ class RegistryConfig:
     log_format: str = "text"
     #: authentication, authorization and TLS (``registry/security``); the default is none of them
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    #: the DEK registry's topic (Confluent's ``_dek_registry_keys``)
+    dek_topic: str = "_dek_registry_keys"
+    #: the secret of shared ``local-kms`` KEKs (confluent-kafka's ``LocalKmsDriver`` secret); None: the KEK's
+    #: ``kmsProps.secret``
+    dek_local_secret: str | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:

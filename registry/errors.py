@@ -58,6 +58,14 @@ class ErrorCode(enum.IntEnum):
     EXPORTER_ALREADY_RUNNING = 40961
     EXPORTER_NOT_PAUSED = 40963
     TOO_MANY_EXPORTERS = 40964
+    # the DEK registry (Confluent's DekRegistryErrors)
+    KEY_NOT_FOUND = 40470
+    KEY_NOT_SOFT_DELETED = 40471
+    KEY_SOFT_DELETED = 40472
+    KEY_ALREADY_EXISTS = 40971
+    INVALID_KEY = 42271
+    KEY_REFERENCE_EXISTS = 42272
+    DEK_GENERATION_FAILED = 50070
 
     @property
     def status(self) -> int:
@@ -339,3 +347,35 @@ def overloaded(message: str, retry_after: int = 1) -> ApiError:
     (confluent-kafka, the Java ``RestService``, schemakit's own client), moving to the next URL where they
     have several."""
     return _error(ErrorCode.SERVICE_UNAVAILABLE, message, (("retry-after", str(retry_after)),))
+
+
+# The DEK registry's errors, worded as Confluent's DekRegistryErrors
+def key_not_found(name: str) -> ApiError:
+    return _error(ErrorCode.KEY_NOT_FOUND, f"Key '{clip(name)}' not found")
+
+
+def key_not_soft_deleted(name: str) -> ApiError:
+    return _error(
+        ErrorCode.KEY_NOT_SOFT_DELETED, f"Key '{clip(name)}' was not deleted first before being permanently deleted"
+    )
+
+
+def key_soft_deleted(name: str) -> ApiError:
+    return _error(ErrorCode.KEY_SOFT_DELETED, f"Key '{clip(name)}' must be undeleted first")
+
+
+def key_already_exists(name: str) -> ApiError:
+    return _error(ErrorCode.KEY_ALREADY_EXISTS, f"Key '{clip(name)}' already exists; use a different value")
+
+
+def invalid_key(field: str) -> ApiError:
+    return _error(ErrorCode.INVALID_KEY, f"Invalid or missing value for field '{field}' of key")
+
+
+def key_reference_exists(name: str) -> ApiError:
+    return _error(ErrorCode.KEY_REFERENCE_EXISTS, f"One or more references exist to the key '{clip(name)}'")
+
+
+def dek_generation_failed(message: str) -> ApiError:
+    """The KMS could not wrap or unwrap a shared KEK's DEK (it refused, is unreachable, or its driver is missing)."""
+    return _error(ErrorCode.DEK_GENERATION_FAILED, message)

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import ssl
 import time
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import httpx
@@ -27,11 +28,18 @@ import orjson
 
 from registry import errors
 from registry.security.forwarded import FORWARDED_HEADER
-from registry.store import Store
+from registry.store import LogStore, Store
 
 log = logging.getLogger(__name__)
 
 OFFSET_HEADER = b"x-schemakit-offset"
+
+
+def offset_header(store: LogStore[Any], main: Store) -> bytes:
+    """The header that carries ``store``'s applied offset: ``OFFSET_HEADER`` for ``_schemas``, the topic's
+    name appended for the other stores (the DEK registry's)."""
+    return OFFSET_HEADER if store is main else OFFSET_HEADER + b"-" + store.topic.encode()
+
 
 # Hop-by-hop and framing headers belong to each connection, not to the request.
 _DROP_HEADERS = frozenset(
@@ -98,10 +106,13 @@ class Forwarder:
         timeout: float,
         leader_wait: float,
         tls: ssl.SSLContext | bool = True,
+        more_stores: Sequence[LogStore[Any]] = (),
     ) -> None:
+        """``more_stores``: the other stores the leader writes; a forwarded write waits for each of them too."""
         self.election = election
         self.tls = tls  # verification of an https leader (and this node's client certificate)
         self.store = store
+        self.stores: tuple[LogStore[Any], ...] = (store, *more_stores)
         self.own_url = own_url.rstrip("/")
         self.timeout = timeout
         self.leader_wait = leader_wait
@@ -182,10 +193,12 @@ class Forwarder:
         out_headers.append((FORWARDED_HEADER, b"1"))
         resp = await self._http().request(method, url, headers=out_headers, content=body)
         content = resp.content
-        offset = resp.headers.get(OFFSET_HEADER.decode())
-        if resp.status_code == 200 and offset is not None and offset.lstrip("-").isdigit():
-            # Not reaching it in time is no error: the leader has it, our replica is only slow to show it.
-            await self.store.applied.wait(int(offset), self.store.timeout)
+        if resp.status_code in (200, 204):
+            for store in self.stores:
+                offset = resp.headers.get(offset_header(store, self.store).decode())
+                if offset is not None and offset.lstrip("-").isdigit():
+                    # Not reaching it in time is no error: the leader has it, our replica is only slow to show it.
+                    await store.applied.wait(int(offset), store.timeout)
         return resp.status_code, content
 
 
@@ -193,9 +206,10 @@ class LeaderOffsetHeader:
     """ASGI wrapper on every node: answers to forwarded requests carry this node's applied offset, which
     covers the write just made (the leader answers only once its reader has applied it)."""
 
-    def __init__(self, app: Any, store: Store) -> None:
+    def __init__(self, app: Any, store: Store, *more_stores: LogStore[Any]) -> None:
         self.app = app
         self.store = store
+        self.stores: tuple[LogStore[Any], ...] = (store, *more_stores)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not any(k == FORWARDED_HEADER for k, _ in scope["headers"]):
@@ -205,7 +219,8 @@ class LeaderOffsetHeader:
         async def send_with_offset(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers") or ())
-                headers.append((OFFSET_HEADER, str(self.store.applied.offset).encode()))
+                for store in self.stores:
+                    headers.append((offset_header(store, self.store), str(store.applied.offset).encode()))
                 message = {**message, "headers": headers}
             await send(message)
 

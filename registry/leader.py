@@ -35,13 +35,14 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from registry.follower import PartitionFollower
 from registry.offsets import OffsetWatcher
-from registry.store import NOOP_KEY, Store
+from registry.store import NOOP_KEY, LogStore, Store
 from streams.log import (
     OFFSET_BEGINNING,
     DeliveryCallback,
@@ -270,9 +271,13 @@ class Election:
         timeout: float,
         takeover_after: float,
         session_timeout: float = ELECTION_SESSION_TIMEOUT,
+        more_stores: Sequence[LogStore[Any]] = (),
     ) -> None:
+        """``more_stores``: the other topics the leader writes (the DEK registry's), caught up with ``store``
+        before this node takes writes."""
         self.log = log_backend
         self.store = store
+        self.stores: tuple[LogStore[Any], ...] = (store, *more_stores)
         self.appenders = appenders  # the store's AppenderProvider
         self.topic = topic
         self.group = group
@@ -472,10 +477,13 @@ class Election:
             generation = (self.leader.generation if self.leader is not None else 0) + 1
             headers = [(HEADER_LEADER, self.url.encode()), (HEADER_GENERATION, str(generation).encode())]
             appender = LeaderAppender(producer, headers, self._fenced)
-            # 2. Catch up with _schemas before allocating ids: a NOOP barrier through the fenced producer.
-            (noop,) = appender.append([(self.store.topic, NOOP_KEY, None)], self.timeout)
-            if not self.store.applied.wait_blocking(noop.offset, self.timeout):
-                raise LogError(f"{self.store.topic!r}: not applied up to offset {noop.offset} in time")
+            # 2. Catch up with _schemas (and the other stores) before allocating ids or versions: a NOOP barrier
+            # in each through the fenced producer.
+            noops = appender.append([(s.topic, NOOP_KEY, None) for s in self.stores], self.timeout)
+            for s, md in zip(self.stores, noops, strict=True):
+                if not s.applied.wait_blocking(md.offset, self.timeout):
+                    raise LogError(f"{s.topic!r}: not applied up to offset {md.offset} in time")
+            noop = noops[0]
             if (replacing is None and not self._owns_partition) or self._stop.is_set():
                 raise LogError("lost partition 0 while taking leadership")
             # 3. Take writes, then tell the others.

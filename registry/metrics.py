@@ -110,6 +110,8 @@ class RegistrySources:
     cache_entries: Callable[[], int] = field(default=lambda: 0)
     #: bytes of keys and answers the read cache holds now (bounded by ``--response-cache-bytes``)
     cache_bytes: Callable[[], int] = field(default=lambda: 0)
+    #: the DEK registry's keys by (type ``KEK``/``DEK``, soft-deleted); None where it does not run
+    dek_keys: Callable[[], dict[tuple[str, bool], int]] | None = None
     #: the schema exporters' figures
     exporters: Callable[[], list[ExporterFigures]] = field(default=lambda: [])
 
@@ -230,6 +232,15 @@ def _state_metrics(src: RegistrySources, end: int | None) -> Iterator[Metric]:
     yield _gauge("ready", "1 when the instance is ready (/health/ready answers 200).", int(health.ready))
     yield _gauge("read_cache_entries", "Answers held by the read cache.", src.cache_entries())
     yield _gauge("read_cache_bytes", "Bytes of keys and answers the read cache holds.", src.cache_bytes())
+    if src.dek_keys is not None and health.serving:
+        keys = GaugeMetricFamily(
+            f"{PREFIX}_dek_keys",
+            "The DEK registry's KEKs and DEKs, by type and soft deletion.",
+            labels=["type", "deleted"],
+        )
+        for (kind, deleted), n in sorted(src.dek_keys().items()):
+            keys.add_metric([kind, str(deleted).lower()], n)
+        yield keys
     yield from _exporter_metrics(src.exporters())
 
 

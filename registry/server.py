@@ -21,6 +21,9 @@ import uvicorn
 from registry import __version__, health
 from registry.app import RegistryApp
 from registry.config import RegistryConfig
+from registry.dek.kms import Kms
+from registry.dek.service import DekService
+from registry.dek.state import DekState
 from registry.exporters import ExporterManager
 from registry.forwarder import Forwarder, LeaderOffsetHeader
 from registry.health import Health
@@ -33,7 +36,7 @@ from registry.security import Security, build_security, tls
 from registry.security.passwords import MissingExtraError
 from registry.security.users_file import UsersFileError
 from registry.service import Service
-from registry.store import Store
+from registry.store import LogStore, Store
 from streams.log import Log, LogError, open_log, redact_url
 
 log = logging.getLogger("registry")
@@ -57,7 +60,7 @@ def check_topics(config: RegistryConfig) -> None:
     log_backend = open_backend(config)
     try:
         elects = log_backend.capabilities.group_membership
-        wanted = [config.topic] + ([config.leader_topic] if elects else [])
+        wanted = [config.topic, config.dek_topic] + ([config.leader_topic] if elects else [])
         for name in wanted:
             _check_topic(log_backend, name)
     except LogError as e:
@@ -125,9 +128,14 @@ def build_app(config: RegistryConfig) -> RegistryApp:
     lock = _lock_store(log_backend, config) if appenders is None else None
     protoc.configure(timeout=config.protoc_timeout)
     store = Store(log_backend, config.topic, timeout=config.store_timeout, appenders=appenders)
+    # the DEK registry's topic: written, forwarded and replayed as _schemas is
+    dek_store = LogStore(log_backend, config.dek_topic, DekState(), timeout=config.store_timeout, appenders=appenders)
+    dek_service = DekService(dek_store, Kms(config.dek_local_secret))
     status = Health()
     status.set_not_ready(health.REPLAY, f"replaying {config.topic}")
-    status.add_check(health.READER, lambda: store.reader_failure)  # a reader that cannot read the log
+    status.add_check(
+        health.READER, lambda: store.reader_failure or dek_store.reader_failure
+    )  # a reader that cannot read
     metrics = Metrics()
     service = Service(store, default_compatibility=config.compatibility, limits=config.limits, checks=metrics)
     election: Election | None = None
@@ -145,6 +153,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             timeout=config.store_timeout,
             takeover_after=config.takeover_after,
             session_timeout=election_log.group_session_timeout or ELECTION_SESSION_TIMEOUT,
+            more_stores=[dek_store],
         )
         logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per forwarded request
         forwarder = Forwarder(
@@ -155,6 +164,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             leader_wait=config.store_timeout,
             # an https leader is verified with --inter-node-ca; this node's certificate answers its client check
             tls=tls.client_context(sec.inter_node_ca, sec.tls_cert, sec.tls_key) if sec.tls else True,
+            more_stores=[dek_store],
         )
         status.add_check(health.LEADER, lambda: None if election.leader is not None else "no leader known yet")
     exporters = ExporterManager(
@@ -168,6 +178,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
         metrics=metrics,
         election=election,
         exporters=exporters,
+        dek_service=dek_service,
     )
     metrics.sources = RegistrySources(
         state=store.state,
@@ -178,6 +189,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
         cache_entries=lambda: len(app),
         cache_bytes=lambda: app.bytes,
         exporters=exporters.figures,
+        dek_keys=dek_store.state.key_counts,
     )
     starting: list[asyncio.Task[None]] = []
 
@@ -204,8 +216,10 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             await asyncio.to_thread(protoc.include_roots)  # its imports now, not in the first Protobuf request
             started = time.monotonic()
             await asyncio.to_thread(store.open)
+            await asyncio.to_thread(dek_store.open)
             status.replay_seconds = time.monotonic() - started
             store.start(asyncio.get_running_loop())
+            dek_store.start(asyncio.get_running_loop())
             await asyncio.to_thread(start_election)
             exporters.start()  # they run while this instance leads
             if protection is not None:
@@ -261,6 +275,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
             await forwarder.aclose()
         service.parser.pool.shutdown()
         store.close()
+        dek_store.close()
         log_backend.close()
         if lock is not None:
             lock.release()
@@ -295,7 +310,7 @@ def serve(config: RegistryConfig) -> int:
     """Run until stopped; the exit status (non-zero when startup failed)."""
     check_topics(config)
     app = build_app(config)
-    asgi = LeaderOffsetHeader(app, app.service.store) if app.forwarder is not None else app
+    asgi = LeaderOffsetHeader(app, app.service.store, *app.forwarder.stores[1:]) if app.forwarder is not None else app
     server = RegistryServer(
         uvicorn.Config(
             asgi,

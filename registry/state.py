@@ -279,6 +279,9 @@ class State:
 
     # ---- queries ----------------------------------------------------------------------------------------
 
+    def summary(self) -> str:
+        return f"{len(self.subjects)} subjects, {len(self.contents)} schema ids, max id {self.max_id}"
+
     def versions(self, subject: str, *, deleted: bool = False) -> list[Version]:
         """The subject's versions in ascending order; soft-deleted ones only with ``deleted``.
 

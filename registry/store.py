@@ -21,7 +21,7 @@ import asyncio
 import functools
 import logging
 import time
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from registry import errors
 from registry.follower import PartitionFollower
@@ -61,16 +61,41 @@ class AppenderProvider(Protocol):
         ...
 
 
-class Store:
+class Replica(Protocol):
+    """What a log store keeps up to date: a state machine over one compacted topic, changed only by ``apply``
+    (``State`` over ``_schemas``, ``registry.dek.state.DekState`` over ``_dek_registry_keys``)."""
+
+    offset: int  # the last applied offset
+
+    def apply(self, offset: int, key_raw: bytes | None, value_raw: bytes | None, timestamp: int) -> None: ...
+
+    def summary(self) -> str:
+        """What the replay rebuilt, for the startup log line."""
+        ...
+
+
+R = TypeVar("R", bound=Replica)
+
+
+class LogStore(Generic[R]):
+    """One compacted, one-partition topic replayed into a ``Replica`` and written through the leader's
+    appender; ``Store`` is the ``_schemas`` one."""
+
     def __init__(
-        self, log_backend: Log, topic: str, *, timeout: float, appenders: AppenderProvider | None = None
+        self,
+        log_backend: Log,
+        topic: str,
+        state: R,
+        *,
+        timeout: float,
+        appenders: AppenderProvider | None = None,
     ) -> None:
         """``appenders``: None when this store is the only one to append to the log (it produces itself);
         otherwise every write goes through ``appenders.current()``."""
         self.log = log_backend
         self.topic = topic
         self.timeout = timeout
-        self.state = State()
+        self.state = state
         #: the offset up to which ``state`` has applied the log
         self.applied = OffsetWatcher()
         self.records_replayed = 0
@@ -103,13 +128,11 @@ class Store:
                 last_report = time.monotonic()
                 log.info("replaying %s: at offset %d of %d", self.topic, self.state.offset, target)
         log.info(
-            "replayed %d records of %s in %.2fs: %d subjects, %d schema ids, max id %d",
+            "replayed %d records of %s in %.2fs: %s",
             self.records_replayed,
             self.topic,
             time.monotonic() - started,
-            len(self.state.subjects),
-            len(self.state.contents),
-            self.state.max_id,
+            self.state.summary(),
         )
         self.applied.advance(self.state.offset)
         self._reader = PartitionFollower(
@@ -130,7 +153,7 @@ class Store:
         """Start following the log; from now on state changes happen on ``loop``."""
         assert self._reader is not None, "Store.open() first"
         self._loop = loop
-        self._reader.start("schemas-reader")
+        self._reader.start(f"{self.topic}-reader")
 
     def close(self) -> None:
         if self._reader is not None:
@@ -213,3 +236,12 @@ class Store:
     async def barrier(self) -> None:
         """Wait until every record written before now (by anyone) is applied here."""
         await self.write(NOOP_KEY, None, "Noop")
+
+
+class Store(LogStore[State]):
+    """The ``_schemas`` store: its log replayed into a ``State``."""
+
+    def __init__(
+        self, log_backend: Log, topic: str, *, timeout: float, appenders: AppenderProvider | None = None
+    ) -> None:
+        super().__init__(log_backend, topic, State(), timeout=timeout, appenders=appenders)

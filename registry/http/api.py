@@ -34,6 +34,7 @@ from registry.http.security import Authenticated
 from registry.metrics import Metrics
 
 if TYPE_CHECKING:
+    from registry.dek.service import DekService
     from registry.exporters import ExporterManager
     from registry.forwarder import Forwarder
     from registry.leader import Election
@@ -53,9 +54,11 @@ def build_api(
     metrics: Metrics | None = None,
     election: Election | None = None,
     exporters: ExporterManager | None = None,
+    dek_service: DekService | None = None,
 ) -> FastAPI:
     """The FastAPI app (routes, error handlers, docs; the schema browser is added by ``RegistryApp``). Without a
-    service it can only describe itself; without ``security`` (no ``--auth``) every route is open."""
+    service it can only describe itself; without ``security`` (no ``--auth``) every route is open; without
+    ``dek_service`` the DEK registry's routes answer 404."""
     api = FastAPI(
         title=TITLE,
         version=__version__,
@@ -72,6 +75,7 @@ def build_api(
     api.state.metrics = metrics if metrics is not None else Metrics()
     api.state.election = election
     api.state.exporters = exporters
+    api.state.dek_service = dek_service
     errors.install(api)
     for router in ROUTERS:
         api.include_router(router, dependencies=[Authenticated])  # every API route: 401 unless authenticated

@@ -9,6 +9,8 @@ A rule grants ``Read`` or ``Write`` on the resources its ``resource`` regular ex
 - ``Import:`` registering with a chosen id (IMPORT mode);
 - ``Exporter:`` schema exporters (``/exporters``): every route needs ``Write`` on it, reads too, since an
   exporter's config holds the destination's credentials (Confluent asks for its global admin role).
+- ``Kek:<name>`` a KEK of the DEK registry and the DEKs under it (``Read`` to read them, ``Write`` to create,
+  change, delete or undelete them).
 
 As in Karapace: ``Write`` implies ``Read``; a rule matches when its expression matches at the start of the
 resource (Python's ``re.match``, so ``Subject:orders`` also covers ``Subject:orders-value``; end it with ``$``
@@ -44,6 +46,10 @@ class Operation(enum.Enum):
 
 def subject_resource(subject: str) -> str:
     return f"Subject:{subject}"
+
+
+def kek_resource(name: str) -> str:
+    return f"Kek:{name}"
 
 
 def compile_resource(expression: str) -> re2._Regexp:

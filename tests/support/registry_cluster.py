@@ -65,6 +65,7 @@ class ClusterStarter:
         for i in range(n):  # started side by side, then waited for: the startups overlap
             ok = True if eligible is None else eligible[i]
             args = ["--topic", topic, "--election-topic", election, "--group-id", group]
+            args += ["--dek-topic", f"{topic}-deks"]  # each cluster its own DEK registry too
             eligibility = ["--leader-eligible", "true" if ok else "false"]
             nodes.append(self._start_registry(log_url or self._log_url, *args, *eligibility, wait=False))
         for node in nodes:

@@ -8,7 +8,17 @@ from collections.abc import Iterable
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
-from registry.http.routers import compatibility, config, contexts, exporters, metadata, mode, schemas, subjects
+from registry.http.routers import (
+    compatibility,
+    config,
+    contexts,
+    dek_registry,
+    exporters,
+    metadata,
+    mode,
+    schemas,
+    subjects,
+)
 from registry.http.routing import RegistryRoute
 
 ROUTERS = [
@@ -22,6 +32,7 @@ ROUTERS = [
     contexts.router,
     exporters.router,
     metadata.router,
+    dek_registry.router,
 ]
 
 

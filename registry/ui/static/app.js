@@ -1,7 +1,8 @@
 // schemakit registry UI: plain JavaScript over the registry's JSON API (Confluent's, plus /ui/api/ helpers).
 // Pages are chosen by the location hash: #/ (subjects), #/s/NAME (a subject), #/s/NAME/diff?old=&new=,
 // #/s/NAME/new and #/new (test and register a version), #/settings (global config and mode), #/exporters
-// (schema exporters: state, lag, last error; pause and resume).
+// (schema exporters: state, lag, last error; pause and resume), #/keys (the DEK registry's KEKs) and #/keys/NAME
+// (a KEK's DEKs: subjects, algorithms, versions; never any key material).
 "use strict";
 
 const LEVELS = ["BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE", "NONE"];
@@ -541,6 +542,52 @@ async function editorPage(subject) {
   });
 }
 
+// ---- the DEK registry: KEKs and their DEKs (names and versions only: key material is never shown) -------------
+
+const KEKS = "/dek-registry/v1/keks";
+const ALGORITHMS = ["AES256_GCM", "AES128_GCM", "AES256_SIV"];
+
+async function keksPage() {
+  probeAccess("");
+  const all = await api("GET", `${KEKS}?deleted=true`);
+  const keks = await Promise.all(all.map((name) => api("GET", `${KEKS}/${enc(name)}?deleted=true`)));
+  const rows = keks.map((k) => h("tr", { "data-kek": k.name, class: k.deleted ? "deleted" : null },
+    h("td", {}, h("a", { href: `#/keys/${enc(k.name)}` }, k.name), k.deleted ? [" ", h("span", { class: "badge deleted" }, "soft-deleted")] : null),
+    h("td", {}, k.kmsType), h("td", {}, h("code", {}, k.kmsKeyId)), h("td", {}, k.shared ? "yes" : "no"),
+    h("td", {}, k.doc || ""), h("td", {}, fmtTime(k.ts))));
+  show(h("h1", {}, "Encryption keys"),
+    h("p", { class: "muted" }, "Key encryption keys (KEKs) of the DEK registry. Key material is never shown here."),
+    keks.length ? h("table", { id: "keks" },
+      h("thead", {}, h("tr", {}, ["KEK", "KMS type", "KMS key id", "Shared", "Doc", "Changed"].map((t) => h("th", {}, t)))),
+      h("tbody", {}, rows)) : h("p", { class: "muted", id: "no-keks" }, "No KEKs."));
+}
+
+async function kekPage(name) {
+  probeAccess("");
+  const kek = await api("GET", `${KEKS}/${enc(name)}?deleted=true`);
+  const subjects = await api("GET", `${KEKS}/${enc(name)}/deks?deleted=true`);
+  const rows = [];
+  for (const subject of subjects) {
+    for (const algorithm of ALGORITHMS) {
+      const base = `${KEKS}/${enc(name)}/deks/${enc(subject)}/versions?algorithm=${algorithm}`;
+      const [all, live] = await Promise.all([api("GET", `${base}&deleted=true`), api("GET", base)]);
+      if (!all.length) continue;
+      const versions = all.map((v) => live.includes(v) ? String(v) : `${v} (soft-deleted)`).join(", ");
+      rows.push(h("tr", { "data-subject": subject, "data-algorithm": algorithm },
+        h("td", {}, subject), h("td", {}, algorithm), h("td", {}, versions)));
+    }
+  }
+  show(h("h1", {}, h("a", { href: "#/keys" }, "Encryption keys"), " / ", name),
+    h("dl", { class: "facts" }, h("dt", {}, "KMS"), h("dd", {}, `${kek.kmsType}: `, h("code", {}, kek.kmsKeyId)),
+      h("dt", {}, "Shared"), h("dd", {}, kek.shared ? "yes: the registry generates and unwraps its DEKs" : "no"),
+      kek.doc ? [h("dt", {}, "Doc"), h("dd", {}, kek.doc)] : null,
+      kek.deleted ? [h("dt", {}, "State"), h("dd", {}, "soft-deleted")] : null),
+    h("h2", {}, "Data encryption keys"),
+    rows.length ? h("table", { id: "deks" },
+      h("thead", {}, h("tr", {}, ["Subject", "Algorithm", "Versions"].map((t) => h("th", {}, t)))),
+      h("tbody", {}, rows)) : h("p", { class: "muted", id: "no-deks" }, "No DEKs under this KEK."));
+}
+
 // ---- routing --------------------------------------------------------------------------------------------
 
 async function route() {
@@ -553,6 +600,8 @@ async function route() {
       else if (m[2] === "/new") await editorPage(subject);
       else await subjectPage(subject, params);
     } else if (path === "/new") await editorPage(null);
+    else if (path === "/keys") await keksPage();
+    else if (path.startsWith("/keys/")) await kekPage(decodeURIComponent(path.slice(6)));
     else if (path === "/settings") await settingsPage();
     else if (path === "/exporters") await exportersPage();
     else await subjectsPage(params);
