@@ -6,6 +6,7 @@ The default-format bodies are rendered once and kept on the state objects (``Ver
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +17,13 @@ from registry.state import SchemaContent, Version
 
 
 def dumps(obj: Any) -> bytes:
-    return orjson.dumps(obj)
+    """``obj`` as a JSON answer body. A string holding a lone surrogate (a schema's doc or property name
+    echoed in an error or a compatibility message) is not UTF-8, which orjson refuses; such a body is written
+    with the surrogate as a ``\\ud800`` escape, as Confluent's Jackson writes it, so every answer can be sent."""
+    try:
+        return orjson.dumps(obj)
+    except orjson.JSONEncodeError:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
 
 
 def page(items: Sequence[Any], offset: int, limit: int) -> list[Any]:
