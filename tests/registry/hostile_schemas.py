@@ -304,10 +304,10 @@ proto_defaults = st.one_of(
 
 
 @st.composite
-def proto_messages(draw: st.DrawFn, syntax: str, depth: int = 0) -> str:
-    """A message whose parts are each valid or hostile (so some of the texts compile and some do not)."""
-    hostile = draw(st.booleans())
-    name = draw(proto_idents) if hostile else f"M{depth}"
+def proto_messages(draw: st.DrawFn, syntax: str, depth: int = 0, index: int = 0) -> str:
+    """A message, hostile in its names and numbers one time in three (so some of the texts compile)."""
+    hostile = draw(st.sampled_from([False, False, True]))
+    name = draw(proto_idents) if hostile else f"M{depth}_{index}"
     lines = [f"message {name} {{"]
     for i in range(draw(st.integers(0, 4))):
         ftype = draw(st.one_of(proto_scalars, st.sampled_from([name, "h.Base", "h.Left", "Missing"])))
@@ -336,21 +336,28 @@ def _proto_deep(depth: int) -> str:
 
 
 @st.composite
-def proto_schemas(draw: st.DrawFn) -> str:
-    syntax = draw(st.sampled_from(["proto3", "proto2", "\ud800", "proto4"]))
+def proto_bodies(draw: st.DrawFn) -> tuple[str, tuple[str, ...]]:
+    """A .proto text and the referenced subjects it imports (plus, sometimes, an import nothing provides)."""
+    refs = draw(reference_sets)
+    syntax = draw(st.sampled_from(["proto3", "proto3", "proto2", "\ud800", "proto4"]))
     head = [f"syntax = {proto_string(syntax)};"]
     if draw(st.booleans()):
         head.append(f"package {draw(st.sampled_from(['h', 'a.b.c', '名前', 'x' * 5000]))};")
-    for path in draw(
-        st.lists(st.sampled_from(["base.proto", "left.proto", "right.proto", "missing.proto"]), max_size=3)
-    ):
-        head.append(f"import {proto_string(path)};")
-    body = draw(
-        st.one_of(st.lists(proto_messages(syntax), min_size=1, max_size=3).map("\n".join), depths.map(_proto_deep))
-    )
+    imports = [REFERENCE_NAMES["PROTOBUF"].get(w, "missing.proto") for w in refs]
+    if draw(st.sampled_from([False, False, True])):
+        imports.append(draw(st.sampled_from(["missing.proto", "\ud800.proto", "../etc/passwd", "/abs.proto"])))
+    head.extend(f"import {proto_string(path)};" for path in imports)
+    count = draw(st.integers(1, 3))
+    messages = "\n".join(draw(proto_messages(syntax, 0, i)) for i in range(count))
+    body = draw(st.one_of(st.just(messages), depths.map(_proto_deep)))
     # a raw lone surrogate in the text would make the JSON body invalid (a 400 tested elsewhere): not here
     comment = f"// {draw(odd_strings).encode('utf-8', 'replace').decode()}" if draw(st.booleans()) else ""
-    return "\n".join([*head, body, comment])
+    return "\n".join([*head, body, comment]), refs
 
 
-SCHEMAS = {"AVRO": avro_schemas, "JSON": json_schemas, "PROTOBUF": proto_schemas()}
+#: registration bodies of each type: (schema text, the referenced subjects it names)
+BODIES = {
+    "AVRO": st.tuples(avro_schemas, reference_sets),
+    "JSON": st.tuples(json_schemas, reference_sets),
+    "PROTOBUF": proto_bodies(),
+}
