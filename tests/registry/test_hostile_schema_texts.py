@@ -65,7 +65,7 @@ def path_of(subject: str) -> str:
 def check_hostile(http: httpx.Client, schema_type: str, schema: str, refs: tuple[str, ...], subject: str) -> int:
     """Register, look up and check ``schema``; the registration's status."""
     body = json.dumps({"schema": schema, "schemaType": schema_type, "references": references_body(schema_type, refs)})
-    s = path_of(subject)
+    s = path_of(f"{subject}-{schema_type.lower()}")  # each type its own subjects: no cross-type 409s
     registered = http.post(f"/subjects/{s}/versions", content=body)
     answer = answered(registered)
     if registered.status_code == 200:
