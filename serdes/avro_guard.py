@@ -42,7 +42,10 @@ def payload_guard(schema: Any, named: dict[str, Any]) -> Callable[[bytes, int, i
     """``check(data, pos, schema_id, topic)`` for a fastavro-parsed writer ``schema`` with zero-byte array items
     or a recursive named type; None when the schema has neither (fastavro's reading of it is bounded)."""
     walk = _Walk(named)
-    if not walk.needs_guard(schema):
+    try:
+        if not walk.needs_guard(schema):
+            return None
+    except RecursionError:  # a schema nested past Python's stack: fastavro could not have parsed it either
         return None
 
     def check(data: bytes, pos: int, schema_id: int, topic: str | None) -> None:
@@ -134,6 +137,8 @@ class _Walk:
             s = self.resolve(s)
             if isinstance(s, list):
                 index, pos = _varint(data, pos)
+                if index < 0:
+                    raise ValueError("negative union index")
                 stack.append(s[index])
                 continue
             if isinstance(s, str):
