@@ -28,6 +28,7 @@ from fastavro.validation import ValidationError, validate
 from serdes import fastavro_core, wire
 from serdes.async_client import AsyncRegistryClient
 from serdes.avro_codegen import compile_decoder, compile_encoder
+from serdes.avro_guard import payload_guard
 from serdes.avro_references import local_references
 from serdes.base import (
     AsyncDeserializerBase,
@@ -232,6 +233,8 @@ class _ReadPlan:
     schema_id: int
     decode: Callable[[bytes, int], tuple[Any, int]]  # the generated decoder, or _no_fast_path
     rules: rule_steps.Step | None = None  # migrations, then the reader schema's READ rules (None: none)
+    #: the check of payloads fastavro cannot be trusted with (``avro_guard``); None for most schemas
+    guard: Callable[[bytes, int, int, str | None], None] | None = None
 
 
 def _label(schema: Any) -> str:
@@ -499,6 +502,8 @@ class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
         self._plans: BoundedDict[Any, _ReadPlan] = BoundedDict(cache_capacity(client))
 
     def _read(self, data: bytes, ctx: SerializationContext | None, plan: _ReadPlan) -> Any:
+        if plan.guard is not None:
+            plan.guard(data, _PREFIX, plan.schema_id, topic_of(ctx))
         try:
             record, end = plan.decode(data, _PREFIX)  # generated decoder; raises on anything unexpected
             if end != len(data):
@@ -593,7 +598,15 @@ class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
             except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
                 fast = _no_fast_path
         return _ReadPlan(
-            w_parsed, {"writer": w_named, "reader": r_named}, r_parsed, self._options, post, schema_id, fast, rules
+            w_parsed,
+            {"writer": w_named, "reader": r_named},
+            r_parsed,
+            self._options,
+            post,
+            schema_id,
+            fast,
+            rules,
+            payload_guard(w_parsed, w_named),
         )
 
 

@@ -87,13 +87,15 @@ _MODES_BY_GROUP = {
     "encodingRules": frozenset({"WRITE", "READ", "WRITEREAD"}),
 }
 _MODES_ALL = ("UPGRADE", "DOWNGRADE", "UPDOWN", "WRITE", "READ", "WRITEREAD")
+#: Confluent's ``RuleKind``: a rule without one is a TRANSFORM
+_KINDS = ("TRANSFORM", "CONDITION")
 
 
 class Rule(BaseModel):
     model_config = ConfigDict(extra="allow", json_schema_extra={"required": ["name"]})
     name: Annotated[StrictStr, Field(min_length=1, max_length=256)] | SkipJsonSchema[None] = absent()
     doc: StrictStr | SkipJsonSchema[None] = absent()
-    kind: Annotated[StrictStr, enum_of(["TRANSFORM", "CONDITION"])] | SkipJsonSchema[None] = absent()
+    kind: Annotated[StrictStr, enum_of(list(_KINDS))] | SkipJsonSchema[None] = absent()
     mode: Annotated[StrictStr, enum_of(list(_MODES_ALL))] | SkipJsonSchema[None] = absent()
     type: StrictStr | SkipJsonSchema[None] = absent()
     tags: list[StrictStr] | SkipJsonSchema[None] = absent()
@@ -126,11 +128,15 @@ class RuleSet(BaseModel):
                 seen.add(rule.name)
                 if (rule.mode or "").upper() not in modes:
                     raise errors.invalid_ruleset(f"Rule '{rule.name}' in {group} has invalid mode '{rule.mode}'")
-        return self.model_dump(exclude_unset=True) or None
+                if rule.kind is not None and rule.kind.upper() not in _KINDS:
+                    raise errors.invalid_ruleset(f"Rule '{rule.name}' in {group} has invalid kind '{rule.kind}'")
+        return _stored(self)
 
 
 def _stored(model: BaseModel | None) -> dict[str, Any] | None:
-    return (model.model_dump(exclude_unset=True) or None) if model is not None else None
+    """``model`` as stored: the fields the request set, a ``null`` one as if left out (Confluent reads a null
+    list or map as empty, and writes none back), so ``{"encodingRules": null}`` is never stored or served."""
+    return (model.model_dump(exclude_unset=True, exclude_none=True) or None) if model is not None else None
 
 
 # ---- request bodies ----------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ The default-format bodies are rendered once and kept on the state objects (``Ver
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,10 +17,17 @@ from registry.state import SchemaContent, Version
 
 
 def dumps(obj: Any) -> bytes:
-    """``obj`` as JSON, in bytes of their own size: orjson's result keeps its whole output buffer (4 KiB for a
-    short body, 32 KiB for a 3 KB one), and the bodies answered are kept (pre-rendered on the state, and in
-    the read cache). With 10,000 schemas that was ~80 MiB of the registry's RSS."""
-    return memoryview(orjson.dumps(obj)).tobytes()
+    """``obj`` as a JSON answer body, in bytes of their own size: orjson's result keeps its whole output buffer
+    (4 KiB for a short body, 32 KiB for a 3 KB one), and the bodies answered are kept (pre-rendered on the
+    state, and in the read cache): with 10,000 schemas that was ~80 MiB of the registry's RSS.
+
+    A string holding a lone surrogate (a schema's doc or property name echoed in an error or a compatibility
+    message) is not UTF-8, which orjson refuses; such a body is written with the surrogate as a ``\ud800``
+    escape, as Confluent's Jackson writes it, so every answer can be sent."""
+    try:
+        return memoryview(orjson.dumps(obj)).tobytes()
+    except orjson.JSONEncodeError:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
 
 
 def page(items: Sequence[Any], offset: int, limit: int) -> list[Any]:

@@ -20,7 +20,7 @@ taken from ``org.apache.avro.Schema#toJson`` (1.11 and 1.12 print identically):
 - JSON values (defaults, props) as Jackson writes a parsed tree: integers as digits, doubles with Java's
   ``Double.toString`` (``1.0``, ``1.0E-4``, ``1.0E7``), NaN/Infinity quoted, strings escaping only ``"``,
   ``\\`` and control characters (``\\n`` style where one exists, else ``\\u00XX`` upper-case); non-ASCII
-  and ``/`` are written as they are.
+  and ``/`` are written as they are, except a lone surrogate, escaped (``json_strings.py`` says why).
 
 Digits of doubles come from Python's shortest round-trip repr, which is what Java 19+ prints; older JDKs
 print a few values with extra digits (JDK-4511638), which we do not reproduce.
@@ -29,10 +29,11 @@ print a few values with extra digits (JDK-4511638), which we do not reproduce.
 from __future__ import annotations
 
 import math
-import re
 import struct
 from decimal import Decimal
 from typing import Any
+
+from registry.schema_types.json_strings import jstr
 
 #: every Avro ``Schema.Type`` name: a named type called like one of these is always printed in full
 TYPE_NAMES = frozenset(
@@ -54,19 +55,6 @@ TYPE_NAMES = frozenset(
     ]
 )
 NAMED = frozenset(["record", "enum", "fixed"])
-
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
-_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
-
-
-def _escape_char(m: re.Match[str]) -> str:
-    c = m.group(0)
-    return _ESCAPES.get(c) or f"\\u{ord(c):04X}"
-
-
-def jstr(s: str) -> str:
-    """A JSON string as Jackson writes it."""
-    return '"' + _NEEDS_ESCAPE.sub(_escape_char, s) + '"'
 
 
 class JFloat(float):

@@ -32,6 +32,7 @@ from compat import json_schema as json_compat
 from compat.levels import CompatibilityPolicy
 from compat.result import Incompatibility
 from registry.schema_types.base import InvalidSchemaError, ParsedSchema, ResolvedReference, SchemaType
+from registry.schema_types.json_strings import jstr
 
 #: dialect URI (without trailing '#', http or https) -> validator class
 _DIALECTS: dict[str, type[jsonschema.protocols.Validator]] = {
@@ -95,18 +96,13 @@ def dumps(value: Any) -> str:
     return "".join(out)
 
 
-_ESCAPES = {i: f"\\u{i:04X}" for i in range(0x20)}
-_ESCAPES.update({0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r"})
-_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\"})
-
-
 def _write(value: Any, out: list[str]) -> None:
     if isinstance(value, dict):
         out.append("{")
         for i, (key, item) in enumerate(value.items()):
             if i:
                 out.append(",")
-            out.append('"' + str(key).translate(_ESCAPES) + '":')
+            out.append(jstr(str(key)) + ":")
             _write(item, out)
         out.append("}")
     elif isinstance(value, list):
@@ -117,7 +113,7 @@ def _write(value: Any, out: list[str]) -> None:
             _write(item, out)
         out.append("]")
     elif isinstance(value, str):
-        out.append('"' + value.translate(_ESCAPES) + '"')
+        out.append(jstr(value))
     elif value is True:
         out.append("true")
     elif value is False:
@@ -145,7 +141,7 @@ def _decimal_text(value: Decimal) -> str:
 def sort_keys(value: Any) -> Any:
     """Keys sorted recursively by UTF-16 code units (Java ``TreeMap<String, ...>`` order)."""
     if isinstance(value, dict):
-        return {k: sort_keys(value[k]) for k in sorted(value, key=lambda k: k.encode("utf-16-be"))}
+        return {k: sort_keys(value[k]) for k in sorted(value, key=lambda k: k.encode("utf-16-be", "surrogatepass"))}
     if isinstance(value, list):
         return [sort_keys(v) for v in value]
     return value

@@ -113,7 +113,16 @@ def _compile(main_text: str, imports: tuple[tuple[str, str], ...]) -> bytes:
             MAIN_FILE,
         ]
         try:
-            proc = subprocess.run(args, capture_output=True, text=True, timeout=_timeout, check=False)
+            # protoc echoes the schema's bytes in its messages (a string literal that is not UTF-8, such as an
+            # escaped lone surrogate): they are kept as backslash escapes, never a decoding error
+            proc = subprocess.run(
+                args,
+                capture_output=True,
+                encoding="utf-8",
+                errors="backslashreplace",
+                timeout=_timeout,
+                check=False,
+            )
         except subprocess.TimeoutExpired as e:  # run() has killed protoc
             raise ProtocError(
                 f"protoc did not finish compiling the schema within {_timeout:g}s (the compile time limit); "

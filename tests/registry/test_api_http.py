@@ -205,6 +205,9 @@ def test_metadata_and_ruleset_stored(http: httpx.Client, subject: str) -> None:
     assert err(http.get(f"/subjects/{subject}/metadata", params={"key": "owner", "value": "b"})) == (404, 40403)
     bad = {"domainRules": [{"name": "x", "mode": "UPGRADE"}]}
     assert err(register(http, subject, V2, ruleSet=bad)) == (422, 42210)
+    unknown_kind = {"domainRules": [{"name": "x", "kind": "AAA", "mode": "WRITE"}]}
+    assert err(register(http, subject, V2, ruleSet=unknown_kind)) == (422, 42210)
+    assert err(http.put(f"/config/{subject}", json={"defaultRuleSet": unknown_kind})) == (422, 42210)
 
 
 def test_misc_endpoints(http: httpx.Client) -> None:
