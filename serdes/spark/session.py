@@ -50,7 +50,8 @@ def with_jar(builder: SparkSession.Builder, jars: str | Iterable[str] = ()) -> S
 
 def register(spark: SparkSession) -> SparkSession:
     """Register the ``schemakit`` data source (``format("schemakit")``: a ``streams.log`` topic read and written
-    like Spark's Kafka source) on ``spark``, a classic or a Spark Connect session; returns ``spark``.
+    like Spark's Kafka source) on ``spark`` and returns it. A Spark Connect session has the same
+    ``spark.dataSource.register``, so this is the call there too (not covered by the tests yet).
 
     Registration is per session and cheap; registering again replaces the class with the same one."""
     from serdes.spark.datasource.source import SchemakitDataSource

@@ -34,6 +34,7 @@ if missing_prerequisite() is not None:
             "registry_auth",
             "log_source",
             "log_stream",
+            "log_source_planning",
         )
     ]
 
