@@ -51,6 +51,13 @@ def test_kafka_options_on_a_sqlite_log_are_refused() -> None:
         parse(**{"kafka.acks": "all"})
 
 
+def test_read_committed_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"only kafka\.isolation\.level=read_uncommitted"):
+        SourceOptions.parse(
+            {"log": "kafka://h:9092", "topic": "t", "kafka.isolation.level": "read_committed"}, streaming=False
+        )
+
+
 def test_offsets_resolved_per_partition() -> None:
     assert resolve("earliest", BOUNDS, name="startingOffsets") == {("orders", 0): 0, ("orders", 1): 4}
     assert resolve("latest", BOUNDS, name="endingOffsets") == {("orders", 0): 10, ("orders", 1): 6}

@@ -65,6 +65,11 @@ def open_source_log(url: str, options: Mapping[str, object]) -> Log:
 def bounds_of(log: Log, topics: Iterable[str]) -> Bounds:
     """The earliest and latest offsets of every partition of ``topics`` (partitions added since are included).
 
+    The latest offset is the high watermark, and the tasks read uncommitted records up to it, as Spark's Kafka source
+    does by default (``isolation.level=read_uncommitted``): a read_committed reader would stop at the last stable
+    offset, which the log does not report, and a streaming query would step over records of a transaction still
+    open when its batch was planned.
+
     Raises ``UnknownTopicError`` naming a topic that does not exist and ``LogUnavailableError`` when the log does
     not answer."""
     try:
@@ -74,7 +79,7 @@ def bounds_of(log: Log, topics: Iterable[str]) -> Bounds:
             if info is None:
                 raise UnknownTopicError(f"schemakit data source: topic {topic!r} does not exist in {log.safe_url}")
             partitions += [TopicPartition(topic, p) for p in range(info.partitions)]
-        with log.consumer() as consumer:
+        with log.consumer(read_committed=False) as consumer:
             consumer.assign(dict.fromkeys(partitions, OFFSET_BEGINNING))
             low = {tp: consumer.position(tp) for tp in partitions}
             for tp in partitions:

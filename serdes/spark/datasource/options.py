@@ -121,6 +121,11 @@ def _log_settings(options: Mapping[str, str]) -> tuple[str, dict[str, object]]:
                 raise ValueError(
                     f"schemakit data source: option {key} is a Kafka client option; the log is not kafka://"
                 )
+            if key == "kafka.isolation.level" and str(value).strip() != "read_uncommitted":
+                raise ValueError(
+                    "schemakit data source: only kafka.isolation.level=read_uncommitted (Spark's default) is "
+                    "supported: the log reports no last stable offset for a read_committed reader to stop at"
+                )
             log_options[key[len("kafka.") :]] = str(value)
         elif key.startswith("log."):
             log_options[key[len("log.") :]] = _option_value(str(value))

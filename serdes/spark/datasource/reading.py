@@ -69,7 +69,7 @@ def _batch(records: list[Record], schema: pa.Schema, include_headers: bool) -> p
 
 
 def _earliest(log: Log, tp: TopicPartition) -> int:
-    with log.consumer() as probe:
+    with log.consumer(read_committed=False) as probe:
         probe.assign({tp: OFFSET_BEGINNING})
         return probe.position(tp)
 
@@ -83,7 +83,7 @@ def read_range(options: SourceOptions, offsets: OffsetRange) -> Iterator[pa.Reco
     where = f"{offsets.topic}[{offsets.partition}]"
     log = open_source_log(options.log_url, options.log_options)
     try:
-        consumer = log.consumer()
+        consumer = log.consumer(read_committed=False)
         try:
             try:
                 consumer.assign({tp: offsets.start})
