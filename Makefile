@@ -97,6 +97,7 @@ bench: $(STAMP)
 
 bench-spark: $(STAMP) spark-jar
 	$(PY) benchmarks/spark_decode.py --json benchmarks/results/spark_decode.json
+	$(PY) benchmarks/spark_source.py --json benchmarks/results/spark_source.json
 
 # One PNG per side-by-side comparison, from every benchmarks/results/*.json, into benchmarks/charts/; the chart
 # lines of benchmarks/README.md are rewritten to show them. matplotlib is the `bench` extra.

@@ -29,7 +29,7 @@ PUBLIC_API: dict[str, str] = {  # package -> its names, space-separated
     ),
     "serdes.spark": (
         "DecodeFailure SchemaMappingError avro_to_spark from_registry jar_path json_schema_to_spark "
-        "protobuf_to_spark spark_session to_registry with_jar"
+        "protobuf_to_spark register spark_session to_registry with_jar"
     ),
     "streams": (
         "BYTES BufferConfig Cancellable CoPartitioningError ConsumedRecord DeadLetterQueue DeserializationError "

@@ -22,7 +22,7 @@ def dumps(obj: Any) -> bytes:
     state, and in the read cache): with 10,000 schemas that was ~80 MiB of the registry's RSS.
 
     A string holding a lone surrogate (a schema's doc or property name echoed in an error or a compatibility
-    message) is not UTF-8, which orjson refuses; such a body is written with the surrogate as a ``\ud800``
+    message) is not UTF-8, which orjson refuses; such a body is written with the surrogate as a ``\\ud800``
     escape, as Confluent's Jackson writes it, so every answer can be sent."""
     try:
         return memoryview(orjson.dumps(obj)).tobytes()

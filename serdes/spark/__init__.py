@@ -31,6 +31,7 @@ _EXPORTS = {
     "to_registry": "serdes.spark.functions",
     "DecodeFailure": "serdes.spark.python_engine",
     "jar_path": "serdes.spark.session",
+    "register": "serdes.spark.session",
     "spark_session": "serdes.spark.session",
     "with_jar": "serdes.spark.session",
     "SchemaMappingError": "serdes.spark.types",

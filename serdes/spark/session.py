@@ -25,7 +25,7 @@ from pyspark.sql import SparkSession
 
 from serdes.spark.build_jar import INSTALL_HINT, JAR
 
-__all__ = ["jar_path", "spark_session", "with_jar"]
+__all__ = ["jar_path", "register", "spark_session", "with_jar"]
 
 
 def jar_path() -> str:
@@ -48,12 +48,24 @@ def with_jar(builder: SparkSession.Builder, jars: str | Iterable[str] = ()) -> S
     return builder.config("spark.jars", ",".join(dict.fromkeys([*filter(None, listed), jar_path()])))
 
 
+def register(spark: SparkSession) -> SparkSession:
+    """Register the ``schemakit`` data source (``format("schemakit")``: a ``streams.log`` topic read and written
+    like Spark's Kafka source) on ``spark`` and returns it. A Spark Connect session has the same
+    ``spark.dataSource.register``, so this is the call there too (not covered by the tests yet).
+
+    Registration is per session and cheap; registering again replaces the class with the same one."""
+    from serdes.spark.datasource.source import SchemakitDataSource
+
+    spark.dataSource.register(SchemakitDataSource)
+    return spark
+
+
 def spark_session(
     master: str = "local[2]", app_name: str = "schemakit", conf: dict[str, Any] | None = None, jvm_engine: bool = True
 ) -> SparkSession:
-    """A session for ``from_registry``/``to_registry``: the jar on ``spark.jars`` (when ``jvm_engine`` and the
-    jar is built) and Python workers on this interpreter. ``conf`` adds Spark settings; jars in its
-    ``spark.jars`` are kept next to the engine's.
+    """A session for ``from_registry``/``to_registry`` and ``format("schemakit")`` (registered, see
+    ``register``): the jar on ``spark.jars`` (when ``jvm_engine`` and the jar is built) and Python workers on this
+    interpreter. ``conf`` adds Spark settings; jars in its ``spark.jars`` are kept next to the engine's.
 
     Like every ``getOrCreate``, an already running session is returned as it is (its classpath cannot change).
     """
@@ -64,4 +76,4 @@ def spark_session(
         builder = with_jar(builder, conf.pop("spark.jars", ""))
     for key, value in conf.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    return register(builder.getOrCreate())

@@ -32,6 +32,9 @@ if missing_prerequisite() is not None:
             "types",
             "writer_and_record_types",
             "registry_auth",
+            "log_source",
+            "log_stream",
+            "log_source_planning",
         )
     ]
 
