@@ -586,8 +586,7 @@ class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
         if post is None and self._from_dict is not None:
             post = _identity
         fast: Callable[[bytes, int], tuple[Any, int]] = _no_fast_path
-        plain_unions = not self._options["return_record_name"] or self._options["return_record_name_override"]
-        if r_parsed is None and plain_unions:  # no resolution: the generated decoder reads what fastavro would
+        if r_parsed is None:  # no resolution: the generated decoder reads what fastavro would
             try:
                 fast = compile_decoder(w_parsed, w_named, self._options)
             except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
