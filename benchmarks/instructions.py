@@ -1,0 +1,252 @@
+"""Instructions per operation, counted by valgrind's callgrind: steady where timing on a shared machine is not.
+
+Each operation is a hot loop run in a child process under callgrind twice, for ``N`` and for ``k·N`` operations;
+the difference of the two counts divided by ``(k - 1)·N`` is the cost of one operation, without the start-up
+(interpreter, imports, registry, plans built on the first call), which both runs share. Callgrind's own
+``--toggle-collect`` and client requests cannot mark a region from Python, so the difference is the method.
+Both runs use ``PYTHONHASHSEED=0``: string hashes decide dict layouts, and with them a few percent of a count.
+
+Operations (``--list`` prints them; the default runs all):
+
+- ``avro-serialize`` / ``avro-deserialize``, ``protobuf-serialize`` / ``protobuf-deserialize``,
+  ``json-serialize`` / ``json-deserialize``: our sync serdes on ``serdes_bench.py``'s 8-field order record (the
+  same records and loops), registry ``mock://`` (in process);
+- ``registry-get-by-id``: ``GET /schemas/ids/{id}`` through the registry's ASGI app in process (an ASGI call on
+  its event loop, no socket, no HTTP parsing), cycling over 100 registered schemas: the cached read path;
+- ``window-update``: one record into a hopping 5 min / 1 min windowed count through ``TopologyTestDriver``
+  (in-memory stores; the driver flushes and commits after every record, so changelog writes are counted);
+- ``window-tumbling``: the same with a tumbling 5 min window.
+
+    .venv/bin/python benchmarks/instructions.py                       # every operation
+    .venv/bin/python benchmarks/instructions.py avro-serialize -n 2000 -k 3 --json out.json
+
+Needs ``valgrind`` (``make bench-instructions`` installs it with apt and runs this). A run of every operation
+takes a few minutes: Python runs ~50 times slower under callgrind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR.parent))
+sys.path.insert(0, str(BENCH_DIR))
+
+from results_file import BenchRun, Case, Comparison, add_json_option  # noqa: E402
+
+# A job builds its loop outside the counted difference and returns ``run(count)``, which does ``count`` operations.
+Job = Callable[[], Callable[[int], None]]
+
+
+def _serdes(kind: str, direction: str) -> Callable[[int], None]:
+    """Our sync serializer (or deserializer) of ``kind`` on the order records, 2,000 distinct ones cycled."""
+    import serdes_bench as sb
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    import serdes
+    from tests.support.schemas import ORDER_AVRO, ORDER_JSON
+
+    records = sb.make_records(2000)
+    client = serdes.RegistryClient("mock://instructions")
+    ctx = SerializationContext("instructions", MessageField.VALUE)
+    items: list = records
+    if kind == "protobuf":
+        pb = sb.order_module()
+        items = sb.proto_messages(pb, records)
+        ser, de = serdes.ProtobufSerializer(client, pb.Order), serdes.ProtobufDeserializer(client, pb.Order)
+    elif kind == "json":
+        text = json.dumps(ORDER_JSON)
+        ser, de = serdes.JsonSchemaSerializer(client, text), serdes.JsonSchemaDeserializer(client)
+    else:
+        ser, de = serdes.AvroSerializer(client, ORDER_AVRO), serdes.AvroDeserializer(client)
+    frames = [ser(item, ctx) for item in items]  # plans built, registry called, outside the difference
+    fn, inputs = (ser, items) if direction == "serialize" else (de, frames)
+    fn(inputs[0], ctx)
+
+    def run(count: int) -> None:
+        size = len(inputs)
+        for i in range(count):
+            fn(inputs[i % size], ctx)
+
+    return run
+
+
+def _registry_get_by_id() -> Callable[[int], None]:
+    """``GET /schemas/ids/{id}`` straight into the registry app's ASGI callable, on the registry's own loop."""
+    import httpx
+
+    from registry.embedded import EmbeddedRegistry
+
+    registry = EmbeddedRegistry("instructions")
+    with httpx.Client(transport=httpx.MockTransport(registry.handle_sync), base_url="http://mock") as http:
+        ids = []
+        for i in range(100):
+            body = {
+                "schema": json.dumps({"type": "record", "name": f"R{i}", "fields": [{"name": "f", "type": "long"}]})
+            }
+            answer = http.post(f"/subjects/instructions-{i}/versions", json=body)
+            answer.raise_for_status()
+            ids.append(answer.json()["id"])
+    app = registry.app
+    scopes = [
+        {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": f"/schemas/ids/{i}",
+            "raw_path": f"/schemas/ids/{i}".encode(),
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(b"host", b"mock"), (b"accept", b"application/vnd.schemaregistry.v1+json")],
+            "client": ("127.0.0.1", 50000),
+            "server": ("mock", 80),
+        }
+        for i in ids
+    ]
+    statuses: list[int] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    async def loop(count: int) -> None:
+        size = len(scopes)
+        for i in range(count):
+            await app(scopes[i % size], receive, send)
+
+    registry.run(loop(len(scopes)))  # every id answered once: the cached path from here on
+    if set(statuses) != {200}:
+        raise RuntimeError(f"GET /schemas/ids answered {sorted(set(statuses))}")
+
+    def run(count: int) -> None:
+        registry.run(loop(count))
+
+    return run
+
+
+def _window(hopping: bool) -> Callable[[int], None]:
+    """One record of 1,000 keys into a windowed count through ``TopologyTestDriver``, event time 600 ms apart."""
+    from datetime import timedelta
+
+    from streams import StreamsBuilder, TimeWindows, TopologyTestDriver
+
+    minute = timedelta(minutes=1)
+    windows = TimeWindows.of_size_with_no_grace(5 * minute)
+    if hopping:
+        windows = windows.advance_by(minute)
+    builder = StreamsBuilder()
+    counts = builder.stream("clicks", key=str, value="json").group_by_key().windowed_by(windows).count(store="counts")
+    counts.to_stream().map(lambda k, v: (k.key, v)).to("counts", key=str, value=int)
+    driver = TopologyTestDriver(builder.build())
+    clicks = driver.input_topic("clicks", key=str, value="json")
+    out = driver.output_topic("counts", key=str, value=int)
+    state = {"i": 0}
+    base = 1_700_000_000_000
+
+    def run(count: int) -> None:
+        first = state["i"]
+        for i in range(first, first + count):
+            clicks.pipe_input(f"key-{i % 1000}", {"n": i}, timestamp=base + i * 600)
+        state["i"] = first + count
+        out.read_records()  # drop what was emitted, as a consumer would
+
+    run(2000)  # stores, caches and windows warm, outside the difference
+    return run
+
+
+JOBS: dict[str, tuple[Job, int, str]] = {
+    # name: (job, default N, what one operation is)
+    "avro-serialize": (lambda: _serdes("avro", "serialize"), 2000, "record"),
+    "avro-deserialize": (lambda: _serdes("avro", "deserialize"), 2000, "record"),
+    "protobuf-serialize": (lambda: _serdes("protobuf", "serialize"), 2000, "record"),
+    "protobuf-deserialize": (lambda: _serdes("protobuf", "deserialize"), 2000, "record"),
+    "json-serialize": (lambda: _serdes("json", "serialize"), 1000, "record"),
+    "json-deserialize": (lambda: _serdes("json", "deserialize"), 1000, "record"),
+    "registry-get-by-id": (_registry_get_by_id, 500, "request"),
+    "window-update": (lambda: _window(hopping=True), 500, "input record"),
+    "window-tumbling": (lambda: _window(hopping=False), 500, "input record"),
+}
+
+
+def _child(name: str, count: int) -> None:
+    run = JOBS[name][0]()
+    run(count)
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown (threads, stores): the same for both runs, but slow under callgrind
+
+
+def counted(name: str, count: int) -> int:
+    """Instructions of the child process running ``count`` operations of ``name`` under callgrind."""
+    with tempfile.TemporaryDirectory() as d:
+        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/out", sys.executable, __file__]
+        done = subprocess.run(
+            [*command, "--child", name, str(count)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+        )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise RuntimeError(f"{name} x {count} under callgrind failed (exit {done.returncode}): {done.stderr[-800:]}")
+    return int(found.group(1))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--child", nargs=2, metavar=("OP", "COUNT"), help=argparse.SUPPRESS)
+    parser.add_argument("operations", nargs="*", metavar="OP", help="operations to count (default: all)")
+    parser.add_argument("-n", type=int, help="operations in the small run (default: per operation)")
+    parser.add_argument("-k", type=int, default=3, help="the large run does k·N operations (default 3)")
+    parser.add_argument("--list", action="store_true", help="list the operations and exit")
+    add_json_option(parser)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child[0], int(args.child[1]))
+    if args.list:
+        for name, (_, n, unit) in JOBS.items():
+            print(f"{name:<22} per {unit}, N = {n}")
+        return 0
+    unknown = [name for name in args.operations if name not in JOBS]
+    if unknown:
+        parser.error(f"unknown operation(s) {', '.join(unknown)}; --list shows them")
+    if args.k < 2:
+        parser.error("-k must be at least 2")
+    if shutil.which("valgrind") is None:
+        print("valgrind not found: make bench-instructions installs it (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    run = BenchRun(__file__, {"operations": args.operations or None, "n": args.n, "k": args.k})
+    started = time.perf_counter()
+    print(f"instructions per operation, callgrind, {datetime.now(UTC):%Y-%m-%d}, Python {sys.version.split()[0]}")
+    print(f"| {'operation':<22} | {'N':>6} | {'instructions / op':>17} |")
+    print(f"|{'-' * 24}|{'-' * 7}:|{'-' * 18}:|")
+    cases = []
+    for name in args.operations or list(JOBS):
+        _, default_n, unit = JOBS[name]
+        n = args.n or default_n
+        small, large = counted(name, n), counted(name, args.k * n)
+        per = (large - small) / ((args.k - 1) * n)
+        print(f"| {name:<22} | {n:>6} | {per:>17,.0f} |", flush=True)
+        cases.append(Case(name, per, None, {"per": unit, "n": n, "k": args.k}))
+    print(f"({time.perf_counter() - started:.0f} s under callgrind)")
+    run.write(args.json, [Comparison("instructions per operation", "instructions", "schemakit", "", cases, False)])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
