@@ -1,16 +1,19 @@
 """Instructions per operation, counted by valgrind's callgrind: steady where timing on a shared machine is not.
 
-Each operation is a hot loop run in a child process under callgrind twice, for ``N`` and for ``k·N`` operations;
-the difference of the two counts divided by ``(k - 1)·N`` is the cost of one operation, without the start-up
-(interpreter, imports, registry, plans built on the first call), which both runs share. Callgrind's own
-``--toggle-collect`` and client requests cannot mark a region from Python, so the difference is the method.
-Both runs use ``PYTHONHASHSEED=0``: string hashes decide dict layouts, and with them a few percent of a count.
+Each operation is a hot loop run in a child process under callgrind with instrumentation off (``--instr-atstart=
+no``): the child builds its loop (imports, registry, plans built on the first call) at valgrind's uninstrumented
+speed, says it is ready, and this script turns instrumentation on for the loop alone (``callgrind_control -i on``)
+and off after it. That is done twice, for ``N`` and ``k·N`` operations, and the difference of the two counts
+divided by ``(k - 1)·N`` is the cost of one operation: what the switching and the hand-over to the child cost
+cancels out. Both runs use ``PYTHONHASHSEED=0``: string hashes decide dict layouts, and with them a few percent
+of a count.
 
 Operations (``--list`` prints them; the default runs all):
 
 - ``avro-serialize`` / ``avro-deserialize``, ``protobuf-serialize`` / ``protobuf-deserialize``,
   ``json-serialize`` / ``json-deserialize``: our sync serdes on ``serdes_bench.py``'s 8-field order record (the
-  same records and loops), registry ``mock://`` (in process);
+  same records and loops), registry ``mock://`` (in process); ``avro-event-serialize`` / ``avro-event-deserialize``
+  the same on its Event record (logical types, fixed, wide unions);
 - ``registry-get-by-id``: ``GET /schemas/ids/{id}`` through the registry's ASGI app in process (an ASGI call on
   its event loop, no socket, no HTTP parsing), cycling over 100 registered schemas: the cached read path;
 - ``window-update``: one record into a hopping 5 min / 1 min windowed count through ``TopologyTestDriver``
@@ -20,8 +23,8 @@ Operations (``--list`` prints them; the default runs all):
     .venv/bin/python benchmarks/instructions.py                       # every operation
     .venv/bin/python benchmarks/instructions.py avro-serialize -n 2000 -k 3 --json out.json
 
-Needs ``valgrind`` (``make bench-instructions`` installs it with apt and runs this). A run of every operation
-takes a few minutes: Python runs ~50 times slower under callgrind.
+Needs ``valgrind`` (``make bench-instructions`` installs it with apt and runs this). Python runs ~50 times slower
+with instrumentation on, so ``N`` is kept to a few seconds of work per operation.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ def _serdes(kind: str, direction: str) -> Callable[[int], None]:
     import serdes
     from tests.support.schemas import ORDER_AVRO, ORDER_JSON
 
-    records = sb.make_records(2000)
+    records = sb.make_events(2000) if kind == "avro-event" else sb.make_records(2000)
     client = serdes.RegistryClient("mock://instructions")
     ctx = SerializationContext("instructions", MessageField.VALUE)
     items: list = records
@@ -69,7 +72,8 @@ def _serdes(kind: str, direction: str) -> Callable[[int], None]:
         text = json.dumps(ORDER_JSON)
         ser, de = serdes.JsonSchemaSerializer(client, text), serdes.JsonSchemaDeserializer(client)
     else:
-        ser, de = serdes.AvroSerializer(client, ORDER_AVRO), serdes.AvroDeserializer(client)
+        schema = sb.EVENT_AVRO if kind == "avro-event" else ORDER_AVRO
+        ser, de = serdes.AvroSerializer(client, schema), serdes.AvroDeserializer(client)
     frames = [ser(item, ctx) for item in items]  # plans built, registry called, outside the difference
     fn, inputs = (ser, items) if direction == "serialize" else (de, frames)
     fn(inputs[0], ctx)
@@ -174,6 +178,8 @@ JOBS: dict[str, tuple[Job, int, str]] = {
     # name: (job, default N, what one operation is)
     "avro-serialize": (lambda: _serdes("avro", "serialize"), 2000, "record"),
     "avro-deserialize": (lambda: _serdes("avro", "deserialize"), 2000, "record"),
+    "avro-event-serialize": (lambda: _serdes("avro-event", "serialize"), 2000, "record"),
+    "avro-event-deserialize": (lambda: _serdes("avro-event", "deserialize"), 2000, "record"),
     "protobuf-serialize": (lambda: _serdes("protobuf", "serialize"), 2000, "record"),
     "protobuf-deserialize": (lambda: _serdes("protobuf", "deserialize"), 2000, "record"),
     "json-serialize": (lambda: _serdes("json", "serialize"), 1000, "record"),
@@ -185,25 +191,48 @@ JOBS: dict[str, tuple[Job, int, str]] = {
 
 
 def _child(name: str, count: int) -> None:
+    """Build the loop, then run ``count`` operations between two lines from the parent (instrumentation on)."""
     run = JOBS[name][0]()
+    print("ready", flush=True)
+    sys.stdin.readline()
     run(count)
-    sys.stdout.flush()
-    os._exit(0)  # skip interpreter teardown (threads, stores): the same for both runs, but slow under callgrind
+    print("done", flush=True)
+    sys.stdin.readline()
+    os._exit(0)  # skip interpreter teardown (threads, stores): not counted anyway, and slow under valgrind
+
+
+def _instrument(pid: int, on: bool) -> None:
+    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(pid)], capture_output=True, check=True)
 
 
 def counted(name: str, count: int) -> int:
-    """Instructions of the child process running ``count`` operations of ``name`` under callgrind."""
+    """Instructions of ``count`` operations of ``name`` in a child process under callgrind."""
     with tempfile.TemporaryDirectory() as d:
-        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/out", sys.executable, __file__]
-        done = subprocess.run(
-            [*command, "--child", name, str(count)],
-            capture_output=True,
+        command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={d}/out"]
+        child = subprocess.Popen(
+            [*command, sys.executable, __file__, "--child", name, str(count)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, "PYTHONHASHSEED": "0"},
         )
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode != 0 or found is None:
-        raise RuntimeError(f"{name} x {count} under callgrind failed (exit {done.returncode}): {done.stderr[-800:]}")
+        assert child.stdin is not None and child.stdout is not None
+        try:
+            for line, instrument in (("ready", True), ("done", False)):
+                if child.stdout.readline().strip() != line:
+                    break
+                _instrument(child.pid, instrument)
+                child.stdin.write("go\n")
+                child.stdin.flush()
+            _, stderr = child.communicate(timeout=1800)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    found = re.search(r"Collected : (\d+)", stderr)
+    if child.returncode != 0 or found is None:
+        raise RuntimeError(f"{name} x {count} under callgrind failed (exit {child.returncode}): {stderr[-800:]}")
     return int(found.group(1))
 
 
@@ -227,7 +256,7 @@ def main() -> int:
         parser.error(f"unknown operation(s) {', '.join(unknown)}; --list shows them")
     if args.k < 2:
         parser.error("-k must be at least 2")
-    if shutil.which("valgrind") is None:
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("valgrind not found: make bench-instructions installs it (apt-get install valgrind)", file=sys.stderr)
         return 2
     run = BenchRun(__file__, {"operations": args.operations or None, "n": args.n, "k": args.k})

@@ -157,6 +157,12 @@ class _EncoderGen(CodeGen):
                 "opts": fastavro_core.WRITE_OPTIONS,
             },
         )
+        self.known: dict[str, type] = {}  # variables whose exact type a union's dispatch has already checked
+
+    def check_type(self, v: str, python_type: type, name: str, ind: int) -> None:
+        """``if type(v) is not <name>: raise TypeError``, unless the dispatch already made sure of it."""
+        if self.known.get(v) is not python_type:
+            self.emit(f"if type({v}) is not {name}: raise TypeError", ind)
 
     def length(self, n: str, ind: int) -> None:
         self.emit(f"z = {n} << 1", ind)
@@ -208,7 +214,8 @@ class _EncoderGen(CodeGen):
         elif kind == "map":
             self.map(schema["values"], v, ind)
         elif kind == "fixed":
-            self.emit(f"if type({v}) is not bytes or len({v}) != {int(schema['size'])}: raise TypeError", ind)
+            self.check_type(v, bytes, "bytes", ind)
+            self.emit(f"if len({v}) != {int(schema['size'])}: raise TypeError", ind)
             self.emit(f"buf += {v}", ind)
         elif isinstance(kind, str):
             self.value(kind, v, ind)  # {"type": "string"} and friends
@@ -217,30 +224,31 @@ class _EncoderGen(CodeGen):
 
     def primitive(self, kind: str, v: str, ind: int) -> None:
         if kind == "null":
-            self.emit(f"if {v} is not None: raise TypeError", ind)
+            if self.known.get(v) is not type(None):
+                self.emit(f"if {v} is not None: raise TypeError", ind)
         elif kind == "boolean":
             self.emit(f"if {v} is True: buf += b'\\x01'", ind)
             self.emit(f"elif {v} is False: buf += b'\\x00'", ind)
             self.emit("else: raise TypeError", ind)
         elif kind in ("int", "long"):
             # an int out of the 32-bit range is left to fastavro (its union matching would not pick "int")
-            self.emit(f"if type({v}) is not int: raise TypeError", ind)
+            self.check_type(v, int, "int", ind)
             self.emit(f"z = ({v} << 1) ^ ({v} >> 63)", ind)
             self.emit(f"buf += T[z] if 0 <= z < 8192 else {'big' if kind == 'long' else 'big32'}(z)", ind)
         elif kind == "double":
-            self.emit(f"if type({v}) is not float: raise TypeError", ind)
+            self.check_type(v, float, "float", ind)
             self.emit(f"buf += D({v})", ind)
         elif kind == "float":
-            self.emit(f"if type({v}) is not float: raise TypeError", ind)
+            self.check_type(v, float, "float", ind)
             self.emit(f"buf += F({v})", ind)
         elif kind == "string":
             b = self.var("b")
-            self.emit(f"if type({v}) is not str: raise TypeError", ind)
+            self.check_type(v, str, "str", ind)
             self.emit(f"{b} = {v}.encode()", ind)
             self.length(f"len({b})", ind)
             self.emit(f"buf += {b}", ind)
         elif kind == "bytes":
-            self.emit(f"if type({v}) is not bytes: raise TypeError", ind)
+            self.check_type(v, bytes, "bytes", ind)
             self.length(f"len({v})", ind)
             self.emit(f"buf += {v}", ind)
         else:
@@ -254,7 +262,7 @@ class _EncoderGen(CodeGen):
 
     def record(self, schema: dict[str, Any], v: str, ind: int) -> None:
         self.stack.append(schema["name"])
-        self.emit(f"if type({v}) is not dict: raise TypeError", ind)
+        self.check_type(v, dict, "dict", ind)
         for field in schema["fields"]:
             fv = self.var("v")
             self.emit(f"{fv} = {v}[{field['name']!r}]", ind)
@@ -263,7 +271,7 @@ class _EncoderGen(CodeGen):
 
     def array(self, items: Any, v: str, ind: int) -> None:
         x = self.var("x")
-        self.emit(f"if type({v}) is not list: raise TypeError", ind)
+        self.check_type(v, list, "list", ind)
         self.emit(f"if {v}:", ind)
         self.length(f"len({v})", ind + 1)
         self.emit(f"for {x} in {v}:", ind + 1)
@@ -272,7 +280,7 @@ class _EncoderGen(CodeGen):
 
     def map(self, values: Any, v: str, ind: int) -> None:
         k, x, b = self.var("k"), self.var("x"), self.var("b")
-        self.emit(f"if type({v}) is not dict: raise TypeError", ind)
+        self.check_type(v, dict, "dict", ind)
         self.emit(f"if {v}:", ind)
         self.length(f"len({v})", ind + 1)
         self.emit(f"for {k}, {x} in {v}.items():", ind + 1)
@@ -318,9 +326,13 @@ class _EncoderGen(CodeGen):
             del self.lines[start:]
             self.delegate(branches, v, ind)
 
-    def chosen(self, branches: list[Any], index: int, v: str, ind: int) -> None:
+    def chosen(self, branches: list[Any], index: int, v: str, python_type: type, ind: int) -> None:
         self.emit(f"buf += {_VARINT[index << 1]!r}", ind)
-        self.value(branches[index], v, ind)
+        self.known[v] = python_type
+        try:
+            self.value(branches[index], v, ind)
+        finally:
+            del self.known[v]
 
     def branch_choice(self, branches: list[Any], indexes: list[int], python_type: type, v: str, ind: int) -> None:
         """Code picking, among the branches ``indexes`` that could take a value of ``python_type``, the one
@@ -335,12 +347,12 @@ class _EncoderGen(CodeGen):
             if rest:  # would take the converted value's type to tell; fastavro decides
                 self.emit("raise TypeError", ind)
             else:
-                self.chosen(branches, index, v, ind)
+                self.chosen(branches, index, v, python_type, ind)
         elif kind in ("null", "boolean", "string", "bytes", "double"):
             if kind == "double" and python_type is int:
                 self.emit("raise TypeError", ind)  # fastavro would write the int as a double
             else:
-                self.chosen(branches, index, v, ind)
+                self.chosen(branches, index, v, python_type, ind)
         elif kind == "float":
             if python_type is int:
                 self.emit("raise TypeError", ind)
@@ -348,27 +360,27 @@ class _EncoderGen(CodeGen):
             later_double = [
                 i for i in range(index + 1, len(branches)) if _record_type(branches[i]) == "double"
             ]  # fastavro prefers a later double for a Python float
-            self.chosen(branches, later_double[0] if later_double else index, v, ind)
+            self.chosen(branches, later_double[0] if later_double else index, v, python_type, ind)
         elif kind in ("int", "long"):
             low, high = _INT_RANGE[kind]
             self.emit(f"if {low} <= {v} <= {high}:", ind)
-            self.chosen(branches, index, v, ind + 1)
+            self.chosen(branches, index, v, python_type, ind + 1)
             self.emit("else:", ind)
             self.branch_choice(branches, rest, python_type, v, ind + 1)
         elif kind == "enum":
             self.emit(f"if {v} in {self.const(frozenset(schema['symbols']))}:", ind)
-            self.chosen(branches, index, v, ind + 1)
+            self.chosen(branches, index, v, python_type, ind + 1)
             self.emit("else:", ind)
             self.branch_choice(branches, rest, python_type, v, ind + 1)
         elif kind == "fixed":
             self.emit(f"if len({v}) == {int(schema['size'])}:", ind)
-            self.chosen(branches, index, v, ind + 1)
+            self.chosen(branches, index, v, python_type, ind + 1)
             self.emit("else:", ind)
             self.branch_choice(branches, rest, python_type, v, ind + 1)
         elif rest:  # an array, map or record branch with another candidate after it: a deep test decides
             self.emit("raise TypeError", ind)
         else:  # the last candidate: the generated code is as strict as fastavro's validator of it
-            self.chosen(branches, index, v, ind)
+            self.chosen(branches, index, v, python_type, ind)
 
 
 def _record_type(schema: Any) -> Any:
