@@ -73,8 +73,11 @@ def _big_int_varint(z: int) -> bytes:
     return _big_varint(z)
 
 
-# Varint bytes of every zig-zagged value below _TABLE_SIZE: one list index instead of _big_varint's loop.
+# Varint bytes of every zig-zagged value below _TABLE_SIZE: one list index instead of _big_varint's loop. Below
+# _TABLE_SIZE << 7 a value is its low seven bits with the continuation bit (_LOW) and then the rest from the table.
 _VARINT: list[bytes] = [_big_varint(z) for z in range(_TABLE_SIZE)]
+_LOW: list[bytes] = [bytes([b | 0x80]) for b in range(128)]
+_TWO_TABLES = _TABLE_SIZE << 7
 
 
 class CodeGen:
@@ -148,6 +151,7 @@ class _EncoderGen(CodeGen):
             named,
             {
                 "T": _VARINT,
+                "L": _LOW,
                 "big": _big_varint,
                 "big32": _big_int_varint,
                 "F": struct.Struct("<f").pack,
@@ -166,7 +170,7 @@ class _EncoderGen(CodeGen):
 
     def length(self, n: str, ind: int) -> None:
         self.emit(f"z = {n} << 1", ind)
-        self.emit("buf += T[z] if z < 8192 else big(z)", ind)
+        self.emit(f"buf += T[z] if z < 8192 else L[z & 127] + T[z >> 7] if z < {_TWO_TABLES} else big(z)", ind)
 
     def delegate(self, schema: Any, v: str, ind: int) -> None:
         """Hand one value to fastavro (a type that contains itself)."""
@@ -234,7 +238,10 @@ class _EncoderGen(CodeGen):
             # an int out of the 32-bit range is left to fastavro (its union matching would not pick "int")
             self.check_type(v, int, "int", ind)
             self.emit(f"z = ({v} << 1) ^ ({v} >> 63)", ind)
-            self.emit(f"buf += T[z] if 0 <= z < 8192 else {'big' if kind == 'long' else 'big32'}(z)", ind)
+            big = "big" if kind == "long" else "big32"
+            self.emit("if 0 <= z < 8192: buf += T[z]", ind)
+            self.emit(f"elif 0 < z < {_TWO_TABLES}: buf += L[z & 127]; buf += T[z >> 7]", ind)
+            self.emit(f"else: buf += {big}(z)", ind)
         elif kind == "double":
             self.check_type(v, float, "float", ind)
             self.emit(f"buf += D({v})", ind)
@@ -467,7 +474,10 @@ class _DecoderGen(ReaderGen):
     def long(self, target: str, ind: int) -> None:
         self.emit("b = data[pos]", ind)
         self.emit(f"if b < 128: {target} = (b >> 1) ^ -(b & 1); pos += 1", ind)
-        self.emit(f"else: {target}, pos = rv(data, pos)", ind)
+        self.emit("else:", ind)  # two bytes inline, longer varints in rv (the IndexError of a truncation as well)
+        self.emit("c = data[pos + 1]", ind + 1)
+        self.emit(f"if c < 128: n = (b & 127) | (c << 7); {target} = (n >> 1) ^ -(n & 1); pos += 2", ind + 1)
+        self.emit(f"else: {target}, pos = rv(data, pos)", ind + 1)
 
     def blob(self, target: str, ind: int, decode: bool) -> None:
         n = self.var("n")
