@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent))
@@ -64,6 +65,8 @@ def _serdes(kind: str, direction: str) -> Callable[[int], None]:
     client = serdes.RegistryClient("mock://instructions")
     ctx = SerializationContext("instructions", MessageField.VALUE)
     items: list = records
+    ser: Callable[..., Any]
+    de: Callable[..., Any]
     if kind == "protobuf":
         pb = sb.order_module()
         items = sb.proto_messages(pb, records)
