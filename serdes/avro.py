@@ -29,6 +29,7 @@ from serdes import fastavro_core, wire
 from serdes.async_client import AsyncRegistryClient
 from serdes.avro_codegen import compile_decoder, compile_encoder
 from serdes.avro_references import local_references
+from serdes.avro_resolver import compile_resolver
 from serdes.base import (
     AsyncDeserializerBase,
     AsyncSerializerBase,
@@ -586,11 +587,13 @@ class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
         if post is None and self._from_dict is not None:
             post = _identity
         fast: Callable[[bytes, int], tuple[Any, int]] = _no_fast_path
-        if r_parsed is None:  # no resolution: the generated decoder reads what fastavro would
-            try:
+        try:  # the generated decoder (or resolver, for another reader schema) reads what fastavro would
+            if r_parsed is None:
                 fast = compile_decoder(w_parsed, w_named, self._options)
-            except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
-                fast = _no_fast_path
+            else:
+                fast = compile_resolver(w_parsed, w_named, r_parsed, r_named, self._options)
+        except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
+            fast = _no_fast_path
         return _ReadPlan(
             w_parsed, {"writer": w_named, "reader": r_named}, r_parsed, self._options, post, schema_id, fast, rules
         )
