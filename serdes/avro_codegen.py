@@ -49,7 +49,16 @@ from fastavro.logical_writers import LOGICAL_WRITERS
 
 from serdes import fastavro_core
 
-__all__ = ["CodeGen", "ReaderGen", "compile_decoder", "compile_encoder"]
+__all__ = [
+    "PRIMITIVES",
+    "CodeGen",
+    "DecoderGen",
+    "ReaderGen",
+    "compile_decoder",
+    "compile_encoder",
+    "logical_key",
+    "record_type",
+]
 
 _TABLE_SIZE = 8192
 
@@ -103,7 +112,7 @@ class CodeGen:
         self.lines.append("    " * ind + line)
 
 
-_PRIMITIVES = frozenset(["null", "boolean", "int", "long", "float", "double", "bytes", "string"])
+PRIMITIVES = frozenset(["null", "boolean", "int", "long", "float", "double", "bytes", "string"])
 _INT_RANGE = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 # The Python types whose values fastavro's validator can accept for a branch of each Avro type (exact types: any
 # other type, a subclass included, is left to fastavro), and the further types each logical type's writer
@@ -138,7 +147,7 @@ _LOGICAL_SOURCES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _logical_key(schema: Any) -> str | None:
+def logical_key(schema: Any) -> str | None:
     """fastavro's ``extract_logical_type``: ``"long-timestamp-millis"`` and the like, or None."""
     if isinstance(schema, dict) and schema.get("logicalType") is not None:
         return f"{schema['type']}-{schema['logicalType']}"
@@ -181,8 +190,8 @@ class _EncoderGen(CodeGen):
         while True:
             if isinstance(schema, str) and schema in self.named:
                 schema = self.named[schema]
-            elif isinstance(schema, dict) and isinstance(schema["type"], str) and schema["type"] in _PRIMITIVES:
-                if _logical_key(schema) is not None:
+            elif isinstance(schema, dict) and isinstance(schema["type"], str) and schema["type"] in PRIMITIVES:
+                if logical_key(schema) is not None:
                     return schema
                 schema = schema["type"]
             else:
@@ -199,7 +208,7 @@ class _EncoderGen(CodeGen):
             self.union(schema, v, ind)
             return
         kind = schema["type"]
-        logical = _logical_key(schema)
+        logical = logical_key(schema)
         if logical is not None and logical in LOGICAL_WRITERS:
             # fastavro's own conversion (the one its write_data applies), then the underlying type inline
             p = self.var("p")
@@ -305,8 +314,8 @@ class _EncoderGen(CodeGen):
         if isinstance(schema, str):
             return _COULD_VALIDATE[schema]
         kind = schema["type"]
-        found = _COULD_VALIDATE[self.resolve(kind) if kind in _PRIMITIVES else kind]
-        return found + _LOGICAL_SOURCES.get(_logical_key(schema) or "", ())
+        found = _COULD_VALIDATE[self.resolve(kind) if kind in PRIMITIVES else kind]
+        return found + _LOGICAL_SOURCES.get(logical_key(schema) or "", ())
 
     def union(self, branches: list[Any], v: str, ind: int) -> None:
         start = len(self.lines)
@@ -350,7 +359,7 @@ class _EncoderGen(CodeGen):
         index, rest = indexes[0], indexes[1:]
         schema = self.resolve(branches[index])
         kind = schema if isinstance(schema, str) else schema["type"]
-        if isinstance(schema, dict) and _logical_key(schema) is not None:
+        if isinstance(schema, dict) and logical_key(schema) is not None:
             if rest:  # would take the converted value's type to tell; fastavro decides
                 self.emit("raise TypeError", ind)
             else:
@@ -365,7 +374,7 @@ class _EncoderGen(CodeGen):
                 self.emit("raise TypeError", ind)
                 return
             later_double = [
-                i for i in range(index + 1, len(branches)) if _record_type(branches[i]) == "double"
+                i for i in range(index + 1, len(branches)) if record_type(branches[i]) == "double"
             ]  # fastavro prefers a later double for a Python float
             self.chosen(branches, later_double[0] if later_double else index, v, python_type, ind)
         elif kind in ("int", "long"):
@@ -390,7 +399,7 @@ class _EncoderGen(CodeGen):
             self.chosen(branches, index, v, python_type, ind)
 
 
-def _record_type(schema: Any) -> Any:
+def record_type(schema: Any) -> Any:
     """fastavro's ``extract_record_type``: the type name as the union matching compares it."""
     if isinstance(schema, dict):
         return schema["type"]
@@ -457,7 +466,7 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
             raise ValueError("varint longer than 10 bytes")
 
 
-class _DecoderGen(ReaderGen):
+class DecoderGen(ReaderGen):
     def __init__(self, named: dict[str, Any], options: dict[str, Any]) -> None:
         super().__init__(
             named,
@@ -504,7 +513,7 @@ class _DecoderGen(ReaderGen):
             self.union(schema, target, ind)
             return
         kind = schema["type"]
-        logical = _logical_key(schema)
+        logical = logical_key(schema)
         if logical is not None and logical in LOGICAL_READERS:
             # the underlying type inline, then fastavro's own conversion (the one its reader applies)
             raw = self.var("r")
@@ -589,11 +598,11 @@ class _DecoderGen(ReaderGen):
         ``return_record_name_override`` and the union has one such branch."""
         if not self.options["return_record_name"]:
             return None
-        kinds = [_record_type(b) for b in branches]
+        kinds = [record_type(b) for b in branches]
         records = sum(1 for k in kinds if k == "record" or k not in _AVRO_TYPES)
         if self.options["return_record_name_override"] and records == 1:
             return None
-        kind = _record_type(branch)
+        kind = record_type(branch)
         if kind == "record":
             return str(branch["name"])
         if kind not in _AVRO_TYPES:
@@ -607,7 +616,7 @@ def compile_decoder(
     """``decode(data, pos) -> (value, end position)`` for a fastavro-parsed writer ``schema``, read without a
     reader schema. Raises on anything unexpected (truncation, bad index, bad UTF-8); the caller then reads the
     record with fastavro, which gives its own result or error."""
-    gen = _DecoderGen(named, options)
+    gen = DecoderGen(named, options)
     gen.value(schema, "out", 1)
     source = "def decode(data, pos):\n    end = len(data)\n" + "\n".join(gen.lines) + "\n    return out, pos\n"
     namespace = dict(gen.consts)

@@ -31,24 +31,24 @@ from typing import Any
 
 from fastavro._read_py import SchemaResolutionError, match_schemas, match_types
 
-from serdes.avro_codegen import _PRIMITIVES, _DecoderGen, _logical_key, _record_type
+from serdes.avro_codegen import PRIMITIVES, DecoderGen, logical_key, record_type
 
-__all__ = ["compile_resolver"]
+__all__ = ["compile_resolver", "strip_schema"]
 
 _NAMED_KINDS = ("record", "error", "enum", "fixed")
 _BAD = object()  # an enum symbol the reader does not know and has no default for
 
 
-def _strip(schema: Any) -> Any:
+def strip_schema(schema: Any) -> Any:
     """A parsed schema without fastavro's bookkeeping keys and docs: equal results read the same."""
     if isinstance(schema, dict):
-        return {k: _strip(v) for k, v in schema.items() if not k.startswith("__") and k not in ("doc", "aliases")}
+        return {k: strip_schema(v) for k, v in schema.items() if not k.startswith("__") and k not in ("doc", "aliases")}
     if isinstance(schema, list):
-        return [_strip(v) for v in schema]
+        return [strip_schema(v) for v in schema]
     return schema
 
 
-class _ResolverGen(_DecoderGen):
+class _ResolverGen(DecoderGen):
     def __init__(self, w_named: dict[str, Any], r_named: dict[str, Any], options: dict[str, Any]) -> None:
         super().__init__(w_named, options)
         self.r_named = r_named
@@ -61,7 +61,7 @@ class _ResolverGen(_DecoderGen):
         while True:
             if isinstance(schema, str) and schema in named:
                 schema = named[schema]
-            elif isinstance(schema, dict) and schema["type"] in _PRIMITIVES and _logical_key(schema) is None:
+            elif isinstance(schema, dict) and schema["type"] in PRIMITIVES and logical_key(schema) is None:
                 schema = schema["type"]
             else:
                 return schema
@@ -83,8 +83,8 @@ class _ResolverGen(_DecoderGen):
             match_schemas(writer, reader, self.both)
         except SchemaResolutionError as e:
             raise ValueError("the writer's type does not match the reader's") from e
-        if _logical_key(w) is not None or _logical_key(r) is not None:
-            if _strip(w) != _strip(r):
+        if logical_key(w) is not None or logical_key(r) is not None:
+            if strip_schema(w) != strip_schema(r):
                 raise ValueError("a logical type on one side only, or two different ones")
             self.value(writer, target, ind)
             return
@@ -92,7 +92,7 @@ class _ResolverGen(_DecoderGen):
             self.primitive_pair(w, r, target, ind)
             return
         kind = w["type"]
-        if r["type"] != kind or (kind in _NAMED_KINDS and _record_type(r) != kind):
+        if r["type"] != kind or (kind in _NAMED_KINDS and record_type(r) != kind):
             raise ValueError(f"{kind} read as {r['type']}")
         depth = len(self.pairs)
         if kind in _NAMED_KINDS:
@@ -117,7 +117,7 @@ class _ResolverGen(_DecoderGen):
 
     def primitive_pair(self, w: Any, r: Any, target: str, ind: int) -> None:
         if not (isinstance(w, str) and isinstance(r, str)):
-            raise ValueError(f"{_record_type(w)} read as {_record_type(r)}")
+            raise ValueError(f"{record_type(w)} read as {record_type(r)}")
         if w == r or (w == "int" and r == "long"):  # an int is a long in Python
             self.primitive(w, target, ind)
         elif w in ("int", "long") and r in ("float", "double"):
