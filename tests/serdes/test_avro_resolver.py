@@ -175,3 +175,27 @@ def test_deserializer_resolves_an_evolved_schema_through_the_generated_resolver(
     with pytest.raises(SerializationError) as raised:
         de(frame[:-2])
     assert raised.value.schema_id == int.from_bytes(frame[1:5], "big")
+
+
+def test_generated_resolver_follows_named_type_references() -> None:
+    """Named types used again by name (a record and an enum, in a field, an array and a union), read as a reader
+    with a promoted array and one field more: fastavro's values, every record on the generated path."""
+    import copy
+    import random
+
+    from tests.serdes.test_avro_codegen import SCHEMAS, valid
+
+    writer = SCHEMAS["containers"]
+    reader = copy.deepcopy(writer)
+    reader["fields"][1] = {"name": "arr", "type": {"type": "array", "items": "double"}}
+    reader["fields"].append({"name": "extra", "type": "long", "default": 1})
+    w_named: dict = {}
+    r_named: dict = {}
+    w_parsed, r_parsed = fastavro.parse_schema(writer, w_named), fastavro.parse_schema(reader, r_named)
+    resolve = compile_resolver(w_parsed, w_named, r_parsed, r_named, fastavro_core.read_options())
+    r = random.Random("resolver-named")
+    for _ in range(100):
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, w_parsed, valid("containers", r))
+        data = buf.getvalue()
+        assert repr(resolve(data, 0)) == repr(fastavro_resolved(w_parsed, w_named, r_parsed, r_named, data))
