@@ -14,8 +14,8 @@ Operations (``--list`` prints them; the default runs all):
   ``json-serialize`` / ``json-deserialize``: our sync serdes on ``serdes_bench.py``'s 8-field order record (the
   same records and loops), registry ``mock://`` (in process); ``avro-event-serialize`` / ``avro-event-deserialize``
   the same on its Event record (logical types, fixed, wide unions); ``avro-resolve`` reads the order records as
-  a later version of their schema (``ORDER_AVRO_READER``: a promotion, an enum symbol, a union branch and a field
-  more);
+  a later version of their schema (``serdes_bench.ORDER_AVRO_READER``: a promotion, an enum symbol, a union
+  branch and a field more);
 - ``registry-get-by-id``: ``GET /schemas/ids/{id}`` through the registry's ASGI app in process (an ASGI call on
   its event loop, no socket, no HTTP parsing), cycling over 100 registered schemas: the cached read path;
 - ``window-update``: one record into a hopping 5 min / 1 min windowed count through ``TopologyTestDriver``
@@ -55,32 +55,6 @@ from results_file import BenchRun, Case, Comparison, add_json_option  # noqa: E4
 Job = Callable[[], Callable[[int], None]]
 
 
-# ORDER_AVRO as a later version reads it: qty promoted to double, one more enum symbol, a wider union, a new field
-ORDER_AVRO_READER = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "shop",
-    "fields": [
-        {"name": "id", "type": "string"},
-        {"name": "qty", "type": "double"},
-        {"name": "price", "type": "double"},
-        {"name": "paid", "type": "boolean"},
-        {"name": "note", "type": ["null", "string", "long"], "default": None},
-        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "SHIPPED", "LOST"]}},
-        {"name": "tags", "type": {"type": "array", "items": "long"}},
-        {
-            "name": "address",
-            "type": {
-                "type": "record",
-                "name": "Address",
-                "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": "int"}],
-            },
-        },
-        {"name": "channel", "type": "string", "default": "web"},
-    ],
-}
-
-
 def _serdes(kind: str, direction: str) -> Callable[[int], None]:
     """Our sync serializer (or deserializer) of ``kind`` on the order records, 2,000 distinct ones cycled."""
     import serdes_bench as sb
@@ -107,7 +81,7 @@ def _serdes(kind: str, direction: str) -> Callable[[int], None]:
         ser, de = serdes.AvroSerializer(client, schema), serdes.AvroDeserializer(client)
     frames = [ser(item, ctx) for item in items]  # plans built, registry called, outside the difference
     if direction == "resolve":  # read as an evolved reader schema: the generated resolver
-        de = serdes.AvroDeserializer(client, ORDER_AVRO_READER)
+        de = serdes.AvroDeserializer(client, sb.ORDER_AVRO_READER)
     fn, inputs = (ser, items) if direction == "serialize" else (de, frames)
     fn(inputs[0], ctx)
 
