@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck format openapi docs bench bench-spark charts spark-jar wheel browser diagram-tools clean
+.PHONY: install run test lint typecheck format openapi docs bench bench-instructions bench-spark charts spark-jar wheel browser diagram-tools clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -94,6 +94,14 @@ bench: $(STAMP)
 	$(BENCH_VENV)/bin/python benchmarks/streams_bench.py --json benchmarks/results/streams_bench.json
 	$(BENCH_VENV)/bin/python benchmarks/streams_windows_bench.py --json benchmarks/results/streams_windows_bench.json
 	$(BENCH_VENV)/bin/python benchmarks/streams_joins_bench.py --json benchmarks/results/streams_joins_bench.json
+
+# Instructions per operation under valgrind's callgrind (benchmarks/instructions.py): steady on a busy machine
+# where timings are not. Installs valgrind from Debian when missing (as root); OPS picks operations (default all).
+OPS ?=
+bench-instructions: $(STAMP)
+	@command -v valgrind >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null)
+	$(PY) benchmarks/instructions.py $(OPS) --json benchmarks/results/instructions.json
 
 bench-spark: $(STAMP) spark-jar
 	$(PY) benchmarks/spark_decode.py --json benchmarks/results/spark_decode.json

@@ -1,169 +1,287 @@
-"""Instructions per record, counted by valgrind's callgrind: steadier than timing on a shared machine.
+"""Instructions per operation, counted by valgrind's callgrind: steady where timing on a shared machine is not.
 
-Two jobs, each run under callgrind for a small and a large count; the difference divided by the extra records
-is the cost of one record, without the start-up (imports, registry, RocksDB):
+Each operation is a hot loop run in a child process under callgrind with instrumentation off (``--instr-atstart=
+no``): the child builds its loop (imports, registry, plans built on the first call) at valgrind's uninstrumented
+speed, says it is ready, and this script turns instrumentation on for the loop alone (``callgrind_control -i on``)
+and off after it. That is done twice, for ``N`` and ``k·N`` operations, and the difference of the two counts
+divided by ``(k - 1)·N`` is the cost of one operation: what the switching and the hand-over to the child cost
+cancels out. Both runs use ``PYTHONHASHSEED=0``: string hashes decide dict layouts, and with them a few percent
+of a count.
 
-- ``serdes {avro,json,protobuf}``: our sync serializer and our async one in ``serdes_bench.py``'s own loops
-  (``each`` / ``each_async``), 2,000 records per pass, registry ``mock://``; 1 vs 6 passes. This is the
-  async / sync comparison of the README's asyncio table.
-- ``windows {suppress,emit}``: a hopping 5 min / 1 min count with final results (``suppress`` or
-  ``emit_strategy="on_window_close"``) in one ``StreamTask`` on RocksDB, without a log (changelog and output
-  records are counted, not sent), committing every ``keys / 2`` records; 10,000 records of 1,000 keys vs 30,000
-  of 3,000. This is the in-process figure of the README's windowed section.
+Operations (``--list`` prints them; the default runs all):
 
-    .venv/bin/python benchmarks/instructions.py serdes protobuf
-    .venv/bin/python benchmarks/instructions.py windows suppress
+- ``avro-serialize`` / ``avro-deserialize``, ``protobuf-serialize`` / ``protobuf-deserialize``,
+  ``json-serialize`` / ``json-deserialize``: our sync serdes on ``serdes_bench.py``'s 8-field order record (the
+  same records and loops), registry ``mock://`` (in process); ``avro-event-serialize`` / ``avro-event-deserialize``
+  the same on its Event record (logical types, fixed, wide unions); ``avro-resolve`` reads the order records as
+  a later version of their schema (``serdes_bench.ORDER_AVRO_READER``: a promotion, an enum symbol, a union
+  branch and a field more);
+- ``registry-get-by-id``: ``GET /schemas/ids/{id}`` through the registry's ASGI app in process (an ASGI call on
+  its event loop, no socket, no HTTP parsing), cycling over 100 registered schemas: the cached read path;
+- ``window-update``: one record into a hopping 5 min / 1 min windowed count through ``TopologyTestDriver``
+  (in-memory stores; the driver flushes and commits after every record, so changelog writes are counted);
+- ``window-tumbling``: the same with a tumbling 5 min window.
 
-Needs ``valgrind`` (``apt-get install valgrind``).
+    .venv/bin/python benchmarks/instructions.py                       # every operation
+    .venv/bin/python benchmarks/instructions.py avro-serialize -n 2000 -k 3 --json out.json
+
+Needs ``valgrind`` (``make bench-instructions`` installs it with apt and runs this). Python runs ~50 times slower
+with instrumentation on, so ``N`` is kept to a few seconds of work per operation.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR.parent))
+sys.path.insert(0, str(BENCH_DIR))
+
+from results_file import BenchRun, Case, Comparison, add_json_option  # noqa: E402
+
+# A job builds its loop outside the counted difference and returns ``run(count)``, which does ``count`` operations.
+Job = Callable[[], Callable[[int], None]]
 
 
-def serdes_job(kind: str, mode: str, passes: int) -> None:
-    """``passes`` passes of 2,000 records through our sync or async serializer of ``kind``."""
-    sys.path.insert(0, str(BENCH_DIR))
+def _serdes(kind: str, direction: str) -> Callable[[int], None]:
+    """Our sync serializer (or deserializer) of ``kind`` on the order records, 2,000 distinct ones cycled."""
     import serdes_bench as sb
     from confluent_kafka.serialization import MessageField, SerializationContext
 
     import serdes
+    from tests.support.schemas import ORDER_AVRO, ORDER_JSON
 
-    records = sb.make_records(2000)
-    client, aclient = serdes.RegistryClient("mock://instructions"), serdes.AsyncRegistryClient("mock://instructions")
+    records = sb.make_events(2000) if kind == "avro-event" else sb.make_records(2000)
+    client = serdes.RegistryClient("mock://instructions")
     ctx = SerializationContext("instructions", MessageField.VALUE)
     items: list = records
+    ser: Callable[..., Any]
+    de: Callable[..., Any]
     if kind == "protobuf":
         pb = sb.order_module()
         items = sb.proto_messages(pb, records)
-        sync, aio = serdes.ProtobufSerializer(client, pb.Order), serdes.AsyncProtobufSerializer(aclient, pb.Order)
+        ser, de = serdes.ProtobufSerializer(client, pb.Order), serdes.ProtobufDeserializer(client, pb.Order)
     elif kind == "json":
-        text = json.dumps(sb.ORDER_JSON_SCHEMA)
-        sync, aio = serdes.JsonSchemaSerializer(client, text), serdes.AsyncJsonSchemaSerializer(aclient, text)
+        text = json.dumps(ORDER_JSON)
+        ser, de = serdes.JsonSchemaSerializer(client, text), serdes.JsonSchemaDeserializer(client)
     else:
-        sync, aio = serdes.AvroSerializer(client, sb.ORDER_SCHEMA), serdes.AsyncAvroSerializer(aclient, sb.ORDER_SCHEMA)
-    loop = asyncio.new_event_loop()
-    sync(items[0], ctx)  # plans built outside the counted difference
-    loop.run_until_complete(aio(items[0], ctx))
-    run = sb.each(sync, items, ctx) if mode == "sync" else sb.each_async(loop, aio, items, ctx)
-    for _ in range(passes):
-        run()
+        schema = sb.EVENT_AVRO if kind == "avro-event" else ORDER_AVRO
+        ser, de = serdes.AvroSerializer(client, schema), serdes.AvroDeserializer(client)
+    frames = [ser(item, ctx) for item in items]  # plans built, registry called, outside the difference
+    if direction == "resolve":  # read as an evolved reader schema: the generated resolver
+        de = serdes.AvroDeserializer(client, sb.ORDER_AVRO_READER)
+    fn, inputs = (ser, items) if direction == "serialize" else (de, frames)
+    fn(inputs[0], ctx)
+
+    def run(count: int) -> None:
+        size = len(inputs)
+        for i in range(count):
+            fn(inputs[i % size], ctx)
+
+    return run
 
 
-def windows_job(emit: str, records: int) -> None:
-    """``records`` clicks of ``records // 10`` keys over 10 minutes of event time through one task."""
-    import orjson
+def _registry_get_by_id() -> Callable[[int], None]:
+    """``GET /schemas/ids/{id}`` straight into the registry app's ASGI callable, on the registry's own loop."""
+    import httpx
 
-    from streams import StreamsBuilder, Suppressed, TimeWindows, gc_policy
-    from streams.handlers import handler_from
-    from streams.log.base import Record
-    from streams.metadata import TopicNames
-    from streams.task import StreamTask, TaskEnv
+    from registry.embedded import EmbeddedRegistry
 
-    keys, minute = records // 10, timedelta(minutes=1)
-    b = StreamsBuilder()
-    windowed = (
-        b.stream("clicks", key=str, value="json")
-        .group_by_key()
-        .windowed_by(TimeWindows.of_size_with_no_grace(5 * minute).advance_by(minute))
-    )
-    if emit == "suppress":
-        counts = windowed.count(store="counts").suppress(Suppressed.until_window_closes())
-    else:
-        counts = windowed.count(store="counts", emit_strategy="on_window_close")
-    counts.to_stream().to("finals", value=int)
-    topology = b.build()
-    sent = [0]
+    registry = EmbeddedRegistry("instructions")
+    with httpx.Client(transport=httpx.MockTransport(registry.handle_sync), base_url="http://mock") as http:
+        ids = []
+        for i in range(100):
+            body = {
+                "schema": json.dumps({"type": "record", "name": f"R{i}", "fields": [{"name": "f", "type": "long"}]})
+            }
+            answer = http.post(f"/subjects/instructions-{i}/versions", json=body)
+            answer.raise_for_status()
+            ids.append(answer.json()["id"])
+    app = registry.app
+    scopes = [
+        {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": f"/schemas/ids/{i}",
+            "raw_path": f"/schemas/ids/{i}".encode(),
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(b"host", b"mock"), (b"accept", b"application/vnd.schemaregistry.v1+json")],
+            "client": ("127.0.0.1", 50000),
+            "server": ("mock", 80),
+        }
+        for i in ids
+    ]
+    statuses: list[int] = []
 
-    def send(topic: str, value: bytes | None, key: bytes | None = None, **_: object) -> None:
-        sent[0] += 1
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
 
-    def send_batch(topic: str, partition: int, batch: list, **_: object) -> None:
-        sent[0] += len(batch)
+    async def send(message: dict) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
 
-    class Clock:
-        def now_ms(self) -> int:
-            return 0
+    async def loop(count: int) -> None:
+        size = len(scopes)
+        for i in range(count):
+            await app(scopes[i % size], receive, send)
 
-    gc_policy.relax_full_collections()  # as a running application does
-    env = TaskEnv(application_id="instructions", topology=topology, send=send, clock=Clock(),
-                  state_dir=Path(tempfile.mkdtemp()), default_store="rocksdb", cache_max_entries=10_000_000,
-                  deserialization_handler=handler_from("fail"), topic_names=TopicNames("instructions"),
-                  partitions_of=lambda topic: 1, send_batch=send_batch)  # fmt: skip
-    [sub] = list(topology.sub_topologies())
-    task = StreamTask(sub, 0, env)
-    task.init_processors()
-    base, span = 1_700_000_000_000, 10 * 60 * 1000
-    clicks = [Record("clicks", 0, i, f"key-{i % keys}".encode(), orjson.dumps({"n": i}), base + i * span // records,
-                     ()) for i in range(records)]  # fmt: skip
-    commit_every = keys // 2
-    for i, record in enumerate(clicks, 1):
-        task.process(record)
-        if i % commit_every == 0:
-            task.flush()
-            task.committed(task.offsets_to_commit())
-    task.flush()
-    task.committed(task.offsets_to_commit())
-    task.close(clean=True)
+    registry.run(loop(len(scopes)))  # every id answered once: the cached path from here on
+    if set(statuses) != {200}:
+        raise RuntimeError(f"GET /schemas/ids answered {sorted(set(statuses))}")
+
+    def run(count: int) -> None:
+        registry.run(loop(count))
+
+    return run
 
 
-def counted(args: list[str]) -> int:
-    """Instructions of this script run with ``args`` under callgrind."""
+def _window(hopping: bool) -> Callable[[int], None]:
+    """One record of 1,000 keys into a windowed count through ``TopologyTestDriver``, event time 600 ms apart."""
+    from datetime import timedelta
+
+    from streams import StreamsBuilder, TimeWindows, TopologyTestDriver
+
+    minute = timedelta(minutes=1)
+    windows = TimeWindows.of_size_with_no_grace(5 * minute)
+    if hopping:
+        windows = windows.advance_by(minute)
+    builder = StreamsBuilder()
+    counts = builder.stream("clicks", key=str, value="json").group_by_key().windowed_by(windows).count(store="counts")
+    counts.to_stream().map(lambda k, v: (k.key, v)).to("counts", key=str, value=int)
+    driver = TopologyTestDriver(builder.build())
+    clicks = driver.input_topic("clicks", key=str, value="json")
+    out = driver.output_topic("counts", key=str, value=int)
+    state = {"i": 0}
+    base = 1_700_000_000_000
+
+    def run(count: int) -> None:
+        first = state["i"]
+        for i in range(first, first + count):
+            clicks.pipe_input(f"key-{i % 1000}", {"n": i}, timestamp=base + i * 600)
+        state["i"] = first + count
+        out.read_records()  # drop what was emitted, as a consumer would
+
+    run(2000)  # stores, caches and windows warm, outside the difference
+    return run
+
+
+JOBS: dict[str, tuple[Job, int, str]] = {
+    # name: (job, default N, what one operation is)
+    "avro-serialize": (lambda: _serdes("avro", "serialize"), 2000, "record"),
+    "avro-deserialize": (lambda: _serdes("avro", "deserialize"), 2000, "record"),
+    "avro-resolve": (lambda: _serdes("avro", "resolve"), 2000, "record"),
+    "avro-event-serialize": (lambda: _serdes("avro-event", "serialize"), 2000, "record"),
+    "avro-event-deserialize": (lambda: _serdes("avro-event", "deserialize"), 2000, "record"),
+    "protobuf-serialize": (lambda: _serdes("protobuf", "serialize"), 2000, "record"),
+    "protobuf-deserialize": (lambda: _serdes("protobuf", "deserialize"), 2000, "record"),
+    "json-serialize": (lambda: _serdes("json", "serialize"), 1000, "record"),
+    "json-deserialize": (lambda: _serdes("json", "deserialize"), 1000, "record"),
+    "registry-get-by-id": (_registry_get_by_id, 500, "request"),
+    "window-update": (lambda: _window(hopping=True), 500, "input record"),
+    "window-tumbling": (lambda: _window(hopping=False), 500, "input record"),
+}
+
+
+def _child(name: str, count: int) -> None:
+    """Build the loop, then run ``count`` operations between two lines from the parent (instrumentation on)."""
+    run = JOBS[name][0]()
+    print("ready", flush=True)
+    sys.stdin.readline()
+    run(count)
+    print("done", flush=True)
+    sys.stdin.readline()
+    os._exit(0)  # skip interpreter teardown (threads, stores): not counted anyway, and slow under valgrind
+
+
+def _instrument(pid: int, on: bool) -> None:
+    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(pid)], capture_output=True, check=True)
+
+
+def counted(name: str, count: int) -> int:
+    """Instructions of ``count`` operations of ``name`` in a child process under callgrind."""
     with tempfile.TemporaryDirectory() as d:
-        # A fixed hash seed: string hashes decide dict layouts, and with them a few percent of the count.
-        done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/out", sys.executable,
-                               __file__, "--child", *args], capture_output=True, text=True, check=True,
-                              env={**os.environ, "PYTHONHASHSEED": "0"})  # fmt: skip
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise RuntimeError(f"no instruction count from callgrind: {done.stderr[-500:]}")
+        command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={d}/out"]
+        child = subprocess.Popen(
+            [*command, sys.executable, __file__, "--child", name, str(count)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+        )
+        assert child.stdin is not None and child.stdout is not None
+        try:
+            for line, instrument in (("ready", True), ("done", False)):
+                if child.stdout.readline().strip() != line:
+                    break
+                _instrument(child.pid, instrument)
+                child.stdin.write("go\n")
+                child.stdin.flush()
+            _, stderr = child.communicate(timeout=1800)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    found = re.search(r"Collected : (\d+)", stderr)
+    if child.returncode != 0 or found is None:
+        raise RuntimeError(f"{name} x {count} under callgrind failed (exit {child.returncode}): {stderr[-800:]}")
     return int(found.group(1))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("job", choices=["serdes", "windows"])
-    parser.add_argument("kind", help="serdes: avro, json or protobuf; windows: suppress or emit")
-    parser.add_argument("extra", nargs="*", help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=2, metavar=("OP", "COUNT"), help=argparse.SUPPRESS)
+    parser.add_argument("operations", nargs="*", metavar="OP", help="operations to count (default: all)")
+    parser.add_argument("-n", type=int, help="operations in the small run (default: per operation)")
+    parser.add_argument("-k", type=int, default=3, help="the large run does k·N operations (default 3)")
+    parser.add_argument("--list", action="store_true", help="list the operations and exit")
+    add_json_option(parser)
     args = parser.parse_args()
     if args.child:
-        if args.job == "serdes":
-            serdes_job(args.kind, args.extra[0], int(args.extra[1]))
-        else:
-            windows_job(args.kind, int(args.extra[0]))
+        _child(args.child[0], int(args.child[1]))
+    if args.list:
+        for name, (_, n, unit) in JOBS.items():
+            print(f"{name:<22} per {unit}, N = {n}")
         return 0
+    unknown = [name for name in args.operations if name not in JOBS]
+    if unknown:
+        parser.error(f"unknown operation(s) {', '.join(unknown)}; --list shows them")
+    if args.k < 2:
+        parser.error("-k must be at least 2")
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        print("valgrind not found: make bench-instructions installs it (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    run = BenchRun(__file__, {"operations": args.operations or None, "n": args.n, "k": args.k})
     started = time.perf_counter()
-    if args.job == "serdes":
-        if args.kind not in ("avro", "json", "protobuf"):
-            parser.error("serdes takes avro, json or protobuf")
-        per = {}
-        for mode in ("sync", "async"):
-            small, large = (counted(["serdes", args.kind, mode, str(n)]) for n in (1, 6))
-            per[mode] = (large - small) / (5 * 2000)
-            print(f"{args.kind} serialize, {mode}: {per[mode]:,.0f} instructions per record", flush=True)
-        print(f"async / sync by instructions: {per['sync'] / per['async']:.3f}")
-    else:
-        if args.kind not in ("suppress", "emit"):
-            parser.error("windows takes suppress or emit")
-        small, large = (counted(["windows", args.kind, str(n)]) for n in (10_000, 30_000))
-        print(f"hopping count, {args.kind}: {(large - small) / 20_000:,.0f} instructions per input record")
-    print(f"({time.perf_counter() - started:.0f} s under callgrind; CPU count {os.cpu_count()})")
+    print(f"instructions per operation, callgrind, {datetime.now(UTC):%Y-%m-%d}, Python {sys.version.split()[0]}")
+    print(f"| {'operation':<22} | {'N':>6} | {'instructions / op':>17} |")
+    print(f"|{'-' * 24}|{'-' * 7}:|{'-' * 18}:|")
+    cases = []
+    for name in args.operations or list(JOBS):
+        _, default_n, unit = JOBS[name]
+        n = args.n or default_n
+        small, large = counted(name, n), counted(name, args.k * n)
+        per = (large - small) / ((args.k - 1) * n)
+        print(f"| {name:<22} | {n:>6} | {per:>17,.0f} |", flush=True)
+        cases.append(Case(name, per, None, {"per": unit, "n": n, "k": args.k}))
+    print(f"({time.perf_counter() - started:.0f} s under callgrind)")
+    run.write(args.json, [Comparison("instructions per operation", "instructions", "schemakit", "", cases, False)])
     return 0
 
 

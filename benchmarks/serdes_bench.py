@@ -11,13 +11,17 @@ added when the registry lists those types under /schemas/types. A second table c
 ones and with confluent-kafka's asyncio serializers, interleaved in the same rounds; besides the ratio of the best
 rounds it prints the median over rounds of async/sync within a round (steadier on a busy machine). The
 "+ CEL rules" rows run a data contract (a CEL condition and a CEL_FIELD transform) in both, on ``--rule-records``
-records.
+records. The "(as v2)" row reads the order records as a later version of their schema (``ORDER_AVRO_READER``: schema
+resolution). The "(Event)" rows write and read a second Avro record of logical types, fixed and wide unions
+(``EVENT_AVRO``). ``--only avro --only events`` runs just those parts (``--help`` lists them).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
+import decimal
 import gc
 import io
 import json
@@ -26,6 +30,7 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,6 +62,32 @@ message Order {
   Status status = 6; repeated int32 tags = 7; Address address = 8;
 }
 """
+
+
+# ORDER_AVRO as a later version reads it: qty promoted to double, one more enum symbol, a wider union, a new field
+ORDER_AVRO_READER: dict[str, Any] = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "string"},
+        {"name": "qty", "type": "double"},
+        {"name": "price", "type": "double"},
+        {"name": "paid", "type": "boolean"},
+        {"name": "note", "type": ["null", "string", "long"], "default": None},
+        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "SHIPPED", "LOST"]}},
+        {"name": "tags", "type": {"type": "array", "items": "long"}},
+        {
+            "name": "address",
+            "type": {
+                "type": "record",
+                "name": "Address",
+                "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": "int"}],
+            },
+        },
+        {"name": "channel", "type": "string", "default": "web"},
+    ],
+}
 
 
 def make_records(n: int) -> list[dict]:
@@ -173,6 +204,11 @@ def bench_avro(url: str, records: list[dict], repeat: int) -> list[tuple[str, fl
         n,
         repeat,
     )
+    # read as a later version of the schema (ORDER_AVRO_READER): schema resolution on both sides
+    ours_res = serdes.AvroDeserializer(client, ORDER_AVRO_READER)
+    ck_res = CkAvroDeserializer(ck_client, json.dumps(ORDER_AVRO_READER), conf={"subject.name.strategy.type": "TOPIC"})
+    assert ours_res(frames[1], ctx) == ck_res(frames[1], ctx)
+    res = race({"ours": each(ours_res, frames, ctx), "ck": each(ck_res, frames, ctx)}, n, repeat)
     ser_ours, ser_ck, ser_raw, ser_typed = ser["ours"], ser["ck"], ser["raw"], ser["typed"]
     de_ours, de_ck, de_raw, de_typed = de["ours"], de["ck"], de["raw"], de["typed"]
     client.close()
@@ -181,6 +217,85 @@ def bench_avro(url: str, records: list[dict], repeat: int) -> list[tuple[str, fl
         ("avro deserialize", de_ours, de_ck, de_raw),
         ("avro serialize (dataclass)", ser_typed, ser_ck, ser_raw),
         ("avro deserialize (dataclass)", de_typed, de_ck, de_raw),
+        ("avro deserialize (as v2)", res["ours"], res["ck"], None),
+    ]
+
+
+# A second Avro record, of the types real schemas add: logical types (timestamp, uuid, decimal, date), fixed, a
+# union of five branches, an enum-or-string union and a map of arrays of a nullable int.
+EVENT_AVRO: dict[str, Any] = {
+    "type": "record",
+    "name": "Event",
+    "namespace": "bench",
+    "fields": [
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "id", "type": {"type": "string", "logicalType": "uuid"}},
+        {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}},
+        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+        {"name": "digest", "type": {"type": "fixed", "name": "Digest", "size": 8}},
+        {"name": "value", "type": ["null", "string", "long", "double", "boolean"]},
+        {"name": "kind", "type": [{"type": "enum", "name": "Kind", "symbols": ["CLICK", "VIEW"]}, "string"]},
+        {"name": "counts", "type": {"type": "map", "values": {"type": "array", "items": ["null", "int"]}}},
+    ],
+}
+
+
+def make_events(n: int) -> list[dict]:
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    return [
+        {
+            "at": start + datetime.timedelta(milliseconds=i * 37),
+            "id": uuid.UUID(int=i * 7919 + 1),
+            "amount": decimal.Decimal(i * 13 - 500).scaleb(-2),
+            "day": (start + datetime.timedelta(days=i % 400)).date(),
+            "digest": i.to_bytes(8, "big"),
+            "value": [None, f"v{i}", i, i * 0.25, i % 2 == 0][i % 5],
+            "kind": ["CLICK", "VIEW", f"other-{i % 10}"][i % 3],
+            "counts": {"a": [i % 5, None], "b": []} if i % 2 else {},
+        }
+        for i in range(n)
+    ]
+
+
+def bench_avro_events(url: str, records: list[dict], repeat: int) -> list[tuple[str, float, float, float | None]]:
+    """``EVENT_AVRO`` (logical types, fixed, wide unions): ours against confluent-kafka, raw fastavro the ceiling."""
+    n = len(records)
+    events = make_events(n)
+    ctx = SerializationContext(f"bench-events-{os.getpid()}", MessageField.VALUE)
+    client = serdes.RegistryClient(url)
+    ck_client = SchemaRegistryClient({"url": url})
+    ours_ser, ours_de = serdes.AvroSerializer(client, EVENT_AVRO), serdes.AvroDeserializer(client)
+    ck_ser = CkAvroSerializer(ck_client, json.dumps(EVENT_AVRO), conf={"subject.name.strategy.type": "TOPIC"})
+    ck_de = CkAvroDeserializer(ck_client, conf={"subject.name.strategy.type": "TOPIC"})
+    parsed = fastavro.parse_schema(EVENT_AVRO)
+
+    def raw_write_one(r: dict) -> bytes:
+        b = io.BytesIO()
+        fastavro.schemaless_writer(b, parsed, r)
+        return b.getvalue()
+
+    frames = [ours_ser(e, ctx) for e in events]
+    assert frames[0] == ck_ser(events[0], ctx), "ours and confluent-kafka wrote different bytes"
+    assert ck_de(frames[1], ctx) == ours_de(frames[1], ctx)
+    raw = [raw_write_one(e) for e in events]
+    ser = race(
+        {"ours": each(ours_ser, events, ctx), "ck": each(ck_ser, events, ctx), "raw": each(raw_write_one, events)},
+        n,
+        repeat,
+    )
+    de = race(
+        {
+            "ours": each(ours_de, frames, ctx),
+            "ck": each(ck_de, frames, ctx),
+            "raw": each(lambda b: fastavro.schemaless_reader(io.BytesIO(b), parsed), raw),
+        },
+        n,
+        repeat,
+    )
+    client.close()
+    return [
+        ("avro serialize (Event)", ser["ours"], ser["ck"], ser["raw"]),
+        ("avro deserialize (Event)", de["ours"], de["ck"], de["raw"]),
     ]
 
 
@@ -333,15 +448,21 @@ def bench_protobuf(url: str, records: list[dict], repeat: int) -> list[tuple[str
     return out
 
 
+SYNC_PARTS = ("avro", "events", "rules", "json", "protobuf")
+
+
 def bench_sync(
-    url: str, records: list[dict], repeat: int, rule_records: int, types: list[str]
+    url: str, records: list[dict], repeat: int, rule_records: int, types: list[str], parts: list[str]
 ) -> list[tuple[str, float, float, float | None]]:
     """The first table: our sync serdes against confluent-kafka's, per schema type the registry supports."""
-    rows = bench_avro(url, records, repeat)
-    rows += bench_avro_rules(url, records[:rule_records], repeat)
-    if "JSON" in types:
+    rows = bench_avro(url, records, repeat) if "avro" in parts else []
+    if "events" in parts:
+        rows += bench_avro_events(url, records, repeat)
+    if "rules" in parts:
+        rows += bench_avro_rules(url, records[:rule_records], repeat)
+    if "JSON" in types and "json" in parts:
         rows += bench_json(url, records, repeat)
-    if "PROTOBUF" in types:
+    if "PROTOBUF" in types and "protobuf" in parts:
         rows += bench_protobuf(url, records, repeat)
     return rows
 
@@ -450,6 +571,12 @@ def main() -> None:
         "--rule-records", type=int, default=2000, help="records for the rule rows (confluent-kafka runs CEL slowly)"
     )
     ap.add_argument("--async-only", action="store_true", help="only the asyncio table")
+    ap.add_argument(
+        "--only",
+        action="append",
+        choices=[*SYNC_PARTS, "async"],
+        help="run only these parts (repeatable; default: all): the sync tables' rows, or the asyncio table",
+    )
     add_json_option(ap)
     args = ap.parse_args()
     run = BenchRun(__file__, vars(args))
@@ -461,8 +588,11 @@ def main() -> None:
 
     with given(args.registry) if args.registry else own_registry() as url:
         types = schema_types(url)
-        rows = [] if args.async_only else bench_sync(url, records, args.repeat, args.rule_records, types)
-        async_rows = bench_async(url, records, args.repeat, types)
+        parts = args.only or [*SYNC_PARTS, "async"]
+        if args.async_only:
+            parts = ["async"]
+        rows = bench_sync(url, records, args.repeat, args.rule_records, types, parts)
+        async_rows = bench_async(url, records, args.repeat, types) if "async" in parts else []
 
     print(
         f"{args.records} records x best of {args.repeat}, Python {sys.version.split()[0]}, "
@@ -479,16 +609,17 @@ def main() -> None:
             pct = f"{100 * ours / raw:>7.0f}%" if raw else f"{'-':>8}"
             print(f"| {name:<30} | {ours:>15,.0f} | {ck:>21,.0f} | {ours / ck:>5.2f}x | {raw_s} | {pct} |")
         print()
-    print(
-        f"| {'asyncio':<30} | {'sync rec/s':>12} | {'async rec/s':>12} | {'async/sync':>10} | "
-        f"{'median of rounds':>16} | {'ck async rec/s':>14} | {'vs ck async':>11} |"
-    )
-    print(f"|{'-' * 32}|{'-' * 13}:|{'-' * 13}:|{'-' * 11}:|{'-' * 17}:|{'-' * 15}:|{'-' * 12}:|")
-    for name, sync, asy, ck_async, median in async_rows:
+    if async_rows:
         print(
-            f"| {name:<30} | {sync:>12,.0f} | {asy:>12,.0f} | {asy / sync:>10.2f} | {median:>16.2f} | "
-            f"{ck_async:>14,.0f} | {asy / ck_async:>10.2f}x |"
+            f"| {'asyncio':<30} | {'sync rec/s':>12} | {'async rec/s':>12} | {'async/sync':>10} | "
+            f"{'median of rounds':>16} | {'ck async rec/s':>14} | {'vs ck async':>11} |"
         )
+        print(f"|{'-' * 32}|{'-' * 13}:|{'-' * 13}:|{'-' * 11}:|{'-' * 17}:|{'-' * 15}:|{'-' * 12}:|")
+        for name, sync, asy, ck_async, median in async_rows:
+            print(
+                f"| {name:<30} | {sync:>12,.0f} | {asy:>12,.0f} | {asy / sync:>10.2f} | {median:>16.2f} | "
+                f"{ck_async:>14,.0f} | {asy / ck_async:>10.2f}x |"
+            )
     sync_cases = [Case(name, ours, ck, {"raw fastavro": raw}) for name, ours, ck, raw in rows]
     async_cases = [
         Case(name, asy, ck_async, {"schemakit sync": sync, "async / sync, median of rounds": median})

@@ -30,6 +30,7 @@ from serdes.async_client import AsyncRegistryClient
 from serdes.avro_codegen import compile_decoder, compile_encoder
 from serdes.avro_guard import payload_guard
 from serdes.avro_references import local_references
+from serdes.avro_resolver import compile_resolver, strip_schema
 from serdes.base import (
     AsyncDeserializerBase,
     AsyncSerializerBase,
@@ -143,15 +144,6 @@ def parse_avro_schema(
         raise ValueError(f"schema references {schema.references[0].name!r}: a registry client is needed to resolve it")
     refs = run_plan(client, load_references(schema)) if schema.references else {}
     return parse_avro(schema, refs.values(), named)
-
-
-def _strip(schema: Any) -> Any:
-    """A parsed schema without fastavro's bookkeeping keys and docs: equal results read the same."""
-    if isinstance(schema, dict):
-        return {k: _strip(v) for k, v in schema.items() if not k.startswith("__") and k not in ("doc", "aliases")}
-    if isinstance(schema, list):
-        return [_strip(v) for v in schema]
-    return schema
 
 
 def _no_fast_path(*args: Any) -> Any:
@@ -585,18 +577,19 @@ class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
                 self._subjects.subject_or_none(ctx),
             )
             rules = rule_steps.chain(*migrations, read_rules)
-        if r_parsed is not None and _strip(r_parsed) == _strip(w_parsed):
+        if r_parsed is not None and strip_schema(r_parsed) == strip_schema(w_parsed):
             r_parsed = None  # same schema: skip fastavro's per-record resolution work
         post = self._decode
         if post is None and self._from_dict is not None:
             post = _identity
         fast: Callable[[bytes, int], tuple[Any, int]] = _no_fast_path
-        plain_unions = not self._options["return_record_name"] or self._options["return_record_name_override"]
-        if r_parsed is None and plain_unions:  # no resolution: the generated decoder reads what fastavro would
-            try:
+        try:  # the generated decoder (or resolver, for another reader schema) reads what fastavro would
+            if r_parsed is None:
                 fast = compile_decoder(w_parsed, w_named, self._options)
-            except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
-                fast = _no_fast_path
+            else:
+                fast = compile_resolver(w_parsed, w_named, r_parsed, r_named, self._options)
+        except (ValueError, KeyError, TypeError, SyntaxError, RecursionError):
+            fast = _no_fast_path
         return _ReadPlan(
             w_parsed,
             {"writer": w_named, "reader": r_named},

@@ -4,31 +4,61 @@ fastavro's compiled ``write_data`` dispatches on the schema for every value and 
 for every record it writes; for a fixed schema all of that can be decided once. ``compile_encoder`` turns a
 parsed schema into one straight-line function ``encode(datum, buf)`` that appends the Avro binary encoding.
 
-The generated code only accepts canonical Python values (``str``, ``int`` in the long range, ``float``,
-``bool``, ``bytes``, ``list``, ``dict``, ``None``) and raises on anything else or on a missing field. The
-caller then encodes that record again with fastavro, so defaults, type coercions and error messages stay
-exactly fastavro's; the fast path only ever produces bytes fastavro would produce for the same record.
-Logical types, fixed, and unions other than ``[null, X]`` are handed to fastavro field by field.
+The generated code covers every Avro type: primitives, enums, fixed, arrays and maps of any item type, nested
+records, unions of any arity and the logical types fastavro converts (decimal on bytes or fixed, uuid, date,
+time-millis/micros, timestamp-millis/micros, local-timestamp-millis/micros: converted by fastavro's own
+``LOGICAL_WRITERS`` / ``LOGICAL_READERS`` functions, then written or read inline). Only a type that contains
+itself is handed to fastavro (and a union holding one, as a whole).
+
+It accepts canonical Python values only (``str``, ``int``, ``float``, ``bool``, ``bytes``, ``list``, ``dict``,
+``None``, and the logical types' ``datetime``/``date``/``time``/``Decimal``/``UUID``) and raises on anything
+else, on a missing field, or on an ``int`` out of its type's range. The caller then encodes that record again
+with fastavro, so defaults, type coercions and error messages stay exactly fastavro's; the fast path only ever
+produces bytes fastavro would produce for the same record.
+
+A union picks its branch as fastavro's ``write_union`` does: the first branch whose validator accepts the value
+(``float`` giving way to a later ``double``). The generated code dispatches on the value's exact type to the
+branches that could accept it, in order, and decides each one with the validator's own test where that test is
+cheap (null, boolean, int/long range, float/double, string, bytes, enum symbol, fixed size). Where fastavro's
+choice would need a deep test (an array, map or record branch followed by another candidate, a logical branch
+followed by another one, or an ``int`` meeting a float branch) it raises, and fastavro decides that record.
 
 ``compile_decoder`` is the mirror image for reading without schema resolution: it decodes straight from the
 ``bytes`` (no file object, one index per byte) and raises on anything unexpected (truncation, a bad union or
 enum index, invalid UTF-8, a varint over 64 bits), so that fastavro reads such payloads and gives its result.
-Both are checked against fastavro on random and damaged records in ``tests/serdes/test_avro_codegen.py``.
+Union values come back as fastavro's reader returns them for the options given (plain, or ``(name, value)`` for
+record branches with ``return_record_name``).
+Both are checked against fastavro on random and damaged records, and on random schemas (hypothesis), in
+``tests/serdes/test_avro_codegen.py`` and ``tests/serdes/test_avro_codegen_random.py``.
 """
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import io
 import itertools
 import struct
+import uuid
 from collections.abc import Callable
 from typing import Any
 
+from fastavro.const import AVRO_TYPES as _AVRO_TYPES
+from fastavro.logical_readers import LOGICAL_READERS
 from fastavro.logical_writers import LOGICAL_WRITERS
 
 from serdes import fastavro_core
 
-__all__ = ["CodeGen", "ReaderGen", "compile_decoder", "compile_encoder"]
+__all__ = [
+    "PRIMITIVES",
+    "CodeGen",
+    "DecoderGen",
+    "ReaderGen",
+    "compile_decoder",
+    "compile_encoder",
+    "logical_key",
+    "record_type",
+]
 
 _TABLE_SIZE = 8192
 
@@ -45,8 +75,18 @@ def _big_varint(z: int) -> bytes:
     return bytes(out)
 
 
-# Varint bytes of every zig-zagged value below _TABLE_SIZE: one list index instead of _big_varint's loop.
+def _big_int_varint(z: int) -> bytes:
+    """``_big_varint`` for an Avro ``int``: rejects what does not fit 32 bits, as fastavro's union matching does."""
+    if z >> 32:
+        raise OverflowError("value out of the Avro int range")
+    return _big_varint(z)
+
+
+# Varint bytes of every zig-zagged value below _TABLE_SIZE: one list index instead of _big_varint's loop. Below
+# _TABLE_SIZE << 7 a value is its low seven bits with the continuation bit (_LOW) and then the rest from the table.
 _VARINT: list[bytes] = [_big_varint(z) for z in range(_TABLE_SIZE)]
+_LOW: list[bytes] = [bytes([b | 0x80]) for b in range(128)]
+_TWO_TABLES = _TABLE_SIZE << 7
 
 
 class CodeGen:
@@ -72,13 +112,57 @@ class CodeGen:
         self.lines.append("    " * ind + line)
 
 
+PRIMITIVES = frozenset(["null", "boolean", "int", "long", "float", "double", "bytes", "string"])
+_INT_RANGE = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+# The Python types whose values fastavro's validator can accept for a branch of each Avro type (exact types: any
+# other type, a subclass included, is left to fastavro), and the further types each logical type's writer
+# converts into its underlying type. A union's generated dispatch only considers these.
+_COULD_VALIDATE: dict[str, tuple[type, ...]] = {
+    "null": (type(None),),
+    "boolean": (bool,),
+    "int": (int,),
+    "long": (int,),
+    "float": (int, float),
+    "double": (int, float),
+    "string": (str,),
+    "bytes": (bytes,),
+    "fixed": (bytes,),
+    "enum": (str,),
+    "array": (list,),
+    "map": (dict,),
+    "record": (dict,),
+    "error": (dict,),
+}
+_LOGICAL_SOURCES: dict[str, tuple[type, ...]] = {
+    "long-timestamp-millis": (datetime.datetime,),
+    "long-timestamp-micros": (datetime.datetime,),
+    "long-local-timestamp-millis": (datetime.datetime,),
+    "long-local-timestamp-micros": (datetime.datetime,),
+    "int-date": (datetime.date, datetime.datetime, str),
+    "int-time-millis": (datetime.time,),
+    "long-time-micros": (datetime.time,),
+    "string-uuid": (uuid.UUID,),
+    "bytes-decimal": (decimal.Decimal,),
+    "fixed-decimal": (decimal.Decimal,),
+}
+
+
+def logical_key(schema: Any) -> str | None:
+    """fastavro's ``extract_logical_type``: ``"long-timestamp-millis"`` and the like, or None."""
+    if isinstance(schema, dict) and schema.get("logicalType") is not None:
+        return f"{schema['type']}-{schema['logicalType']}"
+    return None
+
+
 class _EncoderGen(CodeGen):
     def __init__(self, named: dict[str, Any]) -> None:
         super().__init__(
             named,
             {
                 "T": _VARINT,
+                "L": _LOW,
                 "big": _big_varint,
+                "big32": _big_int_varint,
                 "F": struct.Struct("<f").pack,
                 "D": struct.Struct("<d").pack,
                 "wd": fastavro_core.write_data,
@@ -86,14 +170,32 @@ class _EncoderGen(CodeGen):
                 "opts": fastavro_core.WRITE_OPTIONS,
             },
         )
+        self.known: dict[str, type] = {}  # variables whose exact type a union's dispatch has already checked
+
+    def check_type(self, v: str, python_type: type, name: str, ind: int) -> None:
+        """``if type(v) is not <name>: raise TypeError``, unless the dispatch already made sure of it."""
+        if self.known.get(v) is not python_type:
+            self.emit(f"if type({v}) is not {name}: raise TypeError", ind)
 
     def length(self, n: str, ind: int) -> None:
         self.emit(f"z = {n} << 1", ind)
-        self.emit("buf += T[z] if z < 8192 else big(z)", ind)
+        self.emit(f"buf += T[z] if z < 8192 else L[z & 127] + T[z >> 7] if z < {_TWO_TABLES} else big(z)", ind)
 
     def delegate(self, schema: Any, v: str, ind: int) -> None:
-        """Hand one value to fastavro (logical types, fixed, general unions, recursive types)."""
+        """Hand one value to fastavro (a type that contains itself)."""
         self.emit(f"wd(buf, {v}, {self.const(schema)}, named, '', opts)", ind)
+
+    def resolve(self, schema: Any) -> Any:
+        """A named type's definition for its name, ``{"type": "string"}`` as ``"string"``."""
+        while True:
+            if isinstance(schema, str) and schema in self.named:
+                schema = self.named[schema]
+            elif isinstance(schema, dict) and isinstance(schema["type"], str) and schema["type"] in PRIMITIVES:
+                if logical_key(schema) is not None:
+                    return schema
+                schema = schema["type"]
+            else:
+                return schema
 
     def value(self, schema: Any, v: str, ind: int) -> None:
         if isinstance(schema, str):
@@ -106,10 +208,13 @@ class _EncoderGen(CodeGen):
             self.union(schema, v, ind)
             return
         kind = schema["type"]
-        logical = schema.get("logicalType")
-        if logical is not None and f"{kind}-{logical}" in LOGICAL_WRITERS:
-            self.delegate(schema, v, ind)
-        elif kind == "record" or kind == "error":
+        logical = logical_key(schema)
+        if logical is not None and logical in LOGICAL_WRITERS:
+            # fastavro's own conversion (the one its write_data applies), then the underlying type inline
+            p = self.var("p")
+            self.emit(f"{p} = {self.const(LOGICAL_WRITERS[logical])}({v}, {self.const(schema)})", ind)
+            v = p
+        if kind == "record" or kind == "error":
             self.record(schema, v, ind)
         elif kind == "enum":
             table = {
@@ -122,37 +227,44 @@ class _EncoderGen(CodeGen):
         elif kind == "map":
             self.map(schema["values"], v, ind)
         elif kind == "fixed":
-            self.delegate(schema, v, ind)
-        elif isinstance(kind, str) and kind not in ("record", "error", "enum", "array", "map", "fixed"):
+            self.check_type(v, bytes, "bytes", ind)
+            self.emit(f"if len({v}) != {int(schema['size'])}: raise TypeError", ind)
+            self.emit(f"buf += {v}", ind)
+        elif isinstance(kind, str):
             self.value(kind, v, ind)  # {"type": "string"} and friends
         else:
             self.delegate(schema, v, ind)
 
     def primitive(self, kind: str, v: str, ind: int) -> None:
         if kind == "null":
-            self.emit(f"if {v} is not None: raise TypeError", ind)
+            if self.known.get(v) is not type(None):
+                self.emit(f"if {v} is not None: raise TypeError", ind)
         elif kind == "boolean":
             self.emit(f"if {v} is True: buf += b'\\x01'", ind)
             self.emit(f"elif {v} is False: buf += b'\\x00'", ind)
             self.emit("else: raise TypeError", ind)
         elif kind in ("int", "long"):
-            self.emit(f"if type({v}) is not int: raise TypeError", ind)
+            # an int out of the 32-bit range is left to fastavro (its union matching would not pick "int")
+            self.check_type(v, int, "int", ind)
             self.emit(f"z = ({v} << 1) ^ ({v} >> 63)", ind)
-            self.emit("buf += T[z] if 0 <= z < 8192 else big(z)", ind)
+            big = "big" if kind == "long" else "big32"
+            self.emit("if 0 <= z < 8192: buf += T[z]", ind)
+            self.emit(f"elif 0 < z < {_TWO_TABLES}: buf += L[z & 127]; buf += T[z >> 7]", ind)
+            self.emit(f"else: buf += {big}(z)", ind)
         elif kind == "double":
-            self.emit(f"if type({v}) is not float: raise TypeError", ind)
+            self.check_type(v, float, "float", ind)
             self.emit(f"buf += D({v})", ind)
         elif kind == "float":
-            self.emit(f"if type({v}) is not float: raise TypeError", ind)
+            self.check_type(v, float, "float", ind)
             self.emit(f"buf += F({v})", ind)
         elif kind == "string":
             b = self.var("b")
-            self.emit(f"if type({v}) is not str: raise TypeError", ind)
+            self.check_type(v, str, "str", ind)
             self.emit(f"{b} = {v}.encode()", ind)
             self.length(f"len({b})", ind)
             self.emit(f"buf += {b}", ind)
         elif kind == "bytes":
-            self.emit(f"if type({v}) is not bytes: raise TypeError", ind)
+            self.check_type(v, bytes, "bytes", ind)
             self.length(f"len({v})", ind)
             self.emit(f"buf += {v}", ind)
         else:
@@ -166,7 +278,7 @@ class _EncoderGen(CodeGen):
 
     def record(self, schema: dict[str, Any], v: str, ind: int) -> None:
         self.stack.append(schema["name"])
-        self.emit(f"if type({v}) is not dict: raise TypeError", ind)
+        self.check_type(v, dict, "dict", ind)
         for field in schema["fields"]:
             fv = self.var("v")
             self.emit(f"{fv} = {v}[{field['name']!r}]", ind)
@@ -175,7 +287,7 @@ class _EncoderGen(CodeGen):
 
     def array(self, items: Any, v: str, ind: int) -> None:
         x = self.var("x")
-        self.emit(f"if type({v}) is not list: raise TypeError", ind)
+        self.check_type(v, list, "list", ind)
         self.emit(f"if {v}:", ind)
         self.length(f"len({v})", ind + 1)
         self.emit(f"for {x} in {v}:", ind + 1)
@@ -184,7 +296,7 @@ class _EncoderGen(CodeGen):
 
     def map(self, values: Any, v: str, ind: int) -> None:
         k, x, b = self.var("k"), self.var("x"), self.var("b")
-        self.emit(f"if type({v}) is not dict: raise TypeError", ind)
+        self.check_type(v, dict, "dict", ind)
         self.emit(f"if {v}:", ind)
         self.length(f"len({v})", ind + 1)
         self.emit(f"for {k}, {x} in {v}.items():", ind + 1)
@@ -195,27 +307,105 @@ class _EncoderGen(CodeGen):
         self.value(values, x, ind + 2)
         self.emit("buf += b'\\x00'", ind)
 
+    # -- unions: fastavro's write_union, decided per value type -------------------------------------------------
+
+    def could_validate(self, branch: Any) -> tuple[type, ...]:
+        schema = self.resolve(branch)
+        if isinstance(schema, str):
+            return _COULD_VALIDATE[schema]
+        kind = schema["type"]
+        found = _COULD_VALIDATE[self.resolve(kind) if kind in PRIMITIVES else kind]
+        return found + _LOGICAL_SOURCES.get(logical_key(schema) or "", ())
+
     def union(self, branches: list[Any], v: str, ind: int) -> None:
-        others = [b for b in branches if b != "null"]
-        if "null" not in branches or len(others) != 1 or len(branches) != 2:
-            self.delegate(branches, v, ind)  # fastavro's branch matching, as it is
-            return
-        null_index = branches.index("null")
-        other = others[0]
         start = len(self.lines)
-        self.emit(f"if {v} is None: buf += {_VARINT[null_index << 1]!r}", ind)
-        self.emit("else:", ind)
-        self.emit(f"buf += {_VARINT[(1 - null_index) << 1]!r}", ind + 1)
-        target = self.named.get(other, other) if isinstance(other, str) else other
-        if isinstance(target, dict) and target.get("type") in ("record", "error"):
-            # fastavro would not pick a record branch for a dict tagged as another type
-            self.emit(f"if type({v}) is dict and '-type' in {v}: raise TypeError", ind + 1)
-        self.value(other, v, ind + 1)
+        candidates: dict[type, list[int]] = {}
+        for index, branch in enumerate(branches):
+            for python_type in self.could_validate(branch):
+                candidates.setdefault(python_type, []).append(index)
+        t = self.var("t")
+        self.emit(f"{t} = type({v})", ind)
+        keyword = "if"
+        for python_type, indexes in candidates.items():
+            if python_type is type(None):
+                self.emit(f"{keyword} {v} is None:", ind)
+            else:
+                self.emit(f"{keyword} {t} is {self.const(python_type)}:", ind)
+            keyword = "elif"
+            if python_type is dict:  # fastavro reads "-type" as the name of the branch to take
+                self.emit(f"if '-type' in {v}: raise TypeError", ind + 1)
+            self.branch_choice(branches, indexes, python_type, v, ind + 1)
+        self.emit("else: raise TypeError", ind)
         if any("wd(" in line for line in self.lines[start:]):
-            # Part of the branch goes to fastavro's write_data, which does not re-check what fastavro's union
+            # Part of a branch goes to fastavro's write_data, which does not re-check what fastavro's union
             # matching would have rejected: leave the whole union to fastavro.
             del self.lines[start:]
             self.delegate(branches, v, ind)
+
+    def chosen(self, branches: list[Any], index: int, v: str, python_type: type, ind: int) -> None:
+        self.emit(f"buf += {_VARINT[index << 1]!r}", ind)
+        self.known[v] = python_type
+        try:
+            self.value(branches[index], v, ind)
+        finally:
+            del self.known[v]
+
+    def branch_choice(self, branches: list[Any], indexes: list[int], python_type: type, v: str, ind: int) -> None:
+        """Code picking, among the branches ``indexes`` that could take a value of ``python_type``, the one
+        fastavro picks, and writing the value with it; raises where that needs more than a cheap test."""
+        if not indexes:
+            self.emit("raise TypeError", ind)
+            return
+        index, rest = indexes[0], indexes[1:]
+        schema = self.resolve(branches[index])
+        kind = schema if isinstance(schema, str) else schema["type"]
+        if isinstance(schema, dict) and logical_key(schema) is not None:
+            if rest:  # would take the converted value's type to tell; fastavro decides
+                self.emit("raise TypeError", ind)
+            else:
+                self.chosen(branches, index, v, python_type, ind)
+        elif kind in ("null", "boolean", "string", "bytes", "double"):
+            if kind == "double" and python_type is int:
+                self.emit("raise TypeError", ind)  # fastavro would write the int as a double
+            else:
+                self.chosen(branches, index, v, python_type, ind)
+        elif kind == "float":
+            if python_type is int:
+                self.emit("raise TypeError", ind)
+                return
+            later_double = [
+                i for i in range(index + 1, len(branches)) if record_type(branches[i]) == "double"
+            ]  # fastavro prefers a later double for a Python float
+            self.chosen(branches, later_double[0] if later_double else index, v, python_type, ind)
+        elif kind in ("int", "long"):
+            low, high = _INT_RANGE[kind]
+            self.emit(f"if {low} <= {v} <= {high}:", ind)
+            self.chosen(branches, index, v, python_type, ind + 1)
+            self.emit("else:", ind)
+            self.branch_choice(branches, rest, python_type, v, ind + 1)
+        elif kind == "enum":
+            self.emit(f"if {v} in {self.const(frozenset(schema['symbols']))}:", ind)
+            self.chosen(branches, index, v, python_type, ind + 1)
+            self.emit("else:", ind)
+            self.branch_choice(branches, rest, python_type, v, ind + 1)
+        elif kind == "fixed":
+            self.emit(f"if len({v}) == {int(schema['size'])}:", ind)
+            self.chosen(branches, index, v, python_type, ind + 1)
+            self.emit("else:", ind)
+            self.branch_choice(branches, rest, python_type, v, ind + 1)
+        elif rest:  # an array, map or record branch with another candidate after it: a deep test decides
+            self.emit("raise TypeError", ind)
+        else:  # the last candidate: the generated code is as strict as fastavro's validator of it
+            self.chosen(branches, index, v, python_type, ind)
+
+
+def record_type(schema: Any) -> Any:
+    """fastavro's ``extract_record_type``: the type name as the union matching compares it."""
+    if isinstance(schema, dict):
+        return schema["type"]
+    if isinstance(schema, list):
+        return "union"
+    return schema
 
 
 def compile_encoder(schema: Any, named: dict[str, Any]) -> Callable[[Any, bytearray], None]:
@@ -276,7 +466,7 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
             raise ValueError("varint longer than 10 bytes")
 
 
-class _DecoderGen(ReaderGen):
+class DecoderGen(ReaderGen):
     def __init__(self, named: dict[str, Any], options: dict[str, Any]) -> None:
         super().__init__(
             named,
@@ -288,11 +478,15 @@ class _DecoderGen(ReaderGen):
                 "OPTS": options,
             },
         )
+        self.options = options
 
     def long(self, target: str, ind: int) -> None:
         self.emit("b = data[pos]", ind)
         self.emit(f"if b < 128: {target} = (b >> 1) ^ -(b & 1); pos += 1", ind)
-        self.emit(f"else: {target}, pos = rv(data, pos)", ind)
+        self.emit("else:", ind)  # two bytes inline, longer varints in rv (the IndexError of a truncation as well)
+        self.emit("c = data[pos + 1]", ind + 1)
+        self.emit(f"if c < 128: n = (b & 127) | (c << 7); {target} = (n >> 1) ^ -(n & 1); pos += 2", ind + 1)
+        self.emit(f"else: {target}, pos = rv(data, pos)", ind + 1)
 
     def blob(self, target: str, ind: int, decode: bool) -> None:
         n = self.var("n")
@@ -319,9 +513,12 @@ class _DecoderGen(ReaderGen):
             self.union(schema, target, ind)
             return
         kind = schema["type"]
-        logical = schema.get("logicalType")
-        if logical is not None or kind == "fixed":
-            self.delegate(schema, target, ind)  # fastavro converts logical types (and unknown ones it ignores)
+        logical = logical_key(schema)
+        if logical is not None and logical in LOGICAL_READERS:
+            # the underlying type inline, then fastavro's own conversion (the one its reader applies)
+            raw = self.var("r")
+            self.value({k: v for k, v in schema.items() if k != "logicalType"}, raw, ind)
+            self.emit(f"{target} = {self.const(LOGICAL_READERS[logical])}({raw}, {self.const(schema)}, None)", ind)
         elif kind == "record" or kind == "error":
             self.record(schema, target, ind)
         elif kind == "enum":
@@ -330,6 +527,10 @@ class _DecoderGen(ReaderGen):
             self.long(i, ind)
             self.emit(f"if not 0 <= {i} < {len(schema['symbols'])}: raise ValueError", ind)
             self.emit(f"{target} = {symbols}[{i}]", ind)
+        elif kind == "fixed":
+            self.emit(f"e = pos + {int(schema['size'])}", ind)
+            self.emit("if e > end: raise ValueError", ind)
+            self.emit(f"{target} = data[pos:e]; pos = e", ind)
         elif kind == "array":
             self.blocks(schema["items"], target, ind, is_map=False)
         elif kind == "map":
@@ -378,17 +579,35 @@ class _DecoderGen(ReaderGen):
         self.emit(f"{target}[{k}] = {x}" if is_map else f"{target}.append({x})", ind + 2)
 
     def union(self, branches: list[Any], target: str, ind: int) -> None:
-        others = [b for b in branches if b != "null"]
-        if "null" not in branches or len(others) != 1 or len(branches) != 2:
-            self.delegate(branches, target, ind)
-            return
-        null_index = branches.index("null")
         i = self.var("i")
         self.long(i, ind)
-        self.emit(f"if {i} == {null_index}: {target} = None", ind)
-        self.emit(f"elif {i} == {1 - null_index}:", ind)
-        self.value(others[0], target, ind + 1)
+        for index, branch in enumerate(branches):
+            self.emit(f"{'if' if index == 0 else 'elif'} {i} == {index}:", ind)
+            name = self.record_name(branches, branch)
+            if name is None:
+                self.value(branch, target, ind + 1)
+            else:
+                x = self.var("x")
+                self.value(branch, x, ind + 1)
+                self.emit(f"{target} = ({name!r}, {x})", ind + 1)
         self.emit("else: raise ValueError", ind)
+
+    def record_name(self, branches: list[Any], branch: Any) -> str | None:
+        """The name fastavro's reader pairs a union value with (``return_record_name``), or None for the value
+        alone: a record branch, or a branch naming a type (which fastavro takes for a record), unless
+        ``return_record_name_override`` and the union has one such branch."""
+        if not self.options["return_record_name"]:
+            return None
+        kinds = [record_type(b) for b in branches]
+        records = sum(1 for k in kinds if k == "record" or k not in _AVRO_TYPES)
+        if self.options["return_record_name_override"] and records == 1:
+            return None
+        kind = record_type(branch)
+        if kind == "record":
+            return str(branch["name"])
+        if kind not in _AVRO_TYPES:
+            return str(self.named[branch]["name"])
+        return None
 
 
 def compile_decoder(
@@ -397,7 +616,7 @@ def compile_decoder(
     """``decode(data, pos) -> (value, end position)`` for a fastavro-parsed writer ``schema``, read without a
     reader schema. Raises on anything unexpected (truncation, bad index, bad UTF-8); the caller then reads the
     record with fastavro, which gives its own result or error."""
-    gen = _DecoderGen(named, options)
+    gen = DecoderGen(named, options)
     gen.value(schema, "out", 1)
     source = "def decode(data, pos):\n    end = len(data)\n" + "\n".join(gen.lines) + "\n    return out, pos\n"
     namespace = dict(gen.consts)
