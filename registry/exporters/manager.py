@@ -289,7 +289,9 @@ class ExporterManager:
             return
         for name, value in list(st.exporters.items()):
             stored = self.stored_state(name)
-            if stored.paused or name in self.runners:
+            # A pause, update, reset or delete in progress holds the lock between stopping the runner and
+            # writing what it decided: starting one here would undo it (a pause answered, then RUNNING).
+            if stored.paused or name in self.runners or self._lock(name).locked():
                 continue
             definition = ExporterDefinition.from_stored(value, self.source_id)
 
