@@ -117,10 +117,11 @@ charts: $(STAMP)
 # a venv of its own with the newer client put back (it works with it), leaving .venv untouched.
 BENCH_VENV := .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed
+# Quix Streams is pinned to the release the comparisons name: unpinned, pip picked 0.5.7 (pandas 1.5, broken on numpy 2).
 $(BENCH_STAMP): pyproject.toml
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install -q -U pip wheel setuptools
-	$(BENCH_VENV)/bin/python -m pip install -q -e '.[test,streams,auth]' quixstreams
+	$(BENCH_VENV)/bin/python -m pip install -q -e '.[test,streams,auth]' 'quixstreams>=3.28,<4'
 	$(BENCH_VENV)/bin/python -m pip install -q --no-deps --force-reinstall 'confluent-kafka>=2.16'
 	touch $(BENCH_STAMP)
 
