@@ -17,6 +17,7 @@ from confluent_kafka.schema_registry.common.schema_registry_client import (
 )
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
+from tests.support.credentials import UsersFile
 from tests.support.registry_process import RegistryProcess
 
 STRING = '"string"'
@@ -281,3 +282,33 @@ def test_associations_survive_a_restart(start_registry: Callable[..., RegistryPr
         assert http.get("/associations/resources/gone-id").json() == []
         # the replayed state enforces its rules as before
         assert err(http.post("/associations", json=request("x", "x-id", {"subject": "kept-value"}))) == (409, 40905)
+
+
+def test_permissions(start_registry: Callable[..., RegistryProcess], users_file: UsersFile) -> None:
+    """Writes need ``Write`` on every subject they name; lookups list only the subjects the caller may read."""
+    admin_auth, team_auth = ("admin", "admin-pw"), ("team", "team-pw")
+    users_file.user(*admin_auth).user(*team_auth)
+    users_file.allow("admin", "Write", ".*").allow("team", "Write", "Subject:team-")
+    rp = start_registry(None, "--auth", "basic", "--users-file", users_file.save(), probe={"auth": admin_auth})
+    with (
+        httpx.Client(base_url=rp.url, auth=admin_auth, timeout=30) as admin,
+        httpx.Client(base_url=rp.url, auth=team_auth, timeout=30) as team,
+        httpx.Client(base_url=rp.url, timeout=30) as stranger,
+    ):
+        ops = {"subject": "ops-value", "schema": {"schema": STRING}}
+        assert admin.post("/associations", json=request("ops", "ops-id", ops)).status_code == 200
+        mine = {"subject": "team-value", "schema": {"schema": STRING}}
+        assert team.post("/associations", json=request("shared", "shared-id", mine)).status_code == 200
+        denied = team.post("/associations", json=request("ops2", "ops2-id", {**ops, "associationType": "key"}))
+        assert denied.status_code == 403
+        assert denied.json() == {"error_code": 40301, "message": "User is denied operation Write on Subject: ops-value"}
+        assert err(team.delete("/associations/resources/ops-id")) == (403, 40301)
+        assert admin.get("/associations/resources/ops-id").json() != []  # still there
+        # lookups: the caller's subjects only; a stranger is not authenticated
+        assert [a["subject"] for a in team.get("/associations/resources/-/ops").json()] == []
+        assert [a["subject"] for a in admin.get("/associations/resources/-/ops").json()] == ["ops-value"]
+        assert [a["subject"] for a in team.get("/associations/resources/shared-id").json()] == ["team-value"]
+        assert stranger.get("/associations/resources/shared-id").status_code == 401
+        assert team.delete("/associations/resources/shared-id").status_code == 204
+    log = rp.log_file.read_text()
+    assert "outcome=denied principal=team mechanism=basic operation=Write resource=Subject:ops-value" in log
