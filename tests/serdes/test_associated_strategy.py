@@ -1,5 +1,5 @@
-"""``AssociatedNameStrategy`` against a live registry's ``/associations``: our serializers (sync and async, Avro
-and JSON Schema) and confluent-kafka's, each finding the subject the registry associates with the
+"""``AssociatedNameStrategy`` against a live registry's ``/associations``: our serializers (sync and async, Avro,
+JSON Schema and Protobuf) and confluent-kafka's, each finding the subject the registry associates with the
 topic, falling back as confluent-kafka's strategy does when there is none."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -25,11 +26,14 @@ from serdes import (
     AvroSerializer,
     JsonSchemaSerializer,
     MessageField,
+    ProtobufDeserializer,
+    ProtobufSerializer,
     RegistryClient,
     SerializationContext,
     SerializationError,
     wire,
 )
+from tests.serdes.test_protobuf import make_order
 from tests.support.schemas import ORDER_AVRO, ORDER_JSON, ORDER_RECORD
 
 
@@ -159,3 +163,28 @@ def test_confluent_kafka_serializer_against_the_server(
         CkAvroSerializer(ck_client, json.dumps(ORDER_AVRO), conf=strict)(
             ORDER_RECORD, SerializationContext(f"{uuid.uuid4().hex}", MessageField.VALUE)
         )
+
+
+def test_protobuf_serializer_and_latest_version_deserializer(
+    client: RegistryClient, http: httpx.Client, protos: SimpleNamespace, topic: str, value_ctx: SerializationContext
+) -> None:
+    """The Protobuf serializer registers under the associated subject, and a deserializer reading as the
+    subject's latest version finds that subject the same way."""
+    subject = f"proto-{topic}"
+    order = make_order(protos)
+    ProtobufSerializer(client, protos.order.Order, subject=subject)(order)  # the subject's first version
+    body = {
+        "resourceName": topic,
+        "resourceNamespace": "lkc-1",
+        "resourceId": f"lkc-1:{topic}",
+        "associations": [{"subject": subject}],
+    }
+    assert http.post("/associations", json=body).status_code == 200
+    data = ProtobufSerializer(client, protos.order.Order, strategy=AssociatedNameStrategy())(order, value_ctx)
+    latest = client.get_latest_version(subject)
+    assert latest.version == 1 and data[:5] == wire.prefix(latest.schema_id)
+    assert subjects(client, topic) == []
+    reader = ProtobufDeserializer(
+        client, protos.order.Order, use_latest_version=True, strategy=AssociatedNameStrategy()
+    )
+    assert reader(data, value_ctx) == order
