@@ -19,6 +19,11 @@ class ErrorCode(enum.IntEnum):
     SUBJECT_COMPATIBILITY_NOT_CONFIGURED = 40408
     SUBJECT_MODE_NOT_CONFIGURED = 40409
     ASSOCIATION_NOT_FOUND = 40410
+    ASSOCIATION_FOR_SUBJECT_EXISTS = 40904
+    STRONG_ASSOCIATION_FOR_SUBJECT_EXISTS = 40905
+    NO_ACTIVE_SUBJECT_VERSION = 40907
+    ASSOCIATION_FROZEN = 40908
+    INVALID_ASSOCIATION = 42212
     INCOMPATIBLE_SCHEMA = 409
     INVALID_SCHEMA = 42201
     INVALID_VERSION = 42202
@@ -169,7 +174,53 @@ def _not_configured(subject: str, setting: str) -> str:
 
 
 def association_not_found(resource: str) -> ApiError:
-    return _error(ErrorCode.ASSOCIATION_NOT_FOUND, f"Association for '{resource}' not found.")
+    return _error(ErrorCode.ASSOCIATION_NOT_FOUND, f"Association for '{clip(resource)}' not found.")
+
+
+# associations (Confluent 8): the codes and texts of Confluent's client-side mock, which mirrors the server's
+def invalid_association(prop: str, detail: str) -> ApiError:
+    return _error(
+        ErrorCode.INVALID_ASSOCIATION,
+        f"The association specified an invalid value for property: '{clip(prop)}', detail: {detail}",
+    )
+
+
+def invalid_association_parameters() -> ApiError:
+    return _error(ErrorCode.INVALID_ASSOCIATION, "Association parameters are invalid")
+
+
+def association_for_resource_exists(association_type: str, resource_id: str) -> ApiError:
+    return _error(
+        ErrorCode.INVALID_ASSOCIATION,
+        f"An association of type '{clip(association_type)}' already exists for resource '{clip(resource_id)}'",
+    )
+
+
+def association_for_subject_exists(association_type: str, subject: str) -> ApiError:
+    return _error(
+        ErrorCode.ASSOCIATION_FOR_SUBJECT_EXISTS,
+        f"An association of type '{clip(association_type)}' already exists for subject '{clip(subject)}'",
+    )
+
+
+def strong_association_for_subject_exists(association_type: str, subject: str) -> ApiError:
+    return _error(
+        ErrorCode.STRONG_ASSOCIATION_FOR_SUBJECT_EXISTS,
+        f"A strong association of type '{clip(association_type)}' already exists for subject '{clip(subject)}'",
+    )
+
+
+def no_active_subject_version(subject: str) -> ApiError:
+    return _error(
+        ErrorCode.NO_ACTIVE_SUBJECT_VERSION, f"No active (non-deleted) version exists for subject '{clip(subject)}'"
+    )
+
+
+def association_frozen(association_type: str, subject: str) -> ApiError:
+    return _error(
+        ErrorCode.ASSOCIATION_FROZEN,
+        f"The association of type '{clip(association_type)}' is frozen for subject '{clip(subject)}'",
+    )
 
 
 # schema exporters: 40450 and Confluent's 409xx

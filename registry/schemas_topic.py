@@ -28,7 +28,12 @@ CONTEXT = "CONTEXT"
 EXPORTER = "EXPORTER"
 EXPORTER_STATE = "EXPORTER_STATE"
 EXPORTER_KEYTYPES = frozenset({EXPORTER, EXPORTER_STATE})
-KEYTYPES = frozenset({SCHEMA, CONFIG, MODE, NOOP, DELETE_SUBJECT, CLEAR_SUBJECT, CONTEXT, *EXPORTER_KEYTYPES})
+#: schemakit's own: a topic-subject association (Confluent 8's ``/associations``), keyed by resource type, resource
+#: id and association type (a resource has at most one association of each type); see ``registry/associations.py``
+ASSOCIATION = "ASSOCIATION"
+KEYTYPES = frozenset(
+    {SCHEMA, CONFIG, MODE, NOOP, DELETE_SUBJECT, CLEAR_SUBJECT, CONTEXT, *EXPORTER_KEYTYPES, ASSOCIATION}
+)
 
 
 def jdumps(obj: Any) -> str:
@@ -46,8 +51,11 @@ class Key:
     version: int | None = None
     raw: bytes = field(default=b"", compare=False)
     context: str | None = None
-    #: an EXPORTER or EXPORTER_STATE key's exporter name
+    #: an EXPORTER or EXPORTER_STATE key's exporter name; an ASSOCIATION key's resource id
     name: str | None = None
+    #: an ASSOCIATION key's resource type (``topic``) and association type (``key``, ``value``)
+    resource_type: str | None = None
+    association_type: str | None = None
 
     def encode(self) -> bytes:
         """The key bytes today's Confluent registry writes."""
@@ -60,6 +68,12 @@ class Key:
             body = f'{{"keytype":"CONTEXT","tenant":{tenant},"context":{jdumps(self.context)},"magic":0}}'
         elif self.keytype in EXPORTER_KEYTYPES:
             body = f'{{"keytype":"{self.keytype}","name":{jdumps(self.name)},"magic":0}}'
+        elif self.keytype == ASSOCIATION:
+            resource_type, association_type = jdumps(self.resource_type), jdumps(self.association_type)
+            body = (
+                f'{{"keytype":"ASSOCIATION","resourceType":{resource_type},"resourceId":{jdumps(self.name)},'
+                f'"associationType":{association_type},"magic":0}}'
+            )
         else:
             body = f'{{"keytype":"{self.keytype}","subject":{jdumps(self.subject)},"magic":0}}'
         return body.encode()
@@ -94,6 +108,11 @@ def decode_key(raw: bytes) -> Key:
         if not isinstance(obj.get("name"), str):
             raise RecordFormatError(f"{keytype} key without a name: {raw[:200]!r}")
         return Key(keytype, raw=raw, name=obj["name"])
+    if keytype == ASSOCIATION:
+        fields = (obj.get("resourceType"), obj.get("resourceId"), obj.get("associationType"))
+        if not all(isinstance(f, str) for f in fields):
+            raise RecordFormatError(f"ASSOCIATION key without resourceType/resourceId/associationType: {raw[:200]!r}")
+        return Key(ASSOCIATION, raw=raw, name=fields[1], resource_type=fields[0], association_type=fields[2])
     subject = obj.get("subject")
     if subject is not None and not isinstance(subject, str):
         raise RecordFormatError(f"subject is not a string in key {raw[:200]!r}")

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from compat import CompatibilityLevel, CompatibilityPolicy
 from registry import contexts, contracts, errors, schemas_topic
+from registry.associations import Associations
 from registry.config import DEFAULTS
 from registry.contracts import content_digest
 from registry.limits import Limits
@@ -115,6 +116,8 @@ class Service:
         self.settings = Settings(store.state, default_compatibility)
         #: parses schemas, in the bounded pool (``schema_parser.py``)
         self.parser = SchemaParser(store.state, limits, pool or WorkPool(limits.schema_workers, limits.schema_queue))
+        #: topic-subject associations (``associations.py``)
+        self.associations = Associations(store)
         self._write_lock = asyncio.Lock()
         # Until the first write, another instance may have written since we read the log; a node that
         # becomes leader later catches up in ``Election._become_leader`` before it takes writes.

@@ -103,6 +103,9 @@ class State:
     #: stored (``registry/exporters/records.py`` reads them)
     exporters: dict[str, dict[str, Any]] = field(default_factory=dict)
     exporter_states: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: topic-subject associations (ASSOCIATION records) by (resource type, resource id, association type), as
+    #: stored (``registry/associations.py`` reads them)
+    associations: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     offset: int = -1  # last applied offset
     generation: int = 0  # bumped by every change; caches of derived views are keyed on it
     _views: dict[tuple[str, bool], list[Version]] = field(default_factory=dict)
@@ -196,6 +199,12 @@ class State:
                 self.exporters.pop(key.name or "", None)
             else:
                 self.exporters[key.name or ""] = value
+        elif kt == schemas_topic.ASSOCIATION:
+            where = (key.resource_type or "", key.name or "", key.association_type or "")
+            if value is None:
+                self.associations.pop(where, None)
+            else:
+                self.associations[where] = value
         elif kt == schemas_topic.CLEAR_SUBJECT and value is not None and key.subject is not None:
             for v in [v for v in self.subjects.get(key.subject, {}).values() if v.deleted]:
                 self._remove_version(v)

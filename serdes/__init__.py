@@ -28,6 +28,7 @@ from serdes.models import Metadata, RegisteredSchema, Rule, RuleSet, Schema, Sch
 from serdes.protobuf import AsyncProtobufDeserializer, AsyncProtobufSerializer, ProtobufDeserializer, ProtobufSerializer
 from serdes.serde import AvroSerde, JsonSchemaSerde, ProtobufSerde, Serde
 from serdes.strategies import (
+    AssociatedNameStrategy,
     record_subject_name_strategy,
     topic_record_subject_name_strategy,
     topic_subject_name_strategy,
@@ -35,6 +36,7 @@ from serdes.strategies import (
 from serdes.typed_records import DecimalSpec, avro_schema, json_schema, record_fullname
 
 __all__ = [
+    "AssociatedNameStrategy",
     "AsyncAvroDeserializer",
     "AsyncAvroSerializer",
     "AsyncJsonSchemaDeserializer",

@@ -67,6 +67,7 @@ class AsyncRegistryClient(ClientSettings):
     get_version = _awaiting(RegistryApi.get_version)
     get_latest_version = _awaiting(RegistryApi.get_latest_version)
     get_latest_with_metadata = _awaiting(RegistryApi.get_latest_with_metadata)
+    get_associations_by_resource_name = _awaiting(RegistryApi.get_associations_by_resource_name)
     get_versions = _awaiting(RegistryApi.get_versions)
     get_subjects = _awaiting(RegistryApi.get_subjects)
     get_subjects_by_id = _awaiting(RegistryApi.get_subjects_by_id)

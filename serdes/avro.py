@@ -251,7 +251,9 @@ class _AvroSerializerBase(SerializerBase[_WritePlan]):
         schema: a dataclass/pydantic class (objects of it are written), an Avro schema as JSON text, dict or
             ``Schema`` (dicts are written), or None with ``use_latest_version`` / ``use_latest_with_metadata`` /
             ``use_schema_id`` (write with that registered schema).
-        strategy: ``"topic"`` (default), ``"record"``, ``"topic_record"`` or a callable ``(ctx, record_name)``.
+        strategy: ``"topic"`` (default), ``"record"``, ``"topic_record"``, ``"associated"`` (the registry's
+            topic-subject associations; an ``AssociatedNameStrategy`` to configure it) or a callable
+            ``(ctx, record_name)``.
         subject: a fixed subject, overriding the strategy (then ``ctx`` is never needed).
         auto_register: register the schema (and its references) on first use (default True unless a registered
             schema is chosen); False = look them up and fail if they are not registered.

@@ -76,6 +76,15 @@ class SubjectPlans(Generic[P]):
             return self.fixed_subject
         return self.strategy(ctx, record_name or self.record_name)
 
+    def subject_plan(self, ctx: SerializationContext | None, record_name: str | None = None) -> Plan[str]:
+        """The subject, as a plan step: a strategy that asks the registry (``AssociatedNameStrategy.plan``) asks
+        it through the serde's client; the others answer at once."""
+        if self.fixed_subject is None:
+            resolve = getattr(self.strategy, "plan", None)
+            if resolve is not None:
+                return (yield from resolve(ctx, record_name or self.record_name))
+        return self.subject_for(ctx, record_name)
+
     def subject_or_none(self, ctx: SerializationContext | None, record_name: str | None = None) -> str | None:
         """The subject when it can be named (for rule errors and DLQ headers of a deserializer that needs none)."""
         try:
@@ -97,7 +106,7 @@ class SubjectPlans(Generic[P]):
         self, ctx: SerializationContext | None, build: Callable[[str, SerializationContext | None], Plan[P]]
     ) -> Plan[P]:
         """Build the plan for ``ctx`` and cache it."""
-        subject = self.subject_for(ctx)
+        subject = yield from self.subject_plan(ctx)
         try:
             plan = yield from build(subject, ctx)
         except RegistryError as e:
@@ -440,8 +449,7 @@ class DeserializerBase(Generic[P]):
 
     def _latest_subject(self, data: bytes, ctx: SerializationContext | None) -> Plan[str]:
         """The subject whose latest version is the reader schema (``use_latest_*``)."""
-        return self._subjects.subject_for(ctx)
-        yield  # a plan, for deserializers that ask the registry to name the subject
+        return (yield from self._subjects.subject_plan(ctx))
 
     def _resolve(self, data: bytes, ctx: SerializationContext | None) -> Plan[P]:
         key: Any = self._plan_key(data, ctx)

@@ -64,6 +64,7 @@ class RegistryClient(ClientSettings):
     get_version = _blocking(RegistryApi.get_version)
     get_latest_version = _blocking(RegistryApi.get_latest_version)
     get_latest_with_metadata = _blocking(RegistryApi.get_latest_with_metadata)
+    get_associations_by_resource_name = _blocking(RegistryApi.get_associations_by_resource_name)
     get_versions = _blocking(RegistryApi.get_versions)
     get_subjects = _blocking(RegistryApi.get_subjects)
     get_subjects_by_id = _blocking(RegistryApi.get_subjects_by_id)

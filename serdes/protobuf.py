@@ -473,11 +473,12 @@ class _ProtobufDeserializerBase(DeserializerBase[_ReadPlan]):
     def _latest_subject(self, data: bytes, ctx: SerializationContext | None) -> Plan[str]:
         # Without message_type a record-name strategy takes the name of the writer's message, from its schema.
         try:
-            return self._subjects.subject_for(ctx)
+            return (yield from self._subjects.subject_plan(ctx))
         except SerializationError:
             if self._cls is not None:
                 raise
-        return self._subjects.subject_for(ctx, (yield from self._writer_message(data, topic_of(ctx)))[0].full_name)
+        name = (yield from self._writer_message(data, topic_of(ctx)))[0].full_name
+        return (yield from self._subjects.subject_plan(ctx, name))
 
     def _writer_message(self, data: bytes, topic: str | None) -> Plan[tuple[Descriptor, RegisteredProtoFile]]:
         """The message a frame was written with (from its schema id and message-index path), and its file."""

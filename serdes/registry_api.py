@@ -266,6 +266,27 @@ class RegistryApi:
         body = yield from self.exchange("GET", f"/subjects/{_seg(subject)}/metadata", params=params)
         return self._latest_meta.put(key, _registered(body, subject))
 
+    def get_associations_by_resource_name(
+        self,
+        resource_name: str,
+        resource_namespace: str,
+        resource_type: str | None = None,
+        association_types: list[str] | None = None,
+        offset: int = 0,
+        limit: int = -1,
+    ) -> Call[list[dict[str, Any]]]:
+        """The associations of a resource (Confluent 8's ``GET /associations/resources/{namespace}/{name}``;
+        namespace ``-`` matches any), as the registry answers them. Never cached: they change without a new
+        schema, and ``AssociatedNameStrategy`` keeps what it resolved."""
+        params = {
+            "resourceType": resource_type,
+            "associationType": association_types,
+            "offset": offset if offset > 0 else None,
+            "limit": limit if limit >= 1 else None,
+        }
+        path = f"/associations/resources/{_seg(resource_namespace)}/{_seg(resource_name)}"
+        return list((yield from self.exchange("GET", path, params=params)) or ())
+
     def get_versions(self, subject: str, deleted: bool = False) -> Call[list[int]]:
         return (
             yield from self.exchange("GET", f"/subjects/{_seg(subject)}/versions", params={"deleted": deleted or None})

@@ -18,7 +18,8 @@ PUBLIC_API: dict[str, str] = {  # package -> its names, space-separated
     ),
     "schemakit": "main",
     "serdes": (
-        "AsyncAvroDeserializer AsyncAvroSerializer AsyncJsonSchemaDeserializer AsyncJsonSchemaSerializer "
+        "AssociatedNameStrategy AsyncAvroDeserializer AsyncAvroSerializer AsyncJsonSchemaDeserializer "
+        "AsyncJsonSchemaSerializer "
         "AsyncProtobufDeserializer AsyncProtobufSerializer AsyncRegistryClient AvroDeserializer AvroSerde "
         "AvroSerializer BearerAuth CustomBearerAuth DecimalSpec JsonSchemaDeserializer JsonSchemaSerde "
         "JsonSchemaSerializer MessageField Metadata OAuthClientCredentials OAuthTokenError ProtobufDeserializer "

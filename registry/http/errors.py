@@ -101,7 +101,21 @@ class Doc:
         404, "`40408` the subject has no config of its own (and `defaultToGlobal` is not set)."
     )
     subject_mode_not_found = _doc(404, "`40409` the subject has no mode of its own (and `defaultToGlobal` is not set).")
-    association_not_found = _doc(404, "`40410` association not found.")
+    association_not_found = _doc(404, "`40410` the resource has no association (of the types given).")
+    invalid_association = _doc(422, "`42212` an invalid `lifecycle` filter.")
+    association_conflict = _doc(
+        409,
+        "`40904` a strong association cannot join other associations of the subject, `40905` the subject has a "
+        "strong association, `40907` the subject has no live version and no `schema` is given, `40908` the "
+        "association is frozen; `409` a `schema` incompatible with the subject's versions.",
+    )
+    association_unprocessable = _doc(
+        422,
+        "`42212` an invalid association (a missing resource field, an unknown resource or association type or "
+        "lifecycle, a duplicate type, a change of subject or of `frozen`, a create over an existing different "
+        "association), `42208` an invalid subject, `42201` an invalid `schema`.",
+    )
+    association_frozen = _doc(409, "`40908` an association is frozen (and `cascadeLifecycle` is not set).")
     incompatible_schema = _doc(
         409, "`409` the schema is incompatible with an earlier version; `message` lists the differences."
     )

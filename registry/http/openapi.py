@@ -35,11 +35,13 @@ allows none of them answers 406.
 Errors. Every error body is `{"error_code": <int>, "message": <text>}`. Codes: 40401 subject not found,
 40402 version not found, 40403 schema not found, 40404/40406 already soft-deleted, 40405/40407 not
 soft-deleted before a permanent delete, 40408 no subject config, 40409 no subject mode, 40410 association
-not found, 409 incompatible schema, 42201 invalid schema, 42202 invalid version, 42203 invalid
-compatibility level, 42204 invalid mode, 42205 operation not permitted (read-only / import mode),
-42206 references exist, 42208 invalid subject, 42210 invalid rule set, 422 a body field of the wrong type,
-400 a body that is not JSON or an integer query parameter that is not an integer, 404 an unknown path,
-405 a known path with a method it does not serve, 406 an unsatisfiable `Accept`, 415 an unsupported request
+not found, 40904/40905 an association conflicting with a subject's others, 40907 no live version to
+associate, 40908 a frozen association, 409 incompatible schema, 42201 invalid schema, 42202 invalid
+version, 42203 invalid compatibility level, 42204 invalid mode, 42205 operation not permitted (read-only /
+import mode), 42206 references exist, 42208 invalid subject, 42210 invalid rule set, 42212 invalid
+association, 422 a body field of the wrong type, 400 a body that is not JSON or an integer query parameter
+that is not an integer, 404 an unknown path, 405 a known path with a method it does not serve, 406 an
+unsatisfiable `Accept`, 415 an unsupported request
 content type, 50001-50004 store / leader errors.
 
 Booleans in the query string are read case-insensitively: `true`, `True` and `TRUE` are true

@@ -154,11 +154,18 @@ def test_mode_changes_conform(private_registry: str) -> None:
     assert call(url, "GET", "/schemas/ids/{id}", path_parameters={"id": 900_001})[0] == 200
 
 
-def test_associations_answer_40410(private_registry: str) -> None:
-    status, err = call(private_registry, "GET", "/associations/{resource}", path_parameters={"resource": "t"})
+def test_associations_conform(private_registry: str) -> None:
+    url = private_registry
+    assert call(url, "GET", "/associations/resources/{resourceId}", path_parameters={"resourceId": "t"}) == (200, [])
+    status, err = call(url, "DELETE", "/associations/resources/{resourceId}", path_parameters={"resourceId": "t"})
     assert (status, err) == (404, {"error_code": 40410, "message": "Association for 't' not found."})
-    deeper = httpx.get(f"{private_registry}/associations/topics/t/subjects", timeout=10)
-    assert (deeper.status_code, deeper.json()["error_code"]) == (404, 40410)
+    created = call(
+        url,
+        "POST",
+        "/associations",
+        body={"resourceName": "t", "resourceNamespace": "-", "resourceId": "t", "associations": [{"subject": "u"}]},
+    )
+    assert created[0] == 409 and created[1]["error_code"] == 40907  # no schema and no version of "u"
 
 
 def test_malformed_bodies_are_rejected_with_422(private_registry: str) -> None:

@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
 from registry.http.routers import (
+    associations,
     compatibility,
     config,
     contexts,
@@ -32,6 +33,7 @@ ROUTERS = [
     contexts.router,
     exporters.router,
     metadata.router,
+    associations.router,
     dek_registry.router,
 ]
 

@@ -1,16 +1,11 @@
-"""The server itself: the root (a liveness probe), ``/v1/metadata`` (cluster id, version), and Confluent 8.x
-``/associations``, which this registry does not keep (every lookup answers 40410)."""
+"""The server itself: the root (a liveness probe) and ``/v1/metadata`` (cluster id, version)."""
 
 from __future__ import annotations
 
-from typing import Annotated
-from urllib.parse import unquote
+from fastapi import APIRouter, Request, Response
 
-from fastapi import APIRouter, Path, Request, Response
-
-from registry import __version__, build_info, errors
+from registry import __version__, build_info
 from registry.http import render
-from registry.http.errors import Doc
 from registry.http.models import EmptyObject, SchemaRegistryServerVersion, ServerClusterId
 from registry.http.routing import JSON_TYPES, RegistryRoute, ok
 
@@ -47,17 +42,3 @@ async def cluster_id(request: Request) -> Response:
 )
 async def server_version() -> Response:
     return ok(render.dumps({"version": __version__, "commitId": build_info.commit_id()}))
-
-
-@router.get(
-    "/associations/{resource:path}",
-    operation_id="getAssociations",
-    summary="Confluent 8.x associations are not supported; every lookup answers 40410.",
-    response_model=None,
-    status_code=404,  # the only answer
-    responses={**Doc.association_not_found},
-)
-async def associations(
-    resource: Annotated[str, Path(description="Any resource; deeper `/associations/...` paths answer the same way.")],
-) -> Response:
-    raise errors.association_not_found(unquote(resource.rsplit("/", 1)[-1]))
