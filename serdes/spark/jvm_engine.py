@@ -7,6 +7,10 @@ applies it to the column; it is serialized to the executors with the plan and ea
 schemas by id itself and caches them (a static map), so it works the same in local and cluster mode as long as
 the jar is on the session's classpath (``spark.jars``). The plan prints as ``from_registry(<col>)``: the spec,
 which holds the registry credentials, is not shown.
+
+A Spark Connect session has no py4j gateway (the client may run far from the server's JVM): the decoder cannot be
+built there, so ``unavailable_reason`` names that and ``from_registry`` uses the Python engine (``engine="auto"``)
+or fails (``engine="jvm"``). Nothing here touches ``sparkContext`` before that check.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pyspark.sql import Column, SparkSession
 
 from serdes.spark.reader import ReaderSpec, RecordTypesSpec
 
-__all__ = ["DECODER_CLASS", "available", "decode_column", "missing_message"]
+__all__ = ["CONNECT_REASON", "DECODER_CLASS", "decode_column", "is_connect", "unavailable_reason"]
 
 DECODER_CLASS = "schemakit.spark.RegistryDecodeExpression"
 
@@ -33,8 +37,27 @@ def _jvm(spark: SparkSession) -> Any:
     return spark.sparkContext._jvm
 
 
-def available(spark: SparkSession) -> bool:
-    """Whether the session's JVM can load the decoder class (answer cached per SparkContext)."""
+CONNECT_REASON = (
+    "this is a Spark Connect session, and the JVM engine's Catalyst expression can only be built through the "
+    "classic API's py4j gateway (a Connect client has none), whatever the server's spark.jars hold"
+)
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect client session (``pyspark.sql.connect``), without importing Connect's
+    modules (they need grpcio) when it is not."""
+    return type(spark).__module__.startswith("pyspark.sql.connect.")
+
+
+def unavailable_reason(spark: SparkSession) -> str | None:
+    """Why the JVM engine cannot run on ``spark`` (one sentence), or None when it can."""
+    if is_connect(spark):
+        return CONNECT_REASON
+    return None if _loads_decoder(spark) else _missing_jar(spark)
+
+
+def _loads_decoder(spark: SparkSession) -> bool:
+    """Whether the classic session's JVM can load the decoder class (answer cached per SparkContext)."""
     key = id(spark.sparkContext)
     hit = _available.get(key)
     if hit is None:
@@ -48,12 +71,12 @@ def available(spark: SparkSession) -> bool:
     return hit
 
 
-def missing_message(spark: SparkSession) -> str:
+def _missing_jar(spark: SparkSession) -> str:
     jars = spark.sparkContext.getConf().get("spark.jars", "")
     return (
         f"the JVM engine's class {DECODER_CLASS} is not on this session's classpath (spark.jars={jars!r}). "
         "Build the session with serdes.spark.spark_session(), or add serdes.spark.jar_path() to spark.jars "
-        "(spark-submit --jars) before the session starts; or use engine='python'."
+        "(spark-submit --jars) before the session starts"
     )
 
 

@@ -26,6 +26,7 @@ if missing_prerequisite() is not None:
         for name in (
             "avro",
             "column_decoder",
+            "connect",
             "engines",
             "json",
             "protobuf",
