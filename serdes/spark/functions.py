@@ -14,9 +14,9 @@ streaming queries). Decoding runs in one of two engines:
 * ``engine="auto"`` (default): JVM for Avro when the session's JVM can load the jar's class (and the registry
   options need no Python callback), else Python.
 
-On a Spark Connect session both functions are the Python engine's Arrow UDFs, which Connect sends to the server
-like any other Python UDF; the JVM engine needs the classic API (``jvm_engine.unavailable_reason``), so
-``engine="auto"`` logs one line saying so and uses Python, and ``engine="jvm"`` fails with that reason.
+On a Spark Connect session the Python engine's Arrow UDFs go to the server like any Python UDF; the JVM engine
+runs when the server was started with the jar and its plugin (``jvm_connect.py``), and otherwise
+``engine="auto"`` logs one line saying why and uses Python, and ``engine="jvm"`` fails with that reason.
 
 ``registry`` is a URL or confluent-kafka's registry client configuration dict (auth, TLS): ``registry_options.py``.
 """
@@ -149,7 +149,9 @@ def from_registry(
         if engine == "jvm":
             raise RuntimeError(f"from_registry cannot use engine='jvm': {reason}; use engine='python' or 'auto'")
         if jvm_engine.is_connect(spark):  # (a classic session without the jar is the documented default: no log)
-            log.warning("from_registry uses the Python engine (engine='auto'; engine='python' says so): %s", reason)
+            log.warning(
+                "from_registry uses the Python engine (engine='auto'; pass engine='python' to say so): %s", reason
+            )
     return python_column(
         col, spec, mode, error_column, writer_id_column, json.dumps({"validate": validate}) if validate else ""
     )

@@ -8,9 +8,10 @@ schemas by id itself and caches them (a static map), so it works the same in loc
 the jar is on the session's classpath (``spark.jars``). The plan prints as ``from_registry(<col>)``: the spec,
 which holds the registry credentials, is not shown.
 
-A Spark Connect session has no py4j gateway (the client may run far from the server's JVM): the decoder cannot be
-built there, so ``unavailable_reason`` names that and ``from_registry`` uses the Python engine (``engine="auto"``)
-or fails (``engine="jvm"``). Nothing here touches ``sparkContext`` before that check.
+A Spark Connect session has no py4j gateway (the client may run far from the server's JVM): there the same
+expression is built by the server's plugin from an extension expression (``jvm_connect.py``), when the server was
+started with it; ``unavailable_reason`` says why not otherwise, and ``from_registry`` then uses the Python engine
+(``engine="auto"``) or fails (``engine="jvm"``). Nothing here touches ``sparkContext`` on a Connect session.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from typing import Any
 
 from pyspark.sql import Column, SparkSession
 
+from serdes.spark import jvm_connect
 from serdes.spark.reader import ReaderSpec, RecordTypesSpec
 
-__all__ = ["CONNECT_REASON", "DECODER_CLASS", "decode_column", "is_connect", "unavailable_reason"]
+__all__ = ["DECODER_CLASS", "decode_column", "is_connect", "unavailable_reason"]
 
 DECODER_CLASS = "schemakit.spark.RegistryDecodeExpression"
 
@@ -37,12 +39,6 @@ def _jvm(spark: SparkSession) -> Any:
     return spark.sparkContext._jvm
 
 
-CONNECT_REASON = (
-    "this is a Spark Connect session, and the JVM engine's Catalyst expression can only be built through the "
-    "classic API's py4j gateway (a Connect client has none), whatever the server's spark.jars hold"
-)
-
-
 def is_connect(spark: SparkSession) -> bool:
     """Whether ``spark`` is a Spark Connect client session (``pyspark.sql.connect``), without importing Connect's
     modules (they need grpcio) when it is not."""
@@ -52,7 +48,7 @@ def is_connect(spark: SparkSession) -> bool:
 def unavailable_reason(spark: SparkSession) -> str | None:
     """Why the JVM engine cannot run on ``spark`` (one sentence), or None when it can."""
     if is_connect(spark):
-        return CONNECT_REASON
+        return jvm_connect.server_reason(spark)
     return None if _loads_decoder(spark) else _missing_jar(spark)
 
 
@@ -104,12 +100,15 @@ def decode_column(
     error_column: bool,
     writer_id_column: bool = False,
 ) -> Column:
+    from serdes.spark.types import result_type
+
+    out_type = result_type(spec.spark_type, error_column, writer_id_column)
+    if is_connect(spark):
+        return jvm_connect.decode_column(col, decoder_spec(spec, mode, error_column, writer_id_column), out_type.json())
+
     from pyspark.sql.classic.column import Column as ClassicColumn
     from pyspark.sql.classic.column import _to_java_column
 
-    from serdes.spark.types import result_type
-
     jvm = _jvm(spark).schemakit.spark
     decoder = jvm.AvroRegistryDecoder(decoder_spec(spec, mode, error_column, writer_id_column))
-    out_type = result_type(spec.spark_type, error_column, writer_id_column)
     return ClassicColumn(jvm.RegistryDecodeExpression.column(_to_java_column(col), decoder, out_type.json()))

@@ -27,6 +27,7 @@ if missing_prerequisite() is not None:
             "avro",
             "column_decoder",
             "connect",
+            "connect_jvm",
             "engines",
             "json",
             "protobuf",

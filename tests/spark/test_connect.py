@@ -1,4 +1,5 @@
-"""from_registry / to_registry and the ``schemakit`` data source on a Spark Connect session.
+"""from_registry / to_registry and the ``schemakit`` data source on a Spark Connect session (Python engine; the
+server has no JVM engine plugin: ``test_connect_jvm.py`` has one).
 
 The server is a local ``local[2]`` Connect server in its own process (``tests/support/spark_connect.py``: pyspark
 will not start one in a process that has the classic session of the other tests); the client here has no py4j
@@ -124,9 +125,10 @@ def test_auto_falls_back_to_python_with_one_line_and_jvm_is_an_error(
         column = from_registry("value", registry_url, subject=subject)  # engine="auto"
     lines = [r for r in caplog.records if r.name.startswith("serdes.spark")]
     assert len(lines) == 1 and lines[0].levelno == logging.WARNING
-    assert "Python engine" in lines[0].getMessage() and "Spark Connect" in lines[0].getMessage()
+    message = lines[0].getMessage()
+    assert "Python engine" in message and "spark.connect.extensions.expression.classes" in message
     decoded = connect.createDataFrame([(frame,)], "value binary").select(column.alias("o")).collect()
     assert [(r.o.customer, r.o.amount) for r in decoded] == [("c1", 7)]
 
-    with pytest.raises(RuntimeError, match=r"engine='jvm'.*Spark Connect session"):
+    with pytest.raises(RuntimeError, match=r"engine='jvm'.*Spark Connect server does not load the JVM engine"):
         from_registry("value", registry_url, subject=subject, engine="jvm")

@@ -74,7 +74,8 @@ def connect_session(url: str) -> Iterator[Any]:
 
     ``SparkSession.builder.remote(url)`` refuses a remote session next to the classic session the other tests
     use, so this is pyspark's Connect builder, with what ``remote()`` adds: ``SPARK_CONNECT_MODE_ENABLED``, which
-    makes ``pyspark.sql.functions`` build Connect columns. It is removed again on exit, for the classic tests."""
+    makes ``pyspark.sql.functions`` build Connect columns. It is removed again on exit, for the classic tests.
+    One at a time: the Connect builder returns the active session whatever its URL."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
