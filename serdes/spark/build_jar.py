@@ -1,7 +1,7 @@
 """Build the JVM engine's jar: ``python -m serdes.spark.build_jar [--force]``.
 
 Compiles ``serdes/spark/java/**/*.java`` with ``javac --release 17`` against Spark's jars (pyspark's, or
-``$SPARK_HOME/jars``: Spark's SQL API and catalyst, and the Avro 1.12 jar Spark bundles), and writes
+``$SPARK_HOME/jars``: Spark's SQL API, catalyst and Connect server, and the Avro 1.12 jar Spark bundles), and writes
 ``serdes/spark/schemakit-spark.jar`` (package data). Does nothing when the jar is newer than every source. Exits 1
 with an install hint when javac is missing.
 
@@ -47,6 +47,7 @@ def _holds_spark(jars: Path) -> bool:
         any(jars.glob("avro-1.*.jar"))
         and any(jars.glob("spark-sql-api_*.jar"))
         and any(jars.glob("spark-catalyst_*.jar"))
+        and any(jars.glob("spark-connect_*.jar"))  # the Connect plugin (ConnectDecodePlugin.java)
     )
 
 
@@ -68,7 +69,7 @@ def build(force: bool = False) -> Path:
     jars = spark_jars()
     if jars is None:
         raise SystemExit(
-            "Spark's jars (spark-sql-api, spark-catalyst, avro) were not found: install pyspark "
+            "Spark's jars (spark-sql-api, spark-catalyst, spark-connect, avro) were not found: install pyspark "
             "(pip install 'schemakit[spark]') or set SPARK_HOME"
         )
     return compile_jar(JAR, jars)

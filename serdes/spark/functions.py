@@ -14,12 +14,17 @@ streaming queries). Decoding runs in one of two engines:
 * ``engine="auto"`` (default): JVM for Avro when the session's JVM can load the jar's class (and the registry
   options need no Python callback), else Python.
 
+On a Spark Connect session the Python engine's Arrow UDFs go to the server like any Python UDF; the JVM engine
+runs when the server was started with the jar and its plugin (``jvm_connect.py``), and otherwise
+``engine="auto"`` logs one line saying why and uses Python, and ``engine="jvm"`` fails with that reason.
+
 ``registry`` is a URL or confluent-kafka's registry client configuration dict (auth, TLS): ``registry_options.py``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -36,6 +41,8 @@ from serdes.spark.registry_options import RegistryOptions
 from serdes.spark.types import result_type
 
 __all__ = ["from_registry", "to_registry"]
+
+log = logging.getLogger(__name__)
 
 MODES = ("PERMISSIVE", "FAILFAST")
 ENGINES = ("auto", "jvm", "python")
@@ -136,10 +143,15 @@ def from_registry(
         )
     if engine != "python" and spec.kind == "AVRO" and not options.python_only:
         spark = _session()
-        if jvm_engine.available(spark):
+        reason = jvm_engine.unavailable_reason(spark)
+        if reason is None:
             return jvm_engine.decode_column(spark, _column(col), spec, mode, error_column, writer_id_column)
         if engine == "jvm":
-            raise RuntimeError(jvm_engine.missing_message(spark))
+            raise RuntimeError(f"from_registry cannot use engine='jvm': {reason}; use engine='python' or 'auto'")
+        if jvm_engine.is_connect(spark):  # (a classic session without the jar is the documented default: no log)
+            log.warning(
+                "from_registry uses the Python engine (engine='auto'; pass engine='python' to say so): %s", reason
+            )
     return python_column(
         col, spec, mode, error_column, writer_id_column, json.dumps({"validate": validate}) if validate else ""
     )

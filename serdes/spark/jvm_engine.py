@@ -7,6 +7,11 @@ applies it to the column; it is serialized to the executors with the plan and ea
 schemas by id itself and caches them (a static map), so it works the same in local and cluster mode as long as
 the jar is on the session's classpath (``spark.jars``). The plan prints as ``from_registry(<col>)``: the spec,
 which holds the registry credentials, is not shown.
+
+A Spark Connect session has no py4j gateway (the client may run far from the server's JVM): there the same
+expression is built by the server's plugin from an extension expression (``jvm_connect.py``), when the server was
+started with it; ``unavailable_reason`` says why not otherwise, and ``from_registry`` then uses the Python engine
+(``engine="auto"``) or fails (``engine="jvm"``). Nothing here touches ``sparkContext`` on a Connect session.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ from typing import Any
 
 from pyspark.sql import Column, SparkSession
 
+from serdes.spark import jvm_connect
 from serdes.spark.reader import ReaderSpec, RecordTypesSpec
 
-__all__ = ["DECODER_CLASS", "available", "decode_column", "missing_message"]
+__all__ = ["DECODER_CLASS", "decode_column", "is_connect", "unavailable_reason"]
 
 DECODER_CLASS = "schemakit.spark.RegistryDecodeExpression"
 
@@ -33,8 +39,21 @@ def _jvm(spark: SparkSession) -> Any:
     return spark.sparkContext._jvm
 
 
-def available(spark: SparkSession) -> bool:
-    """Whether the session's JVM can load the decoder class (answer cached per SparkContext)."""
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect client session (``pyspark.sql.connect``), without importing Connect's
+    modules (they need grpcio) when it is not."""
+    return type(spark).__module__.startswith("pyspark.sql.connect.")
+
+
+def unavailable_reason(spark: SparkSession) -> str | None:
+    """Why the JVM engine cannot run on ``spark`` (one sentence), or None when it can."""
+    if is_connect(spark):
+        return jvm_connect.server_reason(spark)
+    return None if _loads_decoder(spark) else _missing_jar(spark)
+
+
+def _loads_decoder(spark: SparkSession) -> bool:
+    """Whether the classic session's JVM can load the decoder class (answer cached per SparkContext)."""
     key = id(spark.sparkContext)
     hit = _available.get(key)
     if hit is None:
@@ -48,12 +67,12 @@ def available(spark: SparkSession) -> bool:
     return hit
 
 
-def missing_message(spark: SparkSession) -> str:
+def _missing_jar(spark: SparkSession) -> str:
     jars = spark.sparkContext.getConf().get("spark.jars", "")
     return (
         f"the JVM engine's class {DECODER_CLASS} is not on this session's classpath (spark.jars={jars!r}). "
         "Build the session with serdes.spark.spark_session(), or add serdes.spark.jar_path() to spark.jars "
-        "(spark-submit --jars) before the session starts; or use engine='python'."
+        "(spark-submit --jars) before the session starts"
     )
 
 
@@ -81,12 +100,15 @@ def decode_column(
     error_column: bool,
     writer_id_column: bool = False,
 ) -> Column:
+    from serdes.spark.types import result_type
+
+    out_type = result_type(spec.spark_type, error_column, writer_id_column)
+    if is_connect(spark):
+        return jvm_connect.decode_column(col, decoder_spec(spec, mode, error_column, writer_id_column), out_type.json())
+
     from pyspark.sql.classic.column import Column as ClassicColumn
     from pyspark.sql.classic.column import _to_java_column
 
-    from serdes.spark.types import result_type
-
     jvm = _jvm(spark).schemakit.spark
     decoder = jvm.AvroRegistryDecoder(decoder_spec(spec, mode, error_column, writer_id_column))
-    out_type = result_type(spec.spark_type, error_column, writer_id_column)
     return ClassicColumn(jvm.RegistryDecodeExpression.column(_to_java_column(col), decoder, out_type.json()))

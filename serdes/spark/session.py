@@ -51,7 +51,7 @@ def with_jar(builder: SparkSession.Builder, jars: str | Iterable[str] = ()) -> S
 def register(spark: SparkSession) -> SparkSession:
     """Register the ``schemakit`` data source (``format("schemakit")``: a ``streams.log`` topic read and written
     like Spark's Kafka source) on ``spark`` and returns it. A Spark Connect session has the same
-    ``spark.dataSource.register``, so this is the call there too (not covered by the tests yet).
+    ``spark.dataSource.register`` (the class is pickled to the server), so this is the call there too.
 
     Registration is per session and cheap; registering again replaces the class with the same one."""
     from serdes.spark.datasource.source import SchemakitDataSource

@@ -26,6 +26,8 @@ if missing_prerequisite() is not None:
         for name in (
             "avro",
             "column_decoder",
+            "connect",
+            "connect_jvm",
             "engines",
             "json",
             "protobuf",
