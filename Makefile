@@ -88,6 +88,7 @@ openapi: $(STAMP)
 bench: $(STAMP)
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(PY) benchmarks/registry_bench.py --json benchmarks/results/registry_bench.json
+	$(PY) benchmarks/registry_memory.py --json benchmarks/results/registry_memory.json
 	$(PY) benchmarks/serdes_bench.py --json benchmarks/results/serdes_bench.json
 	$(PY) benchmarks/console_consume.py --json benchmarks/results/console_consume.json
 	$(MAKE) $(BENCH_STAMP)

@@ -42,8 +42,10 @@ class Limits:
     body_timeout: float = 30.0
     #: bytes of cached read answers (``--response-cache-bytes``)
     response_cache_bytes: int = 64 * MiB
-    #: bytes of parsed schemas (estimated from their text) in each parse cache (``--parse-cache-bytes``)
-    parse_cache_bytes: int = 64 * MiB
+    #: bytes of parsed schemas (estimated from their text) in each parse cache (``--parse-cache-bytes``): ~800
+    #: Avro records of 400 characters. Parsed schemas serve registrations, lookups and compatibility checks of the
+    #: schemas in use (a miss parses again); the read answers do not need them
+    parse_cache_bytes: int = 8 * MiB
 
 
 #: seconds one protoc run (compiling a Protobuf schema) may take before it is killed and the schema refused

@@ -31,7 +31,7 @@ from registry.http.protocol import guarded_protocol
 from registry.instance_lock import InstanceLock, LockHeldError
 from registry.leader import ELECTION_GROUP_SETTINGS, ELECTION_SESSION_TIMEOUT, AppenderSlot, Election
 from registry.metrics import Metrics, RegistrySources
-from registry.schema_types import protoc, schema_types
+from registry.schema_types import known_schema_types, protoc
 from registry.security import Security, build_security, tls
 from registry.security.passwords import MissingExtraError
 from registry.security.users_file import UsersFileError
@@ -195,7 +195,7 @@ def build_app(config: RegistryConfig) -> RegistryApp:
 
     async def startup() -> None:
         log.info("schemakit registry %s: log backend %s, topic %s", __version__, log_backend.describe(), config.topic)
-        log.info("schema types: %s", ", ".join(schema_types()))
+        log.info("schema types: %s (each loaded when first used)", ", ".join(known_schema_types()))
         limits = config.limits
         log.info(
             "limits: request body %d bytes, schema %d bytes, nesting %d, %d references; %d schema workers, "
@@ -213,7 +213,6 @@ def build_app(config: RegistryConfig) -> RegistryApp:
 
     async def start_serving() -> None:
         try:
-            await asyncio.to_thread(protoc.include_roots)  # its imports now, not in the first Protobuf request
             started = time.monotonic()
             await asyncio.to_thread(store.open)
             await asyncio.to_thread(dek_store.open)

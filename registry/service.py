@@ -75,6 +75,7 @@ class _Checked:
     basis: tuple[Any, ...]
     req: SchemaRequest
     populated: bool
+    parsed: ParsedSchema  # the stored form's parse (its canonical text is ``content.schema``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -526,7 +527,7 @@ class Service:
             )
             if msgs:
                 raise errors.incompatible_schema(subject, msgs)
-        return _Checked(content, basis, req, (req.metadata, req.rule_set) != sent)
+        return _Checked(content, basis, req, (req.metadata, req.rule_set) != sent, parsed)
 
     @staticmethod
     def _live_with(live: list[Version], content: SchemaContent) -> Version | None:
@@ -594,6 +595,9 @@ class Service:
         written = st.subjects.get(subject, {}).get(version)
         if written is None or written.id != schema_id:
             raise errors.store_error("Register schema operation failed: the record was rejected by the store")
+        # The next version's compatibility check needs this one parsed: the parse just made is that (one copy in
+        # both parse caches, not a second parse of the stored text).
+        self.parser.remember(written.content, schema_id, context, checked.parsed)
         # Older soft-deleted versions of the same schema in this subject are superseded: tombstone them.
         for v in st.versions(subject, deleted=True):
             if v.deleted and v.id == schema_id and v.version != version and not st.referrers.get(v.ref_key):

@@ -31,7 +31,7 @@ class SchemaContent:
     metadata: dict[str, Any] | None
     rule_set: dict[str, Any] | None
     digest: bytes = b""
-    rendered: dict[str, bytes] = field(default_factory=dict)  # response bodies, per format
+    rendered: bytes | None = None  # GET /schemas/ids/{id} body (default format), rendered on the first read
 
     def __post_init__(self) -> None:
         if not self.digest:
@@ -67,7 +67,9 @@ class Version:
     content: SchemaContent
     deleted: bool
     timestamp: int
-    key_raws: set[bytes] = field(default_factory=set)  # every key byte form this subject-version was written with
+    #: every key byte form this subject-version was written with (almost always one: a tuple, not a set, which
+    #: costs ~200 bytes more per version)
+    key_raws: tuple[bytes, ...] = ()
     rendered: bytes | None = None  # GET /subjects/{s}/versions/{v} body (default format)
 
     @property
@@ -80,7 +82,9 @@ class IdSpace:
     """The schema ids of one context (each context numbers its schemas on its own, from 1)."""
 
     contents: dict[int, SchemaContent] = field(default_factory=dict)  # every id ever seen
-    id_versions: dict[int, set[tuple[str, int]]] = field(default_factory=dict)  # id -> live-or-soft versions
+    #: id -> its live-or-soft versions (subject, version), in the order they were written; a tuple, since an id
+    #: is almost always in one or a few subjects (a set costs ~200 bytes more per id)
+    id_versions: dict[int, tuple[tuple[str, int], ...]] = field(default_factory=dict)
     digest_to_id: dict[bytes, int] = field(default_factory=dict)
     max_id: int = 0
 
@@ -124,7 +128,7 @@ class State:
         return self.spaces[contexts.DEFAULT_CONTEXT].contents
 
     @property
-    def id_versions(self) -> dict[int, set[tuple[str, int]]]:
+    def id_versions(self) -> dict[int, tuple[tuple[str, int], ...]]:
         return self.spaces[contexts.DEFAULT_CONTEXT].id_versions
 
     @property
@@ -246,14 +250,18 @@ class State:
         versions = self.subjects.setdefault(subject, {})
         version_no = int(key.version or value["version"])
         old = versions.get(version_no)
-        raws = set()
+        raws: tuple[bytes, ...] = ()
         if old is not None:
             raws = old.key_raws
             self._unindex(old)
-        raws.add(key.raw)
+        if key.raw not in raws:
+            raws += (key.raw,)
         v = Version(subject, version_no, schema_id, content, bool(value.get("deleted", False)), timestamp, raws)
         versions[version_no] = v
-        space.id_versions.setdefault(schema_id, set()).add(v.ref_key)
+        ref_key = v.ref_key
+        pairs = space.id_versions.get(schema_id, ())
+        if ref_key not in pairs:
+            space.id_versions[schema_id] = (*pairs, ref_key)
         for r in refs:
             self.referrers.setdefault(_referenced(subject, r), set()).add(v.ref_key)
 
@@ -275,8 +283,10 @@ class State:
         id_versions = self.space_of(v.subject).id_versions
         ids = id_versions.get(v.id)
         if ids is not None:
-            ids.discard(v.ref_key)
-            if not ids:
+            left = tuple(pair for pair in ids if pair != v.ref_key)
+            if left:
+                id_versions[v.id] = left
+            else:
                 del id_versions[v.id]
         for r in v.content.references:
             target = _referenced(v.subject, r)

@@ -82,7 +82,6 @@ def version_body(v: Version) -> bytes:
 
 
 def id_body(content: SchemaContent) -> bytes:
-    body = content.rendered.get("")
-    if body is None:
-        body = content.rendered[""] = dumps(id_dict(content))
-    return body
+    if content.rendered is None:
+        content.rendered = dumps(id_dict(content))
+    return content.rendered

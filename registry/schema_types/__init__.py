@@ -20,6 +20,7 @@ __all__ = [
     "ResolvedReference",
     "SchemaType",
     "get_schema_type",
+    "known_schema_types",
     "schema_types",
 ]
 
@@ -56,5 +57,12 @@ def get_schema_type(name: str) -> SchemaType | None:
 
 
 def schema_types() -> list[str]:
-    """The names of the types this server supports."""
+    """The names of the types this server supports (each is loaded to know: ``GET /schemas/types``)."""
     return [n for n in _MODULES if _load(n) is not None]
+
+
+def known_schema_types() -> list[str]:
+    """The names of the types this server knows, none loaded: a type's module (and its parser library: JSON
+    Schema's, Protobuf's, several MiB each) is imported when a schema of that type first comes, so a registry
+    holding only Avro never holds them."""
+    return list(_MODULES)
