@@ -91,9 +91,12 @@ def test_our_serializer_writes_under_the_associated_subject(
 def test_fallbacks_and_ambiguity(
     client: RegistryClient, http: httpx.Client, topic: str, value_ctx: SerializationContext
 ) -> None:
-    record = AvroSerializer(client, ORDER_AVRO, strategy=AssociatedNameStrategy(fallback="record"))
+    # a namespace of its own: the record-name subject is shared by every test on this registry otherwise
+    namespace = f"assoc{uuid.uuid4().hex[:8]}"
+    schema = {**ORDER_AVRO, "namespace": namespace}
+    record = AvroSerializer(client, schema, strategy=AssociatedNameStrategy(fallback="record"))
     record(ORDER_RECORD, value_ctx)
-    assert client.get_latest_version("shop.Order").schema_id > 0
+    assert client.get_latest_version(f"{namespace}.Order").schema_id > 0
     with pytest.raises(SerializationError, match=f"No associated subject found for topic {topic}"):
         AvroSerializer(client, ORDER_AVRO, strategy=AssociatedNameStrategy(fallback="none"))(ORDER_RECORD, value_ctx)
     with pytest.raises(ValueError, match="unknown fallback"):
