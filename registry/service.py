@@ -568,6 +568,10 @@ class Service:
                 raise errors.operation_not_permitted(
                     f"Overwrite new schema with id {existing_v.id} in context {_in_context(subject)} is not permitted."
                 )
+            if existing_v is not None and not existing_v.deleted and existing_v.content.digest == content.digest:
+                # The same import again (an exporter's retry, or two leaders around a failover): already stored,
+                # as Confluent answers it, with nothing written twice.
+                return Registered(schema_id, version, existing_v.content)
         else:
             schema_id = _allocate_id(space, content)
             if schema_id > MAX_ID:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
+from unittest.mock import ANY
 from urllib.parse import quote
 
 import httpx
@@ -251,10 +253,21 @@ def test_global_config_and_modes(own: httpx.Client) -> None:
     assert own.put("/mode", params={"force": "true"}, json={"mode": "IMPORT"}, headers=CT).json() == {"mode": "IMPORT"}
 
 
+def log_offset(client: httpx.Client) -> float:
+    """The offset of the last ``_schemas`` record the registry applied (its metric)."""
+    found = re.search(r"^schemakit_registry_log_offset (\S+)$", client.get("/metrics").text, re.M)
+    assert found is not None
+    return float(found.group(1))
+
+
 def test_import_mode_keeps_ids_and_versions(own: httpx.Client) -> None:
     assert own.put("/mode", json={"mode": "IMPORT"}, headers=CT).status_code == 200
     assert err(register(own, "imp", V1)) == (422, 42205)  # IMPORT needs an explicit id
     assert register(own, "imp", V1, id=100, version=7).json()["id"] == 100
+    # the same import again (an exporter's retry, a failover) is answered and writes no second record
+    offset = log_offset(own)
+    assert register(own, "imp", V1, id=100, version=7).json() == {"id": 100, "version": 7, "guid": ANY}
+    assert log_offset(own) == offset
     assert register(own, "imp", V3_BAD, id=101, version=9).json()["id"] == 101  # no compatibility check
     assert own.get("/subjects/imp/versions").json() == [7, 9]
     r = register(own, "imp2", V2, id=100)
