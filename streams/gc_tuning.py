@@ -17,7 +17,9 @@ Both settings are the process's, so apps share them: the first app to start make
 one to close undoes it. The thresholds go back to the defaults unless something else changed them
 meanwhile. ``gc.unfreeze()`` thaws every frozen object, the user's own too, so the frozen objects are thawed
 only if nothing else was frozen before our first freeze nor since; otherwise they stay frozen (what of them
-becomes garbage is then never collected).
+becomes garbage is then never collected). "Since" is told by a sentinel object made right after each of our
+freezes: anyone's later ``gc.freeze()`` freezes it too. (The freeze count cannot tell: frozen objects that die
+leave it, so it can fall below its value after our freeze although the user froze more.)
 """
 
 from __future__ import annotations
@@ -43,7 +45,14 @@ class _ProcessTuning:
     thresholds_set: bool = False  # we replaced the interpreter's defaults
     freeze_holders: int = 0
     thaw_allowed: bool = False  # nothing but our freezes is frozen
-    frozen_after: int = 0  # gc.get_freeze_count() right after our newest freeze
+    # made right after our newest freeze, so only a later freeze (someone else's) can freeze it
+    sentinel: list[object] | None = None
+
+
+def _frozen(obj: object) -> bool:
+    """Whether a tracked object is frozen: it is then in none of the collector's generations. Walks every
+    tracked object, which is why it runs only when an app starts its query server or closes."""
+    return not any(o is obj for o in gc.get_objects())
 
 
 _lock = threading.Lock()
@@ -86,14 +95,14 @@ class GcTuning:
         if not self.enabled:
             return 0
         with _lock:
-            before = gc.get_freeze_count()
             if _process.freeze_holders == 0:
-                _process.thaw_allowed = before == 0
-            elif before > _process.frozen_after:  # someone else froze objects since our newest freeze
-                _process.thaw_allowed = False
+                _process.thaw_allowed = gc.get_freeze_count() == 0
+            elif _process.sentinel is not None and _frozen(_process.sentinel):
+                _process.thaw_allowed = False  # someone else froze objects since our newest freeze
             gc.collect()
             gc.freeze()
-            _process.frozen_after = frozen = gc.get_freeze_count()
+            frozen = gc.get_freeze_count()
+            _process.sentinel = []
             if not self._holds_freeze:
                 self._holds_freeze = True
                 _process.freeze_holders += 1
@@ -107,14 +116,11 @@ class GcTuning:
             if self._holds_freeze:
                 self._holds_freeze = False
                 _process.freeze_holders -= 1
-                # some frozen objects may be garbage by now (e.g. this app's); more frozen than after our
-                # newest freeze means someone else froze objects too
-                if (
-                    _process.freeze_holders == 0
-                    and _process.thaw_allowed
-                    and gc.get_freeze_count() <= _process.frozen_after
-                ):
-                    gc.unfreeze()
+                # some frozen objects may be garbage by now (e.g. this app's): thawing lets them be collected
+                if _process.freeze_holders == 0:
+                    sentinel, _process.sentinel = _process.sentinel, None
+                    if _process.thaw_allowed and not (sentinel is not None and _frozen(sentinel)):
+                        gc.unfreeze()
             if self._holds_thresholds:
                 self._holds_thresholds = False
                 _process.threshold_holders -= 1

@@ -127,6 +127,20 @@ def test_objects_frozen_meanwhile_are_never_thawed(tuning: Callable[..., GcTunin
     assert _frozen(marker)
 
 
+def test_objects_frozen_meanwhile_stay_frozen_when_more_of_ours_died(tuning: Callable[..., GcTuning]) -> None:
+    """Frozen objects that die leave the freeze count: it falls below its value after our freeze although the
+    user froze more since, which must not pass for "nothing else froze"."""
+    ours_that_die = [[] for _ in range(10_000)]
+    one = tuning()
+    one.freeze_long_lived()
+    marker = _user_freezes()
+    count_with_the_users = gc.get_freeze_count()
+    del ours_that_die
+    assert gc.get_freeze_count() < count_with_the_users - 5_000
+    one.release()
+    assert _frozen(marker)
+
+
 def test_objects_frozen_between_two_apps_freezing_are_never_thawed(tuning: Callable[..., GcTuning]) -> None:
     first, second = tuning(), tuning()
     first.freeze_long_lived()
