@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tests.support import REPO_ROOT
 
@@ -17,7 +17,11 @@ from tests.support import REPO_ROOT
 class Instance:
     """One ``app_runner`` subprocess: its metrics lines and its task state events, as printed."""
 
+    # the instances the running test started: a failed test's report shows the end of their logs
+    started: ClassVar[list[Instance]] = []
+
     def __init__(self, name: str, args: list[str], log_dir: Path) -> None:
+        Instance.started.append(self)
         self.name = name
         self.lines: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
@@ -32,6 +36,14 @@ class Instance:
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+
+    def log_tail(self, lines: int = 80) -> str:
+        """The last ``lines`` lines of the instance's log (stderr)."""
+        try:
+            text = self.stderr_path.read_text(errors="replace")
+        except OSError as exc:
+            return f"(no log: {exc})"
+        return "\n".join(text.splitlines()[-lines:])
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
