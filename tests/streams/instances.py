@@ -8,10 +8,25 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 from tests.support import REPO_ROOT
+
+
+def holds_sqlite_write_lock(pid: int, folder: Path) -> bool:
+    """Whether ``pid`` holds an exclusive lock of a SQLite WAL index (``*-shm``) below ``folder``: SQLite's write
+    lock (byte 120), or a checkpoint or recovery lock, as ``/proc/locks`` lists them
+    (``N: POSIX  ADVISORY  WRITE <pid> <major>:<minor>:<inode> <start> <end>``)."""
+    inodes = {path.stat().st_ino for path in folder.rglob("*-shm")}
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if "->" in fields or len(fields) < 8:  # "->": a process waiting for the lock, not holding it
+            continue
+        if fields[3] == "WRITE" and fields[4] == str(pid) and int(fields[5].rsplit(":", 1)[1]) in inodes:
+            return True
+    return False
 
 
 class Instance:
@@ -73,6 +88,20 @@ class Instance:
 
     def signal(self, sig: signal.Signals) -> None:
         self.proc.send_signal(sig)
+
+    def pause(self, log_url: str) -> None:
+        """SIGSTOP, as a long GC pause or a frozen VM would stop it. On a SQLite log, at a moment the process holds
+        none of the log's write locks: a process stopped inside a write transaction holds up every other writer
+        until it continues, so the others could not take its tasks over (what the pause is meant to show); it is
+        continued and stopped again, a moment later, until it holds none."""
+        folder = Path(log_url.removeprefix("sqlite:///")) if log_url.startswith("sqlite:///") else None
+        for _ in range(500):
+            self.proc.send_signal(signal.SIGSTOP)
+            if folder is None or not holds_sqlite_write_lock(self.proc.pid, folder):
+                return
+            self.proc.send_signal(signal.SIGCONT)
+            time.sleep(0.005)
+        raise AssertionError(f"instance {self.name} held the SQLite log's write lock at every attempt to pause it")
 
     def stop(self) -> int:
         if self.proc.poll() is None:

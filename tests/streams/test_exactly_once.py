@@ -319,7 +319,7 @@ def test_a_zombie_cannot_commit_and_its_tasks_resume_without_duplicates(
         # Stopped once it processed the round, before it commits it (most likely): an open transaction
         # whose outputs and changelog records the new owner's fence must abort.
         wait_for(lambda: a.latest.get("processed", 0) >= before + len(mine), what="a to process the sixth round")
-        a.signal(signal.SIGSTOP)
+        a.pause(log_url)
         wait_for(lambda: b.tasks() == TASKS, what="b to take over the stopped instance's tasks")
         for _ in range(3):  # input the zombie has not seen: it will read it when it wakes up
             feed_.round()

@@ -259,7 +259,7 @@ def test_a_zombie_cannot_produce_or_commit_for_tasks_it_lost(
         a, b = group.start_two()
         lost = set(a.tasks())
         group.feed_rounds(5, what="the first rounds to be committed")
-        a.signal(signal.SIGSTOP)
+        a.pause(group.log_url)
         wait_for(lambda: b.tasks() == TASKS, what="b to take over the stopped instance's tasks")
         # input the zombie has not seen: it will read it when it wakes up
         group.feed_rounds(5, what="b to process and commit it")
