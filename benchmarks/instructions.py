@@ -209,7 +209,7 @@ def _child(name: str, count: int) -> None:
     os._exit(0)  # skip interpreter teardown (threads, stores): not counted anyway, and slow under valgrind
 
 
-def _instrument(pid: int, on: bool) -> None:
+def instrument(pid: int, on: bool) -> None:
     subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(pid)], capture_output=True, check=True)
 
 
@@ -227,10 +227,10 @@ def counted(name: str, count: int) -> int:
         )
         assert child.stdin is not None and child.stdout is not None
         try:
-            for line, instrument in (("ready", True), ("done", False)):
+            for line, switch_on in (("ready", True), ("done", False)):
                 if child.stdout.readline().strip() != line:
                     break
-                _instrument(child.pid, instrument)
+                instrument(child.pid, switch_on)
                 child.stdin.write("go\n")
                 child.stdin.flush()
             _, stderr = child.communicate(timeout=1800)

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 from tests.support.ports import free_port  # noqa: E402
 
 
-def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+def wait_http(url: str, proc: subprocess.Popen[Any], timeout: float = 30) -> None:
     """Until ``url`` answers anything but 503 (the registry answers 503 until its startup replay is done)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -28,6 +28,7 @@ from registry.http.render import dumps
 MAX_HEADER_BYTES = 64 * 1024
 
 _Base: Any = AutoHTTPProtocol  # the implementation uvicorn's "auto" picks
+_base_data_received = _Base.data_received  # called directly: no super() lookup on every request
 
 
 def guarded_protocol(header_timeout: float, max_header_bytes: int = MAX_HEADER_BYTES) -> type[asyncio.Protocol]:
@@ -50,16 +51,19 @@ def guarded_protocol(header_timeout: float, max_header_bytes: int = MAX_HEADER_B
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
-            awaiting = self._awaiting_headers()
-            super().data_received(data)
-            if not awaiting:
-                return  # the body of a request being served
-            if not self._awaiting_headers():  # the headers are complete: the common case costs nothing more
-                self._disarm()
-                self._header_bytes = 0
+            _base_data_received(self, data)
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                # a request being served (its headers are complete): the common case, kept to two inline
+                # checks; as method calls they cost ~1,300 instructions per request over uvicorn's own protocol,
+                # inline no measurable difference (callgrind, server side, as benchmarks/http_instructions.py)
+                if self._header_deadline is not None:
+                    self._disarm()
+                    self._header_bytes = 0
                 return
             if self.transport.is_closing():
                 return
+            # between requests, or a request's headers still arriving
             self._header_bytes += len(data)
             if self._header_bytes > max_header_bytes:
                 self._reject(431, f"Request headers are larger than the limit of {max_header_bytes} bytes")

@@ -1,0 +1,197 @@
+"""Server-side instructions per HTTP request, the registry against the bare ASGI app: what ``registry_bench.py``
+compares by requests/s, counted by callgrind, which a loaded machine does not disturb.
+
+Each server runs whole under valgrind (``--instr-atstart=no``): ``python -m registry serve`` on a SQLite log that
+holds ``--schemas`` registered schemas, and ``bare_asgi.py`` serving the very bodies the registry answered. This
+process is the client, outside valgrind: it sends every request of the workload once (the registry's read cache
+fills), turns the server's instrumentation on, sends ``N`` requests on one keep-alive connection, turns it off;
+then the same with ``k·N`` requests on a fresh server. The difference of the two counts divided by ``(k - 1)·N``
+is one request's cost in the server: uvicorn, the HTTP parser, the event loop's wake-up and the app. The ratio
+bare / registry is the throughput ratio a CPU-bound server would show.
+
+    .venv/bin/python benchmarks/http_instructions.py [--schemas 200] [-n 300] [-k 3] [--json out.json]
+        [--server-arg ARG ...] [--header "Name: value" ...]
+
+Needs ``valgrind`` (``make bench-instructions`` installs it). Startup under valgrind takes a minute or so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from instructions import instrument
+from own_registry import free_port, start_registry, wait_http
+from registry_bench import CT, register_many
+from results_file import BenchRun, Case, Comparison, add_json_option
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+#: a workload: its label and, from the registered (subject, schema) pairs and ids, its requests
+Request = tuple[str, str, bytes | None]  # method, path, body
+WORKLOADS: dict[str, Callable[[list[tuple[str, str]], list[int]], list[Request]]] = {
+    "GET /schemas/ids/{id}": lambda pairs, ids: [("GET", f"/schemas/ids/{i}", None) for i in ids],
+    "GET /subjects/{s}/versions/latest": lambda pairs, ids: [
+        ("GET", f"/subjects/{s}/versions/latest", None) for s in dict(pairs)
+    ],
+    "POST /subjects/{s} (lookup)": lambda pairs, ids: [
+        ("POST", f"/subjects/{s}", json.dumps({"schema": text}).encode()) for s, text in pairs
+    ],
+}
+
+
+def send_all(port: int, requests: list[Request], count: int, headers: dict[str, str]) -> dict[str, bytes]:
+    """``count`` requests cycling over ``requests`` on one keep-alive connection; every answer must be a 200.
+    Returns path -> body of the last answer to each path."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    bodies: dict[str, bytes] = {}
+    try:
+        for i in range(count):
+            method, path, body = requests[i % len(requests)]
+            connection.request(method, path, body=body, headers={**CT, **headers})
+            answer = connection.getresponse()
+            bodies[path] = answer.read()
+            if answer.status != 200:
+                raise RuntimeError(f"{method} {path} answered {answer.status}: {bodies[path][:200]!r}")
+    finally:
+        connection.close()
+    return bodies
+
+
+@contextmanager
+def under_callgrind(command: list[str], ready_path: str, port: int) -> Iterator[tuple[subprocess.Popen[str], list]]:
+    """``command`` under callgrind with instrumentation off; yields the process once ``ready_path`` answers, and a
+    list that holds, after the block, the instructions callgrind collected."""
+    with tempfile.TemporaryDirectory() as d:
+        # per thread: only the event loop's thread serves requests; what other threads (the log's tailer) do
+        # meanwhile depends on how long the requests take, so it would make the count depend on the machine's load
+        valgrind = [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            "--separate-threads=yes",
+            f"--callgrind-out-file={d}/out",
+        ]
+        proc = subprocess.Popen(
+            [*valgrind, *command],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+        )
+        collected: list[int] = []
+        try:
+            wait_http(f"http://127.0.0.1:{port}{ready_path}", proc, timeout=600)
+            yield proc, collected
+            proc.terminate()
+            _, stderr = proc.communicate(timeout=600)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        main_thread = Path(d) / "out-01"  # the event loop runs on the main thread, callgrind's thread 1
+        text = main_thread.read_text() if main_thread.exists() else ""
+        found = re.search(r"^totals: (\d+)", text, re.M)
+        if found is None:
+            files = sorted(p.name for p in Path(d).iterdir())
+            problem = f"no count in {files} (exit {proc.returncode})"
+            raise RuntimeError(f"{command[:3]} under callgrind: {problem}: {stderr[-800:]}")
+        collected.append(int(found.group(1)))
+
+
+def counted(command: list[str], ready: str, port: int, requests: list[Request], count: int, headers: dict) -> int:
+    """Server instructions for ``count`` requests (after one warm-up pass over ``requests``)."""
+    with under_callgrind(command, ready, port) as (proc, collected):
+        send_all(port, requests, len(requests), headers)
+        instrument(proc.pid, True)
+        send_all(port, requests, count, headers)
+        instrument(proc.pid, False)
+    return collected[0]
+
+
+def per_request(
+    make: Callable[[int], list[str]], ready: str, requests: list[Request], n: int, k: int, headers: dict
+) -> float:
+    small = counted(make(port := free_port()), ready, port, requests, n, headers)
+    large = counted(make(port := free_port()), ready, port, requests, k * n, headers)
+    return (large - small) / ((k - 1) * n)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--schemas", type=int, default=200)
+    parser.add_argument("-n", type=int, default=300, help="requests in the small run")
+    parser.add_argument("-k", type=int, default=3, help="the large run sends k·N requests")
+    parser.add_argument("--server-arg", action="append", default=[], help="an option for `schemakit serve` (repeat)")
+    parser.add_argument("--header", action="append", default=[], help='"Name: value" sent with every request')
+    parser.add_argument("--workload", action="append", choices=list(WORKLOADS), help="default: all")
+    add_json_option(parser)
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        print("valgrind not found: make bench-instructions installs it (apt-get install valgrind)", file=sys.stderr)
+        return 2
+    headers = dict(h.split(": ", 1) for h in args.header)
+    run = BenchRun(__file__, {"schemas": args.schemas, "n": args.n, "k": args.k, "server_args": args.server_arg})
+    started = time.perf_counter()
+    cases = []
+    with tempfile.TemporaryDirectory() as d:
+        data = Path(d) / "data"
+        server_args = ["--log-level", "WARNING", *args.server_arg]
+        proc, url = start_registry(data, server_args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        try:
+            pairs = register_many(url, args.schemas, max(1, args.schemas // 10), "http-instructions", headers)
+            max_id = httpx.get(f"{url}/schemas/ids/1", params={"fetchMaxId": "true"}, headers=headers).json()["maxId"]
+            ids = list(range(1, max_id + 1))
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+        def registry(port: int) -> list[str]:
+            log = ["--log", f"sqlite:///{data}", "--host", "127.0.0.1", "--port", str(port)]
+            return [sys.executable, "-m", "registry", "serve", *log, *server_args]
+
+        print(f"server instructions per HTTP request, callgrind, N = {args.n}, k = {args.k}")
+        print("| workload | schemakit | bare ASGI | ratio bare / schemakit |\n|---|---:|---:|---:|")
+        for label in args.workload or list(WORKLOADS):
+            requests = WORKLOADS[label](pairs, ids)
+            bodies_file = Path(d) / "bodies.json"
+            # the bare app serves the bytes the registry answers, from the registry (uninstrumented) itself
+            proc, url = start_registry(data, server_args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+            try:
+                bodies = send_all(int(url.rsplit(":", 1)[1]), requests, len(requests), headers)
+            finally:
+                proc.terminate()
+                proc.wait(30)
+            bodies_file.write_text(json.dumps({path: body.decode() for path, body in bodies.items()}))
+
+            def bare(port: int, bodies_file: Path = bodies_file) -> list[str]:
+                return [sys.executable, str(HERE / "bare_asgi.py"), "--port", str(port), "--bodies", str(bodies_file)]
+
+            ours = per_request(registry, "/health/ready", requests, args.n, args.k, headers)
+            theirs = per_request(bare, "/", requests, args.n, args.k, headers)
+            print(f"| {label} | {ours:,.0f} | {theirs:,.0f} | {theirs / ours:.2f} |", flush=True)
+            cases.append(Case(label, ours, theirs, {"n": args.n, "k": args.k}))
+    print(f"({time.perf_counter() - started:.0f} s)")
+    comparison = Comparison(
+        "server instructions per HTTP request", "instructions", "schemakit", "bare ASGI", cases, higher_is_better=False
+    )
+    run.write(args.json, [comparison])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
