@@ -106,15 +106,22 @@ class GlobalStateThread(threading.Thread):
         self._dlq.send(topic, value, key, **kwargs)
 
     def _apply(self, records: list[Record]) -> None:
-        by_topic: dict[str, list[Record]] = {}
-        for rec in records:
-            by_topic.setdefault(rec.topic, []).append(rec)
+        if not records:
+            return
+        by_topic: dict[str, list[Record]]
+        if len(self._by_topic) == 1:
+            by_topic = {records[0].topic: records}
+        else:
+            by_topic = {}
+            for rec in records:
+                by_topic.setdefault(rec.topic, []).append(rec)
         for topic, recs in by_topic.items():
             table = self._by_topic[topic]
             table.apply(recs)
             if table.store.persistent:
-                for rec in recs:
-                    self._applied[TopicPartition(topic, rec.partition)] = rec.offset + 1
+                last = {rec.partition: rec.offset for rec in recs}  # offsets rise within a partition
+                for partition, offset in last.items():
+                    self._applied[TopicPartition(topic, partition)] = offset + 1
         self.records += len(records)
 
     def _start_offsets(self) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
@@ -131,10 +138,11 @@ class GlobalStateThread(threading.Thread):
                 keys = {p: checkpoint_key(topic, p) for p in ends}
                 saved = {p: checkpoint[k] for p, k in keys.items() if k in checkpoint}
                 why = self._unusable(topic, saved, ends)
-                if why:
+                if why and table.store.estimate_num_entries() > 0:  # a new store just reads from the beginning
                     log.warning(
                         "global store %s: %s; wiping it and reading %s from the beginning", table.spec.store, why, topic
                     )
+                if why:
                     table.store.wipe()
                     saved = {}
             for p in ends:

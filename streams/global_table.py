@@ -104,34 +104,46 @@ class GlobalTableInput:
 
     def apply(self, records: list[Record]) -> None:
         """Apply records of the table's topic, oldest first: the latest value per key, None deletes."""
-        entries: list[tuple[bytes, bytes | None]] = []
+        kde, vde, pack = self._kde, self._vde, _TS.pack
+        # An in-memory store keeps the values this check deserializes; RocksDB keeps the bytes.
+        objects = isinstance(self.store, InMemoryKeyValueStore)
+        entries: list[tuple[bytes, Any]] = []
         try:
             for rec in records:
-                if rec.key is None:
+                key, value = rec.key, rec.value
+                if key is None:
                     self.dropped += 1
                     continue
-                if not self._deserializes(rec):
+                try:
+                    kde(key)
+                    obj = None if value is None else vde(value)
+                except Exception as exc:
+                    self._failed(rec, exc)
                     continue
-                entries.append((rec.key, None if rec.value is None else _TS.pack(rec.timestamp) + rec.value))
+                if value is None:
+                    entries.append((key, None))
+                elif objects:
+                    entries.append((key, (obj, rec.timestamp)))
+                else:
+                    entries.append((key, pack(rec.timestamp) + value))
         finally:  # a failing record stops the table after the ones before it
             if entries:
-                self.store.restore_batch(entries)
+                if objects:
+                    self.store.restore_values(entries)
+                else:
+                    self.store.restore_batch(entries)
 
-    def _deserializes(self, rec: Record) -> bool:
-        """Whether ``rec`` deserializes; if not, False when the handler says to go on, else raise."""
-        is_key = True
+    def _failed(self, rec: Record, exc: Exception) -> None:
+        """``rec`` did not deserialize: count it if the handler says to go on, else raise."""
         try:
             self._kde(rec.key)
             is_key = False
-            if rec.value is not None:
-                self._vde(rec.value)
-            return True
-        except Exception as exc:
-            error = DeserializationError(rec.topic, rec.partition, rec.offset, is_key, exc)
-            if not self.handler.handle(rec, error, self.send):
-                raise error from exc
-            self.skipped += 1
-            return False
+        except Exception:
+            is_key = True
+        error = DeserializationError(rec.topic, rec.partition, rec.offset, is_key, exc)
+        if not self.handler.handle(rec, error, self.send):
+            raise error from exc
+        self.skipped += 1
 
 
 def global_inputs(
