@@ -27,7 +27,7 @@ import pytest
 from streams import DeserializationError, StreamsApp, StreamsBuilder, TopologyTestDriver
 from streams.app import AppState
 from streams.global_state import GLOBAL_DIR
-from streams.log import Log, open_log
+from streams.log import Log
 from streams.topology import Topology
 from tests.streams.scenarios import pipe, read_rows
 from tests.support import REPO_ROOT
