@@ -155,8 +155,12 @@ def test_a_large_global_table_restarts_with_flat_memory(
     assert restart["restored"] == len(tail)
     assert in_memory["restored"] == size + len(tail)
     assert in_memory["entries"] == size + 1
-    # RocksDB's restart reads the tail into a store on disk; the in-memory table holds every row again
-    assert restart["rss_growth_kb"] * 3 < in_memory["rss_growth_kb"], (first, restart, in_memory)
+    # RocksDB's restart reads the tail into a store on disk: its growth does not depend on the table's size
+    # (measured: 10 MB on SQLite, 16 MB with the broker's client). The in-memory table holds every row again
+    # (measured: about 250 bytes a row more than the restart).
+    figures = (first, restart, in_memory)
+    assert restart["rss_growth_kb"] < 40_000, figures
+    assert (in_memory["rss_growth_kb"] - restart["rss_growth_kb"]) * 1024 > size * 120, figures
 
 
 def test_a_missing_corrupt_or_out_of_range_checkpoint_reads_from_the_start(
