@@ -245,6 +245,22 @@ def test_log_and_continue_skips_and_counts_global_records(
         assert app.state != AppState.ERROR
 
 
+def test_a_dead_letter_handler_gets_the_global_record_as_read(
+    log: Log, log_url: str, topics: tuple[str, str, str, str], tmp_path: Path, names: Callable[[str], str]
+) -> None:
+    rows_t, dlq = topics[0], names("dlq")
+    create_topics(log, 1, dlq)
+    bad_rows(log, rows_t)
+    with app_of(log_url, topics, tmp_path / "s", deserialization_error_handler=f"dead_letter:{dlq}") as app:
+        assert app.metrics()["global"]["skipped"] == 1
+        assert app.store("rows").get("bad") is None
+    (dead,) = read_all(log, dlq, quiet=0.5)
+    assert (dead.key, dead.value) == (b"bad", b"{not json")
+    headers = dict(dead.headers)
+    assert (headers["schemakit.dlq.topic"], headers["schemakit.dlq.partition"]) == (rows_t.encode(), b"1")
+    assert headers["schemakit.dlq.offset"] == b"1"
+
+
 def test_log_and_fail_stops_naming_the_record(
     log: Log, log_url: str, topics: tuple[str, str, str, str], tmp_path: Path
 ) -> None:
