@@ -9,9 +9,9 @@ What Kafka Streams does (``GlobalStateManagerImpl``, ``GlobalStreamThread``), an
   end, before the stream threads start. A store whose checkpoint is missing or unreadable, or whose
   checkpointed offsets are out of the partition's range (the topic was re-created or its records deleted),
   is wiped and read from the beginning, with a warning saying why. An in-memory store always is.
-- The checkpoint is written after the writes it covers reached the store: at the end of the start-up read,
-  every commit interval while records come, and at a clean close. After a crash the store may be ahead of
-  its checkpoint; reading those records again writes the same latest values (a table is idempotent).
+- The checkpoint is written after the stores are flushed to disk: at the end of the start-up read, at a clean
+  close, and while running every commit interval once 10,000 records went by. After a crash the store may be
+  ahead of its checkpoint; reading those records again writes the same latest values (a table is idempotent).
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ __all__ = ["GLOBAL_DIR", "GlobalStateThread"]
 log = logging.getLogger("streams.global_state")
 
 GLOBAL_DIR = "global"
+#: Records read since the last checkpoint before a periodic one is written (Kafka Streams'
+#: ``OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT``); a start-up read and a clean close always write one.
+CHECKPOINT_DELTA = 10_000
 
 
 class GlobalStateThread(threading.Thread):
@@ -203,14 +206,22 @@ class GlobalStateThread(threading.Thread):
             time.monotonic() - started,
         )
 
-    def checkpoint(self) -> None:
-        """Record the offsets the persistent stores hold (after their writes, which RocksDB has in its
-        write-ahead log); nothing when they did not move."""
+    def checkpoint(self, force: bool = True) -> None:
+        """Flush the persistent stores to disk, then record the offsets they hold; nothing when they did not
+        move. Not ``force``d (while running), only once ``CHECKPOINT_DELTA`` records went by since the last
+        one, as Kafka Streams does: each flush writes a RocksDB file."""
         self._last_checkpoint = time.monotonic()
         if self._dir is None or self._applied == self._checkpointed:
             return
+        if not force:
+            moved = sum(o - self._checkpointed.get(tp, 0) for tp, o in self._applied.items())
+            if moved < CHECKPOINT_DELTA:
+                return
         if self._dlq is not None:
             self._dlq.flush()  # a skipped record's dead letter is sent before the checkpoint passes it
+        for table in self._by_topic.values():
+            if table.store.persistent and not table.store.closed:
+                table.store.flush_to_disk()
         write_checkpoint(self._dir, {checkpoint_key(tp.topic, tp.partition): o for tp, o in self._applied.items()})
         self._checkpointed = dict(self._applied)
 
@@ -221,7 +232,7 @@ class GlobalStateThread(threading.Thread):
             while not self._stopping.is_set():
                 self._apply(consumer.poll(self._poll_timeout, 5000))
                 if time.monotonic() - self._last_checkpoint >= self._checkpoint_interval:
-                    self.checkpoint()
+                    self.checkpoint(force=False)
         except BaseException as exc:
             self._failed = True
             log.exception("global state thread %s failed", self.name)

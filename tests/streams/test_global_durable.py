@@ -119,7 +119,7 @@ def test_a_restart_reads_only_the_tail(
         assert not (tmp_path / "m" / topics[3] / GLOBAL_DIR / ".checkpoint").exists()
 
 
-def run_instance(log_url: str, app_id: str, state_dir: Path, topic: str, kind: str) -> dict[str, int]:
+def run_instance(log_url: str, app_id: str, state_dir: Path, topic: str, kind: str) -> dict[str, Any]:
     """``tests/streams/global_table_runner.py`` in a process of its own: what its start read, and its RSS growth."""
     done = subprocess.run(
         [sys.executable, "-m", "tests.streams.global_table_runner", log_url, app_id, str(state_dir), topic, kind],
@@ -129,7 +129,7 @@ def run_instance(log_url: str, app_id: str, state_dir: Path, topic: str, kind: s
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, int] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
@@ -161,6 +161,43 @@ def test_a_large_global_table_restarts_with_flat_memory(
     figures = (first, restart, in_memory)
     assert restart["rss_growth_kb"] < 40_000, figures
     assert (in_memory["rss_growth_kb"] - restart["rss_growth_kb"]) * 1024 > size * 120, figures
+
+
+def test_after_a_kill_the_restart_reads_from_the_last_checkpoint(
+    log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
+    topic, app_id = names("killed"), names("killed-app")
+    create_topics(log, PARTITIONS, topic, f"{topic}-orders", f"{topic}-out")
+    rows = [(f"k{i:07d}", i) for i in range(2000)]
+    produce(log, topic, rows[:-PARTITIONS], value=lambda v: str(v).encode())
+    produce_exact(log, topic, rows[-PARTITIONS:])
+    server = f"http://127.0.0.1:{free_port()}"
+    args = [log_url, app_id, str(tmp_path / "s"), topic, "rocksdb"]
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "tests.streams.global_table_runner", *args, server],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert runner.stdout is not None
+        assert json.loads(runner.stdout.readline())["restored"] == len(rows)
+        # Fewer than 10,000 records after the start-up checkpoint: no checkpoint is written before the kill.
+        tail = [("k0000000", "new"), ("k0000001", None), ("added", "x")]
+        produce_exact(log, topic, tail)
+
+        def served() -> Any:
+            with httpx.Client(timeout=5) as client:
+                return client.get(f"{server}/v1/stores/rows/keys/added").status_code == 200
+
+        wait_for(served, what="the tail applied by the running instance")
+    finally:
+        runner.kill()  # SIGKILL: no close, no checkpoint
+        runner.wait()
+    restart = run_instance(log_url, app_id, tmp_path / "s", topic, "rocksdb")
+    assert restart["restored"] == len(tail)  # from the start-up checkpoint: the tail again, nothing before it
+    assert restart["sample"] == '"new"'  # produced as JSON, read with the str serde
 
 
 def test_a_missing_corrupt_or_out_of_range_checkpoint_reads_from_the_start(
