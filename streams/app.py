@@ -28,7 +28,7 @@ from typing import Any
 from streams.assignor import AssignorConfig, task_key
 from streams.config import StreamsConfig, parse_host_port
 from streams.emit_throttle import DEFAULT_EMIT_INTERVAL_MS
-from streams.errors import IllegalStateError
+from streams.errors import IllegalStateError, InvalidStateStoreError
 from streams.extractors import extractor_from
 from streams.gc_tuning import GcTuning
 from streams.global_state import GlobalStateThread
@@ -770,6 +770,8 @@ class StreamsApp:
         if glob is not None:
             return glob
         self.query_metadata.check_store(name)
+        if self.query_metadata.is_global(name):
+            raise InvalidStateStoreError(f"global store {name!r} is not open: the app is {self.state}")
         return read_only_store(
             self.topology.stores[name],
             self._active_tasks,

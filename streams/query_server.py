@@ -482,9 +482,11 @@ class QueryServer:
         return {"key": key, "value": value, "partition": partition, "instance": self.source.instance_id, "stale": stale}
 
     def _global_view(self, store: str) -> ReadOnlyGlobalStore:
-        view = self.source.store(store)
-        if not isinstance(view, ReadOnlyGlobalStore):  # not started yet, or closing
-            raise _unavailable(self.source, f"global store {store!r} is not open on instance {self.source.instance_id}")
+        try:
+            view = self.source.store(store)
+        except InvalidStateStoreError as exc:  # closing
+            raise _unavailable(self.source, f"instance {self.source.instance_id}: {exc}") from None
+        assert isinstance(view, ReadOnlyGlobalStore)
         return view
 
     def _global_get(self, store: str, key: Any) -> dict[str, Any]:

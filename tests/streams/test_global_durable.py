@@ -24,7 +24,7 @@ import httpx
 import orjson
 import pytest
 
-from streams import DeserializationError, StreamsApp, StreamsBuilder, TopologyTestDriver
+from streams import DeserializationError, InvalidStateStoreError, StreamsApp, StreamsBuilder, TopologyTestDriver
 from streams.app import AppState
 from streams.global_state import GLOBAL_DIR
 from streams.log import Log
@@ -114,6 +114,8 @@ def test_a_restart_reads_only_the_tail(
     with app_of(log_url, topics, tmp_path / "s") as app:
         assert app.metrics()["global"]["restored"] == 0
         assert app.store("rows").get("c010") == {"region": "late"}
+    with pytest.raises(InvalidStateStoreError, match="global store 'rows' is not open: the app is NOT_RUNNING"):
+        app.store("rows")
     with app_of(log_url, topics, tmp_path / "m", kind="memory") as app:  # in memory: everything, every time
         assert app.metrics()["global"]["restored"] == len(ROWS) + len(tail) + 1
         assert not (tmp_path / "m" / topics[3] / GLOBAL_DIR / ".checkpoint").exists()
