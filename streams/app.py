@@ -304,6 +304,7 @@ class StreamsApp:
             handler=self._handler,
             app_dir=self._state_dir.path,
             default_kind=self.config.default_store,
+            cache_entries=self.config.cache_max_entries,
             checkpoint_interval_s=self.config.commit_interval_ms / 1000,
             progress_interval_s=self.config.progress_interval_s,
         )

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.changelog import checkpoint_key, read_checkpoint, write_checkpoint
-from streams.global_table import ReadOnlyGlobalStore, global_inputs
+from streams.global_table import global_inputs
 from streams.handlers import DeserializationHandler
 from streams.log.base import OFFSET_BEGINNING, Consumer, Log, LogError, Producer, Record, TopicPartition
 from streams.topology import Topology
@@ -45,7 +45,8 @@ class GlobalStateThread(threading.Thread):
     ``restore()`` reads every topic to its end (call it before the stream threads start); ``start()``
     then follows the topics until ``shutdown()``. A failure is reported to ``on_failed`` (the app goes
     to ERROR, as Kafka Streams does when its global thread dies). ``app_dir``: the application's state
-    directory (RocksDB stores and the checkpoint go in its ``global/``); None keeps every store in memory."""
+    directory (RocksDB stores and the checkpoint go in its ``global/``); None keeps every store in memory.
+    ``cache_entries``: deserialized values the readers of a RocksDB store keep."""
 
     def __init__(
         self,
@@ -57,6 +58,7 @@ class GlobalStateThread(threading.Thread):
         handler: DeserializationHandler,
         app_dir: Path | None = None,
         default_kind: str = "rocksdb",
+        cache_entries: int = 100_000,
         checkpoint_interval_s: float = 5.0,
         poll_timeout_s: float = 0.1,
         progress_interval_s: float = 10.0,
@@ -65,9 +67,9 @@ class GlobalStateThread(threading.Thread):
         self._dir = None if app_dir is None else app_dir / GLOBAL_DIR
         self._log = log_backend
         self._dlq: Producer | None = None
-        self._by_topic = global_inputs(topology, handler, self._send, self._dir, default_kind)
+        self._by_topic = global_inputs(topology, handler, self._send, self._dir, default_kind, cache_entries)
         #: What the stream threads, ``app.store`` and the HTTP API read: read-only views, safe from any thread.
-        self.stores = {t.spec.store: ReadOnlyGlobalStore(t.store) for t in self._by_topic.values()}
+        self.stores = {t.spec.store: t.view for t in self._by_topic.values()}
         self._consumer: Consumer | None = log_backend.consumer(None, client_id=client_id)
         self._on_failed = on_failed
         self._poll_timeout = poll_timeout_s

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +42,7 @@ __all__ = [
 log = logging.getLogger("streams.global_table")
 
 _TS = struct.Struct(">q")
+_MISSING = object()
 
 
 class GlobalKTable:
@@ -94,6 +95,7 @@ class GlobalTableInput:
     store: Any  # a CachingKeyValueStore, written only by the thread that applies records
     handler: DeserializationHandler
     send: Callable[..., None]  # where a dead-letter handler sends
+    cache_entries: int = 0  # of a persistent store's view (see ReadOnlyGlobalStore)
     skipped: int = 0
     dropped: int = 0
 
@@ -101,6 +103,8 @@ class GlobalTableInput:
         topic = self.spec.topic
         self._kde = bind_deserializer(self.store.key_serde, topic, True)
         self._vde = bind_deserializer(self.store.value_serde.inner, topic, False)
+        #: What every other thread reads.
+        self.view = ReadOnlyGlobalStore(self.store, self.cache_entries if self.store.persistent else 0)
 
     def apply(self, records: list[Record]) -> None:
         """Apply records of the table's topic, oldest first: the latest value per key, None deletes."""
@@ -132,6 +136,7 @@ class GlobalTableInput:
                     self.store.restore_values(entries)
                 else:
                     self.store.restore_batch(entries)
+                self.view.changed(kb for kb, _ in entries)
 
     def _failed(self, rec: Record, exc: Exception) -> None:
         """``rec`` did not deserialize: count it if the handler says to go on, else raise."""
@@ -152,11 +157,15 @@ def global_inputs(
     send: Callable[..., None],
     directory: Path | None = None,
     default_kind: str = "memory",
+    cache_entries: int = 0,
 ) -> dict[str, GlobalTableInput]:
     """Topic -> its global table, a store each (``directory``: where RocksDB stores live; without it, or
-    with ``default_kind`` "memory" for a table that does not say, the store is in memory)."""
+    with ``default_kind`` "memory" for a table that does not say, the store is in memory; ``cache_entries``:
+    deserialized values a RocksDB store's readers keep)."""
     return {
-        spec.topic: GlobalTableInput(spec, _global_store(spec, topology, directory, default_kind), handler, send)
+        spec.topic: GlobalTableInput(
+            spec, _global_store(spec, topology, directory, default_kind), handler, send, cache_entries
+        )
         for spec in topology.global_tables.values()
     }
 
@@ -165,19 +174,49 @@ class ReadOnlyGlobalStore:
     """A global table's store as the stream threads, ``app.store(name)`` and the HTTP query API see it: this
     instance's whole copy, read-only (Kafka Streams gives processors global stores read-only too).
 
-    Safe while the global thread writes: reads never fill the store's cache (``peek``), so a value read just
-    before an update cannot be cached after it; RocksDB reads and iterators see a consistent snapshot."""
+    Safe while the global thread writes. Reads never touch the store's own cache (``peek``); a RocksDB store's
+    view keeps up to ``cache_entries`` deserialized values of its own, which the writer invalidates per key
+    after each write (``changed``). A reader keeps what it read only if no write began meanwhile (the
+    ``_generation`` the writer bumps before invalidating), and puts it into the dict it found, so a value
+    read before a write is never left cached after it; RocksDB reads and iterators see a consistent snapshot."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, cache_entries: int = 0) -> None:
         self._store = store
         self.name: str = store.name
+        self._max = cache_entries
+        self._cache: dict[bytes, Any] = {}
+        self._generation = 0
+
+    def get(self, key: Any) -> Any:
+        if not self._max:
+            return self._store.peek(key)
+        kb = self._store.key_bytes(key)
+        cache = self._cache
+        value = cache.get(kb, _MISSING)
+        if value is not _MISSING:
+            return value
+        generation = self._generation
+        value = self._store.peek(key)
+        if len(cache) >= self._max:
+            cache = self._cache = {}
+        cache[kb] = value
+        if self._generation != generation:  # a write raced this read: do not keep what it read
+            cache.pop(kb, None)
+        return value
+
+    def changed(self, keys: Iterable[bytes]) -> None:
+        """The writer wrote ``keys`` (serialized) to the store: forget what readers cached of them."""
+        if not self._max:
+            return
+        self._generation += 1
+        cache = self._cache
+        if cache:
+            for kb in keys:
+                cache.pop(kb, None)
 
     @property
     def closed(self) -> bool:
         return bool(self._store.closed)
-
-    def get(self, key: Any) -> Any:
-        return self._store.peek(key)
 
     def key_bytes(self, key: Any) -> bytes:
         return bytes(self._store.key_bytes(key))

@@ -30,7 +30,7 @@ from typing import Any
 from streams.emit_throttle import EmitIntervals
 from streams.errors import StreamsError, TopologyError
 from streams.extractors import extractor_from
-from streams.global_table import ReadOnlyGlobalStore, global_inputs
+from streams.global_table import global_inputs
 from streams.handlers import handler_from
 from streams.log.base import DeliveryCallback, HeaderPairs, Headers, Record
 from streams.metadata import TopicNames
@@ -107,7 +107,7 @@ class TopologyTestDriver:
             topic_names=names,
             partitions_of=lambda topic: 1,
             default_timestamp_extractor=extractor_from(default_timestamp_extractor, "default_timestamp_extractor"),
-            global_stores={t.spec.store: ReadOnlyGlobalStore(t.store) for t in self._global_by_topic.values()},
+            global_stores={t.spec.store: t.view for t in self._global_by_topic.values()},
             # 0 unless asked otherwise, as Kafka Streams' TopologyTestDriver: results as soon as stream time allows
             emit_intervals=EmitIntervals(outer_join_emit_interval_ms, windowed_aggregation_emit_interval_ms),
         )

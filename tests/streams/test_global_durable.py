@@ -27,7 +27,10 @@ import pytest
 from streams import DeserializationError, InvalidStateStoreError, StreamsApp, StreamsBuilder, TopologyTestDriver
 from streams.app import AppState
 from streams.global_state import GLOBAL_DIR
+from streams.global_table import global_inputs
+from streams.handlers import handler_from
 from streams.log import Log
+from streams.log.base import Record
 from streams.topology import Topology
 from tests.streams.scenarios import pipe, read_rows
 from tests.support import REPO_ROOT
@@ -236,6 +239,46 @@ def test_a_missing_corrupt_or_out_of_range_checkpoint_reads_from_the_start(
         assert app.metrics()["global"]["restored"] == len(fresh)
         assert dict(app.store("rows").all()) == fresh
     assert "is out of its range" in caplog.text
+
+
+# -- reads from other threads --------------------------------------------------------------------------------
+
+
+def test_a_rocksdb_global_view_never_keeps_a_value_a_write_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (table,) = global_inputs(
+        topology("rows", "orders", "out"), handler_from("fail"), print, tmp_path, "rocksdb", 10
+    ).values()
+    offsets = iter(range(100))
+
+    def write(key: bytes, value: Any) -> None:  # what the global thread does with a record of the topic
+        offset = next(offsets)
+        table.apply([Record("rows", 0, offset, key, orjson.dumps(value), offset, ())])
+
+    view = table.view
+    write(b"k", {"v": 0})
+    assert view.get("k") == {"v": 0}  # now cached
+    write(b"k", {"v": 1})
+    assert view.get("k") == {"v": 1}  # the write forgot it
+    # The global thread writes between a reader's RocksDB read and its cache insert (the reader was preempted):
+    write(b"j", {"v": 0})
+    peek = table.store.peek
+
+    def read_then_write(key: Any) -> Any:
+        value = peek(key)
+        write(b"j", {"v": 1})
+        return value
+
+    monkeypatch.setattr(table.store, "peek", read_then_write)
+    assert view.get("j") == {"v": 0}  # the value as of the read
+    monkeypatch.setattr(table.store, "peek", peek)
+    assert view.get("j") == {"v": 1}  # not the raced value, kept in the cache
+    for i in range(30):  # more keys than the cache holds: it starts over, and answers stay right
+        write(f"n{i}".encode(), {"v": i})
+        assert view.get(f"n{i}") == {"v": i}
+    assert view.get("j") == {"v": 1} and view.get("k") == {"v": 1}
+    table.store.close()
 
 
 # -- deserialization errors --------------------------------------------------------------------------------
