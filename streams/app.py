@@ -28,10 +28,10 @@ from typing import Any
 from streams.assignor import AssignorConfig, task_key
 from streams.config import StreamsConfig, parse_host_port
 from streams.emit_throttle import DEFAULT_EMIT_INTERVAL_MS
-from streams.errors import IllegalStateError
+from streams.errors import IllegalStateError, InvalidStateStoreError
 from streams.extractors import extractor_from
 from streams.gc_tuning import GcTuning
-from streams.global_table import GlobalStateThread, ReadOnlyGlobalStore
+from streams.global_state import GlobalStateThread
 from streams.group_leader import Assignment
 from streams.handlers import DeadLetterQueue, handler_from
 from streams.listeners import StateListener, TaskState
@@ -40,7 +40,7 @@ from streams.membership import Membership
 from streams.metadata import Metadata, TopicNames, resolve
 from streams.metrics import RuntimeStats, TaskStats, ThreadStats, new_registry
 from streams.processor import SystemClock
-from streams.queries import KeyQueryMetadata, QueryMetadata, StreamsMetadata, View, read_only_store
+from streams.queries import HostInfo, KeyQueryMetadata, QueryMetadata, StreamsMetadata, View, read_only_store
 from streams.state_directory import StateDirectory
 from streams.stream_thread import StreamThread
 from streams.task import StreamTask, TaskEnv
@@ -295,8 +295,19 @@ class StreamsApp:
         if not self.topology.global_tables:
             return
         name = f"{self.application_id}-GlobalStreamThread"
-        interval = self.config.progress_interval_s
-        thread = GlobalStateThread(self.topology, self.log, name, self.on_thread_failed, progress_interval_s=interval)
+        assert self._state_dir is not None
+        thread = GlobalStateThread(
+            self.topology,
+            self.log,
+            name,
+            self.on_thread_failed,
+            handler=self._handler,
+            app_dir=self._state_dir.path,
+            default_kind=self.config.default_store,
+            cache_entries=self.config.cache_max_entries,
+            checkpoint_interval_s=self.config.commit_interval_ms / 1000,
+            progress_interval_s=self.config.progress_interval_s,
+        )
         try:
             thread.restore()
         except BaseException:
@@ -692,6 +703,7 @@ class StreamsApp:
             },
             "restore_seconds": sum(thread.restore_seconds for thread in self._threads),
             "standby_records": sum(thread.standby_records for thread in self._threads),
+            "global": glob.metrics() if (glob := self._global_thread) is not None else {},
         }
 
     def wait_until(self, predicate: Callable[[StreamsApp], bool], timeout: float = 30.0) -> bool:
@@ -708,8 +720,9 @@ class StreamsApp:
 
     def query_metadata_for_key(self, store: str, key: Any) -> KeyQueryMetadata:
         """Which instance runs the task holding ``key`` of ``store`` (``active``; None during a hand-over), which
-        hold standbys of it, and its partition (Kafka Streams' ``queryMetadataForKey``)."""
-        return self.query_metadata.for_key(store, key)
+        hold standbys of it, and its partition (Kafka Streams' ``queryMetadataForKey``). For a global table's
+        store: this instance, partition -1 (every instance holds the whole table)."""
+        return self.query_metadata.for_key(store, key, HostInfo(self.instance_id, self.config.application_server))
 
     def all_metadata_for_store(self, store: str) -> list[StreamsMetadata]:
         """The instances holding ``store``, as an active task or a standby (``streamsMetadataForStore``)."""
@@ -756,8 +769,10 @@ class StreamsApp:
         answers on every instance, from its whole table."""
         glob = self._global_thread.stores.get(name) if self._global_thread is not None else None
         if glob is not None:
-            return ReadOnlyGlobalStore(glob)
+            return glob
         self.query_metadata.check_store(name)
+        if self.query_metadata.is_global(name):
+            raise InvalidStateStoreError(f"global store {name!r} is not open: the app is {self.state}")
         return read_only_store(
             self.topology.stores[name],
             self._active_tasks,

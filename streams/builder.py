@@ -83,15 +83,19 @@ class StreamsBuilder:
         self.topology.add_state_store(spec, node)
         return KTable(self, node, spec.name, key, value, options)
 
-    def global_table(self, topic: str, *, key: Any = None, value: Any = None, store: str | None = None) -> GlobalKTable:
+    def global_table(
+        self, topic: str, *, key: Any = None, value: Any = None, store: str | None = None, kind: str | None = None
+    ) -> GlobalKTable:
         """``topic`` as a table that every instance holds in full (all partitions), for streams to join
         with a key selector (``KStream.join(global_table, key_selector, joiner)``). ``store``: its name
-        (queryable with ``app.store(name)`` on every instance)."""
+        (queryable with ``app.store(name)`` and over HTTP on every instance); ``kind``: ``"rocksdb"`` (with
+        an offset checkpoint: a restart reads only the tail) or ``"memory"`` (read from the start at every
+        start); None: the app's ``default_store``."""
         key = serde_from(key, "key serde of global_table()")
         value = serde_from(value, "value serde of global_table()")
         if store is not None and not isinstance(store, str):
             raise TypeError(f"global_table() store must be a name, got {store!r}")
-        spec = GlobalTableSpec(store or f"{topic}-STATE-STORE-{self._index:010d}", topic, key, value)
+        spec = GlobalTableSpec(store or f"{topic}-STATE-STORE-{self._index:010d}", topic, key, value, kind)
         self._index += 1
         self.topology.add_global_table(spec)
         return GlobalKTable(self, spec)

@@ -1,28 +1,30 @@
 """``GlobalKTable``: a table every instance holds in full, and the stream-GlobalKTable join.
 
 A global table is not split into tasks: each instance reads ALL partitions of its topic into one store
-(``GlobalStateThread``), first completely before its stream threads start, then continuously while it
-runs. The topic itself is the table's log, so the store has no changelog; it is kept in memory and
-restored from the topic at every start. Processors reach it by name through ``get_state_store``
-without being connected to it, and a stream joins it through a key selector, so the stream needs no
-co-partitioning with the table's topic.
+(``streams/global_state.py``), first up to the end before its stream threads start, then continuously while
+it runs. The topic itself is the table's log, so the store has no changelog. As in Kafka Streams the store
+is RocksDB by default (in ``<state_dir>/<application_id>/global/``, with a checkpoint of the offsets it
+holds, so a restart reads only the tail), or in memory (``kind="memory"``: read from the start at every
+start). Processors reach it by name through ``get_state_store`` (read-only) without being connected to it,
+and a stream joins it through a key selector, so the stream needs no co-partitioning with the table's topic.
 """
 
 from __future__ import annotations
 
 import logging
 import struct
-import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from streams.errors import DeserializationError
-from streams.log.base import OFFSET_BEGINNING, Consumer, Log, Record, TopicPartition
+from streams.handlers import DeserializationHandler
+from streams.log.base import Record
 from streams.ops import Forwarding
 from streams.processor import ProcessorContext, RecordContext
-from streams.record_serdes import TimestampedSerde
+from streams.record_serdes import TimestampedSerde, bind_deserializer
+from streams.state.cache import CachingKeyValueStore
 from streams.state.memory import InMemoryKeyValueStore
 from streams.topology import GlobalTableSpec, Topology
 
@@ -31,16 +33,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GlobalKTable",
-    "GlobalStateThread",
+    "GlobalTableInput",
     "ReadOnlyGlobalStore",
     "StreamGlobalJoinProcessor",
-    "apply_global_records",
-    "global_stores",
+    "global_inputs",
 ]
 
 log = logging.getLogger("streams.global_table")
 
 _TS = struct.Struct(">q")
+_MISSING = object()
 
 
 class GlobalKTable:
@@ -63,141 +65,171 @@ class GlobalKTable:
         return f"GlobalKTable(topic={self.spec.topic!r}, store={self.spec.store!r})"
 
 
-def global_stores(topology: Topology) -> dict[str, InMemoryKeyValueStore]:
-    """A fresh, empty store per global table of ``topology`` (timestamped, without changelog)."""
-    stores = {}
-    for spec in topology.global_tables.values():
-        key, value = topology.key_serde(spec.key), topology.value_serde(spec.value)
-        # Bound to the table's topic: a key serialized for a lookup has the bytes a producer gave it.
-        store = InMemoryKeyValueStore(spec.store, key, TimestampedSerde(value), spec.topic, RecordContext())
-        store.timestamped = True
-        stores[spec.store] = store
-    return stores
+def _global_store(spec: GlobalTableSpec, topology: Topology, directory: Path | None, default_kind: str) -> Any:
+    """An empty (or, on RocksDB, the local) store of one global table: timestamped, without changelog."""
+    key, value = topology.key_serde(spec.key), TimestampedSerde(topology.value_serde(spec.value))
+    kind = spec.kind or default_kind
+    store: CachingKeyValueStore
+    # Bound to the table's topic: a key serialized for a lookup has the bytes a producer gave it.
+    if kind == "memory" or directory is None:
+        store = InMemoryKeyValueStore(spec.store, key, value, spec.topic, RecordContext())
+    else:
+        from streams.state.rocksdb import RocksDBKeyValueStore  # rocksdict is the [streams] extra
+
+        path = directory / "rocksdb" / spec.store
+        store = RocksDBKeyValueStore(spec.store, key, value, spec.topic, RecordContext(), path=path)
+    store.timestamped = True
+    return store
 
 
-def apply_global_records(store: InMemoryKeyValueStore, records: list[Record]) -> None:
-    """Apply records of a global table's topic to its store: the latest value per key, None deletes.
-    A value that does not deserialize stops the global table (``DeserializationError`` names its offset)."""
-    kept = [r for r in records if r.key is not None]
-    entries = [(r.key, None if r.value is None else _TS.pack(r.timestamp) + r.value) for r in kept]
-    try:
-        store.restore_batch(entries)  # type: ignore[arg-type]  # keys are not None
-    except Exception:
-        for rec, entry in zip(kept, entries, strict=True):  # find the record (re-applying the others is harmless)
-            try:
-                store.restore_batch([entry])  # type: ignore[list-item]
-            except Exception as exc:
-                raise DeserializationError(rec.topic, rec.partition, rec.offset, False, exc) from exc
-        raise
+@dataclass(eq=False)
+class GlobalTableInput:
+    """One global table: its store and how the records of its topic reach it.
 
+    Each record is deserialized (key and value) before it is applied, as Kafka Streams' global source node
+    does: one that does not deserialize goes to the app's deserialization handler, which skips it (counted
+    in ``skipped``) or stops the global table with a ``DeserializationError`` naming its topic, partition
+    and offset. Records with a null key are dropped (counted in ``dropped``), as a table source drops them."""
 
-class GlobalStateThread(threading.Thread):
-    """Keeps this instance's global stores up to date with all partitions of their topics.
+    spec: GlobalTableSpec
+    store: Any  # a CachingKeyValueStore, written only by the thread that applies records
+    handler: DeserializationHandler
+    send: Callable[..., None]  # where a dead-letter handler sends
+    cache_entries: int = 0  # of a persistent store's view (see ReadOnlyGlobalStore)
+    skipped: int = 0
+    dropped: int = 0
 
-    ``restore()`` reads every topic to its end (call it before the stream threads start); ``start()``
-    then follows the topics until ``shutdown()``. A failure is reported to ``on_failed`` (the app goes
-    to ERROR, as Kafka Streams does when its global thread dies)."""
+    def __post_init__(self) -> None:
+        topic = self.spec.topic
+        self._kde = bind_deserializer(self.store.key_serde, topic, True)
+        self._vde = bind_deserializer(self.store.value_serde.inner, topic, False)
+        #: What every other thread reads.
+        self.view = ReadOnlyGlobalStore(self.store, self.cache_entries if self.store.persistent else 0)
 
-    def __init__(
-        self,
-        topology: Topology,
-        log_backend: Log,
-        client_id: str,
-        on_failed: Callable[[str, BaseException], None],
-        poll_timeout_s: float = 0.1,
-        progress_interval_s: float = 10.0,
-    ) -> None:
-        super().__init__(name=client_id, daemon=True)
-        self.stores = global_stores(topology)
-        self._by_topic = {spec.topic: self.stores[spec.store] for spec in topology.global_tables.values()}
-        self._log = log_backend
-        self._consumer: Consumer | None = log_backend.consumer(None, client_id=client_id)
-        self._on_failed = on_failed
-        self._poll_timeout = poll_timeout_s
-        self._progress_interval = progress_interval_s
-        self._stopping = threading.Event()
-        self.records = 0  # applied since start
-
-    def _apply(self, records: list[Record]) -> None:
-        by_topic: dict[str, list[Record]] = {}
-        for rec in records:
-            by_topic.setdefault(rec.topic, []).append(rec)
-        for topic, recs in by_topic.items():
-            apply_global_records(self._by_topic[topic], recs)
-        self.records += len(records)
-
-    def restore(self) -> None:
-        """Read all partitions of every global topic from the beginning up to their end offsets (and on
-        until a poll finds nothing more: some brokers report end offsets short)."""
-        ends: dict[TopicPartition, int] = {}
-        for topic in self._by_topic:
-            for p, end in self._log.end_offsets(topic).items():
-                ends[TopicPartition(topic, p)] = end
-        consumer = self._consumer
-        assert consumer is not None
-        consumer.assign({tp: OFFSET_BEGINNING for tp in ends})
-        started = last_report = time.monotonic()
-        total = sum(ends.values())
-        while True:
-            records = consumer.poll(self._poll_timeout, 5000)
-            self._apply(records)
-            if not records and all(consumer.position(tp) >= end for tp, end in ends.items()):
-                break
-            now = time.monotonic()
-            if now - last_report >= self._progress_interval:
-                last_report = now
-                log.info("global tables %s: restored %d of about %d records", sorted(self.stores), self.records, total)
-        log.info(
-            "global tables %s: restored %d records from %d partitions in %.1f s",
-            sorted(self.stores),
-            self.records,
-            len(ends),
-            time.monotonic() - started,
-        )
-
-    def run(self) -> None:
+    def apply(self, records: list[Record]) -> None:
+        """Apply records of the table's topic, oldest first: the latest value per key, None deletes."""
+        kde, vde, pack = self._kde, self._vde, _TS.pack
+        # An in-memory store keeps the values this check deserializes; RocksDB keeps the bytes.
+        objects = isinstance(self.store, InMemoryKeyValueStore)
+        entries: list[tuple[bytes, Any]] = []
         try:
-            consumer = self._consumer
-            assert consumer is not None
-            while not self._stopping.is_set():
-                self._apply(consumer.poll(self._poll_timeout, 5000))
-        except BaseException as exc:
-            log.exception("global state thread %s failed", self.name)
-            self._on_failed(self.name, exc)
-        finally:
-            self.close_clients()
+            for rec in records:
+                key, value = rec.key, rec.value
+                if key is None:
+                    self.dropped += 1
+                    continue
+                try:
+                    kde(key)
+                    obj = None if value is None else vde(value)
+                except Exception as exc:
+                    self._failed(rec, exc)
+                    continue
+                if value is None:
+                    entries.append((key, None))
+                elif objects:
+                    entries.append((key, (obj, rec.timestamp)))
+                else:
+                    entries.append((key, pack(rec.timestamp) + value))
+        finally:  # a failing record stops the table after the ones before it
+            if entries:
+                if objects:
+                    self.store.restore_values(entries)
+                else:
+                    self.store.restore_batch(entries)
+                self.view.changed(kb for kb, _ in entries)
 
-    def shutdown(self, timeout: float | None = 10.0) -> None:
-        self._stopping.set()
-        if self.is_alive():
-            self.join(timeout)
-        else:
-            self.close_clients()
+    def _failed(self, rec: Record, exc: Exception) -> None:
+        """``rec`` did not deserialize: count it if the handler says to go on, else raise."""
+        try:
+            self._kde(rec.key)
+            is_key = False
+        except Exception:
+            is_key = True
+        error = DeserializationError(rec.topic, rec.partition, rec.offset, is_key, exc)
+        if not self.handler.handle(rec, error, self.send):
+            raise error from exc
+        self.skipped += 1
 
-    def close_clients(self) -> None:
-        consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            consumer.close()
-        for store in self.stores.values():
-            if not store.closed:
-                store.close()
+
+def global_inputs(
+    topology: Topology,
+    handler: DeserializationHandler,
+    send: Callable[..., None],
+    directory: Path | None = None,
+    default_kind: str = "memory",
+    cache_entries: int = 0,
+) -> dict[str, GlobalTableInput]:
+    """Topic -> its global table, a store each (``directory``: where RocksDB stores live; without it, or
+    with ``default_kind`` "memory" for a table that does not say, the store is in memory; ``cache_entries``:
+    deserialized values a RocksDB store's readers keep)."""
+    return {
+        spec.topic: GlobalTableInput(
+            spec, _global_store(spec, topology, directory, default_kind), handler, send, cache_entries
+        )
+        for spec in topology.global_tables.values()
+    }
 
 
 class ReadOnlyGlobalStore:
-    """``app.store(name)`` of a global table: this instance's whole copy (read while the global thread
-    writes: reads do not touch the store's cache)."""
+    """A global table's store as the stream threads, ``app.store(name)`` and the HTTP query API see it: this
+    instance's whole copy, read-only (Kafka Streams gives processors global stores read-only too).
 
-    def __init__(self, store: InMemoryKeyValueStore) -> None:
+    Safe while the global thread writes. Reads never touch the store's own cache (``peek``); a RocksDB store's
+    view keeps up to ``cache_entries`` deserialized values of its own, which the writer invalidates per key
+    after each write (``changed``). A reader keeps what it read only if no write began meanwhile (the
+    ``_generation`` the writer bumps before invalidating), and puts it into the dict it found, so a value
+    read before a write is never left cached after it; RocksDB reads and iterators see a consistent snapshot."""
+
+    def __init__(self, store: Any, cache_entries: int = 0) -> None:
         self._store = store
+        self.name: str = store.name
+        self._max = cache_entries
+        self._cache: dict[bytes, Any] = {}
+        self._generation = 0
 
     def get(self, key: Any) -> Any:
-        return self._store.peek(key)
+        if not self._max:
+            return self._store.peek(key)
+        kb = self._store.key_bytes(key)
+        cache = self._cache
+        value = cache.get(kb, _MISSING)
+        if value is not _MISSING:
+            return value
+        generation = self._generation
+        value = self._store.peek(key)
+        if len(cache) >= self._max:
+            cache = self._cache = {}
+        cache[kb] = value
+        if self._generation != generation:  # a write raced this read: do not keep what it read
+            cache.pop(kb, None)
+        return value
+
+    def changed(self, keys: Iterable[bytes]) -> None:
+        """The writer wrote ``keys`` (serialized) to the store: forget what readers cached of them."""
+        if not self._max:
+            return
+        self._generation += 1
+        cache = self._cache
+        if cache:
+            for kb in keys:
+                cache.pop(kb, None)
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._store.closed)
+
+    def key_bytes(self, key: Any) -> bytes:
+        return bytes(self._store.key_bytes(key))
 
     def all(self) -> list[tuple[Any, Any]]:
         return list(self._store.all())
 
+    def range(self, key_from: Any = None, key_to: Any = None) -> Iterator[tuple[Any, Any]]:
+        """(key, value) with ``key_from <= key <= key_to`` as serialized keys, in key-byte order."""
+        return iter(list(self._store.range(key_from, key_to)))
+
     def approximate_num_entries(self) -> int:
-        return self._store.approximate_num_entries()
+        return int(self._store.approximate_num_entries())
 
 
 @dataclass(eq=False)

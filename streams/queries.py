@@ -77,20 +77,26 @@ class QueryMetadata:
         self._hosts_cache: tuple[Assignment, dict[str, tuple[HostInfo | None, tuple[HostInfo, ...]]]] | None = None
 
     def check_store(self, store: str) -> None:
-        if store not in self._topology.stores:
-            raise InvalidStateStoreError(f"no store named {store!r}; stores: {sorted(self._topology.stores)}")
+        if store not in self._topology.stores and store not in self._topology.global_tables:
+            names = sorted([*self._topology.stores, *self._topology.global_tables])
+            raise InvalidStateStoreError(f"no store named {store!r}; stores: {names}")
+
+    def is_global(self, store: str) -> bool:
+        """Whether ``store`` is a global table's: every instance holds all of it and answers it locally."""
+        return store in self._topology.global_tables
 
     def key_serde(self, store: str) -> Any:
         self.check_store(store)
-        spec = self._topology.stores[store]
+        spec = self._topology.stores.get(store) or self._topology.global_tables[store]
         return self._topology.key_serde(spec.key)
 
     def key_bytes(self, store: str, key: Any) -> bytes:
         """``key`` serialized as the store serializes it (what its partition is computed from)."""
         ser = self._serializers.get(store)
         if ser is None:
-            changelog = self._metadata().names.changelog(store)
-            ser = self._serializers[store] = bind_serializer(self.key_serde(store), changelog, True)
+            glob = self._topology.global_tables.get(store)  # bound to its topic, as its store is
+            topic = glob.topic if glob is not None else self._metadata().names.changelog(store)
+            ser = self._serializers[store] = bind_serializer(self.key_serde(store), topic, True)
         kb = ser(key)
         if kb is None:
             raise ValueError(f"store {store!r}: keys must not be None")
@@ -131,7 +137,15 @@ class QueryMetadata:
         self._hosts_cache = (assignment, hosts)
         return hosts
 
-    def for_key(self, store: str, key: Any) -> KeyQueryMetadata:
+    def for_key(self, store: str, key: Any, local: HostInfo | None = None) -> KeyQueryMetadata:
+        """Where ``key`` of ``store`` lives. A global store's key lives on every instance: the answer is the
+        ``local`` instance, partition -1 and no task, as Kafka Streams answers ``queryMetadataForKey`` for a
+        global store."""
+        if self.is_global(store):
+            if local is None:
+                raise InvalidStateStoreError(f"store {store!r} is a global table's: every instance answers it")
+            self.key_bytes(store, key)  # a key the store cannot serialize is still an error
+            return KeyQueryMetadata(local, [], -1, "")
         return self.for_partition(store, self.partition_of(store, key))
 
     def all_instances(self) -> list[StreamsMetadata]:
@@ -143,15 +157,20 @@ class QueryMetadata:
         def stores(tasks: list[str]) -> list[str]:
             return sorted({s for t in tasks for s in stores_of.get(int(t.partition("_")[0]), [])})
 
+        global_stores = sorted(self._topology.global_tables)  # held in full by every instance, as in Kafka Streams
         return [
             StreamsMetadata(
-                HostInfo(instance, m.server), list(m.active), stores(m.active), list(m.standby), stores(m.standby)
+                HostInfo(instance, m.server),
+                list(m.active),
+                sorted({*stores(m.active), *global_stores}),
+                list(m.standby),
+                stores(m.standby),
             )
             for instance, m in sorted(self._assignment().members.items())
         ]
 
     def for_store(self, store: str) -> list[StreamsMetadata]:
-        """The instances with an active task or a standby of ``store``."""
+        """The instances with an active task or a standby of ``store`` (all of them for a global store)."""
         self.check_store(store)
         return [m for m in self.all_instances() if store in m.stores or store in m.standby_stores]
 

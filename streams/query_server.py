@@ -470,7 +470,7 @@ class QueryServer:
 
     def _key_metadata(self, store: str, key: Any) -> Any:
         try:
-            return self.source.query_metadata.for_key(store, key)
+            return self.source.query_metadata.for_key(store, key, HostInfo(self.source.instance_id, self.advertised))
         except Exception as exc:  # the serde's own errors
             raise QueryError(422, INVALID_KEY, f"store {store!r}: cannot serialize key {key!r}: {exc}") from None
 
@@ -480,6 +480,21 @@ class QueryServer:
         if value is None:
             raise QueryError(404, KEY_NOT_FOUND, f"key {key!r} not found in store {store!r}")
         return {"key": key, "value": value, "partition": partition, "instance": self.source.instance_id, "stale": stale}
+
+    def _global_view(self, store: str) -> ReadOnlyGlobalStore:
+        try:
+            view = self.source.store(store)
+        except InvalidStateStoreError as exc:  # closing
+            raise _unavailable(self.source, f"instance {self.source.instance_id}: {exc}") from None
+        assert isinstance(view, ReadOnlyGlobalStore)
+        return view
+
+    def _global_get(self, store: str, key: Any) -> dict[str, Any]:
+        """A global store's key, answered here: every instance holds the whole table (partition -1)."""
+        value = self._global_view(store).get(key)
+        if value is None:
+            raise QueryError(404, KEY_NOT_FOUND, f"key {key!r} not found in store {store!r}")
+        return {"key": key, "value": value, "partition": -1, "instance": self.source.instance_id, "stale": False}
 
     def _candidates(self, store: str, partition: int, include_standby: bool) -> tuple[list[tuple[HostInfo, bool]], str]:
         """(host, is standby) to ask for ``partition``, in order, and why there are none if so."""
@@ -498,6 +513,8 @@ class QueryServer:
         """``GET /v1/stores/{store}/keys/{text}``: (status, JSON body); raises ``QueryError``."""
         typed = self._key(store, text)
         meta = self._key_metadata(store, typed)
+        if self.source.query_metadata.is_global(store):
+            return 200, to_json(self._global_get(store, typed))
         if local:
             return 200, to_json(self._local_get(store, typed, meta.partition, include_standby))
         return await self._routed(
@@ -645,6 +662,9 @@ class QueryServer:
         high = None if key_to is None else self._key(store, key_to)
         self._check_store(store)
         qm = self.source.query_metadata
+        if qm.is_global(store):  # answered here, whole: no partitions to gather
+            rows = await asyncio.to_thread(lambda: list(self._global_view(store).range(low, high)))
+            return _json({"items": [{"key": k, "value": v} for k, v in rows], "stale_partitions": []})
         count = qm.partitions(store)
         if partitions is not None:
             try:

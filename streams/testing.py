@@ -30,7 +30,7 @@ from typing import Any
 from streams.emit_throttle import EmitIntervals
 from streams.errors import StreamsError, TopologyError
 from streams.extractors import extractor_from
-from streams.global_table import apply_global_records, global_stores
+from streams.global_table import global_inputs
 from streams.handlers import handler_from
 from streams.log.base import DeliveryCallback, HeaderPairs, Headers, Record
 from streams.metadata import TopicNames
@@ -91,6 +91,9 @@ class TopologyTestDriver:
         names = TopicNames(application_id)
         internal = {names.topic(name, True) for name in topology.repartition_topics}
         self._changelog_topics = {names.changelog(name): name for name in topology.stores}
+        handler = handler_from(deserialization_error_handler)
+        # Global tables in memory; piped records reach them through the deserialization handler, as in the app.
+        self._global_by_topic = global_inputs(topology, handler, self._send)
         env = TaskEnv(
             application_id=application_id,
             topology=topology,
@@ -99,16 +102,15 @@ class TopologyTestDriver:
             state_dir=Path(state_dir) if state_dir is not None else None,
             default_store="memory" if state_dir is None else "rocksdb",
             cache_max_entries=100_000,
-            deserialization_handler=handler_from(deserialization_error_handler),
+            deserialization_handler=handler,
             processing_handler=handler_from(processing_exception_handler, "processing_exception_handler"),
             topic_names=names,
             partitions_of=lambda topic: 1,
             default_timestamp_extractor=extractor_from(default_timestamp_extractor, "default_timestamp_extractor"),
-            global_stores=global_stores(topology),
+            global_stores={t.spec.store: t.view for t in self._global_by_topic.values()},
             # 0 unless asked otherwise, as Kafka Streams' TopologyTestDriver: results as soon as stream time allows
             emit_intervals=EmitIntervals(outer_join_emit_interval_ms, windowed_aggregation_emit_interval_ms),
         )
-        self._global_by_topic = {spec.topic: env.global_stores[spec.store] for spec in topology.global_tables.values()}
         self.tasks: list[StreamTask] = []
         self._task_by_topic: dict[str, StreamTask] = {}
         try:
@@ -182,7 +184,7 @@ class TopologyTestDriver:
         self._offsets[topic] = offset + 1
         rec = Record(topic, 0, offset, key, value, timestamp, headers)
         if topic in self._global_by_topic:  # a global table's topic: straight into its store
-            apply_global_records(self._global_by_topic[topic], [rec])
+            self._global_by_topic[topic].apply([rec])
             return
         self._pending.append(rec)
         self._drain()
@@ -218,9 +220,9 @@ class TopologyTestDriver:
         for task in self.tasks:
             if name in task.stores:
                 return task.stores[name]
-        for store in self._global_by_topic.values():
-            if store.name == name:
-                return store
+        for table in self._global_by_topic.values():
+            if table.store.name == name:
+                return table.store
         raise StreamsError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
 
     def _typed_store(self, name: str, kind: type, what: str) -> Any:

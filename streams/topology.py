@@ -147,13 +147,14 @@ class SuppressionBufferSpec(StoreSpec):
 
 @dataclass
 class GlobalTableSpec:
-    """A global table: ``topic`` read in full by every instance into the in-memory store ``store``
-    (no changelog, no tasks; ``streams/global_table.py``)."""
+    """A global table: ``topic`` read in full by every instance into the store ``store`` (no changelog, no
+    tasks; ``streams/global_table.py``), on ``kind`` (``"rocksdb"``, ``"memory"``, None: the app's default)."""
 
     store: str
     topic: str
     key: Any = None
     value: Any = None
+    kind: str | None = None
 
 
 @dataclass
@@ -295,6 +296,8 @@ class Topology:
         other = self._source_topics.get((spec.topic, False))
         if other is not None:
             raise TopologyError(f"topic {spec.topic!r} is already read by source {other!r}; a topic has one source")
+        if spec.kind is not None and spec.kind not in STORE_KINDS:
+            raise TopologyError(f"global table {spec.store!r}: kind must be one of {STORE_KINDS}, got {spec.kind!r}")
         self._source_topics[(spec.topic, False)] = f"global table {spec.store}"
         spec.key = serde_from(spec.key, f"key serde of global table {spec.store!r}")
         spec.value = serde_from(spec.value, f"value serde of global table {spec.store!r}")

@@ -42,6 +42,16 @@ class InMemoryKeyValueStore(CachingKeyValueStore):
             else:
                 data[kb] = vde(vb)
 
+    def restore_values(self, entries: list[tuple[bytes, Any]]) -> None:
+        """``restore_batch`` with the values already deserialized (None deletes): for a writer that
+        deserializes each record anyway (a global table checks every record), so it is not done twice."""
+        data = self._data
+        for kb, value in entries:
+            if value is None:
+                data.pop(kb, None)
+            else:
+                data[kb] = value
+
     def wipe(self) -> None:
         self._data.clear()
 

@@ -161,6 +161,11 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
         estimate = self._db.property_int_value("rocksdb.estimate-num-keys") or 0
         return estimate + len(self._dirty) + len(self._pending)
 
+    def flush_to_disk(self) -> None:
+        """Write RocksDB's memtables to files: what a checkpoint written afterwards may rely on (a global
+        store, whose writes reach RocksDB directly, checkpoints so)."""
+        self._db.flush()
+
     def close(self) -> None:
         if not self.closed:
             super().close()
