@@ -95,6 +95,8 @@ class SubscriptionSendProcessor(_LeftSide):
         if key is None:
             self.context.record_dropped()
             return
+        if not change.is_latest:
+            return  # an out-of-order update of a versioned table (KIP-914: Kafka's SubscriptionSendProcessor)
         new, old = change.new, change.old
         new_fk = None if new is None else self.foreign_key(new)
         old_fk = None if old is None else self.foreign_key(old)
@@ -168,6 +170,8 @@ class ForeignTableChangeProcessor(Forwarding):
         if fk is None:
             self.context.record_dropped()
             return
+        if not change.is_latest:
+            return  # an out-of-order update of a versioned table (KIP-914: Kafka's ForeignTableJoinProcessor)
         subs = self._subs
         prefix = subs.key_bytes(CombinedKey(fk, None))
         for combined, h in subs.prefix_scan(prefix):

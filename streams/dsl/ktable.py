@@ -23,7 +23,7 @@ from streams.record_serdes import serde_from
 from streams.suppress import Suppressed, SuppressProcessor
 from streams.table_joins import JOIN_KINDS, TableJoinProcessor, TableMaterializeProcessor, key_joiner
 from streams.table_ops import TableFilterProcessor, TableMapValuesProcessor, TableOptions
-from streams.topology import StoreSpec, SuppressionBufferSpec
+from streams.topology import StoreSpec, SuppressionBufferSpec, VersionedStoreSpec
 from streams.windows import Windows
 
 __all__ = ["KTableBase", "TableT"]
@@ -168,13 +168,32 @@ class KTableBase(AbstractStream):
         """A row while either table has one; the missing side is None in ``joiner(value, other)``."""
         return self._join("outer", other, joiner, None, with_key, store, value, name)
 
+    def _source_spec(self) -> StoreSpec | None:
+        """The store of the nearest table upstream that keeps one (None: none does)."""
+        table: KTableBase | None = self
+        while table is not None and table.store_name is None:
+            table = table._parent
+        return None if table is None or table.store_name is None else self._builder.topology.stores[table.store_name]
+
     def _materialized(self) -> Self:
         """This table, or (if it keeps no store) a copy of it that does: a join looks rows up there."""
         if self.store_name is not None:
             return self
         node = self._builder.new_name("KTABLE-MATERIALIZE")
-        spec = StoreSpec(f"{node}-STATE-STORE", key=self.key_serde, value=self.value_serde, cache=False)
-        spec.timestamped = True
+        spec: StoreSpec
+        source = self._source_spec()
+        if isinstance(source, VersionedStoreSpec):
+            # Derived from a versioned table: versioned alike (Kafka's inherited versioned materialization).
+            spec = VersionedStoreSpec(
+                f"{node}-STATE-STORE",
+                key=self.key_serde,
+                value=self.value_serde,
+                history_retention=source.history_retention_ms,
+                segment_interval_ms=source.segment_interval_ms,
+            )
+        else:
+            spec = StoreSpec(f"{node}-STATE-STORE", key=self.key_serde, value=self.value_serde, cache=False)
+            spec.timestamped = True
         return self.stored(
             self._builder, node, self.node, lambda o: TableMaterializeProcessor(spec.name, o), spec, self.key_serde
         )
