@@ -46,6 +46,7 @@ __all__ = [
     "decode_version",
     "encode_version",
     "find_version",
+    "latest_values",
     "versioned_segment_interval",
 ]
 
@@ -472,3 +473,9 @@ class VersionedKeyValueStore(StoreSerdes):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+def latest_values(store: Any) -> Callable[[Any], Any]:
+    """How a processor reads a table's current value by key from its store: ``get`` of a key-value store; the
+    latest version's value of a versioned one (whose ``get`` answers a ``VersionedRecord``)."""
+    return store.peek if isinstance(store, VersionedKeyValueStore) else store.get

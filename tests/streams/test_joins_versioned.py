@@ -212,3 +212,28 @@ def test_an_aggregation_materialized_as_versions() -> None:
     assert store.get("page") == VersionedRecord(4, 300)
     assert store.get("page", as_of=250) == VersionedRecord(2, 200, 300)
     assert store.get("page", as_of=99) is None
+
+
+def test_a_foreign_key_join_with_a_versioned_table_uses_its_latest_values() -> None:
+    """KIP-914: a foreign-key join reads the versioned side's current value, and an out-of-order update of it
+    changes no result (Kafka's ``ForeignTableJoinProcessor`` skips it)."""
+    b = StreamsBuilder()
+    prices = b.table("prices", key=str, value=int, store=VersionedStoreSpec("prices", history_retention=10_000))
+    orders = b.table("orders", key=str, value="json")
+    orders.join(prices, lambda o, p: {**o, "price": p}, foreign_key=lambda o: o["product"]).to_stream().to(
+        "out", key=str
+    )
+    driver = TopologyTestDriver(b.build())
+    price_in = driver.input_topic("prices", key=str, value=int)
+    order_in = driver.input_topic("orders", key=str, value="json")
+    out = driver.output_topic("out", key=str)
+    price_in.pipe_input("apple", 10, timestamp=1000)
+    order_in.pipe_input("o1", {"product": "apple"}, timestamp=1100)
+    price_in.pipe_input("apple", 12, timestamp=2000)
+    price_in.pipe_input("apple", 11, timestamp=1500)  # out of order: no new result
+    order_in.pipe_input("o2", {"product": "apple"}, timestamp=2100)
+    assert [(r.key, r.value) for r in out.read_records()] == [
+        ("o1", {"product": "apple", "price": 10}),
+        ("o1", {"product": "apple", "price": 12}),
+        ("o2", {"product": "apple", "price": 12}),
+    ]
