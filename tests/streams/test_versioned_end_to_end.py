@@ -180,3 +180,6 @@ def test_versions_over_http_and_app_store(log: Log, log_url: str, names: Callabl
             assert r.status_code == 404 and r.json()["error_code"] == 40402
             r = client.get(f"{server}/v1/stores/prices/keys/p1", params={"as_of": "yesterday"})
             assert r.status_code == 400 and r.json()["error_code"] == 40001
+            r = client.get(f"{server}/v1/stores/prices/all")  # every key's latest value
+            assert r.status_code == 200, r.text
+            assert [(i["key"], i["value"]) for i in r.json()["items"]] == [("p1", {"cents": 120})]

@@ -608,3 +608,44 @@ def test_spec_checks_and_changelog_config() -> None:
         VersionedStoreSpec("prices")
     with pytest.raises(TopologyError, match="must not be negative"):
         VersionedStoreSpec("prices", history_retention=-1)
+
+
+def test_join_buffer_orders_logs_and_restores_its_waiting_records() -> None:
+    """The time-ordered buffer of a stream-table join with grace: records leave in (timestamp, key bytes,
+    arrival) order once stream time minus the grace reaches them; one already older joins at once (``put``
+    is False); the changelog holds exactly the records waiting at the last flush, which a restore brings back."""
+    from streams.state.join_buffer import TimeOrderedBuffer
+
+    changelog = Changelog()
+    buffer = TimeOrderedBuffer("b", STRING, STRING, "app-b-changelog", RecordContext())
+    buffer.changelog = changelog.writer
+
+    def waiting_in_changelog() -> set[bytes]:
+        state: dict[bytes, bytes | None] = {}
+        for kb, vb in changelog.records:
+            if len(kb) > 12 and not kb.startswith(b"\x00schemakit"):
+                state[kb] = vb
+        return {kb[12:] for kb, vb in state.items() if vb is not None}
+
+    assert buffer.put("b", "b1", 10, grace_ms=5)
+    assert buffer.put("a", "a1", 10, grace_ms=5)
+    assert buffer.put("c", "c1", 6, grace_ms=5)  # within the grace of stream time 10
+    assert not buffer.put("d", "d1", 4, grace_ms=5)  # older than 10 - 5: joins at once
+    assert buffer.pop_due(5) == []
+    buffer.flush(None)
+    assert waiting_in_changelog() == {b"a", b"b", b"c"}
+    assert buffer.put("a", "a2", 16, grace_ms=5)
+    assert buffer.pop_due(5) == [("c", "c1", 6), ("a", "a1", 10), ("b", "b1", 10)]
+    assert buffer.put("x", "x1", 12, grace_ms=5)
+    assert buffer.put("y", "y1", 18, grace_ms=5)
+    assert buffer.pop_due(5) == [("x", "x1", 12)]  # put and gone between two flushes: never logged
+    sent = len(changelog.records)
+    buffer.flush(None)
+    assert all(kb[12:] != b"x" for kb, _ in changelog.records[sent:])
+    assert waiting_in_changelog() == {b"a", b"y"}
+    restored = TimeOrderedBuffer("b", STRING, STRING, "app-b-changelog", RecordContext())
+    restored.restore_batch(changelog.records)
+    assert len(restored) == 2 and restored.observed == 18
+    assert not restored.put("e", "e1", 12, grace_ms=5)
+    assert restored.put("z", "z1", 30, grace_ms=5)
+    assert restored.pop_due(5) == [("a", "a2", 16), ("y", "y1", 18)]
