@@ -297,10 +297,9 @@ class StreamTableJoinProcessor(_Join):
             return
         rc = self._rc
         saved = rc.timestamp, rc.headers
-        rc.headers = ()  # a buffered record's headers are not kept
         try:
-            for k, v, ts in buffer.pop_due(self.grace_ms):
-                rc.timestamp = ts
+            for k, v, ts, headers in buffer.pop_due(self.grace_ms):
+                rc.timestamp, rc.headers = ts, headers  # the buffered record's own (Kafka restores its context)
                 self._join(k, v)
         finally:
             rc.timestamp, rc.headers = saved

@@ -237,3 +237,13 @@ def test_a_foreign_key_join_with_a_versioned_table_uses_its_latest_values() -> N
         ("o1", {"product": "apple", "price": 12}),
         ("o2", {"product": "apple", "price": 12}),
     ]
+
+
+def test_a_buffered_record_joins_with_its_own_headers() -> None:
+    s = GraceScenario(2)
+    s.push_table_non_random(2, "Y")
+    s.stream.pipe_input(0, "X0", timestamp=0, headers=[("trace", b"zero")])
+    s.stream.pipe_input(1, "X1", timestamp=5, headers=[("trace", b"five")])  # the first leaves the buffer now
+    (joined,) = s.out.read_records()
+    assert (joined.key, joined.value, joined.timestamp) == (0, "X0+Y0", 0)
+    assert list(joined.headers) == [("trace", b"zero")]

@@ -617,7 +617,8 @@ def test_join_buffer_orders_logs_and_restores_its_waiting_records() -> None:
     from streams.state.join_buffer import TimeOrderedBuffer
 
     changelog = Changelog()
-    buffer = TimeOrderedBuffer("b", STRING, STRING, "app-b-changelog", RecordContext())
+    rc = RecordContext()
+    buffer = TimeOrderedBuffer("b", STRING, STRING, "app-b-changelog", rc)
     buffer.changelog = changelog.writer
 
     def waiting_in_changelog() -> set[bytes]:
@@ -634,11 +635,13 @@ def test_join_buffer_orders_logs_and_restores_its_waiting_records() -> None:
     assert buffer.pop_due(5) == []
     buffer.flush(None)
     assert waiting_in_changelog() == {b"a", b"b", b"c"}
-    assert buffer.put("a", "a2", 16, grace_ms=5)
-    assert buffer.pop_due(5) == [("c", "c1", 6), ("a", "a1", 10), ("b", "b1", 10)]
+    rc.headers = (("trace", b"t-1"),)
+    assert buffer.put("a", "a2", 16, grace_ms=5)  # kept with its headers
+    rc.headers = ()
+    assert buffer.pop_due(5) == [("c", "c1", 6, ()), ("a", "a1", 10, ()), ("b", "b1", 10, ())]
     assert buffer.put("x", "x1", 12, grace_ms=5)
     assert buffer.put("y", "y1", 18, grace_ms=5)
-    assert buffer.pop_due(5) == [("x", "x1", 12)]  # put and gone between two flushes: never logged
+    assert buffer.pop_due(5) == [("x", "x1", 12, ())]  # put and gone between two flushes: never logged
     sent = len(changelog.records)
     buffer.flush(None)
     assert all(kb[12:] != b"x" for kb, _ in changelog.records[sent:])
@@ -648,4 +651,4 @@ def test_join_buffer_orders_logs_and_restores_its_waiting_records() -> None:
     assert len(restored) == 2 and restored.observed == 18
     assert not restored.put("e", "e1", 12, grace_ms=5)
     assert restored.put("z", "z1", 30, grace_ms=5)
-    assert restored.pop_due(5) == [("a", "a2", 16), ("y", "y1", 18)]
+    assert restored.pop_due(5) == [("a", "a2", 16, (("trace", b"t-1"),)), ("y", "y1", 18, ())]
