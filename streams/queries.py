@@ -267,6 +267,12 @@ class ReadOnlyVersionedStore(_View):
         """The latest version of ``key`` (``as_of`` None) or the one valid at ``as_of`` (epoch ms)."""
         return self._read_key(key, lambda s: s.get(key, as_of), None)
 
+    def get_versions(
+        self, key: Any, time_from: int | None = None, time_to: int | None = None, *, ascending: bool = False
+    ) -> list[VersionedRecord]:
+        """The versions of ``key`` valid at some time in ``[time_from, time_to]``, newest first."""
+        return self._read_key(key, lambda s: s.get_versions(key, time_from, time_to, ascending=ascending), [])
+
     def all(self) -> list[tuple[Any, Any]]:
         """Every key's latest value."""
         return self._read_all(lambda s: s.all())

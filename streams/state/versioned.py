@@ -310,6 +310,27 @@ class VersionedKeyValueStore(StoreSerdes):
             return None
         return find_version(points, as_of)
 
+    def get_versions(
+        self, key: Any, time_from: int | None = None, time_to: int | None = None, *, ascending: bool = False
+    ) -> list[VersionedRecord]:
+        """Every version of ``key`` valid at some time in ``[time_from, time_to]`` (None: open), newest first
+        (``ascending``: oldest first): Kafka's ``get(key, from, to, order)`` (KIP-968). Tombstones are not
+        versions. When ``time_to`` is older than the history retention only the latest version can answer."""
+        kb = self.key_bytes(key)
+        low = -(2**63) if time_from is None else time_from
+        high = 2**63 - 1 if time_to is None else time_to
+        points = self._overlay.get(kb)
+        if points is None:
+            points = self._inner.load(kb)
+        if high < self.boundary:
+            points = points[-1:]
+        out = [
+            VersionedRecord(value, ts, points[i + 1][0] if i + 1 < len(points) else None)
+            for i, (ts, value) in enumerate(points)
+            if value is not None and ts <= high and (i + 1 == len(points) or points[i + 1][0] > low)
+        ]
+        return out if ascending else out[::-1]
+
     def peek(self, key: Any) -> Any:
         """The latest value (None if none): what a key-value view of the store reads."""
         record = self.get(key)

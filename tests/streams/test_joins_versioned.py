@@ -12,7 +12,16 @@ from typing import Any
 
 import pytest
 
-from streams import StreamsBuilder, TopologyError, TopologyTestDriver, VersionedRecord, VersionedStoreSpec
+from streams import (
+    Processor,
+    ProcessorContext,
+    StreamsBuilder,
+    Topology,
+    TopologyError,
+    TopologyTestDriver,
+    VersionedRecord,
+    VersionedStoreSpec,
+)
 
 Row = tuple[Any, Any, int]
 
@@ -247,3 +256,34 @@ def test_a_buffered_record_joins_with_its_own_headers() -> None:
     (joined,) = s.out.read_records()
     assert (joined.key, joined.value, joined.timestamp) == (0, "X0+Y0", 0)
     assert list(joined.headers) == [("trace", b"zero")]
+
+
+class PriceHistory(Processor):
+    """Keeps every price in a versioned store; forwards the price each record replaced as of its time."""
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.prices = context.get_state_store("history")
+
+    def process(self, key: Any, value: Any) -> None:
+        before = self.prices.get(key, as_of=self.context.timestamp)
+        self.prices.put(key, value, self.context.timestamp)
+        self.context.forward(key, None if before is None else before.value)
+
+
+def test_a_versioned_store_through_the_processor_api() -> None:
+    t = Topology()
+    t.add_source("src", "prices", key=str, value=int)
+    t.add_processor("history", PriceHistory, "src")
+    t.add_state_store(VersionedStoreSpec("history", history_retention=1000, key=str, value=int), "history")
+    t.add_sink("sink", "out", "history", key=str, value=int)
+    driver = TopologyTestDriver(t)
+    prices = driver.input_topic("prices", key=str, value=int)
+    for value, ts in ((10, 100), (12, 300), (11, 200)):
+        prices.pipe_input("apple", value, timestamp=ts)
+    assert [r.value for r in driver.output_topic("out", key=str, value=int).read_records()] == [None, 10, 10]
+    assert driver.get_versioned_store("history").get_versions("apple") == [
+        VersionedRecord(12, 300),
+        VersionedRecord(11, 200, 300),
+        VersionedRecord(10, 100, 200),
+    ]

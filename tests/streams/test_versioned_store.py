@@ -97,6 +97,20 @@ def delete(k: str, ts: int, expected: tuple[str, int] | None) -> Op:
     return ("delete", k, ts, expected)
 
 
+def versions(k: str, t_from: int, t_to: int, values: list[str], stamps: list[int], valid_tos: list[int]) -> Op:
+    """Kafka's range query (``get(key, from, to, ANY)``: newest first)."""
+    expected = [(v, ts, None if vt == LATEST else vt) for v, ts, vt in zip(values, stamps, valid_tos, strict=True)]
+    return ("versions", k, t_from, t_to, False, expected)
+
+
+def ascending(k: str, t_from: int, t_to: int, values: list[str], stamps: list[int], valid_tos: list[int]) -> Op:
+    op = versions(k, t_from, t_to, values, stamps, valid_tos)
+    return (*op[:4], True, op[5])
+
+
+MIN, MAX = -(2**63), 2**63 - 1
+
+
 SCENARIOS: dict[str, list[Op]] = {
     "shouldPutLatest": [
         put("k", "v", BASE, LATEST),
@@ -381,6 +395,96 @@ SCENARIOS: dict[str, list[Op]] = {
     ],
 }
 
+SCENARIOS["shouldGetRecordVersionsFromOlderSegments"] = [
+    put("ko", None, SI - 10, LATEST),
+    put("ko", None, 2 * SI - 10, LATEST),
+    put("ko", None, 3 * SI - 10, LATEST),
+    versions("k", SI - 20, SI, [], [], []),
+    put("k", "v1", SI - 30, LATEST),
+    put("k", "v2", SI - 25, LATEST),
+    put("k", None, SI - 20, LATEST),
+    put("k", None, SI - 15, LATEST),
+    put("k", "v3", SI - 10, LATEST),
+    put("k", "v4", SI - 5, LATEST),
+    versions("k", SI - 40, SI - 35, [], [], []),
+    versions(
+        "k",
+        SI - 30,
+        SI - 5,
+        ["v4", "v3", "v2", "v1"],
+        [SI - 5, SI - 10, SI - 25, SI - 30],
+        [LATEST, SI - 5, SI - 20, SI - 25],
+    ),
+    versions(
+        "k", MIN, MAX, ["v4", "v3", "v2", "v1"], [SI - 5, SI - 10, SI - 25, SI - 30], [LATEST, SI - 5, SI - 20, SI - 25]
+    ),
+    versions("k", SI - 4, SI, ["v4"], [SI - 5], [LATEST]),
+    versions("k", SI - 5, SI - 5, ["v4"], [SI - 5], [LATEST]),
+    versions("k", SI - 4, SI - 4, ["v4"], [SI - 5], [LATEST]),
+    versions("k", SI - 31, SI - 21, ["v2", "v1"], [SI - 25, SI - 30], [SI - 20, SI - 25]),
+    versions("k", SI - 24, SI - 11, ["v2"], [SI - 25], [SI - 20]),
+    versions("k", SI - 11, SI - 4, ["v4", "v3"], [SI - 5, SI - 10], [LATEST, SI - 5]),
+    versions(
+        "k",
+        SI - 26,
+        SI - 5,
+        ["v4", "v3", "v2", "v1"],
+        [SI - 5, SI - 10, SI - 25, SI - 30],
+        [LATEST, SI - 5, SI - 20, SI - 25],
+    ),
+    versions("k", SI - 15, SI - 10, ["v3"], [SI - 10], [SI - 5]),
+    versions("k", SI - 19, SI - 16, [], [], []),
+    put("k", "v5", 3 * SI - 30, LATEST),
+    put("k", None, 3 * SI - 20, LATEST),
+    versions("k", SI - 40, SI - 35, [], [], []),
+    versions("k", SI - 30, SI - 26, ["v1"], [SI - 30], [SI - 25]),
+    versions("k", SI - 19, SI - 16, [], [], []),
+]
+SCENARIOS["shouldGetRecordVersionsInAscendingOrder"] = [
+    put("k", "v1", SI - 30, LATEST),
+    put("k", "v2", SI - 25, LATEST),
+    put("k", "v3", SI - 10, LATEST),
+    put("k", "v4", SI - 5, LATEST),
+    ascending(
+        "k",
+        SI - 30,
+        SI - 5,
+        ["v1", "v2", "v3", "v4"],
+        [SI - 30, SI - 25, SI - 10, SI - 5],
+        [SI - 25, SI - 10, SI - 5, LATEST],
+    ),
+]
+SCENARIOS["shouldGetRecordVersionsFromMultipleOldSegmentsInAscendingOrder"] = [
+    put("k", "v1", SI - 10, LATEST),
+    put("k", "v2", SI - 5, LATEST),
+    put("k", "v3", 2 * SI - 10, LATEST),
+    put("k", "v4", 2 * SI - 5, LATEST),
+    ascending(
+        "k",
+        MIN,
+        MAX,
+        ["v1", "v2", "v3", "v4"],
+        [SI - 10, SI - 5, 2 * SI - 10, 2 * SI - 5],
+        [SI - 5, 2 * SI - 10, 2 * SI - 5, LATEST],
+    ),
+]
+SCENARIOS["shouldNotGetExpiredRecordVersions"] = [
+    put("k", "v_old", 0, LATEST),
+    put("k", "v", SI - 10, LATEST),
+    versions("k", 0, SI - 11, ["v_old"], [0], [SI - 10]),
+    put("ko", "vo", HISTORY_RETENTION + SI - 11, LATEST),
+    versions("k", 0, SI - 11, ["v_old"], [0], [SI - 10]),
+    put("ko", "vo2", HISTORY_RETENTION + SI - 10, LATEST),
+    versions("k", 0, SI - 11, [], [], []),
+]
+SCENARIOS["shouldGetExpiredIfLatestVersionValue"] = [
+    put("k", "v", 1, LATEST),
+    put("ko", "vo_old", 1, LATEST),
+    put("ko", "vo_new", HISTORY_RETENTION + 12, LATEST),
+    versions("k", 0, 10, ["v"], [1], [LATEST]),
+    versions("ko", 0, 10, [], [], []),
+]
+
 #: Kafka's restore scenarios: changelog records (key, value, timestamp), then reads.
 RESTORES: dict[str, tuple[list[tuple[str, str | None, int]], list[Op]]] = {
     "shouldRestore": (
@@ -440,6 +544,9 @@ def check(store: VersionedKeyValueStore, op: Op, where: str) -> None:
         assert _record(store.get(op[1])) == op[2], f"{where}: get({op[1]!r})"
     elif op[0] == "as_of":
         assert _record(store.get(op[1], as_of=op[2])) == op[3], f"{where}: get({op[1]!r}, as_of={op[2]})"
+    elif op[0] == "versions":
+        found = [_record(r) for r in store.get_versions(op[1], op[2], op[3], ascending=op[4])]
+        assert found == op[5], f"{where}: get_versions({op[1]!r}, {op[2]}, {op[3]})"
     elif op[0] == "expired":
         assert store.expired_puts == op[1], where
 
@@ -471,7 +578,7 @@ def test_kafka_scenario(make_store: Factory, scenario: str) -> None:
     restored.restore_batch(changelog.records)
     last_write = max(i for i, op in enumerate(ops) if op[0] in ("put", "delete"))
     for i, op in enumerate(ops[last_write + 1 :], last_write + 1):
-        if op[0] in ("get", "as_of"):
+        if op[0] in ("get", "as_of", "versions"):
             check(restored, op, f"restored, step {i} {op}")
 
 
