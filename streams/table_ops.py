@@ -141,7 +141,8 @@ class AggregateProcessor(Aggregating):
             if stored[1] > ts:
                 ts = stored[1]
         agg = self.adder(key, value, agg)
-        self._put(kb, key, (agg, ts))
+        if self._put(kb, key, (agg, ts)) == PUT_RETURN_CODE_NOT_PUT:
+            return  # a versioned store dropped it as older than its history retention: not forwarded either
         if self._emit_now:
             _emit(self.context, self._forward, key, Change(agg, old if self._send_old else None), ts)
 
@@ -303,6 +304,7 @@ class TableAggregateProcessor(Aggregating):
             if agg is None and self.initializer is not None:
                 agg = self.initializer()
             agg = change.new if agg is None else self.adder(key, change.new, agg)
-        store.put_serialized(kb, key, None if agg is None else (agg, ts))
+        if store.put_serialized(kb, key, None if agg is None else (agg, ts)) == PUT_RETURN_CODE_NOT_PUT:
+            return  # a versioned store dropped it as older than its history retention: not forwarded either
         if self._emit_now:
             _emit(self.context, self._forward, key, Change(agg, old_agg if self._send_old else None), ts)

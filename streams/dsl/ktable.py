@@ -104,6 +104,11 @@ class KTableBase(AbstractStream):
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress() needs a Suppressed (Suppressed.until_window_closes()), got {suppressed!r}")
         builder = self._builder
+        if self.store_name is not None and isinstance(builder.topology.stores[self.store_name], VersionedStoreSpec):
+            raise TopologyError(
+                f"suppress() is only supported for non-versioned KTables (store {self.store_name!r} is versioned), "
+                "as in Kafka Streams"
+            )
         if suppressed.final and self.windows is None:
             raise TopologyError(
                 "suppress(Suppressed.until_window_closes()) needs a windowed table (the result "

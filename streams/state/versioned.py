@@ -347,12 +347,12 @@ class VersionedKeyValueStore(StoreSerdes):
         record = self.get_version(kb)
         return None if record is None else (record.value, record.timestamp)
 
-    def put_serialized(self, kb: bytes, key: Any, stored: tuple[Any, int] | None) -> None:
-        """Put ``(value, timestamp)`` (None: a tombstone at the current record's time) as a version."""
+    def put_serialized(self, kb: bytes, key: Any, stored: tuple[Any, int] | None) -> int:
+        """Put ``(value, timestamp)`` (None: a tombstone at the current record's time) as a version; returns
+        ``put``'s code (an aggregation forwards nothing that was ``PUT_RETURN_CODE_NOT_PUT``, as Kafka's)."""
         if stored is None:
-            self.put_version(kb, None, self._rc.timestamp)
-        else:
-            self.put_version(kb, stored[0], stored[1])
+            return self.put_version(kb, None, self._rc.timestamp)
+        return self.put_version(kb, stored[0], stored[1])
 
     def _latest_items(self) -> list[tuple[bytes, VersionedRecord]]:
         latest = dict(self._inner.items())

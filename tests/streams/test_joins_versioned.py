@@ -287,3 +287,29 @@ def test_a_versioned_store_through_the_processor_api() -> None:
         VersionedRecord(11, 200, 300),
         VersionedRecord(10, 100, 200),
     ]
+
+
+def test_an_aggregate_older_than_the_history_retention_is_neither_stored_nor_forwarded() -> None:
+    """Kafka's ``KStreamAggregate``: a result the versioned store does not take (``PUT_RETURN_CODE_NOT_PUT``)
+    does not go downstream."""
+    b = StreamsBuilder()
+    counts = VersionedStoreSpec("counts", history_retention=100)
+    b.stream("clicks", key=str, value=str).group_by_key().count(store=counts).to_stream().to("out", key=str)
+    driver = TopologyTestDriver(b.build())
+    clicks = driver.input_topic("clicks", key=str, value=str)
+    clicks.pipe_input("page", "x", timestamp=1000)
+    clicks.pipe_input("other", "x", timestamp=2000)
+    clicks.pipe_input("page", "x", timestamp=500)  # its count would be a version at 1000, older than 2000 - 100
+    out = driver.output_topic("out", key=str, value=int)
+    assert [(r.key, r.value, r.timestamp) for r in out.read_records()] == [("page", 1, 1000), ("other", 1, 2000)]
+    assert driver.get_versioned_store("counts").get("page") == VersionedRecord(1, 1000)
+    assert driver.dropped_records == 1
+
+
+def test_suppress_is_refused_on_a_versioned_table() -> None:
+    from streams import Suppressed
+
+    b = StreamsBuilder()
+    table = b.table("t", store=VersionedStoreSpec("t-store", history_retention=1000))
+    with pytest.raises(TopologyError, match="only supported for non-versioned KTables"):
+        table.suppress(Suppressed.until_time_limit(10))
