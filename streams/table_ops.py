@@ -201,11 +201,14 @@ class TableSourceProcessor(TableProcessor):
 
 @dataclass(eq=False)
 class TableFilterProcessor(TableProcessor):
-    """A table filter: a row that fails the predicate becomes a delete (None) downstream."""
+    """A table filter: a row that fails the predicate becomes a delete (None) downstream. With old values sent,
+    an update invisible before and after is skipped, unless the table filtered is versioned (Kafka's
+    ``KTableFilter``: its old value is then the latest version, not the one the update replaced)."""
 
     predicate: Callable[[Any, Any], bool]
     negate: bool
     options: TableOptions
+    versioned_upstream: bool = False
 
     def _keep(self, key: Any, value: Any) -> Any:
         if value is not None and bool(self.predicate(key, value)) is not self.negate:
@@ -216,7 +219,7 @@ class TableFilterProcessor(TableProcessor):
         new = self._keep(key, change.new)
         if self._send_old:
             old = self._keep(key, change.old)
-            if new is None and old is None:
+            if new is None and old is None and not self.versioned_upstream:
                 return  # invisible downstream before and after
             self._forward(key, type(change)(new, old))
         else:

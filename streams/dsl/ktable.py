@@ -88,11 +88,17 @@ class KTableBase(AbstractStream):
     def filter(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> Self:
         """Rows failing ``predicate(key, value)`` become deletes downstream."""
         check_callable("filter()", predicate)
-        return self._add("KTABLE-FILTER", lambda o: TableFilterProcessor(predicate, False, o), name, self.value_serde)
+        versioned = isinstance(self._source_spec(), VersionedStoreSpec)
+        return self._add(
+            "KTABLE-FILTER", lambda o: TableFilterProcessor(predicate, False, o, versioned), name, self.value_serde
+        )
 
     def filter_not(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> Self:
         check_callable("filter_not()", predicate)
-        return self._add("KTABLE-FILTER", lambda o: TableFilterProcessor(predicate, True, o), name, self.value_serde)
+        versioned = isinstance(self._source_spec(), VersionedStoreSpec)
+        return self._add(
+            "KTABLE-FILTER", lambda o: TableFilterProcessor(predicate, True, o, versioned), name, self.value_serde
+        )
 
     def map_values(self, mapper: Callable[[Any], Any], *, name: str | None = None) -> Self:
         check_callable("map_values()", mapper)

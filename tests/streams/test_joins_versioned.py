@@ -313,3 +313,70 @@ def test_suppress_is_refused_on_a_versioned_table() -> None:
     table = b.table("t", store=VersionedStoreSpec("t-store", history_retention=1000))
     with pytest.raises(TopologyError, match="only supported for non-versioned KTables"):
         table.suppress(Suppressed.until_time_limit(10))
+
+
+def _grouped_table_run(aggregate: Any, rows: list[tuple[str, str | None, int]], value: Any) -> list[Row]:
+    b = StreamsBuilder()
+    table = b.table("topic1", key=str, value=str, store=VersionedStoreSpec("versioned", history_retention=300_000))
+    aggregate(table).to_stream().to("out", key=str, value=value)
+    driver = TopologyTestDriver(b.build())
+    topic = driver.input_topic("topic1", key=str, value=str)
+    for key, v, ts in rows:
+        topic.pipe_input(key, v, timestamp=ts)
+    return [(r.key, r.value, r.timestamp) for r in driver.output_topic("out", key=str, value=value).read_records()]
+
+
+def test_count_of_a_versioned_table() -> None:
+    """Kafka's ``KTableAggregateTest.testCountOfVersionedStore``: the out-of-order update is ignored."""
+    rows = [("A", "green", 10), ("B", "green", 9), ("A", "blue", 12), ("A", "blue", 11), ("C", "yellow", 15)]
+    rows.append(("D", "green", 11))
+    got = _grouped_table_run(lambda t: t.group_by(lambda k, v: (v, v), key=str, value=str).count(), rows, int)
+    assert got == [
+        ("green", 1, 10),
+        ("green", 2, 10),
+        ("green", 1, 12),
+        ("blue", 1, 12),
+        ("yellow", 1, 15),
+        ("green", 2, 12),
+    ]
+
+
+def test_aggregate_of_a_versioned_table() -> None:
+    """Kafka's ``KTableAggregateTest.testAggOfVersionedStore``."""
+
+    def select(key: str, value: str) -> tuple[Any, Any] | None:
+        return {"null": (None, value), "NULL": None}.get(key, (value, value))
+
+    def aggregate(table: Any) -> Any:
+        return table.group_by(select, key=str, value=str).aggregate(
+            lambda: "0", lambda k, v, agg: f"{agg}+{v}", lambda k, v, agg: f"{agg}-{v}", value=str
+        )
+
+    rows: list[tuple[str, str | None, int]] = [("A", "1", 10), ("A", None, 15), ("A", "1", 12), ("B", "2", 20)]
+    rows += [("null", "3", 25), ("B", "4", 23), ("NULL", "5", 24), ("B", "7", 22)]
+    assert _grouped_table_run(aggregate, rows, str) == [
+        ("1", "0+1", 10),
+        ("1", "0+1-1", 15),
+        ("2", "0+2", 20),
+        ("2", "0+2-2", 23),
+        ("4", "0+4", 23),
+    ]
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_a_filter_skips_invisible_updates_unless_its_table_is_versioned(versioned: bool) -> None:
+    """Kafka's ``KTableFilterTest.shouldNotSkipNullIfVersionedUpstream`` (and the unversioned case,
+    ``shouldSkipNullToRepartitionWithoutMaterialization``): with old values asked for downstream (a re-grouping),
+    a row rejected before and after is skipped, except when the filtered table is versioned."""
+    b = StreamsBuilder()
+    store = VersionedStoreSpec("versioned", history_retention=300_000) if versioned else "plain"
+    table1 = b.table("topic1", key=str, value=str, store=store)
+    table2 = table1.filter(lambda k, v: v.lower() == "accept")
+    table2.group_by(lambda k, v: (k, v), key=str, value=str).reduce(lambda a, v: a + v, lambda a, v: a)
+    table2.to_stream().to("out", key=str, value=str)
+    driver = TopologyTestDriver(b.build())
+    topic = driver.input_topic("topic1", key=str, value=str)
+    for key, ts in (("A", 5), ("B", 10), ("C", 20)):
+        topic.pipe_input(key, "reject", timestamp=ts)
+    got = [(r.key, r.value, r.timestamp) for r in driver.output_topic("out", key=str, value=str).read_records()]
+    assert got == ([("A", None, 5), ("B", None, 10), ("C", None, 20)] if versioned else [])
