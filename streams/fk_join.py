@@ -97,7 +97,8 @@ class SubscriptionSendProcessor(_LeftSide):
             self.context.record_dropped()
             return
         if not change.is_latest:
-            return  # an out-of-order update of a versioned table (KIP-914: Kafka's SubscriptionSendProcessor)
+            self.context.record_dropped()  # out of order, from a versioned table (Kafka's SubscriptionSendProcessor)
+            return
         new, old = change.new, change.old
         new_fk = None if new is None else self.foreign_key(new)
         old_fk = None if old is None else self.foreign_key(old)
@@ -172,7 +173,8 @@ class ForeignTableChangeProcessor(Forwarding):
             self.context.record_dropped()
             return
         if not change.is_latest:
-            return  # an out-of-order update of a versioned table (KIP-914: Kafka's ForeignTableJoinProcessor)
+            self.context.record_dropped()  # out of order, from a versioned table (Kafka's ForeignTableJoinProcessor)
+            return
         subs = self._subs
         prefix = subs.key_bytes(CombinedKey(fk, None))
         for combined, h in subs.prefix_scan(prefix):

@@ -98,7 +98,8 @@ class TableJoinProcessor(TableProcessor):
             self.context.record_dropped()
             return
         if not change.is_latest:
-            return  # an out-of-order update of a versioned table changes no join result (KIP-914)
+            self.context.record_dropped()  # an out-of-order update of a versioned table joins nothing (KIP-914)
+            return
         found = self._row(key)
         other, other_ts = (None, -1) if found is None else found
         new = self._result(key, change.new, other)

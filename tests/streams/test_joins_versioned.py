@@ -200,10 +200,11 @@ def test_an_out_of_order_update_is_not_the_tables_value_downstream() -> None:
     ]
     assert driver.get_key_value_store("per-value").get("old") is None
     assert [(r.key, r.value) for r in counts.read_records()] == [("new", 1), ("new", 0), ("newer", 1)]
+    assert driver.dropped_records == 1  # the join counts the out-of-order update it skipped, as Kafka's
     # An update older than the history retention is dropped, counted, and not forwarded.
     left.pipe_input("k", "ancient", timestamp=3000 - 1000 - 1)
     assert changes.read_records() == []
-    assert driver.dropped_records == 1
+    assert driver.dropped_records == 2
 
 
 def test_an_aggregation_materialized_as_versions() -> None:
@@ -246,6 +247,7 @@ def test_a_foreign_key_join_with_a_versioned_table_uses_its_latest_values() -> N
         ("o1", {"product": "apple", "price": 12}),
         ("o2", {"product": "apple", "price": 12}),
     ]
+    assert driver.dropped_records == 1  # the skipped out-of-order update, counted as Kafka counts it
 
 
 def test_a_buffered_record_joins_with_its_own_headers() -> None:
