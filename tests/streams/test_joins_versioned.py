@@ -1,4 +1,5 @@
-"""Versioned tables in the DSL (KIP-914, KIP-923), as Kafka Streams 4.1 expects them: the grace-period cases of
+"""Versioned tables in the DSL (KIP-914, KIP-923), as Kafka Streams expects them (its tests in apache/kafka's trunk
+of October 2024; the behaviour of Kafka 3.6 on): the grace-period cases of
 Kafka's ``KStreamKTableJoinTest`` record for record (``shouldDelayJoinByGracePeriod``,
 ``shouldHandleLateJoinsWithGracePeriod``, and its checks that the table is versioned and keeps its history
 at least as long as the grace); a stream-table join against a versioned table looking the row up as of the

@@ -1,5 +1,6 @@
 """The versioned key-value store, in memory and on RocksDB, against Kafka Streams' own expectations: each
-scenario is one test of Kafka's ``RocksDBVersionedStoreTest`` (Kafka 4.1), with its puts, their expected
+scenario is one test of Kafka's ``RocksDBVersionedStoreTest`` (apache/kafka trunk, October 2024: the behaviour
+of Kafka 3.5 on, KIP-968's range queries of 3.7 on), with its puts, their expected
 return codes and the expected reads, record for record. Every scenario runs three ways: without a commit (the
 uncommitted layer answers), committing after every put (the committed history answers), and restored from
 the changelog the puts wrote into a fresh store. Then what is particular to schemakit: the changelog format,
