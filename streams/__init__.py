@@ -62,7 +62,10 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["HostInfo", "KeyQueryMetadata", "StreamsMetadata"], "streams.queries"),
     **dict.fromkeys(["BYTES", "FLOAT", "INT", "JSON", "STRING", "Serde"], "streams.record_serdes"),
     **dict.fromkeys(["TestInputTopic", "TestOutputTopic", "TestRecord", "TopologyTestDriver"], "streams.testing"),
-    **dict.fromkeys(["SessionStoreSpec", "StoreSpec", "Topology", "WindowStoreSpec"], "streams.topology"),
+    **dict.fromkeys(
+        ["SessionStoreSpec", "StoreSpec", "Topology", "VersionedStoreSpec", "WindowStoreSpec"], "streams.topology"
+    ),
+    "VersionedRecord": "streams.state.versioned",
 }
 
 if TYPE_CHECKING:
@@ -98,9 +101,10 @@ if TYPE_CHECKING:
     from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType
     from streams.queries import HostInfo, KeyQueryMetadata, StreamsMetadata
     from streams.record_serdes import BYTES, FLOAT, INT, JSON, STRING, Serde
+    from streams.state.versioned import VersionedRecord
     from streams.suppress import BufferConfig, Suppressed
     from streams.testing import TestInputTopic, TestOutputTopic, TestRecord, TopologyTestDriver
-    from streams.topology import SessionStoreSpec, StoreSpec, Topology, WindowStoreSpec
+    from streams.topology import SessionStoreSpec, StoreSpec, Topology, VersionedStoreSpec, WindowStoreSpec
     from streams.windowed_serdes import SessionWindowedSerde, TimeWindowedSerde, WindowedSerdes
     from streams.windows import (
         EmitStrategy,
@@ -187,6 +191,8 @@ __all__ = [
     "TopologyError",
     "TopologyTestDriver",
     "UsePartitionTimeOnInvalidTimestamp",
+    "VersionedRecord",
+    "VersionedStoreSpec",
     "WallclockTimestampExtractor",
     "WindowStoreSpec",
     "Windowed",

@@ -8,7 +8,7 @@ from streams.dsl.api import KStream, KTable
 from streams.global_table import GlobalKTable
 from streams.record_serdes import JSON, serde_from
 from streams.table_ops import TableOptions, TableSourceProcessor
-from streams.topology import GlobalTableSpec, SinkNode, SourceNode, StoreSpec, Topology
+from streams.topology import GlobalTableSpec, SinkNode, SourceNode, StoreSpec, Topology, VersionedStoreSpec
 
 __all__ = ["StreamsBuilder"]
 
@@ -63,7 +63,10 @@ class StreamsBuilder:
         cache: bool = True,
         timestamp_extractor: Any = None,
     ) -> KTable:
-        """``topic`` as a table: the latest value per key, kept in a store (queryable by its name)."""
+        """``topic`` as a table: the latest value per key, kept in a store (queryable by its name). With
+        ``store=VersionedStoreSpec(...)`` the table is versioned (KIP-914): every update is kept as a version at
+        its timestamp for the history retention, a stream joined with it looks it up as of the stream record's
+        timestamp, and an out-of-order update does not become the table's value downstream."""
         key, value = serde_from(key, "key serde of table()"), serde_from(value, "value serde of table()")
         source = self.new_name("KSTREAM-SOURCE")
         self.topology.add_source(source, topic, key=key, value=value, timestamp_extractor=timestamp_extractor)
@@ -75,7 +78,7 @@ class StreamsBuilder:
             spec = StoreSpec(
                 store or f"{topic}-STATE-STORE-{self._index:010d}", kind=kind, key=key, value=value, cache=cache
             )
-        spec.timestamped = True
+        spec.timestamped = not isinstance(spec, VersionedStoreSpec)
         node = self.new_name("KTABLE-SOURCE")
         use_cache = spec.cache
         options = TableOptions()

@@ -13,12 +13,29 @@ from typing import Any, NamedTuple
 from streams.errors import SerdeError
 from streams.record_serdes import Deserializer, Serializer, WrappingSerde, bind_deserializer, bind_serializer
 
-__all__ = ["Change", "ChangeSerde"]
+__all__ = ["Change", "ChangeSerde", "OutOfOrderChange"]
 
 
 class Change(NamedTuple):
     new: Any
     old: Any = None
+
+    @property
+    def is_latest(self) -> bool:
+        """Whether ``new`` is the table's current value (Kafka's ``Change.isLatest``, KIP-914): False only for
+        an out-of-order update of a versioned table, which went into its history."""
+        return True
+
+
+class OutOfOrderChange(Change):
+    """An update of a versioned table older than its current value: it went into the history, and is not the
+    table's value downstream (joins, re-grouping and foreign-key joins skip it; ``to_stream`` passes it on)."""
+
+    __slots__ = ()
+
+    @property
+    def is_latest(self) -> bool:
+        return False
 
 
 # ``_new_change(Change, (new, old))`` is ``Change(new, old)`` without the NamedTuple's Python-level ``__new__``

@@ -28,6 +28,7 @@ from streams.change import Change
 from streams.ops import Forwarding
 from streams.processor import ProcessorContext
 from streams.record_serdes import BYTES, bind_serializer
+from streams.state.versioned import latest_values
 from streams.subscription import (
     CombinedKey,
     CombinedKeySerde,
@@ -95,6 +96,9 @@ class SubscriptionSendProcessor(_LeftSide):
         if key is None:
             self.context.record_dropped()
             return
+        if not change.is_latest:
+            self.context.record_dropped()  # out of order, from a versioned table (Kafka's SubscriptionSendProcessor)
+            return
         new, old = change.new, change.old
         new_fk = None if new is None else self.foreign_key(new)
         old_fk = None if old is None else self.foreign_key(old)
@@ -132,7 +136,7 @@ class SubscriptionReceiveProcessor(Forwarding):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._subs = context.get_state_store(self.subscriptions)
-        self._right = context.get_state_store(self.right_store)
+        self._right = latest_values(context.get_state_store(self.right_store))
 
     def process(self, fk: Any, sub: Subscription) -> None:
         if fk is None or sub is None:
@@ -149,7 +153,7 @@ class SubscriptionReceiveProcessor(Forwarding):
         if instruction == Instruction.DELETE_KEY_AND_PROPAGATE:
             self._forward(key, Response(None, None))
             return
-        right = self._right.get(fk)
+        right = self._right(fk)
         if right is not None or instruction == Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
             self._forward(key, Response(sub.hash, right))
 
@@ -168,6 +172,9 @@ class ForeignTableChangeProcessor(Forwarding):
         if fk is None:
             self.context.record_dropped()
             return
+        if not change.is_latest:
+            self.context.record_dropped()  # out of order, from a versioned table (Kafka's ForeignTableJoinProcessor)
+            return
         subs = self._subs
         prefix = subs.key_bytes(CombinedKey(fk, None))
         for combined, h in subs.prefix_scan(prefix):
@@ -182,13 +189,13 @@ class ResponseJoinProcessor(_LeftSide):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._left = context.get_state_store(self.left_store)
+        self._left = latest_values(context.get_state_store(self.left_store))
 
     def process(self, key: Any, response: Response) -> None:
         if key is None or response is None:
             self.context.record_dropped()
             return
-        current = self._left.get(key)
+        current = self._left(key)
         if response.hash is None:  # the row was deleted: delete the result, unless it is back already
             if current is None:
                 self._forward(key, Change(None))

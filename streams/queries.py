@@ -15,8 +15,9 @@ from streams.group_leader import Assignment
 from streams.log.partitioner import partition_for_key
 from streams.metadata import Metadata
 from streams.record_serdes import bind_serializer
+from streams.state.versioned import VersionedRecord
 from streams.task import StreamTask
-from streams.topology import SessionStoreSpec, StoreSpec, Topology, WindowStoreSpec
+from streams.topology import SessionStoreSpec, StoreSpec, Topology, VersionedStoreSpec, WindowStoreSpec
 from streams.windows import Windowed
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "QueryMetadata",
     "ReadOnlySessionStore",
     "ReadOnlyStore",
+    "ReadOnlyVersionedStore",
     "ReadOnlyWindowStore",
     "StreamsMetadata",
     "read_only_store",
@@ -277,6 +279,24 @@ class ReadOnlyStore(_View):
         return self._read_all(lambda s: list(s.all()))
 
 
+class ReadOnlyVersionedStore(_View):
+    """A versioned key-value store (Kafka Streams' ``VersionedKeyValueStore`` read side)."""
+
+    def get(self, key: Any, as_of: int | None = None) -> VersionedRecord | None:
+        """The latest version of ``key`` (``as_of`` None) or the one valid at ``as_of`` (epoch ms)."""
+        return self._read_key(key, lambda s: s.get(key, as_of), None)
+
+    def get_versions(
+        self, key: Any, time_from: int | None = None, time_to: int | None = None, *, ascending: bool = False
+    ) -> list[VersionedRecord]:
+        """The versions of ``key`` valid at some time in ``[time_from, time_to]``, newest first."""
+        return self._read_key(key, lambda s: s.get_versions(key, time_from, time_to, ascending=ascending), [])
+
+    def all(self) -> list[tuple[Any, Any]]:
+        """Every key's latest value."""
+        return self._read_all(lambda s: s.all())
+
+
 class ReadOnlyWindowStore(_View):
     """A window store (Kafka Streams' ``ReadOnlyWindowStore``)."""
 
@@ -316,7 +336,7 @@ class ReadOnlySessionStore(_View):
         return sorted(self._read_all(lambda s: s.all()), key=lambda row: row[0].window.end)
 
 
-View = ReadOnlyStore | ReadOnlyWindowStore | ReadOnlySessionStore | ReadOnlyGlobalStore
+View = ReadOnlyStore | ReadOnlyVersionedStore | ReadOnlyWindowStore | ReadOnlySessionStore | ReadOnlyGlobalStore
 
 
 def read_only_store(
@@ -330,4 +350,6 @@ def read_only_store(
         return ReadOnlyWindowStore(spec.name, active_tasks, partitions, standby_tasks)
     if isinstance(spec, SessionStoreSpec):
         return ReadOnlySessionStore(spec.name, active_tasks, partitions, standby_tasks)
+    if isinstance(spec, VersionedStoreSpec):
+        return ReadOnlyVersionedStore(spec.name, active_tasks, partitions, standby_tasks)
     return ReadOnlyStore(spec.name, active_tasks, partitions, standby_tasks)

@@ -54,6 +54,7 @@ from streams.queries import (
     QueryMetadata,
     ReadOnlySessionStore,
     ReadOnlyStore,
+    ReadOnlyVersionedStore,
     ReadOnlyWindowStore,
     View,
     retrying,
@@ -187,27 +188,33 @@ def _error_code(raw: bytes) -> int:
 
 _KINDS: dict[type, str] = {
     ReadOnlyStore: "key-value",
+    ReadOnlyVersionedStore: "versioned key-value",
     ReadOnlyWindowStore: "window",
     ReadOnlySessionStore: "session",
     ReadOnlyGlobalStore: "global",
 }
 #: The views the HTTP API reads a partition of.
-_Partitioned = ReadOnlyStore | ReadOnlyWindowStore | ReadOnlySessionStore
+_Partitioned = ReadOnlyStore | ReadOnlyVersionedStore | ReadOnlyWindowStore | ReadOnlySessionStore
 
 
 def _unavailable(source: QuerySource, message: str) -> QueryError:
     return QueryError(503, NOT_AVAILABLE, message, source.retry_after_s)
 
 
-def _flags(query_string: bytes) -> dict[bytes, bool]:
-    """The boolean query parameters (``true``, ``1``, ``yes``) of a query string; the last one of a name counts."""
+def _params(query_string: bytes) -> dict[bytes, bytes]:
+    """The query parameters of a query string; the last one of a name counts."""
     if not query_string:
         return {}
-    flags = {}
+    params = {}
     for part in query_string.split(b"&"):
         name, _, value = part.partition(b"=")
-        flags[unquote_to_bytes(name)] = unquote_to_bytes(value).lower() in (b"true", b"1", b"yes")
-    return flags
+        params[unquote_to_bytes(name)] = unquote_to_bytes(value)
+    return params
+
+
+def _flag(params: dict[bytes, bytes], name: bytes) -> bool:
+    """A boolean query parameter (``true``, ``1``, ``yes``)."""
+    return params.get(name, b"").lower() in (b"true", b"1", b"yes")
 
 
 class _KeyLookups:
@@ -229,11 +236,16 @@ class _KeyLookups:
 
     async def answer(self, store: str, key: str, query_string: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         """Status, headers (without the length) and body of the lookup of ``key`` in ``store``; never raises."""
-        flags = _flags(query_string)
+        params = _params(query_string)
         headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
+        as_of = params.get(b"as_of")
         try:
             status, body = await self._server.key_lookup(
-                store, key, flags.get(b"include_standby", False), flags.get(b"local", False)
+                store,
+                key,
+                _flag(params, b"include_standby"),
+                _flag(params, b"local"),
+                None if as_of is None else as_of.decode("utf-8", "replace"),
             )
         except QueryError as exc:
             status, body = exc.status, orjson.dumps({"error_code": exc.code, "message": exc.message})
@@ -431,9 +443,9 @@ class QueryServer:
         except InvalidStateStoreError as exc:
             raise QueryError(404, STORE_NOT_FOUND, str(exc)) from None
 
-    def _kv_store(self, store: str, include_standby: bool) -> ReadOnlyStore:
+    def _kv_store(self, store: str, include_standby: bool) -> ReadOnlyStore | ReadOnlyVersionedStore:
         view = self.source.store(store, include_standby)
-        if not isinstance(view, ReadOnlyStore):
+        if not isinstance(view, ReadOnlyStore | ReadOnlyVersionedStore):
             ask = f": ask /v1/stores/{store}/keys/{{key}}/"
             hints: dict[type, str] = {ReadOnlyWindowStore: ask + "windows", ReadOnlySessionStore: ask + "sessions"}
             hint = hints.get(type(view), " (not served over HTTP: read it in process with app.store)")
@@ -474,12 +486,25 @@ class QueryServer:
         except Exception as exc:  # the serde's own errors
             raise QueryError(422, INVALID_KEY, f"store {store!r}: cannot serialize key {key!r}: {exc}") from None
 
-    def _local_get(self, store: str, key: Any, partition: int, include_standby: bool) -> dict[str, Any]:
-        kv, stale = self._partition_store(self._kv_store(store, include_standby), partition)
+    def _local_get(
+        self, store: str, key: Any, partition: int, include_standby: bool, as_of: int | None = None
+    ) -> dict[str, Any]:
+        view = self._kv_store(store, include_standby)
+        kv, stale = self._partition_store(view, partition)
+        here = {"partition": partition, "instance": self.source.instance_id, "stale": stale}
+        if isinstance(view, ReadOnlyVersionedStore):
+            # A versioned store answers with the version: its value, timestamp and valid_to (null: the latest).
+            found = kv.get(key, as_of)
+            if found is None:
+                when = "" if as_of is None else f" as of {as_of}"
+                raise QueryError(404, KEY_NOT_FOUND, f"key {key!r} not found in store {store!r}{when}")
+            return {"key": key, "value": found.value, "timestamp": found.timestamp, "valid_to": found.valid_to, **here}
+        if as_of is not None:
+            raise QueryError(400, INVALID_PARAMETER, f"as_of: store {store!r} is not a versioned store")
         value = kv.peek(key)
         if value is None:
             raise QueryError(404, KEY_NOT_FOUND, f"key {key!r} not found in store {store!r}")
-        return {"key": key, "value": value, "partition": partition, "instance": self.source.instance_id, "stale": stale}
+        return {"key": key, "value": value, **here}
 
     def _global_view(self, store: str) -> ReadOnlyGlobalStore:
         try:
@@ -509,23 +534,27 @@ class QueryServer:
         assert self._client is not None and host.server is not None
         return await self._client.get(host.server, path, params)
 
-    async def key_lookup(self, store: str, text: str, include_standby: bool, local: bool) -> tuple[int, bytes]:
-        """``GET /v1/stores/{store}/keys/{text}``: (status, JSON body); raises ``QueryError``."""
+    async def key_lookup(
+        self, store: str, text: str, include_standby: bool, local: bool, as_of_text: str | None = None
+    ) -> tuple[int, bytes]:
+        """``GET /v1/stores/{store}/keys/{text}`` (``?as_of=``: a versioned store's version then): (status, JSON
+        body); raises ``QueryError``."""
         typed = self._key(store, text)
+        as_of = None if as_of_text is None else parse_time(as_of_text, "as_of")
         meta = self._key_metadata(store, typed)
         if self.source.query_metadata.is_global(store):
             return 200, to_json(self._global_get(store, typed))
         if local:
-            return 200, to_json(self._local_get(store, typed, meta.partition, include_standby))
+            return 200, to_json(self._local_get(store, typed, meta.partition, include_standby, as_of))
         return await self._routed(
             store,
             text,
             "",
-            {},
+            {} if as_of_text is None else {"as_of": as_of_text},
             typed,
             meta.partition,
             include_standby,
-            lambda standby: self._local_get(store, typed, meta.partition, standby),
+            lambda standby: self._local_get(store, typed, meta.partition, standby, as_of),
         )
 
     def _windowed_route(self, what: str) -> Callable[..., Awaitable[Response]]:

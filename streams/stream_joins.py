@@ -16,7 +16,11 @@ outer store, so it survives restarts. The scans for closed records are throttled
 a waiting record would otherwise leave the outer store's retention unemitted.
 
 Stream-table: the stream record looks up the table's store when it is processed; table updates emit
-nothing. A left join calls the joiner with None when the table has no row.
+nothing. A left join calls the joiner with None when the table has no row. Against a versioned table (KIP-914)
+the lookup is as of the stream record's timestamp, so an out-of-order record meets the row of its own time.
+With a grace period (KIP-923; the table must be versioned) stream records wait in a time-ordered buffer
+(``streams/state/join_buffer.py``) until stream time minus the grace reaches them, then join in timestamp
+order; a record already older than that joins at once (Kafka's buffer ``put`` returning false).
 
 Null keys (KIP-962, Kafka 3.7+): a record with a null key and a value cannot join anything, but a side
 that emits its unjoined records (left join: the left side; outer join: both; left stream-table join) emits
@@ -35,6 +39,8 @@ from streams.emit_throttle import EmitThrottle
 from streams.join_windows import JoinWindows
 from streams.ops import Forwarding
 from streams.processor import ProcessorContext
+from streams.state.join_buffer import TimeOrderedBuffer
+from streams.state.versioned import VersionedKeyValueStore
 from streams.table_joins import Joiner
 
 __all__ = ["JoinEmission", "LeftOrRightSerde", "StreamStreamJoinProcessor", "StreamTableJoinProcessor"]
@@ -251,15 +257,32 @@ class StreamStreamJoinProcessor(_Join):
 
 @dataclass(eq=False)
 class StreamTableJoinProcessor(_Join):
-    """A stream joined with a table: each stream record looks up the table's row for its key."""
+    """A stream joined with a table: each stream record looks up the table's row for its key (as of its
+    timestamp in a versioned table), at once or, with ``buffer`` (a grace period), once the grace has passed."""
 
     table_store: str
     joiner: Joiner
     left: bool
+    buffer: str | None = None
+    grace_ms: int = 0
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self._get = context.get_state_store(self.table_store).get
+        table = context.get_state_store(self.table_store)
+        if isinstance(table, VersionedKeyValueStore):
+            get_version = table.get_version
+            kser = table.key_bytes
+
+            def as_of(key: Any) -> Any:
+                found = get_version(kser(key), self._rc.timestamp)
+                return None if found is None else found.value
+
+            self._get = as_of
+        else:
+            self._get = table.get
+        self._buffer: TimeOrderedBuffer | None = None
+        if self.buffer is not None:
+            self._buffer = context.get_state_store(self.buffer)
 
     def process(self, key: Any, value: Any) -> None:
         if key is None or value is None:
@@ -268,6 +291,20 @@ class StreamTableJoinProcessor(_Join):
                 return
             self._drop(key, value)
             return
+        buffer = self._buffer
+        if buffer is None or not buffer.put(key, value, self._rc.timestamp, self.grace_ms):
+            self._join(key, value)
+            return
+        rc = self._rc
+        saved = rc.timestamp, rc.headers
+        try:
+            for k, v, ts, headers in buffer.pop_due(self.grace_ms):
+                rc.timestamp, rc.headers = ts, headers  # the buffered record's own (Kafka restores its context)
+                self._join(k, v)
+        finally:
+            rc.timestamp, rc.headers = saved
+
+    def _join(self, key: Any, value: Any) -> None:
         row = self._get(key)
         if row is not None or self.left:
             self._forward(key, self.joiner(key, value, row))

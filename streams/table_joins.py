@@ -27,6 +27,7 @@ from typing import Any
 from streams.change import Change
 from streams.processor import ProcessorContext
 from streams.state.session import SessionStore
+from streams.state.versioned import VersionedKeyValueStore
 from streams.state.window import WindowStore
 from streams.table_ops import TableOptions, TableProcessor
 
@@ -96,6 +97,9 @@ class TableJoinProcessor(TableProcessor):
         if key is None:
             self.context.record_dropped()
             return
+        if not change.is_latest:
+            self.context.record_dropped()  # an out-of-order update of a versioned table joins nothing (KIP-914)
+            return
         found = self._row(key)
         other, other_ts = (None, -1) if found is None else found
         new = self._result(key, change.new, other)
@@ -123,10 +127,19 @@ class TableMaterializeProcessor(TableProcessor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._store = context.get_state_store(self.store_name)
+        self._versioned = isinstance(self._store, VersionedKeyValueStore)
 
     def process(self, key: Any, change: Change) -> None:
         if key is None:
             self.context.record_dropped()
+            return
+        if self._versioned:
+            # A version at the update's timestamp; whether it is the latest came with the update.
+            store = self._store
+            kb = store.key_bytes(key)
+            found = store.get_version(kb) if self._send_old else None
+            store.put_version(kb, change.new, self.context.record_context.timestamp)
+            self._forward(key, type(change)(change.new, None if found is None else found.value))
             return
         old = self._store.get(key) if self._send_old else None
         self._store.put(key, change.new)

@@ -17,10 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.change import Change
+from streams.change import Change, OutOfOrderChange
 from streams.errors import ProcessingError
 from streams.ops import Forwarding
 from streams.processor import ProcessorContext
+from streams.state.versioned import PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED, VersionedKeyValueStore
 
 __all__ = [
     "AggregateProcessor",
@@ -140,14 +141,20 @@ class AggregateProcessor(Aggregating):
             if stored[1] > ts:
                 ts = stored[1]
         agg = self.adder(key, value, agg)
-        self._put(kb, key, (agg, ts))
+        if self._put(kb, key, (agg, ts)) == PUT_RETURN_CODE_NOT_PUT:
+            return  # a versioned store dropped it as older than its history retention: not forwarded either
         if self._emit_now:
             _emit(self.context, self._forward, key, Change(agg, old if self._send_old else None), ts)
 
 
 @dataclass(eq=False)
 class TableSourceProcessor(TableProcessor):
-    """Materializes a topic as a table: the latest value per key (None deletes)."""
+    """Materializes a topic as a table: the latest value per key (None deletes).
+
+    Into a versioned store (KIP-914, as Kafka's ``KTableSource``): every update is a version at its record's
+    timestamp; one older than the current value goes into the history and downstream as an
+    ``OutOfOrderChange`` (not the table's value); one older than the history retention is dropped (and
+    counted) and not forwarded."""
 
     store_name: str
     cache: bool
@@ -156,7 +163,8 @@ class TableSourceProcessor(TableProcessor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._store = context.get_state_store(self.store_name)
-        if self.cache:
+        self._versioned = isinstance(self._store, VersionedKeyValueStore)
+        if self.cache and not self._versioned:
             self._store.track_old_values = self._send_old
             self._store.listener = _cached_forwarder(context, self._forward, self._send_old)
             self._emit = None
@@ -167,6 +175,9 @@ class TableSourceProcessor(TableProcessor):
         if key is None:
             self.context.record_dropped()
             return
+        if self._versioned:
+            self._put_version(key, value)
+            return
         if self._emit is None:
             self._store.put(key, value)
             return
@@ -174,14 +185,30 @@ class TableSourceProcessor(TableProcessor):
         self._store.put(key, value)
         self._emit(key, Change(value, old))
 
+    def _put_version(self, key: Any, value: Any) -> None:
+        store = self._store
+        kb = store.key_bytes(key)
+        old = store.get_version(kb) if self._send_old else None
+        valid_to = store.put_version(kb, value, self.context.record_context.timestamp)
+        if valid_to == PUT_RETURN_CODE_NOT_PUT:
+            return
+        old_value = None if old is None else old.value
+        if valid_to == PUT_RETURN_CODE_VALID_TO_UNDEFINED:
+            self._forward(key, Change(value, old_value))
+        else:
+            self._forward(key, OutOfOrderChange(value, old_value))
+
 
 @dataclass(eq=False)
 class TableFilterProcessor(TableProcessor):
-    """A table filter: a row that fails the predicate becomes a delete (None) downstream."""
+    """A table filter: a row that fails the predicate becomes a delete (None) downstream. With old values sent,
+    an update invisible before and after is skipped, unless the table filtered is versioned (Kafka's
+    ``KTableFilter``: its old value is then the latest version, not the one the update replaced)."""
 
     predicate: Callable[[Any, Any], bool]
     negate: bool
     options: TableOptions
+    versioned_upstream: bool = False
 
     def _keep(self, key: Any, value: Any) -> Any:
         if value is not None and bool(self.predicate(key, value)) is not self.negate:
@@ -192,11 +219,11 @@ class TableFilterProcessor(TableProcessor):
         new = self._keep(key, change.new)
         if self._send_old:
             old = self._keep(key, change.old)
-            if new is None and old is None:
+            if new is None and old is None and not self.versioned_upstream:
                 return  # invisible downstream before and after
-            self._forward(key, Change(new, old))
+            self._forward(key, type(change)(new, old))
         else:
-            self._forward(key, Change(new, None))
+            self._forward(key, type(change)(new, None))
 
 
 @dataclass(eq=False)
@@ -208,7 +235,7 @@ class TableMapValuesProcessor(TableProcessor):
         mapper = self.mapper
         new = None if change.new is None else mapper(change.new)
         old = None if not self._send_old or change.old is None else mapper(change.old)
-        self._forward(key, Change(new, old))
+        self._forward(key, type(change)(new, old))
 
 
 class ToStreamProcessor(Forwarding):
@@ -243,6 +270,8 @@ class TableRepartitionMapProcessor(Forwarding):
     def process(self, key: Any, change: Change) -> None:
         if key is None:
             raise ProcessingError("a table update with a None key cannot be re-grouped")
+        if not change.is_latest:
+            return  # an out-of-order update of a versioned table changes no group (Kafka's KTableRepartitionMap)
         new = self._select(key, change.new)
         old = self._select(key, change.old)
         if new is not None and old is not None and new[0] == old[0]:
@@ -278,6 +307,7 @@ class TableAggregateProcessor(Aggregating):
             if agg is None and self.initializer is not None:
                 agg = self.initializer()
             agg = change.new if agg is None else self.adder(key, change.new, agg)
-        store.put_serialized(kb, key, None if agg is None else (agg, ts))
+        if store.put_serialized(kb, key, None if agg is None else (agg, ts)) == PUT_RETURN_CODE_NOT_PUT:
+            return  # a versioned store dropped it as older than its history retention: not forwarded either
         if self._emit_now:
             _emit(self.context, self._forward, key, Change(agg, old_agg if self._send_old else None), ts)

@@ -43,10 +43,13 @@ from streams.record_serdes import TimestampedSerde, bind_deserializer, bind_seri
 from streams.state.base import StateStore
 from streams.state.buffer import SuppressionBuffer
 from streams.state.cache import CachingKeyValueStore
+from streams.state.join_buffer import TimeOrderedBuffer
 from streams.state.memory import InMemoryKeyValueStore
 from streams.state.session import SessionStore
+from streams.state.versioned import VersionedKeyValueStore
 from streams.state.window import WindowStore
 from streams.topology import (
+    JoinBufferSpec,
     ProcessorNode,
     SessionStoreSpec,
     SinkNode,
@@ -55,6 +58,7 @@ from streams.topology import (
     SubTopology,
     SuppressionBufferSpec,
     Topology,
+    VersionedStoreSpec,
     WindowStoreSpec,
 )
 
@@ -247,6 +251,14 @@ class StreamTask:
             store = SessionStore(spec.name, key, value, topic, rc, spec.retention_ms, path, max_cache)
         elif isinstance(spec, SuppressionBufferSpec):
             store = SuppressionBuffer(spec.name, key, value, topic, rc, spec.count_bytes)
+        elif isinstance(spec, JoinBufferSpec):
+            store = TimeOrderedBuffer(spec.name, key, value, topic, rc)
+        elif isinstance(spec, VersionedStoreSpec):
+            versioned = VersionedKeyValueStore(
+                spec.name, key, value, topic, rc, spec.history_retention_ms, path, spec.segment_interval_ms
+            )
+            versioned.on_expired = self._expired_put  # Kafka counts them in the task's dropped-records
+            store = versioned
         else:
             kv: CachingKeyValueStore
             if spec.timestamped:
@@ -262,6 +274,9 @@ class StreamTask:
         if spec.logged:
             store.changelog = ChangelogWriter(self.env.send, topic, self.partition, self.env.send_batch)
         return store
+
+    def _expired_put(self) -> None:
+        self.dropped_records += 1
 
     def _build(self) -> None:
         env, topology = self.env, self.env.topology

@@ -38,6 +38,7 @@ from streams.record_serdes import bind_deserializer, bind_serializer, serde_from
 from streams.state.base import StateStore
 from streams.state.cache import CachingKeyValueStore
 from streams.state.session import SessionStore
+from streams.state.versioned import VersionedKeyValueStore
 from streams.state.window import WindowStore
 from streams.task import StreamTask, TaskEnv
 from streams.topology import Topology
@@ -233,6 +234,9 @@ class TopologyTestDriver:
 
     def get_key_value_store(self, name: str) -> CachingKeyValueStore:
         return self._typed_store(name, CachingKeyValueStore, "key-value store")
+
+    def get_versioned_store(self, name: str) -> VersionedKeyValueStore:
+        return self._typed_store(name, VersionedKeyValueStore, "versioned key-value store")
 
     def get_window_store(self, name: str) -> WindowStore:
         return self._typed_store(name, WindowStore, "window store")

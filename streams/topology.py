@@ -19,9 +19,11 @@ from streams.extractors import TimestampExtractor, extractor_from
 from streams.processor import Processor
 from streams.record_serdes import JSON, serde_from
 from streams.topology_render import NodeDescription, SubTopologyDescription, TopologyDescription, kafka_text
+from streams.windows import to_millis
 
 __all__ = [
     "GlobalTableSpec",
+    "JoinBufferSpec",
     "ProcessorNode",
     "SessionStoreSpec",
     "SinkNode",
@@ -30,6 +32,7 @@ __all__ = [
     "SubTopology",
     "SuppressionBufferSpec",
     "Topology",
+    "VersionedStoreSpec",
     "WindowStoreSpec",
     "internal_topic_name",
 ]
@@ -133,11 +136,57 @@ class SessionStoreSpec(_ExpiringChangelog, StoreSpec):
 
 
 @dataclass
+class VersionedStoreSpec(StoreSpec):
+    """A versioned key-value store (Kafka Streams' ``Stores.persistentVersionedKeyValueStore``, KIP-889): every
+    version of a key within ``history_retention`` (a ``timedelta`` or ms) behind the largest timestamp put,
+    readable as of a time (``streams/state/versioned.py``). Not cached: each put is logged. Its changelog is
+    compacted no sooner than the history retention plus a day after a record is written, as Kafka's."""
+
+    history_retention: Any = None
+    #: The history's segment size in ms (None: Kafka's default for the retention).
+    segment_interval_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.history_retention is None:
+            raise TopologyError(f"versioned store {self.name!r}: history_retention is required")
+        try:
+            self.history_retention = to_millis(self.history_retention, f"history_retention of store {self.name!r}")
+        except (TypeError, ValueError) as exc:
+            raise TopologyError(str(exc)) from None
+        if self.segment_interval_ms is not None and self.segment_interval_ms <= 0:
+            raise TopologyError(
+                f"versioned store {self.name!r}: segment_interval_ms must be > 0, got {self.segment_interval_ms}"
+            )
+        self.cache = False
+        self.timestamped = False
+
+    @property
+    def history_retention_ms(self) -> int:
+        return int(self.history_retention)
+
+    def changelog_config(self) -> dict[str, str]:
+        lag = self.history_retention_ms + _CHANGELOG_EXTRA_RETENTION_MS
+        return {"cleanup.policy": "compact", "min.compaction.lag.ms": str(lag)}
+
+
+@dataclass
 class SuppressionBufferSpec(StoreSpec):
     """The buffer of a ``KTable.suppress``: in memory, changelogged (compacted). ``count_bytes``: track
     its size in bytes (for a ``max_bytes`` limit)."""
 
     count_bytes: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.kind = "memory"
+        self.cache = False
+
+
+@dataclass
+class JoinBufferSpec(StoreSpec):
+    """The buffer of a stream-table join with a grace period (KIP-923): in memory, changelogged (compacted);
+    stream records wait in it in timestamp order (``streams/state/join_buffer.py``)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -41,7 +41,8 @@ PUBLIC_API: dict[str, str] = {  # package -> its names, space-separated
         "SessionWindowedKStream SessionWindowedSerde SessionWindows SlidingWindows StateListener StateStoreError "
         "StoreSpec StreamsApp StreamsBuilder StreamsError StreamsMetadata Suppressed TaskState TestInputTopic "
         "TestOutputTopic TestRecord TimeWindow TimeWindowedKStream TimeWindowedSerde TimeWindows Topology "
-        "TopologyError TopologyTestDriver UsePartitionTimeOnInvalidTimestamp WallclockTimestampExtractor "
+        "TopologyError TopologyTestDriver UsePartitionTimeOnInvalidTimestamp VersionedRecord VersionedStoreSpec "
+        "WallclockTimestampExtractor "
         "WindowStoreSpec Windowed WindowedSerdes"
     ),
     "streams.log": (

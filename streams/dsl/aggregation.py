@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streams.dsl.base import AbstractStream, Builder
-from streams.topology import StoreSpec
+from streams.topology import StoreSpec, VersionedStoreSpec
 
 __all__ = ["GroupedSource", "add_one", "reducing", "repartition_topic", "store_spec", "zero"]
 
@@ -17,7 +17,7 @@ def store_spec(
     builder: Builder, store: str | StoreSpec | None, key: Any, value: Any, cache: bool | None, kind: str | None
 ) -> StoreSpec:
     """A key-value store for an aggregation (or a materialized join): the spec given (serdes filled in), or a
-    new one."""
+    new one. A ``VersionedStoreSpec`` keeps each key's aggregates as versions (KIP-914)."""
     if isinstance(store, StoreSpec):
         spec = store
         if spec.key is None:
@@ -28,6 +28,8 @@ def store_spec(
         if store is not None and not isinstance(store, str):
             raise TypeError(f"store must be a name or a StoreSpec, got {store!r}")
         spec = StoreSpec(store or builder.new_name("KSTREAM-AGGREGATE-STATE-STORE"), kind=kind, key=key, value=value)
+    if isinstance(spec, VersionedStoreSpec):
+        return spec  # every aggregate is a version at its timestamp (Kafka: versioned stores do not cache)
     if cache is not None:
         spec.cache = cache
     spec.timestamped = True

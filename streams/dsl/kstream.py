@@ -8,6 +8,7 @@ operations that leave the family.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 from typing import Any, Self
 
 from streams.dsl.base import AbstractStream, Builder, check_callable
@@ -35,7 +36,8 @@ from streams.stream_joins import (
     StreamTableJoinProcessor,
 )
 from streams.table_joins import Joiner, key_joiner
-from streams.topology import Partitioner, WindowStoreSpec
+from streams.topology import JoinBufferSpec, Partitioner, VersionedStoreSpec, WindowStoreSpec
+from streams.windows import to_millis
 
 __all__ = ["KStreamBase"]
 
@@ -219,14 +221,18 @@ class KStreamBase(AbstractStream):
         *,
         with_key: bool = False,
         name: str | None = None,
+        grace: timedelta | int | None = None,
     ) -> Self:
         """Inner join: with a ``KStream`` within ``windows`` (``JoinWindows``), or with a ``KTable`` (the
-        table's current row for the record's key); ``joiner(value, other)``, or ``joiner(key, value,
+        table's current row for the record's key; a versioned table's row as of the record's timestamp;
+        ``grace``: stream records wait that long, by stream time, before they join, so that table updates
+        arriving late still count (KIP-923; the table must be versioned, its history retention at least the
+        grace)); ``joiner(value, other)``, or ``joiner(key, value,
         other)`` with ``with_key=True``; a stream whose key was changed is repartitioned first. With a
         ``GlobalKTable``: ``join(global_table, key_selector, joiner)``, where ``key_selector(key, value)``
         gives the global table's key; records without a row are dropped; no co-partitioning is needed (every
         instance holds the whole global table)."""
-        return self._join_any("join", other, joiner, windows, with_key, name, left=False)
+        return self._join_any("join", other, joiner, windows, with_key, name, left=False, grace=grace)
 
     def left_join(
         self,
@@ -236,10 +242,11 @@ class KStreamBase(AbstractStream):
         *,
         with_key: bool = False,
         name: str | None = None,
+        grace: timedelta | int | None = None,
     ) -> Self:
         """As ``join``, but every record of this stream gives a result: ``other`` is None when nothing
         joined (with a stream: emitted once the record's window has closed, window end + grace)."""
-        return self._join_any("left_join", other, joiner, windows, with_key, name, left=True)
+        return self._join_any("left_join", other, joiner, windows, with_key, name, left=True, grace=grace)
 
     def _join_any(
         self,
@@ -251,11 +258,17 @@ class KStreamBase(AbstractStream):
         name: str | None,
         *,
         left: bool,
+        grace: timedelta | int | None = None,
     ) -> Self:
+        if grace is not None and not isinstance(other, KTableBase):
+            raise TypeError(
+                f"{method}() takes grace= only with a versioned KTable (a stream-stream join's grace is in its "
+                f"JoinWindows), got {type(other).__name__}"
+            )
         if isinstance(other, GlobalKTable) or callable(third):
             # join(global_table, key_selector, joiner): the second argument selects the key
             return self._join_global(method, other, joiner, third, with_key, name, left=left)
-        return self._join(method, other, joiner, third, with_key, name, left=left, outer=False)
+        return self._join(method, other, joiner, third, with_key, name, left=left, outer=False, grace=grace)
 
     def _join_global(
         self,
@@ -315,6 +328,7 @@ class KStreamBase(AbstractStream):
         *,
         left: bool,
         outer: bool,
+        grace: timedelta | int | None = None,
     ) -> Self:
         check_callable(f"{what}() joiner", joiner)
         keyed = key_joiner(joiner, with_key)
@@ -332,7 +346,7 @@ class KStreamBase(AbstractStream):
                 raise TypeError(f"{what}() with a KTable takes no windows, got {windows!r}")
             if other._builder is not self._builder:
                 raise TopologyError(f"{what}() needs a KTable from the same StreamsBuilder")
-            return self._stream_table_join(other, keyed, name, left)
+            return self._stream_table_join(other, keyed, name, left, grace, what)
         raise TypeError(
             f"{what}() needs a KStream (with JoinWindows), a KTable or a GlobalKTable (with a key "
             f"selector), got {other!r}"
@@ -422,15 +436,46 @@ class KStreamBase(AbstractStream):
             parents=(this_node, other_node),
         )
 
-    def _stream_table_join(self, table: KTableBase, joiner: Joiner, name: str | None, left: bool) -> Self:
+    def _stream_table_join(
+        self, table: KTableBase, joiner: Joiner, name: str | None, left: bool, grace: timedelta | int | None, what: str
+    ) -> Self:
         table = table._materialized()  # a derived table (filter, map_values, ...) gets a store to look rows up in
         key = self.key_serde if self.key_serde is not None else table.key_serde
-        source = self._join_source(name, "left", key)
         store = table.store_name
         assert store is not None
+        grace_ms = None if grace is None else self._grace_ms(store, grace, what)
+        source = self._join_source(name, "left", key)
+        topology = self._builder.topology
         node = name or self._builder.new_name("KSTREAM-JOIN")
-        self._builder.topology.add_processor(node, lambda: StreamTableJoinProcessor(store, joiner, left), source)
+        stores = [store]
+        buffer = None
+        if grace_ms is not None:
+            buffer = f"{node}-Buffer" if name else f"{node}-BUFFER-store"
+            stores.append(buffer)
+        topology.add_processor(
+            node, lambda: StreamTableJoinProcessor(store, joiner, left, buffer, grace_ms or 0), source
+        )
         if left:
             self._builder.relaxed_null_key_joins.add(node)
-        self._builder.topology.connect_processor_and_state_stores(node, stores=[store])
+        topology.connect_processor_and_state_stores(node, stores=[store])
+        if buffer is not None:
+            topology.add_state_store(JoinBufferSpec(buffer, key=key, value=self.value_serde), node)
         return type(self)(self._builder, node, key, None, False)
+
+    def _grace_ms(self, store: str, grace: timedelta | int, what: str) -> int:
+        """The grace of a stream-table join, checked as Kafka checks it: the table must be versioned, and keep
+        its history at least as long as the grace."""
+        grace_ms = to_millis(grace, f"{what}() grace")
+        spec = self._builder.topology.stores[store]
+        if not isinstance(spec, VersionedStoreSpec):
+            raise TopologyError(
+                f"{what}() with grace={grace_ms} ms: the KTable must be versioned to use a grace period in a "
+                f"stream-table join (its store {store!r} is not): materialize it with "
+                f"store=VersionedStoreSpec(name, history_retention=...)"
+            )
+        if spec.history_retention_ms < grace_ms:
+            raise TopologyError(
+                f"{what}() with grace={grace_ms} ms: history retention must be at least grace period "
+                f"(store {store!r} keeps {spec.history_retention_ms} ms)"
+            )
+        return grace_ms

@@ -23,7 +23,7 @@ from streams.record_serdes import serde_from
 from streams.suppress import Suppressed, SuppressProcessor
 from streams.table_joins import JOIN_KINDS, TableJoinProcessor, TableMaterializeProcessor, key_joiner
 from streams.table_ops import TableFilterProcessor, TableMapValuesProcessor, TableOptions
-from streams.topology import StoreSpec, SuppressionBufferSpec
+from streams.topology import StoreSpec, SuppressionBufferSpec, VersionedStoreSpec
 from streams.windows import Windows
 
 __all__ = ["KTableBase", "TableT"]
@@ -88,11 +88,17 @@ class KTableBase(AbstractStream):
     def filter(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> Self:
         """Rows failing ``predicate(key, value)`` become deletes downstream."""
         check_callable("filter()", predicate)
-        return self._add("KTABLE-FILTER", lambda o: TableFilterProcessor(predicate, False, o), name, self.value_serde)
+        versioned = isinstance(self._source_spec(), VersionedStoreSpec)
+        return self._add(
+            "KTABLE-FILTER", lambda o: TableFilterProcessor(predicate, False, o, versioned), name, self.value_serde
+        )
 
     def filter_not(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> Self:
         check_callable("filter_not()", predicate)
-        return self._add("KTABLE-FILTER", lambda o: TableFilterProcessor(predicate, True, o), name, self.value_serde)
+        versioned = isinstance(self._source_spec(), VersionedStoreSpec)
+        return self._add(
+            "KTABLE-FILTER", lambda o: TableFilterProcessor(predicate, True, o, versioned), name, self.value_serde
+        )
 
     def map_values(self, mapper: Callable[[Any], Any], *, name: str | None = None) -> Self:
         check_callable("map_values()", mapper)
@@ -104,6 +110,11 @@ class KTableBase(AbstractStream):
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress() needs a Suppressed (Suppressed.until_window_closes()), got {suppressed!r}")
         builder = self._builder
+        if self.store_name is not None and isinstance(builder.topology.stores[self.store_name], VersionedStoreSpec):
+            raise TopologyError(
+                f"suppress() is only supported for non-versioned KTables (store {self.store_name!r} is versioned), "
+                "as in Kafka Streams"
+            )
         if suppressed.final and self.windows is None:
             raise TopologyError(
                 "suppress(Suppressed.until_window_closes()) needs a windowed table (the result "
@@ -168,13 +179,32 @@ class KTableBase(AbstractStream):
         """A row while either table has one; the missing side is None in ``joiner(value, other)``."""
         return self._join("outer", other, joiner, None, with_key, store, value, name)
 
+    def _source_spec(self) -> StoreSpec | None:
+        """The store of the nearest table upstream that keeps one (None: none does)."""
+        table: KTableBase | None = self
+        while table is not None and table.store_name is None:
+            table = table._parent
+        return None if table is None or table.store_name is None else self._builder.topology.stores[table.store_name]
+
     def _materialized(self) -> Self:
         """This table, or (if it keeps no store) a copy of it that does: a join looks rows up there."""
         if self.store_name is not None:
             return self
         node = self._builder.new_name("KTABLE-MATERIALIZE")
-        spec = StoreSpec(f"{node}-STATE-STORE", key=self.key_serde, value=self.value_serde, cache=False)
-        spec.timestamped = True
+        spec: StoreSpec
+        source = self._source_spec()
+        if isinstance(source, VersionedStoreSpec):
+            # Derived from a versioned table: versioned alike (Kafka's inherited versioned materialization).
+            spec = VersionedStoreSpec(
+                f"{node}-STATE-STORE",
+                key=self.key_serde,
+                value=self.value_serde,
+                history_retention=source.history_retention_ms,
+                segment_interval_ms=source.segment_interval_ms,
+            )
+        else:
+            spec = StoreSpec(f"{node}-STATE-STORE", key=self.key_serde, value=self.value_serde, cache=False)
+            spec.timestamped = True
         return self.stored(
             self._builder, node, self.node, lambda o: TableMaterializeProcessor(spec.name, o), spec, self.key_serde
         )

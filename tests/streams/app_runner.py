@@ -6,6 +6,7 @@ graceful SIGTERM shutdown.
         [--commit-ms N] [--topology order_totals|key_counts|click_windows|click_windows_uncached]
         [--name NAME] [--standbys N] [--session-ms N] [--probing-ms N] [--recovery-lag N] [--warmups N]
         [--server http://host:port] [--guarantee at_least_once|exactly_once_v2]
+        [--topology versioned_enrichment --table PRICES-TOPIC]
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import threading
 import time
 
 from streams.app import StreamsApp
-from tests.streams.topologies import click_windows, key_counts, order_totals
+from tests.streams.topologies import click_windows, key_counts, order_totals, versioned_enrichment
 
 REPORTED = (
     "state",
@@ -63,11 +64,14 @@ def main() -> int:
     parser.add_argument("--warmups", type=int, default=2)
     parser.add_argument("--server", default=None)
     parser.add_argument("--guarantee", default="at_least_once")
+    parser.add_argument("--table", default=None)
     args = parser.parse_args()
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(process)d %(threadName)s %(name)s %(message)s"
     )
-    if args.topology == "key_counts":
+    if args.topology == "versioned_enrichment":
+        topology = versioned_enrichment(args.input, args.table, args.output)
+    elif args.topology == "key_counts":
         topology = key_counts(args.input, args.output, args.name)
     elif args.topology.startswith("click_windows"):
         topology = click_windows(args.input, args.output, cache=args.topology == "click_windows")

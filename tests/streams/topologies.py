@@ -6,7 +6,7 @@ import random
 from collections import Counter
 from typing import Any
 
-from streams import StreamsBuilder, Suppressed, TimeWindows, Topology
+from streams import StreamsBuilder, Suppressed, TimeWindows, Topology, VersionedStoreSpec
 
 # The windowed end-to-end tests: hopping windows of 10 s advancing by 5 s, 2 s grace.
 CLICK_WINDOWS = TimeWindows.of_size_and_grace(10_000, 2_000).advance_by(5_000)
@@ -118,3 +118,32 @@ def key_counts(input_topic: str, out_topic: str, tag: str = "") -> Topology:
         .to(out_topic, key=str, value="json")
     )
     return b.build()
+
+
+# The versioned enrichment tests: orders wait 5 s (by stream time) for late price updates; prices keep an hour.
+ENRICHMENT_GRACE_MS = 5_000
+
+
+def versioned_enrichment(orders_topic: str, prices_topic: str, out_topic: str) -> Topology:
+    """Orders (keyed by product) joined with the price of their product as of the order's time (KIP-914,
+    KIP-923): a versioned price table, and a join grace for price updates that arrive after the order."""
+    b = StreamsBuilder()
+    prices = b.table(
+        prices_topic, key=str, value="json", store=VersionedStoreSpec("prices", history_retention=3_600_000)
+    )
+    (
+        b.stream(orders_topic, key=str, value="json")
+        .join(prices, lambda o, p: {**o, "price": p}, grace=ENRICHMENT_GRACE_MS)
+        .to(out_topic, key=str, value="json")
+    )
+    return b.build()
+
+
+def price_as_of(prices: list[tuple[str, Any, int]], product: str, ts: int) -> Any:
+    """The reference: the price of ``product`` at ``ts`` (the last version at or before it; a later record with
+    the same timestamp replaces an earlier one), None if none."""
+    best: tuple[int, int, Any] | None = None
+    for i, (key, value, at) in enumerate(prices):
+        if key == product and at <= ts and (best is None or (at, i) > best[:2]):
+            best = (at, i, value)
+    return None if best is None else best[2]
