@@ -33,7 +33,7 @@ from serdes.errors import RegistryError
 from serdes.models import Rule, Schema
 from serdes.rules.fields import FieldInfo
 from serdes.rules.kms import KekAead, KmsError
-from serdes.rules.tink import Cipher, CryptoError, generate_key_material
+from serdes.rules.tink_wire import Cipher, CryptoError, generate_key_material
 
 KEK_NAME = "encrypt.kek.name"
 KMS_TYPE = "encrypt.kms.type"

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from serdes.rules.tink import EMPTY_AAD, Cipher
+from serdes.rules.tink_wire import EMPTY_AAD, Cipher
 
 LOCAL_KMS = "local-kms"
 KMS_EXTRA = "pip install 'schemakit[kms]'"
