@@ -404,3 +404,84 @@ def test_without_the_secret_the_error_says_how_to_give_it(url: str, monkeypatch:
     with RegistryClient(url) as client, pytest.raises(RuleError) as err:
         AvroSerializer(client, use_latest_version=True)({"id": 1, "card": CARD, "pin": None}, _ctx(topic))
     assert "local-kms has no secret" in str(err.value)
+
+
+# JSON Schema shapes confluent-kafka's suite exercises: unions and compositions of $refs, $refs inside $refs
+_DEFS_ONE_OF = {
+    "type": "object",
+    "properties": {
+        "kind": {"type": "string"},
+        "data": {"oneOf": [{"$ref": "#/$defs/Account"}, {"$ref": "#/$defs/Payment"}]},
+    },
+    "required": ["kind", "data"],
+    "$defs": {
+        "Account": {
+            "type": "object",
+            "properties": {
+                "accountId": {"type": "string", "confluent:tags": ["PII"]},
+                "method": {"$ref": "#/$defs/Method"},
+            },
+            "required": ["accountId"],
+        },
+        "Payment": {
+            "type": "object",
+            "properties": {"paymentId": {"type": "string", "confluent:tags": ["PII"]}, "amount": {"type": "number"}},
+            "required": ["paymentId", "amount"],
+        },
+        "Method": {"type": "object", "properties": {"details": {"type": "string", "confluent:tags": ["PII"]}}},
+    },
+}
+_DEFS_ANY_OF = {
+    "type": "object",
+    "properties": {"value": {"anyOf": [{"$ref": "#/$defs/Str"}, {"$ref": "#/$defs/Num"}]}},
+    "$defs": {
+        "Str": {"type": "object", "properties": {"strValue": {"type": "string", "confluent:tags": ["PII"]}}},
+        "Num": {"type": "object", "properties": {"numValue": {"type": "number"}}},
+    },
+}
+_DEFS_ALL_OF = {
+    "type": "object",
+    "properties": {"entity": {"allOf": [{"$ref": "#/$defs/Base"}, {"$ref": "#/$defs/Stamped"}]}},
+    "$defs": {
+        "Base": {"type": "object", "properties": {"id": {"type": "string", "confluent:tags": ["PII"]}}},
+        "Stamped": {"type": "object", "properties": {"createdAt": {"type": "integer"}}},
+    },
+}
+_DEFS_DEEP = {
+    "type": "object",
+    "properties": {"data": {"oneOf": [{"$ref": "#/$defs/L1"}]}},
+    "$defs": {
+        "L1": {"type": "object", "properties": {"l2": {"$ref": "#/$defs/L2"}}},
+        "L2": {"type": "object", "properties": {"l3": {"$ref": "#/$defs/L3"}}},
+        "L3": {"type": "object", "properties": {"secret": {"type": "string", "confluent:tags": ["PII"]}}},
+    },
+}
+_SHAPES = {
+    "oneOf-nested-refs": (
+        _DEFS_ONE_OF,
+        {"kind": "a", "data": {"accountId": "ACC123", "method": {"details": "1234-5678"}}},
+        ["ACC123", "1234-5678"],
+    ),
+    "oneOf-second-branch": (_DEFS_ONE_OF, {"kind": "p", "data": {"paymentId": "PAY9", "amount": 3.5}}, ["PAY9"]),
+    "anyOf": (_DEFS_ANY_OF, {"value": {"strValue": "sensitive-data"}}, ["sensitive-data"]),
+    "allOf": (_DEFS_ALL_OF, {"entity": {"id": "entity-123", "createdAt": 1234567890}}, ["entity-123"]),
+    "deep-refs": (_DEFS_DEEP, {"data": {"l2": {"l3": {"secret": "deep-secret"}}}}, ["deep-secret"]),
+}
+
+
+@pytest.mark.parametrize("shape", list(_SHAPES))
+def test_json_unions_and_nested_refs_both_ways(url: str, shape: str) -> None:
+    schema, record, secrets = _SHAPES[shape]
+    topic = f"fe-{uuid.uuid4().hex[:10]}"
+    body = {"schema": json.dumps(schema), "schemaType": "JSON", "ruleSet": {"domainRules": [_rule(f"k-{topic}")]}}
+    assert httpx.post(f"{url}/subjects/{topic}-value/versions", json=body, timeout=30).status_code == 200
+    peer = Peer(url, "JSON", None)
+    theirs = peer.serialize(json.loads(json.dumps(record)), _ctx(topic))
+    with RegistryClient(url) as client:
+        write, read = _ours(client, "JSON", None)
+        ours = write(json.loads(json.dumps(record)), _ctx(topic))
+        for secret in secrets:
+            assert secret.encode() not in ours and secret.encode() not in theirs
+        assert read(theirs, _ctx(topic)) == record
+        assert read(ours, _ctx(topic)) == record
+    assert peer.deserialize(ours, _ctx(topic)) == record
