@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from serdes.rules.tink_wire import EMPTY_AAD, Cipher
+from serdes.rules.tink_wire import EMPTY_AAD, Cipher, CryptoError
 
 LOCAL_KMS = "local-kms"
 KMS_EXTRA = "pip install 'schemakit[kms]'"
@@ -61,7 +61,10 @@ class LocalKmsAead:
         return self._cipher.encrypt(plaintext)
 
     def decrypt(self, ciphertext: bytes, associated_data: bytes) -> bytes:
-        return self._cipher.decrypt(ciphertext)
+        try:
+            return self._cipher.decrypt(ciphertext)
+        except CryptoError:
+            raise KmsError("the local-kms key does not unwrap it (wrapped under another secret?)") from None
 
 
 def _driver_aead(kms_type: str, key_id: str, config: dict[str, Any]) -> Aead:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -485,3 +486,14 @@ def test_json_unions_and_nested_refs_both_ways(url: str, shape: str) -> None:
         assert read(theirs, _ctx(topic)) == record
         assert read(ours, _ctx(topic)) == record
     assert peer.deserialize(ours, _ctx(topic)) == record
+
+
+def test_a_cloud_kms_without_its_drivers_names_the_extra(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the driver module cannot be imported, as where confluent-kafka's rules extra (Tink, boto3) is missing
+    monkeypatch.setitem(sys.modules, "confluent_kafka.schema_registry.rules.encryption.awskms.aws_driver", None)
+    kek = f"kek-{uuid.uuid4().hex[:8]}"
+    topic = _register(url, "AVRO", _rule(kek, **{"encrypt.kms.type": "aws-kms", "encrypt.kms.key.id": "arn:k"}))
+    with RegistryClient(url) as client, pytest.raises(RuleError) as err:
+        AvroSerializer(client, use_latest_version=True)({"id": 1, "card": CARD, "pin": None}, _ctx(topic))
+    message = str(err.value)
+    assert "\n" not in message and "pip install 'schemakit[kms]'" in message and "aws-kms" in message
