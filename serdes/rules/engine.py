@@ -8,7 +8,9 @@ deserializer (``READ``, or ``UPGRADE``/``DOWNGRADE`` for migrations) runs on eve
   or DOWNGRADE); ``disabled`` rules, and all rules of a set whose ``enableAt`` is neither ALL nor CLIENT, are
   skipped; a field transform is skipped when another one with the same kind, mode, type and tags runs before it;
 - each rule: ``CEL`` (the whole message as ``message``), ``CEL_FIELD`` (each selected field as ``value`` with
-  ``fullName``, ``name``, ``typeName``, ``tags`` and the containing ``message``) or ``JSONATA``; an expression
+  ``fullName``, ``name``, ``typeName``, ``tags`` and the containing ``message``), ``JSONATA``, or ``ENCRYPT`` /
+  ``ENCRYPT_PAYLOAD`` (``serdes.rules.encryption``; the latter in ``encodingRules``, on the encoded payload, with
+  ``compile_rules(..., encoding=True)``); an expression
   ``guard ; expr`` runs ``expr`` only where ``guard`` holds. A CONDITION fails when it is false, a TRANSFORM's
   result replaces the message (or the field);
 - then its action: ``onSuccess`` (default NONE) or, when it failed or raised, ``onFailure`` (default ERROR).
