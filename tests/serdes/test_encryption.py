@@ -51,9 +51,10 @@ from serdes import (
     RuleError,
     SerializationContext,
 )
+from tests.support.kms import LOCAL_KMS_SECRET
 from tests.support.registry_process import RegistryProcess
 
-SECRET = "field-encryption-secret"  # one per process: Tink keeps the first local-kms client it was given
+SECRET = LOCAL_KMS_SECRET  # the one secret of every test running the executor (tests/support/kms.py)
 RULES = {"secret": SECRET}
 KEKS = "/dek-registry/v1/keks"
 CARD = "4111-1111-1111-1111"

@@ -21,8 +21,9 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from serdes import JsonSchemaSerializer, RegistryClient
 from serdes.spark import from_registry
+from tests.support.kms import LOCAL_KMS_SECRET
 
-SECRET = {"secret": "spark-encryption-secret"}
+SECRET = {"secret": LOCAL_KMS_SECRET}
 AVRO = {
     "type": "record",
     "name": "Account",

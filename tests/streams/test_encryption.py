@@ -19,8 +19,9 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from serdes import AvroSerde, RegistryClient
 from streams import StreamsBuilder, TopologyTestDriver
+from tests.support.kms import LOCAL_KMS_SECRET
 
-SECRET = {"secret": "streams-encryption-secret"}
+SECRET = {"secret": LOCAL_KMS_SECRET}
 SCHEMA = {
     "type": "record",
     "name": "Card",
