@@ -498,3 +498,28 @@ def test_a_cloud_kms_without_its_drivers_names_the_extra(url: str, monkeypatch: 
         AvroSerializer(client, use_latest_version=True)({"id": 1, "card": CARD, "pin": None}, _ctx(topic))
     message = str(err.value)
     assert "\n" not in message and "pip install 'schemakit[kms]'" in message and "aws-kms" in message
+
+
+def test_fields_tagged_by_metadata_tags_are_encrypted_as_confluent_kafka_does(url: str) -> None:
+    untagged = {
+        "type": "record",
+        "name": "Payment",
+        "namespace": "fe",
+        "fields": [{"name": "id", "type": "int"}, {"name": "card", "type": "string"}],
+    }
+    topic = f"fe-{uuid.uuid4().hex[:10]}"
+    body = {
+        "schema": json.dumps(untagged),
+        "metadata": {"tags": {"fe.Payment.card": ["PII"]}},
+        "ruleSet": {"domainRules": [_rule(f"k-{topic}")]},
+    }
+    assert httpx.post(f"{url}/subjects/{topic}-value/versions", json=body, timeout=30).status_code == 200
+    record = {"id": 7, "card": CARD}
+    peer = Peer(url, "AVRO", None)
+    theirs = peer.serialize(dict(record), _ctx(topic))
+    with RegistryClient(url) as client:
+        write, read = _ours(client, "AVRO", None)
+        ours = write(dict(record), _ctx(topic))
+        assert CARD.encode() not in ours and CARD.encode() not in theirs
+        assert read(theirs, _ctx(topic)) == record
+    assert peer.deserialize(ours, _ctx(topic)) == record
