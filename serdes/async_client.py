@@ -51,6 +51,7 @@ class AsyncRegistryClient(ClientSettings):
 
     async def aclose(self) -> None:
         await self._http.aclose()
+        self.close_blocking()
         await aclose_auth(self._auth)
 
     async def __aenter__(self) -> AsyncRegistryClient:

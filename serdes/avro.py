@@ -184,10 +184,16 @@ class _WritePlan:
     named: dict  # its named types, as fastavro's write_data takes them
     encode: Callable[[Any, bytearray], None]  # the generated encoder, or _no_fast_path
     rules: rule_steps.Step | None = None  # the schema's WRITE rules (None: it has none)
+    encoding: rule_steps.Step | None = None  # its WRITE encodingRules, on the encoded bytes (ENCRYPT_PAYLOAD)
 
 
-def _write_plan(schema_id: int, compiled: _CompiledSchema, rules: rule_steps.Step | None = None) -> _WritePlan:
-    return _WritePlan(wire.prefix(schema_id), schema_id, compiled.schema, compiled.named, compiled.encode, rules)
+_NO_RULES: tuple[rule_steps.Step | None, rule_steps.Step | None] = (None, None)
+
+
+def _write_plan(
+    schema_id: int, compiled: _CompiledSchema, rules: tuple[rule_steps.Step | None, rule_steps.Step | None] = _NO_RULES
+) -> _WritePlan:
+    return _WritePlan(wire.prefix(schema_id), schema_id, compiled.schema, compiled.named, compiled.encode, *rules)
 
 
 def _rule_target(parsed: Any, named: dict) -> rule_steps.TargetFactory:
@@ -227,6 +233,7 @@ class _ReadPlan:
     rules: rule_steps.Step | None = None  # migrations, then the reader schema's READ rules (None: none)
     #: the check of payloads fastavro cannot be trusted with (``avro_guard``); None for most schemas
     guard: Callable[[bytes, int, int, str | None], None] | None = None
+    encoding: rule_steps.Step | None = None  # the writer schema's READ encodingRules (ENCRYPT_PAYLOAD)
 
 
 def _label(schema: Any) -> str:
@@ -295,7 +302,7 @@ class _AvroSerializerBase(SerializerBase[_WritePlan]):
         schema_id_header: bool = False,
     ) -> None:
         check_client(client, self._is_async, self)
-        self._rule_config = RuleConfig(rule_config)
+        self._rule_config = RuleConfig(rule_config, client)
         self._id_header = HeaderFramer(protobuf=False, subject=subject) if schema_id_header else None
         self._choice = SchemaChoice(
             self, "AVRO", schema is not None, auto_register, use_latest_version, use_latest_with_metadata, use_schema_id
@@ -363,10 +370,14 @@ class _AvroSerializerBase(SerializerBase[_WritePlan]):
 
     def _write_rules(
         self, subject: str | None, schema: Schema, schema_id: int, parsed: Any, named: dict
-    ) -> rule_steps.Step | None:
-        if not rule_steps.has_rules(schema):
-            return None
-        return rule_steps.write_rules(schema, _rule_target(parsed, named), self._rule_config, schema_id, subject)
+    ) -> tuple[rule_steps.Step | None, rule_steps.Step | None]:
+        """The schema's WRITE domain rules and its WRITE encoding rules."""
+        if schema.rule_set is None:
+            return None, None
+        target = _rule_target(parsed, named)
+        domain = rule_steps.write_rules(schema, target, self._rule_config, schema_id, subject)
+        encoding = rule_steps.encoding_rules(schema, rule_steps.WRITE, target, self._rule_config, schema_id, subject)
+        return domain, encoding
 
     def _plan_for(
         self, schema_id: int, schema: Schema, ctx: SerializationContext | None, subject: str | None = None
@@ -406,6 +417,8 @@ class _AvroSerializerBase(SerializerBase[_WritePlan]):
                 _write_data(buf, datum, plan.schema, plan.named, "", _WRITE_OPTIONS)
             except Exception as e:
                 raise self._write_error(obj, datum, plan, ctx, e) from e
+        if plan.encoding is not None:
+            return plan.prefix + plan.encoding(bytes(buf[_PREFIX:]), ctx, obj)
         return bytes(buf)
 
     def _write_error(
@@ -473,7 +486,7 @@ class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
     ) -> None:
         check_client(client, self._is_async, self)
         self._client = client
-        self._rule_config = RuleConfig(rule_config)
+        self._rule_config = RuleConfig(rule_config, client)
         self._cls: type | None = None
         self._reader: Schema | None = None
         self._reader_parsed: tuple[Any, dict] | None = None
@@ -496,6 +509,8 @@ class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
         self._plans: BoundedDict[Any, _ReadPlan] = BoundedDict(cache_capacity(client))
 
     def _read(self, data: bytes, ctx: SerializationContext | None, plan: _ReadPlan) -> Any:
+        if plan.encoding is not None:
+            data = data[:_PREFIX] + plan.encoding(data[_PREFIX:], ctx, data)
         if plan.guard is not None:
             plan.guard(data, _PREFIX, plan.schema_id, topic_of(ctx))
         try:
@@ -579,6 +594,14 @@ class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
                 self._subjects.subject_or_none(ctx),
             )
             rules = rule_steps.chain(*migrations, read_rules)
+        encoding = rule_steps.encoding_rules(
+            writer,
+            rule_steps.READ,
+            _rule_target(w_parsed, w_named),
+            self._rule_config,
+            schema_id,
+            self._subjects.subject_or_none(ctx),
+        )
         if r_parsed is not None and strip_schema(r_parsed) == strip_schema(w_parsed):
             r_parsed = None  # same schema: skip fastavro's per-record resolution work
         post = self._decode
@@ -602,6 +625,7 @@ class _AvroDeserializerBase(DeserializerBase[_ReadPlan]):
             fast,
             rules,
             payload_guard(w_parsed, w_named),
+            encoding,
         )
 
 

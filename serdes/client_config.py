@@ -17,6 +17,7 @@ import httpx
 from serdes.auth import BearerAuth, CustomBearerAuth, OAuthClientCredentials
 from serdes.caches import DEFAULT_CAPACITY
 from serdes.registry_api import ACCEPT, RegistryApi
+from serdes.transport import run_sync
 
 __all__ = ["ClientSettings"]
 
@@ -263,15 +264,36 @@ class ClientSettings:
             "limits": httpx.Limits(max_keepalive_connections=20, keepalive_expiry=60.0),
             "proxy": proxy,
         }
+        self._plugin: tuple[Callable[[str, bool], Any], str] | None = None
         if plugin is not None:
-            self._http_options["transport"] = plugin(url if isinstance(url, str) else url[0], self._is_async)
+            self._plugin = (plugin, url if isinstance(url, str) else url[0])
+            self._http_options["transport"] = plugin(self._plugin[1], self._is_async)
+        self._blocking_http: httpx.Client | None = None
         self._open(self._http_options)
 
     _is_async = False
+    _http: Any  # the client's own httpx client (sync or async), made by ``_open``
 
     def _open(self, http_options: dict[str, Any]) -> None:
         """Create the transport (an httpx client built with ``http_options``)."""
         raise NotImplementedError
+
+    def request_blocking(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+        """One API call that blocks, whichever client this is: what encryption rules use to reach the DEK
+        registry from inside a record's (synchronous) rule run. An async client makes a sync httpx client with
+        its own options for it on first use (``close_blocking`` closes it)."""
+        http = self._blocking_http if self._is_async else self._http
+        if http is None:
+            options = dict(self._http_options)
+            if self._plugin is not None:
+                options["transport"] = self._plugin[0](self._plugin[1], False)
+            http = self._blocking_http = httpx.Client(**options)
+        return run_sync(http, self._api.exchange(method, path, body, params))
+
+    def close_blocking(self) -> None:
+        if self._blocking_http is not None:
+            self._blocking_http.close()
+            self._blocking_http = None
 
     @classmethod
     def from_config(cls, conf: dict[str, Any]) -> Self:

@@ -155,6 +155,7 @@ class _WritePlan:
     schema_id: int
     validator: _Validator | None  # None when not validating
     rules: rule_steps.Step | None = None  # the schema's WRITE rules (None: it has none)
+    encoding: rule_steps.Step | None = None  # its WRITE encodingRules, on the encoded bytes (ENCRYPT_PAYLOAD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +165,7 @@ class _ReadPlan:
     validator: _Validator | None  # None when not validating
     schema_id: int
     rules: rule_steps.Step | None = None  # migrations, then the reader schema's READ rules (None: none)
+    encoding: rule_steps.Step | None = None  # the writer schema's READ encodingRules (ENCRYPT_PAYLOAD)
 
 
 def _rule_targets(references: Mapping[str, Schema]) -> rule_steps.TargetFactory:
@@ -221,7 +223,7 @@ class _JsonSerializerBase(SerializerBase[_WritePlan]):
         schema_id_header: bool = False,
     ) -> None:
         check_client(client, self._is_async, self)
-        self._rule_config = RuleConfig(rule_config)
+        self._rule_config = RuleConfig(rule_config, client)
         self._id_header = HeaderFramer(protobuf=False, subject=subject) if schema_id_header else None
         self._choice = SchemaChoice(
             self, "JSON", schema is not None, auto_register, use_latest_version, use_latest_with_metadata, use_schema_id
@@ -260,18 +262,19 @@ class _JsonSerializerBase(SerializerBase[_WritePlan]):
         if self._validate and self._validator is None:
             self._validator = yield from load_validator(self._schema)
         schema_id = yield from register_or_lookup(subject, self._schema, self._auto_register, self._normalize)
-        return _WritePlan(
-            wire.prefix(schema_id),
-            schema_id,
-            self._validator,
-            (yield from self._write_rules(subject, self._schema, schema_id)),
-        )
+        rules = yield from self._write_rules(subject, self._schema, schema_id)
+        return _WritePlan(wire.prefix(schema_id), schema_id, self._validator, *rules)
 
-    def _write_rules(self, subject: str | None, schema: Schema, schema_id: int) -> Plan[rule_steps.Step | None]:
-        if not rule_steps.has_rules(schema):
-            return None
+    def _write_rules(
+        self, subject: str | None, schema: Schema, schema_id: int
+    ) -> Plan[tuple[rule_steps.Step | None, rule_steps.Step | None]]:
+        """The schema's WRITE domain rules and its WRITE encoding rules."""
+        if schema.rule_set is None:
+            return None, None
         target = yield from load_rule_target(schema)
-        return rule_steps.write_rules(schema, target, self._rule_config, schema_id, subject)
+        domain = rule_steps.write_rules(schema, target, self._rule_config, schema_id, subject)
+        encoding = rule_steps.encoding_rules(schema, rule_steps.WRITE, target, self._rule_config, schema_id, subject)
+        return domain, encoding
 
     def _plan_for(
         self, schema_id: int, schema: Schema, ctx: SerializationContext | None, subject: str | None = None
@@ -286,7 +289,7 @@ class _JsonSerializerBase(SerializerBase[_WritePlan]):
                     f"cannot write with schema {schema_id}: {e}", topic=topic_of(ctx), schema_id=schema_id
                 ) from e
             rules = yield from self._write_rules(subject, schema, schema_id)
-            plan = self._plans_by_id.put(schema_id, _WritePlan(wire.prefix(schema_id), schema_id, validator, rules))
+            plan = self._plans_by_id.put(schema_id, _WritePlan(wire.prefix(schema_id), schema_id, validator, *rules))
         return plan
 
     _general_path: Callable[[Any, SerializationContext | None], Any]  # set by the sync and async serializers
@@ -300,7 +303,7 @@ class _JsonSerializerBase(SerializerBase[_WritePlan]):
             plan = self._plans.single
             if plan is None and ctx is not None:
                 plan = self._plans.by_ctx.get((ctx.topic, ctx.field))
-            if plan is not None and plan.rules is None:
+            if plan is not None and plan.rules is None and plan.encoding is None:
                 validator = plan.validator
                 if validator is None or validator.is_valid(obj):
                     try:
@@ -334,6 +337,8 @@ class _JsonSerializerBase(SerializerBase[_WritePlan]):
                 topic=topic_of(ctx),
                 schema_id=plan.schema_id,
             )
+        if plan.encoding is not None:
+            return plan.prefix + plan.encoding(body, ctx, obj)
         return plan.prefix + body
 
 
@@ -373,7 +378,7 @@ class _JsonDeserializerBase(DeserializerBase[_ReadPlan]):
     ) -> None:
         check_client(client, self._is_async, self)
         self._client = client
-        self._rule_config = RuleConfig(rule_config)
+        self._rule_config = RuleConfig(rule_config, client)
         self._validate = validate
         self._cls: type | None = None
         self._reader: Schema | None = None
@@ -391,6 +396,8 @@ class _JsonDeserializerBase(DeserializerBase[_ReadPlan]):
         self._plans: BoundedDict[Any, _ReadPlan] = BoundedDict(cache_capacity(client))
 
     def _read(self, data: bytes, ctx: SerializationContext | None, plan: _ReadPlan) -> Any:
+        if plan.encoding is not None:
+            data = data[:_PREFIX] + plan.encoding(data[_PREFIX:], ctx, data)
         try:
             value = _loads(memoryview(data)[_PREFIX:])
         except orjson.JSONDecodeError as e:
@@ -464,7 +471,10 @@ class _JsonDeserializerBase(DeserializerBase[_ReadPlan]):
                 raise SerializationError(
                     f"cannot compile the JSON Schema for id {schema_id}: {e}", topic=topic, schema_id=schema_id
                 ) from e
-        return _ReadPlan(validator, schema_id, rules)
+        encoding = rule_steps.encoding_rules(
+            writer, rule_steps.READ, _rule_target, self._rule_config, schema_id, self._subjects.subject_or_none(ctx)
+        )
+        return _ReadPlan(validator, schema_id, rules, encoding)
 
 
 class JsonSchemaDeserializer(_JsonDeserializerBase, SyncDeserializerBase[_ReadPlan]):

@@ -177,8 +177,9 @@ class _ProtobufSerializerBase(SerializerBase[bytes]):
     ) -> None:
         check_client(client, self._is_async, self)
         self._id_header = HeaderFramer(protobuf=True, subject=subject) if schema_id_header else None
-        self._rule_config = RuleConfig(rule_config)
+        self._rule_config = RuleConfig(rule_config, client)
         self._rules: dict[bytes, rule_steps.Step] = {}  # frame header -> the WRITE rules of its schema
+        self._encodings: dict[bytes, rule_steps.Step] = {}  # frame header -> its WRITE encodingRules
         if not is_message_class(message_type):
             raise TypeError(f"{type(self).__name__} needs a generated message class, not {message_type!r}")
         self._choice = SchemaChoice(
@@ -207,6 +208,11 @@ class _ProtobufSerializerBase(SerializerBase[bytes]):
             )
             if rules is not None:
                 self._rules[wire.prefix(schema_id) + self._indexes] = rules
+            encoding = rule_steps.encoding_rules(
+                registered, rule_steps.WRITE, _rule_target(self._desc), self._rule_config, schema_id, subject
+            )
+            if encoding is not None:
+                self._encodings[wire.prefix(schema_id) + self._indexes] = encoding
         else:
             done = yield from register_references(
                 self._local_refs,
@@ -225,7 +231,7 @@ class _ProtobufSerializerBase(SerializerBase[bytes]):
         no rules and no id header, which awaits nothing; any other record goes to ``_general_path``, whose
         ``_write`` raises any error with its details. ``ProtobufSerializer.__call__`` is this method;
         ``AsyncFastPathSerializerBase`` says how the async serializer uses it."""
-        if type(message) is self._cls and not self._rules and self._id_header is None:
+        if type(message) is self._cls and not self._rules and not self._encodings and self._id_header is None:
             head = self._plans.single
             if head is None and ctx is not None:
                 head = self._plans.by_ctx.get((ctx.topic, ctx.field))
@@ -245,13 +251,15 @@ class _ProtobufSerializerBase(SerializerBase[bytes]):
         if rules is not None:
             message = rules(message, ctx, message)
         try:
-            return head + message.SerializeToString()
+            body = message.SerializeToString()
         except Exception as e:  # e.g. proto2 required fields missing
             raise SerializationError(
                 f"cannot serialize {self._desc.full_name}: {e}",
                 topic=topic_of(ctx),
                 schema_id=wire.read_schema_id(head),
             ) from e
+        encoding = self._encodings.get(head) if self._encodings else None
+        return head + (body if encoding is None else encoding(body, ctx, message))
 
 
 class ProtobufSerializer(_ProtobufSerializerBase, SyncSerializerBase[bytes]):
@@ -346,6 +354,7 @@ class _ReadPlan:
     payload_start: int  # where the message bytes begin: after prefix and index path
     schema_id: int
     rules: rule_steps.Step | None = None  # migrations, then the READ rules (None: no rules)
+    encoding: rule_steps.Step | None = None  # the writer schema's READ encodingRules (ENCRYPT_PAYLOAD)
 
 
 def _json_target(schema: Schema, schema_id: int | None) -> RuleTarget:
@@ -424,7 +433,7 @@ class _ProtobufDeserializerBase(DeserializerBase[_ReadPlan]):
         rule_config: dict[str, Any] | None = None,
     ) -> None:
         check_client(client, self._is_async, self)
-        self._rule_config = RuleConfig(rule_config)
+        self._rule_config = RuleConfig(rule_config, client)
         if message_type is not None and not is_message_class(message_type):
             raise TypeError(f"{type(self).__name__} needs a generated message class, not {message_type!r}")
         self._client = client
@@ -441,8 +450,11 @@ class _ProtobufDeserializerBase(DeserializerBase[_ReadPlan]):
         self._plans: BoundedDict[Any, _ReadPlan] = BoundedDict(capacity)
 
     def _read(self, data: bytes, ctx: SerializationContext | None, plan: _ReadPlan) -> Message:
+        payload = data[plan.payload_start :]
+        if plan.encoding is not None:
+            payload = plan.encoding(payload, ctx, data)
         try:
-            message = plan.message_class.FromString(data[plan.payload_start :])
+            message = plan.message_class.FromString(payload)
         except (DecodeError, RuntimeError, ValueError) as e:
             raise SerializationError(
                 f"cannot decode Protobuf {plan.message_class.DESCRIPTOR.full_name}: {e}",
@@ -506,6 +518,14 @@ class _ProtobufDeserializerBase(DeserializerBase[_ReadPlan]):
         topic = topic_of(ctx)
         schema_id, indexes, start = self._header(data, topic)
         desc, wf = yield from self._writer_message(data, topic)
+        encoding = rule_steps.encoding_rules(
+            wf.schema,
+            rule_steps.READ,
+            _rule_target(desc),
+            self._rule_config,
+            schema_id,
+            self._subjects.subject_or_none(ctx, desc.full_name),
+        )
         if latest is None:
             cls = self._cls if self._cls is not None else GetMessageClass(desc)
             rules = (
@@ -519,23 +539,24 @@ class _ProtobufDeserializerBase(DeserializerBase[_ReadPlan]):
                 if rule_steps.has_rules(wf.schema)
                 else None
             )
-            return _ReadPlan(cls, start, schema_id, rules)
+            return _ReadPlan(cls, start, schema_id, rules, encoding)
         subject = self._subjects.subject_for(ctx, desc.full_name)
         reader_desc = _reader_message((yield from self._file(latest.schema_id, topic)), desc, indexes)
         cls = self._cls if self._cls is not None else GetMessageClass(reader_desc)
         if not (rule_steps.has_rules(wf.schema) or rule_steps.has_rules(latest.schema)):
-            return _ReadPlan(cls, start, schema_id)
+            return _ReadPlan(cls, start, schema_id, None, encoding)
         migrations = yield from self._migrations(subject, wf.schema, latest, _json_target, topic, schema_id)
         read_rules = rule_steps.read_rules(
             latest.schema, _rule_target(reader_desc), self._rule_config, latest.schema_id, subject
         )
         if not migrations:  # the payload is parsed as the reader's message directly
-            return _ReadPlan(cls, start, schema_id, read_rules)
+            return _ReadPlan(cls, start, schema_id, read_rules, encoding)
         return _ReadPlan(
             GetMessageClass(desc),
             start,
             schema_id,
             rule_steps.chain(_migration(migrations, cls, schema_id), read_rules),
+            encoding,
         )
 
 
@@ -553,7 +574,7 @@ class ProtobufDeserializer(_ProtobufDeserializerBase, SyncDeserializerBase[_Read
         plan = None if self._follows_latest else self._plans.get(data[:6])
         if plan is None:
             plan = self._lookup(data, ctx) or run_plan(self._client, self._resolve(data, ctx))
-        if plan.rules is not None:
+        if plan.rules is not None or plan.encoding is not None:
             return self._read(data, ctx, plan)
         try:
             return plan.message_class.FromString(data[plan.payload_start :])

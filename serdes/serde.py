@@ -53,29 +53,37 @@ class Serde(ClosedByWith):
 
 class AvroSerde(Serde):
     """``AvroSerde(client, Order)``: Avro for a typed record (or a schema + dicts). Keyword arguments go to
-    the serializer, except ``reader`` (defaults to the same type/schema) which goes to the deserializer."""
+    the serializer, except ``reader`` (defaults to the same type/schema) which goes to the deserializer, and
+    ``rule_config`` (rule settings, such as an encryption rule's KMS ``secret``), which goes to both."""
 
     def __init__(self, client: RegistryClient, schema: Any, *, reader: Any = ..., **serializer_options: Any):
         super().__init__(
             AvroSerializer(client, schema, **serializer_options),
-            AvroDeserializer(client, schema if reader is ... else reader),
+            AvroDeserializer(
+                client, schema if reader is ... else reader, rule_config=serializer_options.get("rule_config")
+            ),
         )
 
 
 class JsonSchemaSerde(Serde):
-    """``JsonSchemaSerde(client, Order)``: JSON Schema for a typed record (or a schema + dicts)."""
+    """``JsonSchemaSerde(client, Order)``: JSON Schema for a typed record (or a schema + dicts); arguments as
+    ``AvroSerde``'s."""
 
     def __init__(self, client: RegistryClient, schema: Any, *, reader: Any = ..., **serializer_options: Any):
         super().__init__(
             JsonSchemaSerializer(client, schema, **serializer_options),
-            JsonSchemaDeserializer(client, schema if reader is ... else reader),
+            JsonSchemaDeserializer(
+                client, schema if reader is ... else reader, rule_config=serializer_options.get("rule_config")
+            ),
         )
 
 
 class ProtobufSerde(Serde):
-    """``ProtobufSerde(client, OrderPb)``: Protobuf for one generated message class."""
+    """``ProtobufSerde(client, OrderPb)``: Protobuf for one generated message class (``rule_config`` goes to
+    both sides, the other keyword arguments to the serializer)."""
 
     def __init__(self, client: RegistryClient, message_type: Any, **serializer_options: Any):
         super().__init__(
-            ProtobufSerializer(client, message_type, **serializer_options), ProtobufDeserializer(client, message_type)
+            ProtobufSerializer(client, message_type, **serializer_options),
+            ProtobufDeserializer(client, message_type, rule_config=serializer_options.get("rule_config")),
         )

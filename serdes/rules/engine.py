@@ -8,7 +8,9 @@ deserializer (``READ``, or ``UPGRADE``/``DOWNGRADE`` for migrations) runs on eve
   or DOWNGRADE); ``disabled`` rules, and all rules of a set whose ``enableAt`` is neither ALL nor CLIENT, are
   skipped; a field transform is skipped when another one with the same kind, mode, type and tags runs before it;
 - each rule: ``CEL`` (the whole message as ``message``), ``CEL_FIELD`` (each selected field as ``value`` with
-  ``fullName``, ``name``, ``typeName``, ``tags`` and the containing ``message``) or ``JSONATA``; an expression
+  ``fullName``, ``name``, ``typeName``, ``tags`` and the containing ``message``), ``JSONATA``, or ``ENCRYPT`` /
+  ``ENCRYPT_PAYLOAD`` (``serdes.rules.encryption``; the latter in ``encodingRules``, on the encoded payload, with
+  ``compile_rules(..., encoding=True)``); an expression
   ``guard ; expr`` runs ``expr`` only where ``guard`` holds. A CONDITION fails when it is false, a TRANSFORM's
   result replaces the message (or the field);
 - then its action: ``onSuccess`` (default NONE) or, when it failed or raised, ``onFailure`` (default ERROR).
@@ -52,9 +54,21 @@ class RuleConfig:
     ``dlq.auto.flush``, ``producer`` or producer settings such as ``bootstrap.servers``), the DLQ producer made
     from it on first use."""
 
-    def __init__(self, conf: dict[str, Any] | None = None) -> None:
+    def __init__(self, conf: dict[str, Any] | None = None, client: Any = None) -> None:
         self.conf = dict(conf or {})
+        self.client = client  # the serde's registry client: encryption rules reach the DEK registry through it
         self._dlq: Any = None
+        self._dek_registry: Any = None
+
+    def dek_registry(self) -> Any:
+        """The ``DekRegistry`` (KEKs and DEKs met, cached) of this serde's encryption rules, made on first use."""
+        if self._dek_registry is None:
+            from serdes.rules.encryption import DekRegistry
+
+            if self.client is None:
+                raise ValueError("encryption rules need the serde's registry client")
+            self._dek_registry = DekRegistry(self.client, self.conf)
+        return self._dek_registry
 
     def dlq(self) -> Any:
         if self._dlq is None:
@@ -76,11 +90,17 @@ def _matches(rule_mode: str, mode: str) -> bool:
     return rule_mode == mode
 
 
-def _rules_for(rule_set: RuleSet, mode: str) -> list[Rule]:
-    rules = list(rule_set.migration_rules if mode in (UPGRADE, DOWNGRADE) else rule_set.domain_rules)
+def _rules_for(rule_set: RuleSet, mode: str, encoding: bool) -> list[Rule]:
+    if encoding:
+        rules = list(rule_set.encoding_rules)
+    else:
+        rules = list(rule_set.migration_rules if mode in (UPGRADE, DOWNGRADE) else rule_set.domain_rules)
     if mode in (READ, DOWNGRADE):
         rules.reverse()
     return rules
+
+
+FIELD_TRANSFORMS = frozenset({"CEL_FIELD", "ENCRYPT"})
 
 
 def _same_field_transform(a: Rule, b: Rule) -> bool:
@@ -145,10 +165,32 @@ def _raiser(error: Exception) -> Callable[..., Any]:
     return fail
 
 
-def _compile_step(rule: Rule, mode: str, target: RuleTarget, metadata_tags: dict[str, Any]) -> Callable[[Any], Any]:
+def _encryption_step(
+    rule: Rule, mode: str, target: RuleTarget, metadata_tags: dict[str, Any], config: RuleConfig
+) -> Callable[[Any], Any]:
+    from serdes.rules.encryption import Encryption
+
+    try:
+        encryption = Encryption(rule, mode, target.schema, target.subject, config.dek_registry())
+    except ValueError as e:
+        return _raiser(e)
+    if (rule.type or "").upper() == "ENCRYPT_PAYLOAD":
+        return encryption.payload
+    walker = target.walker(Selection(rule.tags, metadata_tags), False)
+    if walker is None:
+        return lambda message: message  # no field of this schema is selected
+    visit = encryption.field
+    return lambda message: walker(message, visit)
+
+
+def _compile_step(
+    rule: Rule, mode: str, target: RuleTarget, metadata_tags: dict[str, Any], config: RuleConfig
+) -> Callable[[Any], Any]:
     condition = rule.kind == "CONDITION"
     rule_type = (rule.type or "").upper()
     expr = rule.expr or ""
+    if rule_type in ("ENCRYPT", "ENCRYPT_PAYLOAD"):
+        return _encryption_step(rule, mode, target, metadata_tags, config)
     if rule_type == "CEL":
         try:
             evaluate = _expression(expr, _cel)
@@ -194,27 +236,30 @@ def _compile_step(rule: Rule, mode: str, target: RuleTarget, metadata_tags: dict
     raise LookupError(f"no rule executor of type {rule.type!r}")
 
 
-def compile_rules(rule_set: RuleSet | None, mode: str, target: RuleTarget, config: RuleConfig) -> Rules | None:
-    """The rules of ``rule_set`` that run in ``mode`` on messages of ``target``'s schema; None when there are
-    none (the serde's plan then has no rule step at all)."""
+def compile_rules(
+    rule_set: RuleSet | None, mode: str, target: RuleTarget, config: RuleConfig, encoding: bool = False
+) -> Rules | None:
+    """The rules of ``rule_set`` that run in ``mode`` on messages of ``target``'s schema (with ``encoding``, its
+    ``encodingRules``, on the encoded payload's bytes); None when there are none (the serde's plan then has no
+    rule step at all)."""
     if rule_set is None:
         return None
     if rule_set.enable_at not in (None, "ALL", "CLIENT"):
         return None
-    rules = _rules_for(rule_set, mode)
+    rules = _rules_for(rule_set, mode, encoding)
     metadata = target.schema.metadata
     metadata_tags = dict(metadata.tags) if metadata is not None else {}
     steps = []
     for i, rule in enumerate(rules):
         if rule.disabled or not _matches(rule.mode, mode):
             continue
-        if (rule.type or "").upper() == "CEL_FIELD":
+        if (rule.type or "").upper() in FIELD_TRANSFORMS:
             others = rules[:i] if mode in (WRITE, UPGRADE) else rules[i + 1 :]
             if any(_same_field_transform(rule, other) for other in others):
                 continue
         on_success, on_failure = _action(rule.on_success, rule, mode), _action(rule.on_failure, rule, mode)
         try:
-            run = _compile_step(rule, mode, target, metadata_tags)
+            run = _compile_step(rule, mode, target, metadata_tags, config)
         except LookupError as e:
             steps.append(_Step(rule, _raiser(e), on_success, on_failure, stops=True))
             continue

@@ -20,6 +20,8 @@ _TYPES = {
     "array": "ARRAY",
 }
 _VISITED = frozenset({"ENUM", "STRING", "INT", "DOUBLE", "BOOLEAN"})
+#: what a part of a document keeps of its root to validate alone: where its ``$ref``s point, and the dialect
+_ROOT_KEYWORDS = ("$schema", "$id", "$defs", "definitions")
 
 
 def type_name(schema: Any) -> str:
@@ -54,7 +56,7 @@ class _JsonWalk:
         self.references = references
         self.selection = selection
         self.condition = condition
-        self.validators: dict[int, Any] = {}
+        self.validators: dict[tuple[int, int], Any] = {}
 
     def resolve(self, ref: str, base: Any) -> Any:
         doc, _, pointer = ref.partition("#")
@@ -69,13 +71,21 @@ class _JsonWalk:
             target = target[int(part)] if isinstance(target, list) else target[part]
         return target
 
-    def valid(self, value: Any, schema: Any) -> bool:
+    def valid(self, value: Any, schema: Any, base: Any) -> bool:
+        """Whether ``value`` validates against the ``oneOf``/``anyOf`` part ``schema`` of document ``base``.
+        The part is checked inside a copy of the document's root keywords (``$defs``, ``definitions``,
+        ``$schema``, ``$id``), so its ``$ref``s, and the ``$ref``s of what they point at, resolve as they do in
+        the document."""
         from jsonschema.validators import validator_for
 
-        validator = self.validators.get(id(schema))
+        key = (id(schema), id(base))
+        validator = self.validators.get(key)
         if validator is None:
+            root = base if isinstance(base, dict) else {}
+            wrapper = {k: root[k] for k in _ROOT_KEYWORDS if k in root}
+            wrapper["allOf"] = [schema]
             cls = validator_for(self.doc if isinstance(self.doc, dict) else {})
-            validator = self.validators[id(schema)] = cls(schema)
+            validator = self.validators[key] = cls(wrapper)
         try:
             return bool(validator.is_valid(value))
         except Exception:
@@ -106,7 +116,7 @@ class _JsonWalk:
                     value = self.walk(sub, value, path, field, containing, visit, base)
             elif one_of is not None or any_of is not None:
                 for sub in one_of if one_of is not None else any_of or ():
-                    if self.valid(value, sub):
+                    if self.valid(value, sub, base):
                         value = self.walk(sub, value, path, field, containing, visit, base)
                         if one_of is not None:
                             break

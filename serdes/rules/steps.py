@@ -30,6 +30,23 @@ def has_rules(schema: Schema | None) -> bool:
     return rs is not None and bool(rs.domain_rules or rs.migration_rules)
 
 
+def encoding_rules(
+    schema: Schema | None,
+    mode: str,
+    target: TargetFactory,
+    config: RuleConfig,
+    schema_id: int | None,
+    subject: str | None,
+) -> Rules | None:
+    """The ``mode`` (WRITE or READ) ``encodingRules`` of ``schema`` (``ENCRYPT_PAYLOAD``): they run on the encoded
+    payload after the domain rules on WRITE, before decoding on READ; None when it has none."""
+    if schema is None or schema.rule_set is None or not schema.rule_set.encoding_rules:
+        return None
+    return compile_rules(
+        schema.rule_set, mode, dataclasses.replace(target(schema, schema_id), subject=subject), config, encoding=True
+    )
+
+
 def domain_rules(
     schema: Schema,
     mode: str,
@@ -109,4 +126,15 @@ def chain(*parts: Step | None) -> Step | None:
     return run
 
 
-__all__ = ["READ", "WRITE", "RuleConfig", "Step", "chain", "domain_rules", "has_rules", "migrations", "write_rules"]
+__all__ = [
+    "READ",
+    "WRITE",
+    "RuleConfig",
+    "Step",
+    "chain",
+    "domain_rules",
+    "encoding_rules",
+    "has_rules",
+    "migrations",
+    "write_rules",
+]

@@ -77,6 +77,7 @@ def from_registry(
     writer_id_column: bool = False,
     engine: str = "auto",
     validate: bool = False,
+    rule_config: Mapping[str, str] | None = None,
 ) -> Column:
     """Decode a binary column of Confluent-framed payloads into a struct column.
 
@@ -105,6 +106,11 @@ def from_registry(
             ``struct<value: <decoded>, [error,] writer_id: int, writer_version: int>``.
         engine: ``"auto"``, ``"jvm"`` (Avro, needs the jar on the session) or ``"python"``.
         validate: JSON Schema only: validate each document against the reader schema (slower).
+        rule_config: settings of the subject's encryption rules, as serdes' ``rule_config`` (the local KMS
+            ``secret``, a cloud KMS's credentials): with ``subject=``, fields (or payloads) encrypted by an
+            ``ENCRYPT`` / ``ENCRYPT_PAYLOAD`` rule of the subject's version are decrypted by the Python engine.
+            The JVM engine does not decrypt: ``engine="auto"`` picks Python for such a subject, and
+            ``engine="jvm"`` refuses it.
 
     Each row is decoded with the writer schema named by its frame and resolved to the reader schema, so a
     column mixing versions of the subject gives one type. Null in, null out. A registry that cannot be reached
@@ -137,11 +143,17 @@ def from_registry(
         raise ValueError(
             f"the JVM engine decodes Avro only; this reader schema is {spec.kind} (use engine='python' or 'auto')"
         )
+    encrypted = any(s.encrypted for s in (spec.branches if isinstance(spec, RecordTypesSpec) else [spec]))
+    if engine == "jvm" and encrypted:
+        raise ValueError(
+            "the JVM engine does not decrypt, and this subject's schema has encryption rules (ENCRYPT / "
+            "ENCRYPT_PAYLOAD): use engine='python' or 'auto'"
+        )
     if engine == "jvm" and options.python_only:
         raise ValueError(
             f"the JVM engine cannot use these registry options ({options.python_only}): use engine='python' or 'auto'"
         )
-    if engine != "python" and spec.kind == "AVRO" and not options.python_only:
+    if engine != "python" and spec.kind == "AVRO" and not options.python_only and not encrypted:
         spark = _session()
         reason = jvm_engine.unavailable_reason(spark)
         if reason is None:
@@ -152,8 +164,11 @@ def from_registry(
             log.warning(
                 "from_registry uses the Python engine (engine='auto'; pass engine='python' to say so): %s", reason
             )
+    engine_options: dict[str, Any] = {"validate": True} if validate else {}
+    if rule_config:
+        engine_options["rule_config"] = dict(rule_config)
     return python_column(
-        col, spec, mode, error_column, writer_id_column, json.dumps({"validate": validate}) if validate else ""
+        col, spec, mode, error_column, writer_id_column, json.dumps(engine_options) if engine_options else ""
     )
 
 

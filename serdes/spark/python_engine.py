@@ -50,7 +50,7 @@ from google.protobuf.message_factory import GetMessageClass
 from pyspark.sql.pandas.types import to_arrow_type
 
 from serdes import fastavro_core, wire
-from serdes.avro import parse_avro_schema
+from serdes.avro import AvroDeserializer, parse_avro_schema
 from serdes.base import fetch_writer_schema
 from serdes.client import RegistryClient
 from serdes.errors import RegistryError, SerializationError
@@ -105,7 +105,7 @@ def decoder_for(spec: ReaderSpec | RecordTypesSpec, options: str = "") -> BatchD
                 if isinstance(spec, RecordTypesSpec):
                     dec = RecordTypesDecoder(spec, client, options)
                 else:
-                    cls = {"AVRO": AvroBatchDecoder, "JSON": JsonBatchDecoder, "PROTOBUF": ProtobufBatchDecoder}
+                    cls = {"AVRO": avro_decoder, "JSON": JsonBatchDecoder, "PROTOBUF": ProtobufBatchDecoder}
                     dec = cls[spec.kind](spec, client, options)
                 _decoders[key] = dec
     return dec
@@ -510,12 +510,46 @@ class _CachedClient:
         return getattr(self._client, name)
 
 
+class EncryptedAvroBatchDecoder(_RowwiseDecoder):
+    """Avro of a subject with encryption rules: serdes' ``AvroDeserializer`` per row (it runs the rules, with the
+    subject's DEKs and ``rule_config``), reading to the reader schema; then the per-schema converter."""
+
+    def __init__(self, spec: ReaderSpec, client: RegistryClient, options: str) -> None:
+        super().__init__(spec, client, options)
+        if spec.named:
+            raise SerializationError(
+                f"from_registry: subject {spec.subject!r} has encryption rules and its reader schema references "
+                "other schemas: the Python engine decrypts readers without references only"
+            )
+        self.deserialize = AvroDeserializer(
+            _CachedClient(self),  # type: ignore[arg-type]
+            spec.reader_schema("AVRO"),
+            subject=spec.subject,
+            rule_config=self.options.get("rule_config"),
+            return_record_name=avro_needs_record_names(json.loads(spec.reader), AvroNames()),
+        )
+        self.convert = avro_converter(json.loads(spec.reader), AvroNames())
+
+
+def avro_decoder(spec: ReaderSpec, client: RegistryClient, options: str) -> BatchDecoder:
+    """The Avro decoder of ``spec``: the batch decoder, or row by row through serdes when it decrypts."""
+    if spec.encrypted:
+        return EncryptedAvroBatchDecoder(spec, client, options)
+    return AvroBatchDecoder(spec, client, options)
+
+
 class JsonBatchDecoder(_RowwiseDecoder):
     def __init__(self, spec: ReaderSpec, client: RegistryClient, options: str) -> None:
         super().__init__(spec, client, options)
         validate = bool(self.options.get("validate", False))
-        reader = Schema(spec.reader, "JSON") if validate else None
-        self.deserialize = JsonSchemaDeserializer(_CachedClient(self), reader, validate=validate)  # type: ignore
+        reader = spec.reader_schema("JSON") if validate else None  # without: the writer's rules run
+        self.deserialize = JsonSchemaDeserializer(
+            _CachedClient(self),  # type: ignore[arg-type]
+            reader,
+            validate=validate,
+            subject=spec.subject,
+            rule_config=self.options.get("rule_config"),
+        )
         self.convert = json_converter(json.loads(spec.reader))
 
 
@@ -526,7 +560,13 @@ class ProtobufBatchDecoder(_RowwiseDecoder):
         for fdp in descriptor_pb2.FileDescriptorSet.FromString(spec.descriptors).file:
             pool.Add(fdp)
         self.desc = pool.FindMessageTypeByName(spec.reader)
-        self.deserialize = ProtobufDeserializer(_CachedClient(self), GetMessageClass(self.desc))  # type: ignore
+        self.deserialize = ProtobufDeserializer(
+            _CachedClient(self),  # type: ignore[arg-type]
+            GetMessageClass(self.desc),
+            subject=spec.subject,
+            rule_config=self.options.get("rule_config"),
+        )
+        self._direct = not spec.encrypted  # parse accepted headers' bodies directly (never past encryption rules)
         self.convert = None  # rows stay messages; _to_arrow builds the columns
         self.row_converter = protobuf_converter(self.desc)
         self._parse = GetMessageClass(self.desc).FromString
@@ -555,7 +595,7 @@ class ProtobufBatchDecoder(_RowwiseDecoder):
             except SerializationError as e:
                 out.fail(i, e.schema_id, str(e))
                 continue
-            if data[5] == 0:
+            if data[5] == 0 and self._direct:
                 known.add(data[:6])
 
     def _decode_known(self, values: pa.Array, out: _Rows) -> bool:
@@ -612,7 +652,7 @@ class RecordTypesDecoder(BatchDecoder):
         assert isinstance(spec, RecordTypesSpec)
         super().__init__(spec, client, options)
         self.branches = spec.branches
-        self.parts = [AvroBatchDecoder(branch, client, options) for branch in spec.branches]
+        self.parts = [avro_decoder(branch, client, options) for branch in spec.branches]
         self.readers: list[set[str]] = []  # full names (and aliases) each type accepts
         for branch in spec.branches:
             doc = json.loads(branch.reader)

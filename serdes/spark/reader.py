@@ -12,6 +12,7 @@ field of the row's record type set (the writer schema's record name picks it).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -53,6 +54,18 @@ class ReaderSpec:
     descriptors: bytes = b""  # Protobuf: serialized FileDescriptorSet holding the reader message
     spark_type_json: str = ""
     subject: str | None = None  # the subject the reader came from (writer versions are looked up there)
+    #: the subject version's encryption rules (``{"ruleSet": ..., "metadata": ...}`` as JSON), "" without any:
+    #: the Python engine decrypts with them, the JVM engine cannot
+    encryption: str = ""
+
+    @property
+    def encrypted(self) -> bool:
+        return bool(self.encryption)
+
+    def reader_schema(self, schema_type: str) -> Schema:
+        """The reader schema text with the subject version's rules and metadata (what decrypts)."""
+        extra = json.loads(self.encryption) if self.encryption else {}
+        return Schema.from_json({"schema": self.reader, "schemaType": schema_type, **extra})
 
     @property
     def spark_type(self) -> DataType:
@@ -153,6 +166,20 @@ def resolve_reader(
             client.close()
 
 
+ENCRYPTION_RULES = frozenset({"ENCRYPT", "ENCRYPT_PAYLOAD"})
+
+
+def encryption_of(schema: Schema) -> str:
+    """``schema``'s rule set and metadata as JSON when it has an encryption rule (``ENCRYPT``,
+    ``ENCRYPT_PAYLOAD``), else ""."""
+    rs = schema.rule_set
+    rules = [*rs.domain_rules, *rs.encoding_rules] if rs is not None else []
+    if not any((r.type or "").upper() in ENCRYPTION_RULES and not r.disabled for r in rules):
+        return ""
+    body = schema.to_json()
+    return json.dumps({k: body[k] for k in ("ruleSet", "metadata") if k in body}, sort_keys=True)
+
+
 def _resolve(
     client: RegistryClient,
     registry: RegistryOptions,
@@ -186,10 +213,12 @@ def _resolve(
         registered = client.get_version(subject, version)
     if registered.schema.schema_type == "PROTOBUF":
         serialized = client.get_version(subject, registered.version, fmt="serialized")
-        return _protobuf_spec(
+        spec = _protobuf_spec(
             registry, protobuf_message(client, registered.schema_id, serialized.schema, message), subject
         )
-    return _text_spec(client, registry, registered.schema, subject)
+    else:
+        spec = _text_spec(client, registry, registered.schema, subject)
+    return dataclasses.replace(spec, encryption=encryption_of(registered.schema))
 
 
 def _subject_kind(client: RegistryClient, subject: str) -> str:

@@ -23,10 +23,11 @@ from confluent_kafka.schema_registry.rules.encryption.localkms.local_driver impo
 from confluent_kafka.schema_registry.schema_registry_client import Rule, RuleKind, RuleMode, RuleParams, RuleSet
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from tests.support.kms import LOCAL_KMS_SECRET
 from tests.support.registry_process import RegistryProcess
 
 KEKS = "/dek-registry/v1/keks"
-SECRET = "peers-secret"
+SECRET = LOCAL_KMS_SECRET
 SCHEMA = {
     "type": "record",
     "name": "Payment",
