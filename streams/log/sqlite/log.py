@@ -179,23 +179,22 @@ class SqliteLog(Log):
 
     @translated
     def end_offsets(self, topic: str) -> dict[int, int]:
-        with self._db.lock:
-            rows = self._db.conn.execute(
-                "SELECT p.partition, p.next_offset FROM partitions p JOIN topics t ON t.id = p.topic_id "
-                "WHERE t.name = ? ORDER BY p.partition",
-                (topic,),
-            ).fetchall()
-        if not rows:
-            raise UnknownTopicError(f"topic {topic!r} does not exist")
-        return dict(rows)
+        return self._partition_offsets(topic, "p.next_offset")
 
     @translated
     def start_offsets(self, topic: str) -> dict[int, int]:
         # The partition's next offset where it holds no record (all compacted away, or none written).
+        return self._partition_offsets(
+            topic,
+            "COALESCE((SELECT MIN(r.offset) FROM records r WHERE r.topic_id = p.topic_id "
+            "AND r.partition = p.partition), p.next_offset)",
+        )
+
+    def _partition_offsets(self, topic: str, offset_sql: str) -> dict[int, int]:
+        """``offset_sql`` (an SQL expression over the partition row ``p``) for each partition of ``topic``."""
         with self._db.lock:
             rows = self._db.conn.execute(
-                "SELECT p.partition, COALESCE((SELECT MIN(r.offset) FROM records r WHERE r.topic_id = p.topic_id "
-                "AND r.partition = p.partition), p.next_offset) FROM partitions p JOIN topics t ON t.id = p.topic_id "
+                f"SELECT p.partition, {offset_sql} FROM partitions p JOIN topics t ON t.id = p.topic_id "
                 "WHERE t.name = ? ORDER BY p.partition",
                 (topic,),
             ).fetchall()
