@@ -28,10 +28,9 @@ from streams.log.base import (
 from streams.log.sqlite.connection import (
     SCHEMA,
     Db,
-    claim_memory,
     max_message_bytes,
+    memory_dbs,
     memory_name,
-    open_memory,
     path_from_url,
     read_group_offsets,
     shared_for,
@@ -73,7 +72,7 @@ class SqliteLog(Log):
         self.poll_interval = poll_interval
         self.busy_timeout = busy_timeout
         name = memory_name(url)
-        self._memory = None if name is None else open_memory(name)
+        self._memory = None if name is None else memory_dbs.claim(name)
         if self._memory is not None:
             self._shared = self._memory.shared
         else:
@@ -93,7 +92,7 @@ class SqliteLog(Log):
         self._closed = False
 
     def connect_client(self) -> Db:
-        memory = None if self._memory is None else claim_memory(self._memory)
+        memory = None if self._memory is None else memory_dbs.claim_again(self._memory)
         return Db(self.path, self._shared, self.busy_timeout, memory)
 
     def describe(self) -> str:
