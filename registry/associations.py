@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,21 +64,28 @@ def _lifecycle(value: dict[str, Any]) -> str:
     return str(value.get("lifecycle") or WEAK)
 
 
-def _matches(
-    value: dict[str, Any], resource_type: str | None, association_types: Iterable[str] | None, lifecycle: str | None
-) -> bool:
-    types = list(association_types or ())
-    return (
-        (resource_type is None or value.get("resourceType") == resource_type)
-        and (not types or value.get("associationType") in types)
-        and (lifecycle is None or _lifecycle(value) == lifecycle)
-    )
-
-
 def check_lifecycle(lifecycle: str | None) -> None:
     """A lookup's ``lifecycle`` filter: STRONG or WEAK, else 42212."""
     if lifecycle is not None and lifecycle not in LIFECYCLES:
         raise errors.invalid_association_parameters()
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """A lookup's filters: the resource type (None: any), the association types (none: every one), the
+    lifecycle (None: either)."""
+
+    resource_type: str | None
+    association_types: list[str] | None = None
+    lifecycle: str | None = None
+
+    def matches(self, value: dict[str, Any]) -> bool:
+        types = self.association_types or ()
+        return (
+            (self.resource_type is None or value.get("resourceType") == self.resource_type)
+            and (not types or value.get("associationType") in types)
+            and (self.lifecycle is None or _lifecycle(value) == self.lifecycle)
+        )
 
 
 class Associations:
@@ -100,43 +107,25 @@ class Associations:
         values = self.store.state.associations
         return [values[k] for k in sorted(values)]
 
-    def by_resource_name(
-        self,
-        name: str,
-        namespace: str,
-        *,
-        resource_type: str | None,
-        association_types: list[str] | None,
-        lifecycle: str | None,
-    ) -> list[dict[str, Any]]:
-        check_lifecycle(lifecycle)
-        return [
-            v
-            for v in self._all()
-            if v.get("resourceName") == name
-            and (namespace == NAMESPACE_WILDCARD or v.get("resourceNamespace") == namespace)
-            and _matches(v, resource_type, association_types, lifecycle)
-        ]
+    def by_resource_name(self, name: str, namespace: str, lookup: Lookup) -> list[dict[str, Any]]:
+        return self._found(
+            lookup,
+            lambda v: (
+                v.get("resourceName") == name
+                and (namespace == NAMESPACE_WILDCARD or v.get("resourceNamespace") == namespace)
+            ),
+        )
 
-    def by_resource_id(
-        self, resource_id: str, *, resource_type: str | None, association_types: list[str] | None, lifecycle: str | None
-    ) -> list[dict[str, Any]]:
-        check_lifecycle(lifecycle)
-        return [
-            v
-            for v in self._all()
-            if v.get("resourceId") == resource_id and _matches(v, resource_type, association_types, lifecycle)
-        ]
+    def by_resource_id(self, resource_id: str, lookup: Lookup) -> list[dict[str, Any]]:
+        return self._found(lookup, lambda v: v.get("resourceId") == resource_id)
 
-    def by_subject(
-        self, subject: str, *, resource_type: str | None, association_types: list[str] | None, lifecycle: str | None
-    ) -> list[dict[str, Any]]:
-        check_lifecycle(lifecycle)
-        return [
-            v
-            for v in self._all()
-            if v.get("subject") == subject and _matches(v, resource_type, association_types, lifecycle)
-        ]
+    def by_subject(self, subject: str, lookup: Lookup) -> list[dict[str, Any]]:
+        return self._found(lookup, lambda v: v.get("subject") == subject)
+
+    def _found(self, lookup: Lookup, chosen: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+        """The associations ``chosen`` picks that pass ``lookup``'s filters (checked first: 42212)."""
+        check_lifecycle(lookup.lifecycle)
+        return [v for v in self._all() if chosen(v) and lookup.matches(v)]
 
     def _has_live_version(self, subject: str) -> bool:
         return any(not v.deleted for v in self.store.state.subjects.get(subject, {}).values())
@@ -269,9 +258,7 @@ class Associations:
     ) -> list[dict[str, Any]]:
         """The associations a delete removes: 40410 when none, 40908 when one is frozen and the delete does not
         cascade. Call under ``lock``."""
-        found = self.by_resource_id(
-            resource_id, resource_type=resource_type, association_types=association_types, lifecycle=None
-        )
+        found = self.by_resource_id(resource_id, Lookup(resource_type, association_types))
         if not found:
             raise errors.association_not_found(resource_id)
         for v in found:

@@ -25,6 +25,7 @@ import httpx
 from registry.config import RegistryConfig
 from registry.server import build_app, check_topics
 from streams.log import open_log
+from streams.log.shared import SharedByName
 
 __all__ = ["EmbeddedRegistry", "transport"]
 
@@ -53,7 +54,6 @@ class EmbeddedRegistry:
         self._started: asyncio.Event | None = None
         self._stop: asyncio.Event | None = None
         self.run(self._start())
-        self.users = 0
         self._asgi = httpx.ASGITransport(app=self.app)  # type: ignore[arg-type]  # scope typed as dict there
 
     async def _start(self) -> None:
@@ -119,29 +119,8 @@ class EmbeddedRegistry:
             self._log.close()
 
 
-_named: dict[str, EmbeddedRegistry] = {}
-_lock = threading.Lock()
-
-
-def _acquire(name: str) -> EmbeddedRegistry:
-    with _lock:
-        registry = _named.get(name) if name else None
-        if registry is None:
-            registry = EmbeddedRegistry(name)
-            if name:
-                _named[name] = registry
-        registry.users += 1
-        return registry
-
-
-def _release(registry: EmbeddedRegistry) -> None:
-    with _lock:
-        registry.users -= 1
-        if registry.users > 0:
-            return
-        if registry.name and _named.get(registry.name) is registry:
-            del _named[registry.name]
-    registry.close()
+#: the in-process registries, one per ``mock://name`` while a client of that name is open (``mock://``: its own)
+_registries: SharedByName[EmbeddedRegistry] = SharedByName(EmbeddedRegistry, EmbeddedRegistry.close)
 
 
 class _SyncTransport(httpx.BaseTransport):
@@ -155,7 +134,7 @@ class _SyncTransport(httpx.BaseTransport):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            _release(self.registry)
+            _registries.release(self.registry)
 
 
 class _AsyncTransport(httpx.AsyncBaseTransport):
@@ -169,11 +148,11 @@ class _AsyncTransport(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
-            await asyncio.to_thread(_release, self.registry)
+            await asyncio.to_thread(_registries.release, self.registry)
 
 
 def transport(url: str, is_async: bool) -> httpx.BaseTransport | httpx.AsyncBaseTransport:
     """The httpx transport for a ``mock://[name]`` URL (the ``schemakit.registry_transports`` entry point)."""
     name = url.partition("://")[2].strip("/")
-    registry = _acquire(name)
+    registry = _registries.claim(name)
     return _AsyncTransport(registry) if is_async else _SyncTransport(registry)

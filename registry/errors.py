@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from http import HTTPStatus
 
 
@@ -95,6 +96,25 @@ def _error(code: ErrorCode, message: str, headers: tuple[tuple[str, str], ...] =
     return ApiError(code.status, code, message, headers)
 
 
+def _naming(code: ErrorCode, template: str) -> Callable[[object], ApiError]:
+    """The factory of ``code``'s errors about one thing the client named (a subject, a key, an exporter): its
+    name, clipped, stands at ``{}`` in ``template``."""
+
+    def error(name: object) -> ApiError:
+        return _error(code, template.format(clip(name)))
+
+    return error
+
+
+def _with_message(code: ErrorCode) -> Callable[[str], ApiError]:
+    """The factory of ``code``'s errors whose message its caller words (a parser's detail, a store's failure)."""
+
+    def error(message: str) -> ApiError:
+        return _error(code, message)
+
+    return error
+
+
 # 401 / 403
 def unauthorized(reason: str, challenges: list[str]) -> ApiError:
     return _error(ErrorCode.UNAUTHORIZED, f"Unauthorized: {reason}", tuple(("www-authenticate", c) for c in challenges))
@@ -120,12 +140,10 @@ def clip(text: object, limit: int = MAX_ECHO) -> str:
 
 
 # 404s
-def subject_not_found(subject: str) -> ApiError:
-    return _error(ErrorCode.SUBJECT_NOT_FOUND, f"Subject '{clip(subject)}' not found.")
+subject_not_found = _naming(ErrorCode.SUBJECT_NOT_FOUND, "Subject '{}' not found.")
 
 
-def version_not_found(version: object) -> ApiError:
-    return _error(ErrorCode.VERSION_NOT_FOUND, f"Version {clip(version)} not found.")
+version_not_found = _naming(ErrorCode.VERSION_NOT_FOUND, "Version {} not found.")
 
 
 def schema_not_found(schema_id: int | str | None = None) -> ApiError:
@@ -173,8 +191,7 @@ def _not_configured(subject: str, setting: str) -> str:
     return f"{_named(subject)} does not have subject-level {setting} configured"
 
 
-def association_not_found(resource: str) -> ApiError:
-    return _error(ErrorCode.ASSOCIATION_NOT_FOUND, f"Association for '{clip(resource)}' not found.")
+association_not_found = _naming(ErrorCode.ASSOCIATION_NOT_FOUND, "Association for '{}' not found.")
 
 
 # associations (Confluent 8): the codes and texts of Confluent's client-side mock, which mirrors the server's
@@ -210,10 +227,9 @@ def strong_association_for_subject_exists(association_type: str, subject: str) -
     )
 
 
-def no_active_subject_version(subject: str) -> ApiError:
-    return _error(
-        ErrorCode.NO_ACTIVE_SUBJECT_VERSION, f"No active (non-deleted) version exists for subject '{clip(subject)}'"
-    )
+no_active_subject_version = _naming(
+    ErrorCode.NO_ACTIVE_SUBJECT_VERSION, "No active (non-deleted) version exists for subject '{}'"
+)
 
 
 def association_frozen(association_type: str, subject: str) -> ApiError:
@@ -224,32 +240,25 @@ def association_frozen(association_type: str, subject: str) -> ApiError:
 
 
 # schema exporters: 40450 and Confluent's 409xx
-def exporter_not_found(name: str) -> ApiError:
-    return _error(ErrorCode.EXPORTER_NOT_FOUND, f"Exporter '{clip(name)}' not found.")
+exporter_not_found = _naming(ErrorCode.EXPORTER_NOT_FOUND, "Exporter '{}' not found.")
 
 
-def invalid_exporter_name(message: str) -> ApiError:
-    return _error(ErrorCode.INVALID_EXPORTER_NAME, message)
+invalid_exporter_name = _with_message(ErrorCode.INVALID_EXPORTER_NAME)
 
 
-def invalid_exporter_config(message: str) -> ApiError:
-    return _error(ErrorCode.INVALID_EXPORTER_CONFIG, message)
+invalid_exporter_config = _with_message(ErrorCode.INVALID_EXPORTER_CONFIG)
 
 
-def invalid_exporter_subjects(message: str) -> ApiError:
-    return _error(ErrorCode.INVALID_EXPORTER_SUBJECTS, message)
+invalid_exporter_subjects = _with_message(ErrorCode.INVALID_EXPORTER_SUBJECTS)
 
 
-def exporter_already_exists(name: str) -> ApiError:
-    return _error(ErrorCode.EXPORTER_ALREADY_EXISTS, f"Exporter '{clip(name)}' already exists.")
+exporter_already_exists = _naming(ErrorCode.EXPORTER_ALREADY_EXISTS, "Exporter '{}' already exists.")
 
 
-def exporter_already_running(name: str) -> ApiError:
-    return _error(ErrorCode.EXPORTER_ALREADY_RUNNING, f"Exporter '{clip(name)}' is already running.")
+exporter_already_running = _naming(ErrorCode.EXPORTER_ALREADY_RUNNING, "Exporter '{}' is already running.")
 
 
-def exporter_not_paused(name: str) -> ApiError:
-    return _error(ErrorCode.EXPORTER_NOT_PAUSED, f"Exporter '{clip(name)}' is not paused.")
+exporter_not_paused = _naming(ErrorCode.EXPORTER_NOT_PAUSED, "Exporter '{}' is not paused.")
 
 
 def too_many_exporters(limit: int) -> ApiError:
@@ -266,8 +275,7 @@ def incompatible_schema(subject: str, details: list[str]) -> ApiError:
 
 
 # 422s
-def invalid_schema(message: str) -> ApiError:
-    return _error(ErrorCode.INVALID_SCHEMA, message)
+invalid_schema = _with_message(ErrorCode.INVALID_SCHEMA)
 
 
 def limit_exceeded(what: str, limit: int, option: str | None = None) -> ApiError:
@@ -276,12 +284,11 @@ def limit_exceeded(what: str, limit: int, option: str | None = None) -> ApiError
     return invalid_schema(f"Invalid schema: {what} exceeds the limit of {limit}" + (f" ({option})" if option else ""))
 
 
-def invalid_version(version: str) -> ApiError:
-    return _error(
-        ErrorCode.INVALID_VERSION,
-        f"The specified version '{clip(version)}' is not a valid version id. "
-        'Allowed values are between [1, 2^31-1] and the string "latest"',
-    )
+invalid_version = _naming(
+    ErrorCode.INVALID_VERSION,
+    "The specified version '{}' is not a valid version id. "
+    'Allowed values are between [1, 2^31-1] and the string "latest"',
+)
 
 
 def invalid_compatibility_level() -> ApiError:
@@ -305,8 +312,7 @@ def invalid_mode() -> ApiError:
     return _error(ErrorCode.INVALID_MODE, "Invalid mode. Valid values are READWRITE, READONLY, IMPORT and FORWARD.")
 
 
-def operation_not_permitted(message: str) -> ApiError:
-    return _error(ErrorCode.OPERATION_NOT_PERMITTED, message)
+operation_not_permitted = _with_message(ErrorCode.OPERATION_NOT_PERMITTED)
 
 
 def reference_exists(subject: str, version: int) -> ApiError:
@@ -315,16 +321,14 @@ def reference_exists(subject: str, version: int) -> ApiError:
     return _error(ErrorCode.REFERENCE_EXISTS, f"One or more references exist to the schema {key}.")
 
 
-def invalid_subject(subject: str) -> ApiError:
-    return _error(ErrorCode.INVALID_SUBJECT, f"The specified subject '{clip(subject)}' is not a valid.")
+invalid_subject = _naming(ErrorCode.INVALID_SUBJECT, "The specified subject '{}' is not a valid.")
 
 
 def schema_too_large() -> ApiError:
     return _error(ErrorCode.SCHEMA_TOO_LARGE, "Register operation failed because schema is too large")
 
 
-def invalid_ruleset(message: str) -> ApiError:
-    return _error(ErrorCode.INVALID_RULESET, message)
+invalid_ruleset = _with_message(ErrorCode.INVALID_RULESET)
 
 
 def context_not_empty(context: str) -> ApiError:
@@ -332,16 +336,13 @@ def context_not_empty(context: str) -> ApiError:
 
 
 # 5xx
-def store_error(message: str) -> ApiError:
-    return _error(ErrorCode.STORE_ERROR, message)
+store_error = _with_message(ErrorCode.STORE_ERROR)
 
 
-def store_timeout(message: str) -> ApiError:
-    return _error(ErrorCode.OPERATION_TIMEOUT, message)
+store_timeout = _with_message(ErrorCode.OPERATION_TIMEOUT)
 
 
-def forwarding_failed(message: str) -> ApiError:
-    return _error(ErrorCode.FORWARDING_FAILED, message)
+forwarding_failed = _with_message(ErrorCode.FORWARDING_FAILED)
 
 
 def leader_not_known() -> ApiError:
@@ -349,13 +350,11 @@ def leader_not_known() -> ApiError:
 
 
 # HTTP-level errors (status used as error code, as rest-utils does)
-def unprocessable_entity(message: str) -> ApiError:
-    """A request body field of the wrong type (a Jackson binding error in Confluent's registry)."""
-    return _error(ErrorCode.UNPROCESSABLE_ENTITY, message)
+#: A request body field of the wrong type (a Jackson binding error in Confluent's registry).
+unprocessable_entity = _with_message(ErrorCode.UNPROCESSABLE_ENTITY)
 
 
-def bad_request(message: str) -> ApiError:
-    return _error(ErrorCode.BAD_REQUEST, message)
+bad_request = _with_message(ErrorCode.BAD_REQUEST)
 
 
 def http_error(status: int) -> ApiError:
@@ -401,32 +400,26 @@ def overloaded(message: str, retry_after: int = 1) -> ApiError:
 
 
 # The DEK registry's errors, worded as Confluent's DekRegistryErrors
-def key_not_found(name: str) -> ApiError:
-    return _error(ErrorCode.KEY_NOT_FOUND, f"Key '{clip(name)}' not found")
+key_not_found = _naming(ErrorCode.KEY_NOT_FOUND, "Key '{}' not found")
 
 
-def key_not_soft_deleted(name: str) -> ApiError:
-    return _error(
-        ErrorCode.KEY_NOT_SOFT_DELETED, f"Key '{clip(name)}' was not deleted first before being permanently deleted"
-    )
+key_not_soft_deleted = _naming(
+    ErrorCode.KEY_NOT_SOFT_DELETED, "Key '{}' was not deleted first before being permanently deleted"
+)
 
 
-def key_soft_deleted(name: str) -> ApiError:
-    return _error(ErrorCode.KEY_SOFT_DELETED, f"Key '{clip(name)}' must be undeleted first")
+key_soft_deleted = _naming(ErrorCode.KEY_SOFT_DELETED, "Key '{}' must be undeleted first")
 
 
-def key_already_exists(name: str) -> ApiError:
-    return _error(ErrorCode.KEY_ALREADY_EXISTS, f"Key '{clip(name)}' already exists; use a different value")
+key_already_exists = _naming(ErrorCode.KEY_ALREADY_EXISTS, "Key '{}' already exists; use a different value")
 
 
 def invalid_key(field: str) -> ApiError:
     return _error(ErrorCode.INVALID_KEY, f"Invalid or missing value for field '{field}' of key")
 
 
-def key_reference_exists(name: str) -> ApiError:
-    return _error(ErrorCode.KEY_REFERENCE_EXISTS, f"One or more references exist to the key '{clip(name)}'")
+key_reference_exists = _naming(ErrorCode.KEY_REFERENCE_EXISTS, "One or more references exist to the key '{}'")
 
 
-def dek_generation_failed(message: str) -> ApiError:
-    """The KMS could not wrap or unwrap a shared KEK's DEK (it refused, is unreachable, or its driver is missing)."""
-    return _error(ErrorCode.DEK_GENERATION_FAILED, message)
+#: The KMS could not wrap or unwrap a shared KEK's DEK (it refused, is unreachable, or its driver is missing).
+dek_generation_failed = _with_message(ErrorCode.DEK_GENERATION_FAILED)

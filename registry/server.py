@@ -27,6 +27,7 @@ from registry.dek.state import DekState
 from registry.exporters import ExporterManager
 from registry.forwarder import Forwarder, LeaderOffsetHeader
 from registry.health import Health
+from registry.http.api import ApiParts
 from registry.http.protocol import guarded_protocol
 from registry.instance_lock import InstanceLock, LockHeldError
 from registry.leader import ELECTION_GROUP_SETTINGS, ELECTION_SESSION_TIMEOUT, AppenderSlot, Election
@@ -171,14 +172,16 @@ def build_app(config: RegistryConfig) -> RegistryApp:
         store, is_leader=(lambda: election.is_leader) if election is not None else None, source_id=config.group_id
     )
     app = RegistryApp(
-        service,
-        forwarder=forwarder,
-        security=protection,
-        health=status,
-        metrics=metrics,
-        election=election,
-        exporters=exporters,
-        dek_service=dek_service,
+        ApiParts(
+            service,
+            forwarder=forwarder,
+            security=protection,
+            health=status,
+            metrics=metrics,
+            election=election,
+            exporters=exporters,
+            dek_service=dek_service,
+        )
     )
     metrics.sources = RegistrySources(
         state=store.state,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 FORMATS = ("table", "json")
@@ -83,3 +83,24 @@ def key_values(rows: Sequence[tuple[str, Any]]) -> str:
 
 def error(command: str, message: str) -> None:
     sys.stderr.write(f"schemakit {command}: {message}\n")
+
+
+def guarded(
+    handler: Callable[[argparse.Namespace], int],
+    command_of: Callable[[argparse.Namespace], str],
+    expected: Callable[[], tuple[type[BaseException], ...]],
+) -> Callable[[argparse.Namespace], int]:
+    """``handler`` as a command: an ``expected()`` failure (or Ctrl-C) becomes one line on stderr naming
+    ``command_of(args)`` and exit status 2, never a traceback. ``expected`` is called only on a failure, so a
+    command group need not import the packages whose errors it names (serdes, the log) before a command does."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return int(handler(args))
+        except KeyboardInterrupt:
+            error(command_of(args), "interrupted")
+        except expected() as e:  # evaluated only when something was raised
+            error(command_of(args), str(e))
+        return 2
+
+    return run

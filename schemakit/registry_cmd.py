@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from registry.modes import Mode
 from schemakit.compat_cmd import add_level_option
 from schemakit.connection import UsageError, add_connection_options, connect, seg
-from schemakit.output import add_output_options, error, key_values, pretty_schema, print_json, table
+from schemakit.output import add_output_options, error, guarded, key_values, pretty_schema, print_json, table
 from schemakit.schema_files import SCHEMA_TYPES, SchemaFileError, read_text, type_of
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def add_parser(sub: Any) -> None:
         if connection:
             add_connection_options(p, suppress=True)
         add_output_options(p, suppress=True)
-        p.set_defaults(handler=_guarded(handler))
+        p.set_defaults(handler=guarded(handler, lambda a: f"registry {a.registry_command}", _expected_errors))
         return p
 
     p = command("subjects", "list subjects", cmd_subjects)
@@ -140,22 +140,11 @@ def _schema_file_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _guarded(handler: Any) -> Any:
-    """Run a command; registry and usage errors become one line on stderr and exit status 2."""
+def _expected_errors() -> tuple[type[Exception], ...]:
+    """What a registry command reports as one line: the registry's answers, bad arguments, unreadable files."""
+    from serdes import RegistryError
 
-    def run(args: argparse.Namespace) -> int:
-        from serdes import RegistryError
-
-        name = f"registry {args.registry_command}"
-        try:
-            return int(handler(args))
-        except (RegistryError, UsageError, SchemaFileError) as e:
-            error(name, str(e))
-        except KeyboardInterrupt:
-            error(name, "interrupted")
-        return 2
-
-    return run
+    return (RegistryError, UsageError, SchemaFileError)
 
 
 # ---- commands ----------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from schemakit.connection import UsageError
-from schemakit.output import add_output_options, error, key_values, print_json, table
+from schemakit.output import add_output_options, guarded, key_values, print_json, table
 from schemakit.schema_files import SchemaFileError
 from schemakit.topic_log import add_log_options, key_value_pairs, missing_topic, open_topic_log
 
@@ -48,7 +48,7 @@ def add_parser(sub: Any) -> None:
     def command(name: str, help: str, handler: Any) -> argparse.ArgumentParser:
         p = cmds.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".")
         add_log_options(p, suppress=True)
-        p.set_defaults(handler=_guarded(handler))
+        p.set_defaults(handler=guarded(handler, lambda a: f"topic {a.topic_command}", _expected_errors))
         return p
 
     p = command("list", "list the topics", cmd_list)
@@ -80,25 +80,14 @@ def add_parser(sub: Any) -> None:
     topic_consume.add_arguments(command("consume", "print records as JSON lines, decoded", topic_consume.cmd_consume))
 
 
-def _guarded(handler: Any) -> Any:
-    """Run a command; every expected failure becomes one line on stderr and exit status 2, never a traceback."""
+def _expected_errors() -> tuple[type[Exception], ...]:
+    """What a topic command reports as one line: the log's, the registry's and the codecs' errors, bad
+    arguments, unreadable files, and ``ValueError`` (the log's argument checks: a bad topic name, a partition
+    count below 1)."""
+    from serdes import RegistryError, SerializationError
+    from streams.log import LogError
 
-    def run(args: argparse.Namespace) -> int:
-        from serdes import RegistryError, SerializationError
-        from streams.log import LogError
-
-        name = f"topic {args.topic_command}"
-        try:
-            return int(handler(args))
-        except (LogError, RegistryError, SerializationError, UsageError, SchemaFileError) as e:
-            error(name, str(e))
-        except ValueError as e:  # the log's argument checks: a bad topic name, a partition count below 1
-            error(name, str(e))
-        except KeyboardInterrupt:
-            error(name, "interrupted")
-        return 2
-
-    return run
+    return (LogError, RegistryError, SerializationError, UsageError, SchemaFileError, ValueError)
 
 
 # ---- commands ----------------------------------------------------------------------------------------------

@@ -56,6 +56,7 @@ __all__ = [
     "ReaderGen",
     "compile_decoder",
     "compile_encoder",
+    "decode_function",
     "logical_key",
     "record_type",
 ]
@@ -532,9 +533,9 @@ class DecoderGen(ReaderGen):
             self.emit("if e > end: raise ValueError", ind)
             self.emit(f"{target} = data[pos:e]; pos = e", ind)
         elif kind == "array":
-            self.blocks(schema["items"], target, ind, is_map=False)
+            self.blocks(target, ind, False, lambda x, i: self.value(schema["items"], x, i))
         elif kind == "map":
-            self.blocks(schema["values"], target, ind, is_map=True)
+            self.blocks(target, ind, True, lambda x, i: self.value(schema["values"], x, i))
         elif isinstance(kind, str):
             self.value(kind, target, ind)
         else:
@@ -564,7 +565,9 @@ class DecoderGen(ReaderGen):
         self.emit(f"{target} = {{{', '.join(f'{n!r}: {v}' for n, v in names)}}}", ind)
         self.stack.pop()
 
-    def blocks(self, items: Any, target: str, ind: int, is_map: bool) -> None:
+    def blocks(self, target: str, ind: int, is_map: bool, read_item: Callable[[str, int], None]) -> None:
+        """An array's (``is_map``: a map's) blocks into ``target``; ``read_item(var, ind)`` emits the read of one
+        item (a map entry's value) into ``var``: the writer's item type here, a writer-reader pair when resolving."""
         c, x, k = self.var("c"), self.var("x"), self.var("k")
         self.emit(f"{target} = {{}}" if is_map else f"{target} = []", ind)
         self.emit("while True:", ind)
@@ -575,7 +578,7 @@ class DecoderGen(ReaderGen):
         self.emit(f"for _ in range({c}):", ind + 1)
         if is_map:
             self.blob(k, ind + 2, decode=True)
-        self.value(items, x, ind + 2)
+        read_item(x, ind + 2)
         self.emit(f"{target}[{k}] = {x}" if is_map else f"{target}.append({x})", ind + 2)
 
     def union(self, branches: list[Any], target: str, ind: int) -> None:
@@ -618,9 +621,15 @@ def compile_decoder(
     record with fastavro, which gives its own result or error."""
     gen = DecoderGen(named, options)
     gen.value(schema, "out", 1)
+    return decode_function(gen, "<serdes avro decoder>")
+
+
+def decode_function(gen: CodeGen, filename: str) -> Callable[[bytes, int], tuple[Any, int]]:
+    """The ``decode(data, pos) -> (out, pos)`` function of the lines ``gen`` emitted (which read into ``out``),
+    compiled as ``filename``; its source is kept as ``decode.source`` for debugging."""
     source = "def decode(data, pos):\n    end = len(data)\n" + "\n".join(gen.lines) + "\n    return out, pos\n"
     namespace = dict(gen.consts)
-    exec(compile(source, "<serdes avro decoder>", "exec"), namespace)
+    exec(compile(source, filename, "exec"), namespace)
     decode = namespace["decode"]
     decode.source = source
     return decode

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from serdes.errors import SerializationError
+from serdes.wire import read_unsigned_varint
 
 #: zero-byte array items (``null``, empty records, ``fixed`` of size 0) one record may hold, over all its arrays
 MAX_ZERO_SIZE_ITEMS = 1_000_000
@@ -188,16 +189,9 @@ class _Walk:
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    n = shift = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        if b < 128:
-            return (n >> 1) ^ -(n & 1), pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint longer than 10 bytes")
+    """An Avro int or long (a zig-zag varint) at ``pos``, and the position after it."""
+    n, pos = read_unsigned_varint(data, pos)
+    return (n >> 1) ^ -(n & 1), pos
 
 
 def _skip_primitive(kind: str, data: bytes, pos: int) -> int:

@@ -31,7 +31,7 @@ from typing import Any
 
 from fastavro._read_py import SchemaResolutionError, match_schemas, match_types
 
-from serdes.avro_codegen import PRIMITIVES, DecoderGen, logical_key, record_type
+from serdes.avro_codegen import PRIMITIVES, DecoderGen, decode_function, logical_key, record_type
 
 __all__ = ["compile_resolver", "strip_schema"]
 
@@ -109,7 +109,8 @@ class _ResolverGen(DecoderGen):
                 self.value(w, target, ind)  # match_schemas checked the sizes
             elif kind in ("array", "map"):
                 key = "items" if kind == "array" else "values"
-                self.blocks_pair(w[key], r[key], target, ind, is_map=kind == "map")
+                w_items, r_items = w[key], r[key]
+                self.blocks(target, ind, kind == "map", lambda x, i: self.resolve(w_items, r_items, x, i))
             else:
                 raise ValueError(f"unknown Avro type {kind!r}")
         finally:
@@ -167,20 +168,6 @@ class _ResolverGen(DecoderGen):
         if _BAD in symbols:
             self.emit(f"if {target} is BAD: raise ValueError", ind)
 
-    def blocks_pair(self, w_items: Any, r_items: Any, target: str, ind: int, is_map: bool) -> None:
-        c, x, k = self.var("c"), self.var("x"), self.var("k")
-        self.emit(f"{target} = {{}}" if is_map else f"{target} = []", ind)
-        self.emit("while True:", ind)
-        self.long(c, ind + 1)
-        self.emit(f"if {c} == 0: break", ind + 1)
-        self.emit(f"if {c} < 0:", ind + 1)  # a block with its byte size, which we do not need
-        self.emit(f"{c} = -{c}; _, pos = rv(data, pos)", ind + 2)
-        self.emit(f"for _ in range({c}):", ind + 1)
-        if is_map:
-            self.blob(k, ind + 2, decode=True)
-        self.resolve(w_items, r_items, x, ind + 2)
-        self.emit(f"{target}[{k}] = {x}" if is_map else f"{target}.append({x})", ind + 2)
-
     def writer_union(self, branches: list[Any], reader: Any, target: str, ind: int) -> None:
         i = self.var("i")
         self.long(i, ind)
@@ -213,9 +200,4 @@ def compile_resolver(
     gen.resolve(writer, reader, "out", 1)
     if any("rd(" in line for line in gen.lines):
         raise ValueError("part of the pair would be read by fastavro without the reader schema")
-    source = "def decode(data, pos):\n    end = len(data)\n" + "\n".join(gen.lines) + "\n    return out, pos\n"
-    namespace = dict(gen.consts)
-    exec(compile(source, "<serdes avro resolver>", "exec"), namespace)
-    decode = namespace["decode"]
-    decode.source = source
-    return decode
+    return decode_function(gen, "<serdes avro resolver>")

@@ -49,6 +49,21 @@ def encode_message_indexes(indexes: Sequence[int]) -> bytes:
     return bytes(out)
 
 
+def read_unsigned_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """Read one unsigned base-128 varint at ``pos`` (Protobuf's encoding, and Avro's before its zig-zag step);
+    returns (value, next position). ``IndexError`` past the end, ``ValueError`` past 10 bytes."""
+    n = shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return n, pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
+
+
 def decode_varint(data: bytes, pos: int, topic: str | None = None, schema_id: int | None = None) -> tuple[int, int]:
     """Read one zig-zag varint at ``pos``; returns (value, next position)."""
     shift = 0

@@ -286,17 +286,19 @@ def serde_name(serde: Any) -> str:
 
 def bind_serializer(serde: Any, topic: str, is_key: bool) -> Serializer:
     """A one-argument function that serializes for ``topic`` (None -> None)."""
-    bind = getattr(serde, "bind_serializer", None)
-    if bind is not None:
-        return bind(topic, is_key)
-    ser = serde.serialize
-    return lambda obj: None if obj is None else ser(obj, topic, is_key)
+    return _bound(serde, "bind_serializer", "serialize", topic, is_key)
 
 
 def bind_deserializer(serde: Any, topic: str, is_key: bool) -> Deserializer:
     """A one-argument function that deserializes data from ``topic`` (None -> None)."""
-    bind = getattr(serde, "bind_deserializer", None)
+    return _bound(serde, "bind_deserializer", "deserialize", topic, is_key)
+
+
+def _bound(serde: Any, binder: str, method: str, topic: str, is_key: bool) -> Callable[[Any], Any]:
+    """The serde's own ``binder`` when it has one (a ``BindingSerde``), else its three-argument ``method`` with
+    ``topic`` and ``is_key`` bound, None passed through."""
+    bind = getattr(serde, binder, None)
     if bind is not None:
         return bind(topic, is_key)
-    de = serde.deserialize
-    return lambda data: None if data is None else de(data, topic, is_key)
+    call = getattr(serde, method)
+    return lambda value: None if value is None else call(value, topic, is_key)

@@ -15,7 +15,9 @@ endpoints answer then); it sits behind the cache, which is empty until then, so 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.resources
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
@@ -44,21 +46,26 @@ if TYPE_CHECKING:
 DOCS_ASSETS = "/docs/assets"
 
 
-def build_api(
-    service: Service | None = None,
-    forwarder: Forwarder | None = None,
-    cluster_id: str = "schemakit",
-    security: Security | None = None,
-    *,
-    health: Health | None = None,
-    metrics: Metrics | None = None,
-    election: Election | None = None,
-    exporters: ExporterManager | None = None,
-    dek_service: DekService | None = None,
-) -> FastAPI:
-    """The FastAPI app (routes, error handlers, docs; the schema browser is added by ``RegistryApp``). Without a
-    service it can only describe itself; without ``security`` (no ``--auth``) every route is open; without
-    ``dek_service`` the DEK registry's routes answer 404."""
+@dataclass
+class ApiParts:
+    """What the API's routes answer from and report to, each kept on ``api.state`` under its name. Without a
+    service the app can only describe itself; without ``security`` (no ``--auth``) every route is open; without
+    ``dek_service`` the DEK registry's routes answer 404; ``health`` and ``metrics`` are fresh ones when not given."""
+
+    service: Service | None = None
+    forwarder: Forwarder | None = None
+    cluster_id: str = "schemakit"
+    security: Security | None = None
+    health: Health | None = None
+    metrics: Metrics | None = None
+    election: Election | None = None
+    exporters: ExporterManager | None = None
+    dek_service: DekService | None = None
+
+
+def build_api(parts: ApiParts | None = None) -> FastAPI:
+    """The FastAPI app (routes, error handlers, docs; the schema browser is added by ``RegistryApp``) over
+    ``parts`` (none: an app that can only describe itself)."""
     api = FastAPI(
         title=TITLE,
         version=__version__,
@@ -67,15 +74,13 @@ def build_api(
         redirect_slashes=False,
         separate_input_output_schemas=False,
     )
-    api.state.service = service
-    api.state.forwarder = forwarder
-    api.state.cluster_id = cluster_id
-    api.state.security = security
-    api.state.health = health if health is not None else Health()
-    api.state.metrics = metrics if metrics is not None else Metrics()
-    api.state.election = election
-    api.state.exporters = exporters
-    api.state.dek_service = dek_service
+    parts = parts if parts is not None else ApiParts()
+    for part in dataclasses.fields(parts):
+        setattr(api.state, part.name, getattr(parts, part.name))
+    if parts.health is None:
+        api.state.health = Health()
+    if parts.metrics is None:
+        api.state.metrics = Metrics()
     errors.install(api)
     for router in ROUTERS:
         api.include_router(router, dependencies=[Authenticated])  # every API route: 401 unless authenticated

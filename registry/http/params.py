@@ -16,6 +16,8 @@ Path parameters are named for their segment with ``Path`` (``SubjectPath``, ``Ve
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar
 from urllib.parse import unquote
 
@@ -25,9 +27,12 @@ from pydantic import BaseModel, BeforeValidator, ValidationError, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from registry import contexts, errors
+from registry.http import render
 from registry.limits import MAX_BODY_DEPTH, json_depth_exceeds
 from registry.references import LATEST
 from registry.service import MAX_ID, MAX_VERSION, Service
+
+T = TypeVar("T")
 
 BOOL_PATTERN = "^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
 
@@ -149,6 +154,26 @@ Limit = Annotated[
     _blank_is(-1),
     Query(description="At most this many items; negative (the default) means all; a non-integer is 400."),
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """The part of a listing a route answers, from ``?offset=`` and ``?limit=``."""
+
+    offset: int
+    limit: int
+
+    def of(self, items: Sequence[T]) -> list[T]:
+        """Confluent's paging (``render.page``)."""
+        return render.page(items, self.offset, self.limit)
+
+
+async def _page(offset: Offset = 0, limit: Limit = -1) -> Page:
+    return Page(offset, limit)
+
+
+#: ``?offset=`` and ``?limit=`` of a listing
+PageQuery = Annotated[Page, Depends(_page)]
 Format = Annotated[
     str,
     Query(
@@ -158,6 +183,10 @@ Format = Annotated[
     ),
 ]
 Deleted = Annotated[QueryBool, Query(description="Include soft-deleted versions.")]
+#: ``?normalize=`` of a request carrying a schema
+Normalize = Annotated[
+    OptionalQueryBool, Query(description="Normalize the schema first; when absent, the subject's config decides.")
+]
 DefaultToGlobal = Annotated[
     QueryBool, Query(alias="defaultToGlobal", description="Answer with the global value when the subject has none.")
 ]

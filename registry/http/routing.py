@@ -21,6 +21,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from fastapi import Request, Response
+from fastapi._compat import ModelField
 from fastapi.dependencies.models import Dependant
 from fastapi.dependencies.utils import get_dependant, get_parameterless_sub_dependant
 from fastapi.exceptions import RequestValidationError
@@ -87,6 +88,14 @@ def _inputs(path: str, endpoint: Callable[..., Any], dependencies: Sequence[Depe
     return dependant
 
 
+def query_params(dependant: Dependant) -> list[ModelField]:
+    """The query parameters a route (or dependency) reads, its dependencies' (``params.PageQuery``) included."""
+    found = list(dependant.query_params)
+    for d in dependant.dependencies:
+        found += query_params(d)
+    return found
+
+
 def _body_models(dependant: Dependant) -> list[JsonBody[Any]]:
     found = [d.call for d in dependant.dependencies if isinstance(d.call, JsonBody)]
     for d in dependant.dependencies:
@@ -107,7 +116,7 @@ class RegistryRoute(APIRoute):
         #: the model of the JSON body the endpoint reads, if any
         self.body_model = bodies[0].model if bodies else None
         responses = dict(Doc.not_acceptable)
-        if self.body_model is not None or any(p.field_info.annotation is int for p in inputs.query_params):
+        if self.body_model is not None or any(p.field_info.annotation is int for p in query_params(inputs)):
             responses.update(Doc.bad_request)
         responses.update(kwargs.get("responses") or {})
         if self.checks_body_type:

@@ -16,6 +16,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from serdes.rules.fields import ConditionFailed, FieldInfo, Selection, Visit, Walker
+from serdes.wire import read_unsigned_varint
 
 _META_EXTENSION = 1088  # confluent/meta.proto: extend google.protobuf.FieldOptions { Meta field_meta = 1088; }
 _META_TAGS = 3  # Meta.tags
@@ -50,29 +51,18 @@ def type_name(fd: FieldDescriptor) -> str:
     return "MAP" if _is_map(fd) else _TYPE_NAMES.get(fd.type, "NULL")
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    n = shift = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return n, pos
-        shift += 7
-
-
 def _fields(data: bytes) -> list[tuple[int, Any]]:
     """(number, value) of each field of a serialized message (length-delimited values as bytes)."""
     out = []
     pos = 0
     while pos < len(data):
-        key, pos = _varint(data, pos)
+        key, pos = read_unsigned_varint(data, pos)
         number, wire = key >> 3, key & 7
         value: Any
         if wire == 0:
-            value, pos = _varint(data, pos)
+            value, pos = read_unsigned_varint(data, pos)
         elif wire == 2:
-            size, pos = _varint(data, pos)
+            size, pos = read_unsigned_varint(data, pos)
             value, pos = data[pos : pos + size], pos + size
         elif wire == 1:
             value, pos = data[pos : pos + 8], pos + 8

@@ -15,13 +15,6 @@ from tests.support.cli import Result, run_process
 Cli = Callable[..., Result]
 
 
-@pytest.fixture(params=[pytest.param("sqlite"), pytest.param("kafka", marks=pytest.mark.kafka)])
-def log_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/log"
-    return str(request.getfixturevalue("kafka_log_url"))
-
-
 @pytest.fixture
 def topic() -> str:
     return f"cli-admin-{uuid.uuid4().hex[:10]}"

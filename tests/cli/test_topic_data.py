@@ -83,13 +83,6 @@ ROUND_TRIPS: dict[str, tuple[tuple[str, str], tuple[str, str], list[tuple[Any, A
 }
 
 
-@pytest.fixture(params=[pytest.param("sqlite"), pytest.param("kafka", marks=pytest.mark.kafka)])
-def log_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/log"
-    return str(request.getfixturevalue("kafka_log_url"))
-
-
 @pytest.fixture
 def topic() -> str:
     return f"cli-topic-{uuid.uuid4().hex[:10]}"

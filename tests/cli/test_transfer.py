@@ -14,7 +14,6 @@ import pytest
 
 from tests.cli.test_compat_check import V1, V2, V3_BAD
 from tests.support.cli import run_process
-from tests.support.ports import free_port
 from tests.support.registry_process import RegistryProcess
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
@@ -105,8 +104,7 @@ def answers(url: str, paths: list[str]) -> dict[str, tuple[int, bytes]]:
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    d = tmp_path_factory.mktemp("source-registry")
-    rp = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log").start()
+    rp = RegistryProcess.on_sqlite(tmp_path_factory.mktemp("source-registry")).start()
     populate(rp.url)
     yield rp.url
     rp.stop()

@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 
 from registry.errors import ErrorCode
 from tests.registry.hostile_schemas import BODIES, REFERENCES, references_body, subjects
-from tests.support.ports import free_port
 from tests.support.registry_process import RegistryProcess
 
 V1 = "application/vnd.schemaregistry.v1+json"
@@ -33,8 +32,7 @@ ANSWER_WITHIN = 30.0
 @pytest.fixture(scope="module")
 def http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     """A registry of the module's own, with the referenced subjects of each type registered."""
-    d = tmp_path_factory.mktemp("hostile-schemas")
-    server = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log").start()
+    server = RegistryProcess.on_sqlite(tmp_path_factory.mktemp("hostile-schemas")).start()
     with httpx.Client(base_url=server.url, timeout=ANSWER_WITHIN, headers={"content-type": V1}) as client:
         for schema_type, texts in REFERENCES.items():
             for which in ("base", "left", "right"):

@@ -27,7 +27,6 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.support.ports import free_port
 from tests.support.registry_process import RegistryProcess
 
 SPEC = Path(__file__).resolve().parents[2] / "openapi.yaml"
@@ -58,11 +57,8 @@ HYPOTHESIS = settings(
 
 
 @pytest.fixture(scope="module")
-def private_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    d = tmp_path_factory.mktemp("schemathesis-registry")
-    rp = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log").start()
-    yield rp.url
-    rp.stop()
+def private_registry(module_registry: RegistryProcess) -> str:
+    return module_registry.url
 
 
 @random_schema.parametrize()
@@ -73,8 +69,7 @@ def test_api_conforms(case: schemathesis.Case, private_registry: str) -> None:
 
 @pytest.fixture(scope="module")
 def negative_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    d = tmp_path_factory.mktemp("schemathesis-negative")
-    rp = RegistryProcess(f"sqlite:///{d / 'data'}", free_port(), d / "server.log").start()
+    rp = RegistryProcess.on_sqlite(tmp_path_factory.mktemp("schemathesis-negative")).start()
     yield rp.url
     rp.stop()
 

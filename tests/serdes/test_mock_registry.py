@@ -71,12 +71,12 @@ def test_mock_registry_writes_no_file_and_drops_its_log_on_close(tmp_path, monke
         (tmp_path / d).mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     monkeypatch.chdir(tmp_path / "cwd")
-    logs_before = set(connection._memory_dbs)
+    logs_before = connection.memory_dbs.names()
     with RegistryClient("mock://") as client:
         schema_id = client.register("orders-value", Schema(V1))
         assert avro_round_trip(client, client, V1, {"a": 7}, "orders") == {"a": 7}
         assert client.get_schema(schema_id).schema_str == V1
-        [log_name] = set(connection._memory_dbs) - logs_before
+        [log_name] = connection.memory_dbs.names() - logs_before
         assert log_name.startswith("mock-registry-")
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["cwd", "tmp"]  # nothing in the temp dir or cwd
-    assert set(connection._memory_dbs) == logs_before
+    assert connection.memory_dbs.names() == logs_before

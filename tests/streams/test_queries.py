@@ -12,7 +12,6 @@ import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from streams.log import Log, open_log
 from streams.log.partitioner import partition_for_key
 from streams.query_server import to_json
 from tests.streams.instances import Instance
-from tests.streams.topologies import key_counts
+from tests.streams.topologies import key_counts, two_served_instances
 from tests.support.ports import free_port
 from tests.support.topics import create_topics, produce
 from tests.support.waiting import wait_for
@@ -47,21 +46,7 @@ def two_instances(log_url: str, tmp_path: Path, names: Callable[[str], str]) -> 
     create_topics(lg, PARTITIONS, src, out)
     _feed(lg, src)
 
-    def app(name: str) -> StreamsApp:
-        return StreamsApp(
-            key_counts(src, out, name),
-            app_id,
-            log_url,
-            state_dir=tmp_path / name,
-            commit_interval_ms=100,
-            num_standby_replicas=1,
-            session_timeout_ms=4000,
-            application_server=f"http://127.0.0.1:{free_port()}",
-        )
-
-    with ExitStack() as stack:
-        first = stack.enter_context(app("first"))
-        second = stack.enter_context(app("second"))
+    with two_served_instances(src, out, app_id, log_url, tmp_path) as (first, second):
         wait_for(lambda: len(first.tasks()) == len(second.tasks()) == PARTITIONS // 2, what="two tasks each")
         wait_for(
             lambda: sum(v for a in (first, second) for _, v in a.store("counts").all()) == sum(EXPECTED.values()),

@@ -11,7 +11,7 @@ import pytest
 from streams import InvalidStateStoreError, StreamsApp, StreamsError
 from streams.log import Log, open_log
 from streams.log.partitioner import partition_for_key
-from tests.streams.topologies import key_counts
+from tests.streams.topologies import key_counts, key_counts_app
 from tests.support.topics import create_topics, produce, read_all
 from tests.support.waiting import wait_for
 
@@ -40,16 +40,7 @@ def test_standbys_in_metrics_listener_and_stale_reads(tmp_path: Path, names: Cal
     recorder = Recorder()
 
     def app(name: str, listener: Recorder | None = None) -> StreamsApp:
-        return StreamsApp(
-            key_counts(src, out, name),
-            app_id,
-            url,
-            state_dir=tmp_path / name,
-            commit_interval_ms=100,
-            num_standby_replicas=1,
-            session_timeout_ms=2000,
-            state_listener=listener,
-        )
+        return key_counts_app(src, out, app_id, url, tmp_path, name, session_timeout_ms=2000, state_listener=listener)
 
     first = app("first", recorder)
     second = app("second")

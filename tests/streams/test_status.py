@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 
 from streams import StreamsApp, StreamsBuilder
 from streams.log import open_log
-from tests.streams.topologies import key_counts
+from tests.streams.topologies import two_served_instances
 from tests.support.cli import run_in_process
 from tests.support.http_stub import StubServer
 from tests.support.ports import free_port
@@ -34,21 +33,7 @@ def two_instances(log_url: str, tmp_path: Path, names: Callable[[str], str]) -> 
     create_topics(lg, PARTITIONS, src, out)
     produce(lg, src, RECORDS)
 
-    def app(name: str) -> StreamsApp:
-        return StreamsApp(
-            key_counts(src, out, name),
-            app_id,
-            log_url,
-            state_dir=tmp_path / name,
-            commit_interval_ms=100,
-            num_standby_replicas=1,
-            session_timeout_ms=4000,
-            application_server=f"http://127.0.0.1:{free_port()}",
-        )
-
-    with ExitStack() as stack:
-        first = stack.enter_context(app("first"))
-        second = stack.enter_context(app("second"))
+    with two_served_instances(src, out, app_id, log_url, tmp_path) as (first, second):
         wait_for(
             lambda: all(len(a.tasks()) == len(a.standby_tasks()) == PARTITIONS // 2 for a in (first, second)),
             what="two active tasks and two standbys each",

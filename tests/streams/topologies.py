@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any
 
-from streams import StreamsBuilder, Suppressed, TimeWindows, Topology, VersionedStoreSpec
+from streams import StreamsApp, StreamsBuilder, Suppressed, TimeWindows, Topology, VersionedStoreSpec
+from tests.support.ports import free_port
 
 # The windowed end-to-end tests: hopping windows of 10 s advancing by 5 s, 2 s grace.
 CLICK_WINDOWS = TimeWindows.of_size_and_grace(10_000, 2_000).advance_by(5_000)
@@ -147,3 +151,43 @@ def price_as_of(prices: list[tuple[str, Any, int]], product: str, ts: int) -> An
         if key == product and at <= ts and (best is None or (at, i) > best[:2]):
             best = (at, i, value)
     return None if best is None else best[2]
+
+
+def key_counts_app(
+    input_topic: str, out_topic: str, app_id: str, log_url: str, state_dir: Path, name: str, **options: Any
+) -> StreamsApp:
+    """Instance ``name`` of a ``key_counts`` application (its state under ``state_dir / name``) with one standby
+    replica, committing every 100 ms; ``options`` are further ``StreamsApp`` settings."""
+    return StreamsApp(
+        key_counts(input_topic, out_topic, name),
+        app_id,
+        log_url,
+        state_dir=state_dir / name,
+        commit_interval_ms=100,
+        num_standby_replicas=1,
+        **options,
+    )
+
+
+@contextmanager
+def two_served_instances(
+    input_topic: str, out_topic: str, app_id: str, log_url: str, state_dir: Path
+) -> Iterator[tuple[StreamsApp, StreamsApp]]:
+    """Two running ``key_counts_app`` instances, ``first`` and ``second``, each with a query server."""
+    with ExitStack() as stack:
+        first, second = (
+            stack.enter_context(
+                key_counts_app(
+                    input_topic,
+                    out_topic,
+                    app_id,
+                    log_url,
+                    state_dir,
+                    name,
+                    session_timeout_ms=4000,
+                    application_server=f"http://127.0.0.1:{free_port()}",
+                )
+            )
+            for name in ("first", "second")
+        )
+        yield first, second

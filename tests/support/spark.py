@@ -12,6 +12,17 @@ from typing import Any
 JDK_HINT = "Spark tests need a JDK 17 (java and javac): apt-get install openjdk-17-jdk-headless"
 SPARK_HINT = "Spark tests need the spark extra: pip install -e '.[spark]'"
 
+#: the settings of every Spark the tests run: the local session and the Spark Connect server
+#: (``spark_connect.py``): two shuffle partitions, a small driver, no UI, UTC, reused Python workers
+TEST_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.driver.memory": "768m",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.python.worker.reuse": "true",
+}
+
 
 def missing_prerequisite() -> str | None:
     """Why the Spark tests cannot run here (an install hint), or None when they can."""
@@ -34,14 +45,7 @@ def start_session() -> Any:
     session = spark_session(
         "local[2]",
         "schemakit-tests",
-        conf={
-            "spark.sql.shuffle.partitions": "2",
-            "spark.driver.memory": "768m",
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.sql.session.timeZone": "UTC",
-            "spark.python.worker.reuse": "true",
-        },
+        conf=TEST_CONF,
     )
     session.sparkContext.setLogLevel("ERROR")
     return session

@@ -21,17 +21,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from tests.support.ports import free_port
+from tests.support.spark import TEST_CONF
 from tests.support.waiting import wait_for
 
 SERVER_CONF = {
     "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
     "spark.connect.grpc.binding.address": "127.0.0.1",
-    "spark.sql.shuffle.partitions": "2",
-    "spark.driver.memory": "768m",
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.session.timeZone": "UTC",
-    "spark.python.worker.reuse": "true",
+    **TEST_CONF,
 }
 
 

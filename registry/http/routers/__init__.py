@@ -20,7 +20,7 @@ from registry.http.routers import (
     schemas,
     subjects,
 )
-from registry.http.routing import RegistryRoute
+from registry.http.routing import RegistryRoute, query_params
 
 ROUTERS = [
     subjects.router,
@@ -46,10 +46,5 @@ def api_routes() -> list[RegistryRoute]:
 def query_parameter_names(routers: Iterable[APIRouter] = ROUTERS) -> frozenset[str]:
     """The query parameters some route of ``routers`` reads; the read cache keys answers by these only, so it
     must be given every router whose answers it keeps (the schema browser's too)."""
-    names: set[str] = set()
-    stack = [r.dependant for router in routers for r in router.routes if isinstance(r, APIRoute)]
-    while stack:
-        dependant = stack.pop()
-        names.update(p.alias for p in dependant.query_params)
-        stack.extend(dependant.dependencies)
-    return frozenset(names)
+    routes = [r for router in routers for r in router.routes if isinstance(r, APIRoute)]
+    return frozenset(p.alias for r in routes for p in query_params(r.dependant))

@@ -15,13 +15,14 @@ from registry.associations import (
     DEFAULT_ASSOCIATION_TYPE,
     DEFAULT_RESOURCE_TYPE,
     Associations,
+    Lookup,
     Resource,
     Wanted,
 )
 from registry.http import render
 from registry.http.errors import Doc
 from registry.http.models import RegisterSchemaRequest, Schema
-from registry.http.params import JsonBody, Limit, Offset, QueryBool, ServiceDep, SubjectPath
+from registry.http.params import JsonBody, Page, PageQuery, QueryBool, ServiceDep, SubjectPath
 from registry.http.routing import RegistryRoute, leader_only, ok
 from registry.http.security import Readable, check, principal_of
 from registry.security import Operation
@@ -86,6 +87,16 @@ AssociationTypes = Annotated[
 Lifecycle = Annotated[str | None, Query(description="Only `STRONG` or only `WEAK` associations.")]
 
 
+async def _lookup(
+    resource_type: ResourceType = None, association_types: AssociationTypes = None, lifecycle: Lifecycle = None
+) -> Lookup:
+    return Lookup(resource_type or DEFAULT_RESOURCE_TYPE, association_types, lifecycle)
+
+
+#: a lookup's filters: ``?resourceType=``, ``?associationType=`` (repeatable), ``?lifecycle=``
+LookupQuery = Annotated[Lookup, Depends(_lookup)]
+
+
 def _associations(service: Service) -> Associations:
     return service.associations
 
@@ -118,8 +129,8 @@ def _wanted(body: AssociationCreateOrUpdateRequest) -> list[Wanted]:
     return wanted
 
 
-def _listed(values: list[dict[str, Any]], readable: Any, offset: int, limit: int) -> Response:
-    return ok(render.dumps(render.page([v for v in values if readable(v.get("subject", ""))], offset, limit)))
+def _listed(values: list[dict[str, Any]], readable: Any, page: Page) -> Response:
+    return ok(render.dumps(page.of([v for v in values if readable(v.get("subject", ""))])))
 
 
 async def _create_or_update(
@@ -209,19 +220,10 @@ async def by_subject(
     service: ServiceDep,
     subject: SubjectPath,
     readable: Readable,
-    resource_type: ResourceType = None,
-    association_types: AssociationTypes = None,
-    lifecycle: Lifecycle = None,
-    offset: Offset = 0,
-    limit: Limit = -1,
+    lookup: LookupQuery,
+    page: PageQuery,
 ) -> Response:
-    found = _associations(service).by_subject(
-        subject,
-        resource_type=resource_type or DEFAULT_RESOURCE_TYPE,
-        association_types=association_types,
-        lifecycle=lifecycle,
-    )
-    return _listed(found, readable, offset, limit)
+    return _listed(_associations(service).by_subject(subject, lookup), readable, page)
 
 
 @router.get(
@@ -236,20 +238,11 @@ async def by_resource_name(
     readable: Readable,
     resourceNamespace: Annotated[str, Path(description="The Kafka cluster id, or `-` for any.")],
     resourceName: Annotated[str, Path(description="The topic.")],
-    resource_type: ResourceType = None,
-    association_types: AssociationTypes = None,
-    lifecycle: Lifecycle = None,
-    offset: Offset = 0,
-    limit: Limit = -1,
+    lookup: LookupQuery,
+    page: PageQuery,
 ) -> Response:
-    found = _associations(service).by_resource_name(
-        _decoded(resourceName),
-        _decoded(resourceNamespace),
-        resource_type=resource_type or DEFAULT_RESOURCE_TYPE,
-        association_types=association_types,
-        lifecycle=lifecycle,
-    )
-    return _listed(found, readable, offset, limit)
+    found = _associations(service).by_resource_name(_decoded(resourceName), _decoded(resourceNamespace), lookup)
+    return _listed(found, readable, page)
 
 
 @router.get(
@@ -263,19 +256,10 @@ async def by_resource_id(
     service: ServiceDep,
     readable: Readable,
     resourceId: Annotated[str, Path(description="The resource's id.")],
-    resource_type: ResourceType = None,
-    association_types: AssociationTypes = None,
-    lifecycle: Lifecycle = None,
-    offset: Offset = 0,
-    limit: Limit = -1,
+    lookup: LookupQuery,
+    page: PageQuery,
 ) -> Response:
-    found = _associations(service).by_resource_id(
-        _decoded(resourceId),
-        resource_type=resource_type or DEFAULT_RESOURCE_TYPE,
-        association_types=association_types,
-        lifecycle=lifecycle,
-    )
-    return _listed(found, readable, offset, limit)
+    return _listed(_associations(service).by_resource_id(_decoded(resourceId), lookup), readable, page)
 
 
 @router.delete(

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from registry.http import render
 from registry.http.errors import Doc
 from registry.http.models import CompatibilityCheckResponse, RegisterSchemaRequest
-from registry.http.params import JsonBody, OptionalQueryBool, QueryBool, ServiceDep, SubjectPath, VersionPath
+from registry.http.params import JsonBody, Normalize, QueryBool, ServiceDep, SubjectPath, VersionPath
 from registry.http.routing import RegistryRoute, ok
 from registry.http.security import ReadSubject
 from registry.schema_parser import SchemaRequest
@@ -19,9 +19,6 @@ from registry.service import Service
 router = APIRouter(route_class=RegistryRoute, tags=["compatibility"], dependencies=[ReadSubject])
 
 SchemaBody = Annotated[RegisterSchemaRequest, Depends(JsonBody(RegisterSchemaRequest))]
-Normalize = Annotated[
-    OptionalQueryBool, Query(description="Normalize the schema first; when absent, the subject's config decides.")
-]
 Verbose = Annotated[
     QueryBool,
     Query(description="Add the incompatibility `messages` (and report an invalid schema as incompatible)."),

@@ -48,7 +48,14 @@ async def _dek_service(request: Request) -> DekService:
 
 
 DekServiceDep = Annotated[DekService, Depends(_dek_service)]
-KekName = Annotated[str, Path(description="The KEK's name.", examples=["payments"])]
+
+
+async def _kek_name(name: Annotated[str, Path(description="The KEK's name.", examples=["payments"])]) -> str:
+    return unquote(name)
+
+
+#: the ``{name}`` path segment, decoded
+KekName = Annotated[str, Depends(_kek_name)]
 
 
 async def _subject(
@@ -108,7 +115,7 @@ class _KekAccess:
     async def __call__(self, request: Request, name: KekName) -> None:
         principal = await principal_of(request)
         if principal is not None:
-            resource = kek_resource(unquote(name))
+            resource = kek_resource(name)
             check(request, principal, self.operation, (resource,), resource)
 
 
@@ -170,7 +177,7 @@ async def create_kek(dek: DekServiceDep, body: CreateKekBody) -> Response:
     responses={**_NOT_FOUND, **_INVALID},
 )
 async def get_kek(dek: DekServiceDep, name: KekName, deleted: Deleted = False) -> Response:
-    return ok(render.dumps(kek_answer(dek.kek(unquote(name), deleted=deleted))))
+    return ok(render.dumps(kek_answer(dek.kek(name, deleted=deleted))))
 
 
 @router.put(
@@ -183,7 +190,7 @@ async def get_kek(dek: DekServiceDep, name: KekName, deleted: Deleted = False) -
 )
 @leader_only
 async def update_kek(dek: DekServiceDep, name: KekName, body: UpdateKekBody) -> Response:
-    kek = await dek.update_kek(unquote(name), body.kmsProps, body.doc, body.shared, body.model_fields_set)
+    kek = await dek.update_kek(name, body.kmsProps, body.doc, body.shared, body.model_fields_set)
     return ok(render.dumps(kek_answer(kek)))
 
 
@@ -197,7 +204,7 @@ async def update_kek(dek: DekServiceDep, name: KekName, body: UpdateKekBody) -> 
 )
 @leader_only
 async def delete_kek(dek: DekServiceDep, name: KekName, permanent: Permanent = False) -> Response:
-    await dek.delete_kek(unquote(name), permanent=permanent)
+    await dek.delete_kek(name, permanent=permanent)
     return _no_content()
 
 
@@ -211,7 +218,7 @@ async def delete_kek(dek: DekServiceDep, name: KekName, permanent: Permanent = F
 )
 @leader_only
 async def undelete_kek(dek: DekServiceDep, name: KekName) -> Response:
-    await dek.undelete_kek(unquote(name))
+    await dek.undelete_kek(name)
     return _no_content()
 
 
@@ -227,13 +234,11 @@ async def undelete_kek(dek: DekServiceDep, name: KekName) -> Response:
     responses={**_NOT_FOUND, **_INVALID},
 )
 async def list_dek_subjects(dek: DekServiceDep, name: KekName, deleted: Deleted = False) -> Response:
-    return ok(render.dumps(dek.dek_subjects(unquote(name), deleted=deleted)))
+    return ok(render.dumps(dek.dek_subjects(name, deleted=deleted)))
 
 
 async def _create_dek(dek: DekService, name: str, subject: str | None, body: CreateDekRequest) -> Response:
-    created = await dek.create_dek(
-        unquote(name), subject, body.version, body.algorithm, body.encryptedKeyMaterial, body.deleted
-    )
+    created = await dek.create_dek(name, subject, body.version, body.algorithm, body.encryptedKeyMaterial, body.deleted)
     return ok(render.dumps(dek.dek_answer(created)))
 
 
@@ -274,7 +279,7 @@ async def create_subject_dek(dek: DekServiceDep, name: KekName, subject: DekSubj
 async def get_latest_dek(
     dek: DekServiceDep, name: KekName, subject: DekSubject, algorithm: AlgorithmParam = None, deleted: Deleted = False
 ) -> Response:
-    return ok(render.dumps(dek.dek_answer(dek.dek(unquote(name), subject, None, algorithm, deleted=deleted))))
+    return ok(render.dumps(dek.dek_answer(dek.dek(name, subject, None, algorithm, deleted=deleted))))
 
 
 @router.delete(
@@ -293,7 +298,7 @@ async def delete_deks(
     algorithm: AlgorithmParam = None,
     permanent: Permanent = False,
 ) -> Response:
-    await dek.delete_deks(unquote(name), subject, None, algorithm, permanent=permanent)
+    await dek.delete_deks(name, subject, None, algorithm, permanent=permanent)
     return _no_content()
 
 
@@ -309,7 +314,7 @@ async def delete_deks(
 async def undelete_deks(
     dek: DekServiceDep, name: KekName, subject: DekSubject, algorithm: AlgorithmParam = None
 ) -> Response:
-    await dek.undelete_deks(unquote(name), subject, None, algorithm)
+    await dek.undelete_deks(name, subject, None, algorithm)
     return _no_content()
 
 
@@ -324,7 +329,7 @@ async def undelete_deks(
 async def list_dek_versions(
     dek: DekServiceDep, name: KekName, subject: DekSubject, algorithm: AlgorithmParam = None, deleted: Deleted = False
 ) -> Response:
-    return ok(render.dumps(dek.dek_versions(unquote(name), subject, algorithm, deleted=deleted)))
+    return ok(render.dumps(dek.dek_versions(name, subject, algorithm, deleted=deleted)))
 
 
 def _version(version: int) -> int | None:
@@ -347,7 +352,7 @@ async def get_dek(
     algorithm: AlgorithmParam = None,
     deleted: Deleted = False,
 ) -> Response:
-    found = dek.dek(unquote(name), subject, _version(version), algorithm, deleted=deleted)
+    found = dek.dek(name, subject, _version(version), algorithm, deleted=deleted)
     return ok(render.dumps(dek.dek_answer(found)))
 
 
@@ -368,7 +373,7 @@ async def delete_dek(
     algorithm: AlgorithmParam = None,
     permanent: Permanent = False,
 ) -> Response:
-    await dek.delete_deks(unquote(name), subject, _version(version), algorithm, permanent=permanent)
+    await dek.delete_deks(name, subject, _version(version), algorithm, permanent=permanent)
     return _no_content()
 
 
@@ -384,5 +389,5 @@ async def delete_dek(
 async def undelete_dek(
     dek: DekServiceDep, name: KekName, subject: DekSubject, version: VersionPath, algorithm: AlgorithmParam = None
 ) -> Response:
-    await dek.undelete_deks(unquote(name), subject, _version(version), algorithm)
+    await dek.undelete_deks(name, subject, _version(version), algorithm)
     return _no_content()

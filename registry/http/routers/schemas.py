@@ -14,7 +14,7 @@ from fastapi import APIRouter, Path, Query, Response
 from registry.http import render
 from registry.http.errors import Doc
 from registry.http.models import ContextId, Schema, SchemaString, SchemaTypeName, SubjectVersion
-from registry.http.params import Deleted, Format, Limit, Offset, QueryBool, SchemaIdPath, ServiceDep
+from registry.http.params import Deleted, Format, PageQuery, QueryBool, SchemaIdPath, ServiceDep
 from registry.http.routing import SCHEMA_TEXT_DOC, RegistryRoute, ok
 from registry.http.security import Readable, ReadSchemaGuid, ReadSchemaId
 from registry.schema_types import schema_types
@@ -60,6 +60,7 @@ async def _schema_answer(
 async def list_schemas(
     service: ServiceDep,
     readable: Readable,
+    page: PageQuery,
     subject_prefix: Annotated[
         str,
         Query(
@@ -72,12 +73,9 @@ async def list_schemas(
     latest_only: Annotated[
         QueryBool, Query(alias="latestOnly", description="Only the latest version of each subject.")
     ] = False,
-    offset: Offset = 0,
-    limit: Limit = -1,
 ) -> Response:
     versions = service.all_schemas(subject_prefix, deleted=deleted, latest_only=latest_only)
-    versions = [v for v in versions if readable(v.subject)]
-    chosen = render.page(versions, offset, limit)
+    chosen = page.of([v for v in versions if readable(v.subject)])
     return ok(b"[" + b",".join(render.version_body(v) for v in chosen) + b"]")
 
 
@@ -146,14 +144,12 @@ def _holders_route(
         service: ServiceDep,
         readable: Readable,
         id: SchemaIdPath,
+        page: PageQuery,
         deleted: Deleted = False,
         subject: SubjectContext = "",
-        offset: Offset = 0,
-        limit: Limit = -1,
     ) -> Response:
         pairs = service.id_versions(id, deleted=deleted, context=service.id_context(id, subject))
-        items = listed([p for p in pairs if readable(p[0])])
-        return ok(render.dumps(render.page(items, offset, limit)))
+        return ok(render.dumps(page.of(listed([p for p in pairs if readable(p[0])]))))
 
 
 _holders_route(

@@ -14,9 +14,8 @@ from registry.http.params import (
     Deleted,
     Format,
     JsonBody,
-    Limit,
-    Offset,
-    OptionalQueryBool,
+    Normalize,
+    PageQuery,
     QueryBool,
     ServiceDep,
     SubjectPath,
@@ -44,9 +43,6 @@ DeletedOnly = Annotated[
 ]
 DeletedOnlySnake = Annotated[QueryBool, Query(alias="deleted_only", description="Alias of `deletedOnly`.")]
 Permanent = Annotated[QueryBool, Query(description="Hard-delete (only what was soft-deleted before).")]
-Normalize = Annotated[
-    OptionalQueryBool, Query(description="Normalize the schema first; when absent, the subject's config decides.")
-]
 
 
 @router.get(
@@ -59,6 +55,7 @@ Normalize = Annotated[
 async def list_subjects(
     service: ServiceDep,
     readable: Readable,
+    page: PageQuery,
     subject_prefix: Annotated[
         str,
         Query(
@@ -71,12 +68,9 @@ async def list_subjects(
     deleted: Deleted = False,
     deleted_only: DeletedOnly = False,
     deleted_only_snake: DeletedOnlySnake = False,
-    offset: Offset = 0,
-    limit: Limit = -1,
 ) -> Response:
     subjects = service.list_subjects(subject_prefix, deleted=deleted, deleted_only=deleted_only or deleted_only_snake)
-    subjects = [s for s in subjects if readable(s)]
-    return ok(render.dumps(render.page(subjects, offset, limit)))
+    return ok(render.dumps(page.of([s for s in subjects if readable(s)])))
 
 
 @router.post(
@@ -127,14 +121,13 @@ async def delete_subject(service: ServiceDep, subject: SubjectPath, permanent: P
 async def list_versions(
     service: ServiceDep,
     subject: SubjectPath,
+    page: PageQuery,
     deleted: Deleted = False,
     deleted_only: DeletedOnly = False,
     deleted_only_snake: DeletedOnlySnake = False,
     deleted_as_negative: Annotated[
         QueryBool, Query(alias="deletedAsNegative", description="Include soft-deleted versions as negative numbers.")
     ] = False,
-    offset: Offset = 0,
-    limit: Limit = -1,
 ) -> Response:
     versions = service.list_versions(
         subject,
@@ -142,7 +135,7 @@ async def list_versions(
         deleted_only=deleted_only or deleted_only_snake,
         as_negative=deleted_as_negative,
     )
-    return ok(render.dumps(render.page(versions, offset, limit)))
+    return ok(render.dumps(page.of(versions)))
 
 
 @router.post(
@@ -226,12 +219,10 @@ async def referenced_by(
     service: ServiceDep,
     subject: SubjectPath,
     version: VersionPath,
+    page: PageQuery,
     deleted: Deleted = False,
-    offset: Offset = 0,
-    limit: Limit = -1,
 ) -> Response:
-    ids = service.referenced_by(subject, version, deleted=deleted)
-    return ok(render.dumps(render.page(ids, offset, limit)))
+    return ok(render.dumps(page.of(service.referenced_by(subject, version, deleted=deleted))))
 
 
 @router.get(

@@ -32,17 +32,17 @@ from streams.log.base import (
     TopicConfigError,
     TopicPartition,
 )
+from streams.log.shared import SharedByName
 
 __all__ = [
     "SCHEMA",
     "Db",
     "TopicMeta",
-    "claim_memory",
     "decode_headers",
     "encode_headers",
     "max_message_bytes",
+    "memory_dbs",
     "memory_name",
-    "open_memory",
     "path_from_url",
     "read_group_offsets",
     "shared_for",
@@ -117,46 +117,22 @@ def shared_for(path: Path) -> _SharedFile:
 
 class _InMemory:
     """One in-memory database: a single connection that every ``Db`` of it shares under one lock, alive while
-    any of them is open (``users``)."""
+    any of them is open (``memory_dbs`` counts them)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.conn = sqlite3.connect(_MEMORY, isolation_level=None, check_same_thread=False)
         self.lock = threading.RLock()
         self.shared = _SharedFile()
-        self.users = 0
 
 
-_memory_dbs: dict[str, _InMemory] = {}  # the named ones
-
-
-def open_memory(name: str) -> _InMemory:
-    """The named in-memory database (created on first use) or, for ``""``, a new private one; claimed once."""
-    with _shared_files_lock:
-        db = _memory_dbs.get(name) if name else None
-        if db is None:
-            db = _InMemory(name)
-            if name:
-                _memory_dbs[name] = db
-        db.users += 1
-        return db
-
-
-def claim_memory(db: _InMemory) -> _InMemory:
-    with _shared_files_lock:
-        db.users += 1
-        return db
-
-
-def _release_memory(db: _InMemory) -> None:
-    with _shared_files_lock:
-        db.users -= 1
-        if db.users > 0:
-            return
-        if db.name and _memory_dbs.get(db.name) is db:
-            del _memory_dbs[db.name]
+def _close_memory(db: _InMemory) -> None:
     with db.lock:
         db.conn.close()
+
+
+#: the in-memory databases, each shared by the ``Db``s of its name (``""``: a private one)
+memory_dbs: SharedByName[_InMemory] = SharedByName(_InMemory, _close_memory)
 
 
 class Db:
@@ -185,7 +161,7 @@ class Db:
 
     def close(self) -> None:
         if self.memory is not None:
-            _release_memory(self.memory)
+            memory_dbs.release(self.memory)
             return
         with self.lock:
             self.conn.close()

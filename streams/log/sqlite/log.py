@@ -28,10 +28,9 @@ from streams.log.base import (
 from streams.log.sqlite.connection import (
     SCHEMA,
     Db,
-    claim_memory,
     max_message_bytes,
+    memory_dbs,
     memory_name,
-    open_memory,
     path_from_url,
     read_group_offsets,
     shared_for,
@@ -73,7 +72,7 @@ class SqliteLog(Log):
         self.poll_interval = poll_interval
         self.busy_timeout = busy_timeout
         name = memory_name(url)
-        self._memory = None if name is None else open_memory(name)
+        self._memory = None if name is None else memory_dbs.claim(name)
         if self._memory is not None:
             self._shared = self._memory.shared
         else:
@@ -93,7 +92,7 @@ class SqliteLog(Log):
         self._closed = False
 
     def connect_client(self) -> Db:
-        memory = None if self._memory is None else claim_memory(self._memory)
+        memory = None if self._memory is None else memory_dbs.claim_again(self._memory)
         return Db(self.path, self._shared, self.busy_timeout, memory)
 
     def describe(self) -> str:
@@ -179,23 +178,22 @@ class SqliteLog(Log):
 
     @translated
     def end_offsets(self, topic: str) -> dict[int, int]:
-        with self._db.lock:
-            rows = self._db.conn.execute(
-                "SELECT p.partition, p.next_offset FROM partitions p JOIN topics t ON t.id = p.topic_id "
-                "WHERE t.name = ? ORDER BY p.partition",
-                (topic,),
-            ).fetchall()
-        if not rows:
-            raise UnknownTopicError(f"topic {topic!r} does not exist")
-        return dict(rows)
+        return self._partition_offsets(topic, "p.next_offset")
 
     @translated
     def start_offsets(self, topic: str) -> dict[int, int]:
         # The partition's next offset where it holds no record (all compacted away, or none written).
+        return self._partition_offsets(
+            topic,
+            "COALESCE((SELECT MIN(r.offset) FROM records r WHERE r.topic_id = p.topic_id "
+            "AND r.partition = p.partition), p.next_offset)",
+        )
+
+    def _partition_offsets(self, topic: str, offset_sql: str) -> dict[int, int]:
+        """``offset_sql`` (an SQL expression over the partition row ``p``) for each partition of ``topic``."""
         with self._db.lock:
             rows = self._db.conn.execute(
-                "SELECT p.partition, COALESCE((SELECT MIN(r.offset) FROM records r WHERE r.topic_id = p.topic_id "
-                "AND r.partition = p.partition), p.next_offset) FROM partitions p JOIN topics t ON t.id = p.topic_id "
+                f"SELECT p.partition, {offset_sql} FROM partitions p JOIN topics t ON t.id = p.topic_id "
                 "WHERE t.name = ? ORDER BY p.partition",
                 (topic,),
             ).fetchall()
