@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from streams.errors import SerdeError
-from streams.record_serdes import serde_name
 from streams.state.base import ChangelogSink, Headers
 from streams.state.store_serdes import StoreSerdes
 from streams.state.timed import META_KEY
@@ -81,27 +79,16 @@ class SuppressionBuffer(StoreSerdes):
 
     # -- values ----------------------------------------------------------------------------------------
 
-    def _value_bytes(self, value: Any) -> bytes | None:
-        if value is None:
-            return None
-        try:
-            return self._vser(value)
-        except Exception as exc:
-            raise SerdeError(
-                f"suppression buffer {self.name!r}: cannot serialize value {value!r:.80} with "
-                f"{serde_name(self.value_serde)}: {exc}"
-            ) from exc
-
     def _encode(self, u: BufferedUpdate) -> bytes:
         # Once per buffered key and commit: the values are serialized here directly; a serializer that fails is
-        # called again through ``_value_bytes``, which raises the error naming the buffer.
+        # called again through ``value_bytes``, which raises the error naming the buffer.
         vser = self._vser
         try:
             prior = None if u.prior is None else vser(u.prior)
             new = None if u.new is None else vser(u.new)
         except Exception:
-            prior = self._value_bytes(u.prior)
-            new = self._value_bytes(u.new)
+            prior = self.value_bytes(u.prior)
+            new = self.value_bytes(u.new)
         head = _HEAD.pack(u.due, u.timestamp, -1 if prior is None else len(prior))
         return head + (prior or b"") + (b"\x00" if new is None else b"\x01" + new)
 
@@ -252,6 +239,3 @@ class SuppressionBuffer(StoreSerdes):
 
     def close(self) -> None:
         self.closed = True
-
-    def __repr__(self) -> str:
-        return f"SuppressionBuffer({self.name!r})"

@@ -159,6 +159,3 @@ class TimeOrderedBuffer(StoreSerdes):
 
     def close(self) -> None:
         self.closed = True
-
-    def __repr__(self) -> str:
-        return f"TimeOrderedBuffer({self.name!r})"

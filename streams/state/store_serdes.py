@@ -1,6 +1,6 @@
 """``StoreSerdes``: what every store class holds of its name and serdes (key-value stores, window and
-session stores, the suppression buffer): the serdes bound once to the changelog topic, and the key
-serialization whose error names the store."""
+session stores, the suppression buffer): the serdes bound once to the changelog topic, and the key and value
+serialization whose errors name the store."""
 
 from __future__ import annotations
 
@@ -45,3 +45,19 @@ class StoreSerdes:
         if kb is None:
             raise SerdeError(f"{self._noun} {self.name!r}: keys must not be None")
         return kb
+
+    def value_bytes(self, value: Any) -> bytes | None:
+        """``value`` serialized (None stays None); a serde's error is wrapped in ``SerdeError`` naming the store,
+        the value (cut to 80 characters: values can be large) and the serde."""
+        if value is None:
+            return None
+        try:
+            return self._vser(value)
+        except Exception as exc:
+            raise SerdeError(
+                f"{self._noun} {self.name!r}: cannot serialize value {value!r:.80} ({type(value).__name__}) with "
+                f"{serde_name(self.value_serde)}: {exc}"
+            ) from exc
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"

@@ -360,6 +360,3 @@ class TimeKeyedStore(StoreSerdes):
             self.closed = True
             self._inner.close()
             self._overlay = {}
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name!r})"

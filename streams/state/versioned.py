@@ -25,8 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from streams.errors import SerdeError
-from streams.record_serdes import serde_name
 from streams.state.base import ChangelogSink, Headers
 from streams.state.store_serdes import StoreSerdes
 
@@ -271,16 +269,8 @@ class VersionedKeyValueStore(StoreSerdes):
     # -- values ----------------------------------------------------------------------------------------
 
     def _encode_value(self, value: Any) -> bytes | None:
-        if value is None:
-            return None
-        try:
-            vb = self._vser(value)
-        except Exception as exc:
-            raise SerdeError(
-                f"store {self.name!r}: cannot serialize value {value!r} ({type(value).__name__}) with "
-                f"{serde_name(self.value_serde)}: {exc}"
-            ) from exc
-        return vb or b""
+        # A value whose serde writes nothing is stored as b"", which only a tombstone (None) is not.
+        return None if value is None else self.value_bytes(value) or b""
 
     def _decode_value(self, vb: bytes | None) -> Any:
         return None if vb is None else self._vde(vb)
@@ -491,9 +481,6 @@ class VersionedKeyValueStore(StoreSerdes):
             self.closed = True
             self._inner.close()
             self._overlay = {}
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name!r})"
 
 
 def latest_values(store: Any) -> Callable[[Any], Any]:
