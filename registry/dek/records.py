@@ -7,7 +7,8 @@ with the key's content: ``{"name","kmsType","kmsKeyId","kmsProps","doc","shared"
 omitted (Jackson ``NON_NULL``), unknown ones ignored. A tombstone (null value) removes the key for good (a
 permanent delete). The raw key bytes are kept on every decoded key so that a tombstone repeats exactly the bytes
 of the record it deletes, whoever wrote them; records of other tenants and other key types (the leader's NOOP
-barriers) are skipped.
+barriers) are skipped. Values are read as ``_schemas`` values are (a JSON object or a tombstone), by
+``registry.schemas_topic.decode_value``.
 """
 
 from __future__ import annotations
@@ -69,18 +70,6 @@ def decode_key(raw: bytes) -> KekKey | DekKey | None:
             raise RecordFormatError(f"DEK key without kekName/subject/version: {raw[:200]!r}")
         return DekKey(kek_name, subject, algorithm if isinstance(algorithm, str) else DEFAULT_ALGORITHM, version, raw)
     return None
-
-
-def decode_value(raw: bytes | None) -> dict[str, Any] | None:
-    if raw is None:
-        return None
-    try:
-        obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise RecordFormatError(f"value is not JSON: {raw[:200]!r}") from e
-    if obj is not None and not isinstance(obj, dict):
-        raise RecordFormatError(f"value is not a JSON object: {raw[:200]!r}")
-    return obj
 
 
 def kek_value(

@@ -10,8 +10,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from registry.dek.records import DekKey, KekKey, decode_key, decode_value
-from registry.schemas_topic import RecordFormatError
+from registry.dek.records import DekKey, KekKey, decode_key
+from registry.schemas_topic import RecordFormatError, decode_value
 
 log = logging.getLogger(__name__)
 
