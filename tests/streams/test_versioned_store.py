@@ -718,6 +718,23 @@ def test_spec_checks_and_changelog_config() -> None:
         VersionedStoreSpec("prices", history_retention=-1)
 
 
+def test_a_value_its_serde_cannot_write_names_the_store() -> None:
+    """Every store wraps its value serde's error in one ``SerdeError`` naming the kind of store, the store, the
+    value (cut to 80 characters) and its type, and the serde; nothing is put."""
+    from streams.errors import SerdeError
+    from streams.state.buffer import SuppressionBuffer
+
+    store = VersionedKeyValueStore("prices", STRING, STRING, "app-prices-changelog", RecordContext(), 1000)
+    with pytest.raises(SerdeError, match=r"^store 'prices': cannot serialize value 5 \(int\) with StringSerde: "):
+        store.put("k", 5, BASE)
+    assert store.get("k") is None
+    buffer = SuppressionBuffer("held", STRING, STRING, "app-held-changelog", RecordContext())
+    with pytest.raises(SerdeError, match=r"^suppression buffer 'held': cannot serialize value 1{80} \(int\) with"):
+        buffer.value_bytes(int("1" * 100))
+    assert buffer.value_bytes(None) is None
+    assert (repr(store), repr(buffer)) == ("VersionedKeyValueStore('prices')", "SuppressionBuffer('held')")
+
+
 def test_join_buffer_orders_logs_and_restores_its_waiting_records() -> None:
     """The time-ordered buffer of a stream-table join with grace: records leave in (timestamp, key bytes,
     arrival) order once stream time minus the grace reaches them; one already older joins at once (``put``
