@@ -20,7 +20,9 @@ Operations (``--list`` prints them; the default runs all):
   its event loop, no socket, no HTTP parsing), cycling over 100 registered schemas: the cached read path;
 - ``window-update``: one record into a hopping 5 min / 1 min windowed count through ``TopologyTestDriver``
   (in-memory stores; the driver flushes and commits after every record, so changelog writes are counted);
-- ``window-tumbling``: the same with a tumbling 5 min window.
+- ``window-tumbling``: the same with a tumbling 5 min window;
+- ``window-suppress`` / ``window-emit-final``: the hopping count with final results only, by
+  ``suppress(until_window_closes())`` / ``emit_strategy="on_window_close"`` (``streams_windows_bench.py``'s jobs).
 
     .venv/bin/python benchmarks/instructions.py                       # every operation
     .venv/bin/python benchmarks/instructions.py avro-serialize -n 2000 -k 3 --json out.json
@@ -151,18 +153,26 @@ def _registry_get_by_id() -> Callable[[int], None]:
     return run
 
 
-def _window(hopping: bool) -> Callable[[int], None]:
-    """One record of 1,000 keys into a windowed count through ``TopologyTestDriver``, event time 600 ms apart."""
+def _window(hopping: bool, final: str | None = None) -> Callable[[int], None]:
+    """One record of 1,000 keys into a windowed count through ``TopologyTestDriver``, event time 600 ms apart;
+    ``final``: final results only, by ``"suppress"`` (``until_window_closes``) or ``"emit-final"``
+    (``emit_strategy="on_window_close"``), as ``streams_windows_bench.py`` runs them."""
     from datetime import timedelta
 
-    from streams import StreamsBuilder, TimeWindows, TopologyTestDriver
+    from streams import StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver
 
     minute = timedelta(minutes=1)
     windows = TimeWindows.of_size_with_no_grace(5 * minute)
     if hopping:
         windows = windows.advance_by(minute)
     builder = StreamsBuilder()
-    counts = builder.stream("clicks", key=str, value="json").group_by_key().windowed_by(windows).count(store="counts")
+    windowed = builder.stream("clicks", key=str, value="json").group_by_key().windowed_by(windows)
+    if final == "suppress":
+        counts = windowed.count(store="counts").suppress(Suppressed.until_window_closes())
+    elif final == "emit-final":
+        counts = windowed.count(store="counts", emit_strategy="on_window_close")
+    else:
+        counts = windowed.count(store="counts")
     counts.to_stream().map(lambda k, v: (k.key, v)).to("counts", key=str, value=int)
     driver = TopologyTestDriver(builder.build())
     clicks = driver.input_topic("clicks", key=str, value="json")
@@ -195,6 +205,8 @@ JOBS: dict[str, tuple[Job, int, str]] = {
     "registry-get-by-id": (_registry_get_by_id, 500, "request"),
     "window-update": (lambda: _window(hopping=True), 500, "input record"),
     "window-tumbling": (lambda: _window(hopping=False), 500, "input record"),
+    "window-suppress": (lambda: _window(hopping=True, final="suppress"), 500, "input record"),
+    "window-emit-final": (lambda: _window(hopping=True, final="emit-final"), 500, "input record"),
 }
 
 
