@@ -149,6 +149,12 @@ class TimeWindowAggregateProcessor(_WindowAggregate[TimeWindows]):
         self._size, self._advance, self._grace = w.size_ms, w.advance_ms, w.grace_ms
         self._windows: dict[int, TimeWindow] = {}
         super().init(context)
+        store = self._store
+        store.forwards_changes = not self.emit_final
+        if self._advance < self._size and isinstance(store, WindowStore) and not store.retain_duplicates:
+            # Hopping windows: a record updates size / advance windows of its key, logged in at most two
+            # changelog records (blocks of the size rounded up to a multiple of the advance) instead of one each.
+            store.changelog_blocks(-(-self._size // self._advance) * self._advance, self._advance)
 
     def _window(self, t: int, sub: int) -> TimeWindow:
         return TimeWindow(t, t + self.windows.size_ms)

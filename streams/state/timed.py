@@ -11,6 +11,15 @@ Changelog records: key = key bytes + 8-byte time + sub (4 bytes for windows, as 
 store changelog; 8 for sessions: end, start), value = 8-byte timestamp + value bytes, None for a delete.
 One more record, under a reserved key, carries the store's metadata (the task's stream time, and what
 processors keep with the store), so a restore brings back the time as well as the data.
+
+A window store of hopping windows (``changelog_blocks``) logs a key's windows by block instead: every window
+start of a block of ``block`` ms (the window size rounded up to a multiple of the advance) in one record, so
+that a record, which updates ``size / advance`` overlapping windows, costs at most two changelog records
+instead of one per window. Block record: key = key bytes + 8-byte block start + sub ``-1`` (no window record
+has a negative sub), value = ``block``, ``advance`` (8 bytes each), then per window start of the block its
+8-byte start, a 4-byte length (-1: no window there) and that many bytes (the serialized entry, as a window
+record's value). A restore applies a block record as one window record per start, so window records
+(written before a store logged blocks) and block records restore into the same store.
 """
 
 from __future__ import annotations
@@ -37,6 +46,10 @@ META_KEY = b"\x00schemakit.store-metadata\x00"
 MAX_TIME = 2**63 - 1
 _TS = struct.Struct(">q")
 _UNSET = object()
+#: The sub of a block record's changelog key (``changelog_blocks``); window records have a sub >= 0.
+BLOCK_SUB = -1
+_BLOCK_HEAD = struct.Struct(">qq")  # block, advance
+_BLOCK_ITEM = struct.Struct(">qi")  # window start, entry length (-1: none)
 
 #: ``listener(key, time, sub, new_entry, old_entry)`` for each flushed change (entries are
 #: ``(value, timestamp)`` or None); ``old_entry`` only when ``track_old_values``.
@@ -52,6 +65,9 @@ class TimeKeyedStore(StoreSerdes):
     #: Whether entries are looked up one at a time (``get_entry``); if not, RocksDB segments keep no object
     #: cache, which only such lookups read.
     point_reads = True
+    #: Set by the processor that writes the store when each change is forwarded downstream (at once, or by the
+    #: cache at flush): what lets a final-results suppression below it derive its buffer from the store.
+    forwards_changes = False
 
     def __init__(
         self,
@@ -91,6 +107,19 @@ class TimeKeyedStore(StoreSerdes):
         self.track_old_values = False
         self.changelog: ChangelogSink | None = None
         self.closed = False
+        # (block, advance) when the changelog holds a key's windows by block (``changelog_blocks``)
+        self._blocks: tuple[int, int] | None = None
+
+    def changelog_blocks(self, block_ms: int, advance_ms: int) -> None:
+        """Log this store's windows by block of ``block_ms`` (a multiple of ``advance_ms``, the distance between
+        window starts): one changelog record per key and block that changed since the last flush, holding
+        all its windows (see the module doc). Restores read both layouts; this sets only what flushes write."""
+        if advance_ms <= 0 or block_ms <= 0 or block_ms % advance_ms:
+            raise StateStoreError(
+                f"store {self.name!r}: changelog blocks of {block_ms} ms need a positive advance dividing them, "
+                f"got {advance_ms} ms"
+            )
+        self._blocks = (block_ms, advance_ms) if block_ms > advance_ms else None
 
     # -- values ----------------------------------------------------------------------------------------
 
@@ -270,6 +299,8 @@ class TimeKeyedStore(StoreSerdes):
         try:
             # Each change to the changelog, then (a store that forwards its updates, e.g. to a suppression) to
             # ``listener``. One loop for both: it runs once per changed window and commit.
+            block = 0 if self._blocks is None else self._blocks[0]
+            blocks: dict[tuple[bytes, int], dict[int, bytes | None]] = {}
             for dk in dirty:
                 kb, t, sub = dk
                 entry = overlay[kb][(t, sub)]
@@ -280,7 +311,14 @@ class TimeKeyedStore(StoreSerdes):
                         vb = ts_pack(entry[1]) + (vser(entry[0]) or b"")
                     except Exception:
                         vb = encode(dirty[dk][0], entry)  # raises the error that names the store
-                out.append((kb + tsub(t, sub), vb))
+                if block:
+                    bk = (kb, t - t % block)
+                    logged = blocks.get(bk)
+                    if logged is None:
+                        logged = blocks[bk] = {}
+                    logged[t] = vb
+                else:
+                    out.append((kb + tsub(t, sub), vb))
                 pending.append((kb, t, sub, entry, vb))
                 if listener is None:
                     continue
@@ -295,6 +333,8 @@ class TimeKeyedStore(StoreSerdes):
                 listener(key, t, sub, entry, old)
         finally:
             rc.timestamp, rc.headers = saved
+        if blocks:
+            self._block_records(blocks, out)
         if self._meta_dirty:
             self._meta_dirty = False
             self._pending_meta = dict(self._metadata)
@@ -302,6 +342,36 @@ class TimeKeyedStore(StoreSerdes):
         if self.changelog is not None:
             self.changelog.send_batch(out, headers)
         return len(out)
+
+    def _block_records(
+        self, blocks: dict[tuple[bytes, int], dict[int, bytes | None]], out: list[tuple[bytes, bytes | None]]
+    ) -> None:
+        """One changelog record per changed (key, block) into ``out``: the block's changed windows (``blocks``:
+        their serialized entries, by start) and its unchanged ones, read from the store."""
+        assert self._blocks is not None
+        block, advance = self._blocks
+        head = _BLOCK_HEAD.pack(block, advance)
+        item, ts_pack, vser, encode = _BLOCK_ITEM.pack, _TS.pack, self._vser, self._encode
+        block_key = self._tsub.pack
+        for (kb, start), logged in blocks.items():
+            starts = range(start, start + block, advance)
+            missing = [t for t in starts if t not in logged]
+            if missing:
+                for t, entry in zip(missing, self.get_entries(kb, missing), strict=True):
+                    if entry is not None:
+                        try:
+                            logged[t] = ts_pack(entry[1]) + (vser(entry[0]) or b"")
+                        except Exception:
+                            logged[t] = encode(self._kde(kb), entry)  # raises the error that names the store
+            parts = [head]
+            for t in starts:
+                vb = logged.get(t)
+                if vb is None:
+                    parts.append(item(t, -1))
+                else:
+                    parts.append(item(t, len(vb)))
+                    parts.append(vb)
+            out.append((kb + block_key(start, BLOCK_SUB), b"".join(parts)))
 
     def persist(self) -> bool:
         """Write the flushed changes into the segments (after their input offsets were committed)."""
@@ -344,6 +414,12 @@ class TimeKeyedStore(StoreSerdes):
                     self._inner.restore_metadata({k: int(v) for k, v in orjson.loads(vb).items()})
                 continue
             t, sub = unpack(ck, len(ck) - size)
+            if sub == BLOCK_SUB and self.sub_size == 4:
+                for t, wb in _block_windows(ck, vb) if vb is not None else ():
+                    rows.append((ck[:-size], t, 0, wb))
+                    if wb is not None and t > observed:
+                        observed = t
+                continue
             rows.append((ck[:-size], t, sub, vb))
             if vb is not None and t > observed:
                 observed = t
@@ -363,3 +439,24 @@ class TimeKeyedStore(StoreSerdes):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+def _block_windows(ck: bytes, vb: bytes) -> list[tuple[int, bytes | None]]:
+    """``(window start, serialized entry or None)`` for each window start of a block record."""
+    out: list[tuple[int, bytes | None]] = []
+    item, at = _BLOCK_ITEM.unpack_from, _BLOCK_HEAD.size
+    try:
+        block, advance = _BLOCK_HEAD.unpack_from(vb)
+        while at < len(vb):
+            t, length = item(vb, at)
+            at += _BLOCK_ITEM.size
+            if length < 0:
+                out.append((t, None))
+            else:
+                out.append((t, vb[at : at + length]))
+                at += length
+    except struct.error:
+        block, advance = 0, 1
+    if at != len(vb) or advance <= 0 or len(out) != block // advance:
+        raise StateStoreError(f"changelog record {ck!r}: a damaged window block ({len(vb)} bytes)")
+    return out

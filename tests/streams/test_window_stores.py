@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from streams.changelog import ChangelogWriter
+from streams.errors import StateStoreError
 from streams.processor import RecordContext
 from streams.record_serdes import INT, STRING
 from streams.state.buffer import SuppressionBuffer
@@ -114,6 +115,57 @@ def test_changelog_layout_and_restore(windows, tmp_path: Path) -> None:  # type:
     assert fresh.stream_time == 25
     fresh.restore_batch(log.records[2:])
     assert fresh.fetch("k", 0, 100) == []
+
+
+def _block(block: int, advance: int, windows: dict[int, tuple[int, int] | None]) -> bytes:
+    """A block record's value: block, advance, then each start's entry (timestamp, INT value) or -1."""
+    out = struct.pack(">qq", block, advance)
+    for start, entry in windows.items():
+        if entry is None:
+            out += struct.pack(">qi", start, -1)
+        else:
+            out += struct.pack(">qi", start, 16) + struct.pack(">q", entry[1]) + struct.pack(">q", entry[0])
+    return out
+
+
+def test_hopping_windows_log_one_record_per_key_and_block(windows, kind: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    store, log, _ = windows(retention=1000, size=30)
+    store.changelog_blocks(30, 10)
+    store.put("k", 5, 10, timestamp=12)
+    commit(store)
+    # A record at 35 updates windows 10, 20 and 30: blocks [0, 30) and [30, 60), one record each, holding
+    # every window start of the block (the unchanged window 0 as absent, 10 as it was).
+    for start in (10, 20, 30):
+        store.put("k", start, start, timestamp=35)
+    store.put("j", 1, 40, timestamp=41)
+    commit(store)
+    block_key = lambda key, start: key + struct.pack(">qi", start, -1)  # noqa: E731
+    assert log.records == [
+        (block_key(b"k", 0), _block(30, 10, {0: None, 10: (5, 12), 20: None})),
+        (block_key(b"k", 0), _block(30, 10, {0: None, 10: (10, 35), 20: (20, 35)})),
+        (block_key(b"k", 30), _block(30, 10, {30: (30, 35), 40: None, 50: None})),
+        (block_key(b"j", 30), _block(30, 10, {30: None, 40: (1, 41), 50: None})),
+    ]
+    # A restore reads window records (a changelog written before the store logged blocks) and block records
+    # alike, in order: the block's absent windows are deleted, its others written.
+    old = [(b"k" + struct.pack(">qi", 0, 0), struct.pack(">q", 3) + struct.pack(">q", 9))]
+    path = tmp_path / "fresh" if kind == "rocksdb" else None
+    fresh = WindowStore("w", STRING, INT, "t", RecordContext(), 1000, path, 10, window_size_ms=30)
+    try:
+        fresh.restore_batch(old + log.records)
+        assert fresh.fetch_with_timestamps("k", 0, 100) == [(10, 10, 35), (20, 20, 35), (30, 30, 35)]
+        assert fresh.fetch("j", 0, 100) == [(40, 1)]
+        assert fresh.all() == store.all()
+        with pytest.raises(StateStoreError, match="damaged window block"):
+            fresh.restore_batch([(block_key(b"k", 0), _block(30, 10, {0: None})[:-2])])
+    finally:
+        fresh.close()
+
+
+def test_changelog_blocks_need_an_advance_that_divides_them(windows) -> None:  # type: ignore[no-untyped-def]
+    store, _, _ = windows()
+    with pytest.raises(StateStoreError, match="advance"):
+        store.changelog_blocks(25, 10)
 
 
 def test_retention_hides_and_segments_drop_expired_windows(windows) -> None:  # type: ignore[no-untyped-def]
