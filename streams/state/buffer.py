@@ -148,7 +148,8 @@ class SuppressionBuffer(StoreSerdes):
             self.size_bytes -= u.size
             u.size = len(kb) + len(self._encode(u))
             self.size_bytes += u.size
-        self._dirty.add(kb)
+        if not self.derived:
+            self._dirty.add(kb)
         return self._dues[0]
 
     def _enqueue(self, due: int, kb: bytes) -> None:
@@ -163,10 +164,12 @@ class SuppressionBuffer(StoreSerdes):
         dues, queues, entries, dirty = self._dues, self._queues, self._entries, self._dirty
         out = []
         while dues and dues[0] <= now:
-            for kb in queues.pop(heapq.heappop(dues)):
+            keys = queues.pop(heapq.heappop(dues))
+            if not self.derived:
+                dirty.update(keys)
+            for kb in keys:
                 u = entries.pop(kb)
                 self.size_bytes -= u.size
-                dirty.add(kb)
                 out.append(u)
         return out
 

@@ -351,26 +351,30 @@ class TimeKeyedStore(StoreSerdes):
         assert self._blocks is not None
         block, advance = self._blocks
         head = _BLOCK_HEAD.pack(block, advance)
-        item, ts_pack, vser, encode = _BLOCK_ITEM.pack, _TS.pack, self._vser, self._encode
-        block_key = self._tsub.pack
+        item, ts_pack, vser = _BLOCK_ITEM.pack, _TS.pack, self._vser
+        block_key, overlay, inner = self._tsub.pack, self._overlay, self._inner.get
+        min_live = self.min_live
         for (kb, start), logged in blocks.items():
-            starts = range(start, start + block, advance)
-            missing = [t for t in starts if t not in logged]
-            if missing:
-                for t, entry in zip(missing, self.get_entries(kb, missing), strict=True):
-                    if entry is not None:
-                        try:
-                            logged[t] = ts_pack(entry[1]) + (vser(entry[0]) or b"")
-                        except Exception:
-                            logged[t] = encode(self._kde(kb), entry)  # raises the error that names the store
+            per_key = overlay.get(kb)
             parts = [head]
-            for t in starts:
-                vb = logged.get(t)
+            for t in range(start, start + block, advance):
+                vb = logged.get(t, _UNSET)
+                if vb is _UNSET:  # unchanged since the last flush: as ``get_entry`` reads it
+                    entry = None if t < min_live else (per_key.get((t, 0), _UNSET) if per_key else _UNSET)
+                    if entry is _UNSET:
+                        entry = inner(kb, t, 0)
+                    if entry is None:
+                        vb = None
+                    else:
+                        try:
+                            vb = ts_pack(entry[1]) + (vser(entry[0]) or b"")  # type: ignore[index]
+                        except Exception:
+                            vb = self._encode(self._kde(kb), entry)  # type: ignore[arg-type]  # names the store
                 if vb is None:
                     parts.append(item(t, -1))
                 else:
-                    parts.append(item(t, len(vb)))
-                    parts.append(vb)
+                    parts.append(item(t, len(vb)))  # type: ignore[arg-type]
+                    parts.append(vb)  # type: ignore[arg-type]
             out.append((kb + block_key(start, BLOCK_SUB), b"".join(parts)))
 
     def persist(self) -> bool:
