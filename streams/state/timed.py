@@ -164,7 +164,14 @@ class TimeKeyedStore(StoreSerdes):
 
     def get_entry(self, kb: bytes, t: int, sub: int = 0) -> Entry | None:
         """``(value, timestamp)`` at (key, time, sub), or None (also when expired)."""
-        return self.get_entries(kb, (t,), sub)[0]
+        if t < self.observed - self.retention_ms + self.live_offset:
+            return None
+        overlay = self._overlay.get(kb)
+        if overlay is not None:
+            entry = overlay.get((t, sub), _UNSET)
+            if entry is not _UNSET:
+                return entry  # type: ignore[return-value]
+        return self._inner.get(kb, t, sub)
 
     def get_entries(self, kb: bytes, times: Iterable[int], sub: int = 0) -> list[Entry | None]:
         """``get_entry`` for each of ``times`` (a record's windows in one call)."""
