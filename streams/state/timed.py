@@ -99,6 +99,9 @@ class TimeKeyedStore(StoreSerdes):
         self._pending_meta: dict[str, int] | None = None
         # Uncommitted changes per key bytes: (time, sub) -> entry, None for a delete.
         self._overlay: dict[bytes, dict[tuple[int, int], Entry | None]] = {}
+        # No time in ``_overlay`` is older than this (reset when it empties): a read of older times, as emitting
+        # final results reads closed windows, need not walk it.
+        self._overlay_low = MAX_TIME
         # Changed since the last flush, in the order of their last change: (kb, time, sub) -> (key, old entry,
         # timestamp of the change).
         self._dirty: dict[tuple[bytes, int, int], tuple[Any, Entry | None, int]] = {}
@@ -204,11 +207,14 @@ class TimeKeyedStore(StoreSerdes):
         track_old = self.track_old_values
         observed = self.observed
         min_live = observed - self.retention_ms + self.live_offset
+        low = self._overlay_low
         written = 0
         try:
             for t, sub, entry in rows:
                 if t < min_live:
                     continue
+                if t < low:
+                    low = t
                 if t > observed:
                     if t < 0:
                         raise StateStoreError(f"store {self.name!r}: times must not be negative, got {t}")
@@ -227,6 +233,7 @@ class TimeKeyedStore(StoreSerdes):
                 written += 1
         finally:
             self.observed = observed
+            self._overlay_low = low
             if not overlay:
                 del self._overlay[kb]
         return written
@@ -254,13 +261,21 @@ class TimeKeyedStore(StoreSerdes):
         if t_from > t_to:
             return []
         rows = self._inner.fetch_all(t_from, t_to)
-        if not self._overlay:
+        if not self._overlay or t_to < self._overlay_low:
             return rows
+        changed = [
+            (t, kb, sub, e)
+            for kb, overlay in self._overlay.items()
+            for (t, sub), e in overlay.items()
+            if t_from <= t <= t_to
+        ]
+        if not changed:
+            return rows
+        if not rows:  # (time, key bytes, sub) are distinct: the entries are never compared
+            return [(kb, t, sub, e) for t, kb, sub, e in sorted(changed) if e is not None]
         merged: dict[tuple[int, bytes, int], Entry | None] = {(t, kb, sub): e for kb, t, sub, e in rows}
-        for kb, overlay in self._overlay.items():
-            for (t, sub), e in overlay.items():
-                if t_from <= t <= t_to:
-                    merged[(t, kb, sub)] = e
+        for t, kb, sub, e in changed:
+            merged[(t, kb, sub)] = e
         return [(kb, t, sub, e) for (t, kb, sub), e in sorted(merged.items()) if e is not None]
 
     def decode_key(self, kb: bytes) -> Any:
@@ -398,6 +413,8 @@ class TimeKeyedStore(StoreSerdes):
                 del per_key[(t, sub)]
                 if not per_key:
                     del overlay[kb]
+        if not overlay:
+            self._overlay_low = MAX_TIME
         self._pending = []
         self._pending_meta = None
         return self.persistent
@@ -405,6 +422,7 @@ class TimeKeyedStore(StoreSerdes):
     def discard_pending(self) -> None:
         """Forget every uncommitted change: the store is back at its last committed state."""
         self._overlay = {}
+        self._overlay_low = MAX_TIME
         self._dirty = {}
         self._pending = []
         self._pending_meta = None
