@@ -12,14 +12,18 @@ store changelog; 8 for sessions: end, start), value = 8-byte timestamp + value b
 One more record, under a reserved key, carries the store's metadata (the task's stream time, and what
 processors keep with the store), so a restore brings back the time as well as the data.
 
-A window store of hopping windows (``changelog_blocks``) logs a key's windows by block instead: every window
-start of a block of ``block`` ms (the window size rounded up to a multiple of the advance) in one record, so
-that a record, which updates ``size / advance`` overlapping windows, costs at most two changelog records
-instead of one per window. Block record: key = key bytes + 8-byte block start + sub ``-1`` (no window record
-has a negative sub), value = ``block``, ``advance`` (8 bytes each), then per window start of the block its
-8-byte start, a 4-byte length (-1: no window there) and that many bytes (the serialized entry, as a window
-record's value). A restore applies a block record as one window record per start, so window records
-(written before a store logged blocks) and block records restore into the same store.
+A window store of hopping windows (``changelog_blocks``) logs a key's windows by block instead: a block is
+every window start in ``[start, start + block)`` (``block``: the window size rounded up to a multiple of the
+advance), and a flush covers each key's changed windows with blocks starting at its first changed window not
+yet covered. A record updates ``size / advance`` overlapping windows, exactly one block: a key with one record
+since the last flush costs one changelog record instead of one per window. Block record: key = key bytes +
+8-byte block start + sub ``-1`` (no window record has a negative sub), value = ``block``, ``advance`` (8 bytes
+each), then per window start of the block its 8-byte start, a 4-byte length (-1: no window there) and that
+many bytes (the serialized entry, as a window record's value). A block record holds every window of its block
+as of its flush, so the newest record holding a window, which compaction keeps (the newest of its key, as any
+later record of that key holds the window too), has the window's latest value. A restore applies a block
+record as one window record per start, in changelog order, so window records (written before a store logged
+blocks) and block records restore into the same store.
 """
 
 from __future__ import annotations
@@ -115,8 +119,9 @@ class TimeKeyedStore(StoreSerdes):
 
     def changelog_blocks(self, block_ms: int, advance_ms: int) -> None:
         """Log this store's windows by block of ``block_ms`` (a multiple of ``advance_ms``, the distance between
-        window starts): one changelog record per key and block that changed since the last flush, holding
-        all its windows (see the module doc). Restores read both layouts; this sets only what flushes write."""
+        window starts): per key changed since the last flush, one changelog record per block its changed windows
+        need, holding all the block's windows (see the module doc). Restores read both layouts; this sets only
+        what flushes write."""
         if advance_ms <= 0 or block_ms <= 0 or block_ms % advance_ms:
             raise StateStoreError(
                 f"store {self.name!r}: changelog blocks of {block_ms} ms need a positive advance dividing them, "
@@ -321,8 +326,8 @@ class TimeKeyedStore(StoreSerdes):
         try:
             # Each change to the changelog, then (a store that forwards its updates, e.g. to a suppression) to
             # ``listener``. One loop for both: it runs once per changed window and commit.
-            block = 0 if self._blocks is None else self._blocks[0]
-            blocks: dict[tuple[bytes, int], dict[int, bytes | None]] = {}
+            by_block = self._blocks is not None
+            blocks: dict[bytes, dict[int, bytes | None]] = {}
             for dk in dirty:
                 kb, t, sub = dk
                 entry = overlay[kb][(t, sub)]
@@ -333,11 +338,10 @@ class TimeKeyedStore(StoreSerdes):
                         vb = ts_pack(entry[1]) + (vser(entry[0]) or b"")
                     except Exception:
                         vb = encode(dirty[dk][0], entry)  # raises the error that names the store
-                if block:
-                    bk = (kb, t - t % block)
-                    logged = blocks.get(bk)
+                if by_block:
+                    logged = blocks.get(kb)
                     if logged is None:
-                        logged = blocks[bk] = {}
+                        logged = blocks[kb] = {}
                     logged[t] = vb
                 else:
                     out.append((kb + tsub(t, sub), vb))
@@ -366,38 +370,44 @@ class TimeKeyedStore(StoreSerdes):
         return len(out)
 
     def _block_records(
-        self, blocks: dict[tuple[bytes, int], dict[int, bytes | None]], out: list[tuple[bytes, bytes | None]]
+        self, blocks: dict[bytes, dict[int, bytes | None]], out: list[tuple[bytes, bytes | None]]
     ) -> None:
-        """One changelog record per changed (key, block) into ``out``: the block's changed windows (``blocks``:
-        their serialized entries, by start) and its unchanged ones, read from the store."""
+        """The block records of a flush into ``out``: per key, its changed windows (``blocks``: their serialized
+        entries by start) covered by blocks, each starting at the first changed window not yet covered and holding
+        its unchanged windows too, read from the store."""
         assert self._blocks is not None
         block, advance = self._blocks
         head = _BLOCK_HEAD.pack(block, advance)
         item, ts_pack, vser = _BLOCK_ITEM.pack, _TS.pack, self._vser
         block_key, overlay, inner = self._tsub.pack, self._overlay, self._inner.get
         min_live = self.min_live
-        for (kb, start), logged in blocks.items():
+        for kb, logged in blocks.items():
             per_key = overlay.get(kb)
-            parts = [head]
-            for t in range(start, start + block, advance):
-                vb = logged.get(t, _UNSET)
-                if vb is _UNSET:  # unchanged since the last flush: as ``get_entry`` reads it
-                    entry = None if t < min_live else (per_key.get((t, 0), _UNSET) if per_key else _UNSET)
-                    if entry is _UNSET:
-                        entry = inner(kb, t, 0)
-                    if entry is None:
-                        vb = None
+            end = -1  # the first start past the blocks so far
+            for start in sorted(logged) if len(logged) > 1 else logged:
+                if start < end:
+                    continue  # in the block before
+                end = start + block
+                parts = [head]
+                for t in range(start, end, advance):
+                    vb = logged.get(t, _UNSET)
+                    if vb is _UNSET:  # unchanged since the last flush: as ``get_entry`` reads it
+                        entry = None if t < min_live else (per_key.get((t, 0), _UNSET) if per_key else _UNSET)
+                        if entry is _UNSET:
+                            entry = inner(kb, t, 0)
+                        if entry is None:
+                            vb = None
+                        else:
+                            try:
+                                vb = ts_pack(entry[1]) + (vser(entry[0]) or b"")  # type: ignore[index]
+                            except Exception:
+                                vb = self._encode(self._kde(kb), entry)  # type: ignore[arg-type]  # names the store
+                    if vb is None:
+                        parts.append(item(t, -1))
                     else:
-                        try:
-                            vb = ts_pack(entry[1]) + (vser(entry[0]) or b"")  # type: ignore[index]
-                        except Exception:
-                            vb = self._encode(self._kde(kb), entry)  # type: ignore[arg-type]  # names the store
-                if vb is None:
-                    parts.append(item(t, -1))
-                else:
-                    parts.append(item(t, len(vb)))  # type: ignore[arg-type]
-                    parts.append(vb)  # type: ignore[arg-type]
-            out.append((kb + block_key(start, BLOCK_SUB), b"".join(parts)))
+                        parts.append(item(t, len(vb)))  # type: ignore[arg-type]
+                        parts.append(vb)  # type: ignore[arg-type]
+                out.append((kb + block_key(start, BLOCK_SUB), b"".join(parts)))
 
     def persist(self) -> bool:
         """Write the flushed changes into the segments (after their input offsets were committed)."""
