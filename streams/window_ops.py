@@ -153,8 +153,8 @@ class TimeWindowAggregateProcessor(_WindowAggregate[TimeWindows]):
         self._get = store.get_entry
         store.forwards_changes = not self.emit_final
         if self._advance < self._size and isinstance(store, WindowStore) and not store.retain_duplicates:
-            # Hopping windows: a record updates size / advance windows of its key, logged in at most two
-            # changelog records (blocks of the size rounded up to a multiple of the advance) instead of one each.
+            # Hopping windows: a record updates size / advance windows of its key, logged as one block record
+            # (the window starts over the size rounded up to a multiple of the advance) instead of one each.
             store.changelog_blocks(-(-self._size // self._advance) * self._advance, self._advance)
 
     def _window(self, t: int, sub: int) -> TimeWindow:
