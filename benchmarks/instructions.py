@@ -22,7 +22,8 @@ Operations (``--list`` prints them; the default runs all):
   (in-memory stores; the driver flushes and commits after every record, so changelog writes are counted);
 - ``window-tumbling``: the same with a tumbling 5 min window;
 - ``window-suppress`` / ``window-emit-final``: the hopping count with final results only, by
-  ``suppress(until_window_closes())`` / ``emit_strategy="on_window_close"`` (``streams_windows_bench.py``'s jobs).
+  ``suppress(until_window_closes())`` / ``emit_strategy="on_window_close"`` (``streams_windows_bench.py``'s jobs);
+  ``window-tumbling-suppress`` / ``window-tumbling-emit-final`` the same for the tumbling count.
 
     .venv/bin/python benchmarks/instructions.py                       # every operation
     .venv/bin/python benchmarks/instructions.py avro-serialize -n 2000 -k 3 --json out.json
@@ -205,6 +206,8 @@ JOBS: dict[str, tuple[Job, int, str]] = {
     "registry-get-by-id": (_registry_get_by_id, 500, "request"),
     "window-update": (lambda: _window(hopping=True), 500, "input record"),
     "window-tumbling": (lambda: _window(hopping=False), 500, "input record"),
+    "window-tumbling-suppress": (lambda: _window(hopping=False, final="suppress"), 500, "input record"),
+    "window-tumbling-emit-final": (lambda: _window(hopping=False, final="emit-final"), 500, "input record"),
     "window-suppress": (lambda: _window(hopping=True, final="suppress"), 500, "input record"),
     "window-emit-final": (lambda: _window(hopping=True, final="emit-final"), 500, "input record"),
 }
@@ -269,7 +272,7 @@ def main() -> int:
         _child(args.child[0], int(args.child[1]))
     if args.list:
         for name, (_, n, unit) in JOBS.items():
-            print(f"{name:<22} per {unit}, N = {n}")
+            print(f"{name:<26} per {unit}, N = {n}")
         return 0
     unknown = [name for name in args.operations if name not in JOBS]
     if unknown:
@@ -282,15 +285,15 @@ def main() -> int:
     run = BenchRun(__file__, {"operations": args.operations or None, "n": args.n, "k": args.k})
     started = time.perf_counter()
     print(f"instructions per operation, callgrind, {datetime.now(UTC):%Y-%m-%d}, Python {sys.version.split()[0]}")
-    print(f"| {'operation':<22} | {'N':>6} | {'instructions / op':>17} |")
-    print(f"|{'-' * 24}|{'-' * 7}:|{'-' * 18}:|")
+    print(f"| {'operation':<26} | {'N':>6} | {'instructions / op':>17} |")
+    print(f"|{'-' * 28}|{'-' * 7}:|{'-' * 18}:|")
     cases = []
     for name in args.operations or list(JOBS):
         _, default_n, unit = JOBS[name]
         n = args.n or default_n
         small, large = counted(name, n), counted(name, args.k * n)
         per = (large - small) / ((args.k - 1) * n)
-        print(f"| {name:<22} | {n:>6} | {per:>17,.0f} |", flush=True)
+        print(f"| {name:<26} | {n:>6} | {per:>17,.0f} |", flush=True)
         cases.append(Case(name, per, None, {"per": unit, "n": n, "k": args.k}))
     print(f"({time.perf_counter() - started:.0f} s under callgrind)")
     run.write(args.json, [Comparison("instructions per operation", "instructions", "schemakit", "", cases, False)])
