@@ -20,7 +20,10 @@ Operations (``--list`` prints them; the default runs all):
   its event loop, no socket, no HTTP parsing), cycling over 100 registered schemas: the cached read path;
 - ``window-update``: one record into a hopping 5 min / 1 min windowed count through ``TopologyTestDriver``
   (in-memory stores; the driver flushes and commits after every record, so changelog writes are counted);
-- ``window-tumbling``: the same with a tumbling 5 min window.
+- ``window-tumbling``: the same with a tumbling 5 min window;
+- ``window-suppress`` / ``window-emit-final``: the hopping count with final results only, by
+  ``suppress(until_window_closes())`` / ``emit_strategy="on_window_close"`` (``streams_windows_bench.py``'s jobs);
+  ``window-tumbling-suppress`` / ``window-tumbling-emit-final`` the same for the tumbling count.
 
     .venv/bin/python benchmarks/instructions.py                       # every operation
     .venv/bin/python benchmarks/instructions.py avro-serialize -n 2000 -k 3 --json out.json
@@ -151,18 +154,26 @@ def _registry_get_by_id() -> Callable[[int], None]:
     return run
 
 
-def _window(hopping: bool) -> Callable[[int], None]:
-    """One record of 1,000 keys into a windowed count through ``TopologyTestDriver``, event time 600 ms apart."""
+def _window(hopping: bool, final: str | None = None) -> Callable[[int], None]:
+    """One record of 1,000 keys into a windowed count through ``TopologyTestDriver``, event time 600 ms apart;
+    ``final``: final results only, by ``"suppress"`` (``until_window_closes``) or ``"emit-final"``
+    (``emit_strategy="on_window_close"``), as ``streams_windows_bench.py`` runs them."""
     from datetime import timedelta
 
-    from streams import StreamsBuilder, TimeWindows, TopologyTestDriver
+    from streams import StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver
 
     minute = timedelta(minutes=1)
     windows = TimeWindows.of_size_with_no_grace(5 * minute)
     if hopping:
         windows = windows.advance_by(minute)
     builder = StreamsBuilder()
-    counts = builder.stream("clicks", key=str, value="json").group_by_key().windowed_by(windows).count(store="counts")
+    windowed = builder.stream("clicks", key=str, value="json").group_by_key().windowed_by(windows)
+    if final == "suppress":
+        counts = windowed.count(store="counts").suppress(Suppressed.until_window_closes())
+    elif final == "emit-final":
+        counts = windowed.count(store="counts", emit_strategy="on_window_close")
+    else:
+        counts = windowed.count(store="counts")
     counts.to_stream().map(lambda k, v: (k.key, v)).to("counts", key=str, value=int)
     driver = TopologyTestDriver(builder.build())
     clicks = driver.input_topic("clicks", key=str, value="json")
@@ -195,6 +206,10 @@ JOBS: dict[str, tuple[Job, int, str]] = {
     "registry-get-by-id": (_registry_get_by_id, 500, "request"),
     "window-update": (lambda: _window(hopping=True), 500, "input record"),
     "window-tumbling": (lambda: _window(hopping=False), 500, "input record"),
+    "window-tumbling-suppress": (lambda: _window(hopping=False, final="suppress"), 500, "input record"),
+    "window-tumbling-emit-final": (lambda: _window(hopping=False, final="emit-final"), 500, "input record"),
+    "window-suppress": (lambda: _window(hopping=True, final="suppress"), 500, "input record"),
+    "window-emit-final": (lambda: _window(hopping=True, final="emit-final"), 500, "input record"),
 }
 
 
@@ -257,7 +272,7 @@ def main() -> int:
         _child(args.child[0], int(args.child[1]))
     if args.list:
         for name, (_, n, unit) in JOBS.items():
-            print(f"{name:<22} per {unit}, N = {n}")
+            print(f"{name:<26} per {unit}, N = {n}")
         return 0
     unknown = [name for name in args.operations if name not in JOBS]
     if unknown:
@@ -270,15 +285,15 @@ def main() -> int:
     run = BenchRun(__file__, {"operations": args.operations or None, "n": args.n, "k": args.k})
     started = time.perf_counter()
     print(f"instructions per operation, callgrind, {datetime.now(UTC):%Y-%m-%d}, Python {sys.version.split()[0]}")
-    print(f"| {'operation':<22} | {'N':>6} | {'instructions / op':>17} |")
-    print(f"|{'-' * 24}|{'-' * 7}:|{'-' * 18}:|")
+    print(f"| {'operation':<26} | {'N':>6} | {'instructions / op':>17} |")
+    print(f"|{'-' * 28}|{'-' * 7}:|{'-' * 18}:|")
     cases = []
     for name in args.operations or list(JOBS):
         _, default_n, unit = JOBS[name]
         n = args.n or default_n
         small, large = counted(name, n), counted(name, args.k * n)
         per = (large - small) / ((args.k - 1) * n)
-        print(f"| {name:<22} | {n:>6} | {per:>17,.0f} |", flush=True)
+        print(f"| {name:<26} | {n:>6} | {per:>17,.0f} |", flush=True)
         cases.append(Case(name, per, None, {"per": unit, "n": n, "k": args.k}))
     print(f"({time.perf_counter() - started:.0f} s under callgrind)")
     run.write(args.json, [Comparison("instructions per operation", "instructions", "schemakit", "", cases, False)])

@@ -263,6 +263,12 @@ class ProcessorContext:
             )
         return self._task.stores[name]
 
+    def _upstream_store(self, name: str) -> Any:
+        """A store of this task that the processor is not connected to (None if there is none): for a built-in
+        processor that derives its state from the store of the processor above it (a final-results suppression
+        below a windowed aggregation), without showing that store as its own in ``Topology.describe()``."""
+        return self._task.stores.get(name)
+
     def schedule(self, interval_ms: int, type: PunctuationType, callback: Callable[[int], None]) -> Cancellable:
         """Call ``callback(time_ms)`` every ``interval_ms`` of stream time or wall-clock time."""
         if not isinstance(interval_ms, int) or interval_ms < 1:

@@ -12,6 +12,15 @@ The buffer keeps one (the latest) update per key. It is bounded by ``BufferConfi
 early would break the promise of one result per window). The buffer is changelogged, so a restart neither
 loses nor repeats what it held.
 
+Final results right below a time-windowed aggregation (``windowed_by(TimeWindows...).count().suppress(...)``)
+log nothing of their own: every change to the window store reaches the suppression, a window is emitted
+once stream time passes its close and never updated after, and the store keeps a window until then
+(retention >= size + grace), so at every commit the buffer holds exactly the store's windows that close
+after the suppression's stream time. That time is kept with the window store (metadata written with its
+changes); a restore rebuilds the buffer from the store, each window buffered as its latest update with no
+prior value (downstream saw none). A store without that time (written before this layout) restores the
+buffer from the buffer's own changelog, once.
+
 Stream time here is the suppression's own: the largest timestamp of the updates it received.
 """
 
@@ -24,10 +33,14 @@ from streams.change import Change, _new_change
 from streams.errors import StreamsError, TopologyError
 from streams.processor import ProcessorContext
 from streams.state.buffer import BufferedUpdate, SuppressionBuffer
+from streams.state.timed import MAX_TIME
+from streams.state.window import WindowStore
 from streams.table_ops import TableOptions, TableProcessor
-from streams.windows import to_millis
+from streams.windows import TimeWindow, Windowed, to_millis
 
 __all__ = ["BufferConfig", "SuppressProcessor", "Suppressed"]
+
+_UNKNOWN = -(2**63)  # no suppression time kept with the window store yet
 
 
 class BufferConfig:
@@ -134,12 +147,22 @@ class SuppressProcessor(TableProcessor):
     """Buffers each update until it is due, then forwards the key's latest. Due: for final results the
     window's end + ``close_offset`` (its close), otherwise the update's timestamp + the time limit."""
 
-    def __init__(self, store_name: str, suppressed: Suppressed, close_offset: int, options: TableOptions) -> None:
+    def __init__(
+        self,
+        store_name: str,
+        suppressed: Suppressed,
+        close_offset: int,
+        options: TableOptions,
+        window_store: str | None = None,
+    ) -> None:
         self.store_name = store_name
         self.suppressed = suppressed
         self.options = options
         self._by_window = suppressed.final
         self._offset = close_offset if suppressed.final else suppressed.time_limit_ms
+        #: The window store of the time-windowed aggregation right above final results: the buffer is derived
+        #: from it (see the module doc) if the aggregation forwards every change.
+        self.window_store = window_store
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -153,11 +176,38 @@ class SuppressProcessor(TableProcessor):
         self._max_bytes = config.byte_limit
         self._shut_down = config.shut_down
         self._bounded = config.bounded
+        self._windows: WindowStore | None = None
+        if self.window_store is not None:
+            windows = context._upstream_store(self.window_store)
+            if isinstance(windows, WindowStore) and windows.forwards_changes:
+                self._derive(windows, f"suppression-time:{context.node_name}")
+
+    def _derive(self, windows: WindowStore, time_key: str) -> None:
+        """Rebuild the buffer from the window store, as of the suppression's stream time kept with it."""
+        self._windows, self._time_key = windows, time_key
+        observed = windows.get_metadata(time_key, _UNKNOWN)
+        if observed == _UNKNOWN:
+            # a store from before the buffer was derived: the buffer as its own changelog restored it, this once
+            self._buffer.derived = True
+            windows.set_metadata(time_key, self._observed)
+            return
+        size, offset, kser, decode = windows.window_size_ms, self._offset, self._kser, windows.decode_key
+        updates = []
+        for kb, start, _, entry in windows.all_entries(0, MAX_TIME):
+            due = start + size + offset
+            if due > observed:
+                key = Windowed(decode(kb), TimeWindow(start, start + size))
+                updates.append((kser(key), BufferedUpdate(key, entry[0], None, entry[1], due, 0, 0)))
+        updates.sort(key=lambda update: update[1].due)  # stable: within a due time, in the store's order
+        self._buffer.rebuild(updates)
+        windows.set_metadata(time_key, max(observed, self._observed))
 
     def process(self, key: Any, change: Change) -> None:
         ts = self._rc.timestamp
         if ts > self._observed:
             self._observed = ts
+            if self._windows is not None:
+                self._windows.set_metadata(self._time_key, ts)
         buffer = self._buffer
         try:
             kb = self._kser(key)

@@ -149,6 +149,13 @@ class TimeWindowAggregateProcessor(_WindowAggregate[TimeWindows]):
         self._size, self._advance, self._grace = w.size_ms, w.advance_ms, w.grace_ms
         self._windows: dict[int, TimeWindow] = {}
         super().init(context)
+        store = self._store
+        self._get = store.get_entry
+        store.forwards_changes = not self.emit_final
+        if self._advance < self._size and isinstance(store, WindowStore) and not store.retain_duplicates:
+            # Hopping windows: a record updates size / advance windows of its key, logged as one block record
+            # (the window starts over the size rounded up to a multiple of the advance) instead of one each.
+            store.changelog_blocks(-(-self._size // self._advance) * self._advance, self._advance)
 
     def _window(self, t: int, sub: int) -> TimeWindow:
         return TimeWindow(t, t + self.windows.size_ms)
@@ -197,6 +204,19 @@ class TimeWindowAggregateProcessor(_WindowAggregate[TimeWindows]):
         except Exception:
             kb = self._key_bytes(key)
         initializer, adder = self.initializer, self.adder
+        if size == advance and not self._emit_now:
+            # Tumbling: the record's one window, read and written by itself (no list of windows to walk).
+            start = ts - ts % size
+            if start + size <= close:
+                self._drop(f"a record for the closed window [{start},{start + size})")
+                return
+            entry = self._get(kb, start)
+            if entry is None:
+                new = (adder(key, value, initializer() if initializer is not None else None), ts)
+            else:
+                new = (adder(key, value, entry[0]), ts if ts > entry[1] else entry[1])
+            self._put(kb, key, start, 0, new)
+            return
         first = ts - size + advance
         first = 0 if first < 0 else first - first % advance
         starts = range(first, ts + 1, advance)

@@ -24,7 +24,7 @@ from streams.suppress import Suppressed, SuppressProcessor
 from streams.table_joins import JOIN_KINDS, TableJoinProcessor, TableMaterializeProcessor, key_joiner
 from streams.table_ops import TableFilterProcessor, TableMapValuesProcessor, TableOptions
 from streams.topology import StoreSpec, SuppressionBufferSpec, VersionedStoreSpec
-from streams.windows import Windows
+from streams.windows import TimeWindows, Windows
 
 __all__ = ["KTableBase", "TableT"]
 
@@ -128,7 +128,11 @@ class KTableBase(AbstractStream):
             store, key=self.key_serde, value=self.value_serde, count_bytes=suppressed.buffer.byte_limit is not None
         )
         options = TableOptions()
-        builder.topology.add_processor(node, lambda: SuppressProcessor(store, suppressed, offset, options), self.node)
+        # Right below a time-windowed aggregation, final results can be derived from its window store at restore.
+        windows = self.store_name if suppressed.final and isinstance(self.windows, TimeWindows) else None
+        builder.topology.add_processor(
+            node, lambda: SuppressProcessor(store, suppressed, offset, options, windows), self.node
+        )
         builder.topology.add_state_store(spec, node)
         return self._derived(node, self.value_serde, options)
 

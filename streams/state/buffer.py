@@ -9,6 +9,10 @@ a new value follows, 0: the update was a delete) and the new value. Evicted keys
 An update to a buffered key keeps its place (its due time) and replaces its value; the prior value (what
 downstream saw last) stays, so the update that is finally emitted is ``Change(latest, prior)``.
 
+A buffer that is ``derived`` (final results right below a time-windowed aggregation, ``streams/suppress.py``)
+writes no changelog records: what it holds at a commit is what the window store holds, and a restore
+rebuilds it from there (``rebuild``).
+
 Keys wait in one queue per due time, in the order they were first buffered; a heap holds the distinct due
 times. Final results share few due times (one per window end), so buffering and evicting a key costs a
 queue append and pop, not a heap operation among every buffered key.
@@ -76,6 +80,9 @@ class SuppressionBuffer(StoreSerdes):
         self.size_bytes = 0
         self.changelog: ChangelogSink | None = None
         self.closed = False
+        #: Rebuilt from another store at restore: no changelog records (its changelog topic is still read
+        #: at restore, for what a buffer logged before it was derived).
+        self.derived = False
 
     # -- values ----------------------------------------------------------------------------------------
 
@@ -128,7 +135,8 @@ class SuppressionBuffer(StoreSerdes):
             self.size_bytes -= u.size
             u.size = len(kb) + len(self._encode(u))
             self.size_bytes += u.size
-        self._dirty.add(kb)
+        if not self.derived:
+            self._dirty.add(kb)
         return self._dues[0]
 
     def _enqueue(self, due: int, kb: bytes) -> None:
@@ -143,10 +151,12 @@ class SuppressionBuffer(StoreSerdes):
         dues, queues, entries, dirty = self._dues, self._queues, self._entries, self._dirty
         out = []
         while dues and dues[0] <= now:
-            for kb in queues.pop(heapq.heappop(dues)):
+            keys = queues.pop(heapq.heappop(dues))
+            if not self.derived:
+                dirty.update(keys)
+            for kb in keys:
                 u = entries.pop(kb)
                 self.size_bytes -= u.size
-                dirty.add(kb)
                 out.append(u)
         return out
 
@@ -180,7 +190,26 @@ class SuppressionBuffer(StoreSerdes):
     def dirty_count(self) -> int:
         return len(self._dirty) + self._meta_dirty
 
+    def rebuild(self, updates: list[tuple[bytes, BufferedUpdate]]) -> None:
+        """Hold exactly ``updates`` (key bytes, update), buffered in that order, and log nothing from now on."""
+        self.derived = True
+        self._entries, self._queues, self._dues = {}, {}, []
+        self.size_bytes = 0
+        self._dirty = set()
+        for kb, u in updates:
+            self._seq += 1
+            u.seq = self._seq
+            if self._count_bytes:
+                u.size = len(kb) + len(self._encode(u))
+                self.size_bytes += u.size
+            self._entries[kb] = u
+            self._enqueue(u.due, kb)
+
     def flush(self, headers: Headers | None) -> int:
+        if self.derived:
+            self._dirty = set()
+            self._meta_dirty = False
+            return 0
         out: list[tuple[bytes, bytes | None]] = []
         logged, entries, encode = self._logged, self._entries, self._encode
         for kb in self._dirty:

@@ -11,6 +11,19 @@ Changelog records: key = key bytes + 8-byte time + sub (4 bytes for windows, as 
 store changelog; 8 for sessions: end, start), value = 8-byte timestamp + value bytes, None for a delete.
 One more record, under a reserved key, carries the store's metadata (the task's stream time, and what
 processors keep with the store), so a restore brings back the time as well as the data.
+
+A window store of hopping windows (``changelog_blocks``) logs a key's windows by block instead: a block is
+every window start in ``[start, start + block)`` (``block``: the window size rounded up to a multiple of the
+advance), and a flush covers each key's changed windows with blocks starting at its first changed window not
+yet covered. A record updates ``size / advance`` overlapping windows, exactly one block: a key with one record
+since the last flush costs one changelog record instead of one per window. Block record: key = key bytes +
+8-byte block start + sub ``-1`` (no window record has a negative sub), value = ``block``, ``advance`` (8 bytes
+each), then per window start of the block its 8-byte start, a 4-byte length (-1: no window there) and that
+many bytes (the serialized entry, as a window record's value). A block record holds every window of its block
+as of its flush, so the newest record holding a window, which compaction keeps (the newest of its key, as any
+later record of that key holds the window too), has the window's latest value. A restore applies a block
+record as one window record per start, in changelog order, so window records (written before a store logged
+blocks) and block records restore into the same store.
 """
 
 from __future__ import annotations
@@ -37,6 +50,10 @@ META_KEY = b"\x00schemakit.store-metadata\x00"
 MAX_TIME = 2**63 - 1
 _TS = struct.Struct(">q")
 _UNSET = object()
+#: The sub of a block record's changelog key (``changelog_blocks``); window records have a sub >= 0.
+BLOCK_SUB = -1
+_BLOCK_HEAD = struct.Struct(">qq")  # block, advance
+_BLOCK_ITEM = struct.Struct(">qi")  # window start, entry length (-1: none)
 
 #: ``listener(key, time, sub, new_entry, old_entry)`` for each flushed change (entries are
 #: ``(value, timestamp)`` or None); ``old_entry`` only when ``track_old_values``.
@@ -52,6 +69,9 @@ class TimeKeyedStore(StoreSerdes):
     #: Whether entries are looked up one at a time (``get_entry``); if not, RocksDB segments keep no object
     #: cache, which only such lookups read.
     point_reads = True
+    #: Set by the processor that writes the store when each change is forwarded downstream (at once, or by the
+    #: cache at flush): what lets a final-results suppression below it derive its buffer from the store.
+    forwards_changes = False
 
     def __init__(
         self,
@@ -83,6 +103,9 @@ class TimeKeyedStore(StoreSerdes):
         self._pending_meta: dict[str, int] | None = None
         # Uncommitted changes per key bytes: (time, sub) -> entry, None for a delete.
         self._overlay: dict[bytes, dict[tuple[int, int], Entry | None]] = {}
+        # No time in ``_overlay`` is older than this (reset when it empties): a read of older times, as emitting
+        # final results reads closed windows, need not walk it.
+        self._overlay_low = MAX_TIME
         # Changed since the last flush, in the order of their last change: (kb, time, sub) -> (key, old entry,
         # timestamp of the change).
         self._dirty: dict[tuple[bytes, int, int], tuple[Any, Entry | None, int]] = {}
@@ -91,6 +114,20 @@ class TimeKeyedStore(StoreSerdes):
         self.track_old_values = False
         self.changelog: ChangelogSink | None = None
         self.closed = False
+        # (block, advance) when the changelog holds a key's windows by block (``changelog_blocks``)
+        self._blocks: tuple[int, int] | None = None
+
+    def changelog_blocks(self, block_ms: int, advance_ms: int) -> None:
+        """Log this store's windows by block of ``block_ms`` (a multiple of ``advance_ms``, the distance between
+        window starts): per key changed since the last flush, one changelog record per block its changed windows
+        need, holding all the block's windows (see the module doc). Restores read both layouts; this sets only
+        what flushes write."""
+        if advance_ms <= 0 or block_ms <= 0 or block_ms % advance_ms:
+            raise StateStoreError(
+                f"store {self.name!r}: changelog blocks of {block_ms} ms need a positive advance dividing them, "
+                f"got {advance_ms} ms"
+            )
+        self._blocks = (block_ms, advance_ms) if block_ms > advance_ms else None
 
     # -- values ----------------------------------------------------------------------------------------
 
@@ -135,7 +172,14 @@ class TimeKeyedStore(StoreSerdes):
 
     def get_entry(self, kb: bytes, t: int, sub: int = 0) -> Entry | None:
         """``(value, timestamp)`` at (key, time, sub), or None (also when expired)."""
-        return self.get_entries(kb, (t,), sub)[0]
+        if t < self.observed - self.retention_ms + self.live_offset:
+            return None
+        overlay = self._overlay.get(kb)
+        if overlay is not None:
+            entry = overlay.get((t, sub), _UNSET)
+            if entry is not _UNSET:
+                return entry  # type: ignore[return-value]
+        return self._inner.get(kb, t, sub)
 
     def get_entries(self, kb: bytes, times: Iterable[int], sub: int = 0) -> list[Entry | None]:
         """``get_entry`` for each of ``times`` (a record's windows in one call)."""
@@ -168,11 +212,14 @@ class TimeKeyedStore(StoreSerdes):
         track_old = self.track_old_values
         observed = self.observed
         min_live = observed - self.retention_ms + self.live_offset
+        low = self._overlay_low
         written = 0
         try:
             for t, sub, entry in rows:
                 if t < min_live:
                     continue
+                if t < low:
+                    low = t
                 if t > observed:
                     if t < 0:
                         raise StateStoreError(f"store {self.name!r}: times must not be negative, got {t}")
@@ -191,6 +238,7 @@ class TimeKeyedStore(StoreSerdes):
                 written += 1
         finally:
             self.observed = observed
+            self._overlay_low = low
             if not overlay:
                 del self._overlay[kb]
         return written
@@ -218,13 +266,21 @@ class TimeKeyedStore(StoreSerdes):
         if t_from > t_to:
             return []
         rows = self._inner.fetch_all(t_from, t_to)
-        if not self._overlay:
+        if not self._overlay or t_to < self._overlay_low:
             return rows
+        changed = [
+            (t, kb, sub, e)
+            for kb, overlay in self._overlay.items()
+            for (t, sub), e in overlay.items()
+            if t_from <= t <= t_to
+        ]
+        if not changed:
+            return rows
+        if not rows:  # (time, key bytes, sub) are distinct: the entries are never compared
+            return [(kb, t, sub, e) for t, kb, sub, e in sorted(changed) if e is not None]
         merged: dict[tuple[int, bytes, int], Entry | None] = {(t, kb, sub): e for kb, t, sub, e in rows}
-        for kb, overlay in self._overlay.items():
-            for (t, sub), e in overlay.items():
-                if t_from <= t <= t_to:
-                    merged[(t, kb, sub)] = e
+        for t, kb, sub, e in changed:
+            merged[(t, kb, sub)] = e
         return [(kb, t, sub, e) for (t, kb, sub), e in sorted(merged.items()) if e is not None]
 
     def decode_key(self, kb: bytes) -> Any:
@@ -270,6 +326,8 @@ class TimeKeyedStore(StoreSerdes):
         try:
             # Each change to the changelog, then (a store that forwards its updates, e.g. to a suppression) to
             # ``listener``. One loop for both: it runs once per changed window and commit.
+            by_block = self._blocks is not None
+            blocks: dict[bytes, dict[int, bytes | None]] = {}
             for dk in dirty:
                 kb, t, sub = dk
                 entry = overlay[kb][(t, sub)]
@@ -280,7 +338,13 @@ class TimeKeyedStore(StoreSerdes):
                         vb = ts_pack(entry[1]) + (vser(entry[0]) or b"")
                     except Exception:
                         vb = encode(dirty[dk][0], entry)  # raises the error that names the store
-                out.append((kb + tsub(t, sub), vb))
+                if by_block:
+                    logged = blocks.get(kb)
+                    if logged is None:
+                        logged = blocks[kb] = {}
+                    logged[t] = vb
+                else:
+                    out.append((kb + tsub(t, sub), vb))
                 pending.append((kb, t, sub, entry, vb))
                 if listener is None:
                     continue
@@ -295,6 +359,8 @@ class TimeKeyedStore(StoreSerdes):
                 listener(key, t, sub, entry, old)
         finally:
             rc.timestamp, rc.headers = saved
+        if blocks:
+            self._block_records(blocks, out)
         if self._meta_dirty:
             self._meta_dirty = False
             self._pending_meta = dict(self._metadata)
@@ -302,6 +368,46 @@ class TimeKeyedStore(StoreSerdes):
         if self.changelog is not None:
             self.changelog.send_batch(out, headers)
         return len(out)
+
+    def _block_records(
+        self, blocks: dict[bytes, dict[int, bytes | None]], out: list[tuple[bytes, bytes | None]]
+    ) -> None:
+        """The block records of a flush into ``out``: per key, its changed windows (``blocks``: their serialized
+        entries by start) covered by blocks, each starting at the first changed window not yet covered and holding
+        its unchanged windows too, read from the store."""
+        assert self._blocks is not None
+        block, advance = self._blocks
+        head = _BLOCK_HEAD.pack(block, advance)
+        item, ts_pack, vser = _BLOCK_ITEM.pack, _TS.pack, self._vser
+        block_key, overlay, inner = self._tsub.pack, self._overlay, self._inner.get
+        min_live = self.min_live
+        for kb, logged in blocks.items():
+            per_key = overlay.get(kb)
+            end = -1  # the first start past the blocks so far
+            for start in sorted(logged) if len(logged) > 1 else logged:
+                if start < end:
+                    continue  # in the block before
+                end = start + block
+                parts = [head]
+                for t in range(start, end, advance):
+                    vb = logged.get(t, _UNSET)
+                    if vb is _UNSET:  # unchanged since the last flush: as ``get_entry`` reads it
+                        entry = None if t < min_live else (per_key.get((t, 0), _UNSET) if per_key else _UNSET)
+                        if entry is _UNSET:
+                            entry = inner(kb, t, 0)
+                        if entry is None:
+                            vb = None
+                        else:
+                            try:
+                                vb = ts_pack(entry[1]) + (vser(entry[0]) or b"")  # type: ignore[index]
+                            except Exception:
+                                vb = self._encode(self._kde(kb), entry)  # type: ignore[arg-type]  # names the store
+                    if vb is None:
+                        parts.append(item(t, -1))
+                    else:
+                        parts.append(item(t, len(vb)))  # type: ignore[arg-type]
+                        parts.append(vb)  # type: ignore[arg-type]
+                out.append((kb + block_key(start, BLOCK_SUB), b"".join(parts)))
 
     def persist(self) -> bool:
         """Write the flushed changes into the segments (after their input offsets were committed)."""
@@ -317,6 +423,8 @@ class TimeKeyedStore(StoreSerdes):
                 del per_key[(t, sub)]
                 if not per_key:
                     del overlay[kb]
+        if not overlay:
+            self._overlay_low = MAX_TIME
         self._pending = []
         self._pending_meta = None
         return self.persistent
@@ -324,6 +432,7 @@ class TimeKeyedStore(StoreSerdes):
     def discard_pending(self) -> None:
         """Forget every uncommitted change: the store is back at its last committed state."""
         self._overlay = {}
+        self._overlay_low = MAX_TIME
         self._dirty = {}
         self._pending = []
         self._pending_meta = None
@@ -344,6 +453,12 @@ class TimeKeyedStore(StoreSerdes):
                     self._inner.restore_metadata({k: int(v) for k, v in orjson.loads(vb).items()})
                 continue
             t, sub = unpack(ck, len(ck) - size)
+            if sub == BLOCK_SUB and self.sub_size == 4:
+                for t, wb in _block_windows(ck, vb) if vb is not None else ():
+                    rows.append((ck[:-size], t, 0, wb))
+                    if wb is not None and t > observed:
+                        observed = t
+                continue
             rows.append((ck[:-size], t, sub, vb))
             if vb is not None and t > observed:
                 observed = t
@@ -360,3 +475,24 @@ class TimeKeyedStore(StoreSerdes):
             self.closed = True
             self._inner.close()
             self._overlay = {}
+
+
+def _block_windows(ck: bytes, vb: bytes) -> list[tuple[int, bytes | None]]:
+    """``(window start, serialized entry or None)`` for each window start of a block record."""
+    out: list[tuple[int, bytes | None]] = []
+    item, at = _BLOCK_ITEM.unpack_from, _BLOCK_HEAD.size
+    try:
+        block, advance = _BLOCK_HEAD.unpack_from(vb)
+        while at < len(vb):
+            t, length = item(vb, at)
+            at += _BLOCK_ITEM.size
+            if length < 0:
+                out.append((t, None))
+            else:
+                out.append((t, vb[at : at + length]))
+                at += length
+    except struct.error:
+        block, advance = 0, 1
+    if at != len(vb) or advance <= 0 or len(out) != block // advance:
+        raise StateStoreError(f"changelog record {ck!r}: a damaged window block ({len(vb)} bytes)")
+    return out

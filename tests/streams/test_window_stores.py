@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from streams.changelog import ChangelogWriter
+from streams.errors import StateStoreError
 from streams.processor import RecordContext
 from streams.record_serdes import INT, STRING
 from streams.state.buffer import SuppressionBuffer
@@ -114,6 +115,76 @@ def test_changelog_layout_and_restore(windows, tmp_path: Path) -> None:  # type:
     assert fresh.stream_time == 25
     fresh.restore_batch(log.records[2:])
     assert fresh.fetch("k", 0, 100) == []
+
+
+def _block(block: int, advance: int, windows: dict[int, tuple[int, int] | None]) -> bytes:
+    """A block record's value: block, advance, then each start's entry (timestamp, INT value) or -1."""
+    out = struct.pack(">qq", block, advance)
+    for start, entry in windows.items():
+        if entry is None:
+            out += struct.pack(">qi", start, -1)
+        else:
+            out += struct.pack(">qi", start, 16) + struct.pack(">q", entry[1]) + struct.pack(">q", entry[0])
+    return out
+
+
+def test_hopping_windows_log_a_keys_windows_by_block(windows, kind: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    store, log, _ = windows(retention=1000, size=30)
+    store.changelog_blocks(30, 10)
+    block_key = lambda key, start: key + struct.pack(">qi", start, -1)  # noqa: E731
+    store.put("k", 5, 10, timestamp=12)
+    commit(store)
+    # A record at 35 updates windows 10, 20 and 30: one block from its first window, one record.
+    for start in (10, 20, 30):
+        store.put("k", start, start, timestamp=35)
+    store.put("j", 1, 40, timestamp=41)
+    commit(store)
+    # Changed windows 20 and 40 fit one block from 20, which holds the unchanged window 30 as the store has it;
+    # then 0 and 50 need two blocks (the unchanged 10 and 20 read from the store, 60 and 70 absent).
+    store.put("k", 21, 20, timestamp=45)
+    store.put("k", 41, 40, timestamp=45)
+    commit(store)
+    store.put("k", 1, 0, timestamp=50)
+    store.put("k", 51, 50, timestamp=55)
+    commit(store)
+    assert log.records == [
+        (block_key(b"k", 10), _block(30, 10, {10: (5, 12), 20: None, 30: None})),
+        (block_key(b"k", 10), _block(30, 10, {10: (10, 35), 20: (20, 35), 30: (30, 35)})),
+        (block_key(b"j", 40), _block(30, 10, {40: (1, 41), 50: None, 60: None})),
+        (block_key(b"k", 20), _block(30, 10, {20: (21, 45), 30: (30, 35), 40: (41, 45)})),
+        (block_key(b"k", 0), _block(30, 10, {0: (1, 50), 10: (10, 35), 20: (21, 45)})),
+        (block_key(b"k", 50), _block(30, 10, {50: (51, 55), 60: None, 70: None})),
+    ]
+    # A restore reads window records (a changelog written before the store logged blocks) and block records
+    # alike, in order; and as compaction leaves them (the newest record per key): the same windows.
+    old = [(b"k" + struct.pack(">qi", 0, 0), struct.pack(">q", 3) + struct.pack(">q", 9))]
+    compacted = list({k: (k, v) for k, v in old + log.records}.values())
+    compacted.sort(key=lambda record: max(i for i, r in enumerate(old + log.records) if r == record))
+    for n, records in enumerate((old + log.records, compacted)):
+        path = tmp_path / f"fresh-{n}" if kind == "rocksdb" else None
+        fresh = WindowStore("w", STRING, INT, "t", RecordContext(), 1000, path, 10, window_size_ms=30)
+        try:
+            fresh.restore_batch(records)
+            assert fresh.fetch_with_timestamps("k", 0, 100) == [
+                (0, 1, 50),
+                (10, 10, 35),
+                (20, 21, 45),
+                (30, 30, 35),
+                (40, 41, 45),
+                (50, 51, 55),
+            ]
+            assert fresh.fetch("j", 0, 100) == [(40, 1)]
+            assert fresh.all() == store.all()
+            with pytest.raises(StateStoreError, match="damaged window block"):
+                fresh.restore_batch([(block_key(b"k", 0), _block(30, 10, {0: None})[:-2])])
+        finally:
+            fresh.close()
+
+
+def test_changelog_blocks_need_an_advance_that_divides_them(windows) -> None:  # type: ignore[no-untyped-def]
+    store, _, _ = windows()
+    with pytest.raises(StateStoreError, match="advance"):
+        store.changelog_blocks(25, 10)
 
 
 def test_retention_hides_and_segments_drop_expired_windows(windows) -> None:  # type: ignore[no-untyped-def]

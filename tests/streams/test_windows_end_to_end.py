@@ -21,9 +21,14 @@ from typing import Any
 
 import pytest
 
-from streams import WindowedSerdes
+from streams import Topology, WindowedSerdes
 from streams.app import StreamsApp
+from streams.changelog import BARRIER_KEY
+from streams.errors import InvalidStateStoreError
 from streams.log import Log, TopicPartition
+from streams.suppress import SuppressProcessor
+from streams.table_ops import TableOptions
+from streams.topology import ProcessorNode
 from tests.streams.instances import Instance
 from tests.streams.topologies import CLICK_WINDOWS, click_windows, make_clicks, reference_window_counts
 from tests.support.topics import create_topics, read_all, send_timestamped
@@ -209,3 +214,125 @@ def test_suppressed_finals_after_kill_9(
     wrong = {k: v for k, v in written.items() if set(v) != {expected[k]}}
     assert wrong == {}  # a window written twice has the same count both times
     assert all(len(v) <= 2 for v in written.values())
+
+
+@pytest.mark.slow
+def test_window_store_restored_after_kill_9_equals_a_clean_run(
+    kill_log: Log, kill_log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Hopping windows log a key's windows by block (``streams/state/timed.py``): killed mid-run, restarted (which
+    restores from that changelog, no checkpoint being left) and run to the end, the changelog restores into a
+    fresh state directory exactly the windows a clean run keeps, with a clean run's counts."""
+    log, log_url = kill_log, kill_log_url
+    clicks_topic, finals_topic, app_id = names("clicks"), names("click-finals"), names("windows-restore")
+    create_topics(log, 4, clicks_topic, finals_topic)
+    produced = Produced()
+    first = make_clicks(1500, start_ms=1_000)
+    second = make_clicks(3000, start_ms=30_000)
+    produce_clicks(log, clicks_topic, first, produced)
+    args = [log_url, app_id, str(tmp_path / "state"), clicks_topic, finals_topic, "500", "--topology", "click_windows"]
+    instance = Instance("killed", args, tmp_path)
+    try:
+        wait_for(lambda: all_committed(log, app_id, clicks_topic, produced), what="the first clicks to be committed")
+
+        def feed() -> None:
+            with log.producer() as producer:
+                for i in range(0, len(second), 100):
+                    send_timestamped(producer, clicks_topic, second[i : i + 100], produced.delivered)
+                    time.sleep(0.03)
+
+        feeder = threading.Thread(target=feed)
+        feeder.start()
+        time.sleep(0.6)
+        instance.kill()  # SIGKILL mid-run: no commit, no flush of the caches, no checkpoint
+        feeder.join()
+    finally:
+        instance.ensure_dead()
+        instance.stderr.close()
+    restarted = Instance("restarted", args, tmp_path)
+    try:
+        wait_for(
+            lambda: all_committed(log, app_id, clicks_topic, produced), timeout=120, what="all clicks to be committed"
+        )
+        assert restarted.stop() == 0
+    finally:
+        restarted.ensure_dead()
+    # A clean run keeps, per page, the windows within the retention of its partition's newest window start.
+    clicks = first + second
+    where = produced.partition_of
+    newest: dict[int, int] = defaultdict(int)
+    for page, _, ts in clicks:
+        newest[where[page]] = max(newest[where[page]], ts - ts % CLICK_WINDOWS.advance_ms)
+    retention = CLICK_WINDOWS.default_retention_ms
+    clean = {
+        (page, start): n
+        for (page, start), n in reference_window_counts(clicks).items()
+        if start > newest[where[page]] - retention
+    }
+    app = StreamsApp(click_windows(clicks_topic, finals_topic), app_id, log_url, state_dir=tmp_path / "fresh")
+    with app:
+        store = app.store("clicks-per-window")
+
+        def restored() -> dict[tuple[str, int], int] | None:
+            try:
+                pages = {p for p, _, _ in clicks}
+                return {(page, start): n for page in pages for start, n in store.fetch(page, 0, 10**9)}
+            except InvalidStateStoreError:
+                return None  # its task is still restoring
+
+        wait_for(lambda: restored() == clean, timeout=60, what="the restored window store to equal a clean run's")
+        assert app.metrics()["dropped_records"] == 0
+
+
+def _logged_buffer(log: Log, app_id: str) -> list[Any]:
+    """The suppression buffer's changelog records (restore barriers left out)."""
+    return [r for r in read_all(log, f"{app_id}-finals-store-changelog", quiet=0.3) if r.key != BARRIER_KEY]
+
+
+def _buffer_logged_by_itself(topology: Topology) -> Topology:
+    """``topology`` with its suppression as it was before final results were derived from the window store: the
+    buffer logs every update to its changelog and no suppression time is kept with the window store."""
+    node = topology.nodes["finals"]
+    assert isinstance(node, ProcessorNode) and node.supplier is not None
+    derived = node.supplier()
+    assert isinstance(derived, SuppressProcessor) and derived.window_store == "clicks-per-window"
+    node.supplier = lambda: SuppressProcessor(
+        derived.store_name, derived.suppressed, CLICK_WINDOWS.grace_ms, TableOptions()
+    )
+    return topology
+
+
+@pytest.mark.parametrize("before", ["derived", "buffer logged"])
+def test_final_results_after_a_restore_into_a_fresh_state_directory(
+    log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path, before: str
+) -> None:
+    """Final results below a hopping count derive their buffer from the window store: the buffer logs nothing,
+    and a restore from the changelogs alone (a fresh state directory) rebuilds it, so each window's final
+    count is written once. ``buffer logged``: the first run logged the buffer (as before this layout); the
+    second, deriving, restores the buffer from that changelog once."""
+    clicks_topic, finals_topic, app_id = names("clicks"), names("click-finals"), names("windows-fresh")
+    create_topics(log, 4, clicks_topic, finals_topic)
+    produced = Produced()
+    first = make_clicks(1200, start_ms=1_000)
+    produce_clicks(log, clicks_topic, first, produced)
+    topology = click_windows(clicks_topic, finals_topic)
+    if before == "buffer logged":
+        topology = _buffer_logged_by_itself(topology)
+    with StreamsApp(topology, app_id, log_url, state_dir=tmp_path / "first", commit_interval_ms=200):
+        wait_for(lambda: all_committed(log, app_id, clicks_topic, produced), what="the first clicks to be committed")
+        wait_for(lambda: len(finals(log, finals_topic)) > 0, what="the first final counts")
+    assert (_logged_buffer(log, app_id) == []) == (before == "derived")
+    # Later than every window of the first run: the windows it left open get no update in the second, only
+    # the rebuilt buffer emits them.
+    second = make_clicks(1200, start_ms=40_000)
+    produce_clicks(log, clicks_topic, second, produced)
+    produce_ticks(log, clicks_topic, produced)
+    expected = {k: [n] for k, n in reference_window_counts(first + second).items()}
+    app = StreamsApp(
+        click_windows(clicks_topic, finals_topic), app_id, log_url, state_dir=tmp_path / "fresh", commit_interval_ms=200
+    )
+    with app:
+        wait_for(lambda: all_committed(log, app_id, clicks_topic, produced), what="the second clicks to be committed")
+        wait_for(lambda: finals(log, finals_topic) == expected, what="every window's final count, once")
+    if before == "derived":
+        assert _logged_buffer(log, app_id) == []
