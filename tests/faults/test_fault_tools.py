@@ -85,9 +85,8 @@ def test_the_proxy_blackhole_and_reset(echo: EchoServer, fault_hub: Hub) -> None
     try:
         with socket.create_connection(proxy.address, timeout=1.0) as sock:
             round_trip(sock)
-            with proxy.blackholed():
-                with pytest.raises(TimeoutError):
-                    round_trip(sock)
+            with proxy.blackholed(), pytest.raises(TimeoutError):
+                round_trip(sock)
         with socket.create_connection(proxy.address, timeout=5) as sock:
             round_trip(sock)
             with proxy.resetting():
@@ -118,7 +117,9 @@ def test_a_namespace_reaches_the_hub_and_a_cut_drops_silently(
         round_trip(sock)
 
 
-def test_a_reset_fault_resets_open_and_new_connections(echo: EchoServer, make_namespace: Callable[[], Namespace]) -> None:
+def test_a_reset_fault_resets_open_and_new_connections(
+    echo: EchoServer, make_namespace: Callable[[], Namespace]
+) -> None:
     ns = make_namespace()
     with ns.connect(echo.address) as sock:
         round_trip(sock)
