@@ -375,8 +375,14 @@ class TcpProxy:
             _reset(client_w)
             return
         if mode.kind == "blackhole":
-            await _drain_forever(client_r)
-            client_w.close()
+            self._open.add((client_w, client_w))
+            try:
+                await _drain_forever(client_r)
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                self._open.discard((client_w, client_w))
+                client_w.close()
             return
         try:
             up_r, up_w = await asyncio.open_connection(*self.upstream)
@@ -405,40 +411,63 @@ class TcpProxy:
         up: bool,
         picked: bool,
     ) -> None:
-        sent = 0
+        """Reads one direction and decides each chunk's fate; a sender writes the chunks at their due time
+        (arrival + the delay in force), in order, so a delay adds latency without cutting throughput."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[float, bytes, bool] | None] = asyncio.Queue()
+        sender = asyncio.ensure_future(self._send(queue, writer, client_w, up=up))
+        read = 0
         try:
             while chunk := await reader.read(65536):
                 mode = self._mode
+                due = loop.time() + (mode.delay if mode.kind == "delay" else 0.0)
                 if mode.kind == "blackhole":
                     continue
                 if mode.kind == "reset":
                     self._reset_pair(client_w, writer)
                     return
-                if mode.kind == "truncate" and up and picked and sent + len(chunk) > mode.after_bytes:
-                    writer.write(chunk[: max(mode.after_bytes - sent, 0)])
-                    await writer.drain()
-                    self._reset_pair(client_w, writer)
+                if mode.kind == "truncate" and up and picked and read + len(chunk) > mode.after_bytes:
+                    queue.put_nowait((due, chunk[: max(mode.after_bytes - read, 0)], True))
                     return
                 if mode.kind == "answerless" and not up and picked:
-                    self._reset_pair(client_w, writer)
+                    queue.put_nowait((due, b"", True))
                     return
-                if mode.kind == "delay" and mode.delay > 0:
-                    await asyncio.sleep(mode.delay)  # one chunk at a time: order kept, delay per chunk
-                writer.write(chunk)
-                await writer.drain()
-                sent += len(chunk)
-                if up:
-                    self.stats.bytes_up += len(chunk)
-                else:
-                    self.stats.bytes_down += len(chunk)
+                queue.put_nowait((due, chunk, False))
+                read += len(chunk)
         except (ConnectionError, OSError):
             pass
         finally:
+            queue.put_nowait(None)
+            await sender
+
+    async def _send(
+        self,
+        queue: asyncio.Queue[tuple[float, bytes, bool] | None],
+        writer: asyncio.StreamWriter,
+        client_w: asyncio.StreamWriter,
+        *,
+        up: bool,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while (item := await queue.get()) is not None:
+                due, chunk, then_reset = item
+                if (wait := due - loop.time()) > 0:
+                    await asyncio.sleep(wait)
+                if chunk and not writer.is_closing():
+                    writer.write(chunk)
+                    await writer.drain()
+                    if up:
+                        self.stats.bytes_up += len(chunk)
+                    else:
+                        self.stats.bytes_down += len(chunk)
+                if then_reset:
+                    self._reset_pair(client_w, writer)
+                    return
             if not writer.is_closing() and writer.can_write_eof():
-                try:
-                    writer.write_eof()
-                except OSError:
-                    pass
+                writer.write_eof()
+        except (ConnectionError, OSError):
+            pass
 
     def _reset_pair(self, client_w: asyncio.StreamWriter, other: asyncio.StreamWriter) -> None:
         self.stats.resets += 1
@@ -487,9 +516,8 @@ class TcpProxy:
             self._server.close()
             self._reset_open()
             tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            if tasks:  # every connection was reset: their handlers end on their own
+                await asyncio.wait(tasks, timeout=5)
 
         asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
