@@ -17,14 +17,15 @@ from tests.support import REPO_ROOT
 class Instance:
     """One ``app_runner`` subprocess: its metrics lines and its task state events, as printed."""
 
-    def __init__(self, name: str, args: list[str], log_dir: Path) -> None:
+    def __init__(self, name: str, args: list[str], log_dir: Path, wrapper: list[str] | None = None) -> None:
+        """``wrapper``: a command the instance runs under (it execs the rest), e.g. in a network namespace."""
         self.name = name
         self.lines: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
         self.stderr_path = log_dir / f"{name}.log"
         self.stderr = open(self.stderr_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.streams.app_runner", *args],
+            [*(wrapper or []), sys.executable, "-m", "tests.streams.app_runner", *args],
             cwd=REPO_ROOT,
             stdout=subprocess.PIPE,
             stderr=self.stderr,
