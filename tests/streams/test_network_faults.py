@@ -15,7 +15,7 @@ import pytest
 from streams.log import Log, TopicPartition, open_log
 from tests.streams.test_failover import PARTITIONS, SESSION_MS, TASKS, Group, outputs
 from tests.support.broker import broker_log_url
-from tests.support.faults import FaultBroker, Namespace
+from tests.support.faults import FaultBroker, Namespace, small_disk
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.kafka
@@ -127,3 +127,34 @@ def test_broker_latency_spikes_lose_nothing(
         print(f"\n{guarantee}: {group.feed.rounds} rounds through 3 latency spikes, {repeats} repeated outputs")
         for inst in (a, b):
             assert inst.stop() == 0
+
+
+def test_a_full_state_directory_stops_the_app_with_a_clear_error_and_a_restart_recovers(
+    kafka_log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
+    with open_log(kafka_log_url) as log, Group(log, kafka_log_url, tmp_path, names, "diskfull") as group:
+        state = tmp_path / "state-full"
+        full = group.start("full", "--guarantee", "exactly_once_v2", wrapper=small_disk(state, "400k"))
+        wait_for(lambda: full.tasks() == TASKS or full.proc.poll() is not None, what="the app to start")
+        for _ in range(150):
+            if full.proc.poll() is not None:
+                break
+            group.feed.round()
+            time.sleep(0.1)
+        code = full.proc.wait(60)
+        text = full.stderr_path.read_text()
+        print(f"\nexit {code}; last lines:\n" + "\n".join(text.splitlines()[-8:]))
+        assert code != 0
+        last = text.strip().splitlines()[-1]  # the error the app stopped with: the store and the cause
+        assert last.startswith("streams.errors.StateStoreError: cannot write RocksDB store at ") or last.startswith(
+            "streams.errors.StateStoreError: cannot open RocksDB store at "
+        ), last
+        assert str(state) in last and "No space left on device" in last, last
+        # a restart on a disk with room recovers the stores from their changelogs and goes on exactly
+        again = group.start("again", "--guarantee", "exactly_once_v2")
+        group.feed_rounds(2, what="the restarted app to catch up and commit")
+        by_key = outputs(log, group.out)
+        assert set(by_key) == set(group.feed.sent)
+        for key, seq in by_key.items():
+            assert seq[-1][0] == group.feed.sent[key], (key, seq)
+        assert again.stop() == 0

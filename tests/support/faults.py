@@ -15,7 +15,8 @@ Latency is injected by ``TcpProxy`` (``delayed``), in user space: the kernels th
 without ``sch_netem``, and a proxy delays one direction or both at a chosen rate on any kernel. The fault broker
 (``fault_broker``) advertises a proxy's address, so every client of the broker goes through that proxy and a
 latency fault reaches all of them. The proxy also blackholes, resets and resets mid-request (``answerless``:
-the request reaches the server, the answer never reaches the client).
+the request reaches the server, the answer never reaches the client). ``small_disk`` runs a process with a small
+private tmpfs: a full disk.
 
 Every fault is a context manager that undoes itself on exit (also when the test fails) and at the latest after
 its ``bound`` in seconds (a timer heals it). Names carry the owning process's pid, so parallel pytest workers do
@@ -575,3 +576,17 @@ def fault_broker(hub: Hub, log_path: Path) -> Iterator[FaultBroker]:
         proc.kill()
         proc.wait(10)
         proxy.close()
+
+
+def small_disk(mountpoint: Path, size: str) -> list[str]:
+    """A command prefix that runs a process with a tmpfs of ``size`` mounted on ``mountpoint``, in mount and
+    user namespaces of its own (the test skips where the system does not allow them): a disk that fills up.
+    What the process wrote there is gone when it exits."""
+    mountpoint.mkdir(exist_ok=True)
+    script = 'mount -t tmpfs -o size="$1" tmpfs "$0" && shift && exec "$@"'
+    probe = subprocess.run(
+        ["unshare", "-Urm", "sh", "-c", script, str(mountpoint), "64k", "true"], capture_output=True, timeout=30
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"cannot mount a private tmpfs here (unshare -Urm): {probe.stderr.decode().strip()}")
+    return ["unshare", "-Urm", "sh", "-c", script, str(mountpoint), size]
