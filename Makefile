@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck format openapi docs bench bench-instructions bench-spark charts spark-jar wheel browser diagram-tools fault-tools clean
+.PHONY: install run test lint typecheck format openapi docs bench bench-instructions bench-spark charts spark-jar wheel browser diagram-tools fault-tools soak clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -79,6 +79,13 @@ fault-tools:
 PYTEST_WORKERS ?= 2
 test: $(STAMP) spark-jar browser diagram-tools fault-tools lint typecheck docs
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
+
+# The chaos soak (tests/ha/test_soak.py) for 10 minutes (SOAK_SECONDS): random network faults, kill -9 and
+# SIGSTOP under a registry and streams workload, then the invariants; it prints its figures and, on failure, the
+# seed that replays it (SCHEMAKIT_SOAK_SEED=...). make test runs it for 60 s.
+SOAK_SECONDS ?= 600
+soak: $(STAMP) fault-tools
+	SCHEMAKIT_SOAK_SECONDS=$(SOAK_SECONDS) $(PY) -m pytest -q -s -n 0 tests/ha/test_soak.py
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

@@ -153,6 +153,7 @@ class Workload:
         with self._lock:
             self.outcome.write_errors.append(why)
             self.outcome.unacked.append((subject, schema))
+        self._stop.wait(0.2)  # a client backs off a little: an instance that is down refuses at once
 
     def _record(self, into: list[str], what: str) -> None:
         with self._lock:

@@ -9,88 +9,21 @@ import socket
 import struct
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import httpx
 import pytest
 
 from tests.ha.load import Workload, schema_text
 from tests.support.broker import TEST_CLIENT_OPTIONS
-from tests.support.faults import FaultBroker, Hub, Namespace, Peer, TcpProxy
+from tests.support.faults import Peer
 from tests.support.invariants import Ack, check_registry_invariants
-from tests.support.ports import free_port
-from tests.support.registry_cluster import Cluster, ClusterStarter, fast_fetch_log_url, wait_for_leader, wait_writable
-from tests.support.registry_process import RegistryProcess
+from tests.support.net_cluster import NetCluster
+from tests.support.registry_cluster import wait_writable
 
 pytestmark = pytest.mark.kafka
 
 SESSION_TIMEOUT = int(TEST_CLIENT_OPTIONS["session.timeout.ms"]) / 1000
-
-
-@dataclass
-class NetNode:
-    process: RegistryProcess
-    ns: Namespace
-    #: its advertised URL: the other instances forward to it through this proxy, on the hub
-    peer_proxy: TcpProxy
-    #: the clients' way in (a proxy of their own, so a client fault touches no forwarding)
-    client_proxy: TcpProxy
-
-    @property
-    def url(self) -> str:
-        return self.process.url
-
-
-@dataclass
-class NetCluster:
-    cluster: Cluster
-    nodes: list[NetNode]
-    broker: FaultBroker
-
-    def urls(self) -> list[str]:
-        return [n.url for n in self.nodes]
-
-    def by_advertised(self, url: str) -> NetNode:
-        return next(n for n in self.nodes if n.peer_proxy.url == url)
-
-    def leader(self, newer_than: int = 0) -> tuple[NetNode, dict]:
-        found = wait_for_leader(self.broker.bootstrap, self.cluster.election_topic, newer_than=newer_than)
-        return self.by_advertised(found["url"]), found
-
-
-@pytest.fixture
-def start_net_cluster(
-    start_cluster: ClusterStarter, make_namespace: Callable[[], Namespace], faults_broker: FaultBroker, fault_hub: Hub
-) -> Iterator[Callable[..., NetCluster]]:
-    """``start_net_cluster(*extra_args)``: three registry instances, each in its own namespace."""
-    proxies: list[TcpProxy] = []
-
-    def start(*extra_args: str) -> NetCluster:
-        namespaces = [make_namespace() for _ in range(3)]
-        ports = [free_port() for _ in range(3)]
-        peer = [
-            TcpProxy((ns.address, port), listen_host=fault_hub.address)
-            for ns, port in zip(namespaces, ports, strict=True)
-        ]
-        client = [
-            TcpProxy((ns.address, port), listen_host=fault_hub.address)
-            for ns, port in zip(namespaces, ports, strict=True)
-        ]
-        proxies.extend(peer + client)
-
-        def per_node(i: int) -> tuple[list[str], dict]:
-            options = {"wrapper": namespaces[i].wrapper, "host": namespaces[i].address, "port": ports[i]}
-            return ["--advertised-url", peer[i].url, *extra_args], options
-
-        log_url = fast_fetch_log_url(faults_broker.bootstrap, TEST_CLIENT_OPTIONS)
-        cluster = start_cluster(3, per_node=per_node, log_url=log_url)
-        nodes = [NetNode(p, ns, pp, cp) for p, ns, pp, cp in zip(cluster.nodes, namespaces, peer, client, strict=True)]
-        return NetCluster(cluster, nodes, faults_broker)
-
-    yield start
-    for proxy in proxies:
-        proxy.close()
 
 
 def test_a_leader_cut_off_from_the_broker_is_replaced_and_acknowledges_nothing_lost(

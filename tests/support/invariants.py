@@ -31,7 +31,8 @@ class Ack:
 
 
 def raw_view(url: str) -> RawView:
-    """The bytes one instance answers to every read of its subjects, versions and ids."""
+    """The bytes one instance answers to the reads that cover its state: the subjects, each subject's versions,
+    and every version of every subject (``GET /schemas``: subject, version, id and schema of each)."""
     view: RawView = {}
     with httpx.Client(base_url=url, timeout=30) as http:
 
@@ -40,40 +41,53 @@ def raw_view(url: str) -> RawView:
             view[path] = content
             return content
 
-        ids = set()
         for subject in json.loads(get("/subjects")):
-            quoted = httpx.URL(f"/subjects/{subject}").raw_path.decode()
-            for version in json.loads(get(f"{quoted}/versions")):
-                ids.add(json.loads(get(f"{quoted}/versions/{version}"))["id"])
-        for schema_id in sorted(ids):
-            get(f"/schemas/ids/{schema_id}")
+            get(httpx.URL(f"/subjects/{subject}/versions").raw_path.decode())
+        get("/schemas")
     return view
 
 
-def _schema_of(body: bytes) -> object:
-    return json.loads(json.loads(body)["schema"])
+def _ids_answer(url: str, schema_by_id: dict[int, object]) -> list[str]:
+    """Where ``GET /schemas/ids/{id}`` disagrees with the versions holding that id."""
+    wrong = []
+    with httpx.Client(base_url=url, timeout=30) as http:
+        for schema_id, schema in schema_by_id.items():
+            by_id = json.loads(http.get(f"/schemas/ids/{schema_id}").raise_for_status().json()["schema"])
+            if by_id != schema:
+                wrong.append(f"{url}/schemas/ids/{schema_id} answers {by_id}, its versions hold {schema}")
+    return wrong
 
 
 def check_registry_invariants(urls: list[str], acked: Iterable[Ack], *, timeout: float = 30.0) -> RawView:
     """Assert the four invariants over the instances at ``urls`` (waiting up to ``timeout`` for them to answer
     alike); returns their common view. The failure lists every violation found."""
-    views = poll_until(
-        lambda: [raw_view(u) for u in urls],
-        lambda views: all(v == views[0] for v in views[1:]),
-        timeout=timeout,
-        interval=0.5,
-        what=f"{urls} to answer the same bytes",
-        ignoring=(httpx.HTTPError,),
-    )
+    view, violations = registry_violations(urls, acked, timeout=timeout)
+    assert not violations, f"{len(violations)} invariant violations:\n" + "\n".join(violations)
+    return view
+
+
+def registry_violations(urls: list[str], acked: Iterable[Ack], *, timeout: float = 30.0) -> tuple[RawView, list[str]]:
+    """The instances' common view and every violation of the four invariants (instances that never answer
+    alike within ``timeout`` are one, and the first instance's view is checked)."""
+    try:
+        views = poll_until(
+            lambda: [raw_view(u) for u in urls],
+            lambda views: all(v == views[0] for v in views[1:]),
+            timeout=timeout,
+            interval=0.5,
+            what=f"{urls} to answer the same bytes",
+            ignoring=(httpx.HTTPError,),
+        )
+        disagreement = []
+    except AssertionError as e:
+        views = [raw_view(urls[0])]
+        disagreement = [f"the instances never answered the same bytes: {e}"]
     view = views[0]
-    violations: list[str] = []
+    violations: list[str] = list(disagreement)
 
     versions: dict[str, dict[int, tuple[int, object]]] = {}
-    for path, body in view.items():
-        parts = path.split("/")
-        if len(parts) == 5 and parts[1] == "subjects" and parts[3] == "versions":
-            answer = json.loads(body)
-            versions.setdefault(answer["subject"], {})[answer["version"]] = (answer["id"], _schema_of(body))
+    for answer in json.loads(view["/schemas"]):
+        versions.setdefault(answer["subject"], {})[answer["version"]] = (answer["id"], json.loads(answer["schema"]))
     for subject, by_version in versions.items():
         if sorted(by_version) != list(range(1, len(by_version) + 1)):
             violations.append(f"{subject}: versions {sorted(by_version)} are not contiguous from 1")
@@ -84,10 +98,7 @@ def check_registry_invariants(urls: list[str], acked: Iterable[Ack], *, timeout:
             known = schema_by_id.setdefault(schema_id, schema)
             if known != schema:
                 violations.append(f"id {schema_id} is assigned to two schemas: {known} and {schema}")
-    for schema_id, schema in schema_by_id.items():
-        by_id = _schema_of(view[f"/schemas/ids/{schema_id}"])
-        if by_id != schema:
-            violations.append(f"/schemas/ids/{schema_id} answers {by_id}, its versions hold {schema}")
+    violations += _ids_answer(urls[0], schema_by_id)
 
     for ack in acked:
         expected = json.loads(ack.schema)
@@ -96,5 +107,4 @@ def check_registry_invariants(urls: list[str], acked: Iterable[Ack], *, timeout:
             violations.append(f"acknowledged write missing: id {ack.id} under {ack.subject}")
         elif found[0][1] != expected:
             violations.append(f"acknowledged id {ack.id} under {ack.subject} holds {found[0][1]}, not {expected}")
-    assert not violations, f"{len(violations)} invariant violations:\n" + "\n".join(violations)
-    return view
+    return view, violations
