@@ -191,3 +191,43 @@ def test_what_a_killed_run_left_is_swept(fault_hub: Hub) -> None:
     assert name not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert subprocess.run(["ip", "link", "show", host_if], capture_output=True).returncode != 0
     assert address not in subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
+
+
+def test_a_bandwidth_cap_slows_what_leaves_the_namespace(
+    echo: EchoServer, make_namespace: Callable[[], Namespace]
+) -> None:
+    ns = make_namespace()
+    payload = b"x" * 128 * 1024  # 1 Mbit
+    with ns.connect(echo.address, timeout=30) as sock:
+        plain = round_trip(sock, payload)
+        with ns.throttled("1mbit"):
+            capped = round_trip(sock, payload)
+        after = round_trip(sock, payload)
+    print(
+        f"\n128 KiB round trip: {plain * 1000:.0f} ms plain, {capped * 1000:.0f} ms at 1 Mbit/s, "
+        f"{after * 1000:.0f} ms after"
+    )
+    assert capped > 0.7 and capped > 10 * plain and after < capped / 5
+
+
+def test_a_lossy_link_drops_a_share_of_the_packets(fault_hub: Hub, make_namespace: Callable[[], Namespace]) -> None:
+    ns = make_namespace()
+    outside = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    outside.bind((fault_hub.address, 0))
+    outside.settimeout(0.5)
+    inside = ns.socket(socket.SOCK_DGRAM)
+    try:
+        with ns.lossy(Peer(fault_hub.address), 0.3):
+            for i in range(60):
+                with contextlib.suppress(PermissionError):  # a datagram dropped on its way out
+                    inside.sendto(b"%d" % i, outside.getsockname())
+            received = 0
+            with contextlib.suppress(TimeoutError):
+                while True:
+                    outside.recvfrom(100)
+                    received += 1
+    finally:
+        inside.close()
+        outside.close()
+    print(f"\n{received} of 60 datagrams arrived at 30% loss")
+    assert 10 <= received < 60  # all 60 at 30% loss: 0.7**60, about 5e-10

@@ -53,7 +53,7 @@ SUBNETS = ipaddress.ip_network("10.213.0.0/16")
 HUB_NET = ipaddress.ip_network("10.212.0.0/24")
 _LOCK = Path("/run/schemakit-faults.lock")
 CLONE_NEWNET = 0x40000000
-_NETNS_NAME = re.compile(rf"^{PREFIX}-(\d+)-(\d+)$")
+_NETNS_NAME = re.compile(rf"^{PREFIX}-(\d+)-\w+$")
 _HUB_LABEL = re.compile(rf"lo:{PREFIX}(\d+)\b")
 
 
@@ -181,7 +181,8 @@ class Namespace:
     """A network namespace joined to the host by a veth pair; its processes reach the hub through it.
 
     ``wrapper`` is the command prefix that runs a program inside (``RegistryProcess(wrapper=...)``);
-    ``address`` is the namespace's own address, where its servers listen and the host reaches them."""
+    ``address`` is the namespace's own address, where its servers listen and the host reaches them. One fault at
+    a time per namespace: leaving a fault lifts every rule of the namespace."""
 
     def __init__(self) -> None:
         with _allocation_lock():
@@ -270,8 +271,7 @@ class Namespace:
         """This namespace's outgoing bandwidth capped at ``rate`` (tc's notation: ``1mbit``, ``64kbit``)."""
 
         def apply() -> None:
-            _run(*self.exec_prefix, "tc", "qdisc", "add", "dev", self.inner_if, "root", "tbf", "rate", rate)
-            _run(*self.exec_prefix, "tc", "qdisc", "change", "dev", self.inner_if, "root", "tbf", "rate", rate,
+            _run(*self.exec_prefix, "tc", "qdisc", "add", "dev", self.inner_if, "root", "tbf", "rate", rate,
                  "burst", "16kbit", "latency", "5s")  # fmt: skip
 
         return self._bounded(apply, bound)
