@@ -138,7 +138,7 @@ def test_one_direction_is_cut_alone(fault_hub: Hub, make_namespace: Callable[[],
     outside = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     outside.bind((fault_hub.address, 0))
     outside.settimeout(1.0)
-    inside = ns.socket(socket.SOCK_DGRAM)
+    inside = ns.open_socket(socket.SOCK_DGRAM)
     inside.bind((ns.address, 0))
     inside.settimeout(1.0)
     try:
@@ -215,7 +215,7 @@ def test_a_lossy_link_drops_a_share_of_the_packets(fault_hub: Hub, make_namespac
     outside = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     outside.bind((fault_hub.address, 0))
     outside.settimeout(0.5)
-    inside = ns.socket(socket.SOCK_DGRAM)
+    inside = ns.open_socket(socket.SOCK_DGRAM)
     try:
         with ns.lossy(Peer(fault_hub.address), 0.3):
             for i in range(60):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import subprocess
 import time
 import uuid
 from collections import Counter
@@ -24,6 +25,7 @@ import pytest
 
 from streams.log import open_log
 from tests.ha.load import Workload
+from tests.streams.instances import Instance
 from tests.streams.test_failover import Group, outputs
 from tests.support.broker import broker_log_url
 from tests.support.faults import FaultBroker, Peer
@@ -88,17 +90,18 @@ class Chaos:
             self.group.start(f"r{self.restarts}")
         self.injected[kind] += 1
 
-    def running(self) -> list:
+    def running(self) -> list[Instance]:
         return [i for i in self.group.instances if i.proc.poll() is None]
 
     @staticmethod
-    def pause(proc: object, seconds: float) -> None:
-        pid = proc.pid  # type: ignore[attr-defined]
-        os.kill(pid, signal.SIGSTOP)
+    def pause(proc: subprocess.Popen[bytes] | None, seconds: float) -> None:
+        """SIGSTOP for ``seconds``, then SIGCONT: past the session timeout, a zombie when it resumes."""
+        assert proc is not None
+        os.kill(proc.pid, signal.SIGSTOP)
         try:
             time.sleep(seconds)
         finally:
-            os.kill(pid, signal.SIGCONT)
+            os.kill(proc.pid, signal.SIGCONT)
 
 
 def test_chaos_soak(start_net_cluster: Callable[..., NetCluster], faults_broker: FaultBroker, tmp_path: Path) -> None:

@@ -37,7 +37,6 @@ import socket
 import struct
 import subprocess
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -45,7 +44,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.broker import _die_with_parent, tansu_binary, wait_until_ready
+from tests.support.broker import TansuBroker
+from tests.support.ports import free_port
 
 PREFIX = "skf"
 #: namespaces' /30 subnets are carved from here, hub addresses from HUB_NET
@@ -53,7 +53,7 @@ SUBNETS = ipaddress.ip_network("10.213.0.0/16")
 HUB_NET = ipaddress.ip_network("10.212.0.0/24")
 _LOCK = Path("/run/schemakit-faults.lock")
 CLONE_NEWNET = 0x40000000
-_NETNS_NAME = re.compile(rf"^{PREFIX}-(\d+)-\w+$")
+_NETNS_NAME = re.compile(rf"^{PREFIX}-(\d+)-(\w+)$")
 _HUB_LABEL = re.compile(rf"lo:{PREFIX}(\d+)\b")
 
 
@@ -130,6 +130,8 @@ def sweep_stale() -> list[str]:
         m = _NETNS_NAME.match(name)
         if m and not _alive(int(m.group(1))):
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
+            if m.group(2).isdigit():  # its veth goes with it, but asynchronously: delete the host end now
+                subprocess.run(["ip", "link", "del", f"{PREFIX}{m.group(2)}h"], capture_output=True)
             removed.append(name)
     for line in _run("ip", "-o", "-4", "addr", "show", "dev", "lo").splitlines():
         m = _HUB_LABEL.search(line)
@@ -276,7 +278,7 @@ class Namespace:
 
         return self._bounded(apply, bound)
 
-    def socket(self, kind: int = socket.SOCK_STREAM) -> socket.socket:
+    def open_socket(self, kind: int = socket.SOCK_STREAM) -> socket.socket:
         """A socket of this namespace, for the test process itself: made in a thread that enters the namespace
         (``setns`` moves only the calling thread) and ends right after; the socket stays in it."""
         made: list[socket.socket | BaseException] = []
@@ -299,7 +301,7 @@ class Namespace:
 
     def connect(self, address: tuple[str, int], timeout: float = 5.0) -> socket.socket:
         """A TCP connection from inside this namespace."""
-        sock = self.socket()
+        sock = self.open_socket()
         sock.settimeout(timeout)
         try:
             sock.connect(address)
@@ -555,26 +557,14 @@ class FaultBroker:
 @contextmanager
 def fault_broker(hub: Hub, log_path: Path) -> Iterator[FaultBroker]:
     """A tansu broker behind a ``TcpProxy`` on ``hub``, for as long as the block runs."""
-    from tests.support.ports import free_port
-
-    real_port = free_port()
-    proxy = TcpProxy((hub.address, real_port), listen_host=hub.address)
-    advertised = f"tcp://{hub.address}:{proxy.port}"
-    cmd = [str(tansu_binary()), "broker", "--cluster-id", f"schemakit-faults-{uuid.uuid4().hex[:8]}",
-           "--listener-url", f"tcp://{hub.address}:{real_port}", "--advertised-listener-url", advertised,
-           "--storage-engine", "memory://tansu/"]  # fmt: skip
-    with log_path.open("ab") as log:
-        proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )  # fmt: skip
-    bootstrap = f"{hub.address}:{proxy.port}"
+    port = free_port()
+    proxy = TcpProxy((hub.address, port), listen_host=hub.address)
+    broker = TansuBroker(log_path, host=hub.address, port=port, advertised=f"{hub.address}:{proxy.port}")
     try:
-        wait_until_ready(bootstrap, proc=proc)
-        yield FaultBroker(bootstrap, proxy, Peer(hub.address, proxy.port))
+        broker.start()
+        yield FaultBroker(broker.bootstrap, proxy, Peer(hub.address, proxy.port))
     finally:
-        proc.kill()
-        proc.wait(10)
+        broker.stop()
         proxy.close()
 
 
