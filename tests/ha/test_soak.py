@@ -33,9 +33,9 @@ from tests.support.invariants import registry_violations
 from tests.support.net_cluster import NetCluster, NetNode
 from tests.support.registry_cluster import wait_writable
 
-pytestmark = pytest.mark.kafka
-
 SOAK_SECONDS = float(os.environ.get("SCHEMAKIT_SOAK_SECONDS", "60"))
+# the suite's 300 s per test would stop a long soak: the faults, then up to about 5 minutes to settle and check
+pytestmark = [pytest.mark.kafka, pytest.mark.timeout(SOAK_SECONDS + 300)]
 KINDS = [
     "broker_latency",
     "registry_cut_from_broker",
