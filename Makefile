@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint typecheck format openapi docs bench bench-instructions bench-spark charts spark-jar wheel browser diagram-tools clean
+.PHONY: install run test lint typecheck format openapi docs bench bench-instructions bench-spark charts spark-jar wheel browser diagram-tools fault-tools soak clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -62,14 +62,30 @@ diagram-tools:
 		|| echo "mermaid could not be installed: the Mermaid parse test skips"; \
 	else echo "npm not found: the Mermaid parse test skips. Install node and npm, then: make diagram-tools"; fi
 
+# The network fault tests (tests/support/faults.py) put processes in network namespaces (iproute2's ip and tc)
+# and inject resets and blackholes with iptables; they skip, naming this target, where it cannot be installed.
+fault-tools:
+	@if command -v iptables >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables iproute2 >/dev/null) \
+		|| echo "iptables could not be installed: the network fault tests skip"; \
+	else echo "iptables not found: the network fault tests skip. Install: make fault-tools (as root), or apt-get install iptables"; fi
+
 # Two pytest workers (pytest-xdist), one test file at a time each: most end-to-end tests wait on brokers and
 # processes, so two files side by side take about half the wall time on 2 cores. Each worker starts its own
 # test broker and registry. PYTEST_WORKERS=0 runs everything in one process.
 # Bytecode is written even where the environment sets PYTHONDONTWRITEBYTECODE: each worker would otherwise
 # compile again, at every run, the ~700 modules pytest rewrites (tests, plugins, our packages): ~10 s more.
 PYTEST_WORKERS ?= 2
-test: $(STAMP) spark-jar browser diagram-tools lint typecheck docs
+test: $(STAMP) spark-jar browser diagram-tools fault-tools lint typecheck docs
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
+
+# The chaos soak (tests/ha/test_soak.py) for 10 minutes (SOAK_SECONDS): random network faults, kill -9 and
+# SIGSTOP under a registry and streams workload, then the invariants; it prints its figures and, on failure, the
+# seed that replays it (SCHEMAKIT_SOAK_SEED=...). make test runs it for 60 s.
+SOAK_SECONDS ?= 600
+soak: $(STAMP) fault-tools
+	SCHEMAKIT_SOAK_SECONDS=$(SOAK_SECONDS) $(PY) -m pytest -q -s -n 0 tests/ha/test_soak.py
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

@@ -224,10 +224,14 @@ def _all_landed(landed: list[RecordMetadata | None]) -> list[RecordMetadata]:
 
 
 def _close(producer: Producer) -> None:
+    # Whatever closing a retired producer raises is moot: it writes nothing more. A producer fenced while a
+    # transaction was in flight (a leader cut off from the broker) raises from librdkafka's flush, not always
+    # as a LogError (confluent-kafka has raised SystemError there), which must not end as an unhandled
+    # exception in this thread.
     try:
         producer.close()
-    except LogError as e:
-        log.debug("closing an old leader producer: %s", e)
+    except Exception as e:
+        log.debug("closing an old leader producer: %r", e)
 
 
 def _close_in_background(producer: Producer) -> None:

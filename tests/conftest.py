@@ -30,6 +30,7 @@ import pytest
 
 from tests.support.broker import TEST_CLIENT_OPTIONS, KafkaCaps, broker_caps, broker_log_url, running_broker
 from tests.support.credentials import Issuer, Pki, UsersFile
+from tests.support.faults import FaultBroker, Hub, Namespace, fault_broker, require_namespaces, sweep_stale
 from tests.support.registry_process import RegistryProcess, RegistryStarter
 from tests.support.registry_process import schema_types as listed_schema_types
 from tests.support.scheduling import CACHE_KEY, LongestFirstFileScheduling, UnitTimer, order_longest_first
@@ -86,6 +87,41 @@ def kafka_client_options() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def kafka_log_url(kafka_bootstrap: str, kafka_client_options: dict[str, str]) -> str:
     return broker_log_url(kafka_bootstrap, kafka_client_options)
+
+
+@pytest.fixture(scope="session")
+def fault_hub() -> Iterator[Hub]:
+    """The hub address of the network fault tests (``tests/support/faults.py``); skips where namespaces cannot
+    be made. What a killed run left behind is removed first."""
+    require_namespaces()
+    sweep_stale()
+    hub = Hub()
+    yield hub
+    hub.close()
+
+
+@pytest.fixture(scope="session")
+def faults_broker(fault_hub: Hub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultBroker]:
+    """A tansu broker of the fault tests' own, reachable from every namespace, behind a latency proxy. It is
+    tansu even where ``SCHEMAKIT_TEST_KAFKA`` names another broker: the fault tests need the broker to
+    advertise their proxy's address."""
+    with fault_broker(fault_hub, tmp_path_factory.mktemp("fault-tansu") / "broker.log") as broker:
+        yield broker
+
+
+@pytest.fixture
+def make_namespace() -> Iterator[Callable[[], Namespace]]:
+    """``make_namespace()``: a fresh network namespace joined to the hub, deleted after the test."""
+    require_namespaces()
+    made: list[Namespace] = []
+
+    def make() -> Namespace:
+        made.append(Namespace())
+        return made[-1]
+
+    yield make
+    for ns in made:
+        ns.close()
 
 
 @pytest.fixture

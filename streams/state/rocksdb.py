@@ -126,11 +126,18 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
                 batch.delete(kb)
             else:
                 batch.put(kb, vb)
-        self._db.write(batch)
+        self._write(batch)
         self._pending = []
         if len(self._cache) > self._max_cache:
             self._shrink()
         return True
+
+    def _write(self, batch: WriteBatch) -> None:
+        # rocksdict raises a bare Exception (a full disk, an I/O error): name the store it failed on.
+        try:
+            self._db.write(batch)
+        except Exception as exc:
+            raise StateStoreError(f"cannot write RocksDB store at {self.path}: {exc}") from exc
 
     def discard_pending(self) -> None:
         self._pending = []
@@ -143,7 +150,7 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
                 batch.delete(kb)
             else:
                 batch.put(kb, vb)
-        self._db.write(batch)
+        self._write(batch)
         self._cache = {}
 
     def wipe(self) -> None:
@@ -169,6 +176,10 @@ class RocksDBKeyValueStore(CachingKeyValueStore):
     def close(self) -> None:
         if not self.closed:
             super().close()
-            self._db.flush()
-            self._db.close()
             self._cache = {}
+            try:
+                self._db.flush()
+            except Exception as exc:
+                raise StateStoreError(f"cannot flush RocksDB store at {self.path}: {exc}") from exc
+            finally:
+                self._db.close()

@@ -4,10 +4,12 @@ session's test broker, each cluster on its own store topic, election topic and g
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.support.faults import FaultBroker, Hub, Namespace
+from tests.support.net_cluster import NetClusterStarter
 from tests.support.registry_cluster import ClusterStarter, default_timing_log_url, fast_fetch_log_url
 from tests.support.registry_process import RegistryProcess
 
@@ -29,3 +31,14 @@ def start_cluster(start_registry: Callable[..., RegistryProcess], ha_log_url: st
     """``start_cluster(n, eligible=[...], log_url=...)``: n registry processes on one fresh store topic and
     group, on ``ha_log_url`` (fast test timing) unless told otherwise."""
     return ClusterStarter(start_registry, ha_log_url)
+
+
+@pytest.fixture
+def start_net_cluster(
+    start_cluster: ClusterStarter, make_namespace: Callable[[], Namespace], faults_broker: FaultBroker, fault_hub: Hub
+) -> Iterator[NetClusterStarter]:
+    """``start_net_cluster(*extra_args)``: three registry instances, each in its own network namespace, on the
+    fault tests' broker (``tests/support/net_cluster.py``)."""
+    starter = NetClusterStarter(start_cluster, make_namespace, faults_broker, fault_hub)
+    yield starter
+    starter.close()

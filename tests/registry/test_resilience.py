@@ -17,21 +17,9 @@ import httpx
 import pytest
 
 from streams.log import open_log
+from tests.support.faults import small_disk
 from tests.support.ports import free_port
 from tests.support.registry_process import RegistryProcess
-
-
-def small_disk(mountpoint: Path, size: str) -> list[str]:
-    """A command prefix that runs the server with a tmpfs of ``size`` mounted on ``mountpoint``, in mount
-    and user namespaces of its own (the test skips where the system does not allow them)."""
-    mountpoint.mkdir(exist_ok=True)
-    script = 'mount -t tmpfs -o size="$1" tmpfs "$0" && shift && exec "$@"'
-    probe = subprocess.run(
-        ["unshare", "-Urm", "sh", "-c", script, str(mountpoint), "64k", "true"], capture_output=True, timeout=30
-    )
-    if probe.returncode != 0:
-        pytest.skip(f"cannot mount a private tmpfs here (unshare -Urm): {probe.stderr.decode().strip()}")
-    return ["unshare", "-Urm", "sh", "-c", script, str(mountpoint), size]
 
 
 def json_schema(i: int) -> str:

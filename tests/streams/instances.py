@@ -35,7 +35,8 @@ class Instance:
     # the instances the running test started: a failed test's report shows the end of their logs
     started: ClassVar[list[Instance]] = []
 
-    def __init__(self, name: str, args: list[str], log_dir: Path) -> None:
+    def __init__(self, name: str, args: list[str], log_dir: Path, wrapper: list[str] | None = None) -> None:
+        """``wrapper``: a command the instance runs under (it execs the rest), e.g. in a network namespace."""
         Instance.started.append(self)
         self.name = name
         self.lines: list[dict[str, Any]] = []
@@ -43,7 +44,7 @@ class Instance:
         self.stderr_path = log_dir / f"{name}.log"
         self.stderr = open(self.stderr_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.streams.app_runner", *args],
+            [*(wrapper or []), sys.executable, "-m", "tests.streams.app_runner", *args],
             cwd=REPO_ROOT,
             stdout=subprocess.PIPE,
             stderr=self.stderr,

@@ -99,7 +99,7 @@ class Group:
         for instance in self.instances:
             instance.ensure_dead()
 
-    def start(self, name: str, *options: str) -> Instance:
+    def start(self, name: str, *options: str, wrapper: list[str] | None = None) -> Instance:
         args = [
             self.log_url,
             self.app_id,
@@ -115,7 +115,7 @@ class Group:
             str(SESSION_MS),
             *options,
         ]
-        instance = Instance(name, args, self.tmp_path)
+        instance = Instance(name, args, self.tmp_path, wrapper)
         self.instances.append(instance)
         return instance
 
@@ -130,9 +130,9 @@ class Group:
         """Wait until the group's committed offsets cover everything fed."""
         wait_for(all_committed(self.log, self.app_id, self.src, self.feed), timeout=timeout, what=what)
 
-    def start_two(self, *options: str) -> tuple[Instance, Instance]:
-        """Instances "a" and "b", once they share the tasks (each runs some)."""
-        a, b = self.start("a", *options), self.start("b", *options)
+    def start_two(self, *options: str, wrapper_a: list[str] | None = None) -> tuple[Instance, Instance]:
+        """Instances "a" (under ``wrapper_a``) and "b", once they share the tasks (each runs some)."""
+        a, b = self.start("a", *options, wrapper=wrapper_a), self.start("b", *options)
         wait_for(
             lambda: sorted(a.tasks() + b.tasks()) == TASKS and a.tasks() and b.tasks(),
             what="a and b to share the tasks",

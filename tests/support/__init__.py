@@ -16,6 +16,9 @@ from here (never from a conftest). Helpers that serve one directory's tests only
 - ``schemas``: the order record the serdes tests and benchmark write (Avro, JSON Schema, dataclasses).
 - ``spark``: whether Spark can run here, and the session the Spark tests share.
 - ``browser``: headless Chromium for the schema browser's tests.
+- ``faults``: network faults per process (namespaces, iptables, a TCP proxy) and the fault tests' broker.
+- ``net_cluster``: a registry cluster with each instance in a network namespace of its own.
+- ``invariants``: the registry's invariants after a fault, checked over every instance.
 - ``scheduling``: the order in which ``--dist loadfile`` hands files to the xdist workers.
 """
 

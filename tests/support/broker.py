@@ -106,25 +106,28 @@ def wait_until_ready(bootstrap: str, timeout: float = 30.0, proc: subprocess.Pop
 
 
 class TansuBroker:
-    """One tansu process with in-memory storage on 127.0.0.1."""
+    """One tansu process with in-memory storage, on 127.0.0.1 and a free port unless ``host`` and ``port`` say
+    otherwise; it advertises its own address, or ``advertised`` (``host:port``, e.g. a proxy in front of it)."""
 
-    def __init__(self, log_path: Path) -> None:
-        self.port = free_port()
-        self.bootstrap = f"127.0.0.1:{self.port}"
+    def __init__(
+        self, log_path: Path, host: str = "127.0.0.1", port: int | None = None, advertised: str | None = None
+    ) -> None:
+        self.port = port or free_port()
+        self.listener = f"{host}:{self.port}"
+        self.bootstrap = advertised or self.listener
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        url = f"tcp://{self.bootstrap}"
         cmd = [
             str(tansu_binary()),
             "broker",
             "--cluster-id",
             f"schemakit-test-{uuid.uuid4().hex[:8]}",
             "--listener-url",
-            url,
+            f"tcp://{self.listener}",
             "--advertised-listener-url",
-            url,
+            f"tcp://{self.bootstrap}",
             "--storage-engine",
             "memory://tansu/",
         ]

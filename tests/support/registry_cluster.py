@@ -48,16 +48,23 @@ def default_timing_log_url(bootstrap: str) -> str:
 
 
 class ClusterStarter:
-    """``start(n, eligible=[...], wait=True, log_url=...)``: n registry processes on one fresh store topic,
-    election topic and group, on ``log_url`` (default: the one given here); with ``wait``, returns once a
-    write through every instance succeeds."""
+    """``start(n, eligible=[...], wait=True, log_url=..., per_node=...)``: n registry processes on one fresh
+    store topic, election topic and group, on ``log_url`` (default: the one given here); ``per_node(i)`` gives
+    node i's extra arguments and ``start_registry`` options (a namespace's ``wrapper`` and ``host``); with
+    ``wait``, returns once a write through every instance succeeds."""
 
     def __init__(self, start_registry: Callable[..., RegistryProcess], log_url: str) -> None:
         self._start_registry = start_registry
         self._log_url = log_url
 
     def __call__(
-        self, n: int = 3, *, eligible: list[bool] | None = None, wait: bool = True, log_url: str | None = None
+        self,
+        n: int = 3,
+        *,
+        eligible: list[bool] | None = None,
+        wait: bool = True,
+        log_url: str | None = None,
+        per_node: Callable[[int], tuple[list[str], dict[str, Any]]] | None = None,
     ) -> Cluster:
         tag = uuid.uuid4().hex[:10]
         topic, election, group = f"schemas-{tag}", f"schemas-{tag}-leader", f"sr-{tag}"
@@ -67,7 +74,9 @@ class ClusterStarter:
             args = ["--topic", topic, "--election-topic", election, "--group-id", group]
             args += ["--dek-topic", f"{topic}-deks"]  # each cluster its own DEK registry too
             eligibility = ["--leader-eligible", "true" if ok else "false"]
-            nodes.append(self._start_registry(log_url or self._log_url, *args, *eligibility, wait=False))
+            more_args, options = per_node(i) if per_node is not None else ([], {})
+            url = log_url or self._log_url
+            nodes.append(self._start_registry(url, *args, *eligibility, *more_args, wait=False, **options))
         for node in nodes:
             node.wait_ready()
         cluster = Cluster(topic, election, group, nodes)

@@ -35,6 +35,8 @@ class RegistryProcess:
     scheme: str = "http"
     #: httpx options of the readiness probe (``verify``, ``cert``, ``auth`` for a secured server)
     probe: dict[str, Any] = field(default_factory=dict)
+    #: the address it listens on and is reached at (a network namespace's own address in the fault tests)
+    host: str = "127.0.0.1"
 
     @classmethod
     def on_sqlite(cls, directory: Path) -> RegistryProcess:
@@ -43,7 +45,7 @@ class RegistryProcess:
 
     @property
     def url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.port}"
+        return f"{self.scheme}://{self.host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> RegistryProcess:
         """Start the server and return once it answers."""
@@ -60,7 +62,7 @@ class RegistryProcess:
             "--log",
             self.log_url,
             "--host",
-            "127.0.0.1",
+            self.host,
             "--port",
             str(self.port),
             *self.extra_args,
@@ -105,7 +107,7 @@ class RegistryProcess:
 
 
 class RegistryStarter:
-    """``start(log_url=None, *extra_args, port=, env=, wrapper=, scheme=, probe=, wait=True)``: a started
+    """``start(log_url=None, *extra_args, port=, env=, wrapper=, scheme=, probe=, host=, wait=True)``: a started
     server, on a fresh SQLite log unless ``log_url`` is given (with ``wait=False``, spawned only: call its
     ``wait_ready()``); ``kill_all()`` stops every server it started."""
 
@@ -122,6 +124,7 @@ class RegistryStarter:
         wrapper: list[str] | None = None,
         scheme: str = "http",
         probe: dict[str, Any] | None = None,
+        host: str = "127.0.0.1",
         wait: bool = True,
     ) -> RegistryProcess:
         d = self._tmp.mktemp("registry")
@@ -134,6 +137,7 @@ class RegistryStarter:
             wrapper or [],
             scheme=scheme,
             probe=probe or {},
+            host=host,
         )
         self.started.append(rp)
         rp.spawn()
