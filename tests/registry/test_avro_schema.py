@@ -409,8 +409,10 @@ def test_compatibility_goes_through_the_plugin() -> None:
 
 def test_a_giant_enum_is_parsed_in_linear_time() -> None:
     """Symbols were checked for duplicates against a list: 60,000 of them (a 0.5 MB schema) held a parse worker
-    for 20 s. Ten times the symbols must cost about ten times the time, not a hundred (a ratio measured in the
-    same run, so a slow machine does not matter)."""
+    for 20 s. Thirty times the symbols must cost about thirty times the time, not 900 times: a ratio measured in
+    the same run, each size timed five times interleaved (the fastest counts), and a bound five times the linear
+    ratio, so a loaded machine's noise (a ratio of 32 for ten times the symbols was seen under load) does not
+    matter while the quadratic check still fails it by far."""
     import json
     import time
 
@@ -421,6 +423,9 @@ def test_a_giant_enum_is_parsed_in_linear_time() -> None:
             AVRO.parse(text)
         return time.perf_counter() - start
 
-    small = min(parse_time(5_000) for _ in range(3))
-    large = min(parse_time(50_000) for _ in range(3))
-    assert large / small < 30, (small, large)
+    times: dict[int, list[float]] = {2_000: [], 60_000: []}
+    for _ in range(5):
+        for n, seen in times.items():
+            seen.append(parse_time(n))
+    small, large = min(times[2_000]), min(times[60_000])
+    assert large / small < 150, (small, large)
