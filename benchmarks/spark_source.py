@@ -100,7 +100,8 @@ def peer_loop(bootstrap: str, registry: str, topic: str, n: int) -> tuple[int, f
     count, total = 0, 0.0
     try:
         while count < n:
-            for msg in consumer.consume(1000, 5.0):
+            # never more than is left: consume waits its whole timeout for a batch it cannot fill
+            for msg in consumer.consume(min(1000, n - count), 5.0):
                 if msg.error() is None:
                     value = deserializer(msg.value(), context)
                     count += 1
