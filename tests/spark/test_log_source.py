@@ -221,3 +221,40 @@ def test_failed_send_names_topic_partition_and_reason(spark: Any, log: Log, log_
     df = spark.createDataFrame([(b"v", 7)], "value binary, partition int")
     with pytest.raises(Exception, match=rf"cannot send to '{target}' partition 7: .*has 2 partitions"):
         df.write.format("schemakit").option("log", log_url).option("topic", target).mode("append").save()
+
+
+def test_undecodable_record_is_found_by_topic_partition_and_offset(
+    spark: Any, log: Log, log_url: str, registry_url: str
+) -> None:
+    """A record the registry cannot decode, read by the source: PERMISSIVE with ``error_column`` gives its reason in
+    the row that carries its topic, partition and offset (the record a user has to look at); FAILFAST fails the
+    query with the schema id and the reason; the good records decode either way."""
+    from serdes import AvroSerializer, RegistryClient
+    from serdes.spark import from_registry
+
+    target = new_topic(log, 2)
+    subject = f"{target}-value"
+    with RegistryClient(registry_url) as client:
+        good = AvroSerializer(client, ORDER, subject=subject)({"id": 1, "item": "pen"})
+    bad = good[:5] + b"\xff"  # the right schema id, a payload that is not an Order
+    with log.producer() as producer:
+        producer.produce(target, good, b"a", partition=0)
+        producer.produce(target, good, b"b", partition=1)
+        producer.produce(target, bad, b"c", partition=1)
+
+    source = read(spark, log_url, target)
+    checked = source.select(
+        "topic",
+        "partition",
+        "offset",
+        from_registry("value", registry_url, subject=subject, error_column=True).alias("o"),
+    ).collect()
+    errors = [(r.topic, r.partition, r.offset) for r in checked if r.o.error is not None]
+    assert errors == [(target, 1, 1)]
+    assert sorted((r.partition, r.offset, r.o.value.item) for r in checked if r.o.error is None) == [
+        (0, 0, "pen"),
+        (1, 0, "pen"),
+    ]
+    schema_id = int.from_bytes(good[1:5], "big")
+    with pytest.raises(Exception, match=rf"from_registry \(FAILFAST\): cannot decode.*schema id {schema_id}"):
+        source.select(from_registry("value", registry_url, subject=subject, mode="FAILFAST")).collect()

@@ -88,6 +88,44 @@ def test_stream_restarts_from_checkpoint_exactly(spark: Any, log_url: str, tmp_p
     assert offsets == {source: {"0": 15, "1": 14}}
 
 
+def test_stream_reads_every_record_of_four_partitions(spark: Any, log_url: str, tmp_path: Path) -> None:
+    """Micro-batches of at most 7 records (``maxOffsetsPerTrigger``) into a memory sink: every record of the four
+    partitions once, offsets dense per partition, key and value as produced, the columns of Spark's Kafka source."""
+    source, table = f"stream-4p-{uuid.uuid4().hex[:8]}", f"stream_4p_{uuid.uuid4().hex[:8]}"
+    partitions, count = 4, 30
+    with open_log(log_url) as log:
+        log.create_topic(source, partitions)
+        produce(log, source, 0, count, partitions)
+    query = (
+        spark.readStream.format("schemakit")
+        .option("log", log_url)
+        .option("subscribe", source)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "7")
+        .load()
+        .writeStream.format("memory")
+        .queryName(table)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(240)
+    assert query.exception() is None, query.exception()
+    batches = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    assert sum(batches) == count and max(batches) <= 7
+
+    rows = spark.table(table).collect()
+    assert len(rows) == count
+    assert {r.topic for r in rows} == {source} and {r.timestampType for r in rows} == {0}
+    for partition in range(partitions):
+        offsets = sorted(r.offset for r in rows if r.partition == partition)
+        assert offsets == list(range(len(offsets))) and offsets  # dense from 0, each once
+    # produce() sent record i to partition i % 4: the j-th record of partition p is i = p + 4 j
+    for r in rows:
+        i = r.partition + partitions * r.offset
+        assert (bytes(r.key), bytes(r.value)) == (f"k{i}".encode(), f"order-{i}".encode())
+
+
 ORDER_V1 = {
     "type": "record",
     "name": "Order",

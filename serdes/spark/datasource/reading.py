@@ -29,6 +29,8 @@ HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]
 BATCH_ROWS = 4096
 #: Kafka's CreateTime: the log keeps a record's timestamp, not its type, and producers set CreateTime.
 CREATE_TIME = 0
+_MILLIS = pa.timestamp("ms", tz="UTC")  # the log's timestamps
+_MICROS = pa.timestamp("us", tz="UTC")  # Spark's
 
 
 def schema_ddl(include_headers: bool) -> str:
@@ -42,7 +44,7 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
         ("topic", pa.string()),
         ("partition", pa.int32()),
         ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("timestamp", _MICROS),
         ("timestampType", pa.int32()),
     ]
     if include_headers:
@@ -51,16 +53,18 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
 
 
 def _batch(records: list[Record], schema: pa.Schema, include_headers: bool) -> pa.RecordBatch:
+    # The columns every row of a range shares are repeated by Arrow, and the timestamps converted there: per row in
+    # Python, these cost as much as the poll that read the records.
     n = len(records)
     first = records[0]
     columns = [
         pa.array([r.key for r in records], pa.binary()),
         pa.array([r.value for r in records], pa.binary()),
-        pa.array([first.topic] * n, pa.string()),
-        pa.array([first.partition] * n, pa.int32()),
+        pa.repeat(pa.scalar(first.topic, pa.string()), n),
+        pa.repeat(pa.scalar(first.partition, pa.int32()), n),
         pa.array([r.offset for r in records], pa.int64()),
-        pa.array([r.timestamp * 1000 for r in records], pa.timestamp("us", tz="UTC")),
-        pa.array([CREATE_TIME] * n, pa.int32()),
+        pa.array([r.timestamp for r in records], pa.int64()).cast(_MILLIS).cast(_MICROS),
+        pa.repeat(pa.scalar(CREATE_TIME, pa.int32()), n),
     ]
     if include_headers:
         headers = [[{"key": name, "value": value} for name, value in r.headers] for r in records]

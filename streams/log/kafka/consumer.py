@@ -146,6 +146,10 @@ class KafkaConsumer(Consumer):
         if max_records > 1:
             messages += self._consumer.consume(max_records - 1, 0)
         records: list[Record] = []
+        append = records.append
+        # The next position per partition, set once per poll: a TopicPartition per record costs more than the
+        # Record itself.
+        last: dict[tuple[str, int], int] = {}
         for msg in messages:
             err = msg.error()
             if err is not None:
@@ -156,20 +160,19 @@ class KafkaConsumer(Consumer):
                     self._pending_error = error  # hand out what was read first
                     break
                 raise error
-            tp = TopicPartition(msg.topic(), msg.partition())
-            offset = msg.offset()
-            records.append(
-                Record(
-                    tp.topic,
-                    tp.partition,
-                    offset,
-                    msg.key(),
-                    msg.value(),
-                    msg.timestamp()[1],
-                    tuple(msg.headers() or ()),
-                )
+            record = Record(
+                msg.topic(),
+                msg.partition(),
+                msg.offset(),
+                msg.key(),
+                msg.value(),
+                msg.timestamp()[1],
+                tuple(msg.headers() or ()),
             )
-            self._positions[tp] = offset + 1
+            append(record)
+            last[record.topic, record.partition] = record.offset
+        for (topic, partition), offset in last.items():
+            self._positions[TopicPartition(topic, partition)] = offset + 1
         return records
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
