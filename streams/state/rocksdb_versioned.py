@@ -28,7 +28,7 @@ from typing import Any, cast
 import orjson
 
 from streams.state.rocksdb import WriteBatch, open_rocksdb
-from streams.state.versioned import Timeline, VersionedRecord, decode_version, encode_version, prune
+from streams.state.version_timeline import Timeline, VersionedRecord, decode_version, encode_version, prune
 
 __all__ = ["RocksDBVersionHistory"]
 
