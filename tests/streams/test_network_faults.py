@@ -33,12 +33,6 @@ def fault_log(fault_log_url: str) -> Iterator[Log]:
     lg.close()
 
 
-@pytest.fixture
-def names() -> Callable[[str], str]:
-    suffix = time.strftime("%H%M%S") + str(time.monotonic_ns() % 10_000)
-    return lambda base: f"{base}-nf-{suffix}"
-
-
 @pytest.mark.parametrize("guarantee", ["exactly_once_v2", "at_least_once"])
 def test_an_instance_cut_off_past_its_session_loses_its_tasks_writes_nothing_and_rejoins(
     guarantee: str,
