@@ -27,8 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -71,10 +70,9 @@ def send_all(port: int, requests: list[Request], count: int, headers: dict[str, 
     return bodies
 
 
-@contextmanager
-def under_callgrind(command: list[str], ready_path: str, port: int) -> Iterator[tuple[subprocess.Popen[str], list]]:
-    """``command`` under callgrind with instrumentation off; yields the process once ``ready_path`` answers, and a
-    list that holds, after the block, the instructions callgrind collected."""
+def counted(command: list[str], ready: str, port: int, requests: list[Request], count: int, headers: dict) -> int:
+    """Instructions of the event loop's thread of ``command`` (a server on ``port``, run under callgrind) for
+    ``count`` requests, after one warm-up pass over ``requests`` with instrumentation off."""
     with tempfile.TemporaryDirectory() as d:
         # per thread: only the event loop's thread serves requests; what other threads (the log's tailer) do
         # meanwhile depends on how long the requests take, so it would make the count depend on the machine's load
@@ -93,10 +91,12 @@ def under_callgrind(command: list[str], ready_path: str, port: int) -> Iterator[
             text=True,
             env={**os.environ, "PYTHONHASHSEED": "0"},
         )
-        collected: list[int] = []
         try:
-            wait_http(f"http://127.0.0.1:{port}{ready_path}", proc, timeout=600)
-            yield proc, collected
+            wait_http(f"http://127.0.0.1:{port}{ready}", proc, timeout=600)
+            send_all(port, requests, len(requests), headers)
+            instrument(proc.pid, True)
+            send_all(port, requests, count, headers)
+            instrument(proc.pid, False)
             proc.terminate()
             _, stderr = proc.communicate(timeout=600)
         finally:
@@ -110,17 +110,7 @@ def under_callgrind(command: list[str], ready_path: str, port: int) -> Iterator[
             files = sorted(p.name for p in Path(d).iterdir())
             problem = f"no count in {files} (exit {proc.returncode})"
             raise RuntimeError(f"{command[:3]} under callgrind: {problem}: {stderr[-800:]}")
-        collected.append(int(found.group(1)))
-
-
-def counted(command: list[str], ready: str, port: int, requests: list[Request], count: int, headers: dict) -> int:
-    """Server instructions for ``count`` requests (after one warm-up pass over ``requests``)."""
-    with under_callgrind(command, ready, port) as (proc, collected):
-        send_all(port, requests, len(requests), headers)
-        instrument(proc.pid, True)
-        send_all(port, requests, count, headers)
-        instrument(proc.pid, False)
-    return collected[0]
+        return int(found.group(1))
 
 
 def per_request(
@@ -151,11 +141,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         data = Path(d) / "data"
         server_args = ["--log-level", "WARNING", *args.server_arg]
+        labels = args.workload or list(WORKLOADS)
         proc, url = start_registry(data, server_args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         try:
             pairs = register_many(url, args.schemas, max(1, args.schemas // 10), "http-instructions", headers)
             max_id = httpx.get(f"{url}/schemas/ids/1", params={"fetchMaxId": "true"}, headers=headers).json()["maxId"]
             ids = list(range(1, max_id + 1))
+            workloads = {label: WORKLOADS[label](pairs, ids) for label in labels}
+            # the bare app serves the bytes the registry answers, each workload's from a file of its own
+            bodies_files = {}
+            for n, (label, requests) in enumerate(workloads.items()):
+                bodies = send_all(int(url.rsplit(":", 1)[1]), requests, len(requests), headers)
+                bodies_files[label] = Path(d) / f"bodies-{n}.json"
+                bodies_files[label].write_text(json.dumps({path: body.decode() for path, body in bodies.items()}))
         finally:
             proc.terminate()
             proc.wait(30)
@@ -166,19 +164,9 @@ def main() -> int:
 
         print(f"server instructions per HTTP request, callgrind, N = {args.n}, k = {args.k}")
         print("| workload | schemakit | bare ASGI | ratio bare / schemakit |\n|---|---:|---:|---:|")
-        for label in args.workload or list(WORKLOADS):
-            requests = WORKLOADS[label](pairs, ids)
-            bodies_file = Path(d) / "bodies.json"
-            # the bare app serves the bytes the registry answers, from the registry (uninstrumented) itself
-            proc, url = start_registry(data, server_args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-            try:
-                bodies = send_all(int(url.rsplit(":", 1)[1]), requests, len(requests), headers)
-            finally:
-                proc.terminate()
-                proc.wait(30)
-            bodies_file.write_text(json.dumps({path: body.decode() for path, body in bodies.items()}))
+        for label, requests in workloads.items():
 
-            def bare(port: int, bodies_file: Path = bodies_file) -> list[str]:
+            def bare(port: int, bodies_file: Path = bodies_files[label]) -> list[str]:
                 return [sys.executable, str(HERE / "bare_asgi.py"), "--port", str(port), "--bodies", str(bodies_file)]
 
             ours = per_request(registry, "/health/ready", requests, args.n, args.k, headers)
