@@ -14,6 +14,7 @@ import fastavro
 import pytest
 
 from serdes.avro_codegen import compile_encoder
+from tests.serdes.test_avro_codegen_random import fastavro_bytes
 
 SCHEMAS = {
     "primitives": {
@@ -211,15 +212,6 @@ def mutate(record: dict, r: random.Random) -> dict:
                 out[k] = mutate(v, r)
                 break
     return out
-
-
-def fastavro_bytes(parsed, record) -> bytes | type[Exception]:
-    buf = io.BytesIO()
-    try:
-        fastavro.schemaless_writer(buf, parsed, record)
-    except Exception as e:
-        return type(e)
-    return buf.getvalue()
 
 
 @pytest.mark.parametrize("kind", list(SCHEMAS))

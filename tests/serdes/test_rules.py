@@ -48,6 +48,7 @@ from serdes import (
     wire,
 )
 from serdes.protobuf import RegisteredProtoFile
+from tests.support.schemas import order_variant
 
 CelExecutor.register()
 CelFieldExecutor.register()
@@ -55,17 +56,7 @@ JsonataExecutor.register()
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 
-ORDER_AVRO = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "shop",
-    "fields": [
-        {"name": "id", "type": "string"},
-        {"name": "qty", "type": "long"},
-        {"name": "ssn", "type": "string", "confluent:tags": ["PII"]},
-        {"name": "note", "type": ["null", "string"], "default": None},
-    ],
-}
+ORDER_AVRO = order_variant(fields=["id", "qty", {"name": "ssn", "type": "string", "confluent:tags": ["PII"]}, "note"])
 ORDER_JSON = {
     "type": "object",
     "properties": {

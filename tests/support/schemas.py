@@ -4,13 +4,17 @@ name ``shop.Order``), its JSON Schema (``ORDER_JSON``, titled ``Order``), one re
 record as an ``Order``).
 
 Eight fields, one of each kind a serializer treats differently: string, long, double, boolean, a nullable string,
-an enum, an array of ints and a nested record. Tests that need another shape define their own schema beside them.
+an enum, an array of ints and a nested record. Tests that need another version of it derive one with
+``order_variant`` (so the fields they do not change stay these); tests that need another shape define their own
+schema beside them.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 ORDER_AVRO: dict[str, Any] = {
@@ -35,6 +39,24 @@ ORDER_AVRO: dict[str, Any] = {
         },
     ],
 }
+
+
+def order_variant(
+    *, fields: Sequence[str | dict] | None = None, types: Mapping[str, Any] | None = None, add: Sequence[dict] = ()
+) -> dict[str, Any]:
+    """``ORDER_AVRO`` as another version of it writes or reads it: only the ``fields`` listed (in that order; all by
+    default; a name keeps that field of ``ORDER_AVRO``, a dict is a field it does not have), the ``types`` given
+    replacing those fields' types (their defaults stay), then the ``add`` fields. A deep copy, so a test changing
+    it cannot change the shared schema."""
+    by_name = {f["name"]: f for f in ORDER_AVRO["fields"]}
+    listed = fields if fields is not None else list(by_name)
+    unknown = {f for f in [*listed, *(types or {})] if isinstance(f, str) and f not in by_name}
+    if unknown:
+        raise ValueError(f"ORDER_AVRO has no field {sorted(unknown)}")
+    kept = [by_name[f] if isinstance(f, str) else f for f in listed]
+    retyped = [{**f, "type": (types or {}).get(f["name"], f["type"])} for f in kept]
+    return copy.deepcopy({**ORDER_AVRO, "fields": [*retyped, *add]})
+
 
 ORDER_JSON: dict[str, Any] = {
     "$schema": "http://json-schema.org/draft-07/schema#",
