@@ -1,4 +1,6 @@
-"""The order record the serdes tests and ``benchmarks/serdes_bench.py`` write: its Avro schema (``ORDER_AVRO``, full
+"""The records the serdes tests share.
+
+The order record the serdes tests and ``benchmarks/serdes_bench.py`` write: its Avro schema (``ORDER_AVRO``, full
 name ``shop.Order``), its JSON Schema (``ORDER_JSON``, titled ``Order``), one record valid for both
 (``ORDER_RECORD``) and the dataclasses that type it (``Order``, ``Address``, ``Status``; ``TYPED_ORDER`` is the
 record as an ``Order``).
@@ -7,6 +9,9 @@ Eight fields, one of each kind a serializer treats differently: string, long, do
 an enum, an array of ints and a nested record. Tests that need another version of it derive one with
 ``order_variant`` (so the fields they do not change stay these); tests that need another shape define their own
 schema beside them.
+
+The payment record (``PAYMENT_AVRO``, ``PAYMENT_JSON``, ``PAYMENT_PROTO``: ``fe.Payment``) is what the encryption
+tests encrypt: an id, a PII-tagged card number and (Avro and Protobuf) a PII-tagged, nullable bytes pin.
 """
 
 from __future__ import annotations
@@ -118,3 +123,27 @@ class Order:
 
 
 TYPED_ORDER = Order("o-1", 3, 9.5, True, None, Status.PAID, [1, 2], Address("Berlin", 10115))
+
+PAYMENT_AVRO: dict[str, Any] = {
+    "type": "record",
+    "name": "Payment",
+    "namespace": "fe",
+    "fields": [
+        {"name": "id", "type": "int"},
+        {"name": "card", "type": "string", "confluent:tags": ["PII"]},
+        {"name": "pin", "type": ["null", "bytes"], "default": None, "confluent:tags": ["PII"]},
+    ],
+}
+PAYMENT_JSON: dict[str, Any] = {
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "card": {"type": "string", "confluent:tags": ["PII"]}},
+}
+PAYMENT_PROTO = """syntax = "proto3";
+package fe;
+import "confluent/meta.proto";
+message Payment {
+  int32 id = 1;
+  string card = 2 [(confluent.field_meta).tags = "PII"];
+  bytes pin = 3 [(confluent.field_meta).tags = "PII"];
+}
+"""
