@@ -41,6 +41,7 @@ from serdes import (
 )
 from serdes.avro_guard import MAX_RECURSION_DEPTH, MAX_ZERO_SIZE_ITEMS
 from tests.serdes.test_protobuf import make_order
+from tests.support.schemas import AVRO_PRIMITIVE_FIELDS
 
 EXAMPLES = 300
 ANSWER_WITHIN = 5.0
@@ -53,13 +54,7 @@ AVRO = {
     "name": "Fuzz",
     "namespace": "fz",
     "fields": [
-        {"name": "i", "type": "int"},
-        {"name": "l", "type": "long"},
-        {"name": "f", "type": "float"},
-        {"name": "d", "type": "double"},
-        {"name": "b", "type": "boolean"},
-        {"name": "s", "type": "string"},
-        {"name": "by", "type": "bytes"},
+        *AVRO_PRIMITIVE_FIELDS,
         {"name": "u", "type": ["null", "string", "long"]},
         {"name": "arr", "type": {"type": "array", "items": "int"}},
         {"name": "m", "type": {"type": "map", "values": "string"}},
@@ -75,11 +70,11 @@ AVRO = {
 #: the same record with one more (defaulted) field: read through fastavro's schema resolution, not the generated code
 AVRO_READER = {**AVRO, "fields": [*AVRO["fields"], {"name": "extra", "type": "string", "default": "x"}]}
 AVRO_RECORD: dict[str, Any] = {
+    "b": True,
     "i": -7,
     "l": 2**40,
     "f": 1.5,
     "d": -2.25,
-    "b": True,
     "s": "héllo",
     "by": b"\x00\xff",
     "u": "x",

@@ -10,6 +10,9 @@ an enum, an array of ints and a nested record. Tests that need another version o
 ``order_variant`` (so the fields they do not change stay these); tests that need another shape define their own
 schema beside them.
 
+``AVRO_PRIMITIVE_FIELDS`` is one field of each non-null Avro primitive type: how the tests' "every type" records
+start.
+
 The payment record (``PAYMENT_AVRO``, ``PAYMENT_JSON``, ``PAYMENT_PROTO``: ``fe.Payment``) is what the encryption
 tests encrypt: an id, a PII-tagged card number and (Avro and Protobuf) a PII-tagged, nullable bytes pin.
 """
@@ -21,6 +24,12 @@ import dataclasses
 import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+_PRIMITIVE_TYPES = {"b": "boolean", "i": "int", "l": "long", "f": "float", "d": "double", "s": "string", "by": "bytes"}
+#: One field of each non-null Avro primitive type, named by its first letter (``by``: bytes).
+AVRO_PRIMITIVE_FIELDS: list[dict[str, Any]] = [
+    {"name": n, "type": avro_type} for n, avro_type in _PRIMITIVE_TYPES.items()
+]
 
 ORDER_AVRO: dict[str, Any] = {
     "type": "record",
