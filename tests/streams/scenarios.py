@@ -21,6 +21,16 @@ Build = Callable[[StreamsBuilder], None]
 #: time and sliding windows alike): stream time jumps to 200, then records "0".."5" arrive at 100..105.
 EXPIRED_BY_GRACE_INPUT: list[Row] = [("k", "100", 200), *(("k", str(n), 100 + n) for n in range(6))]
 
+#: Kafka Streams' ``KTableAggregateTest.testCount``: rows of a table (key, colour), one changing colour...
+COLOUR_ROWS: list[Row] = [
+    ("A", "green", 10), ("B", "green", 9), ("A", "blue", 12), ("C", "yellow", 15), ("D", "green", 11)
+]  # fmt: skip
+#: ...and what counting them by colour sends downstream: a row changing colour leaves its old count first.
+COLOUR_COUNTS: list[Row] = [
+    ("green", 1, 10), ("green", 2, 10), ("green", 1, 12),
+    ("blue", 1, 12), ("yellow", 1, 15), ("green", 2, 12),
+]  # fmt: skip
+
 
 def printed(key: Any) -> Any:
     return str(key) if hasattr(key, "window") else key
