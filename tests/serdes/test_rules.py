@@ -227,11 +227,7 @@ WIDGET_V1 = {
     "name": "Widget",
     "fields": [{"name": "name", "type": "string"}, {"name": "size", "type": "int"}],
 }
-WIDGET_V2 = {
-    "type": "record",
-    "name": "Widget",
-    "fields": [{"name": "name", "type": "string"}, {"name": "height", "type": "int"}],
-}
+WIDGET_V2 = {**WIDGET_V1, "fields": [WIDGET_V1["fields"][0], {"name": "height", "type": "int"}]}  # size renamed
 UPGRADE = {
     "name": "sizeToHeight",
     "kind": "TRANSFORM",
