@@ -12,7 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from streams import StreamsBuilder, TopologyTestDriver
+import pytest
+
+from streams import StreamsBuilder, TopologyError, TopologyTestDriver
 
 Row = tuple[Any, Any, int]
 Build = Callable[[StreamsBuilder], None]
@@ -73,3 +75,12 @@ def scenario(
     """Build, pipe ``rows`` into topic ``in``, and return what ``out`` received."""
     with piped(build, rows, state_dir=state_dir, key=in_key, value=in_value) as d:
         return read_rows(d, out, key, value)
+
+
+def refused_retention(windows: Any, retention: int) -> str:
+    """Why building a windowed count over ``windows`` that keeps its windows only ``retention`` ms is refused."""
+    grouped = StreamsBuilder().stream("in", key=str, value=str).group_by_key()
+    with pytest.raises(TopologyError) as refused:
+        grouped.windowed_by(windows).count(store="c", retention=retention)
+    return str(refused.value)
+
