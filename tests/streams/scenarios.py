@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from streams import StreamsBuilder, TopologyError, TopologyTestDriver
+from streams import StreamsBuilder, Topology, TopologyError, TopologyTestDriver
 
 Row = tuple[Any, Any, int]
 Build = Callable[[StreamsBuilder], None]
@@ -84,3 +84,22 @@ def refused_retention(windows: Any, retention: int) -> str:
         grouped.windowed_by(windows).count(store="c", retention=retention)
     return str(refused.value)
 
+
+class StreamTableJoin:
+    """Kafka's ``KStreamKTableJoinTest`` harness around a built stream-table join: int keys and string values on
+    the stream and table topics, the joined records on ``out``."""
+
+    def __init__(self, topology: Topology, stream_topic: str, table_topic: str) -> None:
+        self.driver = TopologyTestDriver(topology)
+        self.stream = self.driver.input_topic(stream_topic, key=int, value=str)
+        self.table = self.driver.input_topic(table_topic, key=int, value=str)
+        self.out = self.driver.output_topic("out", key=int, value=str)
+
+    def push_stream(self, n: int, prefix: str) -> None:
+        """Stream records ``prefix + k`` with key k at time k, for k in 0..n-1."""
+        for k in range(n):
+            self.stream.pipe_input(k, f"{prefix}{k}", timestamp=k)
+
+    def results(self) -> list[Row]:
+        """The joined records since the last call."""
+        return [(r.key, r.value, r.timestamp) for r in self.out.read_records()]

@@ -23,7 +23,7 @@ from streams import (
     VersionedRecord,
     VersionedStoreSpec,
 )
-from tests.streams.scenarios import COLOUR_COUNTS, COLOUR_ROWS, pipe, read_rows
+from tests.streams.scenarios import COLOUR_COUNTS, COLOUR_ROWS, StreamTableJoin, pipe, read_rows
 
 Row = tuple[Any, Any, int]
 
@@ -33,7 +33,7 @@ def tostring(value: Any, row: Any) -> str:
     return f"{value}+{row}"
 
 
-class GraceScenario:
+class GraceScenario(StreamTableJoin):
     """Kafka's ``KStreamKTableJoinTest.makeJoin(grace)``: a versioned table (5 minutes of history) joined with
     a stream with ``grace``."""
 
@@ -43,29 +43,24 @@ class GraceScenario:
         table = b.table("tableTopic2", key=int, value=str, store=spec)
         stream = b.stream("streamTopic", key=int, value=str)
         stream.join(table, tostring, grace=grace_ms, name="Grace").to("out", key=int, value=str)
-        self.driver = TopologyTestDriver(b.build())
-        self.stream = self.driver.input_topic("streamTopic", key=int, value=str)
-        self.table = self.driver.input_topic("tableTopic2", key=int, value=str)
-        self.out = self.driver.output_topic("out", key=int, value=str)
-
-    def push_stream(self, n: int, prefix: str) -> None:
-        for k in range(n):
-            self.stream.pipe_input(k, f"{prefix}{k}", timestamp=k)
+        super().__init__(b.build(), "streamTopic", "tableTopic2")
 
     def push_table_non_random(self, n: int, prefix: str) -> None:
         for k in range(n):
             self.table.pipe_input(k, f"{prefix}{k}", timestamp=0)
 
-    def results(self) -> list[Row]:
-        return [(r.key, r.value, r.timestamp) for r in self.out.read_records()]
+    def start(self) -> None:
+        """How Kafka's grace tests start: table rows Y0..Y3 (no output), then stream records X0..X3 at times 0..3,
+        of which X0 and X1 are joined at once and X2 and X3 wait out the grace period."""
+        self.push_table_non_random(4, "Y")
+        assert self.results() == []
+        self.push_stream(4, "X")
+        assert self.results() == [(0, "X0+Y0", 0), (1, "X1+Y1", 1)]
 
 
 def test_should_delay_join_by_grace_period() -> None:
     s = GraceScenario(2)
-    s.push_table_non_random(4, "Y")
-    assert s.results() == []
-    s.push_stream(4, "X")
-    assert s.results() == [(0, "X0+Y0", 0), (1, "X1+Y1", 1)]
+    s.start()
     s.push_table_non_random(4, "YY")
     assert s.results() == []
     s.push_stream(4, "X")
@@ -78,10 +73,7 @@ def test_should_delay_join_by_grace_period() -> None:
 
 def test_should_handle_late_joins_with_grace_period() -> None:
     s = GraceScenario(2)
-    s.push_table_non_random(4, "Y")
-    assert s.results() == []
-    s.push_stream(4, "X")
-    assert s.results() == [(0, "X0+Y0", 0), (1, "X1+Y1", 1)]
+    s.start()
     s.push_stream(1, "X")  # older than stream time minus the grace: joins at once, evicts nothing
     assert s.results() == [(0, "X0+Y0", 0)]
 
