@@ -51,7 +51,7 @@ from results_file import BenchRun, Case, Comparison, add_json_option
 
 import serdes
 from serdes.typed_records import avro_decoder
-from tests.support.schemas import ORDER_AVRO, ORDER_JSON, Order
+from tests.support.schemas import ORDER_AVRO, ORDER_JSON, Order, order_variant
 
 ORDER_PROTO = """
 syntax = "proto3";
@@ -66,29 +66,15 @@ message Order {
 
 
 # ORDER_AVRO as a later version reads it: qty promoted to double, one more enum symbol, a wider union, a new field
-ORDER_AVRO_READER: dict[str, Any] = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "shop",
-    "fields": [
-        {"name": "id", "type": "string"},
-        {"name": "qty", "type": "double"},
-        {"name": "price", "type": "double"},
-        {"name": "paid", "type": "boolean"},
-        {"name": "note", "type": ["null", "string", "long"], "default": None},
-        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "SHIPPED", "LOST"]}},
-        {"name": "tags", "type": {"type": "array", "items": "long"}},
-        {
-            "name": "address",
-            "type": {
-                "type": "record",
-                "name": "Address",
-                "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": "int"}],
-            },
-        },
-        {"name": "channel", "type": "string", "default": "web"},
-    ],
-}
+ORDER_AVRO_READER = order_variant(
+    types={
+        "qty": "double",
+        "note": ["null", "string", "long"],
+        "status": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "SHIPPED", "LOST"]},
+        "tags": {"type": "array", "items": "long"},
+    },
+    add=[{"name": "channel", "type": "string", "default": "web"}],
+)
 
 
 def make_records(n: int) -> list[dict]:

@@ -25,21 +25,12 @@ from serdes import wire
 from streams.log import open_log
 from tests.support.cli import Result
 from tests.support.protos import message_class
+from tests.support.schemas import order_variant
 
 Cli = Callable[..., Result]
 
-AVRO_VALUE = json.dumps(
-    {
-        "type": "record",
-        "name": "Order",
-        "namespace": "skt.cli",
-        "fields": [
-            {"name": "id", "type": "string"},
-            {"name": "qty", "type": "int"},
-            {"name": "note", "type": ["null", "string"], "default": None},
-        ],
-    }
-)
+# the shared order schema's id, qty (as an int) and note, in this suite's namespace
+AVRO_VALUE = json.dumps({**order_variant(fields=["id", "qty", "note"], types={"qty": "int"}), "namespace": "skt.cli"})
 JSON_VALUE = json.dumps(
     {
         "type": "object",

@@ -102,15 +102,7 @@ def test_auto_register_false_needs_a_registered_schema(client, value_ctx) -> Non
 
 
 V1 = {"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
-V2 = {
-    "type": "record",
-    "name": "User",
-    "fields": [
-        {"name": "name", "type": "string"},
-        {"name": "age", "type": "int"},
-        {"name": "email", "type": "string", "default": "none"},
-    ],
-}
+V2 = {**V1, "fields": [*V1["fields"], {"name": "email", "type": "string", "default": "none"}]}
 V3 = {"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"}]}
 
 

@@ -14,21 +14,14 @@ import fastavro
 import pytest
 
 from serdes.avro_codegen import compile_encoder
+from tests.serdes.test_avro_codegen_random import fastavro_bytes
+from tests.support.schemas import AVRO_PRIMITIVE_FIELDS
 
 SCHEMAS = {
     "primitives": {
         "type": "record",
         "name": "P",
-        "fields": [
-            {"name": "s", "type": "string"},
-            {"name": "i", "type": "int"},
-            {"name": "l", "type": "long"},
-            {"name": "f", "type": "float"},
-            {"name": "d", "type": "double"},
-            {"name": "b", "type": "boolean"},
-            {"name": "y", "type": "bytes"},
-            {"name": "n", "type": "null"},
-        ],
+        "fields": [*AVRO_PRIMITIVE_FIELDS, {"name": "n", "type": "null"}],
     },
     "containers": {
         "type": "record",
@@ -127,7 +120,7 @@ def valid(kind: str, r: random.Random) -> dict:
             "f": r.random(),
             "d": r.uniform(-1e300, 1e300),
             "b": r.random() < 0.5,
-            "y": r.randbytes(r.randint(0, 5000)),
+            "by": r.randbytes(r.randint(0, 5000)),
             "n": None,
         }
     if kind == "containers":
@@ -211,15 +204,6 @@ def mutate(record: dict, r: random.Random) -> dict:
                 out[k] = mutate(v, r)
                 break
     return out
-
-
-def fastavro_bytes(parsed, record) -> bytes | type[Exception]:
-    buf = io.BytesIO()
-    try:
-        fastavro.schemaless_writer(buf, parsed, record)
-    except Exception as e:
-        return type(e)
-    return buf.getvalue()
 
 
 @pytest.mark.parametrize("kind", list(SCHEMAS))

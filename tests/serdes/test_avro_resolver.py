@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from serdes import fastavro_core
 from serdes.avro_resolver import compile_resolver
 from tests.serdes.test_avro_codegen_random import SCHEMAS, SETTINGS, values
+from tests.support.schemas import order_variant
 
 PROMOTIONS = {
     "int": ["int", "long", "float", "double"],
@@ -118,35 +119,21 @@ def test_generated_resolver_reads_what_fastavro_resolves(
     assert repr((value, at)) == repr((expected, end))  # types and key order too (3 == 3.0, dicts ignore order)
 
 
-WRITER = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "shop",
-    "fields": [
-        {"name": "id", "type": "string"},
-        {"name": "qty", "type": "int"},
-        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "GONE"]}},
-        {"name": "note", "type": ["null", "string"], "default": None},
-        {"name": "tags", "type": {"type": "array", "items": "int"}},
-        {"name": "legacy", "type": "string"},
-    ],
-}
-READER = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "shop",
-    "fields": [
-        {"name": "id", "type": "string"},
-        {"name": "qty", "type": "long"},
-        {
-            "name": "status",
-            "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "LOST"], "default": "LOST"},
-        },
-        {"name": "note", "type": ["null", "string", "long"], "default": None},
-        {"name": "tags", "type": {"type": "array", "items": "double"}},
-        {"name": "region", "type": "string", "default": "eu"},
-    ],
-}
+RESOLVED_FIELDS = ["id", "qty", "status", "note", "tags"]
+WRITER = order_variant(
+    fields=RESOLVED_FIELDS,
+    types={"qty": "int", "status": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "GONE"]}},
+    add=[{"name": "legacy", "type": "string"}],
+)
+READER = order_variant(
+    fields=RESOLVED_FIELDS,
+    types={
+        "status": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "LOST"], "default": "LOST"},
+        "note": ["null", "string", "long"],
+        "tags": {"type": "array", "items": "double"},
+    },
+    add=[{"name": "region", "type": "string", "default": "eu"}],
+)
 
 
 def test_deserializer_resolves_an_evolved_schema_through_the_generated_resolver(client, topic) -> None:

@@ -41,6 +41,12 @@ from serdes import (
 )
 from serdes.avro_guard import MAX_RECURSION_DEPTH, MAX_ZERO_SIZE_ITEMS
 from tests.serdes.test_protobuf import make_order
+from tests.support.schemas import AVRO_PRIMITIVE_FIELDS
+
+#: schema type -> valid frames of it (two each)
+Frames = dict[str, list[bytes]]
+#: schema type -> (label, a call reading one frame) of every deserializer configuration of it
+Deserializers = dict[str, list[tuple[str, Callable[[bytes], Any]]]]
 
 EXAMPLES = 300
 ANSWER_WITHIN = 5.0
@@ -53,13 +59,7 @@ AVRO = {
     "name": "Fuzz",
     "namespace": "fz",
     "fields": [
-        {"name": "i", "type": "int"},
-        {"name": "l", "type": "long"},
-        {"name": "f", "type": "float"},
-        {"name": "d", "type": "double"},
-        {"name": "b", "type": "boolean"},
-        {"name": "s", "type": "string"},
-        {"name": "by", "type": "bytes"},
+        *AVRO_PRIMITIVE_FIELDS,
         {"name": "u", "type": ["null", "string", "long"]},
         {"name": "arr", "type": {"type": "array", "items": "int"}},
         {"name": "m", "type": {"type": "map", "values": "string"}},
@@ -75,11 +75,11 @@ AVRO = {
 #: the same record with one more (defaulted) field: read through fastavro's schema resolution, not the generated code
 AVRO_READER = {**AVRO, "fields": [*AVRO["fields"], {"name": "extra", "type": "string", "default": "x"}]}
 AVRO_RECORD: dict[str, Any] = {
+    "b": True,
     "i": -7,
     "l": 2**40,
     "f": 1.5,
     "d": -2.25,
-    "b": True,
     "s": "héllo",
     "by": b"\x00\xff",
     "u": "x",
@@ -102,7 +102,7 @@ JSON_RECORD = {"id": 12, "tags": ["a", "é", "😀"], "nested": {"x": [1.5, None
 
 
 @pytest.fixture(scope="module")
-def frames(registry_url: str, protos: SimpleNamespace) -> dict[str, list[bytes]]:
+def frames(registry_url: str, protos: SimpleNamespace) -> Frames:
     """Valid frames of each type, written by our serializers."""
     with RegistryClient(registry_url) as client:
         avro = AvroSerializer(client, json.dumps(AVRO))
@@ -129,7 +129,7 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
 @pytest.fixture(scope="module")
 def deserializers(
     registry_url: str, protos: SimpleNamespace, loop: asyncio.AbstractEventLoop
-) -> Iterator[dict[str, list[tuple[str, Callable[[bytes], Any]]]]]:
+) -> Iterator[Deserializers]:
     """Every deserializer variant of each type, as ``(label, call)`` with ``call(data)`` run to completion."""
     client = RegistryClient(registry_url)
     aclient = AsyncRegistryClient(registry_url)
@@ -217,11 +217,9 @@ def read_or_refuse(label: str, call: Callable[[bytes], Any], data: bytes) -> Non
     assert elapsed < ANSWER_WITHIN, f"{label} took {elapsed:.1f}s for {data!r}"
 
 
-@pytest.mark.parametrize("schema_type", ["AVRO", "JSON", "PROTOBUF"])
+@pytest.mark.parametrize("schema_type", KINDS)
 def test_mutated_frames_raise_serialization_errors(
-    frames: dict[str, list[bytes]],
-    deserializers: dict[str, list[tuple[str, Callable[[bytes], Any]]]],
-    schema_type: str,
+    frames: Frames, deserializers: Deserializers, schema_type: str
 ) -> None:
     for _label, call in deserializers[schema_type]:  # the valid frames read
         for data in frames[schema_type]:
@@ -238,11 +236,9 @@ def test_mutated_frames_raise_serialization_errors(
     fuzz()
 
 
-@pytest.mark.parametrize("schema_type", ["AVRO", "JSON", "PROTOBUF"])
+@pytest.mark.parametrize("schema_type", KINDS)
 def test_every_truncation_raises_a_serialization_error(
-    frames: dict[str, list[bytes]],
-    deserializers: dict[str, list[tuple[str, Callable[[bytes], Any]]]],
-    schema_type: str,
+    frames: Frames, deserializers: Deserializers, schema_type: str
 ) -> None:
     data = frames[schema_type][0]
     for label, call in deserializers[schema_type]:
@@ -250,9 +246,7 @@ def test_every_truncation_raises_a_serialization_error(
             read_or_refuse(label, call, data[:end])
 
 
-def test_a_huge_count_of_null_items_is_refused_not_read(
-    frames: dict[str, list[bytes]], deserializers: dict[str, list[tuple[str, Callable[[bytes], Any]]]]
-) -> None:
+def test_a_huge_count_of_null_items_is_refused_not_read(frames: Frames, deserializers: Deserializers) -> None:
     """13 bytes claiming 2^62 ``null`` items: fastavro would append ``None`` until memory runs out."""
     data = frames["AVRO"][0]
     # where the "nulls" array's first block count is: the first byte in which the record differs from one without
@@ -269,9 +263,7 @@ def test_a_huge_count_of_null_items_is_refused_not_read(
         ), label
 
 
-def test_deeply_nested_recursive_records_are_refused_not_crashing(
-    frames: dict[str, list[bytes]], deserializers: dict[str, list[tuple[str, Callable[[bytes], Any]]]]
-) -> None:
+def test_deeply_nested_recursive_records_are_refused_not_crashing(frames: Frames, deserializers: Deserializers) -> None:
     """A record nesting itself 100,000 times (a few hundred KB): fastavro's C reader would overflow the stack
     and kill the process."""
     data = frames["AVRO"][0]

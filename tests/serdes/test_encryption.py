@@ -26,11 +26,8 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer as CkJs
 from confluent_kafka.schema_registry.json_schema import JSONSerializer as CkJsonSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer as CkProtobufDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer as CkProtobufSerializer
-from confluent_kafka.schema_registry.rule_registry import RuleRegistry
 from confluent_kafka.schema_registry.rules.encryption.encrypt_executor import (
     Clock,
-    EncryptionExecutor,
-    FieldEncryptionExecutor,
 )
 from confluent_kafka.schema_registry.rules.encryption.localkms.local_driver import LocalKmsDriver
 from google.protobuf import descriptor_pool, message_factory
@@ -51,36 +48,14 @@ from serdes import (
     RuleError,
     SerializationContext,
 )
-from tests.support.kms import LOCAL_KMS_SECRET
+from tests.support.kms import LOCAL_KMS_SECRET, encrypt_rule, encryption_executors, register_encrypted
 from tests.support.registry_process import RegistryProcess
+from tests.support.schemas import PAYMENT_AVRO, PAYMENT_JSON, PAYMENT_PROTO
 
 SECRET = LOCAL_KMS_SECRET  # the one secret of every test running the executor (tests/support/kms.py)
 RULES = {"secret": SECRET}
 KEKS = "/dek-registry/v1/keks"
 CARD = "4111-1111-1111-1111"
-AVRO = {
-    "type": "record",
-    "name": "Payment",
-    "namespace": "fe",
-    "fields": [
-        {"name": "id", "type": "int"},
-        {"name": "card", "type": "string", "confluent:tags": ["PII"]},
-        {"name": "pin", "type": ["null", "bytes"], "default": None, "confluent:tags": ["PII"]},
-    ],
-}
-JSON_SCHEMA = {
-    "type": "object",
-    "properties": {"id": {"type": "integer"}, "card": {"type": "string", "confluent:tags": ["PII"]}},
-}
-PROTO = """syntax = "proto3";
-package fe;
-import "confluent/meta.proto";
-message Payment {
-  int32 id = 1;
-  string card = 2 [(confluent.field_meta).tags = "PII"];
-  bytes pin = 3 [(confluent.field_meta).tags = "PII"];
-}
-"""
 FORMATS = ["AVRO", "JSON", "PROTOBUF"]
 
 
@@ -103,7 +78,7 @@ def local_kms() -> None:
 def payment_cls() -> Any:
     """The Protobuf ``fe.Payment`` message class, with its tags, in a private descriptor pool."""
     pool = descriptor_pool.DescriptorPool()
-    for fd in compile_files(PROTO, ()).file:
+    for fd in compile_files(PAYMENT_PROTO, ()).file:
         if fd.name == "confluent/meta.proto" or not _known(pool, fd.name):
             pool.Add(fd)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName("fe.Payment"))
@@ -117,35 +92,11 @@ def _known(pool: descriptor_pool.DescriptorPool, name: str) -> bool:
     return True
 
 
-def _executors(clock: Clock | None = None) -> RuleRegistry:
-    rules = RuleRegistry()
-    rules.register_executor(FieldEncryptionExecutor(clock or Clock()))
-    rules.register_executor(EncryptionExecutor(clock or Clock()))
-    return rules
-
-
-def _rule(kek: str, *, payload: bool = False, **params: str) -> dict[str, Any]:
-    rule: dict[str, Any] = {
-        "name": "encrypt",
-        "kind": "TRANSFORM",
-        "mode": "WRITEREAD",
-        "type": "ENCRYPT_PAYLOAD" if payload else "ENCRYPT",
-        "params": {"encrypt.kek.name": kek, "encrypt.kms.type": "local-kms", "encrypt.kms.key.id": "mykey", **params},
-        "onFailure": "ERROR,ERROR",
-    }
-    if not payload:
-        rule["tags"] = ["PII"]
-    return rule
-
-
 def _register(url: str, fmt: str, rule: dict[str, Any]) -> str:
     """A fresh topic whose value subject's schema carries ``rule``; the topic."""
     topic = f"fe-{uuid.uuid4().hex[:10]}"
-    schema = PROTO if fmt == "PROTOBUF" else json.dumps(AVRO if fmt == "AVRO" else JSON_SCHEMA)
-    rule_set = {"encodingRules" if rule["type"] == "ENCRYPT_PAYLOAD" else "domainRules": [rule]}
-    body = {"schema": schema, "schemaType": fmt, "ruleSet": rule_set}
-    resp = httpx.post(f"{url}/subjects/{topic}-value/versions", json=body, timeout=30)
-    assert resp.status_code == 200, resp.text
+    schema = PAYMENT_PROTO if fmt == "PROTOBUF" else json.dumps(PAYMENT_AVRO if fmt == "AVRO" else PAYMENT_JSON)
+    register_encrypted(url, f"{topic}-value", schema, fmt, rule)
     return topic
 
 
@@ -164,7 +115,7 @@ class Peer:
     def __init__(self, url: str, fmt: str, payment_cls: Any, clock: Clock | None = None) -> None:
         client = SchemaRegistryClient({"url": url})
         conf = {"auto.register.schemas": False, "use.latest.version": True}
-        common: dict[str, Any] = {"rule_conf": RULES, "rule_registry": _executors(clock)}
+        common: dict[str, Any] = {"rule_conf": RULES, "rule_registry": encryption_executors(clock)}
         if fmt == "AVRO":
             self.serialize: Callable = CkAvroSerializer(client, None, conf=conf, **common)
             self.deserialize: Callable = CkAvroDeserializer(client, **common)
@@ -202,7 +153,7 @@ def _ctx(topic: str) -> SerializationContext:
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_confluent_kafka_encrypts_and_we_decrypt(url: str, fmt: str, payment_cls: Any) -> None:
     kek = f"kek-{uuid.uuid4().hex[:8]}"
-    topic = _register(url, fmt, _rule(kek))
+    topic = _register(url, fmt, encrypt_rule(kek))
     record = _record(fmt, payment_cls)
     data = Peer(url, fmt, payment_cls).serialize(_record(fmt, payment_cls), _ctx(topic))
     assert CARD.encode() not in data and b"1234" not in data
@@ -217,7 +168,7 @@ def test_confluent_kafka_encrypts_and_we_decrypt(url: str, fmt: str, payment_cls
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_we_encrypt_and_confluent_kafka_decrypts(url: str, fmt: str, payment_cls: Any) -> None:
     kek = f"kek-{uuid.uuid4().hex[:8]}"
-    topic = _register(url, fmt, _rule(kek))
+    topic = _register(url, fmt, encrypt_rule(kek))
     record = _record(fmt, payment_cls)
     with RegistryClient(url) as client:
         write, read = _ours(client, fmt, payment_cls)
@@ -235,7 +186,7 @@ def test_we_encrypt_and_confluent_kafka_decrypts(url: str, fmt: str, payment_cls
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_deterministic_encryption_gives_confluent_kafkas_bytes(url: str, fmt: str, payment_cls: Any) -> None:
     kek = f"kek-{uuid.uuid4().hex[:8]}"
-    topic = _register(url, fmt, _rule(kek, **{"encrypt.dek.algorithm": "AES256_SIV"}))
+    topic = _register(url, fmt, encrypt_rule(kek, **{"encrypt.dek.algorithm": "AES256_SIV"}))
     record = _record(fmt, payment_cls)
     peer = Peer(url, fmt, payment_cls)
     theirs = peer.serialize(_record(fmt, payment_cls), _ctx(topic))
@@ -252,7 +203,7 @@ def test_deterministic_encryption_gives_confluent_kafkas_bytes(url: str, fmt: st
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_payload_encryption_both_ways(url: str, fmt: str, payment_cls: Any) -> None:
     kek = f"kek-{uuid.uuid4().hex[:8]}"
-    topic = _register(url, fmt, _rule(kek, payload=True))
+    topic = _register(url, fmt, encrypt_rule(kek, payload=True))
     record = _record(fmt, payment_cls)
     peer = Peer(url, fmt, payment_cls)
     theirs = peer.serialize(_record(fmt, payment_cls), _ctx(topic))
@@ -279,7 +230,7 @@ class _Later(Clock):
 @pytest.mark.parametrize("fmt", ["AVRO", "JSON"])
 def test_dek_rotation_reads_every_version_and_writes_with_the_latest(url: str, fmt: str, payment_cls: Any) -> None:
     kek = f"kek-{uuid.uuid4().hex[:8]}"
-    topic = _register(url, fmt, _rule(kek, **{"encrypt.dek.expiry.days": "1"}))
+    topic = _register(url, fmt, encrypt_rule(kek, **{"encrypt.dek.expiry.days": "1"}))
 
     def record() -> dict[str, Any]:  # one encrypted field: each field's transform checks the expiry again
         return {"id": 7, "card": CARD, "pin": None} if fmt == "AVRO" else {"id": 7, "card": CARD}
@@ -330,7 +281,7 @@ def test_shared_kek_material_made_by_the_registry(url: str, fmt: str, payment_cl
         url + KEKS, json={"name": kek, "kmsType": "local-kms", "kmsKeyId": "mykey", "shared": True}, timeout=30
     )
     assert created.status_code == 200, created.text
-    topic = _register(url, fmt, _rule(kek))
+    topic = _register(url, fmt, encrypt_rule(kek))
     record = _record(fmt, payment_cls)
     with RegistryClient(url) as client:
         # no secret here: the DEK the registry generated comes back as keyMaterial
@@ -346,7 +297,7 @@ def test_shared_kek_material_made_by_the_registry(url: str, fmt: str, payment_cl
 
 def test_async_serdes_encrypt_and_decrypt(url: str) -> None:
     kek = f"kek-{uuid.uuid4().hex[:8]}"
-    topic = _register(url, "AVRO", _rule(kek))
+    topic = _register(url, "AVRO", encrypt_rule(kek))
     record = {"id": 7, "card": CARD, "pin": None}
 
     async def go() -> bytes:
@@ -362,7 +313,7 @@ def test_async_serdes_encrypt_and_decrypt(url: str) -> None:
 
 def test_a_deleted_kek_or_dek_or_another_secret_is_an_error_naming_the_field(url: str) -> None:
     kek = f"kek-{uuid.uuid4().hex[:8]}"
-    topic = _register(url, "AVRO", _rule(kek))
+    topic = _register(url, "AVRO", encrypt_rule(kek))
     subject = f"{topic}-value"
     record = {"id": 7, "card": CARD, "pin": None}
     data = Peer(url, "AVRO", None).serialize(dict(record), _ctx(topic))
@@ -393,8 +344,7 @@ def test_an_unencryptable_field_type_is_named(url: str) -> None:
     kek = f"kek-{uuid.uuid4().hex[:8]}"
     schema = {"type": "record", "name": "Count", "fields": [{"name": "n", "type": "int", "confluent:tags": ["PII"]}]}
     topic = f"fe-{uuid.uuid4().hex[:10]}"
-    body = {"schema": json.dumps(schema), "ruleSet": {"domainRules": [_rule(kek)]}}
-    assert httpx.post(f"{url}/subjects/{topic}-value/versions", json=body, timeout=30).status_code == 200
+    register_encrypted(url, f"{topic}-value", json.dumps(schema), "AVRO", encrypt_rule(kek))
     with RegistryClient(url) as client, pytest.raises(RuleError) as err:
         AvroSerializer(client, use_latest_version=True, rule_config=RULES)({"n": 1}, _ctx(topic))
     assert "field Count.n" in str(err.value) and "INT field cannot be encrypted" in str(err.value)
@@ -402,7 +352,7 @@ def test_an_unencryptable_field_type_is_named(url: str) -> None:
 
 def test_without_the_secret_the_error_says_how_to_give_it(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LOCAL_SECRET", raising=False)
-    topic = _register(url, "AVRO", _rule(f"kek-{uuid.uuid4().hex[:8]}"))
+    topic = _register(url, "AVRO", encrypt_rule(f"kek-{uuid.uuid4().hex[:8]}"))
     with RegistryClient(url) as client, pytest.raises(RuleError) as err:
         AvroSerializer(client, use_latest_version=True)({"id": 1, "card": CARD, "pin": None}, _ctx(topic))
     assert "local-kms has no secret" in str(err.value)
@@ -475,8 +425,7 @@ _SHAPES = {
 def test_json_unions_and_nested_refs_both_ways(url: str, shape: str) -> None:
     schema, record, secrets = _SHAPES[shape]
     topic = f"fe-{uuid.uuid4().hex[:10]}"
-    body = {"schema": json.dumps(schema), "schemaType": "JSON", "ruleSet": {"domainRules": [_rule(f"k-{topic}")]}}
-    assert httpx.post(f"{url}/subjects/{topic}-value/versions", json=body, timeout=30).status_code == 200
+    register_encrypted(url, f"{topic}-value", json.dumps(schema), "JSON", encrypt_rule(f"k-{topic}"))
     peer = Peer(url, "JSON", None)
     theirs = peer.serialize(json.loads(json.dumps(record)), _ctx(topic))
     with RegistryClient(url) as client:
@@ -493,7 +442,7 @@ def test_a_cloud_kms_without_its_drivers_names_the_extra(url: str, monkeypatch: 
     # the driver module cannot be imported, as where confluent-kafka's rules extra (Tink, boto3) is missing
     monkeypatch.setitem(sys.modules, "confluent_kafka.schema_registry.rules.encryption.awskms.aws_driver", None)
     kek = f"kek-{uuid.uuid4().hex[:8]}"
-    topic = _register(url, "AVRO", _rule(kek, **{"encrypt.kms.type": "aws-kms", "encrypt.kms.key.id": "arn:k"}))
+    topic = _register(url, "AVRO", encrypt_rule(kek, **{"encrypt.kms.type": "aws-kms", "encrypt.kms.key.id": "arn:k"}))
     with RegistryClient(url) as client, pytest.raises(RuleError) as err:
         AvroSerializer(client, use_latest_version=True)({"id": 1, "card": CARD, "pin": None}, _ctx(topic))
     message = str(err.value)
@@ -501,17 +450,12 @@ def test_a_cloud_kms_without_its_drivers_names_the_extra(url: str, monkeypatch: 
 
 
 def test_fields_tagged_by_metadata_tags_are_encrypted_as_confluent_kafka_does(url: str) -> None:
-    untagged = {
-        "type": "record",
-        "name": "Payment",
-        "namespace": "fe",
-        "fields": [{"name": "id", "type": "int"}, {"name": "card", "type": "string"}],
-    }
+    untagged = {**PAYMENT_AVRO, "fields": [{"name": "id", "type": "int"}, {"name": "card", "type": "string"}]}
     topic = f"fe-{uuid.uuid4().hex[:10]}"
     body = {
         "schema": json.dumps(untagged),
         "metadata": {"tags": {"fe.Payment.card": ["PII"]}},
-        "ruleSet": {"domainRules": [_rule(f"k-{topic}")]},
+        "ruleSet": {"domainRules": [encrypt_rule(f"k-{topic}")]},
     }
     assert httpx.post(f"{url}/subjects/{topic}-value/versions", json=body, timeout=30).status_code == 200
     record = {"id": 7, "card": CARD}

@@ -48,6 +48,7 @@ from serdes import (
     wire,
 )
 from serdes.protobuf import RegisteredProtoFile
+from tests.support.schemas import order_variant
 
 CelExecutor.register()
 CelFieldExecutor.register()
@@ -55,17 +56,7 @@ JsonataExecutor.register()
 
 CT = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
 
-ORDER_AVRO = {
-    "type": "record",
-    "name": "Order",
-    "namespace": "shop",
-    "fields": [
-        {"name": "id", "type": "string"},
-        {"name": "qty", "type": "long"},
-        {"name": "ssn", "type": "string", "confluent:tags": ["PII"]},
-        {"name": "note", "type": ["null", "string"], "default": None},
-    ],
-}
+ORDER_AVRO = order_variant(fields=["id", "qty", {"name": "ssn", "type": "string", "confluent:tags": ["PII"]}, "note"])
 ORDER_JSON = {
     "type": "object",
     "properties": {
@@ -236,11 +227,7 @@ WIDGET_V1 = {
     "name": "Widget",
     "fields": [{"name": "name", "type": "string"}, {"name": "size", "type": "int"}],
 }
-WIDGET_V2 = {
-    "type": "record",
-    "name": "Widget",
-    "fields": [{"name": "name", "type": "string"}, {"name": "height", "type": "int"}],
-}
+WIDGET_V2 = {**WIDGET_V1, "fields": [WIDGET_V1["fields"][0], {"name": "height", "type": "int"}]}  # size renamed
 UPGRADE = {
     "name": "sizeToHeight",
     "kind": "TRANSFORM",

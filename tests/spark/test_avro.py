@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from serdes import AvroSerializer, RegistryClient, Schema, SchemaReference, wire
 from serdes.spark import from_registry, to_registry
+from tests.support.schemas import AVRO_PRIMITIVE_FIELDS
 
 UTC = dt.UTC
 
@@ -29,13 +30,7 @@ ALL = {
     "name": "All",
     "namespace": "sk.test",
     "fields": [
-        {"name": "b", "type": "boolean"},
-        {"name": "i", "type": "int"},
-        {"name": "l", "type": "long"},
-        {"name": "f", "type": "float"},
-        {"name": "d", "type": "double"},
-        {"name": "s", "type": "string"},
-        {"name": "raw", "type": "bytes"},
+        *AVRO_PRIMITIVE_FIELDS,
         {"name": "opt", "type": ["null", "string"]},
         {"name": "il", "type": ["int", "long"]},
         {"name": "fd", "type": ["float", "double"]},
@@ -75,7 +70,7 @@ def all_record(k: int) -> dict:
         "f": 1.5,
         "d": k / 4,
         "s": f"s{k}",
-        "raw": bytes([k, 0, 255]),
+        "by": bytes([k, 0, 255]),
         "opt": None if k % 2 else f"o{k}",
         "il": 7 + k,
         "fd": 2.5,
@@ -109,7 +104,7 @@ def expected_row(k: int) -> dict:
     ][k % 4]
     shape = Row(member0=Row(x=9), member1=None) if k % 2 == 0 else Row(member0=None, member1=Row(r=1.25))
     return all_record(k) | {
-        "raw": bytearray([k, 0, 255]),
+        "by": bytearray([k, 0, 255]),
         "u": u,
         "shape": shape,
         "points": [Row(x=k), Row(x=k + 1)],

@@ -7,55 +7,28 @@ import json
 import uuid
 from typing import Any
 
-import httpx
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer as CkAvroSerializer
-from confluent_kafka.schema_registry.rule_registry import RuleRegistry
-from confluent_kafka.schema_registry.rules.encryption.encrypt_executor import (
-    EncryptionExecutor,
-    FieldEncryptionExecutor,
-)
-from confluent_kafka.schema_registry.rules.encryption.localkms.local_driver import LocalKmsDriver
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from serdes import JsonSchemaSerializer, RegistryClient
 from serdes.spark import from_registry
-from tests.support.kms import LOCAL_KMS_SECRET
+from tests.support.kms import LOCAL_KMS_SECRET, encrypt_rule, encryption_executors, register_encrypted
+from tests.support.schemas import PAYMENT_AVRO, PAYMENT_JSON
 
 SECRET = {"secret": LOCAL_KMS_SECRET}
-AVRO = {
-    "type": "record",
-    "name": "Account",
-    "namespace": "fe.spark",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "iban", "type": "string", "confluent:tags": ["PII"]},
-        {"name": "note", "type": ["null", "string"], "default": None, "confluent:tags": ["PII"]},
-    ],
-}
-JSON_SCHEMA = {
-    "type": "object",
-    "properties": {"id": {"type": "integer"}, "iban": {"type": "string", "confluent:tags": ["PII"]}},
-}
-ROWS = [{"id": i, "iban": f"DE00 0000 {i:04d}", "note": None if i % 2 else f"n{i}"} for i in range(6)]
+ROWS = [{"id": i, "card": f"4111-0000-0000-{i:04d}", "pin": None if i % 2 else f"p{i:04d}".encode()} for i in range(6)]
 
 
 def _register(url: str, subject: str, schema: Any, schema_type: str, rule_type: str = "ENCRYPT") -> None:
-    params = {"encrypt.kek.name": f"spark-{uuid.uuid4().hex[:8]}", "encrypt.kms.type": "local-kms"}
-    rule = {"name": "enc", "kind": "TRANSFORM", "mode": "WRITEREAD", "type": rule_type, "tags": ["PII"]}
-    rule["params"] = {**params, "encrypt.kms.key.id": "k"}
-    where = "encodingRules" if rule_type == "ENCRYPT_PAYLOAD" else "domainRules"
-    body = {"schema": json.dumps(schema), "schemaType": schema_type, "ruleSet": {where: [rule]}}
-    assert httpx.post(f"{url}/subjects/{subject}/versions", json=body, timeout=30).status_code == 200
+    rule = encrypt_rule(f"spark-{uuid.uuid4().hex[:8]}", payload=rule_type == "ENCRYPT_PAYLOAD")
+    register_encrypted(url, subject, json.dumps(schema), schema_type, rule)
 
 
 def _ck_frames(url: str, subject: str) -> list[bytes]:
     """The rows encrypted by confluent-kafka's serializer and executors."""
-    LocalKmsDriver.register()
-    executors = RuleRegistry()
-    executors.register_executor(FieldEncryptionExecutor())
-    executors.register_executor(EncryptionExecutor())
+    executors = encryption_executors()
     conf = {"auto.register.schemas": False, "use.latest.version": True}
     write = CkAvroSerializer(
         SchemaRegistryClient({"url": url}), None, conf=conf, rule_conf=SECRET, rule_registry=executors
@@ -68,9 +41,9 @@ def _ck_frames(url: str, subject: str) -> list[bytes]:
 def test_the_python_engine_decrypts_what_confluent_kafka_encrypted(
     spark: Any, registry_url: str, subject: str, rule_type: str
 ) -> None:
-    _register(registry_url, subject, AVRO, "AVRO", rule_type)
+    _register(registry_url, subject, PAYMENT_AVRO, "AVRO", rule_type)
     frames = _ck_frames(registry_url, subject)
-    assert all(row["iban"].encode() not in frame for row, frame in zip(ROWS, frames, strict=True))
+    assert all(row["card"].encode() not in frame for row, frame in zip(ROWS, frames, strict=True))
     df = spark.createDataFrame([(f,) for f in frames], "value binary")
     # engine="auto" picks the Python engine for an encrypted subject (the JVM engine would give ciphertext)
     decoded = df.select(from_registry("value", registry_url, subject=subject, rule_config=SECRET).alias("a"))
@@ -85,18 +58,18 @@ def test_the_python_engine_decrypts_what_confluent_kafka_encrypted(
 
 
 def test_the_python_engine_decrypts_json(spark: Any, registry_url: str, subject: str) -> None:
-    _register(registry_url, subject, JSON_SCHEMA, "JSON")
-    rows = [{"id": r["id"], "iban": r["iban"]} for r in ROWS]
+    _register(registry_url, subject, PAYMENT_JSON, "JSON")
+    rows = [{"id": r["id"], "card": r["card"]} for r in ROWS]
     with RegistryClient(registry_url) as client:
         write = JsonSchemaSerializer(client, subject=subject, use_latest_version=True, rule_config=SECRET)
         frames = [write(dict(r)) for r in rows]
-    assert all(r["iban"].encode() not in f for r, f in zip(rows, frames, strict=True))
+    assert all(r["card"].encode() not in f for r, f in zip(rows, frames, strict=True))
     df = spark.createDataFrame([(f,) for f in frames], "value binary")
     decoded = df.select(from_registry("value", registry_url, subject=subject, rule_config=SECRET).alias("a"))
     assert sorted((r.a.asDict() for r in decoded.collect()), key=lambda a: a["id"]) == rows
 
 
 def test_the_jvm_engine_says_it_does_not_decrypt(spark: Any, registry_url: str, subject: str) -> None:
-    _register(registry_url, subject, AVRO, "AVRO")
+    _register(registry_url, subject, PAYMENT_AVRO, "AVRO")
     with pytest.raises(ValueError, match="the JVM engine does not decrypt"):
         from_registry("value", registry_url, subject=subject, engine="jvm", rule_config=SECRET)

@@ -12,7 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from streams import StreamsBuilder, TopologyTestDriver
+import pytest
+
+from streams import StreamsBuilder, Topology, TopologyError, TopologyTestDriver
 
 Row = tuple[Any, Any, int]
 Build = Callable[[StreamsBuilder], None]
@@ -20,6 +22,16 @@ Build = Callable[[StreamsBuilder], None]
 #: Kafka Streams' input where windows expire by grace (``shouldLogAndMeterWhenSkippingExpiredWindowByGrace``, for
 #: time and sliding windows alike): stream time jumps to 200, then records "0".."5" arrive at 100..105.
 EXPIRED_BY_GRACE_INPUT: list[Row] = [("k", "100", 200), *(("k", str(n), 100 + n) for n in range(6))]
+
+#: Kafka Streams' ``KTableAggregateTest.testCount``: rows of a table (key, colour), one changing colour...
+COLOUR_ROWS: list[Row] = [
+    ("A", "green", 10), ("B", "green", 9), ("A", "blue", 12), ("C", "yellow", 15), ("D", "green", 11)
+]  # fmt: skip
+#: ...and what counting them by colour sends downstream: a row changing colour leaves its old count first.
+COLOUR_COUNTS: list[Row] = [
+    ("green", 1, 10), ("green", 2, 10), ("green", 1, 12),
+    ("blue", 1, 12), ("yellow", 1, 15), ("green", 2, 12),
+]  # fmt: skip
 
 
 def printed(key: Any) -> Any:
@@ -63,3 +75,31 @@ def scenario(
     """Build, pipe ``rows`` into topic ``in``, and return what ``out`` received."""
     with piped(build, rows, state_dir=state_dir, key=in_key, value=in_value) as d:
         return read_rows(d, out, key, value)
+
+
+def refused_retention(windows: Any, retention: int) -> str:
+    """Why building a windowed count over ``windows`` that keeps its windows only ``retention`` ms is refused."""
+    grouped = StreamsBuilder().stream("in", key=str, value=str).group_by_key()
+    with pytest.raises(TopologyError) as refused:
+        grouped.windowed_by(windows).count(store="c", retention=retention)
+    return str(refused.value)
+
+
+class StreamTableJoin:
+    """Kafka's ``KStreamKTableJoinTest`` harness around a built stream-table join: int keys and string values on
+    the stream and table topics, the joined records on ``out``."""
+
+    def __init__(self, topology: Topology, stream_topic: str, table_topic: str) -> None:
+        self.driver = TopologyTestDriver(topology)
+        self.stream = self.driver.input_topic(stream_topic, key=int, value=str)
+        self.table = self.driver.input_topic(table_topic, key=int, value=str)
+        self.out = self.driver.output_topic("out", key=int, value=str)
+
+    def push_stream(self, n: int, prefix: str) -> None:
+        """Stream records ``prefix + k`` with key k at time k, for k in 0..n-1."""
+        for k in range(n):
+            self.stream.pipe_input(k, f"{prefix}{k}", timestamp=k)
+
+    def results(self) -> list[Row]:
+        """The joined records since the last call."""
+        return [(r.key, r.value, r.timestamp) for r in self.out.read_records()]

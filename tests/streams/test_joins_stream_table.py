@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from streams import StreamsBuilder, TopologyTestDriver
+from tests.streams.scenarios import StreamTableJoin
 
 Row = tuple[int, str, int]
 
@@ -20,27 +21,17 @@ def show(value: Any, row: Any) -> str:
     return f"{value}+{'null' if row is None else row}"
 
 
-class Scenario:
+class Scenario(StreamTableJoin):
     def __init__(self, left: bool) -> None:
         b = StreamsBuilder()
         table = b.table("table", key=int, value=str)
         stream = b.stream("stream", key=int, value=str)
         (stream.left_join if left else stream.join)(table, show).to("out", key=int, value=str)
-        self.driver = TopologyTestDriver(b.build())
-        self.stream = self.driver.input_topic("stream", key=int, value=str)
-        self.table = self.driver.input_topic("table", key=int, value=str)
-        self.out = self.driver.output_topic("out", key=int, value=str)
-
-    def push_stream(self, n: int, prefix: str) -> None:
-        for k in range(n):
-            self.stream.pipe_input(k, f"{prefix}{k}", timestamp=k)
+        super().__init__(b.build(), "stream", "table")
 
     def push_table(self, n: int, prefix: str | None) -> None:
         for k in range(n):
             self.table.pipe_input(k, None if prefix is None else f"{prefix}{k}", timestamp=k)
-
-    def results(self) -> list[Row]:
-        return [(r.key, r.value, r.timestamp) for r in self.out.read_records()]
 
 
 @pytest.fixture(params=[False, True], ids=["join", "left_join"])

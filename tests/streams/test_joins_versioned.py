@@ -23,6 +23,7 @@ from streams import (
     VersionedRecord,
     VersionedStoreSpec,
 )
+from tests.streams.scenarios import COLOUR_COUNTS, COLOUR_ROWS, StreamTableJoin, pipe, read_rows
 
 Row = tuple[Any, Any, int]
 
@@ -32,7 +33,7 @@ def tostring(value: Any, row: Any) -> str:
     return f"{value}+{row}"
 
 
-class GraceScenario:
+class GraceScenario(StreamTableJoin):
     """Kafka's ``KStreamKTableJoinTest.makeJoin(grace)``: a versioned table (5 minutes of history) joined with
     a stream with ``grace``."""
 
@@ -42,29 +43,24 @@ class GraceScenario:
         table = b.table("tableTopic2", key=int, value=str, store=spec)
         stream = b.stream("streamTopic", key=int, value=str)
         stream.join(table, tostring, grace=grace_ms, name="Grace").to("out", key=int, value=str)
-        self.driver = TopologyTestDriver(b.build())
-        self.stream = self.driver.input_topic("streamTopic", key=int, value=str)
-        self.table = self.driver.input_topic("tableTopic2", key=int, value=str)
-        self.out = self.driver.output_topic("out", key=int, value=str)
-
-    def push_stream(self, n: int, prefix: str) -> None:
-        for k in range(n):
-            self.stream.pipe_input(k, f"{prefix}{k}", timestamp=k)
+        super().__init__(b.build(), "streamTopic", "tableTopic2")
 
     def push_table_non_random(self, n: int, prefix: str) -> None:
         for k in range(n):
             self.table.pipe_input(k, f"{prefix}{k}", timestamp=0)
 
-    def results(self) -> list[Row]:
-        return [(r.key, r.value, r.timestamp) for r in self.out.read_records()]
+    def start(self) -> None:
+        """How Kafka's grace tests start: table rows Y0..Y3 (no output), then stream records X0..X3 at times 0..3,
+        of which X0 and X1 are joined at once and X2 and X3 wait out the grace period."""
+        self.push_table_non_random(4, "Y")
+        assert self.results() == []
+        self.push_stream(4, "X")
+        assert self.results() == [(0, "X0+Y0", 0), (1, "X1+Y1", 1)]
 
 
 def test_should_delay_join_by_grace_period() -> None:
     s = GraceScenario(2)
-    s.push_table_non_random(4, "Y")
-    assert s.results() == []
-    s.push_stream(4, "X")
-    assert s.results() == [(0, "X0+Y0", 0), (1, "X1+Y1", 1)]
+    s.start()
     s.push_table_non_random(4, "YY")
     assert s.results() == []
     s.push_stream(4, "X")
@@ -77,10 +73,7 @@ def test_should_delay_join_by_grace_period() -> None:
 
 def test_should_handle_late_joins_with_grace_period() -> None:
     s = GraceScenario(2)
-    s.push_table_non_random(4, "Y")
-    assert s.results() == []
-    s.push_stream(4, "X")
-    assert s.results() == [(0, "X0+Y0", 0), (1, "X1+Y1", 1)]
+    s.start()
     s.push_stream(1, "X")  # older than stream time minus the grace: joins at once, evicts nothing
     assert s.results() == [(0, "X0+Y0", 0)]
 
@@ -322,26 +315,17 @@ def _grouped_table_run(aggregate: Any, rows: list[tuple[str, str | None, int]], 
     b = StreamsBuilder()
     table = b.table("topic1", key=str, value=str, store=VersionedStoreSpec("versioned", history_retention=300_000))
     aggregate(table).to_stream().to("out", key=str, value=value)
-    driver = TopologyTestDriver(b.build())
-    topic = driver.input_topic("topic1", key=str, value=str)
-    for key, v, ts in rows:
-        topic.pipe_input(key, v, timestamp=ts)
-    return [(r.key, r.value, r.timestamp) for r in driver.output_topic("out", key=str, value=value).read_records()]
+    with TopologyTestDriver(b.build()) as driver:
+        pipe(driver, "topic1", rows)
+        return read_rows(driver, "out", str, value)
 
 
 def test_count_of_a_versioned_table() -> None:
-    """Kafka's ``KTableAggregateTest.testCountOfVersionedStore``: the out-of-order update is ignored."""
-    rows = [("A", "green", 10), ("B", "green", 9), ("A", "blue", 12), ("A", "blue", 11), ("C", "yellow", 15)]
-    rows.append(("D", "green", 11))
+    """Kafka's ``KTableAggregateTest.testCountOfVersionedStore``: ``testCount``'s rows with one out-of-order update
+    more, which the versioned table ignores: ``testCount``'s counts."""
+    rows = [*COLOUR_ROWS[:3], ("A", "blue", 11), *COLOUR_ROWS[3:]]
     got = _grouped_table_run(lambda t: t.group_by(lambda k, v: (v, v), key=str, value=str).count(), rows, int)
-    assert got == [
-        ("green", 1, 10),
-        ("green", 2, 10),
-        ("green", 1, 12),
-        ("blue", 1, 12),
-        ("yellow", 1, 15),
-        ("green", 2, 12),
-    ]
+    assert got == COLOUR_COUNTS
 
 
 def test_aggregate_of_a_versioned_table() -> None:

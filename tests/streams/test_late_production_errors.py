@@ -51,6 +51,19 @@ def late_log(log_url: str, request: pytest.FixtureRequest) -> Log:
     return lg
 
 
+class Recording:
+    """A production exception handler that keeps every (refused record, error) it is asked about and answers
+    ``drop`` (True: leave that output out and go on; False: fail)."""
+
+    def __init__(self, drop: bool) -> None:
+        self.calls: list[tuple[Record | None, Exception]] = []
+        self.drop = drop
+
+    def __call__(self, record: Record | None, error: Exception) -> bool:
+        self.calls.append((record, error))
+        return self.drop
+
+
 def make_app(
     log: Log,
     log_url: str,
@@ -90,12 +103,7 @@ def run_past_the_failure(app: StreamsApp, log: Log, src: str) -> None:
 def test_fail_stops_the_app_once_naming_the_output_and_the_log_error(
     late_log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
-    calls: list[tuple[Record | None, Exception]] = []
-
-    def fail(record: Record | None, error: Exception) -> bool:
-        calls.append((record, error))
-        return False
-
+    fail = Recording(drop=False)
     app, src, out = make_app(late_log, log_url, names, tmp_path, production_exception_handler=fail)
     produce(late_log, src, FIRST + REST, value=str.encode)
     expected = (
@@ -107,7 +115,7 @@ def test_fail_stops_the_app_once_naming_the_output_and_the_log_error(
     assert app.state == "ERROR"
     error = info.value
     assert (error.task_id, error.sink_topic, error.sink_partition) == ("0_0", out, 0)
-    assert len(calls) == 1 and app.lost_tasks == 0  # stopped at once: no lose-reassign-fail loop
+    assert len(fail.calls) == 1 and app.lost_tasks == 0  # stopped at once: no lose-reassign-fail loop
     assert committed(app, late_log, src) in (None, 1)  # nothing past the failure is committed as consumed
     assert ("k1", "B") not in outputs(late_log, out)
 
@@ -143,18 +151,13 @@ def test_continue_drops_exactly_the_refused_output(
 def test_callable_handler_sees_the_refused_output_and_the_log_error(
     late_log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
-    seen: list[tuple[Record | None, Exception]] = []
-
-    def handler(record: Record | None, error: Exception) -> bool:
-        seen.append((record, error))
-        return True
-
+    handler = Recording(drop=True)
     app, src, out = make_app(
         late_log, log_url, names, tmp_path, production_exception_handler=handler, processing_guarantee="exactly_once_v2"
     )
     with app:
         run_past_the_failure(app, late_log, src)
-    [(record, error)] = seen
+    [(record, error)] = handler.calls
     assert record is not None
     assert (record.topic, record.partition, record.key, record.value) == (out, 0, b"k2", b"x" * (2 * LIMIT))
     assert isinstance(error, ProductionError) and isinstance(error.__cause__, RecordTooLargeError)
@@ -169,12 +172,7 @@ def test_identical_refused_outputs_are_each_dropped_once(
     late_log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
 ) -> None:
     """Two equal outputs (same key and value) refused: each occurrence is asked about and dropped once."""
-    seen: list[Record | None] = []
-
-    def handler(record: Record | None, error: Exception) -> bool:
-        seen.append(record)
-        return True
-
+    handler = Recording(drop=True)
     app, src, out = make_app(
         late_log, log_url, names, tmp_path, processing_guarantee="exactly_once_v2", production_exception_handler=handler
     )
@@ -183,7 +181,7 @@ def test_identical_refused_outputs_are_each_dropped_once(
         assert app.wait_until(lambda a: committed(a, late_log, src) == 4, 60)
         assert app.metrics()["task_states"]["0_0"]["dropped_reasons"] == {"production_error": 2}
         assert dict(app.store("counts").all()) == {"k1": 1, "k2": 2, "k3": 1}
-    assert len(seen) == 2 and all(r is not None and r.key == b"k2" for r in seen)
+    assert len(handler.calls) == 2 and all(r is not None and r.key == b"k2" for r, _ in handler.calls)
     assert outputs(late_log, out) == [("k1", "A"), ("k3", "C")]
 
 

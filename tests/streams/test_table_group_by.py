@@ -14,7 +14,7 @@ import pytest
 from streams import ProcessingError, StreamsBuilder, TopologyTestDriver
 from streams.change import Change, ChangeSerde
 from streams.record_serdes import STRING
-from tests.streams.scenarios import pipe, read_rows
+from tests.streams.scenarios import COLOUR_COUNTS, COLOUR_ROWS, pipe, read_rows
 
 
 def adder(key: str, value: str, agg: str) -> str:
@@ -118,19 +118,8 @@ def test_count_of_regrouped_rows() -> None:
     b = StreamsBuilder()
     build(b)
     with TopologyTestDriver(b.build()) as d:
-        pipe(
-            d,
-            "topic1",
-            [("A", "green", 10), ("B", "green", 9), ("A", "blue", 12), ("C", "yellow", 15), ("D", "green", 11)],
-        )
-        assert read_rows(d, "out", str, int) == [
-            ("green", 1, 10),
-            ("green", 2, 10),
-            ("green", 1, 12),
-            ("blue", 1, 12),
-            ("yellow", 1, 15),
-            ("green", 2, 12),
-        ]
+        pipe(d, "topic1", COLOUR_ROWS)
+        assert read_rows(d, "out", str, int) == COLOUR_COUNTS
         assert d.get_key_value_store("count").get("green") == 2
 
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from streams.changelog import ChangelogWriter
 from streams.processor import RecordContext
 from streams.record_serdes import STRING
 from streams.state.versioned import (
@@ -25,6 +24,7 @@ from streams.state.versioned import (
     decode_version,
 )
 from streams.topology import VersionedStoreSpec
+from tests.streams.stores import Changelog, commit
 
 HISTORY_RETENTION = 300_000
 SEGMENT_INTERVAL = HISTORY_RETENTION // 3  # RocksDBVersionedStoreTest's
@@ -33,22 +33,6 @@ BASE = 10
 GRACE = HISTORY_RETENTION  # the history retention doubles as the grace period
 LATEST = PUT_RETURN_CODE_VALID_TO_UNDEFINED
 NOT_PUT = PUT_RETURN_CODE_NOT_PUT
-
-
-class Changelog:
-    """A real ChangelogWriter whose sends land in a list (as if the log accepted them at once)."""
-
-    def __init__(self) -> None:
-        self.records: list[tuple[bytes, bytes | None]] = []
-        self.writer = ChangelogWriter(self._send, "app-v-changelog", 0)
-
-    def _send(self, topic: str, value: bytes | None, key: bytes, **kwargs: Any) -> None:
-        self.records.append((key, value))
-
-
-def commit(store: VersionedKeyValueStore) -> None:
-    store.flush(None)
-    store.persist()
 
 
 @pytest.fixture(params=["memory", "rocksdb"])

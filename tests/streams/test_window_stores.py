@@ -7,11 +7,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from streams.changelog import ChangelogWriter
 from streams.errors import StateStoreError
 from streams.processor import RecordContext
 from streams.record_serdes import INT, STRING
@@ -20,25 +18,7 @@ from streams.state.session import SessionStore
 from streams.state.timed import META_KEY
 from streams.state.window import WindowStore
 from streams.windows import SessionWindow, TimeWindow, Windowed
-
-Sent = list[tuple[bytes, bytes | None]]
-
-
-class Changelog:
-    """A real ChangelogWriter whose sends land in a list (as if the log accepted them at once)."""
-
-    def __init__(self) -> None:
-        self.records: Sent = []
-        self.writer = ChangelogWriter(self._send, "app-store-changelog", 0)
-
-    def _send(self, topic: str, value: bytes | None, key: bytes, **kwargs: Any) -> None:
-        self.records.append((key, value))
-
-
-def commit(store: Any) -> None:
-    """The task's commit protocol for one store: flush, (offsets committed), persist."""
-    store.flush(None)
-    store.persist()
+from tests.streams.stores import Changelog, commit
 
 
 @pytest.fixture(params=["memory", "rocksdb"])

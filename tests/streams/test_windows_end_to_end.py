@@ -57,6 +57,21 @@ def produce_clicks(log: Log, topic: str, clicks: list[tuple[str, Any, int]], pro
         send_timestamped(producer, topic, clicks, produced.delivered)
 
 
+def feeding(log: Log, topic: str, clicks: list[tuple[str, Any, int]], produced: Produced) -> threading.Thread:
+    """A started thread producing ``clicks`` 100 at a time, 30 ms apart: input still arriving when a test kills
+    the instance. One producer for every chunk: a new Kafka producer delivers nothing for its first 0.5-1 s."""
+
+    def feed() -> None:
+        with log.producer() as producer:
+            for i in range(0, len(clicks), 100):
+                send_timestamped(producer, topic, clicks[i : i + 100], produced.delivered)
+                time.sleep(0.03)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    return feeder
+
+
 def produce_ticks(log: Log, topic: str, produced: Produced) -> None:
     """One late-in-time record per partition, so that stream time passes every window's close."""
     with log.producer() as producer:
@@ -175,15 +190,7 @@ def test_suppressed_finals_after_kill_9(
         emitted_before = sum(len(v) for v in finals(log, finals_topic).values())
         assert emitted_before > 0
 
-        def feed() -> None:
-            # One producer for every chunk: a new Kafka producer delivers nothing for its first 0.5-1 s.
-            with log.producer() as producer:
-                for i in range(0, len(second), 100):
-                    send_timestamped(producer, clicks_topic, second[i : i + 100], produced.delivered)
-                    time.sleep(0.03)
-
-        feeder = threading.Thread(target=feed)
-        feeder.start()
+        feeder = feeding(log, clicks_topic, second, produced)
         time.sleep(0.6)
         instance.proc.kill()  # SIGKILL: no commit, no flush of the caches, no checkpoint
         instance.proc.wait()
@@ -235,14 +242,7 @@ def test_window_store_restored_after_kill_9_equals_a_clean_run(
     try:
         wait_for(lambda: all_committed(log, app_id, clicks_topic, produced), what="the first clicks to be committed")
 
-        def feed() -> None:
-            with log.producer() as producer:
-                for i in range(0, len(second), 100):
-                    send_timestamped(producer, clicks_topic, second[i : i + 100], produced.delivered)
-                    time.sleep(0.03)
-
-        feeder = threading.Thread(target=feed)
-        feeder.start()
+        feeder = feeding(log, clicks_topic, second, produced)
         time.sleep(0.6)
         instance.kill()  # SIGKILL mid-run: no commit, no flush of the caches, no checkpoint
         feeder.join()

@@ -13,7 +13,10 @@ from here (never from a conftest). Helpers that serve one directory's tests only
 - ``topics``: creating topics, producing items to a topic and reading a whole topic back, through a ``Log``.
 - ``cli``: the ``schemakit`` command line, as a child process or in this one.
 - ``protos``: compiling test ``.proto`` texts with protoc.
-- ``schemas``: the order record the serdes tests and benchmark write (Avro, JSON Schema, dataclasses).
+- ``schemas``: the records the serdes tests and benchmarks write: the order (Avro, JSON Schema, dataclasses, and
+  ``order_variant`` for other versions of it), the payment the encryption tests encrypt, the Avro primitive fields.
+- ``kms``: field-level encryption: the one ``local-kms`` secret, confluent-kafka's executors, the ENCRYPT rule and
+  registering a subject under it.
 - ``spark``: whether Spark can run here, and the session the Spark tests share.
 - ``browser``: headless Chromium for the schema browser's tests.
 - ``faults``: network faults per process (namespaces, iptables, a TCP proxy) and the fault tests' broker.

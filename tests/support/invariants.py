@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from tests.support.waiting import poll_until
+from tests.support.registry_cluster import wait_agreeing
 
 #: GET path -> the answer's body bytes
 RawView = dict[str, bytes]
@@ -70,19 +70,13 @@ def registry_violations(urls: list[str], acked: Iterable[Ack], *, timeout: float
     """The instances' common view and every violation of the four invariants (instances that never answer
     alike within ``timeout`` are one, and the first instance's view is checked)."""
     try:
-        views = poll_until(
-            lambda: [raw_view(u) for u in urls],
-            lambda views: all(v == views[0] for v in views[1:]),
-            timeout=timeout,
-            interval=0.5,
-            what=f"{urls} to answer the same bytes",
-            ignoring=(httpx.HTTPError,),
+        view = wait_agreeing(
+            urls, raw_view, timeout=timeout, what=f"{urls} to answer the same bytes", ignoring=(httpx.HTTPError,)
         )
         disagreement = []
     except AssertionError as e:
-        views = [raw_view(urls[0])]
+        view = raw_view(urls[0])
         disagreement = [f"the instances never answered the same bytes: {e}"]
-    view = views[0]
     violations: list[str] = list(disagreement)
 
     versions: dict[str, dict[int, tuple[int, object]]] = {}

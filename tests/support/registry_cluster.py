@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import httpx
@@ -22,6 +22,7 @@ from tests.support.waiting import poll_until
 
 #: (subject, version) -> (id, schema) and id -> schema: one instance's state, as its REST API shows it
 View = tuple[dict[tuple[str, int], tuple[int, str]], dict[int, str]]
+T = TypeVar("T")
 
 
 @dataclass
@@ -165,13 +166,27 @@ def snapshot(url: str) -> View:
     return versions, ids
 
 
-def wait_identical(urls: list[str], timeout: float = 20.0) -> View:
-    """The instances' common view once they agree (followers apply the log a moment later)."""
+def wait_agreeing(
+    urls: list[str],
+    read: Callable[[str], T],
+    *,
+    timeout: float,
+    what: str,
+    ignoring: tuple[type[BaseException], ...] = (),
+) -> T:
+    """What ``read`` gives for every instance, once it gives the same for all of them (followers apply the log a
+    moment later); ``poll_until``'s AssertionError, naming ``what``, if they do not agree within ``timeout``."""
     views = poll_until(
-        lambda: [snapshot(u) for u in urls],
+        lambda: [read(u) for u in urls],
         lambda views: all(v == views[0] for v in views[1:]),
         timeout=timeout,
         interval=0.5,
-        what=f"the views of {urls} to agree",
+        what=what,
+        ignoring=ignoring,
     )
     return views[0]
+
+
+def wait_identical(urls: list[str], timeout: float = 20.0) -> View:
+    """The instances' common view once they agree."""
+    return wait_agreeing(urls, snapshot, timeout=timeout, what=f"the views of {urls} to agree")
