@@ -25,8 +25,8 @@ import pytest
 
 from streams.log import open_log
 from tests.ha.load import Workload
+from tests.streams.groups import Group, outputs
 from tests.streams.instances import Instance
-from tests.streams.test_failover import Group, outputs
 from tests.support.broker import broker_log_url
 from tests.support.faults import FaultBroker, Peer
 from tests.support.invariants import registry_violations

@@ -1,7 +1,7 @@
 """A streams instance cut off from the broker past its session timeout (``tests/support/faults.py``): its tasks
 move to the other instance, it can neither produce nor commit while cut off, and it rejoins once healed; under
-exactly-once and at-least-once. The application and its checks are ``test_failover``'s (``key_counts``: the output
-of a key is 1, 2, 3, ... as long as no task lost or redid work)."""
+exactly-once and at-least-once. The application and its checks are ``tests/streams/groups.py``'s (``key_counts``:
+the output of a key is 1, 2, 3, ... as long as no task lost or redid work)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from streams.log import Log, TopicPartition, open_log
-from tests.streams.test_failover import PARTITIONS, SESSION_MS, TASKS, Group, outputs
+from tests.streams.groups import PARTITIONS, SESSION_MS, TASKS, Group, outputs
 from tests.support.broker import broker_log_url
 from tests.support.faults import FaultBroker, Namespace, small_disk
 from tests.support.waiting import wait_for
