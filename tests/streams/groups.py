@@ -130,11 +130,16 @@ class Group:
     def start_two(self, *options: str, wrapper_a: list[str] | None = None) -> tuple[Instance, Instance]:
         """Instances "a" (under ``wrapper_a``) and "b", once they share the tasks (each runs some)."""
         a, b = self.start("a", *options, wrapper=wrapper_a), self.start("b", *options)
+        self.wait_shared(a, b)
+        return a, b
+
+    @staticmethod
+    def wait_shared(a: Instance, b: Instance) -> None:
+        """Wait until ``a`` and ``b`` share the tasks (each runs some)."""
         wait_for(
             lambda: sorted(a.tasks() + b.tasks()) == TASKS and a.tasks() and b.tasks(),
-            what="a and b to share the tasks",
+            what=f"{a.name} and {b.name} to share the tasks",
         )
-        return a, b
 
 
 def all_committed(log: Log, app_id: str, src: str, feed: Feed) -> Callable[[], bool]:
