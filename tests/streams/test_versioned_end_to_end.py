@@ -76,8 +76,9 @@ def expected(orders: list[tuple[str, Any, int]], prices: list[tuple[str, Any, in
 
 
 class Sender:
-    """``send`` (rows to a topic, their ends noted) through one producer for the whole test: a new Kafka producer delivers nothing for its first
-    0.5-1 s (it fetches an idempotent producer id first), and this test sends about twenty batches."""
+    """``send`` (rows to a topic, their ends noted) through one producer for the whole test: a new Kafka producer
+    delivers nothing for its first 0.5-1 s (it fetches an idempotent producer id first), and this test sends about
+    twenty batches."""
 
     def __init__(self, producer: Producer, ends: Ends) -> None:
         self.producer, self.ends = producer, ends
@@ -124,7 +125,8 @@ def test_out_of_order_enrichment_across_a_clean_restart_and_a_kill_9(
 
     # Part one, in process: prices, then orders; a clean close (the last orders stay buffered).
     sender(prices_t, prices1)
-    with StreamsApp(versioned_enrichment(orders_t, prices_t, out_t), app_id, log_url, state_dir=state) as app:
+    topology = versioned_enrichment(orders_t, prices_t, out_t)
+    with StreamsApp(topology, app_id, log_url, state_dir=state, commit_interval_ms=500) as app:
         latest = {p: price_as_of(prices1, p, t1) for p in PRODUCTS}
         wait_for(lambda: dict(app.store("prices").all()) == latest, what="the first prices")
         sender(orders_t, orders1)
@@ -132,7 +134,8 @@ def test_out_of_order_enrichment_across_a_clean_restart_and_a_kill_9(
     # Part two, in a subprocess killed while orders stream in.
     sender(prices_t, prices2)
     args = [log_url, app_id, str(state), orders_t, out_t, "500", "--topology", "versioned_enrichment"]
-    args += ["--table", prices_t]
+    # a 2 s session (the test URL's): the finisher's group waits out the killed member's session, not 10 s of it
+    args += ["--table", prices_t, "--session-ms", "2000"]
     killed = Instance("killed", args, tmp_path)
     try:
         wait_for(committed, timeout=120, what="the second prices to be committed")
