@@ -102,10 +102,11 @@ def test_broker_latency_spikes_lose_nothing(
     with Group(fault_log, fault_log_url, tmp_path, names, "spiky" + guarantee.replace("_", "")) as group:
         a, b = group.start_two("--guarantee", guarantee)
         with group.feed.continuously(pause=0.2):
-            for spike in (0.3, 0.8, 0.3):  # each way: round trips of 0.6, 1.6 and 0.6 s
+            # each way: round trips of 0.6, 1.6 and 0.6 s, each held past the 2 s session timeout
+            for spike in (0.3, 0.8, 0.3):
                 with faults_broker.proxy.delayed(spike, bound=30):
-                    time.sleep(3)
-                time.sleep(1)
+                    time.sleep(2.5)
+                time.sleep(0.5)
         group.wait_until_committed(what="everything fed to be committed after the spikes")
         by_key = outputs(fault_log, group.out)
         assert set(by_key) == set(group.feed.sent)
