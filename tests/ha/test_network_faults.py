@@ -1,6 +1,7 @@
 """The highly available registry under network faults (``tests/support/faults.py``): three instances, each in
 a network namespace of its own, on the fault tests' broker; eight clients writing and reading; the invariants
-(``tests/support/invariants.py``) checked after each fault."""
+(``tests/support/invariants.py``) checked after each fault. The broker-latency and client-reset tests share one
+cluster (``module_net_cluster``): their faults heal and kill no instance."""
 
 from __future__ import annotations
 
@@ -108,8 +109,8 @@ def test_a_follower_cut_off_from_the_leader_fails_writes_with_50003_and_reads_go
     check_registry_invariants(net.urls(), acked)
 
 
-def test_a_broker_at_500ms_latency_slows_writes_without_errors(start_net_cluster: Callable[..., NetCluster]) -> None:
-    net = start_net_cluster()
+def test_a_broker_at_500ms_latency_slows_writes_without_errors(module_net_cluster: NetCluster) -> None:
+    net = module_net_cluster
     with Workload(net.urls(), f"slow-{uuid.uuid4().hex[:6]}") as load:
         wait_for(lambda: len(load.outcome.write_seconds) >= 16, timeout=30, what="writes before the latency")
         fast = sorted(load.outcome.write_seconds)
@@ -146,10 +147,8 @@ def _register_and_reset_midway(address: tuple[str, int], subject: str, schema: s
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
-def test_client_connections_reset_mid_request_leave_nothing_half_applied(
-    start_net_cluster: Callable[..., NetCluster],
-) -> None:
-    net = start_net_cluster()
+def test_client_connections_reset_mid_request_leave_nothing_half_applied(module_net_cluster: NetCluster) -> None:
+    net = module_net_cluster
     prefix = f"reset-{uuid.uuid4().hex[:6]}"
 
     # a request cut in its body: nothing of it is applied, anywhere
