@@ -47,9 +47,10 @@ def start_net_cluster(
 @pytest.fixture(scope="module")
 def module_net_cluster(
     tmp_path_factory: pytest.TempPathFactory, faults_broker: FaultBroker, fault_hub: Hub
-) -> Iterator[NetCluster]:
-    """One ``start_net_cluster()`` (default arguments) shared by the tests of a module: for faults that heal
-    and kill no instance, each test on subjects of its own (a cluster's start is ~10 s of a loaded machine)."""
+) -> Iterator[Callable[..., NetCluster]]:
+    """``module_net_cluster(*extra_args)``: ``start_net_cluster(*extra_args)`` once per module and arguments, shared
+    by the module's tests with those arguments: for faults that heal and kill no instance, each test on subjects of
+    its own (a cluster's start is ~10 s of a loaded machine)."""
     require_namespaces()
     registries = RegistryStarter(tmp_path_factory)
     namespaces: list[Namespace] = []
@@ -59,8 +60,15 @@ def module_net_cluster(
         return namespaces[-1]
 
     starter = NetClusterStarter(ClusterStarter(registries, ""), make_namespace, faults_broker, fault_hub)
+    clusters: dict[tuple[str, ...], NetCluster] = {}
+
+    def cluster(*extra_args: str) -> NetCluster:
+        if extra_args not in clusters:
+            clusters[extra_args] = starter(*extra_args)
+        return clusters[extra_args]
+
     try:
-        yield starter()
+        yield cluster
     finally:
         starter.close()
         registries.kill_all()

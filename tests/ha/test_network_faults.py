@@ -1,7 +1,7 @@
 """The highly available registry under network faults (``tests/support/faults.py``): three instances, each in
 a network namespace of its own, on the fault tests' broker; eight clients writing and reading; the invariants
-(``tests/support/invariants.py``) checked after each fault. The broker-latency and client-reset tests share one
-cluster (``module_net_cluster``): their faults heal and kill no instance."""
+(``tests/support/invariants.py``) checked after each fault. The tests share clusters (``module_net_cluster``, one
+per store timeout): each fault heals and kills no instance, and each test writes subjects of its own."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from tests.support.waiting import wait_for
 pytestmark = pytest.mark.kafka
 
 SESSION_TIMEOUT = int(TEST_CLIENT_OPTIONS["session.timeout.ms"]) / 1000
-STORE_TIMEOUT_MS = 4000  # the leader-cut test's --store-timeout-ms
+STORE_TIMEOUT_MS = 4000  # the cut tests' --store-timeout-ms
 
 
 def acked_count(load: Workload) -> int:
@@ -34,9 +34,9 @@ def acked_count(load: Workload) -> int:
 
 
 def test_a_leader_cut_off_from_the_broker_is_replaced_and_acknowledges_nothing_lost(
-    start_net_cluster: Callable[..., NetCluster],
+    module_net_cluster: Callable[..., NetCluster],
 ) -> None:
-    net = start_net_cluster("--store-timeout-ms", str(STORE_TIMEOUT_MS))
+    net = module_net_cluster("--store-timeout-ms", str(STORE_TIMEOUT_MS))
     old, first = net.leader()
     with Workload(net.urls(), f"cut-{uuid.uuid4().hex[:6]}") as load:
         wait_for(lambda: acked_count(load) >= 20, timeout=30, what="the load to flow")
@@ -69,9 +69,9 @@ def test_a_leader_cut_off_from_the_broker_is_replaced_and_acknowledges_nothing_l
 
 
 def test_a_follower_cut_off_from_the_leader_fails_writes_with_50003_and_reads_go_on(
-    start_net_cluster: Callable[..., NetCluster],
+    module_net_cluster: Callable[..., NetCluster],
 ) -> None:
-    net = start_net_cluster("--store-timeout-ms", "3000")
+    net = module_net_cluster("--store-timeout-ms", str(STORE_TIMEOUT_MS))
     leader, _ = net.leader()
     follower = next(n for n in net.nodes if n is not leader)
     subject = f"split-{uuid.uuid4().hex[:6]}"
@@ -109,8 +109,8 @@ def test_a_follower_cut_off_from_the_leader_fails_writes_with_50003_and_reads_go
     check_registry_invariants(net.urls(), acked)
 
 
-def test_a_broker_at_500ms_latency_slows_writes_without_errors(module_net_cluster: NetCluster) -> None:
-    net = module_net_cluster
+def test_a_broker_at_500ms_latency_slows_writes_without_errors(module_net_cluster: Callable[..., NetCluster]) -> None:
+    net = module_net_cluster()  # the registry's own store timeout: the slowest write here waits ~13 s
     with Workload(net.urls(), f"slow-{uuid.uuid4().hex[:6]}") as load:
         wait_for(lambda: len(load.outcome.write_seconds) >= 16, timeout=30, what="writes before the latency")
         fast = sorted(load.outcome.write_seconds)
@@ -147,8 +147,10 @@ def _register_and_reset_midway(address: tuple[str, int], subject: str, schema: s
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
-def test_client_connections_reset_mid_request_leave_nothing_half_applied(module_net_cluster: NetCluster) -> None:
-    net = module_net_cluster
+def test_client_connections_reset_mid_request_leave_nothing_half_applied(
+    module_net_cluster: Callable[..., NetCluster],
+) -> None:
+    net = module_net_cluster()
     prefix = f"reset-{uuid.uuid4().hex[:6]}"
 
     # a request cut in its body: nothing of it is applied, anywhere
