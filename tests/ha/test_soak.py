@@ -136,7 +136,10 @@ def test_chaos_soak(start_net_cluster: Callable[..., NetCluster], faults_broker:
                 violations.append(f"streams: key {key} sent {sent} times, counts {sorted(set(counts))[:20]}...")
         processed = sum(len(seq) for seq in by_key.values())
         checked_after = time.monotonic() - settling
-        for inst in chaos.running():
+        running = chaos.running()
+        for inst in running:  # all told first: their clean closes overlap
+            inst.signal(signal.SIGTERM)
+        for inst in running:
             inst.stop()
     outcome = load.outcome
     print(
