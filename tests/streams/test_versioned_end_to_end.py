@@ -184,7 +184,9 @@ def test_versions_over_http_and_app_store(log: Log, log_url: str, names: Callabl
     send(log, prices_t, [("p1", {"cents": 110}, BASE_TS + SECOND)], ends)  # out of order: into the history
     server = f"http://127.0.0.1:{free_port()}"
     topology = versioned_enrichment(orders_t, prices_t, out_t)
-    with StreamsApp(topology, app_id, log_url, state_dir=tmp_path, application_server=server) as app:
+    # commits every 500 ms: the test waits for the first commit (the default interval is 5 s)
+    app = StreamsApp(topology, app_id, log_url, state_dir=tmp_path, application_server=server, commit_interval_ms=500)
+    with app:
         wait_for(lambda: ends.committed(log, app_id), what="the prices to be committed")
         view = app.store("prices")
         assert view.get("p1") == VersionedRecord({"cents": 120}, BASE_TS + 2 * SECOND)
