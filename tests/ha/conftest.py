@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.support.faults import FaultBroker, Hub, Namespace
-from tests.support.net_cluster import NetClusterStarter
+from tests.support.faults import FaultBroker, Hub, Namespace, require_namespaces
+from tests.support.net_cluster import NetCluster, NetClusterStarter
 from tests.support.registry_cluster import ClusterStarter, default_timing_log_url, fast_fetch_log_url
-from tests.support.registry_process import RegistryProcess
+from tests.support.registry_process import RegistryProcess, RegistryStarter
 
 
 @pytest.fixture(scope="session")
@@ -42,3 +42,35 @@ def start_net_cluster(
     starter = NetClusterStarter(start_cluster, make_namespace, faults_broker, fault_hub)
     yield starter
     starter.close()
+
+
+@pytest.fixture(scope="module")
+def module_net_cluster(
+    tmp_path_factory: pytest.TempPathFactory, faults_broker: FaultBroker, fault_hub: Hub
+) -> Iterator[Callable[..., NetCluster]]:
+    """``module_net_cluster(*extra_args)``: ``start_net_cluster(*extra_args)`` once per module and arguments, shared
+    by the module's tests with those arguments: for faults that heal and kill no instance, each test on subjects of
+    its own (a cluster's start is ~10 s of a loaded machine)."""
+    require_namespaces()
+    registries = RegistryStarter(tmp_path_factory)
+    namespaces: list[Namespace] = []
+
+    def make_namespace() -> Namespace:
+        namespaces.append(Namespace())
+        return namespaces[-1]
+
+    starter = NetClusterStarter(ClusterStarter(registries, ""), make_namespace, faults_broker, fault_hub)
+    clusters: dict[tuple[str, ...], NetCluster] = {}
+
+    def cluster(*extra_args: str) -> NetCluster:
+        if extra_args not in clusters:
+            clusters[extra_args] = starter(*extra_args)
+        return clusters[extra_args]
+
+    try:
+        yield cluster
+    finally:
+        starter.close()
+        registries.kill_all()
+        for ns in namespaces:
+            ns.close()

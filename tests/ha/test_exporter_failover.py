@@ -23,8 +23,9 @@ pytestmark = pytest.mark.kafka
 def test_the_new_leader_resumes_the_export_after_a_leader_kill(
     start_cluster: Callable[..., Cluster], start_registry: Callable[..., RegistryProcess], kafka_bootstrap: str
 ) -> None:
+    destination = start_registry(wait=False)  # its startup overlaps the cluster's
     cluster = start_cluster(3)
-    destination = start_registry()
+    destination.wait_ready()
     before = wait_for_leader(kafka_bootstrap, cluster.election_topic)
     leader = next(n for n in cluster.nodes if n.url == before["url"])
     survivors = [n.url for n in cluster.nodes if n is not leader]

@@ -1,6 +1,7 @@
 """The highly available registry under network faults (``tests/support/faults.py``): three instances, each in
 a network namespace of its own, on the fault tests' broker; eight clients writing and reading; the invariants
-(``tests/support/invariants.py``) checked after each fault."""
+(``tests/support/invariants.py``) checked after each fault. The tests share clusters (``module_net_cluster``, one
+per store timeout): each fault heals and kills no instance, and each test writes subjects of its own."""
 
 from __future__ import annotations
 
@@ -20,35 +21,44 @@ from tests.support.faults import Peer
 from tests.support.invariants import Ack, check_registry_invariants
 from tests.support.net_cluster import NetCluster
 from tests.support.registry_cluster import wait_writable
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.kafka
 
 SESSION_TIMEOUT = int(TEST_CLIENT_OPTIONS["session.timeout.ms"]) / 1000
+STORE_TIMEOUT_MS = 4000  # the cut tests' --store-timeout-ms
+
+
+def acked_count(load: Workload) -> int:
+    return len(load.outcome.acked)
 
 
 def test_a_leader_cut_off_from_the_broker_is_replaced_and_acknowledges_nothing_lost(
-    start_net_cluster: Callable[..., NetCluster],
+    module_net_cluster: Callable[..., NetCluster],
 ) -> None:
-    net = start_net_cluster("--store-timeout-ms", "4000")
+    net = module_net_cluster("--store-timeout-ms", str(STORE_TIMEOUT_MS))
     old, first = net.leader()
     with Workload(net.urls(), f"cut-{uuid.uuid4().hex[:6]}") as load:
-        time.sleep(2)
-        acked_before = len(load.outcome.acked)
+        wait_for(lambda: acked_count(load) >= 20, timeout=30, what="the load to flow")
+        acked_before = acked_count(load)
         with old.ns.cut(net.broker.peer, bound=60):
             cut_at = time.monotonic()
             new, _ = net.leader(newer_than=first["generation"])
             elected_after = time.monotonic() - cut_at
-            acked_at_election = len(load.outcome.acked)
+            acked_at_election = acked_count(load)
             # writes go on through the new leader while the old one is still cut off (once the writes in flight
-            # at the old one have timed out: clients pinned to it wait out the store timeout)
-            time.sleep(8)
-            acked_while_cut = len(load.outcome.acked) - acked_at_election
+            # at the old one have timed out: clients pinned to it wait out the store timeout); the cut lasts
+            # until a write was acknowledged after the election and the old leader's writes have timed out
+            wait_for(lambda: acked_count(load) > acked_at_election, timeout=8, what="a write acked by the new leader")
+            time.sleep(max(0.0, cut_at + STORE_TIMEOUT_MS / 1000 + 1 - time.monotonic()))
+            acked_while_cut = acked_count(load) - acked_at_election
+            cut_for = time.monotonic() - cut_at
         wait_writable([old.url], f"cut-healed-{uuid.uuid4().hex[:6]}")
         time.sleep(1)
     outcome = load.outcome
     print(
-        f"\nnew leader {elected_after:.1f} s after the cut; acked {acked_before} before, {acked_while_cut} in the "
-        f"8 s after the election, {len(outcome.acked)} in all; {len(outcome.write_errors)} writes failed, "
+        f"\nnew leader {elected_after:.1f} s after the cut; acked {acked_before} before, {acked_while_cut} after the "
+        f"election (cut for {cut_for:.1f} s), {len(outcome.acked)} in all; {len(outcome.write_errors)} writes failed, "
         f"{len(outcome.read_errors)} reads failed"
     )
     assert new is not old
@@ -59,9 +69,9 @@ def test_a_leader_cut_off_from_the_broker_is_replaced_and_acknowledges_nothing_l
 
 
 def test_a_follower_cut_off_from_the_leader_fails_writes_with_50003_and_reads_go_on(
-    start_net_cluster: Callable[..., NetCluster],
+    module_net_cluster: Callable[..., NetCluster],
 ) -> None:
-    net = start_net_cluster("--store-timeout-ms", "3000")
+    net = module_net_cluster("--store-timeout-ms", str(STORE_TIMEOUT_MS))
     leader, _ = net.leader()
     follower = next(n for n in net.nodes if n is not leader)
     subject = f"split-{uuid.uuid4().hex[:6]}"
@@ -99,10 +109,10 @@ def test_a_follower_cut_off_from_the_leader_fails_writes_with_50003_and_reads_go
     check_registry_invariants(net.urls(), acked)
 
 
-def test_a_broker_at_500ms_latency_slows_writes_without_errors(start_net_cluster: Callable[..., NetCluster]) -> None:
-    net = start_net_cluster()
+def test_a_broker_at_500ms_latency_slows_writes_without_errors(module_net_cluster: Callable[..., NetCluster]) -> None:
+    net = module_net_cluster()  # the registry's own store timeout: the slowest write here waits ~13 s
     with Workload(net.urls(), f"slow-{uuid.uuid4().hex[:6]}") as load:
-        time.sleep(3)
+        wait_for(lambda: len(load.outcome.write_seconds) >= 16, timeout=30, what="writes before the latency")
         fast = sorted(load.outcome.write_seconds)
         with net.broker.proxy.delayed(0.25, bound=60):  # 250 ms each way: a 500 ms round trip
             time.sleep(1)
@@ -138,9 +148,9 @@ def _register_and_reset_midway(address: tuple[str, int], subject: str, schema: s
 
 
 def test_client_connections_reset_mid_request_leave_nothing_half_applied(
-    start_net_cluster: Callable[..., NetCluster],
+    module_net_cluster: Callable[..., NetCluster],
 ) -> None:
-    net = start_net_cluster()
+    net = module_net_cluster()
     prefix = f"reset-{uuid.uuid4().hex[:6]}"
 
     # a request cut in its body: nothing of it is applied, anywhere
@@ -149,19 +159,25 @@ def test_client_connections_reset_mid_request_leave_nothing_half_applied(
 
     # answers lost after the server did the work (every 3rd connection), on every instance's clients
     client_urls = [n.client_proxy.url for n in net.nodes]
+
+    def resets() -> int:
+        return sum(n.client_proxy.stats.resets for n in net.nodes)
+
     with Workload(client_urls, prefix) as load:
-        time.sleep(1)
+        wait_for(lambda: acked_count(load) >= 8, timeout=30, what="the load to flow")
         with (
             net.nodes[0].client_proxy.answerless(every=3),
             net.nodes[1].client_proxy.answerless(every=3),
             net.nodes[2].client_proxy.answerless(every=3),
         ):
-            time.sleep(6)
+            # for at least 2 s, and until answers were lost (at most 6 s)
+            held_from = time.monotonic()
+            wait_for(lambda: resets() > 0 and load.outcome.write_errors, timeout=6, what="answers lost to resets")
+            time.sleep(max(0.0, held_from + 2 - time.monotonic()))
         time.sleep(1)
     outcome = load.outcome
-    resets = sum(n.client_proxy.stats.resets for n in net.nodes)
-    print(f"\n{resets} connections reset; {len(outcome.acked)} acked, {len(outcome.write_errors)} failed")
-    assert resets > 0 and outcome.write_errors
+    print(f"\n{resets()} connections reset; {len(outcome.acked)} acked, {len(outcome.write_errors)} failed")
+    assert resets() > 0 and outcome.write_errors
 
     view = check_registry_invariants(net.urls(), outcome.acked)
     assert not any("-torn" in path for path in view), "a request torn in its body was applied"

@@ -25,8 +25,8 @@ import pytest
 
 from streams.log import open_log
 from tests.ha.load import Workload
+from tests.streams.groups import Group, outputs
 from tests.streams.instances import Instance
-from tests.streams.test_failover import Group, outputs
 from tests.support.broker import broker_log_url
 from tests.support.faults import FaultBroker, Peer
 from tests.support.invariants import registry_violations
@@ -49,7 +49,8 @@ KINDS = [
 
 
 class Chaos:
-    """Injects one random fault at a time, each for a random 1-4 s, and counts them by kind."""
+    """Injects one random fault at a time, each for a random 1-4 s (the last one cut short when the soak's time is
+    up), and counts them by kind."""
 
     def __init__(self, rng: random.Random, net: NetCluster, broker: FaultBroker, group: Group) -> None:
         self.rng, self.net, self.broker, self.group = rng, net, broker, group
@@ -63,8 +64,9 @@ class Chaos:
         with fault:
             time.sleep(seconds)
 
-    def inject(self, kind: str) -> None:
-        seconds = self.rng.uniform(1.0, 4.0)
+    def inject(self, kind: str, until: float) -> None:
+        """Inject one fault of ``kind``, held for a random 1-4 s but not past ``until`` (a monotonic time)."""
+        seconds = max(0.0, min(self.rng.uniform(1.0, 4.0), until - time.monotonic()))
         if kind == "broker_latency":
             self.hold(self.broker.proxy.delayed(self.rng.uniform(0.05, 0.3), bound=30), seconds)
         elif kind == "registry_cut_from_broker":
@@ -108,18 +110,19 @@ def test_chaos_soak(start_net_cluster: Callable[..., NetCluster], faults_broker:
     seed = int(os.environ.get("SCHEMAKIT_SOAK_SEED") or random.randrange(2**32))
     rng = random.Random(seed)
     print(f"\nsoak: {SOAK_SECONDS:.0f} s of faults, seed {seed} (SCHEMAKIT_SOAK_SEED={seed} replays it)")
-    net = start_net_cluster("--store-timeout-ms", "4000")
     url = broker_log_url(faults_broker.bootstrap)
     suffix = uuid.uuid4().hex[:8]
     with open_log(url) as log, Group(log, url, tmp_path, lambda base: f"{base}-soak-{suffix}", "soak") as group:
-        group.start_two()
+        a, b = group.start("a"), group.start("b")  # their startup overlaps the registry cluster's
+        net = start_net_cluster("--store-timeout-ms", "4000")
+        group.wait_shared(a, b)
         chaos = Chaos(rng, net, faults_broker, group)
         client_urls = [n.client_proxy.url for n in net.nodes]
-        started = time.monotonic()
+        end = time.monotonic() + SOAK_SECONDS
         with Workload(client_urls, f"soak-{suffix}", timeout=20) as load, group.feed.continuously(pause=1.0):
-            while time.monotonic() - started < SOAK_SECONDS:
-                chaos.inject(rng.choice(KINDS))
-                time.sleep(rng.uniform(0.5, 2.0))
+            while time.monotonic() < end:  # SOAK_SECONDS of faults: the last one is cut short at the end
+                chaos.inject(rng.choice(KINDS), until=end)
+                time.sleep(max(0.0, min(rng.uniform(0.5, 2.0), end - time.monotonic())))
         # every fault is healed by now and every process runs again: the system must settle
         settling = time.monotonic()
         wait_writable(net.urls(), f"soak-settled-{suffix}", timeout=60)
@@ -133,7 +136,10 @@ def test_chaos_soak(start_net_cluster: Callable[..., NetCluster], faults_broker:
                 violations.append(f"streams: key {key} sent {sent} times, counts {sorted(set(counts))[:20]}...")
         processed = sum(len(seq) for seq in by_key.values())
         checked_after = time.monotonic() - settling
-        for inst in chaos.running():
+        running = chaos.running()
+        for inst in running:  # all told first: their clean closes overlap
+            inst.signal(signal.SIGTERM)
+        for inst in running:
             inst.stop()
     outcome = load.outcome
     print(

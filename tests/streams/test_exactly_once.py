@@ -27,8 +27,8 @@ from streams import ProcessingError, StreamsBuilder, StreamsError, Topology
 from streams.app import StreamsApp
 from streams.changelog import BARRIER_KEY, CHECKPOINT_FILE
 from streams.log import Log, TopicPartition
+from tests.streams.groups import KEYS, TASKS, Group, all_committed, outputs, partition_of
 from tests.streams.instances import Instance
-from tests.streams.test_failover import KEYS, TASKS, Group, all_committed, outputs, partition_of
 from tests.streams.topologies import key_counts
 from tests.support.broker import TANSU_MISSING, KafkaCaps
 from tests.support.topics import create_topics, read_all

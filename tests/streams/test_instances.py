@@ -178,7 +178,8 @@ def test_restart_after_kill_9_restores_only_what_follows_the_checkpoint(
     orders_topic, out, app_id = names("orders"), names("totals"), names("ckpt")
     create_topics(log, 4, orders_topic, out)
     state = tmp_path / "state"
-    inst = Instance("a", [url, app_id, str(state), orders_topic, out, "200"], tmp_path)
+    # a 2 s session (the suite's): the restart below waits out the killed instance's session before it takes its tasks
+    inst = Instance("a", [url, app_id, str(state), orders_topic, out, "200", "--session-ms", "2000"], tmp_path)
     orders: list[dict[str, Any]] = []
     try:
         wait_for(lambda: len(inst.tasks()) == 8, what="the instance to start")
@@ -202,7 +203,9 @@ def test_restart_after_kill_9_restores_only_what_follows_the_checkpoint(
     due, total = changelog_after_checkpoint(log, app_id, state, log.committed(app_id, repartition))
     assert due < total
 
-    app = StreamsApp(order_totals(orders_topic, out), app_id, url, state_dir=state, commit_interval_ms=200)
+    app = StreamsApp(
+        order_totals(orders_topic, out), app_id, url, state_dir=state, commit_interval_ms=200, session_timeout_ms=2000
+    )
     with app:
         assert app.wait_until(lambda a: len(a.tasks()) == 8, 30)
         assert app.metrics()["restored"] == {"totals": due}

@@ -1,7 +1,7 @@
 """A streams instance cut off from the broker past its session timeout (``tests/support/faults.py``): its tasks
 move to the other instance, it can neither produce nor commit while cut off, and it rejoins once healed; under
-exactly-once and at-least-once. The application and its checks are ``test_failover``'s (``key_counts``: the output
-of a key is 1, 2, 3, ... as long as no task lost or redid work)."""
+exactly-once and at-least-once. The application and its checks are ``tests/streams/groups.py``'s (``key_counts``:
+the output of a key is 1, 2, 3, ... as long as no task lost or redid work)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from streams.log import Log, TopicPartition, open_log
-from tests.streams.test_failover import PARTITIONS, SESSION_MS, TASKS, Group, outputs
+from tests.streams.groups import PARTITIONS, SESSION_MS, TASKS, Group, outputs
 from tests.support.broker import broker_log_url
 from tests.support.faults import FaultBroker, Namespace, small_disk
 from tests.support.waiting import wait_for
@@ -102,10 +102,11 @@ def test_broker_latency_spikes_lose_nothing(
     with Group(fault_log, fault_log_url, tmp_path, names, "spiky" + guarantee.replace("_", "")) as group:
         a, b = group.start_two("--guarantee", guarantee)
         with group.feed.continuously(pause=0.2):
-            for spike in (0.3, 0.8, 0.3):  # each way: round trips of 0.6, 1.6 and 0.6 s
+            # each way: round trips of 0.6, 1.6 and 0.6 s, each held past the 2 s session timeout
+            for spike in (0.3, 0.8, 0.3):
                 with faults_broker.proxy.delayed(spike, bound=30):
-                    time.sleep(3)
-                time.sleep(1)
+                    time.sleep(2.5)
+                time.sleep(0.5)
         group.wait_until_committed(what="everything fed to be committed after the spikes")
         by_key = outputs(fault_log, group.out)
         assert set(by_key) == set(group.feed.sent)

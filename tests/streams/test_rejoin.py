@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from streams.log import Log
+from tests.streams.groups import SESSION_MS, TASKS, Group, outputs
 from tests.streams.instances import Instance
-from tests.streams.test_failover import SESSION_MS, TASKS, Group, outputs
 from tests.support.waiting import wait_for
 
 PAUSE_S = 2 * SESSION_MS / 1000  # well past the session timeout

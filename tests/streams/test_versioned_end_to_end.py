@@ -17,7 +17,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,12 @@ import pytest
 
 from streams import VersionedRecord
 from streams.app import StreamsApp
-from streams.log import Log
+from streams.log import Log, Producer
 from tests.streams.instances import Instance
 from tests.streams.test_joins_end_to_end import Ends, results, send
 from tests.streams.topologies import ENRICHMENT_GRACE_MS, price_as_of, versioned_enrichment
 from tests.support.ports import free_port
-from tests.support.topics import create_topics
+from tests.support.topics import create_topics, send_timestamped
 from tests.support.waiting import wait_for
 
 BASE_TS = 1_000_000  # librdkafka sends a timestamp of 0 as "now"
@@ -75,16 +75,33 @@ def expected(orders: list[tuple[str, Any, int]], prices: list[tuple[str, Any, in
     return out
 
 
-def send_ticks(log: Log, topic: str, at: int, ends: Ends) -> None:
-    """One order per partition far enough in time that every buffered order's grace has passed (its product
-    has no price, so it joins nothing)."""
-    for partition in range(4):
-        send(log, topic, [("~tick", {"id": "tick"}, at)], ends, partition)
+class Sender:
+    """``send`` (rows to a topic, their ends noted) through one producer for the whole test: a new Kafka producer
+    delivers nothing for its first 0.5-1 s (it fetches an idempotent producer id first), and this test sends about
+    twenty batches."""
+
+    def __init__(self, producer: Producer, ends: Ends) -> None:
+        self.producer, self.ends = producer, ends
+
+    def __call__(self, topic: str, rows: list[tuple[str, Any, int]], partition: int | None = None) -> None:
+        send_timestamped(self.producer, topic, rows, lambda _, md: self.ends.delivered(topic, md), partition)
+
+    def ticks(self, topic: str, at: int) -> None:
+        """One order per partition far enough in time that every buffered order's grace has passed (its product
+        has no price, so it joins nothing)."""
+        for partition in range(4):
+            self(topic, [("~tick", {"id": "tick"}, at)], partition)
+
+
+@pytest.fixture
+def kill_log_producer(kill_log: Log) -> Iterator[Producer]:
+    with kill_log.producer() as producer:
+        yield producer
 
 
 @pytest.mark.slow
 def test_out_of_order_enrichment_across_a_clean_restart_and_a_kill_9(
-    kill_log: Log, kill_log_url: str, names: Callable[[str], str], tmp_path: Path
+    kill_log: Log, kill_log_url: str, kill_log_producer: Producer, names: Callable[[str], str], tmp_path: Path
 ) -> None:
     log, log_url = kill_log, kill_log_url
     orders_t, prices_t, out_t, app_id = names("orders"), names("prices"), names("priced"), names("asof")
@@ -97,6 +114,7 @@ def test_out_of_order_enrichment_across_a_clean_restart_and_a_kill_9(
     orders2 = make_orders(rng, t1, t2 - 20 * SECOND, 600, BASE_TS)
     orders3 = make_orders(rng, t2, t3 - 20 * SECOND, 300, BASE_TS)
     ends = Ends()
+    sender = Sender(kill_log_producer, ends)
     state = tmp_path / "state"
 
     def written() -> Counter:
@@ -106,28 +124,30 @@ def test_out_of_order_enrichment_across_a_clean_restart_and_a_kill_9(
         return ends.committed(log, app_id)
 
     # Part one, in process: prices, then orders; a clean close (the last orders stay buffered).
-    send(log, prices_t, prices1, ends)
-    with StreamsApp(versioned_enrichment(orders_t, prices_t, out_t), app_id, log_url, state_dir=state) as app:
+    sender(prices_t, prices1)
+    topology = versioned_enrichment(orders_t, prices_t, out_t)
+    with StreamsApp(topology, app_id, log_url, state_dir=state, commit_interval_ms=500) as app:
         latest = {p: price_as_of(prices1, p, t1) for p in PRODUCTS}
         wait_for(lambda: dict(app.store("prices").all()) == latest, what="the first prices")
-        send(log, orders_t, orders1, ends)
+        sender(orders_t, orders1)
         wait_for(committed, timeout=120, what="the first orders to be committed")
     # Part two, in a subprocess killed while orders stream in.
-    send(log, prices_t, prices2, ends)
+    sender(prices_t, prices2)
     args = [log_url, app_id, str(state), orders_t, out_t, "500", "--topology", "versioned_enrichment"]
-    args += ["--table", prices_t]
+    # a 2 s session (the test URL's): the finisher's group waits out the killed member's session, not 10 s of it
+    args += ["--table", prices_t, "--session-ms", "2000"]
     killed = Instance("killed", args, tmp_path)
     try:
         wait_for(committed, timeout=120, what="the second prices to be committed")
 
         def feed() -> None:
             for i in range(0, len(orders2), 50):
-                send(log, orders_t, orders2[i : i + 50], ends)
-                time.sleep(0.05)
+                sender(orders_t, orders2[i : i + 50])
+                time.sleep(0.1)
 
         feeder = threading.Thread(target=feed)
         feeder.start()
-        time.sleep(1.0)
+        time.sleep(0.6)  # the feed takes at least 1.2 s: the kill lands while orders stream in
         killed.kill()  # SIGKILL: no commit, no checkpoint, buffered orders only in the changelog
         feeder.join()
     finally:
@@ -135,12 +155,12 @@ def test_out_of_order_enrichment_across_a_clean_restart_and_a_kill_9(
             killed.kill()
         killed.stderr.close()
     # Part three: a fresh start on the same state directory finishes everything.
-    send(log, prices_t, prices3, ends)
+    sender(prices_t, prices3)
     finisher = Instance("finisher", args, tmp_path)
     try:
         wait_for(committed, timeout=120, what="the third prices and the second orders to be committed")
-        send(log, orders_t, orders3, ends)
-        send_ticks(log, orders_t, t3 + 10 * ENRICHMENT_GRACE_MS, ends)
+        sender(orders_t, orders3)
+        sender.ticks(orders_t, t3 + 10 * ENRICHMENT_GRACE_MS)
         want = expected(orders1 + orders2 + orders3, prices1 + prices2 + prices3)
         wait_for(lambda: set(written()) >= set(want), timeout=120, what="every order priced")
         assert finisher.stop() == 0
@@ -164,7 +184,9 @@ def test_versions_over_http_and_app_store(log: Log, log_url: str, names: Callabl
     send(log, prices_t, [("p1", {"cents": 110}, BASE_TS + SECOND)], ends)  # out of order: into the history
     server = f"http://127.0.0.1:{free_port()}"
     topology = versioned_enrichment(orders_t, prices_t, out_t)
-    with StreamsApp(topology, app_id, log_url, state_dir=tmp_path, application_server=server) as app:
+    # commits every 500 ms: the test waits for the first commit (the default interval is 5 s)
+    app = StreamsApp(topology, app_id, log_url, state_dir=tmp_path, application_server=server, commit_interval_ms=500)
+    with app:
         wait_for(lambda: ends.committed(log, app_id), what="the prices to be committed")
         view = app.store("prices")
         assert view.get("p1") == VersionedRecord({"cents": 120}, BASE_TS + 2 * SECOND)
