@@ -44,7 +44,7 @@ from streams.state.store_serdes import StoreSerdes
 if TYPE_CHECKING:
     from streams.processor import RecordContext
 
-__all__ = ["MAX_TIME", "META_KEY", "TimeKeyedListener", "TimeKeyedStore"]
+__all__ = ["MAX_TIME", "META_KEY", "BytesListener", "TimeKeyedListener", "TimeKeyedStore"]
 
 META_KEY = b"\x00schemakit.store-metadata\x00"
 MAX_TIME = 2**63 - 1
@@ -58,6 +58,9 @@ _BLOCK_ITEM = struct.Struct(">qi")  # window start, entry length (-1: none)
 #: ``listener(key, time, sub, new_entry, old_entry)`` for each flushed change (entries are
 #: ``(value, timestamp)`` or None); ``old_entry`` only when ``track_old_values``.
 TimeKeyedListener = Callable[[Any, int, int, Entry | None, Entry | None], None]
+#: ``bytes_listener(key_bytes, key, time, new_entry)``: a window store's flushed change for a consumer that keys
+#: what it keeps by the store's own key bytes (``TimeKeyedStore.bytes_listener``).
+BytesListener = Callable[[bytes, Any, int, Entry | None], None]
 
 
 class TimeKeyedStore(StoreSerdes):
@@ -106,11 +109,20 @@ class TimeKeyedStore(StoreSerdes):
         # No time in ``_overlay`` is older than this (reset when it empties): a read of older times, as emitting
         # final results reads closed windows, need not walk it.
         self._overlay_low = MAX_TIME
+        # Time -> the key bytes with an entry at that time in ``_overlay`` (and maybe, until the next persist, some
+        # that no longer have one): what ``all_entries`` reads there, instead of walking every key's changes.
+        self._overlay_times: dict[int, set[bytes]] = {}
         # Changed since the last flush, in the order of their last change: (kb, time, sub) -> (key, old entry,
         # timestamp of the change).
         self._dirty: dict[tuple[bytes, int, int], tuple[Any, Entry | None, int]] = {}
         self._pending: list[WriteRow] = []
         self.listener: TimeKeyedListener | None = None
+        #: The one processor ``listener`` forwards every flushed change to (its ``process``), set by the processor
+        #: that writes the store; None when it forwards to several or not through ``listener``.
+        self.flushes_to: Callable[[Any, Any], None] | None = None
+        #: Called instead of ``listener`` when set: by that one processor (a final-results suppression, which keys
+        #: its buffer by these bytes), so that a flushed change reaches it without a windowed key or a ``Change``.
+        self.bytes_listener: BytesListener | None = None
         self.track_old_values = False
         self.changelog: ChangelogSink | None = None
         self.closed = False
@@ -213,6 +225,7 @@ class TimeKeyedStore(StoreSerdes):
         observed = self.observed
         min_live = observed - self.retention_ms + self.live_offset
         low = self._overlay_low
+        times = self._overlay_times
         written = 0
         try:
             for t, sub, entry in rows:
@@ -234,7 +247,14 @@ class TimeKeyedStore(StoreSerdes):
                     dirty[dk] = (key, overlay[k] if k in overlay else self._inner.get(kb, t, sub), ts)
                 else:
                     dirty[dk] = (key, None, ts)
-                overlay[(t, sub)] = entry
+                k = (t, sub)
+                if k not in overlay:
+                    at = times.get(t)
+                    if at is None:
+                        times[t] = {kb}
+                    else:
+                        at.add(kb)
+                overlay[k] = entry
                 written += 1
         finally:
             self.observed = observed
@@ -268,12 +288,14 @@ class TimeKeyedStore(StoreSerdes):
         rows = self._inner.fetch_all(t_from, t_to)
         if not self._overlay or t_to < self._overlay_low:
             return rows
-        changed = [
-            (t, kb, sub, e)
-            for kb, overlay in self._overlay.items()
-            for (t, sub), e in overlay.items()
-            if t_from <= t <= t_to
-        ]
+        overlay = self._overlay
+        changed = []
+        for t, kbs in self._overlay_times.items():
+            if t_from <= t <= t_to:
+                for kb in kbs:
+                    for (time, sub), e in overlay.get(kb, {}).items():
+                        if time == t:
+                            changed.append((t, kb, sub, e))
         if not changed:
             return rows
         if not rows:  # (time, key bytes, sub) are distinct: the entries are never compared
@@ -313,6 +335,7 @@ class TimeKeyedStore(StoreSerdes):
         out: list[tuple[bytes, bytes | None]] = []
         pending = self._pending
         listener = self.listener
+        by_bytes = self.bytes_listener
         overlay = self._overlay
         encode, ts_pack, vser = self._encode, _TS.pack, self._vser
         # Forwarded (with a listener) at the entry's own timestamp unless a subclass forwards another (sessions:
@@ -346,7 +369,7 @@ class TimeKeyedStore(StoreSerdes):
                 else:
                     out.append((kb + tsub(t, sub), vb))
                 pending.append((kb, t, sub, entry, vb))
-                if listener is None:
+                if listener is None and by_bytes is None:
                     continue
                 key, old, change_ts = dirty[dk]
                 if entry is None:
@@ -356,7 +379,10 @@ class TimeKeyedStore(StoreSerdes):
                     rc.timestamp = change_ts if forward_ts is None else forward_ts(t, sub, entry, change_ts)
                 else:
                     rc.timestamp = entry[1] if forward_ts is None else forward_ts(t, sub, entry, change_ts)
-                listener(key, t, sub, entry, old)
+                if by_bytes is not None:
+                    by_bytes(kb, key, t, entry)
+                else:
+                    listener(key, t, sub, entry, old)  # type: ignore[misc]  # (not None: checked above)
         finally:
             rc.timestamp, rc.headers = saved
         if blocks:
@@ -425,6 +451,13 @@ class TimeKeyedStore(StoreSerdes):
                     del overlay[kb]
         if not overlay:
             self._overlay_low = MAX_TIME
+            self._overlay_times = {}
+        else:  # (changed since the flush: the index drops the key bytes it no longer needs)
+            times: dict[int, set[bytes]] = {}
+            for kb, per_key in overlay.items():
+                for t, _ in per_key:
+                    times.setdefault(t, set()).add(kb)
+            self._overlay_times = times
         self._pending = []
         self._pending_meta = None
         return self.persistent
@@ -433,6 +466,7 @@ class TimeKeyedStore(StoreSerdes):
         """Forget every uncommitted change: the store is back at its last committed state."""
         self._overlay = {}
         self._overlay_low = MAX_TIME
+        self._overlay_times = {}
         self._dirty = {}
         self._pending = []
         self._pending_meta = None
@@ -475,6 +509,7 @@ class TimeKeyedStore(StoreSerdes):
             self.closed = True
             self._inner.close()
             self._overlay = {}
+            self._overlay_times = {}
 
 
 def _block_windows(ck: bytes, vb: bytes) -> list[tuple[int, bytes | None]]:
