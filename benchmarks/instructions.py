@@ -202,12 +202,18 @@ def _window_committing(hopping: bool, final: str) -> Callable[[int], None]:
     1-minute (hopping) windowed count with final results, ``to_stream().to()`` its topic, state in RocksDB, and a
     commit (flush, changelog, RocksDB write) every 1,000 records, not after each; event time 300 ms apart, so a
     window closes every 200 records and a commit covers several closes, as the benchmark's 5-second commits do.
-    Records go straight into the driver's task (pre-serialized, one partition); the driver collects the output."""
+    Records go straight into the driver's task (pre-serialized, one partition); the driver collects the output.
+    The collector runs with the thresholds a ``StreamsApp`` sets (``streams/gc_tuning.py``): with the interpreter's,
+    full collections over the stores' objects would weigh more than in the benchmark."""
+    import gc
     import tempfile
     from datetime import timedelta
 
     from streams import StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver
+    from streams.gc_tuning import STREAMS_THRESHOLDS
     from streams.log import Record
+
+    gc.set_threshold(*STREAMS_THRESHOLDS)
 
     minute = timedelta(minutes=1)
     windows = (

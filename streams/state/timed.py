@@ -109,9 +109,9 @@ class TimeKeyedStore(StoreSerdes):
         # No time in ``_overlay`` is older than this (reset when it empties): a read of older times, as emitting
         # final results reads closed windows, need not walk it.
         self._overlay_low = MAX_TIME
-        # Time -> the key bytes with an entry at that time in ``_overlay`` (and maybe, until the next persist, some
-        # that no longer have one): what ``all_entries`` reads there, instead of walking every key's changes.
-        self._overlay_times: dict[int, set[bytes]] = {}
+        # Time -> (key bytes, time, sub) of each entry at that time in ``_overlay``: what ``all_entries`` reads
+        # there, instead of walking every key's changes (an entry leaves the overlay only at persist or discard).
+        self._overlay_times: dict[int, list[tuple[bytes, int, int]]] = {}
         # Changed since the last flush, in the order of their last change: (kb, time, sub) -> (key, old entry,
         # timestamp of the change).
         self._dirty: dict[tuple[bytes, int, int], tuple[Any, Entry | None, int]] = {}
@@ -251,9 +251,9 @@ class TimeKeyedStore(StoreSerdes):
                 if k not in overlay:
                     at = times.get(t)
                     if at is None:
-                        times[t] = {kb}
+                        times[t] = [dk]
                     else:
-                        at.add(kb)
+                        at.append(dk)
                 overlay[k] = entry
                 written += 1
         finally:
@@ -289,13 +289,12 @@ class TimeKeyedStore(StoreSerdes):
         if not self._overlay or t_to < self._overlay_low:
             return rows
         overlay = self._overlay
-        changed = []
-        for t, kbs in self._overlay_times.items():
-            if t_from <= t <= t_to:
-                for kb in kbs:
-                    for (time, sub), e in overlay.get(kb, {}).items():
-                        if time == t:
-                            changed.append((t, kb, sub, e))
+        changed = [
+            (t, kb, sub, overlay[kb][(t, sub)])
+            for at, keys in self._overlay_times.items()
+            if t_from <= at <= t_to
+            for kb, t, sub in keys
+        ]
         if not changed:
             return rows
         if not rows:  # (time, key bytes, sub) are distinct: the entries are never compared
@@ -452,11 +451,11 @@ class TimeKeyedStore(StoreSerdes):
         if not overlay:
             self._overlay_low = MAX_TIME
             self._overlay_times = {}
-        else:  # (changed since the flush: the index drops the key bytes it no longer needs)
-            times: dict[int, set[bytes]] = {}
+        else:  # (changed since the flush: the index keeps what is left)
+            times: dict[int, list[tuple[bytes, int, int]]] = {}
             for kb, per_key in overlay.items():
-                for t, _ in per_key:
-                    times.setdefault(t, set()).add(kb)
+                for t, sub in per_key:
+                    times.setdefault(t, []).append((kb, t, sub))
             self._overlay_times = times
         self._pending = []
         self._pending_meta = None
