@@ -111,7 +111,8 @@ class TimeKeyedStore(StoreSerdes):
         self._overlay_low = MAX_TIME
         # Time -> (key bytes, time, sub) of each entry at that time in ``_overlay``: what ``all_entries`` reads
         # there, instead of walking every key's changes (an entry leaves the overlay only at persist or discard).
-        self._overlay_times: dict[int, list[tuple[bytes, int, int]]] = {}
+        # Kept from the first ``all_entries`` on (None before): a store that is never scanned pays nothing for it.
+        self._overlay_times: dict[int, list[tuple[bytes, int, int]]] | None = None
         # Changed since the last flush, in the order of their last change: (kb, time, sub) -> (key, old entry,
         # timestamp of the change).
         self._dirty: dict[tuple[bytes, int, int], tuple[Any, Entry | None, int]] = {}
@@ -248,7 +249,7 @@ class TimeKeyedStore(StoreSerdes):
                 else:
                     dirty[dk] = (key, None, ts)
                 k = (t, sub)
-                if k not in overlay:
+                if times is not None and k not in overlay:
                     at = times.get(t)
                     if at is None:
                         times[t] = [dk]
@@ -289,9 +290,10 @@ class TimeKeyedStore(StoreSerdes):
         if not self._overlay or t_to < self._overlay_low:
             return rows
         overlay = self._overlay
+        times = self._overlay_times if self._overlay_times is not None else self._index_overlay()
         changed = [
             (t, kb, sub, overlay[kb][(t, sub)])
-            for at, keys in self._overlay_times.items()
+            for at, keys in times.items()
             if t_from <= at <= t_to
             for kb, t, sub in keys
         ]
@@ -434,6 +436,19 @@ class TimeKeyedStore(StoreSerdes):
                         parts.append(vb)  # type: ignore[arg-type]
                 out.append((kb + block_key(start, BLOCK_SUB), b"".join(parts)))
 
+    def _index_overlay(self) -> dict[int, list[tuple[bytes, int, int]]]:
+        """Set (and return) ``_overlay_times`` of the entries now in ``_overlay``."""
+        times: dict[int, list[tuple[bytes, int, int]]] = {}
+        for kb, per_key in self._overlay.items():
+            for t, sub in per_key:
+                at = times.get(t)
+                if at is None:
+                    times[t] = [(kb, t, sub)]
+                else:
+                    at.append((kb, t, sub))
+        self._overlay_times = times
+        return times
+
     def persist(self) -> bool:
         """Write the flushed changes into the segments (after their input offsets were committed)."""
         pending = self._pending
@@ -450,13 +465,8 @@ class TimeKeyedStore(StoreSerdes):
                     del overlay[kb]
         if not overlay:
             self._overlay_low = MAX_TIME
-            self._overlay_times = {}
-        else:  # (changed since the flush: the index keeps what is left)
-            times: dict[int, list[tuple[bytes, int, int]]] = {}
-            for kb, per_key in overlay.items():
-                for t, sub in per_key:
-                    times.setdefault(t, []).append((kb, t, sub))
-            self._overlay_times = times
+        if self._overlay_times is not None:
+            self._index_overlay()  # (what is left: changed since the flush)
         self._pending = []
         self._pending_meta = None
         return self.persistent
@@ -465,7 +475,8 @@ class TimeKeyedStore(StoreSerdes):
         """Forget every uncommitted change: the store is back at its last committed state."""
         self._overlay = {}
         self._overlay_low = MAX_TIME
-        self._overlay_times = {}
+        if self._overlay_times is not None:
+            self._overlay_times = {}
         self._dirty = {}
         self._pending = []
         self._pending_meta = None
@@ -508,7 +519,7 @@ class TimeKeyedStore(StoreSerdes):
             self.closed = True
             self._inner.close()
             self._overlay = {}
-            self._overlay_times = {}
+            self._overlay_times = None
 
 
 def _block_windows(ck: bytes, vb: bytes) -> list[tuple[int, bytes | None]]:
