@@ -28,7 +28,7 @@ Operations (``--list`` prints them; the default runs all):
   ``bench-window-tumbling-emit-final``: the same four jobs in ``streams_windows_bench.py``'s shape (its windows and
   topology, a new key per record, RocksDB state, a commit every 1,000 records instead of after each, several
   windows closing between two commits), where the uncommitted changes, the scans for closed windows and the
-  emission weigh as they do in the benchmark.
+  emission weigh as they do in the benchmark (``N``: a multiple of 1,000).
 
     .venv/bin/python benchmarks/instructions.py                       # every operation
     .venv/bin/python benchmarks/instructions.py avro-serialize -n 2000 -k 3 --json out.json
@@ -61,6 +61,8 @@ from results_file import BenchRun, Case, Comparison, add_json_option  # noqa: E4
 
 # A job builds its loop outside the counted difference and returns ``run(count)``, which does ``count`` operations.
 Job = Callable[[], Callable[[int], None]]
+# Folders a job made (state directories): the child removes them once counting is over.
+_SCRATCH: list[str] = []
 
 
 def _serdes(kind: str, direction: str) -> Callable[[int], None]:
@@ -228,7 +230,8 @@ def _window_committing(hopping: bool, final: str) -> Callable[[int], None]:
     else:
         counts = windowed.count(store="counts", emit_strategy="on_window_close")
     counts.to_stream().to("counts", value=int)
-    state_dir = tempfile.mkdtemp(prefix="instructions-windows-")  # (the child exits without cleaning up: /tmp)
+    state_dir = tempfile.mkdtemp(prefix="instructions-windows-")
+    _SCRATCH.append(state_dir)
     driver = TopologyTestDriver(builder.build(), state_dir=state_dir)
     [task] = driver.tasks
     out = driver.output_topic("counts", key=bytes, value=bytes)
@@ -236,6 +239,8 @@ def _window_committing(hopping: bool, final: str) -> Callable[[int], None]:
     base = 1_700_000_000_000
 
     def run(count: int) -> None:
+        if count % 1000:  # each run commits at every 1,000th record: the difference of two runs, whole commits
+            raise ValueError(f"the bench-window-* loops need a multiple of 1,000 records, got {count}")
         first = state["i"]
         for i in range(first, first + count):
             task.process(Record("clicks", 0, i, b"key-%d" % (i % 100_000), b'{"n":%d}' % i, base + i * 300))
@@ -282,6 +287,8 @@ def _child(name: str, count: int) -> None:
     run(count)
     print("done", flush=True)
     sys.stdin.readline()
+    for folder in _SCRATCH:
+        shutil.rmtree(folder, ignore_errors=True)
     os._exit(0)  # skip interpreter teardown (threads, stores): not counted anyway, and slow under valgrind
 
 
@@ -340,6 +347,9 @@ def main() -> int:
         parser.error(f"unknown operation(s) {', '.join(unknown)}; --list shows them")
     if args.k < 2:
         parser.error("-k must be at least 2")
+    committing = [name for name in args.operations or list(JOBS) if name.startswith("bench-window-")]
+    if committing and args.n is not None and args.n % 1000:
+        parser.error(f"{', '.join(committing)}: -n must be a multiple of 1,000 (they commit every 1,000 records)")
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("valgrind not found: make bench-instructions installs it (apt-get install valgrind)", file=sys.stderr)
         return 2
