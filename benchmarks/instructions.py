@@ -23,7 +23,12 @@ Operations (``--list`` prints them; the default runs all):
 - ``window-tumbling``: the same with a tumbling 5 min window;
 - ``window-suppress`` / ``window-emit-final``: the hopping count with final results only, by
   ``suppress(until_window_closes())`` / ``emit_strategy="on_window_close"`` (``streams_windows_bench.py``'s jobs);
-  ``window-tumbling-suppress`` / ``window-tumbling-emit-final`` the same for the tumbling count.
+  ``window-tumbling-suppress`` / ``window-tumbling-emit-final`` the same for the tumbling count;
+- ``bench-window-suppress`` / ``bench-window-emit-final`` / ``bench-window-tumbling-suppress`` /
+  ``bench-window-tumbling-emit-final``: the same four jobs in ``streams_windows_bench.py``'s shape (its windows and
+  topology, a new key per record, RocksDB state, a commit every 1,000 records instead of after each, several
+  windows closing between two commits), where the uncommitted changes, the scans for closed windows and the
+  emission weigh as they do in the benchmark (``N``: a multiple of 1,000).
 
     .venv/bin/python benchmarks/instructions.py                       # every operation
     .venv/bin/python benchmarks/instructions.py avro-serialize -n 2000 -k 3 --json out.json
@@ -56,6 +61,8 @@ from results_file import BenchRun, Case, Comparison, add_json_option  # noqa: E4
 
 # A job builds its loop outside the counted difference and returns ``run(count)``, which does ``count`` operations.
 Job = Callable[[], Callable[[int], None]]
+# Folders a job made (state directories): the child removes them once counting is over.
+_SCRATCH: list[str] = []
 
 
 def _serdes(kind: str, direction: str) -> Callable[[int], None]:
@@ -192,6 +199,61 @@ def _window(hopping: bool, final: str | None = None) -> Callable[[int], None]:
     return run
 
 
+def _window_committing(hopping: bool, final: str) -> Callable[[int], None]:
+    """``streams_windows_bench.py``'s job in its shape: every record a new key, a 1-minute (tumbling) or 5-minute /
+    1-minute (hopping) windowed count with final results, ``to_stream().to()`` its topic, state in RocksDB, and a
+    commit (flush, changelog, RocksDB write) every 1,000 records, not after each; event time 300 ms apart, so a
+    window closes every 200 records and a commit covers several closes, as the benchmark's 5-second commits do.
+    Records go straight into the driver's task (pre-serialized, one partition); the driver collects the output.
+    The collector runs with the thresholds a ``StreamsApp`` sets (``streams/gc_tuning.py``): with the interpreter's,
+    full collections over the stores' objects would weigh more than in the benchmark."""
+    import gc
+    import tempfile
+    from datetime import timedelta
+
+    from streams import StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver
+    from streams.gc_tuning import STREAMS_THRESHOLDS
+    from streams.log import Record
+
+    gc.set_threshold(*STREAMS_THRESHOLDS)
+
+    minute = timedelta(minutes=1)
+    windows = (
+        TimeWindows.of_size_with_no_grace(5 * minute).advance_by(minute)
+        if hopping
+        else TimeWindows.of_size_with_no_grace(minute)
+    )
+    builder = StreamsBuilder()
+    windowed = builder.stream("clicks", key=str, value="json").group_by_key().windowed_by(windows)
+    if final == "suppress":
+        counts = windowed.count(store="counts").suppress(Suppressed.until_window_closes())
+    else:
+        counts = windowed.count(store="counts", emit_strategy="on_window_close")
+    counts.to_stream().to("counts", value=int)
+    state_dir = tempfile.mkdtemp(prefix="instructions-windows-")
+    _SCRATCH.append(state_dir)
+    driver = TopologyTestDriver(builder.build(), state_dir=state_dir)
+    [task] = driver.tasks
+    out = driver.output_topic("counts", key=bytes, value=bytes)
+    state = {"i": 0}
+    base = 1_700_000_000_000
+
+    def run(count: int) -> None:
+        if count % 1000:  # each run commits at every 1,000th record: the difference of two runs, whole commits
+            raise ValueError(f"the bench-window-* loops need a multiple of 1,000 records, got {count}")
+        first = state["i"]
+        for i in range(first, first + count):
+            task.process(Record("clicks", 0, i, b"key-%d" % (i % 100_000), b'{"n":%d}' % i, base + i * 300))
+            if (i + 1) % 1000 == 0:
+                task.flush()
+                task.committed(task.offsets_to_commit())
+        state["i"] = first + count
+        out.read_records()  # drop what was emitted, as a consumer would
+
+    run(2000)  # stores, caches and windows warm, outside the difference
+    return run
+
+
 JOBS: dict[str, tuple[Job, int, str]] = {
     # name: (job, default N, what one operation is)
     "avro-serialize": (lambda: _serdes("avro", "serialize"), 2000, "record"),
@@ -210,6 +272,10 @@ JOBS: dict[str, tuple[Job, int, str]] = {
     "window-tumbling-emit-final": (lambda: _window(hopping=False, final="emit-final"), 500, "input record"),
     "window-suppress": (lambda: _window(hopping=True, final="suppress"), 500, "input record"),
     "window-emit-final": (lambda: _window(hopping=True, final="emit-final"), 500, "input record"),
+    "bench-window-tumbling-suppress": (lambda: _window_committing(False, "suppress"), 2000, "input record"),
+    "bench-window-tumbling-emit-final": (lambda: _window_committing(False, "emit-final"), 2000, "input record"),
+    "bench-window-suppress": (lambda: _window_committing(True, "suppress"), 2000, "input record"),
+    "bench-window-emit-final": (lambda: _window_committing(True, "emit-final"), 2000, "input record"),
 }
 
 
@@ -221,6 +287,8 @@ def _child(name: str, count: int) -> None:
     run(count)
     print("done", flush=True)
     sys.stdin.readline()
+    for folder in _SCRATCH:
+        shutil.rmtree(folder, ignore_errors=True)
     os._exit(0)  # skip interpreter teardown (threads, stores): not counted anyway, and slow under valgrind
 
 
@@ -279,6 +347,9 @@ def main() -> int:
         parser.error(f"unknown operation(s) {', '.join(unknown)}; --list shows them")
     if args.k < 2:
         parser.error("-k must be at least 2")
+    committing = [name for name in args.operations or list(JOBS) if name.startswith("bench-window-")]
+    if committing and args.n is not None and args.n % 1000:
+        parser.error(f"{', '.join(committing)}: -n must be a multiple of 1,000 (they commit every 1,000 records)")
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("valgrind not found: make bench-instructions installs it (apt-get install valgrind)", file=sys.stderr)
         return 2

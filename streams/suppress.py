@@ -26,6 +26,8 @@ Stream time here is the suppression's own: the largest timestamp of the updates 
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -33,6 +35,7 @@ from streams.change import Change, _new_change
 from streams.errors import StreamsError, TopologyError
 from streams.processor import ProcessorContext
 from streams.state.buffer import BufferedUpdate, SuppressionBuffer
+from streams.state.segments import Entry
 from streams.state.timed import MAX_TIME
 from streams.state.window import WindowStore
 from streams.table_ops import TableOptions, TableProcessor
@@ -41,6 +44,7 @@ from streams.windows import TimeWindow, Windowed, to_millis
 __all__ = ["BufferConfig", "SuppressProcessor", "Suppressed"]
 
 _UNKNOWN = -(2**63)  # no suppression time kept with the window store yet
+_START = struct.Struct(">q")  # a window start after the store's key bytes: a derived buffer's key
 
 
 class BufferConfig:
@@ -186,21 +190,60 @@ class SuppressProcessor(TableProcessor):
         """Rebuild the buffer from the window store, as of the suppression's stream time kept with it."""
         self._windows, self._time_key = windows, time_key
         observed = windows.get_metadata(time_key, _UNKNOWN)
+        size, offset, kser, decode = windows.window_size_ms, self._offset, self._kser, windows.decode_key
+        # Straight from the store's flush when the aggregation forwards to this suppression alone: the buffer is
+        # then keyed by the store's key bytes and the window start (``_window_flushed``).
+        direct = windows.flushes_to == self.process and not self._bounded and not self._send_old
         if observed == _UNKNOWN:
-            # a store from before the buffer was derived: the buffer as its own changelog restored it, this once
+            # a new store, or one from before the buffer was derived: the buffer as its own changelog restored it
+            # (keyed by windowed key bytes), this once
             self._buffer.derived = True
             windows.set_metadata(time_key, self._observed)
+            if direct and not len(self._buffer):
+                self._listen(windows, size, offset)
             return
-        size, offset, kser, decode = windows.window_size_ms, self._offset, self._kser, windows.decode_key
+        pack = _START.pack
         updates = []
         for kb, start, _, entry in windows.all_entries(0, MAX_TIME):
             due = start + size + offset
             if due > observed:
                 key = Windowed(decode(kb), TimeWindow(start, start + size))
-                updates.append((kser(key), BufferedUpdate(key, entry[0], None, entry[1], due, 0, 0)))
+                bk = kb + pack(start) if direct else kser(key)
+                updates.append((bk, BufferedUpdate(key, entry[0], None, entry[1], due, 0, 0)))
         updates.sort(key=lambda update: update[1].due)  # stable: within a due time, in the store's order
         self._buffer.rebuild(updates)
         windows.set_metadata(time_key, max(observed, self._observed))
+        if direct:
+            self._listen(windows, size, offset)
+
+    def _listen(self, windows: WindowStore, size: int, offset: int) -> None:
+        """Take the store's flushed window updates straight from it (``_window_flushed``)."""
+        self._size, self._due_offset = size, size + offset
+        self._window_objects: dict[int, TimeWindow] = {}
+        windows.bytes_listener = self._window_flushed
+
+    def _windowed(self, key: Any, start: int) -> Windowed:
+        """The buffered key of ``key``'s window at ``start``; one window object per start, shared by every key."""
+        window = self._window_objects.get(start)
+        if window is None:
+            if len(self._window_objects) >= 1024:
+                self._window_objects.clear()
+            window = self._window_objects[start] = TimeWindow(start, start + self._size)
+        return Windowed(key, window)
+
+    def _window_flushed(self, kb: bytes, key: Any, start: int, entry: Entry | None) -> None:
+        """``process`` of a window update straight from the store's flush (``kb``: the store's key bytes): no
+        windowed key to serialize, no ``Change``; the same buffer, due times and emissions."""
+        ts = self._rc.timestamp
+        observed = self._observed
+        if ts > observed:
+            self._observed = observed = ts
+            self._windows.set_metadata(self._time_key, ts)  # type: ignore[union-attr]  # (set with the listener)
+        due = start + self._due_offset
+        buffer = self._buffer
+        new = None if entry is None else entry[0]
+        if buffer.put_window(kb + _START.pack(start), key, start, new, ts, due, self._windowed) <= observed:
+            self._emit_all(buffer.pop_due(observed))
 
     def process(self, key: Any, change: Change) -> None:
         ts = self._rc.timestamp
@@ -220,8 +263,7 @@ class SuppressProcessor(TableProcessor):
             buffer.put(kb, key, change[0], change[1], ts, (key.window.end if self._by_window else ts) + self._offset)
             <= self._observed
         ):
-            for update in buffer.pop_due(self._observed):
-                self._emit(update)
+            self._emit_all(buffer.pop_due(self._observed))
         if self._bounded and self._over_capacity():
             if self._shut_down:
                 raise StreamsError(
@@ -239,12 +281,19 @@ class SuppressProcessor(TableProcessor):
         )
 
     def _emit(self, update: BufferedUpdate) -> None:
-        if update.new is None and self._drop_deletes:
-            return
-        rc = self._rc
+        self._emit_all((update,))
+
+    def _emit_all(self, updates: Iterable[BufferedUpdate]) -> None:
+        """Forward each update (final results: but deletes), with its own timestamp and no input headers."""
+        rc, forward, drop_deletes, send_old = self._rc, self._forward, self._drop_deletes, self._send_old
         saved_ts, saved_headers = rc.timestamp, rc.headers
-        rc.timestamp, rc.headers = update.timestamp, ()
+        rc.headers = ()
         try:
-            self._forward(update.key, _new_change(Change, (update.new, update.prior if self._send_old else None)))
+            for update in updates:
+                new = update.new
+                if new is None and drop_deletes:
+                    continue
+                rc.timestamp = update.timestamp
+                forward(update.key, _new_change(Change, (new, update.prior if send_old else None)))
         finally:
             rc.timestamp, rc.headers = saved_ts, saved_headers

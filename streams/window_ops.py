@@ -127,14 +127,18 @@ class _WindowAggregate(Aggregating, Generic[W]):
 
     def _emit_closed(self, rows: list[tuple[Windowed, Any, int]], close: int) -> None:
         """Emit final results, then remember (with the store) that windows closed by ``close`` are done."""
-        rc = self._rc
+        rc, forward = self._rc, self._forward
         saved = rc.timestamp
         try:
             for windowed, value, timestamp in rows:
                 rc.timestamp = timestamp
-                self._forward(windowed, Change(value, None))
+                forward(windowed, _new_change(Change, (value, None)))
         finally:
             rc.timestamp = saved
+        self._mark_emitted(close)
+
+    def _mark_emitted(self, close: int) -> None:
+        """Remember (with the store) that the windows closed by ``close`` have been emitted."""
         self._last_emit = close
         self._next_emit = self._next_emit_after(close)
         self._store.set_metadata(self._emit_key, close)
@@ -152,6 +156,8 @@ class TimeWindowAggregateProcessor(_WindowAggregate[TimeWindows]):
         store = self._store
         self._get = store.get_entry
         store.forwards_changes = not self.emit_final
+        if store.listener is not None:  # each change goes downstream when the cache flushes, to ``_forward``
+            store.flushes_to = self._forward
         if self._advance < self._size and isinstance(store, WindowStore) and not store.retain_duplicates:
             # Hopping windows: a record updates size / advance windows of its key, logged as one block record
             # (the window starts over the size rounded up to a multiple of the advance) instead of one each.
@@ -268,9 +274,17 @@ class TimeWindowAggregateProcessor(_WindowAggregate[TimeWindows]):
         first_start = -(-lower // advance) * advance
         if first_start > upper or self._may_wait(lower):
             return  # no window closed since the last emit, or throttled
+        # Each closed window straight from the store's rows to downstream (no list of results in between).
         window, decode = self._time_window, self._store.decode_key
-        rows = [(Windowed(decode(kb), window(t)), e[0], e[1]) for kb, t, _, e in self._store.all_entries(lower, upper)]
-        self._emit_closed(rows, close)
+        rc, forward = self._rc, self._forward
+        saved = rc.timestamp
+        try:
+            for kb, t, _, entry in self._store.all_entries(lower, upper):
+                rc.timestamp = entry[1]
+                forward(Windowed(decode(kb), window(t)), _new_change(Change, (entry[0], None)))
+        finally:
+            rc.timestamp = saved
+        self._mark_emitted(close)
 
 
 class SlidingWindowAggregateProcessor(_WindowAggregate[SlidingWindows]):

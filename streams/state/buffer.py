@@ -23,6 +23,7 @@ from __future__ import annotations
 import heapq
 import struct
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -137,6 +138,26 @@ class SuppressionBuffer(StoreSerdes):
             self.size_bytes += u.size
         if not self.derived:
             self._dirty.add(kb)
+        return self._dues[0]
+
+    def put_window(
+        self, kb: bytes, key: Any, start: int, new: Any, timestamp: int, due: int, windowed: Callable[[Any, int], Any]
+    ) -> int:
+        """``put`` for a derived buffer that counts no bytes, of a window update with no prior value (what a
+        suppression gets straight from its window store's flush): ``kb`` is the store's key bytes and the window
+        start, and the buffered key, ``windowed(key, start)``, is made once, when the window is first buffered.
+        Returns the earliest due time."""
+        u = self._entries.get(kb)
+        if u is None:
+            self._seq += 1
+            self._entries[kb] = BufferedUpdate(windowed(key, start), new, None, timestamp, due, self._seq, 0)
+            queue = self._queues.get(due)
+            if queue is None:
+                queue = self._queues[due] = deque()
+                heapq.heappush(self._dues, due)
+            queue.append(kb)
+        else:
+            u.new, u.timestamp = new, timestamp
         return self._dues[0]
 
     def _enqueue(self, due: int, kb: bytes) -> None:

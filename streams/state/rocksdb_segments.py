@@ -155,24 +155,19 @@ class RocksDBSegments:
         out = []
         suffix = self._suffix
         unpack, decode = self._sub.unpack_from, self._decode
-        it = None
         for seg_id in self._segments_between(t_from, t_to):
             # A segment holds several times, and time comes after the key bytes: the whole segment is
             # read, but only the rows in range are decoded (emitting final results reads one time of it).
-            prefix = _SEG.pack(seg_id)
+            # ``items`` hands over each row in one call (an iterator's key, value and next are three).
             end = _SEG.pack(seg_id + 1)
-            if it is None:
-                it = self._db.iter()
-            it.seek(prefix)
-            while it.valid():
-                key = cast(bytes, it.key())
+            for raw_key, vb in self._db.items(from_key=_SEG.pack(seg_id)):
+                key = cast(bytes, raw_key)
                 if key >= end:
                     break
                 n = len(key) - suffix
                 t, sub = unpack(key, n)
                 if t_from <= t <= t_to:
-                    out.append((key[8:n], t, sub, decode(cast(bytes, it.value()))))
-                it.next()
+                    out.append((key[8:n], t, sub, decode(cast(bytes, vb))))
         out.sort(key=lambda row: (row[1], row[0], row[2]))
         return out
 

@@ -44,7 +44,7 @@ from streams.state.store_serdes import StoreSerdes
 if TYPE_CHECKING:
     from streams.processor import RecordContext
 
-__all__ = ["MAX_TIME", "META_KEY", "TimeKeyedListener", "TimeKeyedStore"]
+__all__ = ["MAX_TIME", "META_KEY", "BytesListener", "TimeKeyedListener", "TimeKeyedStore"]
 
 META_KEY = b"\x00schemakit.store-metadata\x00"
 MAX_TIME = 2**63 - 1
@@ -58,6 +58,9 @@ _BLOCK_ITEM = struct.Struct(">qi")  # window start, entry length (-1: none)
 #: ``listener(key, time, sub, new_entry, old_entry)`` for each flushed change (entries are
 #: ``(value, timestamp)`` or None); ``old_entry`` only when ``track_old_values``.
 TimeKeyedListener = Callable[[Any, int, int, Entry | None, Entry | None], None]
+#: ``bytes_listener(key_bytes, key, time, new_entry)``: a window store's flushed change for a consumer that keys
+#: what it keeps by the store's own key bytes (``TimeKeyedStore.bytes_listener``).
+BytesListener = Callable[[bytes, Any, int, Entry | None], None]
 
 
 class TimeKeyedStore(StoreSerdes):
@@ -106,11 +109,21 @@ class TimeKeyedStore(StoreSerdes):
         # No time in ``_overlay`` is older than this (reset when it empties): a read of older times, as emitting
         # final results reads closed windows, need not walk it.
         self._overlay_low = MAX_TIME
+        # Time -> (key bytes, time, sub) of each entry at that time in ``_overlay``: what ``all_entries`` reads
+        # there, instead of walking every key's changes (an entry leaves the overlay only at persist or discard).
+        # Kept from the first ``all_entries`` on (None before): a store that is never scanned pays nothing for it.
+        self._overlay_times: dict[int, list[tuple[bytes, int, int]]] | None = None
         # Changed since the last flush, in the order of their last change: (kb, time, sub) -> (key, old entry,
         # timestamp of the change).
         self._dirty: dict[tuple[bytes, int, int], tuple[Any, Entry | None, int]] = {}
         self._pending: list[WriteRow] = []
         self.listener: TimeKeyedListener | None = None
+        #: The one processor ``listener`` forwards every flushed change to (its ``process``), set by the processor
+        #: that writes the store; None when it forwards to several or not through ``listener``.
+        self.flushes_to: Callable[[Any, Any], None] | None = None
+        #: Called instead of ``listener`` when set: by that one processor (a final-results suppression, which keys
+        #: its buffer by these bytes), so that a flushed change reaches it without a windowed key or a ``Change``.
+        self.bytes_listener: BytesListener | None = None
         self.track_old_values = False
         self.changelog: ChangelogSink | None = None
         self.closed = False
@@ -213,6 +226,7 @@ class TimeKeyedStore(StoreSerdes):
         observed = self.observed
         min_live = observed - self.retention_ms + self.live_offset
         low = self._overlay_low
+        times = self._overlay_times
         written = 0
         try:
             for t, sub, entry in rows:
@@ -234,7 +248,14 @@ class TimeKeyedStore(StoreSerdes):
                     dirty[dk] = (key, overlay[k] if k in overlay else self._inner.get(kb, t, sub), ts)
                 else:
                     dirty[dk] = (key, None, ts)
-                overlay[(t, sub)] = entry
+                k = (t, sub)
+                if times is not None and k not in overlay:
+                    at = times.get(t)
+                    if at is None:
+                        times[t] = [dk]
+                    else:
+                        at.append(dk)
+                overlay[k] = entry
                 written += 1
         finally:
             self.observed = observed
@@ -268,11 +289,13 @@ class TimeKeyedStore(StoreSerdes):
         rows = self._inner.fetch_all(t_from, t_to)
         if not self._overlay or t_to < self._overlay_low:
             return rows
+        overlay = self._overlay
+        times = self._overlay_times if self._overlay_times is not None else self._index_overlay()
         changed = [
-            (t, kb, sub, e)
-            for kb, overlay in self._overlay.items()
-            for (t, sub), e in overlay.items()
-            if t_from <= t <= t_to
+            (t, kb, sub, overlay[kb][(t, sub)])
+            for at, keys in times.items()
+            if t_from <= at <= t_to
+            for kb, t, sub in keys
         ]
         if not changed:
             return rows
@@ -313,6 +336,7 @@ class TimeKeyedStore(StoreSerdes):
         out: list[tuple[bytes, bytes | None]] = []
         pending = self._pending
         listener = self.listener
+        by_bytes = self.bytes_listener
         overlay = self._overlay
         encode, ts_pack, vser = self._encode, _TS.pack, self._vser
         # Forwarded (with a listener) at the entry's own timestamp unless a subclass forwards another (sessions:
@@ -346,7 +370,7 @@ class TimeKeyedStore(StoreSerdes):
                 else:
                     out.append((kb + tsub(t, sub), vb))
                 pending.append((kb, t, sub, entry, vb))
-                if listener is None:
+                if listener is None and by_bytes is None:
                     continue
                 key, old, change_ts = dirty[dk]
                 if entry is None:
@@ -356,7 +380,10 @@ class TimeKeyedStore(StoreSerdes):
                     rc.timestamp = change_ts if forward_ts is None else forward_ts(t, sub, entry, change_ts)
                 else:
                     rc.timestamp = entry[1] if forward_ts is None else forward_ts(t, sub, entry, change_ts)
-                listener(key, t, sub, entry, old)
+                if by_bytes is not None:
+                    by_bytes(kb, key, t, entry)
+                else:
+                    listener(key, t, sub, entry, old)  # type: ignore[misc]  # (not None: checked above)
         finally:
             rc.timestamp, rc.headers = saved
         if blocks:
@@ -409,6 +436,19 @@ class TimeKeyedStore(StoreSerdes):
                         parts.append(vb)  # type: ignore[arg-type]
                 out.append((kb + block_key(start, BLOCK_SUB), b"".join(parts)))
 
+    def _index_overlay(self) -> dict[int, list[tuple[bytes, int, int]]]:
+        """Set (and return) ``_overlay_times`` of the entries now in ``_overlay``."""
+        times: dict[int, list[tuple[bytes, int, int]]] = {}
+        for kb, per_key in self._overlay.items():
+            for t, sub in per_key:
+                at = times.get(t)
+                if at is None:
+                    times[t] = [(kb, t, sub)]
+                else:
+                    at.append((kb, t, sub))
+        self._overlay_times = times
+        return times
+
     def persist(self) -> bool:
         """Write the flushed changes into the segments (after their input offsets were committed)."""
         pending = self._pending
@@ -425,6 +465,8 @@ class TimeKeyedStore(StoreSerdes):
                     del overlay[kb]
         if not overlay:
             self._overlay_low = MAX_TIME
+        if self._overlay_times is not None:
+            self._index_overlay()  # (what is left: changed since the flush)
         self._pending = []
         self._pending_meta = None
         return self.persistent
@@ -433,6 +475,8 @@ class TimeKeyedStore(StoreSerdes):
         """Forget every uncommitted change: the store is back at its last committed state."""
         self._overlay = {}
         self._overlay_low = MAX_TIME
+        if self._overlay_times is not None:
+            self._overlay_times = {}
         self._dirty = {}
         self._pending = []
         self._pending_meta = None
@@ -475,6 +519,7 @@ class TimeKeyedStore(StoreSerdes):
             self.closed = True
             self._inner.close()
             self._overlay = {}
+            self._overlay_times = None
 
 
 def _block_windows(ck: bytes, vb: bytes) -> list[tuple[int, bytes | None]]:

@@ -6,6 +6,9 @@ early or stop the application.
 
 from __future__ import annotations
 
+import random
+from pathlib import Path
+
 import pytest
 
 from streams import (
@@ -21,7 +24,7 @@ from streams import (
     WindowedSerdes,
 )
 from streams.suppress import BufferConfig as NestedBufferConfig
-from tests.streams.scenarios import Row, pipe, read_rows
+from tests.streams.scenarios import Build, Row, pipe, piped, read_rows
 
 #: the table's updates (k1 -> v1, k1 -> v2, k2 -> v1) and the counts per value they make, unsuppressed
 UPDATES: list[Row] = [("k1", "v1", 0), ("k1", "v2", 1), ("k2", "v1", 2)]
@@ -247,3 +250,51 @@ def test_until_window_closes_needs_a_windowed_table_and_a_strict_buffer() -> Non
     with pytest.raises(TopologyError, match="needs a buffer that shuts down when full"):
         Suppressed.until_window_closes(BufferConfig.max_records(10))
     assert Suppressed.BufferConfig is NestedBufferConfig  # type: ignore[attr-defined]
+
+
+def late_and_jumping_rows(seed: int) -> list[Row]:
+    """400 records of 5 keys, time rising 2 a record, some up to 12 late (within and past grace), two jumps."""
+    rng = random.Random(seed)
+    rows: list[Row] = []
+    for i in range(400):
+        ts = 2 * i + (100 if i >= 150 else 0) + (300 if i >= 320 else 0)
+        rows.append((f"k{rng.randrange(5)}", "v", max(0, ts - rng.choice((0, 0, 0, 0, 3, 5, 12)))))
+    return rows
+
+
+@pytest.mark.parametrize(
+    "windows",
+    [TimeWindows.of_size_and_grace(10, 3), TimeWindows.of_size_and_grace(10, 3).advance_by(4)],
+    ids=["tumbling", "hopping"],
+)
+@pytest.mark.parametrize("rocksdb", [False, True], ids=["memory", "rocksdb"])
+def test_final_results_straight_from_the_window_store_equal_the_general_path(
+    windows: TimeWindows, rocksdb: bool, tmp_path: Path
+) -> None:
+    """A cached windowed count whose only child is the suppression hands it each flushed window straight from
+    its store (the buffer keyed by the store's key bytes); the same count with a second child forwards windowed
+    keys and changes to both. The final results are the same, emitted after the same input record, late records
+    and jumps of stream time included."""
+
+    def build(direct: bool) -> Build:
+        def topology(b: StreamsBuilder) -> None:
+            counts = b.stream("in", key=str, value=str).group_by_key().windowed_by(windows).count(store="counts")
+            counts.suppress(Suppressed.until_window_closes()).to_stream().to("finals", value=int)
+            if not direct:
+                counts.to_stream().to("raw", value=int)
+
+        return topology
+
+    finals = []
+    for direct in (True, False):
+        state_dir = tmp_path / str(direct) if rocksdb else None
+        emitted: list[tuple[int, Row]] = []  # (input record, final result emitted after it)
+        with piped(build(direct), [], state_dir=state_dir) as d:
+            assert (d.get_window_store("counts").bytes_listener is not None) is direct
+            for i, row in enumerate(late_and_jumping_rows(31)):
+                pipe(d, "in", [row])
+                emitted += [(i, final) for final in read_rows(d, "finals", WindowedSerdes.time_windowed(str, 10), int)]
+        finals.append(emitted)
+    straight, general = finals
+    assert straight == general
+    assert len(general) == len({final[0] for _, final in general}) > 100  # one final result per window

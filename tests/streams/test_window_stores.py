@@ -219,6 +219,37 @@ def test_retained_duplicates_are_all_kept(windows) -> None:  # type: ignore[no-u
     assert [key[-4:] for key, _ in log.records[:3]] == [struct.pack(">i", n) for n in (1, 2, 3)]
 
 
+@pytest.mark.parametrize("duplicates", [False, True], ids=["windows", "duplicates"])
+def test_scans_by_time_see_committed_and_uncommitted_entries(windows, duplicates: bool) -> None:  # type: ignore[no-untyped-def]
+    """``fetch_all`` (what emitting final results scans) merges the committed entries with the uncommitted ones
+    of its times, before and after the first scan, across a commit that leaves a change made after its flush
+    uncommitted, and after a rollback."""
+    store, _, _ = windows(duplicates=duplicates)
+
+    def scan(t_from: int, t_to: int) -> list[tuple[str, int]]:
+        return [(str(w), v) for w, v in store.fetch_all(t_from, t_to)]
+
+    store.put("a", 1, 10)
+    store.put("b", 2, 20)
+    commit(store)
+    store.put("c", 3, 10)  # uncommitted, before the first scan
+    assert scan(10, 10) == [("[a@10/20]", 1), ("[c@10/20]", 3)]
+    store.put("a", 4, 20)  # uncommitted, after it
+    store.put("d", 5, 30)
+    assert scan(20, 30) == [("[a@20/30]", 4), ("[b@20/30]", 2), ("[d@30/40]", 5)]
+    store.flush(None)
+    store.put("e", 6, 20)  # changed after the flush: still uncommitted after the persist
+    store.persist()
+    assert scan(20, 20) == [("[a@20/30]", 4), ("[b@20/30]", 2), ("[e@20/30]", 6)]
+    store.put("f", 7, 10)
+    store.discard_pending()
+    assert scan(0, 40) == [("[a@10/20]", 1), ("[c@10/20]", 3), ("[a@20/30]", 4), ("[b@20/30]", 2), ("[d@30/40]", 5)]
+    if not duplicates:
+        store.put("c", None, 10)  # a delete, uncommitted
+        store.put("b", 8, 20)
+        assert scan(10, 20) == [("[a@10/20]", 1), ("[a@20/30]", 4), ("[b@20/30]", 8)]
+
+
 def test_uncommitted_changes_roll_back(windows) -> None:  # type: ignore[no-untyped-def]
     store, _, _ = windows()
     store.put("k", 1, 10)
