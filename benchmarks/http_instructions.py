@@ -36,7 +36,7 @@ from pathlib import Path
 
 import httpx
 from instructions import instrument
-from own_registry import free_port, start_registry, wait_http
+from own_registry import free_port, wait_http
 from registry_bench import CT, register_many
 from results_file import BenchRun, Case, Comparison, add_json_option
 
@@ -171,8 +171,13 @@ def main() -> int:
         data = Path(d) / "data"
         server_args = ["--log-level", "WARNING", *args.server_arg]
         labels = args.workload or list(WORKLOADS)
-        proc, url = start_registry(data, server_args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        port = free_port()
+        log = ["--log", f"sqlite:///{data}", "--host", "127.0.0.1", "--port", str(port)]
+        command = [sys.executable, "-m", "registry", "serve", *log, *server_args]
+        proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
         try:
+            wait_http(f"{url}/health/ready", proc, timeout=600)  # a loaded machine takes more than a minute
             pairs = register_many(url, args.schemas, max(1, args.schemas // 10), "http-instructions", headers)
             max_id = httpx.get(f"{url}/schemas/ids/1", params={"fetchMaxId": "true"}, headers=headers).json()["maxId"]
             ids = list(range(1, max_id + 1))

@@ -161,7 +161,7 @@ class ReadCache:
         entry = self._entries.get(key)
         if entry is not None:
             media = negotiate(header(headers, b"accept"))
-            if media is not None and (method == "GET" or body_type_accepted(header(headers, b"content-type"))):
+            if media is not None and (method == "GET" or _body_type_accepted(header(headers, b"content-type"))):
                 partition = SHARED if self.guard is None else self.guard.admit(scope, entry.ticket)
                 hit = entry.bodies.get(partition) if partition is not None else None
                 if hit is not None:
@@ -247,6 +247,22 @@ class ReadCache:
         while self.bytes > self.max_bytes and self._entries:  # the oldest entries make room
             oldest = next(iter(self._entries))
             self.bytes -= self._entries.pop(oldest).size
+
+
+#: Content-Type value -> taken or not; clients send a handful of values
+_BODY_TYPES: dict[bytes | None, bool] = {}
+_BODY_TYPES_MAX = 1024
+
+
+def _body_type_accepted(content_type: bytes | None) -> bool:
+    """``content.body_type_accepted``, remembered per value (a lookup hit checks it)."""
+    accepted = _BODY_TYPES.get(content_type)
+    if accepted is None:
+        accepted = body_type_accepted(content_type)
+        if len(_BODY_TYPES) >= _BODY_TYPES_MAX:
+            _BODY_TYPES.clear()
+        _BODY_TYPES[content_type] = accepted
+    return accepted
 
 
 def _key_size(key: Key) -> int:
