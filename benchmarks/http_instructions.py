@@ -10,7 +10,11 @@ is one request's cost in the server: uvicorn, the HTTP parser, the event loop's 
 bare / registry is the throughput ratio a CPU-bound server would show.
 
     .venv/bin/python benchmarks/http_instructions.py [--schemas 200] [-n 300] [-k 3] [--json out.json]
-        [--server-arg ARG ...] [--header "Name: value" ...]
+        [--server-arg ARG ...] [--header "Name: value" ...] [--workload LABEL ...] [--keep DIR]
+
+``--keep DIR`` keeps each counted run's callgrind file of the event loop's thread there (``<workload>-<server>-
+<requests>.out``), for ``callgrind_annotate --inclusive=yes``: the difference of a workload's two files is what
+its requests cost.
 
 Needs ``valgrind`` (``make bench-instructions`` installs it). Startup under valgrind takes a minute or so.
 """
@@ -32,7 +36,7 @@ from pathlib import Path
 
 import httpx
 from instructions import instrument
-from own_registry import free_port, start_registry, wait_http
+from own_registry import free_port, wait_http
 from registry_bench import CT, register_many
 from results_file import BenchRun, Case, Comparison, add_json_option
 
@@ -70,9 +74,18 @@ def send_all(port: int, requests: list[Request], count: int, headers: dict[str, 
     return bodies
 
 
-def counted(command: list[str], ready: str, port: int, requests: list[Request], count: int, headers: dict) -> int:
+def counted(
+    command: list[str],
+    ready: str,
+    port: int,
+    requests: list[Request],
+    count: int,
+    headers: dict,
+    keep: Path | None = None,
+) -> int:
     """Instructions of the event loop's thread of ``command`` (a server on ``port``, run under callgrind) for
-    ``count`` requests, after one warm-up pass over ``requests`` with instrumentation off."""
+    ``count`` requests, after one warm-up pass over ``requests`` with instrumentation off. ``keep``: where to
+    copy that thread's callgrind file."""
     with tempfile.TemporaryDirectory() as d:
         # per thread: only the event loop's thread serves requests; what other threads (the log's tailer) do
         # meanwhile depends on how long the requests take, so it would make the count depend on the machine's load
@@ -105,6 +118,9 @@ def counted(command: list[str], ready: str, port: int, requests: list[Request], 
                 proc.wait()
         main_thread = Path(d) / "out-01"  # the event loop runs on the main thread, callgrind's thread 1
         text = main_thread.read_text() if main_thread.exists() else ""
+        if keep is not None and text:
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(main_thread, keep)
         found = re.search(r"^totals: (\d+)", text, re.M)
         if found is None:
             files = sorted(p.name for p in Path(d).iterdir())
@@ -114,10 +130,22 @@ def counted(command: list[str], ready: str, port: int, requests: list[Request], 
 
 
 def per_request(
-    make: Callable[[int], list[str]], ready: str, requests: list[Request], n: int, k: int, headers: dict
+    make: Callable[[int], list[str]],
+    ready: str,
+    requests: list[Request],
+    n: int,
+    k: int,
+    headers: dict,
+    keep: Path | None = None,
 ) -> float:
-    small = counted(make(port := free_port()), ready, port, requests, n, headers)
-    large = counted(make(port := free_port()), ready, port, requests, k * n, headers)
+    """One request's instructions: the difference of the counts of ``k·N`` and ``N`` requests. ``keep``: a
+    file name prefix for the two callgrind files (``-<requests>.out`` is added)."""
+
+    def kept(count: int) -> Path | None:
+        return None if keep is None else keep.with_name(f"{keep.name}-{count}.out")
+
+    small = counted(make(port := free_port()), ready, port, requests, n, headers, kept(n))
+    large = counted(make(port := free_port()), ready, port, requests, k * n, headers, kept(k * n))
     return (large - small) / ((k - 1) * n)
 
 
@@ -129,6 +157,7 @@ def main() -> int:
     parser.add_argument("--server-arg", action="append", default=[], help="an option for `schemakit serve` (repeat)")
     parser.add_argument("--header", action="append", default=[], help='"Name: value" sent with every request')
     parser.add_argument("--workload", action="append", choices=list(WORKLOADS), help="default: all")
+    parser.add_argument("--keep", type=Path, help="keep the callgrind files of the event loop's thread here")
     add_json_option(parser)
     args = parser.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
@@ -142,8 +171,13 @@ def main() -> int:
         data = Path(d) / "data"
         server_args = ["--log-level", "WARNING", *args.server_arg]
         labels = args.workload or list(WORKLOADS)
-        proc, url = start_registry(data, server_args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        port = free_port()
+        log = ["--log", f"sqlite:///{data}", "--host", "127.0.0.1", "--port", str(port)]
+        command = [sys.executable, "-m", "registry", "serve", *log, *server_args]
+        proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
         try:
+            wait_http(f"{url}/health/ready", proc, timeout=600)  # a loaded machine takes more than a minute
             pairs = register_many(url, args.schemas, max(1, args.schemas // 10), "http-instructions", headers)
             max_id = httpx.get(f"{url}/schemas/ids/1", params={"fetchMaxId": "true"}, headers=headers).json()["maxId"]
             ids = list(range(1, max_id + 1))
@@ -169,8 +203,14 @@ def main() -> int:
             def bare(port: int, bodies_file: Path = bodies_files[label]) -> list[str]:
                 return [sys.executable, str(HERE / "bare_asgi.py"), "--port", str(port), "--bodies", str(bodies_file)]
 
-            ours = per_request(registry, "/health/ready", requests, args.n, args.k, headers)
-            theirs = per_request(bare, "/", requests, args.n, args.k, headers)
+            slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+            keep = None if args.keep is None else args.keep / slug
+
+            def kept(server: str, prefix: Path | None = keep) -> Path | None:
+                return None if prefix is None else prefix.with_name(f"{prefix.name}-{server}")
+
+            ours = per_request(registry, "/health/ready", requests, args.n, args.k, headers, kept("schemakit"))
+            theirs = per_request(bare, "/", requests, args.n, args.k, headers, kept("bare"))
             print(f"| {label} | {ours:,.0f} | {theirs:,.0f} | {theirs / ours:.2f} |", flush=True)
             cases.append(Case(label, ours, theirs, {"n": args.n, "k": args.k}))
     print(f"({time.perf_counter() - started:.0f} s)")

@@ -4,6 +4,10 @@ seconds (else 408), both checked while the body arrives, chunk by chunk, so a ch
 
 Both answers carry ``Connection: close``: the rest of the body is never read, so the connection cannot
 carry another request.
+
+A body that has arrived whole before it is read (the common case: a small request in one packet) is read
+without the deadline: the server hands it over at once, so there is nothing to time out
+(``protocol.body_arrived``).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Any
 
 from registry import errors
 from registry.http.content import header
+from registry.http.protocol import body_arrived
 
 Receive = Any
 
@@ -106,6 +111,12 @@ class BodyLimits:
 
     async def read(self, scope: dict[str, Any], receive: Receive) -> bytes:
         """The whole body (the read cache keys lookups by it)."""
+        if body_arrived(receive):
+            message = await receive()  # the whole body, without waiting
+            body: bytes = message.get("body", b"")
+            if len(body) > self.max_bytes:
+                raise errors.payload_too_large(self.max_bytes)
+            return body
         return await read_body(self.guard(scope, receive))
 
 

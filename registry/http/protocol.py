@@ -10,12 +10,14 @@
 - **Confluent's envelope** on the protocol's own errors: a request the parser rejects is 400 with
   ``{"error_code": 400, "message": ...}``, not plain text.
 
-The body's limits (size, read timeout) are checked in the app (``body.py``), where the body is read.
+The body's limits (size, read timeout) are checked in the app (``body.py``), where the body is read;
+``body_arrived`` tells it when there is nothing left to wait for.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 from http import HTTPStatus
 from typing import Any
 
@@ -29,6 +31,17 @@ MAX_HEADER_BYTES = 64 * 1024
 
 _Base: Any = AutoHTTPProtocol  # the implementation uvicorn's "auto" picks
 _base_data_received = _Base.data_received  # called directly: no super() lookup on every request
+#: the request cycle of that implementation: the app's ``receive`` is its bound method
+_Cycle: Any = importlib.import_module(_Base.__module__).RequestResponseCycle
+
+
+def body_arrived(receive: Any) -> bool:
+    """True when ``receive`` is the request cycle's of this protocol and the request's last byte has arrived:
+    then the next ``receive()`` returns the rest of the body at once, without waiting for the client (uvicorn's
+    cycle sets ``more_body`` False and its message event when the parser completes the request, and a
+    ``receive`` waits only for that event). False for any other ``receive`` (a test's, a wrapper's)."""
+    cycle: Any = getattr(receive, "__self__", None)
+    return type(cycle) is _Cycle and not cycle.more_body
 
 
 def guarded_protocol(header_timeout: float, max_header_bytes: int = MAX_HEADER_BYTES) -> type[asyncio.Protocol]:

@@ -7,8 +7,9 @@ dict lookup, the ``Accept`` negotiation (``content.py``, shared with the routes)
 
 The key holds nothing a client can grow at will: the method, the raw path, the query parameters some route
 reads (``query_names``; others cannot change the answer, so ``?junk=<random>`` shares the entry of the
-request without it) and a SHA-256 digest of the body. The cache is bounded by the bytes of its keys and
-answers (``max_bytes``); the oldest entries go first.
+request without it) and the body itself (within ``--max-request-bytes``; hashing it for the dict costs less
+than a digest, and a hit compares the whole body, so colliding hashes can only share a slot, never an answer).
+The cache is bounded by the bytes of its keys and answers (``max_bytes``); the oldest entries go first.
 
 Bodies of other requests than GETs are read through ``BodyLimits`` (``body.py``): a body past its size or
 time limit is answered 413/408 here (the lookup, whose body this layer reads) or in the app.
@@ -24,8 +25,9 @@ The security seam (authentication and authorization plug in here; nothing is che
 - ``ReadGuard.admit(scope, ticket)`` runs before every hit is served, with the ticket the answer was stored
   with. It returns the *partition* to serve from, or None to let the app answer the request in full (the
   caller is not authenticated, is denied, or the guard cannot decide cheaply): then the app's own
-  dependencies run and give the 401/403, and nothing is served from the cache. It is on the hot path:
-  memoize credential checks (per ``Authorization`` header value, per client certificate) there.
+  dependencies run and give the 401/403, and nothing is served from the cache. It is on the hot path, and
+  synchronous (it must decide without waiting): memoize credential checks and decisions there (per
+  ``Authorization`` header value and ticket; tickets hash by identity and live as long as their entry).
 - The partition says whom an answer is valid for: ``SHARED`` for answers that do not depend on the caller,
   the principal (any hashable) for those that do, e.g. ``GET /subjects`` listing only what the caller may
   read. The app decides it on the miss: its security dependencies set ``ticket.partition`` to the principal
@@ -41,7 +43,6 @@ template the app matched and the status it answered; a hit in the series resolve
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -65,7 +66,7 @@ ENTRY_OVERHEAD = 400
 Key = tuple[str, bytes, Any, bytes]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # hashed by identity: a guard may key its decisions by ticket
 class ReadTicket:
     """Filled by the app while it answers a cache miss; stored with the answer."""
 
@@ -77,7 +78,7 @@ class ReadTicket:
 class ReadGuard(Protocol):
     """Decides, before a hit is served, whether and from which partition (see the module docstring)."""
 
-    async def admit(self, scope: Scope, ticket: ReadTicket) -> Hashable | None: ...
+    def admit(self, scope: Scope, ticket: ReadTicket) -> Hashable | None: ...
 
 
 class GenerationSource(Protocol):
@@ -155,13 +156,13 @@ class ReadCache:
             method,
             scope.get("raw_path") or scope["path"].encode(),
             self._query_key(query) if query else b"",
-            hashlib.sha256(body).digest() if body else b"",
+            body,
         )
         entry = self._entries.get(key)
         if entry is not None:
             media = negotiate(header(headers, b"accept"))
-            if media is not None and (method == "GET" or body_type_accepted(header(headers, b"content-type"))):
-                partition = SHARED if self.guard is None else await self.guard.admit(scope, entry.ticket)
+            if media is not None and (method == "GET" or _body_type_accepted(header(headers, b"content-type"))):
+                partition = SHARED if self.guard is None else self.guard.admit(scope, entry.ticket)
                 hit = entry.bodies.get(partition) if partition is not None else None
                 if hit is not None:
                     await send(
@@ -246,6 +247,22 @@ class ReadCache:
         while self.bytes > self.max_bytes and self._entries:  # the oldest entries make room
             oldest = next(iter(self._entries))
             self.bytes -= self._entries.pop(oldest).size
+
+
+#: Content-Type value -> taken or not; clients send a handful of values
+_BODY_TYPES: dict[bytes | None, bool] = {}
+_BODY_TYPES_MAX = 1024
+
+
+def _body_type_accepted(content_type: bytes | None) -> bool:
+    """``content.body_type_accepted``, remembered per value (a lookup hit checks it)."""
+    accepted = _BODY_TYPES.get(content_type)
+    if accepted is None:
+        accepted = body_type_accepted(content_type)
+        if len(_BODY_TYPES) >= _BODY_TYPES_MAX:
+            _BODY_TYPES.clear()
+        _BODY_TYPES[content_type] = accepted
+    return accepted
 
 
 def _key_size(key: Key) -> int:

@@ -14,7 +14,8 @@ table of operations and permissions):
 
 Each check marks the read cache's ticket with what the answer requires (``access``) and, for per-caller answers,
 with the principal (``partition``); ``SecurityGuard`` checks the same on every cache hit, from memoized
-credentials and decisions, so cached reads stay authorized without entering the framework. A denial answers 403
+credentials and decisions (kept per credential and answer until the users file changes), so cached reads stay
+authorized without entering the framework. A denial answers 403
 ``{"error_code": 40301, "message": "User is denied operation Write on Subject: orders"}``; writes and denials
 are audited (``registry/security/audit.py``). Without ``--auth`` (``app.state.security`` is None) every
 dependency returns at once and nothing is checked.
@@ -23,6 +24,7 @@ dependency returns at once and nothing is checked.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, MutableMapping
+from time import monotonic
 from typing import Annotated, Any
 from urllib.parse import unquote
 
@@ -223,16 +225,56 @@ Readable = Annotated[Callable[[str], bool], Depends(_readable)]
 
 class SecurityGuard:
     """The read cache's ``ReadGuard``: serves a hit only to a caller whose credentials are already verified
-    and who may have the answer (the ticket's ``access``); per-caller answers from the caller's partition."""
+    and who may have the answer (the ticket's ``access``); per-caller answers from the caller's partition.
+
+    Its decisions are kept per (``Authorization`` value, ticket), so a repeated read by the same credentials
+    costs one dict lookup: each decision holds while the credential does (its ``until``) and only while the
+    users and the rules are those it was made under (the authenticator's and the authorizer's ``generation``,
+    bumped when the users file is loaded), so a removed user or a changed password or rule is never admitted
+    from it. Refusals are not kept (the app answers them, from the authenticator's own memory of failures).
+    Callers by client certificate are decided afresh each time (two memoized lookups)."""
+
+    #: decisions kept; past that many, all are dropped (a client can make one per credential it holds)
+    MAX_DECISIONS = 4096
 
     def __init__(self, security: Security) -> None:
         self.authenticator = security.authenticator
         self.authorizer = security.authorizer
+        #: (Authorization value, ticket) -> (until, authenticator generation, authorizer generation, partition)
+        self._decisions: dict[tuple[bytes, ReadTicket], tuple[float, int, int, Hashable]] = {}
 
-    async def admit(self, scope: Scope, ticket: ReadTicket) -> Hashable | None:
-        principal = self.authenticator.cached(scope)
-        if principal is None:
+    def admit(self, scope: Scope, ticket: ReadTicket) -> Hashable | None:
+        authorization = None
+        for k, v in scope["headers"]:
+            if k == b"authorization":
+                authorization = v
+            elif k == forwarded.FORWARDED_HEADER:
+                return None  # a forwarded request is the app's to authenticate
+        if authorization is None:
+            principal = self.authenticator.certificate(scope)
+            return None if principal is None else self._decide(principal, ticket)
+        key = (authorization, ticket)
+        found = self._decisions.get(key)
+        if (
+            found is not None
+            and found[1] == self.authenticator.generation
+            and found[2] == self.authorizer.generation
+            and found[0] >= monotonic()
+        ):
+            return found[3]
+        remembered = self.authenticator.remembered(authorization)
+        if remembered is None:
             return None
+        partition = self._decide(remembered[1], ticket)
+        if partition is not None:
+            if len(self._decisions) >= self.MAX_DECISIONS:
+                self._decisions = {}
+            generations = (self.authenticator.generation, self.authorizer.generation)
+            self._decisions[key] = (remembered[0], *generations, partition)
+        return partition
+
+    def _decide(self, principal: Principal, ticket: ReadTicket) -> Hashable | None:
+        """The partition to serve ``principal`` from, or None if the ticket's ``access`` is not granted."""
         access = ticket.access
         if access != AUTHENTICATED:
             if access is None:

@@ -9,8 +9,9 @@
 Verifying a password costs tens of milliseconds (argon2, bcrypt, scrypt, PBKDF2), so it runs in a worker thread,
 once for concurrent requests with the same credentials, and the outcome is kept per ``Authorization`` value:
 a success until the users file changes (at most ``TTL`` seconds), a token until it expires, a failure for
-``FAILURE_TTL`` seconds (a client retrying a wrong password does not cost a hash each time). ``cached`` is the
-read cache's hot path (``ReadGuard``): a dict lookup, never a verification.
+``FAILURE_TTL`` seconds (a client retrying a wrong password does not cost a hash each time). ``remembered`` is
+the read cache's hot path (``ReadGuard``): a dict lookup, never a verification. ``generation`` counts the users
+files loaded, so whoever keeps decisions made from remembered credentials knows when they stop holding.
 """
 
 from __future__ import annotations
@@ -63,26 +64,22 @@ class Authenticator:
         self._cache: dict[bytes, tuple[float, Principal | None, AuthenticationFailed | None]] = {}
         self._pending: dict[bytes, asyncio.Future[Principal]] = {}
         self._certs: dict[str, Principal] = {}
+        #: bumped whenever the users change: a credential remembered before may no longer be valid
+        self.generation = 0
 
     # UsersFileListener
     def users_file_loaded(self, contents: UsersFile) -> None:
         self.users = contents.users
         self._cache = {}
+        self.generation += 1
 
-    def cached(self, scope: Mapping[str, Any]) -> Principal | None:
-        """The principal if it is already known for these credentials (no verification), else None."""
-        authorization = None
-        for k, v in scope["headers"]:
-            if k == b"authorization":
-                authorization = v
-            elif k == forwarded.FORWARDED_HEADER:
-                return None
-        if authorization is not None:
-            entry = self._cache.get(authorization)
-            if entry is None or entry[1] is None or entry[0] < time.monotonic():
-                return None
-            return entry[1]
-        return self._certificate(scope)
+    def remembered(self, authorization: bytes) -> tuple[float, Principal] | None:
+        """The principal already verified for this ``Authorization`` value and until when (``time.monotonic``)
+        that holds, else None (never verified, refused, or expired): a dict lookup, never a verification."""
+        entry = self._cache.get(authorization)
+        if entry is None or entry[1] is None or entry[0] < time.monotonic():
+            return None
+        return entry[0], entry[1]
 
     async def authenticate(self, scope: Mapping[str, Any], body: Callable[[], Awaitable[bytes]]) -> Principal:
         """The caller's principal, or AuthenticationFailed."""
@@ -113,7 +110,7 @@ class Authenticator:
         if authorization is not None:
             return await self._credentials(authorization)
         if not is_forwarded and "mtls" in self.mechanisms:
-            principal = self._certificate(scope)
+            principal = self.certificate(scope)
             if principal is not None:
                 return principal
         raise AuthenticationFailed(self._missing())
@@ -128,7 +125,8 @@ class Authenticator:
             ways.append("a client certificate")
         return "authentication required: " + " or ".join(ways)
 
-    def _certificate(self, scope: Mapping[str, Any]) -> Principal | None:
+    def certificate(self, scope: Mapping[str, Any]) -> Principal | None:
+        """The principal of the verified client certificate (``mtls``), else None."""
         if "mtls" not in self.mechanisms:
             return None
         tls = (scope.get("extensions") or {}).get(TLS_EXTENSION)

@@ -88,11 +88,13 @@ class Rule:
 
 class Authorizer:
     """Answers "may this principal do this?"; ``rules=None`` means no permissions are configured, and every
-    authenticated principal may do everything. Answers are memoized until the rules change."""
+    authenticated principal may do everything. Answers are memoized until the rules change (``generation``)."""
 
     def __init__(self, rules: Sequence[Rule] | None = None) -> None:
         self._rules: tuple[Rule, ...] | None = None if rules is None else tuple(rules)
         self._memo: dict[tuple[str, frozenset[str], bool, str], bool] = {}
+        #: bumped whenever the rules change: a decision made before may no longer hold
+        self.generation = 0
 
     @property
     def enforcing(self) -> bool:
@@ -101,6 +103,7 @@ class Authorizer:
     def set_rules(self, rules: Sequence[Rule] | None) -> None:
         self._rules = None if rules is None else tuple(rules)
         self._memo = {}
+        self.generation += 1
 
     def allows(self, principal: Principal, operation: Operation, resource: str) -> bool:
         if self._rules is None:

@@ -55,7 +55,7 @@ class Guard:
     allowed: set[str]
     seen: list[Any] = field(default_factory=list)
 
-    async def admit(self, scope: dict[str, Any], ticket: ReadTicket) -> Hashable | None:
+    def admit(self, scope: dict[str, Any], ticket: ReadTicket) -> Hashable | None:
         user = dict(scope["headers"]).get(b"x-user", b"").decode()
         self.seen.append(ticket.access)
         if user not in self.allowed:
@@ -166,14 +166,18 @@ def test_cache_is_bounded_by_bytes_and_drops_the_oldest() -> None:
     assert call(cache, "/p0")[2] == b"/p0 #6 for anyone"  # dropped, answered again
 
 
-def test_a_lookup_is_keyed_by_a_digest_of_its_body() -> None:
+def test_a_lookup_is_keyed_by_its_whole_body_and_counted_in_the_bytes() -> None:
     app = App()
     cache = ReadCache(app, Generation())
     body = b'{"schema": "' + b"x" * 100_000 + b'"}'
     assert call(cache, "/lookup", method="POST", body=body)[2] == b"/lookup #1 for anyone"
     assert call(cache, "/lookup", method="POST", body=body)[2] == b"/lookup #1 for anyone"
-    [key] = cache._entries
-    assert len(key[3]) == 32 and cache.bytes < 1000  # a SHA-256 digest, not the 100 kB body
+    other = body[:-3] + b'y"}'  # same length, one byte apart: another entry
+    assert call(cache, "/lookup", method="POST", body=other)[2] == b"/lookup #2 for anyone"
+    first, second = cache._entries
+    assert (first[3], second[3]) == (body, other)
+    answers = len(b"/lookup #1 for anyone") + len(b"/lookup #2 for anyone")
+    assert cache.bytes == 2 * (len(body) + len("/lookup") + ENTRY_OVERHEAD) + answers  # the bodies count
 
 
 def test_bodies_past_the_limits_are_refused_while_they_arrive() -> None:

@@ -174,3 +174,50 @@ def test_users_file_is_reloaded_without_restart(
     wait_for(lambda: httpx.get(rp.url + "/subjects", auth=("bob", "new-pw")).status_code == 401, what="bob removed")
     assert httpx.get(rp.url + "/subjects", auth=("admin", "admin-pw")).json() == ["team-a"]
     bob.close()
+
+
+def test_cached_reads_follow_the_users_file_at_once(
+    start_registry: Callable[..., RegistryProcess], users_file: UsersFile
+) -> None:
+    """A cached read is admitted from the decision kept for the caller's credentials: once the users file that
+    changes a password, a rule or removes the user is in force, the very next cached read is refused. (The
+    reload is polled; another user's change in the same file says when it is in force.)"""
+    users_file.user("admin", "admin-pw").allow("admin", "Write", ".*")
+    users_file.user("bob", "bob-pw").allow("bob", "Read", "Subject:team-")
+    rp = start_registry(
+        None, "--auth", "basic", "--users-file", users_file.save(), probe={"auth": ("admin", "admin-pw")}
+    )
+    admin = httpx.Client(base_url=rp.url, auth=("admin", "admin-pw"), timeout=30)
+    schema_id = admin.post("/subjects/team-a/versions", json={"schema": '"string"'}).json()["id"]
+    paths = ["/subjects/team-a/versions/latest", f"/schemas/ids/{schema_id}"]
+    lookup = ("/subjects/team-a", {"schema": '"string"'})
+
+    def reads(auth: tuple[str, str]) -> list[int]:
+        with httpx.Client(base_url=rp.url, auth=auth, timeout=30) as c:
+            return [c.get(p).status_code for p in paths] + [c.post(lookup[0], json=lookup[1]).status_code]
+
+    def in_force(name: str, password: str) -> None:
+        wait_for(lambda: httpx.get(rp.url + "/subjects", auth=(name, password)).status_code == 200, what=name)
+
+    for _ in range(3):  # missed once, then hits decided from the kept decision
+        assert reads(("bob", "bob-pw")) == [200, 200, 200]
+    # bob's rule taken away: denied (the app answers the 403)
+    users_file.permissions.remove({"username": "bob", "operation": "Read", "resource": "Subject:team-"})
+    users_file.user("marker-1", "m1").save()
+    in_force("marker-1", "m1")
+    assert reads(("bob", "bob-pw")) == [403, 403, 403]
+    # the rule back, then a new password: the old one is refused at once
+    users_file.allow("bob", "Read", "Subject:team-").user("marker-2", "m2").save()
+    in_force("marker-2", "m2")
+    assert reads(("bob", "bob-pw")) == [200, 200, 200]
+    users_file.user("bob", "new-pw").user("marker-3", "m3").save()
+    in_force("marker-3", "m3")
+    assert reads(("bob", "bob-pw")) == [401, 401, 401]
+    assert reads(("bob", "new-pw")) == [200, 200, 200]
+    assert reads(("bob", "new-pw")) == [200, 200, 200]
+    # bob removed
+    del users_file.users["bob"]
+    users_file.user("marker-4", "m4").save()
+    in_force("marker-4", "m4")
+    assert reads(("bob", "new-pw")) == [401, 401, 401]
+    admin.close()
