@@ -118,3 +118,25 @@ def test_the_default_poll_columns_matches_the_backend_s(log: Log, unique: Callab
         default_columns = _read_columns(lambda: Consumer.poll_columns(default, 0.5, max_records=9, headers=True), COUNT)
     assert _per_partition(_as_records(default_columns)) == _per_partition(_as_records(own_columns))
     assert len(_as_records(default_columns)) == COUNT
+
+
+def test_poll_columns_tells_the_partitions_of_several_topics_apart(log: Log, unique: Callable[..., str]) -> None:
+    first, second = unique(), unique()
+    for topic in (first, second):
+        log.create_topic(topic, 2)
+    with log.producer() as producer:
+        for i in range(20):
+            producer.send(first if i % 2 else second, b"%d" % i, partition=(i // 2) % 2)
+        producer.flush()
+    with log.consumer() as consumer:
+        consumer.assign({TopicPartition(t, p): OFFSET_BEGINNING for t in (first, second) for p in (0, 1)})
+        columns = _read_columns(lambda: consumer.poll_columns(0.5, max_records=20), 20)
+    values: dict[tuple[str, int], list[bytes | None]] = {}
+    for c in columns:
+        assert c.offsets == list(range(c.offsets[0], c.offsets[0] + len(c)))
+        values.setdefault((c.topic, c.partition), []).extend(c.values)
+    assert values == {
+        (first if i % 2 else second, p): [b"%d" % j for j in range(20) if j % 2 == i % 2 and (j // 2) % 2 == p]
+        for i in (0, 1)
+        for p in (0, 1)
+    }
