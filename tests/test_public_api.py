@@ -47,8 +47,8 @@ PUBLIC_API: dict[str, str] = {  # package -> its names, space-separated
     ),
     "streams.log": (
         "BACKENDS Capabilities Consumer DeliveryCallback GroupSettings Lease Log LogError LogTimeoutError "
-        "OFFSET_BEGINNING OFFSET_END Producer ProducerFencedError Record RecordMetadata RecordTooLargeError "
-        "StorageError StorageFullError TopicConfigError TopicExistsError TopicInfo TopicPartition "
+        "OFFSET_BEGINNING OFFSET_END Producer ProducerFencedError Record RecordColumns RecordMetadata "
+        "RecordTooLargeError StorageError StorageFullError TopicConfigError TopicExistsError TopicInfo TopicPartition "
         "TransactionError TransactionState UnknownTopicError open_log redact_url"
     ),
 }

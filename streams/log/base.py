@@ -160,6 +160,45 @@ class Record:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordColumns:
+    """Records of one partition, in offset order, as one list per field: what ``Consumer.poll_columns`` returns.
+
+    A bulk reader (the Spark data source) turns the lists into Arrow arrays. Building a ``Record`` per message
+    costs as much as reading the message, and the reader would only take it apart again."""
+
+    topic: str
+    partition: int
+    offsets: list[int]
+    keys: list[bytes | None]
+    values: list[bytes | None]  # None is a tombstone
+    timestamps: list[int]  # milliseconds since the epoch
+    #: Each record's headers; None unless ``poll_columns`` was asked for them.
+    headers: list[Headers] | None = None
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
+def columns_of(records: Sequence[Record], *, headers: bool = False) -> list[RecordColumns]:
+    """``records`` (in poll order) as ``RecordColumns``, one per partition in the order each first appears."""
+    groups: dict[tuple[str, int], list[Record]] = {}
+    for record in records:
+        groups.setdefault((record.topic, record.partition), []).append(record)
+    return [
+        RecordColumns(
+            topic,
+            partition,
+            [r.offset for r in group],
+            [r.key for r in group],
+            [r.value for r in group],
+            [r.timestamp for r in group],
+            [r.headers for r in group] if headers else None,
+        )
+        for (topic, partition), group in groups.items()
+    ]
+
+
+@dataclass(frozen=True, slots=True)
 class RecordMetadata:
     """Where a produced record landed."""
 
@@ -404,6 +443,15 @@ class Consumer(abc.ABC):
     @abc.abstractmethod
     def poll(self, timeout: float = 1.0, max_records: int = 500) -> list[Record]:
         """Return up to ``max_records`` records, waiting up to ``timeout`` seconds for the first one."""
+
+    def poll_columns(
+        self, timeout: float = 1.0, max_records: int = 500, *, headers: bool = False
+    ) -> list[RecordColumns]:
+        """``poll``, with the records as columns: one ``RecordColumns`` per partition that had records, each in
+        offset order, with each record's headers only when ``headers`` is true. The same records, errors and
+        positions as ``poll`` gives, without a ``Record`` per message where the backend can do so (both of ours
+        do); this default builds them from ``poll`` so that any backend has it."""
+        return columns_of(self.poll(timeout, max_records), headers=headers)
 
     @abc.abstractmethod
     def seek(self, tp: TopicPartition, offset: int) -> None: ...

@@ -73,18 +73,21 @@ def bounds_of(log: Log, topics: Iterable[str]) -> Bounds:
     Raises ``UnknownTopicError`` naming a topic that does not exist and ``LogUnavailableError`` when the log does
     not answer."""
     try:
-        partitions: list[TopicPartition] = []
+        # The latest offsets in one request per topic (a consumer asks per partition). The earliest are where a
+        # consumer's OFFSET_BEGINNING starts, which is not always ``Log.start_offsets``: on SQLite that moves past
+        # compacted records, and compaction is no loss of data.
+        high: dict[TopicPartition, int] = {}
         for topic in topics:
-            info = log.describe_topic(topic)
-            if info is None:
-                raise UnknownTopicError(f"schemakit data source: topic {topic!r} does not exist in {log.safe_url}")
-            partitions += [TopicPartition(topic, p) for p in range(info.partitions)]
+            try:
+                ends = log.end_offsets(topic)
+            except UnknownTopicError:
+                raise UnknownTopicError(
+                    f"schemakit data source: topic {topic!r} does not exist in {log.safe_url}"
+                ) from None
+            high.update({TopicPartition(topic, p): offset for p, offset in sorted(ends.items())})
         with log.consumer(read_committed=False) as consumer:
-            consumer.assign(dict.fromkeys(partitions, OFFSET_BEGINNING))
-            low = {tp: consumer.position(tp) for tp in partitions}
-            for tp in partitions:
-                consumer.seek(tp, OFFSET_END)
-            return {(tp.topic, tp.partition): (low[tp], consumer.position(tp)) for tp in partitions}
+            consumer.assign(dict.fromkeys(high, OFFSET_BEGINNING))
+            return {(tp.topic, tp.partition): (consumer.position(tp), end) for tp, end in high.items()}
     except UnknownTopicError:
         raise
     except LogError as exc:

@@ -9,13 +9,14 @@ a hole. A first record after ``start`` where the log no longer holds ``start`` i
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator
 
 import pyarrow as pa
 
 from serdes.spark.datasource.offsets import DataLossError, LogUnavailableError, OffsetRange, open_source_log
 from serdes.spark.datasource.options import SourceOptions
-from streams.log import OFFSET_BEGINNING, Consumer, Log, LogError, Record, TopicPartition
+from streams.log import OFFSET_BEGINNING, Consumer, Log, LogError, RecordColumns, TopicPartition
 
 __all__ = ["HEADERS_TYPE", "SOURCE_SCHEMA", "arrow_schema", "read_range"]
 
@@ -52,24 +53,45 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _batch(records: list[Record], schema: pa.Schema, include_headers: bool) -> pa.RecordBatch:
-    # The columns every row of a range shares are repeated by Arrow, and the timestamps converted there: per row in
-    # Python, these cost as much as the poll that read the records.
-    n = len(records)
-    first = records[0]
-    columns = [
-        pa.array([r.key for r in records], pa.binary()),
-        pa.array([r.value for r in records], pa.binary()),
-        pa.repeat(pa.scalar(first.topic, pa.string()), n),
-        pa.repeat(pa.scalar(first.partition, pa.int32()), n),
-        pa.array([r.offset for r in records], pa.int64()),
-        pa.array([r.timestamp for r in records], pa.int64()).cast(_MILLIS).cast(_MICROS),
-        pa.repeat(pa.scalar(CREATE_TIME, pa.int32()), n),
-    ]
-    if include_headers:
-        headers = [[{"key": name, "value": value} for name, value in r.headers] for r in records]
-        columns.append(pa.array(headers, HEADERS_TYPE))
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
+class _Pending:
+    """The columns of the rows read but not handed to Spark yet, filled from ``RecordColumns`` a poll at a time."""
+
+    def __init__(self, include_headers: bool) -> None:
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.offsets: list[int] = []
+        self.timestamps: list[int] = []
+        self.headers: list[tuple[tuple[str, bytes | None], ...]] | None = [] if include_headers else None
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def add(self, columns: RecordColumns, stop: int) -> None:
+        """The first ``stop`` rows of ``columns``."""
+        self.keys += columns.keys[:stop]
+        self.values += columns.values[:stop]
+        self.offsets += columns.offsets[:stop]
+        self.timestamps += columns.timestamps[:stop]
+        if self.headers is not None and columns.headers is not None:
+            self.headers += columns.headers[:stop]
+
+    def batch(self, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
+        # The columns every row of a range shares are repeated by Arrow, and the timestamps converted there: per row
+        # in Python, these cost as much as the poll that read the records.
+        n = len(self.offsets)
+        columns = [
+            pa.array(self.keys, pa.binary()),
+            pa.array(self.values, pa.binary()),
+            pa.repeat(pa.scalar(topic, pa.string()), n),
+            pa.repeat(pa.scalar(partition, pa.int32()), n),
+            pa.array(self.offsets, pa.int64()),
+            pa.array(self.timestamps, pa.int64()).cast(_MILLIS).cast(_MICROS),
+            pa.repeat(pa.scalar(CREATE_TIME, pa.int32()), n),
+        ]
+        if self.headers is not None:
+            rows = [[{"key": name, "value": value} for name, value in h] for h in self.headers]
+            columns.append(pa.array(rows, HEADERS_TYPE))
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _earliest(log: Log, tp: TopicPartition) -> int:
@@ -113,21 +135,27 @@ def _records(
     next_offset = offsets.start
     waited_ms = 0
     poll_ms = min(500, options.poll_timeout_ms)
-    pending: list[Record] = []
+    pending = _Pending(options.include_headers)
     while next_offset < offsets.end:
         try:
-            records = consumer.poll(poll_ms / 1000, max_records=min(BATCH_ROWS, offsets.end - next_offset))
+            polled = consumer.poll_columns(
+                poll_ms / 1000,
+                max_records=min(BATCH_ROWS - len(pending), offsets.end - next_offset),
+                headers=options.include_headers,
+            )
         except LogError as exc:
             raise LogUnavailableError(
                 f"schemakit data source: reading {where} at offset {next_offset} from {log.safe_url} failed: {exc}"
             ) from exc
-        if not records:
+        if not polled:
             waited_ms += poll_ms
             if waited_ms >= options.poll_timeout_ms:
                 break  # the rest of the range holds no records (compaction, transaction markers)
             continue
         waited_ms = 0
-        if records[0].offset > next_offset == offsets.start and options.fail_on_data_loss:
+        columns = polled[0]  # the consumer reads one partition
+        first = columns.offsets[0]
+        if first > next_offset == offsets.start and options.fail_on_data_loss:
             earliest = _earliest(log, TopicPartition(offsets.topic, offsets.partition))
             if earliest > next_offset:
                 raise DataLossError(
@@ -135,14 +163,11 @@ def _records(
                     f"is {earliest}): records were deleted after the query was planned "
                     "(set failOnDataLoss=false to read what is there instead)"
                 )
-        for record in records:
-            if record.offset >= offsets.end:
-                next_offset = offsets.end
-                break
-            pending.append(record)
-            next_offset = record.offset + 1
+        stop = bisect_left(columns.offsets, offsets.end)  # the records of the range; offsets ascend
+        pending.add(columns, stop)
+        next_offset = offsets.end if stop < len(columns) else columns.offsets[-1] + 1
         if len(pending) >= BATCH_ROWS:
-            yield _batch(pending, schema, options.include_headers)
-            pending = []
+            yield pending.batch(offsets.topic, offsets.partition, schema)
+            pending = _Pending(options.include_headers)
     if pending:
-        yield _batch(pending, schema, options.include_headers)
+        yield pending.batch(offsets.topic, offsets.partition, schema)

@@ -43,6 +43,7 @@ __all__ = [
     "parse_kafka_url",
     "split_options",
     "to_ck_tp",
+    "topic_metadata",
 ]
 
 
@@ -51,6 +52,7 @@ class OwningLog(Protocol):
     the log's class, so the log imports its clients and never the other way round."""
 
     timeout: float
+    bootstrap: str
 
     def client_config(self, role: str) -> dict[str, Any]: ...
 
@@ -231,3 +233,18 @@ def committed_offsets(results: list[confluent_kafka.TopicPartition], context: st
             raise from_kafka_error(r.error, f"{context} {r.topic}[{r.partition}]")
         out[from_ck_tp(r)] = r.offset if r.offset >= 0 else None
     return out
+
+
+def topic_metadata(client: Any, name: str, timeout: float, bootstrap: str) -> Any:
+    """``name``'s metadata as ``client`` (an admin client, or a consumer, which asks over its own connection) gets
+    it from the cluster at ``bootstrap``, or None if the topic does not exist."""
+    try:
+        topic = client.list_topics(topic=name, timeout=timeout).topics.get(name)
+    except KafkaException as exc:
+        raise from_kafka_exception(exc, f"metadata from {bootstrap}") from exc
+    if topic is None or (topic.error is not None and topic.error.code() in UNKNOWN_TOPIC_CODES):
+        return None
+    # A topic whose leaders are still being elected is there, just not writable yet.
+    if topic.error is not None and not (topic.error.code() == KafkaError.LEADER_NOT_AVAILABLE and topic.partitions):
+        raise from_kafka_error(topic.error, f"metadata of topic {name!r}")
+    return topic

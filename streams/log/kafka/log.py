@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import confluent_kafka
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
     AdminClient,
     ConfigResource,
@@ -39,9 +39,7 @@ from streams.log.base import (
     check_topic_name,
 )
 from streams.log.kafka.connection import (
-    UNKNOWN_TOPIC_CODES,
     committed_offsets,
-    from_kafka_error,
     from_kafka_exception,
     group_options,
     librdkafka_log,
@@ -49,6 +47,7 @@ from streams.log.kafka.connection import (
     parse_kafka_url,
     split_options,
     to_ck_tp,
+    topic_metadata,
 )
 from streams.log.kafka.consumer import KafkaConsumer
 from streams.log.kafka.producer import KafkaProducer
@@ -156,13 +155,7 @@ class KafkaLog(Log):
 
     def _topic_metadata(self, name: str) -> Any:
         """The topic's metadata, or None if it does not exist."""
-        topic = self._metadata(name).topics.get(name)
-        if topic is None or (topic.error is not None and topic.error.code() in UNKNOWN_TOPIC_CODES):
-            return None
-        # A topic whose leaders are still being elected is there, just not writable yet.
-        if topic.error is not None and not (topic.error.code() == KafkaError.LEADER_NOT_AVAILABLE and topic.partitions):
-            raise from_kafka_error(topic.error, f"metadata of topic {name!r}")
-        return topic
+        return topic_metadata(self._admin, name, self.timeout, self.bootstrap)
 
     def partition_count(self, name: str) -> int | None:
         """How many partitions the topic has, or None when it does not exist (no config lookup)."""

@@ -19,6 +19,7 @@ from streams.log.base import (
     LogError,
     RebalanceCallback,
     Record,
+    RecordColumns,
     TopicPartition,
     UnknownTopicError,
     check_offsets,
@@ -33,6 +34,9 @@ from streams.log.sqlite.connection import (
 )
 
 __all__ = ["SqliteConsumer"]
+
+#: A record as the consumer's query returns it: offset, key, value, timestamp, encoded headers (or None).
+Row = tuple[int, bytes | None, bytes | None, int, bytes | None]
 
 _NEEDS_GROUP = "needs a consumer group: create the consumer with log.consumer(group=...)"
 
@@ -139,6 +143,35 @@ class SqliteConsumer(Consumer):
 
     @translated
     def poll(self, timeout: float = 1.0, max_records: int = 500) -> list[Record]:
+        return [
+            Record(tp.topic, tp.partition, o, k, v, ts, decode_headers(h) if h else ())
+            for tp, rows in self._wait(timeout, max_records)
+            for o, k, v, ts, h in rows
+        ]
+
+    @translated
+    def poll_columns(
+        self, timeout: float = 1.0, max_records: int = 500, *, headers: bool = False
+    ) -> list[RecordColumns]:
+        # Straight from the rows, one list per column: no Record per row.
+        out = []
+        for tp, rows in self._wait(timeout, max_records):
+            offsets, keys, values, timestamps, raw_headers = map(list, zip(*rows, strict=True))
+            out.append(
+                RecordColumns(
+                    tp.topic,
+                    tp.partition,
+                    offsets,
+                    keys,
+                    values,
+                    timestamps,
+                    [decode_headers(h) if h else () for h in raw_headers] if headers else None,
+                )
+            )
+        return out
+
+    def _wait(self, timeout: float, max_records: int) -> list[tuple[TopicPartition, list[Row]]]:
+        """The rows of the next records per partition (see ``_fetch``), waiting up to ``timeout`` for the first."""
         self._check_open()
         if max_records < 1:
             raise ValueError(f"max_records must be >= 1, got {max_records}")
@@ -151,9 +184,9 @@ class SqliteConsumer(Consumer):
         shared = self._db.shared
         while True:
             seq = shared.seq
-            records = self._fetch(max_records)
-            if records:
-                return records
+            fetched = self._fetch(max_records)
+            if fetched:
+                return fetched
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return []
@@ -161,7 +194,9 @@ class SqliteConsumer(Consumer):
                 if shared.seq == seq:
                     shared.changed.wait(min(remaining, self._log.poll_interval))
 
-    def _fetch(self, max_records: int) -> list[Record]:
+    def _fetch(self, max_records: int) -> list[tuple[TopicPartition, list[Row]]]:
+        """Up to ``max_records`` rows ``(offset, key, value, timestamp, headers)`` from the assigned partitions, per
+        partition in offset order (only partitions with rows), read in one snapshot; the positions move past them."""
         if not self._positions:
             return []
         with self._db.lock:
@@ -175,11 +210,11 @@ class SqliteConsumer(Consumer):
             tps = list(self._positions)
             start = self._rotation % len(tps)
             self._rotation += 1
-            out: list[Record] = []
+            out: list[tuple[TopicPartition, list[Row]]] = []
+            left = max_records
             conn.execute("BEGIN")  # one snapshot for all partitions
             try:
                 for tp in tps[start:] + tps[:start]:
-                    left = max_records - len(out)
                     if left <= 0:
                         break
                     rows = conn.execute(
@@ -188,11 +223,8 @@ class SqliteConsumer(Consumer):
                         (self._topic_ids[tp.topic], tp.partition, self._positions[tp], left),
                     ).fetchall()
                     if rows:
-                        topic, partition = tp.topic, tp.partition
-                        out.extend(
-                            Record(topic, partition, o, k, v, ts, decode_headers(h) if h else ())
-                            for o, k, v, ts, h in rows
-                        )
+                        out.append((tp, rows))
+                        left -= len(rows)
                         self._positions[tp] = rows[-1][0] + 1
             finally:
                 conn.execute("COMMIT")
