@@ -180,7 +180,9 @@ def test_suppressed_finals_after_kill_9(
     # Uncached, so that finals are emitted as records arrive, and the killed instance commits every
     # second: the kill usually lands after it emitted finals it had not committed (then they are written
     # twice). With the cache, finals reach the output only at commits, just before the offsets.
+    # A 2 s session (the suite's): on SQLite the restart waits out the killed instance's session.
     args = [log_url, app_id, str(state), clicks_topic, finals_topic, "1000", "--topology", "click_windows_uncached"]
+    args += ["--session-ms", "2000"]
     first = make_clicks(1500, start_ms=1_000)
     second = make_clicks(3000, start_ms=30_000)
     produce_clicks(log, clicks_topic, first, produced)
@@ -238,6 +240,7 @@ def test_window_store_restored_after_kill_9_equals_a_clean_run(
     second = make_clicks(3000, start_ms=30_000)
     produce_clicks(log, clicks_topic, first, produced)
     args = [log_url, app_id, str(tmp_path / "state"), clicks_topic, finals_topic, "500", "--topology", "click_windows"]
+    args += ["--session-ms", "2000"]  # the suite's: on SQLite the restart waits out the killed instance's session
     instance = Instance("killed", args, tmp_path)
     try:
         wait_for(lambda: all_committed(log, app_id, clicks_topic, produced), what="the first clicks to be committed")
