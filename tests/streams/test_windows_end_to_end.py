@@ -31,7 +31,7 @@ from streams.table_ops import TableOptions
 from streams.topology import ProcessorNode
 from tests.streams.instances import Instance
 from tests.streams.topologies import CLICK_WINDOWS, click_windows, make_clicks, reference_window_counts
-from tests.support.topics import create_topics, read_all, send_timestamped
+from tests.support.topics import create_topics, read_to_end, send_timestamped
 from tests.support.waiting import wait_for
 
 KEYS = WindowedSerdes.time_windowed(str, CLICK_WINDOWS.size_ms)
@@ -90,7 +90,7 @@ def produce_ticks(log: Log, topic: str, produced: Produced) -> None:
 def finals(log: Log, topic: str, quiet: float = 0.5) -> dict[tuple[str, int], list[int]]:
     """Every final count written, per (page, window start), in the order written."""
     out: dict[tuple[str, int], list[int]] = defaultdict(list)
-    for r in sorted(read_all(log, topic, quiet=quiet), key=lambda r: (r.partition, r.offset)):
+    for r in sorted(read_to_end(log, topic, quiet=quiet), key=lambda r: (r.partition, r.offset)):
         w = KEYS.deserialize(r.key, topic, True)
         out[(w.key, w.window.start)].append(int.from_bytes(r.value, "big"))
     return dict(out)
@@ -289,7 +289,7 @@ def test_window_store_restored_after_kill_9_equals_a_clean_run(
 
 def _logged_buffer(log: Log, app_id: str) -> list[Any]:
     """The suppression buffer's changelog records (restore barriers left out)."""
-    return [r for r in read_all(log, f"{app_id}-finals-store-changelog", quiet=0.3) if r.key != BARRIER_KEY]
+    return [r for r in read_to_end(log, f"{app_id}-finals-store-changelog", quiet=0.3) if r.key != BARRIER_KEY]
 
 
 def _buffer_logged_by_itself(topology: Topology) -> Topology:
