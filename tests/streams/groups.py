@@ -22,7 +22,7 @@ from streams.changelog import BARRIER_KEY
 from streams.log import Log, Producer, TopicPartition
 from streams.log.partitioner import partition_for_key
 from tests.streams.instances import Instance
-from tests.support.topics import create_topics, read_all
+from tests.support.topics import create_topics, read_to_end
 from tests.support.waiting import wait_for
 
 PARTITIONS = 4
@@ -157,7 +157,7 @@ def all_committed(log: Log, app_id: str, src: str, feed: Feed) -> Callable[[], b
 def outputs(log: Log, out: str) -> dict[str, list[tuple[int, str]]]:
     """Per key, its outputs in order: (count, instance)."""
     by_key: dict[str, list[tuple[int, str]]] = {}
-    for r in sorted(read_all(log, out, quiet=1.0), key=lambda r: (r.partition, r.offset)):
+    for r in sorted(read_to_end(log, out, quiet=1.0), key=lambda r: (r.partition, r.offset)):
         assert r.key is not None and r.value is not None
         value = orjson.loads(r.value)
         by_key.setdefault(r.key.decode(), []).append((value["n"], value["by"]))
@@ -165,5 +165,5 @@ def outputs(log: Log, out: str) -> dict[str, list[tuple[int, str]]]:
 
 
 def changelog_size(log: Log, app_id: str, partitions: set[int]) -> int:
-    records = read_all(log, f"{app_id}-counts-changelog", quiet=1.0)
+    records = read_to_end(log, f"{app_id}-counts-changelog", quiet=1.0)
     return sum(1 for r in records if r.partition in partitions and r.key != BARRIER_KEY)

@@ -12,7 +12,7 @@ from streams import StreamsBuilder, Topology, TopologyTestDriver
 from streams.app import StreamsApp
 from streams.log import Log
 from tests.streams.topologies import make_orders, reference_totals
-from tests.support.topics import create_topics, last_values, read_all
+from tests.support.topics import create_topics, last_values, read_to_end
 
 
 @dataclasses.dataclass
@@ -89,6 +89,6 @@ def test_avro_typed_aggregate_end_to_end(
         )
         assert app.store("totals").get("c3") == expected["c3"]
     total_serde = AvroSerde(registry, Total)
-    assert last_values(read_all(log, out), value=lambda v: total_serde.deserialize(v, out)) == expected
+    assert last_values(read_to_end(log, out), value=lambda v: total_serde.deserialize(v, out)) == expected
     subjects = set(registry.get_subjects())
     assert {f"{app_id}-totals-changelog-value", f"{app_id}-totals-repartition-value", f"{out}-value"} <= subjects

@@ -14,7 +14,7 @@ from pathlib import Path
 from streams.log import TopicPartition, open_log
 from streams.record_serdes import INT
 from tests.streams.topologies import make_lines, reference_word_count
-from tests.support.topics import create_topics, last_values, produce, read_all
+from tests.support.topics import create_topics, last_values, produce, read_to_end
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,7 +72,7 @@ def test_run_until_sigterm_commits_and_closes(tmp_path: Path) -> None:
     assert "RUNNING -> PENDING_SHUTDOWN" in log_text and "PENDING_SHUTDOWN -> NOT_RUNNING" in log_text
     ends = lg.end_offsets("text")
     assert lg.committed("cli-wc", inputs) == {tp: ends[tp.partition] for tp in inputs}
-    assert last_values(read_all(lg, "counts", quiet=0.3), value=INT.deserialize) == reference_word_count(lines)
+    assert last_values(read_to_end(lg, "counts", quiet=0.3), value=INT.deserialize) == reference_word_count(lines)
     assert (tmp_path / "state" / "cli-wc" / "1_0" / ".checkpoint").is_file()
     lg.close()
 

@@ -23,7 +23,7 @@ from tests.streams.topologies import (
     reference_word_count,
     word_count,
 )
-from tests.support.topics import create_topics, last_values, produce, read_all
+from tests.support.topics import create_topics, last_values, produce, read_to_end
 
 
 def run_until(app: StreamsApp, predicate: Callable[[StreamsApp], bool], timeout: float = 60.0) -> None:
@@ -55,7 +55,7 @@ def test_word_count(log: Log, log_url: str, names: Callable[[str], str], tmp_pat
         run_until(app, lambda a: store_dict(a, "counts") == expected)
         assert app.tasks() == ["0_0", "0_1", "0_2", "0_3", "1_0", "1_1", "1_2", "1_3"]
         assert app.store("counts").get("alpha") == expected["alpha"]
-    assert last_values(read_all(log, out), value=INT.deserialize) == expected
+    assert last_values(read_to_end(log, out), value=INT.deserialize) == expected
     # The repartition and changelog topics exist with the expected names and partitions.
     rep = log.describe_topic(f"{app_id}-counts-repartition")
     changelog = log.describe_topic(f"{app_id}-counts-changelog")
@@ -86,7 +86,7 @@ def test_order_totals_over_four_partitions(
         more = produce_orders(log, orders_topic, 500, start=2000)
         expected = reference_totals(orders + more)
         run_until(app, lambda a: store_dict(a, "totals") == expected)
-    assert last_values(read_all(log, out)) == expected
+    assert last_values(read_to_end(log, out)) == expected
 
 
 def test_restart_restores_from_local_checkpoint(
@@ -117,7 +117,7 @@ def test_restart_restores_from_local_checkpoint(
         run_until(second, lambda a: store_dict(a, "totals") == reference_totals(orders + more))
     assert second.metrics()["restored"] == {"totals": 0}
 
-    changelog = [r for r in read_all(log, f"{app_id}-totals-changelog") if r.key != BARRIER_KEY]
+    changelog = [r for r in read_to_end(log, f"{app_id}-totals-changelog") if r.key != BARRIER_KEY]
     assert len(changelog) > len(reference_totals(orders))
     for task_dir in (state / app_id).iterdir():
         for path in sorted(task_dir.rglob("*"), reverse=True):
@@ -143,7 +143,7 @@ def test_in_memory_store_restores_whole_changelog_on_restart(
     topology = order_totals(orders_topic, out, store_kind="memory")
     with StreamsApp(topology, app_id, log_url, state_dir=tmp_path / "s", commit_interval_ms=200) as first:
         run_until(first, lambda a: store_dict(a, "totals") == expected)
-    changelog = [r for r in read_all(log, f"{app_id}-totals-changelog") if r.key != BARRIER_KEY]
+    changelog = [r for r in read_to_end(log, f"{app_id}-totals-changelog") if r.key != BARRIER_KEY]
     with StreamsApp(topology, app_id, log_url, state_dir=tmp_path / "s", commit_interval_ms=200) as second:
         run_until(second, lambda a: a.metrics()["restored"] == {"totals": len(changelog)})
         assert store_dict(second, "totals") == expected
@@ -185,7 +185,7 @@ def test_deserialization_error_stops_the_app_naming_the_record(
     with pytest.raises(Exception, match=rf"value of the record at {src}\[0\] offset 1"):
         app.run()
     assert app.state == "ERROR"
-    assert last_values(read_all(log, out, quiet=0.5), value=INT.deserialize) == {"k1": 1}
+    assert last_values(read_to_end(log, out, quiet=0.5), value=INT.deserialize) == {"k1": 1}
 
 
 def test_wall_clock_punctuation_runs_in_the_app(tmp_path: Path, names: Callable[[str], str]) -> None:
@@ -221,7 +221,7 @@ def test_wall_clock_punctuation_runs_in_the_app(tmp_path: Path, names: Callable[
         assert app.wait_until(lambda a: len(a.tasks()) == 2, 30)
         produce(lg, src, [("a", "1"), ("b", "2"), ("a", "3")], value=str.encode)
         assert app.wait_until(
-            lambda a: last_values(read_all(lg, out, quiet=0.1), value=bytes.decode) == {"a": "3", "b": "2"}, 30
+            lambda a: last_values(read_to_end(lg, out, quiet=0.1), value=bytes.decode) == {"a": "3", "b": "2"}, 30
         )
         assert app.store("buffer").approximate_num_entries() == 0
     lg.close()

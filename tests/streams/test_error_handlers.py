@@ -21,7 +21,7 @@ from streams import (
 from streams.app import StreamsApp
 from streams.log import Log, Record, TopicPartition
 from streams.topology import Topology
-from tests.support.topics import create_topics, produce, read_all
+from tests.support.topics import create_topics, produce, read_to_end
 
 BIG = 9 * 1024 * 1024  # above both logs' record limit (SQLite 8 MiB; librdkafka's message.max.bytes 1 MB)
 
@@ -202,7 +202,7 @@ def start(
 
 
 def outputs(log: Log, topic: str) -> list[tuple[str, str]]:
-    return [(r.key.decode(), r.value.decode()) for r in read_all(log, topic, quiet=0.5) if r.key and r.value]
+    return [(r.key.decode(), r.value.decode()) for r in read_to_end(log, topic, quiet=0.5) if r.key and r.value]
 
 
 def dropped(app: StreamsApp) -> dict[str, int]:
@@ -220,7 +220,7 @@ def test_poison_record_goes_to_dead_letter_topic_and_processing_continues(
         produce(log, src, [("k4", "c")], value=str.encode)  # still processing after the poison record
         assert app.wait_until(lambda a: a.metrics()["task_states"]["0_0"]["processed"] == 4, 60)
     assert outputs(log, out) == [("k1", "A"), ("k3", "B"), ("k4", "C")]
-    [rec] = read_all(log, dlq, quiet=0.5)
+    [rec] = read_to_end(log, dlq, quiet=0.5)
     assert (rec.key, rec.value) == (b"k2", b"poison")
     headers = dict(rec.headers)
     assert (headers["schemakit.dlq.topic"], headers["schemakit.dlq.partition"], headers["schemakit.dlq.offset"]) == (

@@ -31,7 +31,7 @@ from tests.streams.groups import KEYS, TASKS, Group, all_committed, outputs, par
 from tests.streams.instances import Instance
 from tests.streams.topologies import key_counts
 from tests.support.broker import TANSU_MISSING, KafkaCaps
-from tests.support.topics import create_topics, read_all
+from tests.support.topics import create_topics, read_to_end
 from tests.support.waiting import wait_for
 
 EOS = "exactly_once_v2"
@@ -102,7 +102,7 @@ def feed(log: Log, topic: str, items: list[tuple[str, dict[str, Any]]]) -> None:
 def counts_written(log: Log, topic: str) -> dict[str, list[int]]:
     """Per key, the counts in the (committed) output, in order."""
     by_key: dict[str, list[int]] = {}
-    for r in sorted(read_all(log, topic, quiet=0.5), key=lambda r: r.offset):
+    for r in sorted(read_to_end(log, topic, quiet=0.5), key=lambda r: r.offset):
         assert r.key is not None and r.value is not None
         by_key.setdefault(r.key.decode(), []).append(int.from_bytes(r.value, "big", signed=True))
     return by_key
@@ -119,7 +119,7 @@ def counted(app: StreamsApp) -> dict[str, int]:
 def changelog_state(log: Log, topic: str) -> dict[str, int]:
     """The latest count per key in a timestamped store's changelog (committed records only), no barriers."""
     state: dict[str, int] = {}
-    for r in sorted(read_all(log, topic, quiet=0.5), key=lambda r: (r.partition, r.offset)):
+    for r in sorted(read_to_end(log, topic, quiet=0.5), key=lambda r: (r.partition, r.offset)):
         if r.key is None or r.key == BARRIER_KEY or r.value is None:
             continue
         state[r.key.decode()] = int.from_bytes(r.value[8:], "big", signed=True)  # after the 8-byte timestamp

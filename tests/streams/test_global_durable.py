@@ -35,7 +35,7 @@ from streams.topology import Topology
 from tests.streams.scenarios import pipe, read_rows
 from tests.support import REPO_ROOT
 from tests.support.ports import free_port
-from tests.support.topics import create_topics, last_values, produce, read_all
+from tests.support.topics import create_topics, last_values, produce, read_to_end
 from tests.support.waiting import wait_for
 
 PARTITIONS = 4
@@ -95,7 +95,7 @@ def test_a_restart_reads_only_the_tail(
         assert app.metrics()["global"]["restored"] == len(ROWS)
         assert app.store("rows").get("c005") == {"region": "r5"}
         produce(log, orders_t, [("o1", {"row": "c005"})])
-        wait_for(lambda: last_values(read_all(log, out, quiet=0.3)) == {"o1": {"row": "c005", "region": "r5"}})
+        wait_for(lambda: last_values(read_to_end(log, out, quiet=0.3)) == {"o1": {"row": "c005", "region": "r5"}})
     tail = [("c001", {"region": "moved"}), ("c002", None), ("new1", {"region": "n"}), ("c399", None)]
     tail += [("new2", {"region": "m"}), ("c003", {"region": "x"}), ("c004", {"region": "y"})]
     produce_exact(log, rows_t, tail)
@@ -110,7 +110,7 @@ def test_a_restart_reads_only_the_tail(
         assert dict(app.store("rows").all()) == reference
         produce(log, orders_t, [("o2", {"row": "c001"}), ("o3", {"row": "c002"})])
         expected = {"o2": {"row": "c001", "region": "moved"}, "o3": {"row": "c002", "region": None}}
-        wait_for(lambda: expected.items() <= last_values(read_all(log, out, quiet=0.3)).items(), what="the joins")
+        wait_for(lambda: expected.items() <= last_values(read_to_end(log, out, quiet=0.3)).items(), what="the joins")
         # followed while running, and checkpointed at the close
         produce_exact(log, rows_t, [("c010", {"region": "late"})])
         wait_for(lambda: app.store("rows").get("c010") == {"region": "late"}, what="the update")
@@ -338,7 +338,7 @@ def test_a_dead_letter_handler_gets_the_global_record_as_read(
     with app_of(log_url, topics, tmp_path / "s", deserialization_error_handler=f"dead_letter:{dlq}") as app:
         assert app.metrics()["global"]["skipped"] == 1
         assert app.store("rows").get("bad") is None
-    (dead,) = read_all(log, dlq, quiet=0.5)
+    (dead,) = read_to_end(log, dlq, quiet=0.5)
     assert (dead.key, dead.value) == (b"bad", b"{not json")
     headers = dict(dead.headers)
     assert (headers["schemakit.dlq.topic"], headers["schemakit.dlq.partition"]) == (rows_t.encode(), b"1")

@@ -16,7 +16,7 @@ import pytest
 from streams import DeserializationError, GlobalKTable, StreamsApp, StreamsBuilder, TopologyError, TopologyTestDriver
 from streams.log import Log, open_log
 from tests.streams.scenarios import pipe, read_rows
-from tests.support.topics import create_topics, last_values, produce, read_all
+from tests.support.topics import create_topics, last_values, produce, read_to_end
 from tests.support.waiting import wait_for
 
 
@@ -128,7 +128,7 @@ def produce_one_per_batch(lg: Log, topic: str, items: dict[str, Any]) -> None:
 
 
 def outputs(lg: Log, topic: str) -> dict[str, Any]:
-    return last_values(read_all(lg, topic, quiet=0.5))
+    return last_values(read_to_end(lg, topic, quiet=0.5))
 
 
 def test_global_join_end_to_end_restores_first_and_follows_updates(

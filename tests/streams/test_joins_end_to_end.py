@@ -26,7 +26,7 @@ import pytest
 from streams import CoPartitioningError, JoinWindows, StreamsBuilder, Topology
 from streams.app import StreamsApp
 from streams.log import Log, TopicPartition
-from tests.support.topics import create_topics, produce, read_all, send_timestamped
+from tests.support.topics import create_topics, produce, read_to_end, send_timestamped
 from tests.support.waiting import wait_for
 
 BASE_TS = 1_000_000  # librdkafka sends a timestamp of 0 as "now"
@@ -62,8 +62,8 @@ def restartable(topology: Topology, app_id: str, log_url: str, state: Path) -> C
 
 
 def results(log: Log, topic: str) -> list[tuple[str, Any]]:
-    # read_all's default 1.5 s of quiet: with less, a loaded broker's pause ends the read early
-    return [(r.key.decode(), orjson.loads(r.value)) for r in read_all(log, topic) if r.key is not None]
+    # read_to_end's default 1.5 s of quiet on the broker: with less, a loaded broker's pause ends the read early
+    return [(r.key.decode(), orjson.loads(r.value)) for r in read_to_end(log, topic) if r.key is not None]
 
 
 def check_results(app: StreamsApp, written: Callable[[], Counter], want: Counter, what: str) -> None:

@@ -20,7 +20,7 @@ import pytest
 from streams import StreamsApp, StreamsBuilder, TopologyTestDriver
 from streams.log import Log
 from tests.streams.scenarios import pipe, read_rows
-from tests.support.topics import last_values, produce, read_all
+from tests.support.topics import last_values, produce, read_to_end
 from tests.support.waiting import wait_for
 
 
@@ -256,7 +256,7 @@ def test_foreign_key_join_end_to_end_with_restart(
         return StreamsApp(topology, app_id, log_url, state_dir=tmp_path / "s", commit_interval_ms=100)
 
     def results() -> dict[str, Any]:
-        return {k: v for k, v in last_values(read_all(log, out, quiet=0.5), value=bytes.decode).items() if v}
+        return {k: v for k, v in last_values(read_to_end(log, out, quiet=0.5), value=bytes.decode).items() if v}
 
     def reference() -> dict[str, str]:
         return {k: joiner(v, customers[fk(v) or ""]) for k, v in orders.items() if fk(v) in customers}

@@ -18,7 +18,7 @@ import pytest
 from streams import StreamsApp, StreamsBuilder, TopologyError, TopologyTestDriver
 from streams.log import Log
 from tests.streams.scenarios import Row, pipe, read_rows
-from tests.support.topics import create_topics, last_values, produce, read_all
+from tests.support.topics import create_topics, last_values, produce, read_to_end
 from tests.support.waiting import wait_for
 
 
@@ -195,7 +195,7 @@ def test_table_join_end_to_end_restores_both_stores_on_restart(
     produce(log, right_t, [(f"k{i}", f"R{i}") for i in range(0, 12, 2)], value=str.encode)
 
     def results() -> dict[str, Any]:
-        return last_values(read_all(log, out, quiet=0.5), value=lambda v: v.decode())
+        return last_values(read_to_end(log, out, quiet=0.5), value=lambda v: v.decode())
 
     def app() -> StreamsApp:
         return StreamsApp(topology, app_id, log_url, state_dir=tmp_path / "s", commit_interval_ms=100)

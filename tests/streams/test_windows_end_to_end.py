@@ -31,7 +31,7 @@ from streams.table_ops import TableOptions
 from streams.topology import ProcessorNode
 from tests.streams.instances import Instance
 from tests.streams.topologies import CLICK_WINDOWS, click_windows, make_clicks, reference_window_counts
-from tests.support.topics import create_topics, read_all, send_timestamped
+from tests.support.topics import create_topics, read_to_end, send_timestamped
 from tests.support.waiting import wait_for
 
 KEYS = WindowedSerdes.time_windowed(str, CLICK_WINDOWS.size_ms)
@@ -90,7 +90,7 @@ def produce_ticks(log: Log, topic: str, produced: Produced) -> None:
 def finals(log: Log, topic: str, quiet: float = 0.5) -> dict[tuple[str, int], list[int]]:
     """Every final count written, per (page, window start), in the order written."""
     out: dict[tuple[str, int], list[int]] = defaultdict(list)
-    for r in sorted(read_all(log, topic, quiet=quiet), key=lambda r: (r.partition, r.offset)):
+    for r in sorted(read_to_end(log, topic, quiet=quiet), key=lambda r: (r.partition, r.offset)):
         w = KEYS.deserialize(r.key, topic, True)
         out[(w.key, w.window.start)].append(int.from_bytes(r.value, "big"))
     return dict(out)
@@ -180,7 +180,9 @@ def test_suppressed_finals_after_kill_9(
     # Uncached, so that finals are emitted as records arrive, and the killed instance commits every
     # second: the kill usually lands after it emitted finals it had not committed (then they are written
     # twice). With the cache, finals reach the output only at commits, just before the offsets.
+    # A 2 s session (the suite's): on SQLite the restart waits out the killed instance's session.
     args = [log_url, app_id, str(state), clicks_topic, finals_topic, "1000", "--topology", "click_windows_uncached"]
+    args += ["--session-ms", "2000"]
     first = make_clicks(1500, start_ms=1_000)
     second = make_clicks(3000, start_ms=30_000)
     produce_clicks(log, clicks_topic, first, produced)
@@ -238,6 +240,7 @@ def test_window_store_restored_after_kill_9_equals_a_clean_run(
     second = make_clicks(3000, start_ms=30_000)
     produce_clicks(log, clicks_topic, first, produced)
     args = [log_url, app_id, str(tmp_path / "state"), clicks_topic, finals_topic, "500", "--topology", "click_windows"]
+    args += ["--session-ms", "2000"]  # the suite's: on SQLite the restart waits out the killed instance's session
     instance = Instance("killed", args, tmp_path)
     try:
         wait_for(lambda: all_committed(log, app_id, clicks_topic, produced), what="the first clicks to be committed")
@@ -286,7 +289,7 @@ def test_window_store_restored_after_kill_9_equals_a_clean_run(
 
 def _logged_buffer(log: Log, app_id: str) -> list[Any]:
     """The suppression buffer's changelog records (restore barriers left out)."""
-    return [r for r in read_all(log, f"{app_id}-finals-store-changelog", quiet=0.3) if r.key != BARRIER_KEY]
+    return [r for r in read_to_end(log, f"{app_id}-finals-store-changelog", quiet=0.3) if r.key != BARRIER_KEY]
 
 
 def _buffer_logged_by_itself(topology: Topology) -> Topology:

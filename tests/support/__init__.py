@@ -10,7 +10,8 @@ from here (never from a conftest). Helpers that serve one directory's tests only
 - ``registry_process``: a ``schemakit serve`` child process; ``registry_cluster``: several on one Kafka log.
 - ``credentials``: certificates, a token issuer and users files for the secured registry.
 - ``http_stub``: a stand-in HTTP server in the test process that answers GETs and records their headers.
-- ``topics``: creating topics, producing items to a topic and reading a whole topic back, through a ``Log``.
+- ``topics``: creating topics, producing items to a topic and reading a whole topic back, through a ``Log``
+  (``read_to_end`` stops at the end offsets where they are exact, SQLite, instead of waiting for quiet).
 - ``cli``: the ``schemakit`` command line, as a child process or in this one.
 - ``protos``: compiling test ``.proto`` texts with protoc.
 - ``schemas``: the records the serdes tests and benchmarks write: the order (Avro, JSON Schema, dataclasses, and
