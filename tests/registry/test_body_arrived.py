@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 import uvicorn
 
@@ -44,6 +43,10 @@ class _Recorder:
         await send({"type": "http.response.body", "body": b""})
 
 
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
 @pytest.fixture()
 def served() -> Iterator[tuple[str, _Recorder]]:
     app = _Recorder()
@@ -60,17 +63,22 @@ def served() -> Iterator[tuple[str, _Recorder]]:
         thread.join(timeout=10)
 
 
-def test_a_body_sent_whole_has_arrived_before_it_is_read(served: tuple[str, _Recorder]) -> None:
+def test_a_body_sent_with_its_headers_has_arrived_before_it_is_read(served: tuple[str, _Recorder]) -> None:
+    # One write, so one read on the server: the parser completes the request before the app runs. (A client that
+    # writes the body apart from the headers, as httpx does, may find the app already called: then the guarded
+    # read runs, as it must.)
     url, app = served
     body = b'{"schema": "\\"string\\""}'
-    assert httpx.post(f"{url}/subjects/s", content=body).status_code == 200
+    head = f"POST /subjects/s HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+    with socket.create_connection(("127.0.0.1", _port(url))) as conn:
+        conn.sendall(head + body)
+        assert conn.recv(1024).startswith(b"HTTP/1.1 200")
     assert app.seen == [(True, body)]
 
 
 def test_a_body_still_on_its_way_has_not_arrived(served: tuple[str, _Recorder]) -> None:
     url, app = served
-    port = int(url.rsplit(":", 1)[1])
-    with socket.create_connection(("127.0.0.1", port)) as conn:
+    with socket.create_connection(("127.0.0.1", _port(url))) as conn:
         conn.sendall(b"POST /subjects/s HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n01234")
         time.sleep(0.3)  # the app is called with half the body
         conn.sendall(b"56789")
