@@ -17,7 +17,7 @@ keeps the windows that wait.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -125,7 +125,7 @@ class _WindowAggregate(Aggregating, Generic[W]):
         observed = max(store.observed, self._rc.timestamp + 1)
         return lower >= observed - store.retention_ms + store.live_offset
 
-    def _emit_closed(self, rows: list[tuple[Windowed, Any, int]], close: int) -> None:
+    def _emit_closed(self, rows: Iterable[tuple[Windowed, Any, int]], close: int) -> None:
         """Emit final results, then remember (with the store) that windows closed by ``close`` are done."""
         rc, forward = self._rc, self._forward
         saved = rc.timestamp
@@ -135,10 +135,6 @@ class _WindowAggregate(Aggregating, Generic[W]):
                 forward(windowed, _new_change(Change, (value, None)))
         finally:
             rc.timestamp = saved
-        self._mark_emitted(close)
-
-    def _mark_emitted(self, close: int) -> None:
-        """Remember (with the store) that the windows closed by ``close`` have been emitted."""
         self._last_emit = close
         self._next_emit = self._next_emit_after(close)
         self._store.set_metadata(self._emit_key, close)
@@ -276,15 +272,8 @@ class TimeWindowAggregateProcessor(_WindowAggregate[TimeWindows]):
             return  # no window closed since the last emit, or throttled
         # Each closed window straight from the store's rows to downstream (no list of results in between).
         window, decode = self._time_window, self._store.decode_key
-        rc, forward = self._rc, self._forward
-        saved = rc.timestamp
-        try:
-            for kb, t, _, entry in self._store.all_entries(lower, upper):
-                rc.timestamp = entry[1]
-                forward(Windowed(decode(kb), window(t)), _new_change(Change, (entry[0], None)))
-        finally:
-            rc.timestamp = saved
-        self._mark_emitted(close)
+        rows = ((Windowed(decode(kb), window(t)), e[0], e[1]) for kb, t, _, e in self._store.all_entries(lower, upper))
+        self._emit_closed(rows, close)
 
 
 class SlidingWindowAggregateProcessor(_WindowAggregate[SlidingWindows]):
