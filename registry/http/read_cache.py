@@ -43,6 +43,7 @@ template the app matched and the status it answered; a hit in the series resolve
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from time import perf_counter
@@ -249,20 +250,8 @@ class ReadCache:
             self.bytes -= self._entries.pop(oldest).size
 
 
-#: Content-Type value -> taken or not; clients send a handful of values
-_BODY_TYPES: dict[bytes | None, bool] = {}
-_BODY_TYPES_MAX = 1024
-
-
-def _body_type_accepted(content_type: bytes | None) -> bool:
-    """``content.body_type_accepted``, remembered per value (a lookup hit checks it)."""
-    accepted = _BODY_TYPES.get(content_type)
-    if accepted is None:
-        accepted = body_type_accepted(content_type)
-        if len(_BODY_TYPES) >= _BODY_TYPES_MAX:
-            _BODY_TYPES.clear()
-        _BODY_TYPES[content_type] = accepted
-    return accepted
+#: ``content.body_type_accepted``, remembered per value (a lookup hit checks it; clients send a handful of values)
+_body_type_accepted = functools.lru_cache(maxsize=1024)(body_type_accepted)
 
 
 def _key_size(key: Key) -> int:
