@@ -73,16 +73,18 @@ class _Pending:
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def add(self, columns: RecordColumns, stop: int) -> None:
-        """The first ``stop`` rows of ``columns``."""
+    def add(self, columns: RecordColumns, stop: int) -> int:
+        """The first ``stop`` rows of ``columns``; returns their value bytes."""
         self.keys += columns.keys[:stop]
         values = columns.values[:stop]
         self.values += values
-        self.value_bytes += sum(map(len, filter(None, values)))  # ~20 ns a record
+        added = sum(map(len, filter(None, values)))  # ~20 ns a record
+        self.value_bytes += added
         self.offsets += columns.offsets[:stop]
         self.timestamps += columns.timestamps[:stop]
         if self.headers is not None and columns.headers is not None:
             self.headers += columns.headers[:stop]
+        return added
 
     def batch(self, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
         # The columns every row of a range shares are repeated by Arrow, and the timestamps converted there: per row
@@ -180,10 +182,8 @@ def _records(
                     "(set failOnDataLoss=false to read what is there instead)"
                 )
         stop = bisect_left(columns.offsets, offsets.end)  # the records of the range; offsets ascend
-        before = pending.value_bytes
-        pending.add(columns, stop)
+        read_bytes += pending.add(columns, stop)
         read_rows += stop
-        read_bytes += pending.value_bytes - before
         next_offset = offsets.end if stop < len(columns) else columns.offsets[-1] + 1
         if len(pending) >= BATCH_ROWS or pending.value_bytes >= BATCH_BYTES:
             yield pending.batch(offsets.topic, offsets.partition, schema)
