@@ -77,7 +77,7 @@ fault-tools:
 # Each worker starts its own test broker and registry. PYTEST_WORKERS=0 runs everything in one process.
 # Bytecode is written even where the environment sets PYTHONDONTWRITEBYTECODE: each worker would otherwise
 # compile again, at every run, the ~700 modules pytest rewrites (tests, plugins, our packages): ~10 s more.
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 2
 test: $(STAMP) spark-jar browser diagram-tools fault-tools lint typecheck docs
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
