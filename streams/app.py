@@ -420,15 +420,17 @@ class StreamsApp:
 
     def run(self) -> None:
         """Start, run until SIGTERM/SIGINT (or a thread fails), then close. Raises the failure, if any."""
-        stop = threading.Event()
+        # A plain flag, not a threading.Event: the handler runs in the main thread between two bytecodes, maybe
+        # while that thread holds the Event's own lock inside wait(), and Event.set would then wait for it forever.
+        stop: list[int] = []
         previous: dict[signal.Signals, Any] = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
-                previous[sig] = signal.signal(sig, lambda signum, frame: stop.set())
+                previous[sig] = signal.signal(sig, lambda signum, frame: stop.append(signum))
         try:
             self.start()
-            while not stop.is_set() and self.state not in (AppState.ERROR, AppState.NOT_RUNNING):
-                stop.wait(0.2)
+            while not stop and self.state not in (AppState.ERROR, AppState.NOT_RUNNING):
+                time.sleep(0.2)
             log.info("application %s shutting down", self.application_id)
         finally:
             self.close()

@@ -64,7 +64,15 @@ class StreamThread(threading.Thread):
         self._listener = listener
         self._linger_s = linger_s
         self.tasks = TaskManager(
-            name, metadata, task_env, log_backend, consumer, self._reader, self._standbys, task_listener
+            name,
+            metadata,
+            task_env,
+            log_backend,
+            consumer,
+            self._reader,
+            self._standbys,
+            task_listener,
+            expelled=lambda: self._lose_reason is not None,
         )
         self.processed = 0
         self.commit_seconds = 0.0  # spent in commits, for the commit latency metric
@@ -202,5 +210,9 @@ class StreamThread(threading.Thread):
                 )
                 progress_count = self.processed
                 progress_at = now + config.progress_interval_s
+        with self._mailbox:
+            reason, self._lose_reason = self._lose_reason, None
+        if reason is not None:  # expelled: nothing of these tasks is to be committed any more
+            tasks.lose_all(reason)
         tasks.close_all(clean=True)
         log.info("thread %s stopped after %d records", self.name, self.processed)

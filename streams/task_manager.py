@@ -79,7 +79,10 @@ class TaskManager:
         reader: ChangelogReader,
         standbys: StandbyUpdater,
         listener: TaskListener,
+        expelled: Callable[[], bool] = lambda: False,
     ) -> None:
+        """``expelled``: whether the group presumed this instance dead (``lose_all`` is on its way): the
+        commits still to do are given up, each could wait out the log's timeout for a fenced transaction."""
         self._thread_name = thread_name
         self._metadata = metadata
         self._env = env
@@ -88,6 +91,7 @@ class TaskManager:
         self._reader = reader
         self._standbys = standbys
         self._listener = listener
+        self._expelled = expelled
         self._active: dict[str, StreamTask] = {}
         self._producers: dict[str, TaskProducer] = {}  # of every task here, active or replica
         self._states: dict[str, str] = {}
@@ -319,6 +323,8 @@ class TaskManager:
         lost: list[tuple[StreamTask, BaseException]] = []
         done: list[tuple[StreamTask, dict[TopicPartition, int]]] = []
         for task in tasks:
+            if self._expelled():
+                break
             try:
                 task.flush()
                 offsets = task.offsets_to_commit()
@@ -382,7 +388,7 @@ class TaskManager:
         task.close(clean=False)
         producer = self._producers.pop(task.id, None)
         if producer is not None:
-            producer.close()  # aborts the transaction (the next producer's fence would too)
+            producer.close(wait=False)  # aborts the transaction (the next producer's fence would too)
         self._set_state(task.id, TaskState.RESTORING)
         self._restarting.append(task.id)
         self._index()
@@ -415,7 +421,7 @@ class TaskManager:
         task.close(clean=False)
         producer = self._producers.pop(task.id, None)
         if producer is not None:
-            producer.close()
+            producer.close(wait=False)
         self._set_state(task.id, TaskState.CLOSED)
         self.lost += 1
         self._listener.on_task_lost(self._thread_name, task.id, error)

@@ -110,25 +110,28 @@ class TaskProducer:
     def active(self) -> bool:
         return self._producer is not None and not self.fenced
 
-    def close(self) -> None:
-        """Give the producer up; an open transaction is aborted (by the next owner's fence at the latest)."""
+    def close(self, wait: bool = True) -> None:
+        """Give the producer up; an open transaction is aborted (by the next owner's fence at the latest).
+        ``wait=False``: abort and close off the calling thread, for a task that is lost or rolls back, whose
+        next producer fences this one anyway."""
         if self._prepared is not None:
             _close_quietly(self._prepared)
             self._prepared = None
         producer, self._producer = self._producer, None
         if producer is None:
             return
-        if self.open and not self.fenced:
-            try:
-                producer.abort_transaction()
-            except LogError as exc:
-                log.debug("task %s: abort on close failed: %s", self.task_id, exc)
-        self.open = False
-        if self.fenced:
-            # A fenced Kafka producer may wait out its timeout on close: do it off the stream thread.
-            threading.Thread(target=_close_quietly, args=(producer,), name="task-producer-close", daemon=True).start()
-        else:
+        abort, self.open = self.open and not self.fenced, False
+        if wait and not self.fenced:
+            if abort:
+                _abort_quietly(producer, self.task_id)
             _close_quietly(producer)
+            return
+        # Off the stream thread: a fenced Kafka producer may wait out its timeout on close, and so may a lost
+        # task's abort (a zombie's, on a broker that does not answer its EndTxn: the test broker held a woken
+        # zombie's stream thread 30 s per task, and the group's rebalance with it).
+        threading.Thread(
+            target=_abort_and_close, args=(producer, abort, self.task_id), name="task-producer-close", daemon=True
+        ).start()
 
     # -- writing ---------------------------------------------------------------------------------------
 
@@ -225,6 +228,19 @@ class TaskProducer:
         if missing:
             raise TaskCorruptedError(self.task_id, f"no offset reported for the restore barrier of {missing}")
         return landed
+
+
+def _abort_and_close(producer: Producer, abort: bool, task_id: str) -> None:
+    if abort:
+        _abort_quietly(producer, task_id)
+    _close_quietly(producer)
+
+
+def _abort_quietly(producer: Producer, task_id: str) -> None:
+    try:
+        producer.abort_transaction()
+    except LogError as exc:
+        log.debug("task %s: abort on close failed: %s", task_id, exc)
 
 
 def _close_quietly(producer: Producer) -> None:

@@ -15,19 +15,21 @@
   without it.
 - ``pki`` (session), ``issuer``, ``users_file``: certificates, a token issuer, a users file.
 
-And how ``--dist loadfile`` hands files to the workers: the longest first, by the last run's times, and
+A failed test that ran streams instances as subprocesses (``tests/streams/instances.py``) shows the end of
+each one's log. And how ``--dist loadfile`` hands files to the workers: the longest first, by the last run's times, and
 ``tests/spark`` to one worker (``tests/support/scheduling.py``).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.streams.instances import Instance
 from tests.support.broker import TEST_CLIENT_OPTIONS, KafkaCaps, broker_caps, broker_log_url, running_broker
 from tests.support.credentials import Issuer, Pki, UsersFile
 from tests.support.faults import FaultBroker, Hub, Namespace, fault_broker, require_namespaces, sweep_stale
@@ -36,6 +38,20 @@ from tests.support.registry_process import schema_types as listed_schema_types
 from tests.support.scheduling import CACHE_KEY, LongestFirstFileScheduling, UnitTimer, order_longest_first
 
 _unit_timer = UnitTimer()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed test that ran streams instances as subprocesses shows the end of each one's log."""
+    report = yield
+    if report.when == "call":
+        if report.failed:
+            for instance in Instance.started:
+                report.sections.append((f"instance {instance.name}: end of its log", instance.log_tail()))
+        Instance.started.clear()
+    return report
 
 
 @pytest.hookimpl(optionalhook=True)

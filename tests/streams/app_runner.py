@@ -12,8 +12,10 @@ graceful SIGTERM shutdown.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
+import signal
 import sys
 import threading
 import time
@@ -66,6 +68,8 @@ def main() -> int:
     parser.add_argument("--guarantee", default="at_least_once")
     parser.add_argument("--table", default=None)
     args = parser.parse_args()
+    # a hung instance's thread stacks: Instance.stop sends SIGUSR1 before it kills one that did not exit
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(process)d %(threadName)s %(name)s %(message)s"
     )

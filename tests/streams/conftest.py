@@ -4,28 +4,13 @@ and reading topics is in ``tests/support/topics.py``."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from streams.log import Log, open_log
-from tests.streams.instances import Instance
 from tests.support.broker import broker_log_url, running_broker
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """A failed test that ran streams instances as subprocesses shows the end of each one's log."""
-    report = yield
-    if report.when == "call":
-        if report.failed:
-            for instance in Instance.started:
-                report.sections.append((f"instance {instance.name}: end of its log", instance.log_tail()))
-        Instance.started.clear()
-    return report
 
 
 @pytest.fixture(params=["sqlite", pytest.param("kafka", marks=pytest.mark.kafka)])

@@ -53,7 +53,7 @@ class Instance:
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
-    def log_tail(self, lines: int = 80) -> str:
+    def log_tail(self, lines: int = 150) -> str:
         """The last ``lines`` lines of the instance's log (stderr)."""
         try:
             text = self.stderr_path.read_text(errors="replace")
@@ -105,12 +105,16 @@ class Instance:
         raise AssertionError(f"instance {self.name} held the SQLite log's write lock at every attempt to pause it")
 
     def stop(self) -> int:
+        """SIGTERM, then its exit code. Within 60 s: a graceful close may wait out one call to the log (30 s on
+        Kafka), e.g. a commit to a broker that has just come back."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            code = self.proc.wait(timeout=30)
+            code = self.proc.wait(timeout=60)
         finally:
             if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGUSR1)  # app_runner writes every thread's stack to its log
+                time.sleep(1)
                 self.proc.kill()
                 self.proc.wait()
             self._reader.join(timeout=5)
