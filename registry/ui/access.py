@@ -53,7 +53,7 @@ class Caller:
         """403 as the API words it, unless the caller may."""
         if not self.may(operation, resource):
             kind, _, name = resource.partition(":")
-            raise errors.ApiError(403, 40301, f"User is denied operation {operation} on {kind}: {name}")
+            raise errors.forbidden(operation, f"{kind}: {name}")
 
 
 async def identify(request: Request) -> Caller | None:
@@ -79,5 +79,6 @@ async def caller(request: Request) -> Caller:
     """A route dependency: the caller, or 401 (the pages then ask the browser to sign in through the API)."""
     found = await identify(request)
     if found is None:
-        raise errors.ApiError(401, 40101, "Unauthorized: the credentials of this request do not authenticate")
+        # no WWW-Authenticate: the pages' own sign-in form asks, not the browser's dialog
+        raise errors.unauthorized("the credentials of this request do not authenticate", [])
     return found
