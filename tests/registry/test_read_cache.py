@@ -55,7 +55,7 @@ class Guard:
     allowed: set[str]
     seen: list[Any] = field(default_factory=list)
 
-    def admit(self, scope: dict[str, Any], ticket: ReadTicket) -> Hashable | None:
+    def admit(self, scope: dict[str, Any], ticket: ReadTicket, authorization: bytes | None) -> Hashable | None:
         user = dict(scope["headers"]).get(b"x-user", b"").decode()
         self.seen.append(ticket.access)
         if user not in self.allowed:
