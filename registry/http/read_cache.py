@@ -22,10 +22,12 @@ satisfy (the app answers 406), a POST body type it does not take (415), a partit
 
 The security seam (authentication and authorization plug in here; nothing is checked by default):
 
-- ``ReadGuard.admit(scope, ticket)`` runs before every hit is served, with the ticket the answer was stored
-  with. It returns the *partition* to serve from, or None to let the app answer the request in full (the
-  caller is not authenticated, is denied, or the guard cannot decide cheaply): then the app's own
-  dependencies run and give the 401/403, and nothing is served from the cache. It is on the hot path, and
+- ``ReadGuard.admit(scope, ticket, authorization)`` runs before every hit is served, with the ticket the answer
+  was stored with and the request's ``Authorization`` value (the last one, as the authenticator reads it;
+  found in the same pass over the headers as ``Accept``). It returns the *partition* to serve from, or None
+  to let the app answer the request in full (the caller is not authenticated, is denied, or the guard cannot
+  decide cheaply): then the app's own dependencies run and give the 401/403, and nothing is served from the
+  cache. It is on the hot path, and
   synchronous (it must decide without waiting): memoize credential checks and decisions there (per
   ``Authorization`` header value and ticket; tickets hash by identity and live as long as their entry).
 - The partition says whom an answer is valid for: ``SHARED`` for answers that do not depend on the caller,
@@ -52,7 +54,7 @@ from urllib.parse import parse_qsl
 
 from registry.errors import ApiError
 from registry.http.body import BodyLimits, read_body
-from registry.http.content import body_type_accepted, header, negotiate
+from registry.http.content import CT_V1, body_type_accepted, header, negotiate
 from registry.http.errors import send_error
 from registry.metrics import UNMATCHED, RequestMetrics, RouteStats
 
@@ -79,7 +81,10 @@ class ReadTicket:
 class ReadGuard(Protocol):
     """Decides, before a hit is served, whether and from which partition (see the module docstring)."""
 
-    def admit(self, scope: Scope, ticket: ReadTicket) -> Hashable | None: ...
+    def admit(self, scope: Scope, ticket: ReadTicket, authorization: bytes | None) -> Hashable | None:
+        """``authorization``: the request's last ``Authorization`` value (None: none), found by the cache's own
+        pass over the headers, so a guard keyed by it need not scan them again."""
+        ...
 
 
 class GenerationSource(Protocol):
@@ -161,9 +166,25 @@ class ReadCache:
         )
         entry = self._entries.get(key)
         if entry is not None:
-            media = negotiate(header(headers, b"accept"))
+            # the headers a hit reads, each as the app reads it: the first ``Accept`` (Starlette's) and, for the
+            # guard, the last ``Authorization`` (the authenticator's); one inline pass (a call to ``header`` per
+            # name costs more than the scan)
+            guard = self.guard
+            accept = authorization = None
+            if guard is None:
+                for name, value in headers:
+                    if name == b"accept":
+                        accept = value
+                        break
+            else:
+                for name, value in headers:
+                    if name == b"authorization":
+                        authorization = value
+                    elif name == b"accept" and accept is None:
+                        accept = value
+            media = CT_V1 if accept is None else negotiate(accept)
             if media is not None and (method == "GET" or _body_type_accepted(header(headers, b"content-type"))):
-                partition = SHARED if self.guard is None else self.guard.admit(scope, entry.ticket)
+                partition = SHARED if guard is None else guard.admit(scope, entry.ticket, authorization)
                 hit = entry.bodies.get(partition) if partition is not None else None
                 if hit is not None:
                     await send(

@@ -24,6 +24,7 @@ dependency returns at once and nothing is checked.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, MutableMapping
+from dataclasses import dataclass, field
 from time import monotonic
 from typing import Annotated, Any
 from urllib.parse import unquote
@@ -227,12 +228,14 @@ class SecurityGuard:
     """The read cache's ``ReadGuard``: serves a hit only to a caller whose credentials are already verified
     and who may have the answer (the ticket's ``access``); per-caller answers from the caller's partition.
 
-    Its decisions are kept per (``Authorization`` value, ticket), so a repeated read by the same credentials
-    costs one dict lookup: each decision holds while the credential does (its ``until``) and only while the
-    users and the rules are those it was made under (the authenticator's and the authorizer's ``generation``,
-    bumped when the users file is loaded), so a removed user or a changed password or rule is never admitted
-    from it. Refusals are not kept (the app answers them, from the authenticator's own memory of failures).
-    Callers by client certificate are decided afresh each time (two memoized lookups)."""
+    Its decisions are kept per ``Authorization`` value (the raw header bytes: a hit does no decoding), and under
+    it per ticket, so a repeated read by the same credentials costs two dict lookups: each credential's decisions
+    hold while the credential does (its ``until``) and only while the users and the rules are those they were
+    made under (the authenticator's and the authorizer's ``generation``, bumped when the users file is loaded),
+    so a removed user or a changed password or rule is never admitted from them. Refusals are not kept (the app
+    answers them, from the authenticator's own memory of failures). Callers by client certificate, and any
+    request when forwarded identities are accepted (``--inter-node-secret``), are decided by the slower path
+    (``_admit_scanning``), which reads the headers as the authenticator does."""
 
     #: decisions kept; past that many, all are dropped (a client can make one per credential it holds)
     MAX_DECISIONS = 4096
@@ -240,37 +243,64 @@ class SecurityGuard:
     def __init__(self, security: Security) -> None:
         self.authenticator = security.authenticator
         self.authorizer = security.authorizer
-        #: (Authorization value, ticket) -> (until, authenticator generation, authorizer generation, partition)
-        self._decisions: dict[tuple[bytes, ReadTicket], tuple[float, int, int, Hashable]] = {}
+        #: with a secret, a forwarded request may carry a signed identity that wins over its ``Authorization``
+        self._signed_identities = security.authenticator.inter_node_secret is not None
+        #: Authorization value -> its credential's decisions
+        self._decisions: dict[bytes, _Kept] = {}
+        self._kept = 0  # decisions held by all of them
 
-    def admit(self, scope: Scope, ticket: ReadTicket) -> Hashable | None:
+    def admit(self, scope: Scope, ticket: ReadTicket, authorization: bytes | None) -> Hashable | None:
+        if authorization is None or self._signed_identities:
+            return self._admit_scanning(scope, ticket)
+        kept = self._decisions.get(authorization)
+        if (
+            kept is not None
+            and kept.authenticated == self.authenticator.generation
+            and kept.authorized == self.authorizer.generation
+            and kept.until >= monotonic()
+        ):
+            partition = kept.partitions.get(ticket)
+            if partition is not None:
+                return partition
+        return self._admit_credential(authorization, ticket)
+
+    def _admit_scanning(self, scope: Scope, ticket: ReadTicket) -> Hashable | None:
+        """Decides as the authenticator reads the headers: a forwarded request is the app's to authenticate
+        (its signed identity, if any, wins over ``Authorization``), and without ``Authorization`` the caller is
+        the client certificate's."""
         authorization = None
         for k, v in scope["headers"]:
             if k == b"authorization":
                 authorization = v
             elif k == forwarded.FORWARDED_HEADER:
-                return None  # a forwarded request is the app's to authenticate
+                return None
         if authorization is None:
             principal = self.authenticator.certificate(scope)
             return None if principal is None else self._decide(principal, ticket)
-        key = (authorization, ticket)
-        found = self._decisions.get(key)
-        if (
-            found is not None
-            and found[1] == self.authenticator.generation
-            and found[2] == self.authorizer.generation
-            and found[0] >= monotonic()
-        ):
-            return found[3]
+        return self._admit_credential(authorization, ticket)
+
+    def _admit_credential(self, authorization: bytes, ticket: ReadTicket) -> Hashable | None:
+        """Decides from the remembered credential and keeps the decision (the miss of ``admit``)."""
         remembered = self.authenticator.remembered(authorization)
         if remembered is None:
             return None
         partition = self._decide(remembered[1], ticket)
-        if partition is not None:
-            if len(self._decisions) >= self.MAX_DECISIONS:
-                self._decisions = {}
-            generations = (self.authenticator.generation, self.authorizer.generation)
-            self._decisions[key] = (remembered[0], *generations, partition)
+        if partition is None:
+            return None
+        if self._kept >= self.MAX_DECISIONS:
+            self._decisions = {}
+            self._kept = 0
+        kept = self._decisions.get(authorization)
+        if (
+            kept is None
+            or kept.authenticated != self.authenticator.generation
+            or kept.authorized != self.authorizer.generation
+            or kept.until != remembered[0]
+        ):  # none yet, or made under other users, rules or a credential since verified again: start afresh
+            kept = _Kept(remembered[0], self.authenticator.generation, self.authorizer.generation)
+            self._decisions[authorization] = kept
+        kept.partitions[ticket] = partition
+        self._kept += 1
         return partition
 
     def _decide(self, principal: Principal, ticket: ReadTicket) -> Hashable | None:
@@ -284,6 +314,17 @@ class SecurityGuard:
             if not self.authorizer.allows_any(principal, operation, resources):
                 return None
         return SHARED if ticket.partition == SHARED else principal
+
+
+@dataclass(slots=True, eq=False)
+class _Kept:
+    """One credential's kept decisions, and what they hold under."""
+
+    until: float  # the remembered credential's (``time.monotonic``)
+    authenticated: int  # the authenticator's generation they were made under
+    authorized: int  # the authorizer's
+    #: ticket -> the partition its answer is served from
+    partitions: dict[ReadTicket, Hashable] = field(default_factory=dict)
 
 
 async def forward_headers(request: Request) -> list[tuple[bytes, bytes]]:

@@ -54,10 +54,12 @@ class Guard:
 
     allowed: set[str]
     seen: list[Any] = field(default_factory=list)
+    authorizations: list[bytes | None] = field(default_factory=list)  # as the cache handed them over
 
-    def admit(self, scope: dict[str, Any], ticket: ReadTicket) -> Hashable | None:
+    def admit(self, scope: dict[str, Any], ticket: ReadTicket, authorization: bytes | None) -> Hashable | None:
         user = dict(scope["headers"]).get(b"x-user", b"").decode()
         self.seen.append(ticket.access)
+        self.authorizations.append(authorization)
         if user not in self.allowed:
             return None
         return SHARED if ticket.partition == SHARED else user
@@ -71,9 +73,10 @@ def call(
     body: bytes = b"",
     chunks: list[bytes] | None = None,
     delay: float = 0.0,
-    headers: dict[str, str] | None = None,
+    headers: dict[str, str] | list[tuple[str, str]] | None = None,
 ) -> tuple[int, dict[bytes, bytes], bytes]:
-    """``path`` may carry a query string; ``chunks`` send the body in parts, each after ``delay`` seconds."""
+    """``path`` may carry a query string; ``chunks`` send the body in parts, each after ``delay`` seconds;
+    ``headers`` as pairs may repeat a name."""
     path, _, query = path.partition("?")
     scope = {
         "type": "http",
@@ -81,7 +84,10 @@ def call(
         "path": path,
         "raw_path": path.encode(),
         "query_string": query.encode(),
-        "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
+        "headers": [
+            (k.lower().encode(), v.encode())
+            for k, v in (headers.items() if isinstance(headers, dict) else headers or [])
+        ],
     }
     sent: list[dict[str, Any]] = []
     parts = chunks if chunks is not None else [body]
@@ -139,6 +145,25 @@ def test_a_guard_decides_every_hit_and_partitions_per_caller_answers() -> None:
     assert call(cache, "/listing", headers=alice)[2] == b"/listing #3 for alice"
     assert call(cache, "/listing", headers=bob)[2] == b"/listing #4 for bob"
     assert app.calls == 4
+
+
+def test_a_guard_is_handed_the_authorization_the_authenticator_reads() -> None:
+    """A hit reads each header as the app would: the first ``Accept`` (Starlette's) and, handed to the guard, the
+    last ``Authorization`` (the authenticator's), both from the one pass over the headers."""
+    app, guard = App(), Guard({"alice"})
+    cache = ReadCache(app, Generation(), guard=guard)
+    assert call(cache, "/schema", headers={"X-User": "alice"})[2] == b"/schema #1 for alice"
+    repeated = [
+        ("Authorization", "Basic first"),
+        ("Accept", "application/json"),
+        ("X-User", "alice"),
+        ("Accept", "text/html"),  # not one the registry produces: a hit reading it would be refused (406)
+        ("Authorization", "Basic last"),
+    ]
+    status, headers, body = call(cache, "/schema", headers=repeated)
+    assert (status, headers[b"content-type"], body) == (200, b"application/json", b"/schema #1 for alice")
+    assert call(cache, "/schema", headers={"X-User": "alice"})[2] == b"/schema #1 for alice"
+    assert guard.authorizations == [b"Basic last", None]
 
 
 def test_only_parameters_a_route_reads_are_part_of_the_key() -> None:
