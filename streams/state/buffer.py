@@ -141,16 +141,26 @@ class SuppressionBuffer(StoreSerdes):
         return self._dues[0]
 
     def put_window(
-        self, kb: bytes, key: Any, start: int, new: Any, timestamp: int, due: int, windowed: Callable[[Any, int], Any]
+        self,
+        kb: bytes,
+        key: Any,
+        start: int,
+        new: Any,
+        timestamp: int,
+        due: int,
+        windowed: Callable[[Any, int], Any] | None,
     ) -> int:
         """``put`` for a derived buffer that counts no bytes, of a window update with no prior value (what a
         suppression gets straight from its window store's flush): ``kb`` is the store's key bytes and the window
-        start, and the buffered key, ``windowed(key, start)``, is made once, when the window is first buffered.
-        Returns the earliest due time."""
+        start, and the buffered key, ``windowed(key, start)``, is made once, when the window is first buffered
+        (None without ``windowed``: a suppression that emits by ``kb``, ``pop_due_keyed``). Returns the earliest
+        due time."""
         u = self._entries.get(kb)
         if u is None:
             self._seq += 1
-            self._entries[kb] = BufferedUpdate(windowed(key, start), new, None, timestamp, due, self._seq, 0)
+            self._entries[kb] = BufferedUpdate(
+                None if windowed is None else windowed(key, start), new, None, timestamp, due, self._seq, 0
+            )
             queue = self._queues.get(due)
             if queue is None:
                 queue = self._queues[due] = deque()
@@ -169,6 +179,10 @@ class SuppressionBuffer(StoreSerdes):
 
     def pop_due(self, now: int) -> list[BufferedUpdate]:
         """Evict, in due order, every update due at or before ``now``."""
+        return [u for _, u in self.pop_due_keyed(now)]
+
+    def pop_due_keyed(self, now: int) -> list[tuple[bytes, BufferedUpdate]]:
+        """``pop_due`` with each update's key bytes."""
         dues, queues, entries, dirty = self._dues, self._queues, self._entries, self._dirty
         out = []
         while dues and dues[0] <= now:
@@ -178,7 +192,7 @@ class SuppressionBuffer(StoreSerdes):
             for kb in keys:
                 u = entries.pop(kb)
                 self.size_bytes -= u.size
-                out.append(u)
+                out.append((kb, u))
         return out
 
     def pop_oldest(self) -> BufferedUpdate:
