@@ -202,9 +202,14 @@ class RocksDBSegments:
         self._drop_expired(min_live)
 
     def _cache_written(self, rows: list[WriteRow], min_live: int) -> None:
-        # The written entries are the ones most likely read next (windows still open): cache them.
+        # The written entries are the ones most likely read next (windows still open): cache them, the last
+        # ``_max_cache`` of them; the cached entries of the others are dropped (they were overwritten).
         cache = self._cache
         added = 0
+        for kb, t, sub, _entry, _ in rows[: -self._max_cache]:
+            bucket = cache.get(t)
+            if bucket is not None and bucket.pop((kb, sub), _MISSING) is not _MISSING:
+                added -= 1
         for kb, t, sub, entry, _ in rows[-self._max_cache :]:  # (``_remember``, inlined: a commit writes many)
             if t < min_live:
                 continue

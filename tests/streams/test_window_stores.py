@@ -315,6 +315,23 @@ def test_rocksdb_lookups_find_what_an_earlier_run_or_a_restore_wrote(tmp_path: P
         restored.close()
 
 
+def test_rocksdb_lookups_after_a_commit_larger_than_the_object_cache_read_its_values(tmp_path: Path) -> None:
+    # A commit that writes more windows than the object cache holds caches the last ones written; an entry
+    # cached before under one of the others is stale, and must not be read.
+    store = WindowStore("w", STRING, INT, "t", RecordContext(), 1000, tmp_path / "db", 2, window_size_ms=10)
+    try:
+        store.put("a", 1, 300, timestamp=300)
+        commit(store)
+        assert store.get("a", 300) == 1  # cached
+        store.put("a", 2, 300, timestamp=300)  # the first of three changes: not cached by the commit
+        store.put("b", 3, 100, timestamp=100)
+        store.put("c", 4, 100, timestamp=100)
+        commit(store)
+        assert (store.get("a", 300), store.get("b", 100), store.get("c", 100)) == (2, 3, 4)
+    finally:
+        store.close()
+
+
 def test_rocksdb_range_fetches_of_duplicates_find_an_earlier_runs_or_a_restores_data(tmp_path: Path) -> None:
     # A join's range fetch skips RocksDB for a key with nothing written in range since the store opened: never
     # for data written before that (segments of 100 s here, so the fetches span two).
