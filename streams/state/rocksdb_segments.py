@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import shutil
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -90,6 +91,12 @@ class RocksDBSegments:
             if self._cached > self._max_cache:
                 self._shrink()
         return decoded
+
+    def get_many(self, kb: bytes, times: Sequence[int], sub: int) -> list[Entry | None]:
+        if times and times[0] > self._untracked and times[0] > self._newest.get(kb, -1):
+            return [None] * len(times)  # all newer than anything written under this key (a key's first record)
+        get = self.get
+        return [get(kb, t, sub) for t in times]
 
     def _remember(self, kb: bytes, t: int, sub: int, entry: Entry | None) -> None:
         bucket = self._cache.get(t)

@@ -29,7 +29,7 @@ blocks) and block records restore into the same store.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -194,13 +194,15 @@ class TimeKeyedStore(StoreSerdes):
                 return entry  # type: ignore[return-value]
         return self._inner.get(kb, t, sub)
 
-    def get_entries(self, kb: bytes, times: Iterable[int], sub: int = 0) -> list[Entry | None]:
-        """``get_entry`` for each of ``times`` (a record's windows in one call)."""
+    def get_entries(self, kb: bytes, times: Sequence[int], sub: int = 0) -> list[Entry | None]:
+        """``get_entry`` for each of ``times``, ascending (a record's windows in one call)."""
         min_live = self.observed - self.retention_ms + self.live_offset
         overlay = self._overlay.get(kb)
         inner = self._inner.get
         out: list[Entry | None] = []
         if overlay is None:
+            if times and times[0] >= min_live:
+                return self._inner.get_many(kb, times, sub)
             return [None if t < min_live else inner(kb, t, sub) for t in times]
         for t in times:
             if t < min_live:
@@ -352,7 +354,8 @@ class TimeKeyedStore(StoreSerdes):
             # ``listener``. One loop for both: it runs once per changed window and commit.
             by_block = self._blocks is not None
             blocks: dict[bytes, dict[int, bytes | None]] = {}
-            for dk in dirty:
+            notify = listener is not None or by_bytes is not None
+            for dk, (key, old, change_ts) in dirty.items():
                 kb, t, sub = dk
                 entry = overlay[kb][(t, sub)]
                 if entry is None:
@@ -361,7 +364,7 @@ class TimeKeyedStore(StoreSerdes):
                     try:
                         vb = ts_pack(entry[1]) + (vser(entry[0]) or b"")
                     except Exception:
-                        vb = encode(dirty[dk][0], entry)  # raises the error that names the store
+                        vb = encode(key, entry)  # raises the error that names the store
                 if by_block:
                     logged = blocks.get(kb)
                     if logged is None:
@@ -370,9 +373,8 @@ class TimeKeyedStore(StoreSerdes):
                 else:
                     out.append((kb + tsub(t, sub), vb))
                 pending.append((kb, t, sub, entry, vb))
-                if listener is None and by_bytes is None:
+                if not notify:
                     continue
-                key, old, change_ts = dirty[dk]
                 if entry is None:
                     # A delete of what downstream never saw (made and removed since the last flush) is not news.
                     if (old if self.track_old_values else self._inner.get(kb, t, sub)) is None:
@@ -456,13 +458,18 @@ class TimeKeyedStore(StoreSerdes):
             return False
         self._inner.write(pending, self._pending_meta, self.min_live)
         overlay = self._overlay
-        for kb, t, sub, entry, _ in pending:
-            per_key = overlay.get(kb)
-            # Only if unchanged since the flush; a later change is still pending a flush.
-            if per_key is not None and per_key.get((t, sub), _UNSET) is entry:
-                del per_key[(t, sub)]
-                if not per_key:
-                    del overlay[kb]
+        if not self._dirty:
+            # Nothing changed since the flush (a commit flushes, then persists): every uncommitted change is in
+            # ``pending`` (a change is dirty until a flush moves it there), all of it written now.
+            overlay.clear()
+        else:
+            for kb, t, sub, entry, _ in pending:
+                per_key = overlay.get(kb)
+                # Only if unchanged since the flush; a later change is still pending a flush.
+                if per_key is not None and per_key.get((t, sub), _UNSET) is entry:
+                    del per_key[(t, sub)]
+                    if not per_key:
+                        del overlay[kb]
         if not overlay:
             self._overlay_low = MAX_TIME
         if self._overlay_times is not None:
