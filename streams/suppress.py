@@ -36,8 +36,7 @@ from streams.errors import StreamsError, TopologyError
 from streams.ops import windowed_sender_below
 from streams.processor import ProcessorContext
 from streams.state.buffer import BufferedUpdate, SuppressionBuffer
-from streams.state.segments import Entry
-from streams.state.timed import MAX_TIME
+from streams.state.timed import MAX_TIME, FlushedChange
 from streams.state.window import WindowStore
 from streams.table_ops import TableOptions, TableProcessor
 from streams.windows import TimeWindow, Windowed, to_millis
@@ -226,19 +225,18 @@ class SuppressProcessor(TableProcessor):
         self._emit_due: Callable[[int], None] = self._forward_due
         windows.bytes_listener = self._first_flushed
 
-    def _first_flushed(self, kb: bytes, key: Any, start: int, entry: Entry | None) -> None:
-        """The first flushed update (every processor of the task has started by then): whether due windows go
+    def _first_flushed(self, changes: list[FlushedChange]) -> None:
+        """The first flushed updates (every processor of the task has started by then): whether due windows go
         straight to a sink below (``windowed_sender``: sent by the buffer's key bytes, which are the store's key
         bytes and the window start, as the sink's windowed key serde writes them; no buffered ``Windowed`` key,
         no ``Change``, no ``to_stream`` or sink call per result), or are forwarded."""
         windows = self._windows
         assert windows is not None
-        if windows.bytes_listener == self._first_flushed:  # (the whole first flush calls this: once is enough)
-            self._sender = windowed_sender_below(self._forward, windows.key_serde)
-            if self._sender is not None:
-                self._make_key, self._emit_due = None, self._send_due
-            windows.bytes_listener = self._window_flushed
-        self._window_flushed(kb, key, start, entry)
+        self._sender = windowed_sender_below(self._forward, windows.key_serde)
+        if self._sender is not None:
+            self._make_key, self._emit_due = None, self._send_due
+        windows.bytes_listener = self._window_flushed
+        self._window_flushed(changes)
 
     def _windowed(self, key: Any, start: int) -> Windowed:
         """The buffered key of ``key``'s window at ``start``; one window object per start, shared by every key."""
@@ -249,18 +247,13 @@ class SuppressProcessor(TableProcessor):
             window = self._window_objects[start] = TimeWindow(start, start + self._size)
         return Windowed(key, window)
 
-    def _window_flushed(self, kb: bytes, key: Any, start: int, entry: Entry | None) -> None:
-        """``process`` of a window update straight from the store's flush (``kb``: the store's key bytes): no
+    def _window_flushed(self, changes: list[FlushedChange]) -> None:
+        """``process`` of each window update of a store's flush, straight from it (by the store's key bytes): no
         windowed key to serialize, no ``Change``; the same buffer, due times and emissions."""
-        ts = self._rc.timestamp
-        observed = self._observed
-        if ts > observed:
-            self._observed = observed = ts
-            self._windows.set_metadata(self._time_key, ts)  # type: ignore[union-attr]  # (set with the listener)
-        due = start + self._due_offset
-        new = None if entry is None else entry[0]
-        if self._buffer.put_window(kb + _START.pack(start), key, start, new, ts, due, self._make_key) <= observed:
-            self._emit_due(observed)
+        observed = self._buffer.put_windows(changes, self._due_offset, self._make_key, self._observed, self._emit_due)
+        if observed > self._observed:
+            self._observed = observed
+            self._windows.set_metadata(self._time_key, observed)  # type: ignore[union-attr]  # (with the listener)
 
     def _forward_due(self, observed: int) -> None:
         self._emit_all(self._buffer.pop_due(observed))
@@ -271,9 +264,7 @@ class SuppressProcessor(TableProcessor):
         assert send is not None
         saved_headers, rc.headers = rc.headers, ()
         try:
-            for bk, update in self._buffer.pop_due_keyed(observed):
-                if update.new is not None:
-                    send(bk, update.new, update.timestamp)
+            self._buffer.send_due(observed, send)
         finally:
             rc.headers = saved_headers
 

@@ -58,9 +58,11 @@ _BLOCK_ITEM = struct.Struct(">qi")  # window start, entry length (-1: none)
 #: ``listener(key, time, sub, new_entry, old_entry)`` for each flushed change (entries are
 #: ``(value, timestamp)`` or None); ``old_entry`` only when ``track_old_values``.
 TimeKeyedListener = Callable[[Any, int, int, Entry | None, Entry | None], None]
-#: ``bytes_listener(key_bytes, key, time, new_entry)``: a window store's flushed change for a consumer that keys
-#: what it keeps by the store's own key bytes (``TimeKeyedStore.bytes_listener``).
-BytesListener = Callable[[bytes, Any, int, Entry | None], None]
+#: ``(key_bytes, key, time, new_entry, timestamp)``: a window store's flushed change, for a consumer that keys what
+#: it keeps by the store's own key bytes (``TimeKeyedStore.bytes_listener``); ``timestamp``: what it is forwarded with.
+FlushedChange = tuple[bytes, Any, int, Entry | None, int]
+#: ``bytes_listener(changes)``: a flush's changes, in order, in one call.
+BytesListener = Callable[[list[FlushedChange]], None]
 
 
 class TimeKeyedStore(StoreSerdes):
@@ -114,15 +116,16 @@ class TimeKeyedStore(StoreSerdes):
         # Kept from the first ``all_entries`` on (None before): a store that is never scanned pays nothing for it.
         self._overlay_times: dict[int, list[tuple[bytes, int, int]]] | None = None
         # Changed since the last flush, in the order of their last change: (kb, time, sub) -> (key, old entry,
-        # timestamp of the change).
-        self._dirty: dict[tuple[bytes, int, int], tuple[Any, Entry | None, int]] = {}
+        # timestamp of the change, new entry: the one in ``_overlay``).
+        self._dirty: dict[tuple[bytes, int, int], tuple[Any, Entry | None, int, Entry | None]] = {}
         self._pending: list[WriteRow] = []
         self.listener: TimeKeyedListener | None = None
         #: The one processor ``listener`` forwards every flushed change to (its ``process``), set by the processor
         #: that writes the store; None when it forwards to several or not through ``listener``.
         self.flushes_to: Callable[[Any, Any], None] | None = None
-        #: Called instead of ``listener`` when set: by that one processor (a final-results suppression, which keys
-        #: its buffer by these bytes), so that a flushed change reaches it without a windowed key or a ``Change``.
+        #: Called instead of ``listener`` when set, once per flush with its changes: by that one processor (a
+        #: final-results suppression, which keys its buffer by these bytes), so that a flushed change reaches it
+        #: without a windowed key, a ``Change`` or a call of its own.
         self.bytes_listener: BytesListener | None = None
         self.track_old_values = False
         self.changelog: ChangelogSink | None = None
@@ -244,12 +247,12 @@ class TimeKeyedStore(StoreSerdes):
                 dk = (kb, t, sub)
                 prev = dirty.pop(dk, None)  # to the end: flushes go in the order of the last changes (see cache.py)
                 if prev is not None:
-                    dirty[dk] = (prev[0], prev[1], ts)
+                    dirty[dk] = (prev[0], prev[1], ts, entry)
                 elif track_old:
                     k = (t, sub)
-                    dirty[dk] = (key, overlay[k] if k in overlay else self._inner.get(kb, t, sub), ts)
+                    dirty[dk] = (key, overlay[k] if k in overlay else self._inner.get(kb, t, sub), ts, entry)
                 else:
-                    dirty[dk] = (key, None, ts)
+                    dirty[dk] = (key, None, ts, entry)
                 k = (t, sub)
                 if times is not None and k not in overlay:
                     at = times.get(t)
@@ -339,7 +342,6 @@ class TimeKeyedStore(StoreSerdes):
         pending = self._pending
         listener = self.listener
         by_bytes = self.bytes_listener
-        overlay = self._overlay
         encode, ts_pack, vser = self._encode, _TS.pack, self._vser
         # Forwarded (with a listener) at the entry's own timestamp unless a subclass forwards another (sessions:
         # their end): no call per entry for it.
@@ -355,9 +357,8 @@ class TimeKeyedStore(StoreSerdes):
             by_block = self._blocks is not None
             blocks: dict[bytes, dict[int, bytes | None]] = {}
             notify = listener is not None or by_bytes is not None
-            for dk, (key, old, change_ts) in dirty.items():
-                kb, t, sub = dk
-                entry = overlay[kb][(t, sub)]
+            changes: list[FlushedChange] = []  # (for ``by_bytes``)
+            for (kb, t, sub), (key, old, change_ts, entry) in dirty.items():
                 if entry is None:
                     vb = None
                 else:
@@ -379,13 +380,16 @@ class TimeKeyedStore(StoreSerdes):
                     # A delete of what downstream never saw (made and removed since the last flush) is not news.
                     if (old if self.track_old_values else self._inner.get(kb, t, sub)) is None:
                         continue
-                    rc.timestamp = change_ts if forward_ts is None else forward_ts(t, sub, entry, change_ts)
+                    forward_at = change_ts if forward_ts is None else forward_ts(t, sub, entry, change_ts)
                 else:
-                    rc.timestamp = entry[1] if forward_ts is None else forward_ts(t, sub, entry, change_ts)
+                    forward_at = entry[1] if forward_ts is None else forward_ts(t, sub, entry, change_ts)
                 if by_bytes is not None:
-                    by_bytes(kb, key, t, entry)
+                    changes.append((kb, key, t, entry, forward_at))
                 else:
+                    rc.timestamp = forward_at
                     listener(key, t, sub, entry, old)  # type: ignore[misc]  # (not None: checked above)
+            if changes:
+                by_bytes(changes)  # type: ignore[misc]  # (not None: there are changes)
         finally:
             rc.timestamp, rc.headers = saved
         if blocks:
