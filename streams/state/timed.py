@@ -296,19 +296,21 @@ class TimeKeyedStore(StoreSerdes):
             return rows
         overlay = self._overlay
         times = self._overlay_times if self._overlay_times is not None else self._index_overlay()
-        changed = [
-            (t, kb, sub, overlay[kb][(t, sub)])
-            for at, keys in times.items()
-            if t_from <= at <= t_to
-            for kb, t, sub in keys
-        ]
-        if not changed:
+        in_range = sorted(at for at in times if t_from <= at <= t_to)
+        if not in_range:
             return rows
-        if not rows:  # (time, key bytes, sub) are distinct: the entries are never compared
-            return [(kb, t, sub, e) for t, kb, sub, e in sorted(changed) if e is not None]
+        if not rows:  # time by time, each time's (key bytes, time, sub) sorted: they are distinct
+            out: list[TimeKeyedRow] = []
+            for at in in_range:
+                for kb, t, sub in sorted(times[at]):
+                    e = overlay[kb][(t, sub)]
+                    if e is not None:
+                        out.append((kb, t, sub, e))
+            return out
         merged: dict[tuple[int, bytes, int], Entry | None] = {(t, kb, sub): e for kb, t, sub, e in rows}
-        for t, kb, sub, e in changed:
-            merged[(t, kb, sub)] = e
+        for at in in_range:
+            for kb, t, sub in times[at]:
+                merged[(t, kb, sub)] = overlay[kb][(t, sub)]
         return [(kb, t, sub, e) for (t, kb, sub), e in sorted(merged.items()) if e is not None]
 
     def decode_key(self, kb: bytes) -> Any:

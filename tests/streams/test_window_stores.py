@@ -337,7 +337,8 @@ def test_rocksdb_lookups_after_a_commit_larger_than_the_object_cache_read_its_va
 def test_rocksdb_scans_by_time_from_the_object_cache_equal_scans_of_rocksdb(seed: int, tmp_path: Path) -> None:
     # Scans of every key's windows over times the object cache holds all of (written since the store opened, not
     # evicted) read the cache; the same operations on a store without a cache (RocksDB always) and in memory give
-    # the same rows, through commits, deletes, evictions of a small cache, expiry and a reopen.
+    # the same rows, through commits (and uncommitted changes), deletes, evictions of a small cache, expiry and a
+    # reopen.
     rng = random.Random(seed)
 
     def open_store(name: str, cache: int) -> WindowStore:
@@ -354,6 +355,12 @@ def test_rocksdb_scans_by_time_from_the_object_cache_equal_scans_of_rocksdb(seed
                 value = None if rng.random() < 0.15 else rng.randrange(100)
                 for store in (memory, *stores.values()):
                     store.put(key, value, start, timestamp=start + 1)
+            if step % 3 == 0:  # uncommitted changes too
+                low = max(0, 10 * (step // 2) - 60)
+                for t_from, t_to in ((low, low + 30), (0, 10_000)):
+                    expected = memory.all_entries(t_from, t_to)
+                    for store in stores.values():
+                        assert store.all_entries(t_from, t_to) == expected
             for store in (memory, *stores.values()):
                 commit(store)
             if step == 30:  # data written before the open: scanned from RocksDB until written again
