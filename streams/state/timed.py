@@ -416,7 +416,17 @@ class TimeKeyedStore(StoreSerdes):
         item, ts_pack, vser = _BLOCK_ITEM.pack, _TS.pack, self._vser
         block_key, overlay, inner = self._tsub.pack, self._overlay, self._inner.get
         min_live = self.min_live
+        per_block = block // advance
         for kb, logged in blocks.items():
+            if len(logged) == per_block:
+                first = min(logged)
+                if max(logged) - first == block - advance:  # one whole block changed (a key's one record): no reads
+                    parts = [head]
+                    for t in range(first, first + block, advance):
+                        wb = logged[t]
+                        parts.append(item(t, -1) if wb is None else item(t, len(wb)) + wb)
+                    out.append((kb + block_key(first, BLOCK_SUB), b"".join(parts)))
+                    continue
             per_key = overlay.get(kb)
             end = -1  # the first start past the blocks so far
             for start in sorted(logged) if len(logged) > 1 else logged:
