@@ -59,6 +59,7 @@ class _WindowAggregate(Aggregating, Generic[W]):
         self._last_emit = store.get_metadata(self._emit_key)
         self._next_emit = self._next_emit_after(self._last_emit)
         self._throttle = EmitThrottle(context.emit_intervals.windowed_aggregation_ms)
+        self._now_ms = context._wall_clock_reader()
         self._throttled = False
         if self.emit_final and isinstance(store, WindowStore):
             # Kafka Streams keeps an emit-final aggregation's windows in a time-first store, where a window
@@ -116,7 +117,7 @@ class _WindowAggregate(Aggregating, Generic[W]):
         """Kafka Streams' ``shouldEmitFinal`` for time and sliding windows: every record of an emit-final
         aggregation asks the emit throttle (``streams/emit_throttle.py``), and one that is refused does not
         scan for closed windows, unless waiting would lose them (``_may_wait``)."""
-        self._throttled = not self._throttle.ready(self.context.wall_clock_ms)
+        self._throttled = not self._throttle.ready(self._now_ms())
 
     def _may_wait(self, lower: int) -> bool:
         """Whether the final results of closed windows from store time ``lower`` on may wait for the next
