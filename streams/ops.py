@@ -24,6 +24,8 @@ __all__ = [
     "PassThroughProcessor",
     "PeekProcessor",
     "SelectKeyProcessor",
+    "only_child",
+    "windowed_sender_below",
 ]
 
 
@@ -35,6 +37,23 @@ class Forwarding(Processor):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self._forward = context.forwarder()
+
+
+def only_child(forward: Callable[[Any, Any], None]) -> Any:
+    """The one processor that ``forward`` (a ``ProcessorContext.forwarder()``) hands records to, or None when
+    it hands them to several or none: what lets a processor ask its child for a shorter path (a final-results
+    emission to a sink, ``windowed_sender``)."""
+    child = getattr(forward, "__self__", None)
+    return child if isinstance(child, Processor) else None
+
+
+def windowed_sender_below(forward: Callable[[Any, Any], None], inner_key_serde: Any) -> Any:
+    """The ``windowed_sender(inner_key_serde)`` of the one processor ``forward`` hands records to (a sink, or
+    ``to_stream`` right above one), or None: ``send(windowed key bytes, value, timestamp)``, which writes what
+    forwarding ``Windowed(key, window) -> Change(value, None)`` there would write, for a processor that emits
+    final results of a window store whose key bytes it holds."""
+    make = getattr(only_child(forward), "windowed_sender", None)
+    return None if make is None else make(inner_key_serde)
 
 
 class PassThroughProcessor(Forwarding):

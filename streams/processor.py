@@ -263,6 +263,11 @@ class ProcessorContext:
             )
         return self._task.stores[name]
 
+    def _wall_clock_reader(self) -> Callable[[], int]:
+        """``wall_clock_ms`` as one bound call, for a built-in processor that reads it per record (an emit
+        throttle): the task's clock is set once, at its creation."""
+        return self._task.clock.now_ms
+
     def _upstream_store(self, name: str) -> Any:
         """A store of this task that the processor is not connected to (None if there is none): for a built-in
         processor that derives its state from the store of the processor above it (a final-results suppression

@@ -27,16 +27,16 @@ Stream time here is the suppression's own: the largest timestamp of the updates 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
 from streams.change import Change, _new_change
 from streams.errors import StreamsError, TopologyError
+from streams.ops import windowed_sender_below
 from streams.processor import ProcessorContext
 from streams.state.buffer import BufferedUpdate, SuppressionBuffer
-from streams.state.segments import Entry
-from streams.state.timed import MAX_TIME
+from streams.state.timed import MAX_TIME, FlushedChange
 from streams.state.window import WindowStore
 from streams.table_ops import TableOptions, TableProcessor
 from streams.windows import TimeWindow, Windowed, to_millis
@@ -220,7 +220,23 @@ class SuppressProcessor(TableProcessor):
         """Take the store's flushed window updates straight from it (``_window_flushed``)."""
         self._size, self._due_offset = size, size + offset
         self._window_objects: dict[int, TimeWindow] = {}
+        self._sender: Callable[[bytes, Any, int], None] | None = None
+        self._make_key: Callable[[Any, int], Windowed] | None = self._windowed
+        self._emit_due: Callable[[int], None] = self._forward_due
+        windows.bytes_listener = self._first_flushed
+
+    def _first_flushed(self, changes: list[FlushedChange]) -> None:
+        """The first flushed updates (every processor of the task has started by then): whether due windows go
+        straight to a sink below (``windowed_sender``: sent by the buffer's key bytes, which are the store's key
+        bytes and the window start, as the sink's windowed key serde writes them; no buffered ``Windowed`` key,
+        no ``Change``, no ``to_stream`` or sink call per result), or are forwarded."""
+        windows = self._windows
+        assert windows is not None
+        self._sender = windowed_sender_below(self._forward, windows.key_serde)
+        if self._sender is not None:
+            self._make_key, self._emit_due = None, self._send_due
         windows.bytes_listener = self._window_flushed
+        self._window_flushed(changes)
 
     def _windowed(self, key: Any, start: int) -> Windowed:
         """The buffered key of ``key``'s window at ``start``; one window object per start, shared by every key."""
@@ -231,19 +247,26 @@ class SuppressProcessor(TableProcessor):
             window = self._window_objects[start] = TimeWindow(start, start + self._size)
         return Windowed(key, window)
 
-    def _window_flushed(self, kb: bytes, key: Any, start: int, entry: Entry | None) -> None:
-        """``process`` of a window update straight from the store's flush (``kb``: the store's key bytes): no
+    def _window_flushed(self, changes: list[FlushedChange]) -> None:
+        """``process`` of each window update of a store's flush, straight from it (by the store's key bytes): no
         windowed key to serialize, no ``Change``; the same buffer, due times and emissions."""
-        ts = self._rc.timestamp
-        observed = self._observed
-        if ts > observed:
-            self._observed = observed = ts
-            self._windows.set_metadata(self._time_key, ts)  # type: ignore[union-attr]  # (set with the listener)
-        due = start + self._due_offset
-        buffer = self._buffer
-        new = None if entry is None else entry[0]
-        if buffer.put_window(kb + _START.pack(start), key, start, new, ts, due, self._windowed) <= observed:
-            self._emit_all(buffer.pop_due(observed))
+        observed = self._buffer.put_windows(changes, self._due_offset, self._make_key, self._observed, self._emit_due)
+        if observed > self._observed:
+            self._observed = observed
+            self._windows.set_metadata(self._time_key, observed)  # type: ignore[union-attr]  # (with the listener)
+
+    def _forward_due(self, observed: int) -> None:
+        self._emit_all(self._buffer.pop_due(observed))
+
+    def _send_due(self, observed: int) -> None:
+        """``_emit_all`` of the due updates, through the sink's ``windowed_sender`` (final results: no deletes)."""
+        send, rc = self._sender, self._rc
+        assert send is not None
+        saved_headers, rc.headers = rc.headers, ()
+        try:
+            self._buffer.send_due(observed, send)
+        finally:
+            rc.headers = saved_headers
 
     def process(self, key: Any, change: Change) -> None:
         ts = self._rc.timestamp

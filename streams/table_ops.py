@@ -19,7 +19,7 @@ from typing import Any
 
 from streams.change import Change, OutOfOrderChange
 from streams.errors import ProcessingError
-from streams.ops import Forwarding
+from streams.ops import Forwarding, windowed_sender_below
 from streams.processor import ProcessorContext
 from streams.state.versioned import PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED, VersionedKeyValueStore
 
@@ -243,6 +243,10 @@ class ToStreamProcessor(Forwarding):
 
     def process(self, key: Any, change: Change) -> None:
         self._forward(key, change.new)
+
+    def windowed_sender(self, inner_key_serde: Any) -> Callable[[bytes, Any, int], None] | None:
+        """Its one child's (a sink's), if it has one: the new value is what this hands on."""
+        return windowed_sender_below(self._forward, inner_key_serde)
 
 
 @dataclass(eq=False)

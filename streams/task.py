@@ -39,7 +39,17 @@ from streams.log.base import (
 from streams.metadata import TopicNames
 from streams.output_skips import OutputSkips
 from streams.processor import Cancellable, Processor, ProcessorContext, PunctuationType, RecordContext
-from streams.record_serdes import TimestampedSerde, bind_deserializer, bind_serializer, serde_name
+from streams.record_serdes import (
+    BytesSerde,
+    FloatSerde,
+    IntSerde,
+    JsonSerde,
+    StringSerde,
+    TimestampedSerde,
+    bind_deserializer,
+    bind_serializer,
+    serde_name,
+)
 from streams.state.base import StateStore
 from streams.state.buffer import SuppressionBuffer
 from streams.state.cache import CachingKeyValueStore
@@ -61,6 +71,7 @@ from streams.topology import (
     VersionedStoreSpec,
     WindowStoreSpec,
 )
+from streams.windowed_serdes import TimeWindowedSerde
 
 __all__ = ["StreamTask", "TaskEnv"]
 
@@ -102,6 +113,10 @@ class TaskEnv:
 _NOT_RECORD_ERRORS = (ProducerFencedError, TransactionError, LogTimeoutError, StorageError, UnknownTopicError)
 
 
+# Serdes whose bytes depend on the value alone (not the topic): one of them writes a key as another instance does.
+_BUILT_INS = (StringSerde, BytesSerde, IntSerde, FloatSerde, JsonSerde)
+
+
 class _SourceProcessor(Processor):
     def process(self, key: Any, value: Any) -> None:
         self._forward(key, value)
@@ -136,6 +151,45 @@ class _SinkProcessor(Processor):
         self._drop_null_keys = node.drop_null_keys
         self._partitions = env.partitions_of(topic) if node.partitioner is not None else 0
 
+    def windowed_sender(self, inner_key_serde: Any) -> Callable[[bytes, Any, int], None] | None:
+        """``send(key_bytes, value, timestamp)``: what ``process`` does with a time-windowed key whose bytes
+        the caller already holds, the inner key's bytes by ``inner_key_serde`` and the 8-byte window start (a
+        window store's key bytes and the window's start: final results emitted straight from the store, with no
+        ``Windowed`` key or ``Change`` per record). None unless those are the bytes this sink writes: no
+        partitioner of its own, a ``TimeWindowedSerde`` key serde over ``inner_key_serde`` itself or the same
+        built-in (topic-independent) serde. The headers are the record context's, as ``process`` sends them."""
+        serde = self._key_serde
+        if self._partitioner is not None or type(serde) is not TimeWindowedSerde:
+            return None
+        inner = serde.inner
+        if inner is not inner_key_serde and not (type(inner) is type(inner_key_serde) and type(inner) in _BUILT_INS):
+            return None
+        vser, send, topic, skips, task, rc = self._vser, self._send, self.topic, self._skips, self._task, self._rc
+
+        def send_windowed(kb: bytes, value: Any, timestamp: int) -> None:
+            try:
+                vb = vser(value)
+            except Exception as exc:
+                raise self._value_error(value, exc) from exc
+            if skips is not None and skips.take(topic, kb, vb):
+                task.skipped_output(topic)
+                return
+            headers = rc.headers
+            try:
+                send(topic, vb, kb, timestamp=timestamp, headers=headers or None)
+            except _NOT_RECORD_ERRORS:
+                raise
+            except LogError as exc:
+                task.production_error(Record(topic, -1, -1, kb, vb, timestamp, headers), exc)
+
+        return send_windowed
+
+    def _value_error(self, value: Any, exc: Exception) -> SerdeError:
+        return SerdeError(
+            f"sink {self.node.name!r} to topic {self.topic!r}: cannot serialize value {value!r:.80} "
+            f"({type(value).__name__}) with {serde_name(self._value_serde)}; pass value=... : {exc}"
+        )
+
     def process(self, key: Any, value: Any) -> None:
         if key is None and self._drop_null_keys:
             return  # a repartition with no join downstream that could use it (KIP-962), as Kafka's filter
@@ -149,10 +203,7 @@ class _SinkProcessor(Processor):
         try:
             vb = self._vser(value)
         except Exception as exc:
-            raise SerdeError(
-                f"sink {self.node.name!r} to topic {self.topic!r}: cannot serialize value {value!r:.80} "
-                f"({type(value).__name__}) with {serde_name(self._value_serde)}; pass value=... : {exc}"
-            ) from exc
+            raise self._value_error(value, exc) from exc
         rc = self._rc
         partition = None
         if self._partitioner is not None:

@@ -17,6 +17,7 @@ keeps the windows that wait.
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -24,6 +25,7 @@ from typing import Any, Generic, TypeVar
 from streams.change import Change, _new_change
 from streams.emit_throttle import EmitThrottle
 from streams.errors import StreamsError
+from streams.ops import windowed_sender_below
 from streams.processor import ProcessorContext
 from streams.state.segments import Entry
 from streams.state.timed import MAX_TIME
@@ -34,6 +36,8 @@ from streams.windows import SessionWindow, SessionWindows, SlidingWindows, TimeW
 __all__ = ["SessionWindowAggregateProcessor", "SlidingWindowAggregateProcessor", "TimeWindowAggregateProcessor"]
 
 log = logging.getLogger("streams.windows")
+_START = struct.Struct(">q")  # a window start after the store's key bytes: a time-windowed key's bytes
+_UNRESOLVED = object()
 
 Initializer = Callable[[], Any] | None
 Adder = Callable[[Any, Any, Any], Any]
@@ -55,6 +59,7 @@ class _WindowAggregate(Aggregating, Generic[W]):
         self._last_emit = store.get_metadata(self._emit_key)
         self._next_emit = self._next_emit_after(self._last_emit)
         self._throttle = EmitThrottle(context.emit_intervals.windowed_aggregation_ms)
+        self._now_ms = context._wall_clock_reader()
         self._throttled = False
         if self.emit_final and isinstance(store, WindowStore):
             # Kafka Streams keeps an emit-final aggregation's windows in a time-first store, where a window
@@ -112,7 +117,7 @@ class _WindowAggregate(Aggregating, Generic[W]):
         """Kafka Streams' ``shouldEmitFinal`` for time and sliding windows: every record of an emit-final
         aggregation asks the emit throttle (``streams/emit_throttle.py``), and one that is refused does not
         scan for closed windows, unless waiting would lose them (``_may_wait``)."""
-        self._throttled = not self._throttle.ready(self.context.wall_clock_ms)
+        self._throttled = not self._throttle.ready(self._now_ms())
 
     def _may_wait(self, lower: int) -> bool:
         """Whether the final results of closed windows from store time ``lower`` on may wait for the next
@@ -135,6 +140,10 @@ class _WindowAggregate(Aggregating, Generic[W]):
                 forward(windowed, _new_change(Change, (value, None)))
         finally:
             rc.timestamp = saved
+        self._emitted(close)
+
+    def _emitted(self, close: int) -> None:
+        """Remember (with the store) that the final results of windows closed by ``close`` were emitted."""
         self._last_emit = close
         self._next_emit = self._next_emit_after(close)
         self._store.set_metadata(self._emit_key, close)
@@ -148,6 +157,8 @@ class TimeWindowAggregateProcessor(_WindowAggregate[TimeWindows]):
         w = self.windows
         self._size, self._advance, self._grace = w.size_ms, w.advance_ms, w.grace_ms
         self._windows: dict[int, TimeWindow] = {}
+        # Emit-final: the sink's ``windowed_sender`` below (None: forward), looked up at the first emission.
+        self._sender: Any = _UNRESOLVED
         super().init(context)
         store = self._store
         self._get = store.get_entry
@@ -270,6 +281,17 @@ class TimeWindowAggregateProcessor(_WindowAggregate[TimeWindows]):
         first_start = -(-lower // advance) * advance
         if first_start > upper or self._may_wait(lower):
             return  # no window closed since the last emit, or throttled
+        sender = self._sender
+        if sender is _UNRESOLVED:  # the first emission: every processor of the task has started by then
+            sender = self._sender = windowed_sender_below(self._forward, self._store.key_serde)
+        if sender is not None:
+            # Straight to the sink below: the store's key bytes and the window start are the windowed key's bytes
+            # (``windowed_sender``); no ``Windowed`` key, ``Change``, ``to_stream`` or sink call per result.
+            pack = _START.pack
+            for kb, t, _, e in self._store.all_entries(lower, upper):
+                sender(kb + pack(t), e[0], e[1])
+            self._emitted(close)
+            return
         # Each closed window straight from the store's rows to downstream (no list of results in between).
         window, decode = self._time_window, self._store.decode_key
         rows = ((Windowed(decode(kb), window(t)), e[0], e[1]) for kb, t, _, e in self._store.all_entries(lower, upper))

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["BufferedUpdate", "SuppressionBuffer"]
 
 _HEAD = struct.Struct(">qqi")
+_START = struct.Struct(">q")  # a window start after a window store's key bytes: a window's key in ``put_windows``
 
 
 class BufferedUpdate:
@@ -140,25 +141,48 @@ class SuppressionBuffer(StoreSerdes):
             self._dirty.add(kb)
         return self._dues[0]
 
-    def put_window(
-        self, kb: bytes, key: Any, start: int, new: Any, timestamp: int, due: int, windowed: Callable[[Any, int], Any]
+    def put_windows(
+        self,
+        changes: list[tuple[bytes, Any, int, Any, int]],
+        due_offset: int,
+        windowed: Callable[[Any, int], Any] | None,
+        observed: int,
+        emit: Callable[[int], None],
     ) -> int:
-        """``put`` for a derived buffer that counts no bytes, of a window update with no prior value (what a
-        suppression gets straight from its window store's flush): ``kb`` is the store's key bytes and the window
-        start, and the buffered key, ``windowed(key, start)``, is made once, when the window is first buffered.
-        Returns the earliest due time."""
-        u = self._entries.get(kb)
-        if u is None:
-            self._seq += 1
-            self._entries[kb] = BufferedUpdate(windowed(key, start), new, None, timestamp, due, self._seq, 0)
-            queue = self._queues.get(due)
-            if queue is None:
-                queue = self._queues[due] = deque()
-                heapq.heappush(self._dues, due)
-            queue.append(kb)
-        else:
-            u.new, u.timestamp = new, timestamp
-        return self._dues[0]
+        """``put`` for a derived buffer that counts no bytes, of a window store's flushed changes (what a suppression
+        gets straight from the store): ``(key bytes, key, window start, entry or None, timestamp)`` each, in order,
+        with no prior value; buffered under the store's key bytes and the window start, due at ``start +
+        due_offset``. The buffered key, ``windowed(key, start)``, is made when a window is first buffered (None
+        without ``windowed``: a suppression that emits by key bytes, ``send_due``). ``observed``, the buffer's
+        stream time, follows the timestamps, and ``emit(observed)`` runs as soon as an update is due by it. Returns
+        the stream time."""
+        entries, queues, dues, pack = self._entries, self._queues, self._dues, _START.pack
+        seq = self._seq
+        try:
+            for kb, key, start, entry, ts in changes:
+                if ts > observed:
+                    observed = ts
+                bk = kb + pack(start)
+                new = None if entry is None else entry[0]
+                u = entries.get(bk)
+                if u is None:
+                    seq += 1
+                    due = start + due_offset
+                    entries[bk] = BufferedUpdate(
+                        None if windowed is None else windowed(key, start), new, None, ts, due, seq, 0
+                    )
+                    queue = queues.get(due)
+                    if queue is None:
+                        queue = queues[due] = deque()
+                        heapq.heappush(dues, due)
+                    queue.append(bk)
+                else:
+                    u.new, u.timestamp = new, ts
+                if dues[0] <= observed:
+                    emit(observed)
+        finally:
+            self._seq = seq
+        return observed
 
     def _enqueue(self, due: int, kb: bytes) -> None:
         queue = self._queues.get(due)
@@ -171,15 +195,32 @@ class SuppressionBuffer(StoreSerdes):
         """Evict, in due order, every update due at or before ``now``."""
         dues, queues, entries, dirty = self._dues, self._queues, self._entries, self._dirty
         out = []
+        size = 0
         while dues and dues[0] <= now:
             keys = queues.pop(heapq.heappop(dues))
             if not self.derived:
                 dirty.update(keys)
             for kb in keys:
                 u = entries.pop(kb)
-                self.size_bytes -= u.size
+                size += u.size
                 out.append(u)
+        self.size_bytes -= size
         return out
+
+    def send_due(self, now: int, send: Callable[[bytes, Any, int], None]) -> None:
+        """Evict, in due order, every update of a derived buffer due at or before ``now``, handing each new value
+        to ``send(key bytes, value, timestamp)`` (a delete goes unsent)."""
+        dues, queues, entries = self._dues, self._queues, self._entries
+        size = 0
+        try:
+            while dues and dues[0] <= now:
+                for kb in queues.pop(heapq.heappop(dues)):
+                    u = entries.pop(kb)
+                    size += u.size
+                    if u.new is not None:
+                        send(kb, u.new, u.timestamp)
+        finally:
+            self.size_bytes -= size
 
     def pop_oldest(self) -> BufferedUpdate:
         due = self._dues[0]

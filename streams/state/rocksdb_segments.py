@@ -11,12 +11,18 @@ Most lookups of a window that is not there are for a key's newest window, about 
 knows, for the keys it wrote since it opened, the newest time written (``_newest``), and that nothing it did
 not write is newer than ``_untracked`` (the newest time when it opened or last restored): a lookup newer
 than both cannot hit, and skips RocksDB.
+
+The object cache also holds every entry at a time newer than ``_uncached_upto``: such times were written since
+the store opened, and no write skipped them and no eviction dropped them (evictions take the oldest times). A
+scan of every key's entries over such times (emitting final results: the windows that just closed) reads the
+cache, not RocksDB.
 """
 
 from __future__ import annotations
 
 import shutil
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -53,6 +59,8 @@ class RocksDBSegments:
         self._load()
         # (a store written before the newest time was kept with it: no lookup is skipped)
         self._untracked = self.observed if self.observed >= 0 or not self._segment_ids else 2**63 - 1
+        # (a store with no object cache: every time)
+        self._uncached_upto = self._untracked if self._max_cache else 2**63 - 1
 
     def _load(self) -> None:
         raw = self._db.get(_META_KEY)
@@ -91,6 +99,12 @@ class RocksDBSegments:
                 self._shrink()
         return decoded
 
+    def get_many(self, kb: bytes, times: Sequence[int], sub: int) -> list[Entry | None]:
+        if times and times[0] > self._untracked and times[0] > self._newest.get(kb, -1):
+            return [None] * len(times)  # all newer than anything written under this key (a key's first record)
+        get = self.get
+        return [get(kb, t, sub) for t in times]
+
     def _remember(self, kb: bytes, t: int, sub: int, entry: Entry | None) -> None:
         bucket = self._cache.get(t)
         if bucket is None:
@@ -106,6 +120,8 @@ class RocksDBSegments:
             if self._cached <= target:
                 break
             self._cached -= len(self._cache.pop(t))
+            if t > self._uncached_upto:
+                self._uncached_upto = t
 
     def _forget_before(self, min_live: int) -> None:
         for t in [t for t in self._cache if t < min_live]:
@@ -114,6 +130,7 @@ class RocksDBSegments:
     def _forget_all(self) -> None:
         self._cache.clear()
         self._cached = 0
+        self._uncached_upto = max(self._uncached_upto, self.observed)
 
     def _segments_between(self, t_from: int, t_to: int) -> list[int]:
         first, last = t_from // self.interval, t_to // self.interval
@@ -152,6 +169,8 @@ class RocksDBSegments:
         return out
 
     def fetch_all(self, t_from: int, t_to: int) -> list[TimeKeyedRow]:
+        if t_from > self._uncached_upto:
+            return self._fetch_all_cached(t_from, t_to)
         out = []
         suffix = self._suffix
         unpack, decode = self._sub.unpack_from, self._decode
@@ -169,6 +188,18 @@ class RocksDBSegments:
                 if t_from <= t <= t_to:
                     out.append((key[8:n], t, sub, decode(cast(bytes, vb))))
         out.sort(key=lambda row: (row[1], row[0], row[2]))
+        return out
+
+    def _fetch_all_cached(self, t_from: int, t_to: int) -> list[TimeKeyedRow]:
+        """``fetch_all`` of times the object cache holds every entry of (see the module doc)."""
+        out: list[TimeKeyedRow] = []
+        cache = self._cache
+        for t in sorted(t for t in cache if t_from <= t <= t_to):
+            bucket = cache[t]
+            for kb, sub in sorted(bucket):
+                entry = bucket[(kb, sub)]
+                if entry is not None:  # (None: deleted)
+                    out.append((kb, t, sub, entry))
         return out
 
     def write(self, rows: list[WriteRow], metadata: dict[str, int] | None, min_live: int) -> None:
@@ -202,9 +233,16 @@ class RocksDBSegments:
         self._drop_expired(min_live)
 
     def _cache_written(self, rows: list[WriteRow], min_live: int) -> None:
-        # The written entries are the ones most likely read next (windows still open): cache them.
+        # The written entries are the ones most likely read next (windows still open): cache them, the last
+        # ``_max_cache`` of them; the cached entries of the others are dropped (they were overwritten).
         cache = self._cache
         added = 0
+        for kb, t, sub, _entry, _ in rows[: -self._max_cache]:
+            bucket = cache.get(t)
+            if bucket is not None and bucket.pop((kb, sub), _MISSING) is not _MISSING:
+                added -= 1
+            if t > self._uncached_upto:
+                self._uncached_upto = t
         for kb, t, sub, entry, _ in rows[-self._max_cache :]:  # (``_remember``, inlined: a commit writes many)
             if t < min_live:
                 continue
@@ -270,6 +308,8 @@ class RocksDBSegments:
         self._segment_ids = set()
         self._newest = {}
         self._untracked = -1
+        if self._max_cache:
+            self._uncached_upto = -1
 
     def close(self) -> None:
         self._db.flush()

@@ -14,7 +14,7 @@ here only after their input offsets are committed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 __all__ = ["Entry", "InMemorySegments", "Segments", "TimeKeyedRow", "WriteRow", "segment_interval"]
@@ -42,6 +42,9 @@ class Segments(Protocol):
     metadata: dict[str, int]
 
     def get(self, kb: bytes, t: int, sub: int) -> Entry | None: ...
+
+    def get_many(self, kb: bytes, times: Sequence[int], sub: int) -> list[Entry | None]:
+        """``get`` of each of ``times`` (ascending): a record's windows."""
 
     def fetch(self, kb: bytes, t_from: int, t_to: int) -> list[tuple[int, int, Entry]]:
         """The key's entries with ``t_from <= time <= t_to``, by (time, sub)."""
@@ -86,6 +89,10 @@ class InMemorySegments:
             return None
         entries = segment.get(kb)
         return None if entries is None else entries.get((t, sub))
+
+    def get_many(self, kb: bytes, times: Sequence[int], sub: int) -> list[Entry | None]:
+        get = self.get
+        return [get(kb, t, sub) for t in times]
 
     def fetch(self, kb: bytes, t_from: int, t_to: int) -> list[tuple[int, int, Entry]]:
         out: list[tuple[int, int, Entry]] = []

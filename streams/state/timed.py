@@ -29,7 +29,7 @@ blocks) and block records restore into the same store.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,9 +58,11 @@ _BLOCK_ITEM = struct.Struct(">qi")  # window start, entry length (-1: none)
 #: ``listener(key, time, sub, new_entry, old_entry)`` for each flushed change (entries are
 #: ``(value, timestamp)`` or None); ``old_entry`` only when ``track_old_values``.
 TimeKeyedListener = Callable[[Any, int, int, Entry | None, Entry | None], None]
-#: ``bytes_listener(key_bytes, key, time, new_entry)``: a window store's flushed change for a consumer that keys
-#: what it keeps by the store's own key bytes (``TimeKeyedStore.bytes_listener``).
-BytesListener = Callable[[bytes, Any, int, Entry | None], None]
+#: ``(key_bytes, key, time, new_entry, timestamp)``: a window store's flushed change, for a consumer that keys what
+#: it keeps by the store's own key bytes (``TimeKeyedStore.bytes_listener``); ``timestamp``: what it is forwarded with.
+FlushedChange = tuple[bytes, Any, int, Entry | None, int]
+#: ``bytes_listener(changes)``: a flush's changes, in order, in one call.
+BytesListener = Callable[[list[FlushedChange]], None]
 
 
 class TimeKeyedStore(StoreSerdes):
@@ -114,15 +116,16 @@ class TimeKeyedStore(StoreSerdes):
         # Kept from the first ``all_entries`` on (None before): a store that is never scanned pays nothing for it.
         self._overlay_times: dict[int, list[tuple[bytes, int, int]]] | None = None
         # Changed since the last flush, in the order of their last change: (kb, time, sub) -> (key, old entry,
-        # timestamp of the change).
-        self._dirty: dict[tuple[bytes, int, int], tuple[Any, Entry | None, int]] = {}
+        # timestamp of the change, new entry: the one in ``_overlay``).
+        self._dirty: dict[tuple[bytes, int, int], tuple[Any, Entry | None, int, Entry | None]] = {}
         self._pending: list[WriteRow] = []
         self.listener: TimeKeyedListener | None = None
         #: The one processor ``listener`` forwards every flushed change to (its ``process``), set by the processor
         #: that writes the store; None when it forwards to several or not through ``listener``.
         self.flushes_to: Callable[[Any, Any], None] | None = None
-        #: Called instead of ``listener`` when set: by that one processor (a final-results suppression, which keys
-        #: its buffer by these bytes), so that a flushed change reaches it without a windowed key or a ``Change``.
+        #: Called instead of ``listener`` when set, once per flush with its changes: by that one processor (a
+        #: final-results suppression, which keys its buffer by these bytes), so that a flushed change reaches it
+        #: without a windowed key, a ``Change`` or a call of its own.
         self.bytes_listener: BytesListener | None = None
         self.track_old_values = False
         self.changelog: ChangelogSink | None = None
@@ -194,13 +197,15 @@ class TimeKeyedStore(StoreSerdes):
                 return entry  # type: ignore[return-value]
         return self._inner.get(kb, t, sub)
 
-    def get_entries(self, kb: bytes, times: Iterable[int], sub: int = 0) -> list[Entry | None]:
-        """``get_entry`` for each of ``times`` (a record's windows in one call)."""
+    def get_entries(self, kb: bytes, times: Sequence[int], sub: int = 0) -> list[Entry | None]:
+        """``get_entry`` for each of ``times``, ascending (a record's windows in one call)."""
         min_live = self.observed - self.retention_ms + self.live_offset
         overlay = self._overlay.get(kb)
         inner = self._inner.get
         out: list[Entry | None] = []
         if overlay is None:
+            if times and times[0] >= min_live:
+                return self._inner.get_many(kb, times, sub)
             return [None if t < min_live else inner(kb, t, sub) for t in times]
         for t in times:
             if t < min_live:
@@ -242,12 +247,12 @@ class TimeKeyedStore(StoreSerdes):
                 dk = (kb, t, sub)
                 prev = dirty.pop(dk, None)  # to the end: flushes go in the order of the last changes (see cache.py)
                 if prev is not None:
-                    dirty[dk] = (prev[0], prev[1], ts)
+                    dirty[dk] = (prev[0], prev[1], ts, entry)
                 elif track_old:
                     k = (t, sub)
-                    dirty[dk] = (key, overlay[k] if k in overlay else self._inner.get(kb, t, sub), ts)
+                    dirty[dk] = (key, overlay[k] if k in overlay else self._inner.get(kb, t, sub), ts, entry)
                 else:
-                    dirty[dk] = (key, None, ts)
+                    dirty[dk] = (key, None, ts, entry)
                 k = (t, sub)
                 if times is not None and k not in overlay:
                     at = times.get(t)
@@ -291,19 +296,21 @@ class TimeKeyedStore(StoreSerdes):
             return rows
         overlay = self._overlay
         times = self._overlay_times if self._overlay_times is not None else self._index_overlay()
-        changed = [
-            (t, kb, sub, overlay[kb][(t, sub)])
-            for at, keys in times.items()
-            if t_from <= at <= t_to
-            for kb, t, sub in keys
-        ]
-        if not changed:
+        in_range = sorted(at for at in times if t_from <= at <= t_to)
+        if not in_range:
             return rows
-        if not rows:  # (time, key bytes, sub) are distinct: the entries are never compared
-            return [(kb, t, sub, e) for t, kb, sub, e in sorted(changed) if e is not None]
+        if not rows:  # time by time, each time's (key bytes, time, sub) sorted: they are distinct
+            out: list[TimeKeyedRow] = []
+            for at in in_range:
+                for kb, t, sub in sorted(times[at]):
+                    e = overlay[kb][(t, sub)]
+                    if e is not None:
+                        out.append((kb, t, sub, e))
+            return out
         merged: dict[tuple[int, bytes, int], Entry | None] = {(t, kb, sub): e for kb, t, sub, e in rows}
-        for t, kb, sub, e in changed:
-            merged[(t, kb, sub)] = e
+        for at in in_range:
+            for kb, t, sub in times[at]:
+                merged[(t, kb, sub)] = overlay[kb][(t, sub)]
         return [(kb, t, sub, e) for (t, kb, sub), e in sorted(merged.items()) if e is not None]
 
     def decode_key(self, kb: bytes) -> Any:
@@ -337,7 +344,6 @@ class TimeKeyedStore(StoreSerdes):
         pending = self._pending
         listener = self.listener
         by_bytes = self.bytes_listener
-        overlay = self._overlay
         encode, ts_pack, vser = self._encode, _TS.pack, self._vser
         # Forwarded (with a listener) at the entry's own timestamp unless a subclass forwards another (sessions:
         # their end): no call per entry for it.
@@ -352,16 +358,16 @@ class TimeKeyedStore(StoreSerdes):
             # ``listener``. One loop for both: it runs once per changed window and commit.
             by_block = self._blocks is not None
             blocks: dict[bytes, dict[int, bytes | None]] = {}
-            for dk in dirty:
-                kb, t, sub = dk
-                entry = overlay[kb][(t, sub)]
+            notify = listener is not None or by_bytes is not None
+            changes: list[FlushedChange] = []  # (for ``by_bytes``)
+            for (kb, t, sub), (key, old, change_ts, entry) in dirty.items():
                 if entry is None:
                     vb = None
                 else:
                     try:
                         vb = ts_pack(entry[1]) + (vser(entry[0]) or b"")
                     except Exception:
-                        vb = encode(dirty[dk][0], entry)  # raises the error that names the store
+                        vb = encode(key, entry)  # raises the error that names the store
                 if by_block:
                     logged = blocks.get(kb)
                     if logged is None:
@@ -370,20 +376,22 @@ class TimeKeyedStore(StoreSerdes):
                 else:
                     out.append((kb + tsub(t, sub), vb))
                 pending.append((kb, t, sub, entry, vb))
-                if listener is None and by_bytes is None:
+                if not notify:
                     continue
-                key, old, change_ts = dirty[dk]
                 if entry is None:
                     # A delete of what downstream never saw (made and removed since the last flush) is not news.
                     if (old if self.track_old_values else self._inner.get(kb, t, sub)) is None:
                         continue
-                    rc.timestamp = change_ts if forward_ts is None else forward_ts(t, sub, entry, change_ts)
+                    forward_at = change_ts if forward_ts is None else forward_ts(t, sub, entry, change_ts)
                 else:
-                    rc.timestamp = entry[1] if forward_ts is None else forward_ts(t, sub, entry, change_ts)
+                    forward_at = entry[1] if forward_ts is None else forward_ts(t, sub, entry, change_ts)
                 if by_bytes is not None:
-                    by_bytes(kb, key, t, entry)
+                    changes.append((kb, key, t, entry, forward_at))
                 else:
+                    rc.timestamp = forward_at
                     listener(key, t, sub, entry, old)  # type: ignore[misc]  # (not None: checked above)
+            if changes:
+                by_bytes(changes)  # type: ignore[misc]  # (not None: there are changes)
         finally:
             rc.timestamp, rc.headers = saved
         if blocks:
@@ -408,7 +416,17 @@ class TimeKeyedStore(StoreSerdes):
         item, ts_pack, vser = _BLOCK_ITEM.pack, _TS.pack, self._vser
         block_key, overlay, inner = self._tsub.pack, self._overlay, self._inner.get
         min_live = self.min_live
+        per_block = block // advance
         for kb, logged in blocks.items():
+            if len(logged) == per_block:
+                first = min(logged)
+                if max(logged) - first == block - advance:  # one whole block changed (a key's one record): no reads
+                    parts = [head]
+                    for t in range(first, first + block, advance):
+                        wb = logged[t]
+                        parts.append(item(t, -1) if wb is None else item(t, len(wb)) + wb)
+                    out.append((kb + block_key(first, BLOCK_SUB), b"".join(parts)))
+                    continue
             per_key = overlay.get(kb)
             end = -1  # the first start past the blocks so far
             for start in sorted(logged) if len(logged) > 1 else logged:
@@ -456,13 +474,18 @@ class TimeKeyedStore(StoreSerdes):
             return False
         self._inner.write(pending, self._pending_meta, self.min_live)
         overlay = self._overlay
-        for kb, t, sub, entry, _ in pending:
-            per_key = overlay.get(kb)
-            # Only if unchanged since the flush; a later change is still pending a flush.
-            if per_key is not None and per_key.get((t, sub), _UNSET) is entry:
-                del per_key[(t, sub)]
-                if not per_key:
-                    del overlay[kb]
+        if not self._dirty:
+            # Nothing changed since the flush (a commit flushes, then persists): every uncommitted change is in
+            # ``pending`` (a change is dirty until a flush moves it there), all of it written now.
+            overlay.clear()
+        else:
+            for kb, t, sub, entry, _ in pending:
+                per_key = overlay.get(kb)
+                # Only if unchanged since the flush; a later change is still pending a flush.
+                if per_key is not None and per_key.get((t, sub), _UNSET) is entry:
+                    del per_key[(t, sub)]
+                    if not per_key:
+                        del overlay[kb]
         if not overlay:
             self._overlay_low = MAX_TIME
         if self._overlay_times is not None:

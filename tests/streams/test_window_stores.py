@@ -4,6 +4,7 @@ API, retention and segment expiry, retained duplicates, the uncommitted layer (r
 
 from __future__ import annotations
 
+import random
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -313,6 +314,70 @@ def test_rocksdb_lookups_find_what_an_earlier_run_or_a_restore_wrote(tmp_path: P
     finally:
         again.close()
         restored.close()
+
+
+def test_rocksdb_lookups_after_a_commit_larger_than_the_object_cache_read_its_values(tmp_path: Path) -> None:
+    # A commit that writes more windows than the object cache holds caches the last ones written; an entry
+    # cached before under one of the others is stale, and must not be read.
+    store = WindowStore("w", STRING, INT, "t", RecordContext(), 1000, tmp_path / "db", 2, window_size_ms=10)
+    try:
+        store.put("a", 1, 300, timestamp=300)
+        commit(store)
+        assert store.get("a", 300) == 1  # cached
+        store.put("a", 2, 300, timestamp=300)  # the first of three changes: not cached by the commit
+        store.put("b", 3, 100, timestamp=100)
+        store.put("c", 4, 100, timestamp=100)
+        commit(store)
+        assert (store.get("a", 300), store.get("b", 100), store.get("c", 100)) == (2, 3, 4)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rocksdb_scans_by_time_from_the_object_cache_equal_scans_of_rocksdb(seed: int, tmp_path: Path) -> None:
+    # Scans of every key's windows over times the object cache holds all of (written since the store opened, not
+    # evicted) read the cache; the same operations on a store without a cache (RocksDB always) and in memory give
+    # the same rows, through commits (and uncommitted changes), deletes, evictions of a small cache, expiry and a
+    # reopen.
+    rng = random.Random(seed)
+
+    def open_store(name: str, cache: int) -> WindowStore:
+        return WindowStore("w", STRING, INT, "t", RecordContext(), 400, tmp_path / name, cache, window_size_ms=10)
+
+    memory = WindowStore("w", STRING, INT, "t", RecordContext(), 400, None, 0, window_size_ms=10)
+    caches = {"none": 0, "small": 7, "large": 10_000}
+    stores = {name: open_store(name, cache) for name, cache in caches.items()}
+    cached_scans = 0
+    try:
+        for step in range(60):
+            for _ in range(rng.randrange(1, 25)):
+                key, start = f"k{rng.randrange(12)}", 10 * max(0, step // 2 + rng.randrange(-3, 2))
+                value = None if rng.random() < 0.15 else rng.randrange(100)
+                for store in (memory, *stores.values()):
+                    store.put(key, value, start, timestamp=start + 1)
+            if step % 3 == 0:  # uncommitted changes too
+                low = max(0, 10 * (step // 2) - 60)
+                for t_from, t_to in ((low, low + 30), (0, 10_000)):
+                    expected = memory.all_entries(t_from, t_to)
+                    for store in stores.values():
+                        assert store.all_entries(t_from, t_to) == expected
+            for store in (memory, *stores.values()):
+                commit(store)
+            if step == 30:  # data written before the open: scanned from RocksDB until written again
+                for name, cache in caches.items():
+                    stores[name].close()
+                    stores[name] = open_store(name, cache)
+            low = max(0, 10 * (step // 2) - 60)
+            for t_from, t_to in ((low, low + 30), (low + 20, low + 200), (0, 10_000)):
+                expected = memory.all_entries(t_from, t_to)
+                for store in stores.values():
+                    assert store.all_entries(t_from, t_to) == expected
+                cached_scans += t_from > stores["large"]._inner._uncached_upto  # type: ignore[attr-defined]
+        assert cached_scans > 20
+    finally:
+        memory.close()
+        for store in stores.values():
+            store.close()
 
 
 def test_rocksdb_range_fetches_of_duplicates_find_an_earlier_runs_or_a_restores_data(tmp_path: Path) -> None:

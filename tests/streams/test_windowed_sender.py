@@ -1,0 +1,100 @@
+"""Final results of a time-windowed count sent straight to the sink below (``windowed_sender``): a suppression's
+due windows and an emit-final aggregation's closed windows go to a ``to_stream().to(...)`` sink by the window
+store's key bytes and the window start, without a ``Windowed`` key or ``Change`` per result. What the sink writes
+must be what forwarding writes: the same records (key and value bytes, timestamps, headers), in the same order,
+after the same input record, late records and jumps of stream time included. The path is refused where the
+bytes could differ (another inner key serde, a partitioner of the sink's own).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streams import StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver, WindowedSerdes
+from streams.suppress import SuppressProcessor
+from streams.window_ops import TimeWindowAggregateProcessor
+from tests.streams.test_suppress import late_and_jumping_rows
+
+WINDOWS = {
+    "tumbling": TimeWindows.of_size_and_grace(10, 3),
+    "hopping": TimeWindows.of_size_and_grace(10, 3).advance_by(4),
+}
+Output = list[tuple[int, tuple[Any, Any, int, Any]]]  # (input record, (key bytes, value bytes, timestamp, headers))
+
+
+def finals(windows: TimeWindows, job: str, to_sink: Any) -> StreamsBuilder:
+    """The count with final results (``job``: suppress or emit-final), handed as a stream to ``to_sink``."""
+    b = StreamsBuilder()
+    windowed = b.stream("in", key=str, value=str).group_by_key().windowed_by(windows)
+    if job == "suppress":
+        table = windowed.count(store="counts").suppress(Suppressed.until_window_closes())
+    else:
+        table = windowed.count(store="counts", emit_strategy="on_window_close")
+    to_sink(table.to_stream())
+    return b
+
+
+def senders(driver: TopologyTestDriver, job: str) -> list[Any]:
+    """The ``windowed_sender`` each task's final-results processor took (None: it forwards)."""
+    kind = SuppressProcessor if job == "suppress" else TimeWindowAggregateProcessor
+    return [p._sender for task in driver.tasks for p in task.processors.values() if isinstance(p, kind)]
+
+
+def run(builder: StreamsBuilder, job: str, state_dir: Path | None) -> tuple[Output, list[Any]]:
+    """Each input record piped alone, with headers of its own, and what followed it."""
+    out: Output = []
+    with TopologyTestDriver(builder.build(), state_dir=state_dir) as d:
+        source = d.input_topic("in", key=str, value=str)
+        finals_topic = d.output_topic("finals", key=bytes, value=bytes)
+        for i, (key, value, ts) in enumerate(late_and_jumping_rows(47)):
+            source.pipe_input(key, value, timestamp=ts, headers=[("h", b"%d" % i)])
+            out += [(i, (r.key, r.value, r.timestamp, r.headers)) for r in finals_topic.read_records()]
+        return out, senders(d, job)
+
+
+@pytest.mark.parametrize("rocksdb", [False, True], ids=["memory", "rocksdb"])
+@pytest.mark.parametrize("windows", list(WINDOWS), ids=list(WINDOWS))
+@pytest.mark.parametrize("job", ["suppress", "emit-final"])
+def test_final_results_sent_straight_to_the_sink_equal_the_forwarded_ones(
+    job: str, windows: str, rocksdb: bool, tmp_path: Path
+) -> None:
+    """``to_stream().to()`` right below takes the sink's sender; a ``map_values`` in between (the identity)
+    makes the results go through every processor. Both write the same bytes after the same input records."""
+    straight, straight_senders = run(
+        finals(WINDOWS[windows], job, lambda s: s.to("finals", value=int)),
+        job,
+        tmp_path / "straight" if rocksdb else None,
+    )
+    forwarded, forwarded_senders = run(
+        finals(WINDOWS[windows], job, lambda s: s.map_values(lambda v: v).to("finals", value=int)),
+        job,
+        tmp_path / "forwarded" if rocksdb else None,
+    )
+    assert straight_senders and all(callable(sender) for sender in straight_senders)
+    assert forwarded_senders and all(sender is None for sender in forwarded_senders)
+    assert straight == forwarded
+    assert len(straight) > 100
+    # a suppression's results carry no headers; an emit-final aggregation's those of the record that closed them
+    assert ({headers for _, (_, _, _, headers) in straight} == {()}) is (job == "suppress")
+    assert len({key for _, (key, _, _, _) in straight}) == len(straight)  # one final result per window
+
+
+@pytest.mark.parametrize("job", ["suppress", "emit-final"])
+def test_a_sink_that_writes_other_key_bytes_is_not_sent_to_straight(job: str) -> None:
+    """A sink whose windowed key serde has another inner serde (JSON text of the key, not its UTF-8 bytes as
+    in the store), or which picks partitions itself, gets the results forwarded, and writes its own bytes."""
+    windows = WINDOWS["hopping"]
+    json_keys = WindowedSerdes.time_windowed("json", 10)
+    by_json, json_senders = run(finals(windows, job, lambda s: s.to("finals", key=json_keys, value=int)), job, None)
+    partitioned, partitioned_senders = run(
+        finals(windows, job, lambda s: s.to("finals", value=int, partitioner=lambda k, v, n: 0)), job, None
+    )
+    straight, _ = run(finals(windows, job, lambda s: s.to("finals", value=int)), job, None)
+    assert json_senders == [None] and partitioned_senders == [None]
+    assert partitioned == straight
+    assert [(i, (key[:-8], rest)) for i, (key, *rest) in by_json] == [
+        (i, (b'"' + key[:-8] + b'"', rest)) for i, (key, *rest) in straight
+    ]
