@@ -34,6 +34,8 @@ class WindowStore(TimeKeyedStore):
             if value is None:
                 return
             self._seq = seq = (self._seq + 1) & 0x7FFFFFFF
+        if window_start < 0:  # as a Window's start (and Kafka's): the segments' keys order them from 0
+            raise ValueError(f"window store {self.name!r}: window start {window_start} of key {key!r} is negative")
         ts = self._rc.timestamp if timestamp is None else timestamp
         self.put_entry(self.key_bytes(key), key, window_start, seq, None if value is None else (value, ts))
 

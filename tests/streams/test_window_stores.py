@@ -285,6 +285,21 @@ def test_rocksdb_window_store_keeps_data_and_time_across_reopen(tmp_path: Path) 
         again.close()
 
 
+@pytest.mark.parametrize("kind", ["memory", "rocksdb"])
+def test_a_negative_window_start_is_refused(kind: str, tmp_path: Path) -> None:
+    # Windows start at 0 or later (a Window refuses a negative start, as Kafka's does); a RocksDB store's segment
+    # keys sort a negative time after every other and its reopen looped over them.
+    path = tmp_path / "db" if kind == "rocksdb" else None
+    store = WindowStore("w", STRING, INT, "t", RecordContext(), 1000, path, 10, window_size_ms=10)
+    try:
+        with pytest.raises(ValueError, match=r"window store 'w': window start -5 of key 'k' is negative"):
+            store.put("k", 1, -5)
+        store.put("k", 2, 0)
+        assert store.fetch_with_timestamps("k", 0, 100) == [(0, 2, 0)]
+    finally:
+        store.close()
+
+
 def test_rocksdb_lookups_find_what_an_earlier_run_or_a_restore_wrote(tmp_path: Path) -> None:
     # Lookups newer than anything this store wrote skip RocksDB: never for data it did not write itself.
     def open_store(path: Path) -> WindowStore:
