@@ -8,11 +8,9 @@ using ``update`` can read what a producer using ``original`` wrote. So "reader c
 data" is ``diff(original=writer, update=reader)``, which is what :func:`check` computes; it plugs
 into ``compat.levels.check_levels`` unchanged (BACKWARD: reader=new, writer=old; FORWARD: reverse).
 
-Model. Like everit (the Java validator Confluent diffs over), a schema node is one kind: empty
-(``true``/``{}``), false, string, number (integer flag), boolean, null, object, array, enum
-(``const`` counts as a one-value enum), not, or combined (``allOf``/``anyOf``/``oneOf``). A node
-mixing kinds (``{"type": "string", "enum": [...]}``) is a synthetic ``allOf`` of its parts; a type
-array is an ``anyOf``; ``$ref`` is followed (recursion is cut when a pair is already being compared).
+Model. :mod:`compat.json_schema_model` builds each schema as a tree of nodes of one kind each, as everit (the
+Java validator Confluent diffs over) loads it; the rules here compare two trees node by node (recursion is cut
+when a pair is already being compared).
 
 Inputs are duck-typed (this package imports nothing of schemakit): ``root`` (the schema),
 ``base_uri``, ``draft`` (the ``$schema`` URI of the dialect) and ``resolve(ref, base_uri) ->
@@ -28,32 +26,21 @@ than :data:`compat.limits.MAX_DEPTH` raise :class:`compat.limits.SchemaTooDeepEr
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, Final, Literal, Protocol
-from urllib.parse import urljoin
+from typing import Any, Final, Literal
 
 from compat.json_schema_changes import (
     compatible_changes,
     describe,
 )
+from compat.json_schema_model import JsonSchemaLike, Node, SchemaWalk, build
 from compat.levels import CompatibilityPolicy
-from compat.limits import Walk, no_recursion_error
+from compat.limits import no_recursion_error
 from compat.patterns import Patterns
 from compat.result import Incompatibility
-
-
-class JsonSchemaLike(Protocol):
-    root: Any
-    base_uri: str
-
-    @property
-    def draft(self) -> str: ...
-
-    def resolve(self, ref: str, base_uri: str) -> tuple[Any, str]: ...
 
 
 def check(
@@ -74,8 +61,8 @@ def diff(
     ctx = _Context(compatible_changes(policy))
     _compare(
         ctx,
-        _build(original, original.root, original.base_uri, ctx.walk),
-        _build(update, update.root, update.base_uri, ctx.walk),
+        build(original, original.root, original.base_uri, ctx.walk),
+        build(update, update.root, update.base_uri, ctx.walk),
     )
     seen: set[tuple[str, str]] = set()
     out: list[Incompatibility] = []
@@ -84,248 +71,6 @@ def diff(
             seen.add((d.kind, d.path))
             out.append(d)
     return out
-
-
-# -- the schema model ---------------------------------------------------------------------------
-
-_OBJECT_KEYWORDS = frozenset(
-    {
-        "properties",
-        "required",
-        "additionalProperties",
-        "patternProperties",
-        "dependencies",
-        "dependentRequired",
-        "dependentSchemas",
-        "minProperties",
-        "maxProperties",
-        "propertyNames",
-        "unevaluatedProperties",
-    }
-)
-_ARRAY_KEYWORDS = frozenset(
-    {
-        "items",
-        "prefixItems",
-        "additionalItems",
-        "minItems",
-        "maxItems",
-        "uniqueItems",
-        "contains",
-        "minContains",
-        "maxContains",
-        "unevaluatedItems",
-    }
-)
-_STRING_KEYWORDS = frozenset({"minLength", "maxLength", "pattern"})
-_NUMBER_KEYWORDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
-_TYPE_KINDS = {
-    "string": "STRING",
-    "integer": "NUMBER",
-    "number": "NUMBER",
-    "boolean": "BOOLEAN",
-    "null": "NULL",
-    "object": "OBJECT",
-    "array": "ARRAY",
-}
-_IMPLICIT = (
-    ("OBJECT", _OBJECT_KEYWORDS),
-    ("ARRAY", _ARRAY_KEYWORDS),
-    ("STRING", _STRING_KEYWORDS),
-    ("NUMBER", _NUMBER_KEYWORDS),
-)
-_CRITERIA = ("allOf", "anyOf", "oneOf")
-
-
-class _Walk(Walk):
-    """A check's walk and what it memoizes, so that a subschema reached along many paths (a diamond of
-    references) is resolved, built and compared once: ``$ref`` targets, nodes by (document, schema object,
-    base URI), and comparisons by node pair with their differences relative to where they were found.
-    A result that relied on a recursion being cut (``cuts`` moved meanwhile) is not memoized: it assumed
-    the pair in progress further up to be compatible."""
-
-    __slots__ = ("compared", "cuts", "fingerprints", "nodes", "resolved")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.resolved: dict[tuple[int, str, str], tuple[Any, str]] = {}
-        self.nodes: dict[tuple[int, int, str], _Node] = {}
-        # (id(original), id(update)) -> (original, update, [(kind, path below the pair)]); keeping the
-        # nodes keeps their ids unique
-        self.compared: dict[tuple[int, int], tuple[_Node, _Node, list[tuple[str, str]]]] = {}
-        self.cuts = 0
-        self.fingerprints: dict[int, bytes] = {}
-
-    def fingerprint(self, value: Any) -> bytes:
-        """A digest identifying a JSON value by content (object key order aside). Each object and array is
-        digested once per check, from its members' digests: identifying nested subschemas at every level
-        costs linear time in all, where ``repr`` at each level would cost depth x size."""
-        if isinstance(value, dict):
-            found = self.fingerprints.get(id(value))
-            if found is None:
-                members = sorted((self.fingerprint(k), self.fingerprint(v)) for k, v in value.items())
-                found = self.fingerprints[id(value)] = _digest(b"{", *(d for pair in members for d in pair))
-            return found
-        if isinstance(value, list):
-            found = self.fingerprints.get(id(value))
-            if found is None:
-                found = self.fingerprints[id(value)] = _digest(b"[", *(self.fingerprint(v) for v in value))
-            return found
-        return _digest(type(value).__name__.encode(), repr(value).encode("utf-8", "surrogatepass"))
-
-    def resolve(self, doc: JsonSchemaLike, ref: str, base: str) -> tuple[Any, str]:
-        key = (id(doc), ref, base)
-        found = self.resolved.get(key)
-        if found is None:
-            found = self.resolved[key] = doc.resolve(ref, base)
-        return found
-
-
-def _digest(*parts: bytes) -> bytes:
-    h = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        h.update(len(part).to_bytes(8, "little"))
-        h.update(part)
-    return h.digest()
-
-
-@dataclass(eq=False)
-class _Node:
-    kind: str
-    raw: Any  # the schema object the node was built from (its keywords are read from here)
-    base: str
-    doc: JsonSchemaLike
-    integer: bool = False
-    const: bool = False  # an ENUM node made from ``const``
-    criterion: str = ""
-    parts: list[_Node] = field(default_factory=list)  # combined subschemas
-    values: list[Any] = field(default_factory=list)  # enum values
-    meta: dict[str, Any] | None = None  # id/title/description/default owner
-    #: what identifies the node among combined subschemas: a tag and the JSON value it was made from
-    key: tuple[str, Any] = ("", None)
-    walk: _Walk = field(default_factory=_Walk)  # the check's walk (depth and comparisons), shared by all its nodes
-
-    def sub(self, value: Any) -> _Node | None:
-        return None if value is None else _build(self.doc, value, self.base, self.walk)
-
-    @property
-    def draft2020(self) -> bool:
-        return "2020-12" in self.doc.draft
-
-    @property
-    def draft4(self) -> bool:
-        return "draft-04" in self.doc.draft
-
-
-def _build(doc: JsonSchemaLike, raw: Any, base: str, walk: _Walk, refs: tuple[int, ...] = ()) -> _Node:
-    """The node for ``raw``; combined subschemas and ``$ref`` targets are built now, everything else
-    (properties, items, ...) when a rule reaches it through :meth:`_Node.sub`."""
-    key = (id(doc), id(raw), base)
-    node = walk.nodes.get(key)
-    if node is None:
-        cuts = walk.cuts
-        node = _build_node(doc, raw, base, walk, refs)
-        if walk.cuts == cuts:
-            walk.nodes[key] = node
-    return node
-
-
-def _build_node(doc: JsonSchemaLike, raw: Any, base: str, walk: _Walk, refs: tuple[int, ...]) -> _Node:
-    if raw is True or (isinstance(raw, dict) and not _has_assertions(raw)):
-        meta = raw if isinstance(raw, dict) else None
-        return _Node("EMPTY", raw, base, doc, meta=meta, key=("", raw), walk=walk)
-    if raw is False or not isinstance(raw, dict):
-        return _Node("FALSE", raw, base, doc, key=("false", None), walk=walk)
-    id_key = "id" if "draft-04" in doc.draft else "$id"
-    if isinstance(raw.get(id_key), str) and not raw[id_key].startswith("#"):
-        base = urljoin(base, raw[id_key])
-    if isinstance(raw.get("$ref"), str):
-        if id(raw) in refs:  # a $ref chain that loops without any schema in between accepts anything
-            walk.cuts += 1
-            return _Node("EMPTY", True, base, doc, key=("True", None), walk=walk)
-        target, target_base = walk.resolve(doc, raw["$ref"], base)
-        walk.down(lambda: raw["$ref"])
-        node = _build(doc, target, target_base, walk, (*refs, id(raw)))
-        walk.up()
-        return node
-    parts: list[_Node] = []
-    typed = _typed_part(doc, raw, base, walk)
-    if typed is not None:
-        parts.append(typed)
-    if "enum" in raw and isinstance(raw["enum"], list):
-        parts.append(_Node("ENUM", raw, base, doc, values=list(raw["enum"]), key=("enum", raw["enum"]), walk=walk))
-    if "const" in raw:
-        parts.append(
-            _Node("ENUM", raw, base, doc, values=[raw["const"]], key=("const", raw["const"]), const=True, walk=walk)
-        )
-    if "not" in raw:
-        parts.append(_Node("NOT", raw, base, doc, key=("not", raw["not"]), walk=walk))
-    for criterion in _CRITERIA:
-        if isinstance(raw.get(criterion), list):
-            walk.down(lambda: criterion)  # noqa: B023 (called at once)
-            subs = [_build(doc, s, base, walk, refs) for s in raw[criterion]]
-            walk.up()
-            parts.append(
-                _Node(
-                    "COMBINED",
-                    raw,
-                    base,
-                    doc,
-                    criterion=criterion,
-                    parts=subs,
-                    key=(criterion, raw[criterion]),
-                    walk=walk,
-                )
-            )
-    if not parts:
-        return _Node("EMPTY", raw, base, doc, meta=raw, key=("", raw), walk=walk)
-    # the parts of a synthetic allOf share the node's keywords; only the node itself owns metadata
-    node = parts[0] if len(parts) == 1 else _Node("COMBINED", raw, base, doc, criterion="allOf", parts=parts, walk=walk)
-    node.meta = raw
-    node.key = ("", raw)
-    return node
-
-
-def _has_assertions(raw: dict[str, Any]) -> bool:
-    annotations = {
-        "$schema",
-        "$id",
-        "id",
-        "title",
-        "description",
-        "default",
-        "examples",
-        "$comment",
-        "definitions",
-        "$defs",
-        "format",
-        "readOnly",
-        "writeOnly",
-        "deprecated",
-    }
-    return any(k not in annotations for k in raw)
-
-
-def _typed_part(doc: JsonSchemaLike, raw: dict[str, Any], base: str, walk: _Walk) -> _Node | None:
-    declared = raw.get("type")
-    if isinstance(declared, str):
-        return _typed(doc, raw, base, declared, walk)
-    if isinstance(declared, list):
-        # a type array is an anyOf even with one member (as everit loads it)
-        subs = [_typed(doc, raw, base, t, walk) for t in declared if isinstance(t, str)]
-        return _Node("COMBINED", raw, base, doc, criterion="anyOf", parts=subs, key=("type", declared), walk=walk)
-    implicit = [kind for kind, keywords in _IMPLICIT if keywords & raw.keys()]
-    if not implicit:
-        return None
-    if len(implicit) == 1:
-        return _Node(implicit[0], raw, base, doc, key=(implicit[0], None), walk=walk)
-    subs = [_Node(kind, raw, base, doc, key=(kind, None), walk=walk) for kind in implicit]
-    return _Node("COMBINED", raw, base, doc, criterion="anyOf", parts=subs, key=("implicit", None), walk=walk)
-
-
-def _typed(doc: JsonSchemaLike, raw: dict[str, Any], base: str, type_name: str, walk: _Walk) -> _Node:
-    kind = _TYPE_KINDS.get(type_name, "EMPTY")
-    return _Node(kind, raw, base, doc, integer=type_name == "integer", key=(type_name, None), walk=walk)
 
 
 # -- context ------------------------------------------------------------------------------------
@@ -340,7 +85,7 @@ class _Context:
     path: list[str] = field(default_factory=list)
     diffs: list[Incompatibility] = field(default_factory=list)
     in_progress: set[tuple[int, int, str, str]] = field(default_factory=set)
-    walk: _Walk = field(default_factory=_Walk)
+    walk: SchemaWalk = field(default_factory=SchemaWalk)
     patterns: Patterns = field(default_factory=Patterns)
 
     def sub(self) -> _Context:
@@ -378,7 +123,7 @@ class _Context:
 # -- rules --------------------------------------------------------------------------------------
 
 
-def _compare(ctx: _Context, original: _Node | None, update: _Node | None) -> None:
+def _compare(ctx: _Context, original: Node | None, update: Node | None) -> None:
     if original is None and update is None:
         return
     if original is None:
@@ -404,7 +149,7 @@ def _compare(ctx: _Context, original: _Node | None, update: _Node | None) -> Non
         walk.compared[key] = (original, update, [(d.kind, d.path[prefix:]) for d in ctx.diffs[start:]])
 
 
-def _compare_nodes(ctx: _Context, original: _Node, update: _Node) -> None:
+def _compare_nodes(ctx: _Context, original: Node, update: Node) -> None:
     if original.kind != "COMBINED" and update.kind == "COMBINED" and _single_into_combined(ctx, original, update):
         return
     if original.kind == "COMBINED" and update.kind != "COMBINED" and _combined_into_single(ctx, original, update):
@@ -424,7 +169,7 @@ def _compare_nodes(ctx: _Context, original: _Node, update: _Node) -> None:
     ctx.in_progress.discard(pair)
 
 
-def _single_into_combined(ctx: _Context, original: _Node, update: _Node) -> bool:
+def _single_into_combined(ctx: _Context, original: Node, update: Node) -> bool:
     """A schema turned into a combination: compatible when the combination is a singleton that accepts
     the old schema, or an anyOf/oneOf one of whose branches does. False: not handled (a type change)."""
     _compare_meta(ctx, original, update)
@@ -435,7 +180,7 @@ def _single_into_combined(ctx: _Context, original: _Node, update: _Node) -> bool
     return False  # gaining allOf conditions adds constraints: a type change, as in Confluent
 
 
-def _combined_into_single(ctx: _Context, original: _Node, update: _Node) -> bool:
+def _combined_into_single(ctx: _Context, original: Node, update: Node) -> bool:
     """A combination turned into one schema: compatible when it was a singleton the schema accepts, or an
     allOf one of whose parts the schema accepts (``allOf[A, B]`` only admits what ``A`` admits)."""
     _compare_meta(ctx, original, update)
@@ -446,7 +191,7 @@ def _combined_into_single(ctx: _Context, original: _Node, update: _Node) -> bool
     return False
 
 
-def _first_compatible(ctx: _Context, pairs: list[tuple[_Node, _Node]], kind: str | None) -> bool:
+def _first_compatible(ctx: _Context, pairs: list[tuple[Node, Node]], kind: str | None) -> bool:
     """Keep the differences of the first compatible pair (and add ``kind``); False when none is."""
     for original, update in pairs:
         sub = ctx.sub()
@@ -459,7 +204,7 @@ def _first_compatible(ctx: _Context, pairs: list[tuple[_Node, _Node]], kind: str
     return False
 
 
-def _compare_meta(ctx: _Context, original: _Node, update: _Node) -> None:
+def _compare_meta(ctx: _Context, original: Node, update: Node) -> None:
     if original.meta is None or update.meta is None:
         return  # parts of a synthetic allOf or a wrapper: metadata is compared on the owning node
     o_meta, u_meta = original.meta, update.meta
@@ -475,7 +220,7 @@ def _compare_meta(ctx: _Context, original: _Node, update: _Node) -> None:
         ctx.add("DEFAULT_CHANGED")
 
 
-def _no_rules(ctx: _Context, original: _Node, update: _Node) -> None:
+def _no_rules(ctx: _Context, original: Node, update: Node) -> None:
     """Empty, false, boolean and null schemas have nothing further to compare."""
 
 
@@ -497,7 +242,7 @@ def _number(value: Any) -> Any:
     return value if isinstance(value, int | float | Decimal) and not isinstance(value, bool) else None
 
 
-def _compare_string(ctx: _Context, original: _Node, update: _Node) -> None:
+def _compare_string(ctx: _Context, original: Node, update: Node) -> None:
     o, u = original.raw, update.raw
     _bound(ctx, "maxLength", "MAX_LENGTH", _number(o.get("maxLength")), _number(u.get("maxLength")))
     _bound(ctx, "minLength", "MIN_LENGTH", _number(o.get("minLength")), _number(u.get("minLength")))
@@ -510,7 +255,7 @@ def _compare_string(ctx: _Context, original: _Node, update: _Node) -> None:
         ctx.add("PATTERN_CHANGED", "pattern")
 
 
-def _limits(node: _Node) -> tuple[Any, Any, Any, Any]:
+def _limits(node: Node) -> tuple[Any, Any, Any, Any]:
     """(maximum, minimum, exclusive maximum, exclusive minimum); draft 4's boolean exclusives turn
     the plain bound into an exclusive one."""
     raw = node.raw
@@ -523,7 +268,7 @@ def _limits(node: _Node) -> tuple[Any, Any, Any, Any]:
     return maximum, minimum, _number(ex_max), _number(ex_min)
 
 
-def _compare_number(ctx: _Context, original: _Node, update: _Node) -> None:
+def _compare_number(ctx: _Context, original: Node, update: Node) -> None:
     o_max, o_min, o_xmax, o_xmin = _limits(original)
     u_max, u_min, u_xmax, u_xmin = _limits(update)
     _bound(ctx, "maximum", "MAXIMUM", o_max, u_max)
@@ -556,7 +301,7 @@ def _compare_multiple_of(ctx: _Context, original: Any, update: Any) -> None:
             ctx.add("MULTIPLE_OF_CHANGED", "multipleOf")
 
 
-def _compare_enum(ctx: _Context, original: _Node, update: _Node) -> None:
+def _compare_enum(ctx: _Context, original: Node, update: Node) -> None:
     o_values = {ctx.walk.fingerprint(v) for v in original.values}
     u_values = {ctx.walk.fingerprint(v) for v in update.values}
     if o_values == u_values:
@@ -571,7 +316,7 @@ def _compare_enum(ctx: _Context, original: _Node, update: _Node) -> None:
         ctx.add("ENUM_ARRAY_CHANGED", "enum")
 
 
-def _compare_not(ctx: _Context, original: _Node, update: _Node) -> None:
+def _compare_not(ctx: _Context, original: Node, update: Node) -> None:
     with ctx.enter("not"):
         sub = ctx.sub()
         # what the update forbids must have been forbidden before: compare the negated schemas reversed
@@ -579,7 +324,7 @@ def _compare_not(ctx: _Context, original: _Node, update: _Node) -> None:
         ctx.add("NOT_TYPE_NARROWED" if sub.compatible() else "NOT_TYPE_EXTENDED")
 
 
-def _compare_criteria(ctx: _Context, original: _Node, update: _Node) -> str | None:
+def _compare_criteria(ctx: _Context, original: Node, update: Node) -> str | None:
     """``COMBINED_TYPE_EXTENDED`` when the new combiner accepts at least what the old one did: anything
     to anyOf; singleton to singleton; a singleton to oneOf; allOf to a singleton (which admits at
     most what one of the old conditions admitted). Otherwise ``COMBINED_TYPE_CHANGED``."""
@@ -598,7 +343,7 @@ def _compare_criteria(ctx: _Context, original: _Node, update: _Node) -> str | No
     return kind
 
 
-def _compare_combined(ctx: _Context, original: _Node, update: _Node) -> None:
+def _compare_combined(ctx: _Context, original: Node, update: Node) -> None:
     if _compare_criteria(ctx, original, update) == "COMBINED_TYPE_CHANGED":
         return
     o_parts = _dedupe(original.parts)
@@ -624,9 +369,9 @@ def _compare_combined(ctx: _Context, original: _Node, update: _Node) -> None:
         ctx.add("COMBINED_TYPE_SUBSCHEMAS_CHANGED")
 
 
-def _dedupe(parts: list[_Node]) -> list[_Node]:
+def _dedupe(parts: list[Node]) -> list[Node]:
     seen: set[tuple[str, bytes]] = set()
-    out: list[_Node] = []
+    out: list[Node] = []
     for part in parts:
         tag, value = part.key
         key = (tag, part.walk.fingerprint(value))
@@ -659,26 +404,26 @@ def _max_matching(left: int, right: int, edges: dict[tuple[int, int], Any]) -> s
 # objects ----------------------------------------------------------------------------------------
 
 
-def _props(node: _Node) -> dict[str, Any]:
+def _props(node: Node) -> dict[str, Any]:
     value = node.raw.get("properties")
     return value if isinstance(value, dict) else {}
 
 
-def _required(node: _Node) -> set[str]:
+def _required(node: Node) -> set[str]:
     value = node.raw.get("required")
     return set(value) if isinstance(value, list) else set()
 
 
-def _permits_additional(node: _Node, keyword: str) -> bool:
+def _permits_additional(node: Node, keyword: str) -> bool:
     return node.raw.get(keyword, True) is not False
 
 
-def _additional_schema(node: _Node, keyword: str) -> Any:
+def _additional_schema(node: Node, keyword: str) -> Any:
     value = node.raw.get(keyword)
     return value if isinstance(value, dict) else None
 
 
-def _open_object(node: _Node) -> bool:
+def _open_object(node: Node) -> bool:
     """Open: no patternProperties, additionalProperties absent or true, and (when additionalProperties
     is absent) unevaluatedProperties absent, true or ``{}``."""
     raw = node.raw
@@ -692,7 +437,7 @@ def _open_object(node: _Node) -> bool:
 _UNDECIDED: Final = "undecided"
 
 
-def _partial_schema(ctx: _Context, node: _Node, name: str) -> _Node | Literal["undecided"] | None:
+def _partial_schema(ctx: _Context, node: Node, name: str) -> Node | Literal["undecided"] | None:
     """The schema a partially open object applies to an undeclared property ``name``; ``_UNDECIDED``
     when a pattern before the first match cannot be run (RE2 rejects look-around and back-references)."""
     patterns = node.raw.get("patternProperties")
@@ -709,14 +454,14 @@ def _partial_schema(ctx: _Context, node: _Node, name: str) -> _Node | Literal["u
     return node.sub(uneval) if isinstance(uneval, dict) else None
 
 
-def _unevaluated(node: _Node, keyword: str) -> Any:
+def _unevaluated(node: Node, keyword: str) -> Any:
     """The unevaluated* keyword's value (drafts 2019-09 and 2020-12 only), or None."""
     if "2019-09" not in node.doc.draft and "2020-12" not in node.doc.draft:
         return None
     return node.raw.get(keyword)
 
 
-def _compare_unevaluated(ctx: _Context, original: _Node, update: _Node, keyword: str, kind: str) -> None:
+def _compare_unevaluated(ctx: _Context, original: Node, update: Node, keyword: str, kind: str) -> None:
     """``unevaluatedProperties`` / ``unevaluatedItems``: absent, false, true/{} or a schema."""
     o_value, u_value = _unevaluated(original, keyword), _unevaluated(update, keyword)
     if o_value is None and u_value is None:
@@ -739,12 +484,12 @@ def _compare_unevaluated(ctx: _Context, original: _Node, update: _Node, keyword:
             _compare(ctx, original.sub(o_value), update.sub(u_value))
 
 
-def _has_default(node: _Node, name: str) -> bool:
+def _has_default(node: Node, name: str) -> bool:
     schema = _props(node).get(name)
     return isinstance(schema, dict) and "default" in schema
 
 
-def _compare_object(ctx: _Context, original: _Node, update: _Node) -> None:
+def _compare_object(ctx: _Context, original: Node, update: Node) -> None:
     _compare_required(ctx, original, update)
     _compare_properties(ctx, original, update)
     _compare_dependencies(ctx, original, update)
@@ -755,7 +500,7 @@ def _compare_object(ctx: _Context, original: _Node, update: _Node) -> None:
     _bound(ctx, "minProperties", "MIN_PROPERTIES", _number(o.get("minProperties")), _number(u.get("minProperties")))
 
 
-def _compare_required(ctx: _Context, original: _Node, update: _Node) -> None:
+def _compare_required(ctx: _Context, original: Node, update: Node) -> None:
     o_required, u_required = _required(original), _required(update)
     u_props = _props(update)
     with ctx.enter("required"):
@@ -769,7 +514,7 @@ def _compare_required(ctx: _Context, original: _Node, update: _Node) -> None:
                 ctx.add("REQUIRED_ATTRIBUTE_WITH_DEFAULT_ADDED" if with_default else "REQUIRED_ATTRIBUTE_ADDED", name)
 
 
-def _compare_properties(ctx: _Context, original: _Node, update: _Node) -> None:
+def _compare_properties(ctx: _Context, original: Node, update: Node) -> None:
     o_props, u_props = _props(original), _props(update)
     names = list(o_props) + [n for n in u_props if n not in o_props]
     with ctx.enter("properties"):
@@ -783,7 +528,7 @@ def _compare_properties(ctx: _Context, original: _Node, update: _Node) -> None:
                     _compare(ctx, original.sub(o_props[name]), update.sub(u_props[name]))
 
 
-def _property_removed(ctx: _Context, removed: _Node | None, update: _Node, name: str) -> None:
+def _property_removed(ctx: _Context, removed: Node | None, update: Node, name: str) -> None:
     # a property may only disappear if the update still accepts whatever values it had
     if _open_object(update):
         ctx.add("PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL")
@@ -791,7 +536,7 @@ def _property_removed(ctx: _Context, removed: _Node | None, update: _Node, name:
     partial = _partial_schema(ctx, update, name)
     if partial == _UNDECIDED:
         ctx.add("PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
-    elif isinstance(partial, _Node):
+    elif isinstance(partial, Node):
         _add_coverage(ctx, "PROPERTY_REMOVED", removed, partial)
     elif removed is not None and removed.kind == "FALSE":
         ctx.add("PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
@@ -799,7 +544,7 @@ def _property_removed(ctx: _Context, removed: _Node | None, update: _Node, name:
         ctx.add("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL")
 
 
-def _property_added(ctx: _Context, original: _Node, update: _Node, name: str) -> None:
+def _property_added(ctx: _Context, original: Node, update: Node, name: str) -> None:
     added = update.sub(_props(update)[name])
     # old data may already carry a property of that name if the original was open
     if _open_object(original):
@@ -811,7 +556,7 @@ def _property_added(ctx: _Context, original: _Node, update: _Node, name: str) ->
         partial = _partial_schema(ctx, original, name)
         if partial == _UNDECIDED:
             ctx.add("PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL")
-        elif isinstance(partial, _Node):
+        elif isinstance(partial, Node):
             _add_coverage(ctx, "PROPERTY_ADDED", partial, added)
         model = "UNOPEN"
     if name not in _required(update):
@@ -822,7 +567,7 @@ def _property_added(ctx: _Context, original: _Node, update: _Node, name: str) ->
         ctx.add(f"REQUIRED_PROPERTY_ADDED_TO_{model}_CONTENT_MODEL")
 
 
-def _add_coverage(ctx: _Context, change: str, original: _Node | None, update: _Node | None) -> None:
+def _add_coverage(ctx: _Context, change: str, original: Node | None, update: Node | None) -> None:
     """A property or tuple item (``change``: ``PROPERTY_ADDED``, ``ITEM_REMOVED``...) that a partially open content
     model gives a schema: covered when the item's schema and that one are compatible (their differences kept)."""
     sub = ctx.sub()
@@ -832,7 +577,7 @@ def _add_coverage(ctx: _Context, change: str, original: _Node | None, update: _N
     ctx.add(f"{change}_{coverage}_BY_PARTIALLY_OPEN_CONTENT_MODEL")
 
 
-def _dependencies(node: _Node) -> tuple[dict[str, list[Any]], dict[str, Any]]:
+def _dependencies(node: Node) -> tuple[dict[str, list[Any]], dict[str, Any]]:
     arrays: dict[str, list[Any]] = {}
     schemas: dict[str, Any] = {}
     for keyword in ("dependencies", "dependentRequired", "dependentSchemas"):
@@ -847,7 +592,7 @@ def _dependencies(node: _Node) -> tuple[dict[str, list[Any]], dict[str, Any]]:
     return arrays, schemas
 
 
-def _compare_dependencies(ctx: _Context, original: _Node, update: _Node) -> None:
+def _compare_dependencies(ctx: _Context, original: Node, update: Node) -> None:
     o_arrays, o_schemas = _dependencies(original)
     u_arrays, u_schemas = _dependencies(update)
     with ctx.enter("dependencies"):
@@ -880,7 +625,7 @@ def _compare_dependencies(ctx: _Context, original: _Node, update: _Node) -> None
                     _compare(ctx, original.sub(o_schemas[name]), update.sub(u_schemas[name]))
 
 
-def _compare_additional(ctx: _Context, original: _Node, update: _Node, keyword: str, kind: str) -> None:
+def _compare_additional(ctx: _Context, original: Node, update: Node, keyword: str, kind: str) -> None:
     """``additionalProperties`` / ``additionalItems``: false, absent/true, or a schema."""
     with ctx.enter(keyword):
         o_permits, u_permits = _permits_additional(original, keyword), _permits_additional(update, keyword)
@@ -895,7 +640,7 @@ def _compare_additional(ctx: _Context, original: _Node, update: _Node, keyword: 
             _compare(ctx, original.sub(o_schema), update.sub(u_schema))
 
 
-def _compare_additional_properties(ctx: _Context, original: _Node, update: _Node) -> None:
+def _compare_additional_properties(ctx: _Context, original: Node, update: Node) -> None:
     _compare_additional(ctx, original, update, "additionalProperties", "ADDITIONAL_PROPERTIES")
 
 
@@ -909,7 +654,7 @@ class _ArrayShape:
     additional_keyword: str  # where the schema for items past the tuple lives
 
 
-def _array_shape(node: _Node) -> _ArrayShape:
+def _array_shape(node: Node) -> _ArrayShape:
     raw = node.raw
     items = raw.get("items")
     if node.draft2020 and isinstance(raw.get("prefixItems"), list):
@@ -919,7 +664,7 @@ def _array_shape(node: _Node) -> _ArrayShape:
     return _ArrayShape(items, [], "additionalItems")
 
 
-def _open_array(node: _Node, shape: _ArrayShape) -> bool:
+def _open_array(node: Node, shape: _ArrayShape) -> bool:
     if not shape.tuple_items:
         return True
     if shape.additional_keyword in node.raw:
@@ -927,7 +672,7 @@ def _open_array(node: _Node, shape: _ArrayShape) -> bool:
     return _unevaluated(node, "unevaluatedItems") in (None, True, {})
 
 
-def _partial_items(node: _Node, shape: _ArrayShape) -> _Node | None:
+def _partial_items(node: Node, shape: _ArrayShape) -> Node | None:
     if not shape.tuple_items:
         return None
     value = (
@@ -938,7 +683,7 @@ def _partial_items(node: _Node, shape: _ArrayShape) -> _Node | None:
     return node.sub(value) if isinstance(value, dict) else None
 
 
-def _compare_array(ctx: _Context, original: _Node, update: _Node) -> None:
+def _compare_array(ctx: _Context, original: Node, update: Node) -> None:
     o_shape, u_shape = _array_shape(original), _array_shape(update)
     with ctx.enter("items"):
         _compare(ctx, original.sub(o_shape.all_items), update.sub(u_shape.all_items))
@@ -957,7 +702,7 @@ def _compare_array(ctx: _Context, original: _Node, update: _Node) -> None:
 
 
 def _compare_tuple_items(
-    ctx: _Context, original: _Node, o_shape: _ArrayShape, update: _Node, u_shape: _ArrayShape
+    ctx: _Context, original: Node, o_shape: _ArrayShape, update: Node, u_shape: _ArrayShape
 ) -> None:
     o_items, u_items = o_shape.tuple_items, u_shape.tuple_items
     for index in range(max(len(o_items), len(u_items))):
@@ -970,7 +715,7 @@ def _compare_tuple_items(
                 _item_added(ctx, original, o_shape, update.sub(u_items[index]))
 
 
-def _item_removed(ctx: _Context, removed: _Node | None, update: _Node, u_shape: _ArrayShape) -> None:
+def _item_removed(ctx: _Context, removed: Node | None, update: Node, u_shape: _ArrayShape) -> None:
     if _open_array(update, u_shape):
         ctx.add("ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL")
         return
@@ -983,7 +728,7 @@ def _item_removed(ctx: _Context, removed: _Node | None, update: _Node, u_shape: 
         ctx.add("ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL")
 
 
-def _item_added(ctx: _Context, original: _Node, o_shape: _ArrayShape, added: _Node | None) -> None:
+def _item_added(ctx: _Context, original: Node, o_shape: _ArrayShape, added: Node | None) -> None:
     if _open_array(original, o_shape):
         if added is not None and added.kind == "EMPTY":
             ctx.add("ITEM_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL")
