@@ -17,7 +17,7 @@
 
 A failed test that ran streams instances as subprocesses (``tests/streams/instances.py``) shows the end of
 each one's log. And how ``--dist loadfile`` hands files to the workers: the longest first, by the last run's times, and
-``tests/spark`` to one worker (``tests/support/scheduling.py``).
+``tests/spark`` and the network fault tests each to one worker (``tests/support/scheduling.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,13 @@ from tests.support.credentials import Issuer, Pki, UsersFile
 from tests.support.faults import FaultBroker, Hub, Namespace, fault_broker, require_namespaces, sweep_stale
 from tests.support.registry_process import RegistryProcess, RegistryStarter
 from tests.support.registry_process import schema_types as listed_schema_types
-from tests.support.scheduling import CACHE_KEY, LongestFirstFileScheduling, UnitTimer, order_longest_first
+from tests.support.scheduling import (
+    CACHE_KEY,
+    LongestFirstFileScheduling,
+    UnitTimer,
+    order_longest_first,
+    recorded_times,
+)
 
 _unit_timer = UnitTimer()
 
@@ -64,7 +70,7 @@ def pytest_configure_node(node: Any) -> None:
     # Every worker gets the controller's record of the last run's times, so all of them order alike.
     cache = getattr(node.config, "cache", None)
     if node.config.getoption("dist") == "loadfile" and cache is not None:
-        node.workerinput[CACHE_KEY] = cache.get(CACHE_KEY, {})
+        node.workerinput[CACHE_KEY] = recorded_times(cache)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -11,19 +11,37 @@ order is xdist's.
 
 ``tests/spark`` is one unit rather than one per file: each worker that runs a Spark test starts a Spark
 session of its own (a JVM of ~0.75 GB that takes tens of seconds to start and warm up on a loaded machine),
-so the directory goes to one worker.
+so the directory goes to one worker. So do the network fault tests and the soak, one after another: side by
+side, their latencies and partitions competed for the machine (a fresh-clone run at a load of 47 timed out
+writes of the 500 ms latency test while the streams latency test and the soak ran beside it).
+
+A fresh clone has no record of its own: ``unit_times.json`` beside this module, a full run's record, stands in
+for every unit the cache has not timed (``recorded_times``), so the first run (CI's) hands out the long units
+first too, instead of by their number of tests, which sent the one-test soak last.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import pytest
 from xdist.remote import Producer
 from xdist.scheduler import LoadFileScheduling
 
-#: directories whose files run on one worker, as one unit, and why: see the module docstring
-ONE_UNIT_DIRECTORIES = ("tests/spark/",)
+#: units of more than one file (each runs on one worker), by name: the path prefixes of their files; and why:
+#: see the module docstring
+ONE_UNITS = {
+    "tests/spark/": ("tests/spark/",),
+    "network faults": (
+        "tests/ha/test_network_faults.py",
+        "tests/streams/test_network_faults.py",
+        "tests/ha/test_soak.py",
+    ),
+}
+#: a full run's {unit: [seconds, tests]}, for the units a cache has no record of
+BASELINE = Path(__file__).with_name("unit_times.json")
 #: pytest cache key of {unit: [seconds, tests]} from the runs so far (each unit's latest run)
 CACHE_KEY = "schemakit/unit-times"
 #: the estimate for a test of a unit with no recorded time (about the suite's median)
@@ -33,7 +51,13 @@ UNTIMED_TEST_SECONDS = 0.25
 def unit_of(nodeid: str) -> str:
     """The unit of work ``nodeid`` belongs to: its file, or its directory if that is run as one unit."""
     path = nodeid.split("::", 1)[0]
-    return next((d for d in ONE_UNIT_DIRECTORIES if path.startswith(d)), path)
+    return next((unit for unit, prefixes in ONE_UNITS.items() if path.startswith(prefixes)), path)
+
+
+def recorded_times(cache: pytest.Cache) -> dict[str, list[float]]:
+    """{unit: [seconds, tests]}: the cache's record of the last runs over the committed baseline."""
+    baseline: dict[str, list[float]] = json.loads(BASELINE.read_text())
+    return {**baseline, **cache.get(CACHE_KEY, {})}
 
 
 def order_longest_first(items: list[pytest.Item], times: dict[str, list[float]]) -> None:
@@ -77,7 +101,7 @@ class UnitTimer:
 
 class LongestFirstFileScheduling(LoadFileScheduling):
     """``--dist loadfile`` that hands out units in the collection's order (``order_longest_first``) instead
-    of by their number of tests, and runs each of ``ONE_UNIT_DIRECTORIES`` as one unit."""
+    of by their number of tests, and runs each of ``ONE_UNITS`` as one unit."""
 
     def __init__(self, config: pytest.Config, log: Producer | None = None) -> None:
         super().__init__(config, log)
