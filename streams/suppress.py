@@ -220,7 +220,7 @@ class SuppressProcessor(TableProcessor):
         """Take the store's flushed window updates straight from it (``_window_flushed``)."""
         self._size, self._due_offset = size, size + offset
         self._window_objects: dict[int, TimeWindow] = {}
-        self._sender: Callable[[bytes, Any, int], None] | None = None
+        self._sender: Callable[[Iterable[tuple[bytes, Any, int]]], None] | None = None
         self._make_key: Callable[[Any, int], Windowed] | None = self._windowed
         self._emit_due: Callable[[int], None] = self._forward_due
         windows.bytes_listener = self._first_flushed

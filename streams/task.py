@@ -9,8 +9,9 @@ drives: ``flush`` (stores -> changelog and downstream), then the producer is flu
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ from streams.errors import (
 from streams.extractors import ConsumedRecord, TimestampExtractor, WallclockTimestampExtractor
 from streams.handlers import DeserializationHandler, ErrorHandler, LogAndFail
 from streams.log.base import (
+    BatchSendError,
+    Headers,
     LogError,
     LogTimeoutError,
     ProducerFencedError,
@@ -35,6 +38,7 @@ from streams.log.base import (
     TopicPartition,
     TransactionError,
     UnknownTopicError,
+    send_each,
 )
 from streams.metadata import TopicNames
 from streams.output_skips import OutputSkips
@@ -96,6 +100,8 @@ class TaskEnv:
     default_timestamp_extractor: TimestampExtractor | None = None
     #: Producer.send_batch's signature, for changelog flushes (None: ``send`` per record).
     send_batch: Callable[..., None] | None = None
+    #: Producer.send_records' signature, for a window's final results (None: ``send`` per record).
+    send_records: Callable[..., None] | None = None
     processing_handler: ErrorHandler = field(default_factory=LogAndFail)  # a processor raised (KIP-1033)
     production_handler: ErrorHandler = field(default_factory=LogAndFail)  # the log refused an output record
     #: The instance's global tables' stores, by name (``streams/global_table.py``): readable by every task.
@@ -108,6 +114,11 @@ class TaskEnv:
     #: (``streams/emit_throttle.py``; the test driver sets both to 0).
     emit_intervals: EmitIntervals = field(default_factory=EmitIntervals)
 
+
+#: What a sink's ``windowed_sender`` takes: rows of (key bytes, value, timestamp), sent in one call.
+WindowedSender = Callable[[Iterable[tuple[bytes, Any, int]]], None]
+# One output of a ``windowed_sender``: key bytes, value bytes, timestamp.
+_Output = tuple[bytes, bytes | None, int]
 
 # Send errors that concern the producer or the log, not the record: never the production handler's to skip.
 _NOT_RECORD_ERRORS = (ProducerFencedError, TransactionError, LogTimeoutError, StorageError, UnknownTopicError)
@@ -150,39 +161,64 @@ class _SinkProcessor(Processor):
         self._partitioner = node.partitioner
         self._drop_null_keys = node.drop_null_keys
         self._partitions = env.partitions_of(topic) if node.partitioner is not None else 0
+        self._send_records = env.send_records or partial(send_each, env.send)
 
-    def windowed_sender(self, inner_key_serde: Any) -> Callable[[bytes, Any, int], None] | None:
-        """``send(key_bytes, value, timestamp)``: what ``process`` does with a time-windowed key whose bytes
-        the caller already holds, the inner key's bytes by ``inner_key_serde`` and the 8-byte window start (a
-        window store's key bytes and the window's start: final results emitted straight from the store, with no
-        ``Windowed`` key or ``Change`` per record). None unless those are the bytes this sink writes: no
-        partitioner of its own, a ``TimeWindowedSerde`` key serde over ``inner_key_serde`` itself or the same
-        built-in (topic-independent) serde. The headers are the record context's, as ``process`` sends them."""
+    def windowed_sender(self, inner_key_serde: Any) -> WindowedSender | None:
+        """``send(rows)``, rows of ``(key_bytes, value, timestamp)``: what ``process`` does for each, with a
+        time-windowed key whose bytes the caller already holds, the inner key's bytes by ``inner_key_serde`` and
+        the 8-byte window start (a window store's key bytes and the window's start: final results emitted
+        straight from the store, with no ``Windowed`` key or ``Change`` per record), handed to the producer in
+        one call (``Producer.send_records``: its checks once, not per record). None unless those are the bytes
+        this sink writes: no partitioner of its own (each record lands where ``process`` would send it, by its
+        key), a ``TimeWindowedSerde`` key serde over ``inner_key_serde`` itself or the same built-in
+        (topic-independent) serde. The headers are the record context's, as ``process`` sends them."""
         serde = self._key_serde
         if self._partitioner is not None or type(serde) is not TimeWindowedSerde:
             return None
         inner = serde.inner
         if inner is not inner_key_serde and not (type(inner) is type(inner_key_serde) and type(inner) in _BUILT_INS):
             return None
-        vser, send, topic, skips, task, rc = self._vser, self._send, self.topic, self._skips, self._task, self._rc
+        vser, topic, skips, task, rc = self._vser, self.topic, self._skips, self._task, self._rc
 
-        def send_windowed(kb: bytes, value: Any, timestamp: int) -> None:
+        def send_windowed(rows: Iterable[tuple[bytes, Any, int]]) -> None:
+            records: list[_Output] = []
+            append = records.append
             try:
-                vb = vser(value)
-            except Exception as exc:
-                raise self._value_error(value, exc) from exc
-            if skips is not None and skips.take(topic, kb, vb):
-                task.skipped_output(topic)
-                return
-            headers = rc.headers
-            try:
-                send(topic, vb, kb, timestamp=timestamp, headers=headers or None)
-            except _NOT_RECORD_ERRORS:
-                raise
-            except LogError as exc:
-                task.production_error(Record(topic, -1, -1, kb, vb, timestamp, headers), exc)
+                for kb, value, timestamp in rows:
+                    try:
+                        vb = vser(value)
+                    except Exception as exc:
+                        raise self._value_error(value, exc) from exc
+                    if skips is not None and skips.take(topic, kb, vb):
+                        task.skipped_output(topic)
+                        continue
+                    append((kb, vb, timestamp))
+            finally:
+                # The rows serialized before a failure are sent before it is raised, as record by record.
+                if records:
+                    self._send_all(records, rc.headers)
 
         return send_windowed
+
+    def _send_all(self, records: list[_Output], headers: Headers) -> None:
+        """``records`` in one ``send_records`` call; one the log refuses goes to the production handler, as in
+        ``process``, and the records after it are sent on."""
+        topic, send_records = self.topic, self._send_records
+        while records:
+            try:
+                send_records(topic, records, headers=headers or None)
+                return
+            except _NOT_RECORD_ERRORS:
+                raise
+            except BatchSendError as exc:
+                index, error = exc.index, exc.error
+            except LogError as exc:  # before any record was sent (e.g. a closed producer): the first one's
+                index, error = 0, exc
+            if isinstance(error, _NOT_RECORD_ERRORS):
+                raise error
+            kb, vb, timestamp = records[index]
+            self._task.production_error(Record(topic, -1, -1, kb, vb, timestamp, headers), error)
+            records = records[index + 1 :]
 
     def _value_error(self, value: Any, exc: Exception) -> SerdeError:
         return SerdeError(

@@ -176,7 +176,13 @@ class TaskManager:
         sub, _, partition = task_id.partition("_")
         producer = TaskProducer(self._log, self._env.application_id, task_id)
         skips = self._skips.setdefault(task_id, OutputSkips())
-        env = dataclasses.replace(self._env, send=producer.send, send_batch=producer.send_batch, output_skips=skips)
+        env = dataclasses.replace(
+            self._env,
+            send=producer.send,
+            send_batch=producer.send_batch,
+            send_records=producer.send_records,
+            output_skips=skips,
+        )
         task = StreamTask(self._metadata.sub_topologies[int(sub)], int(partition), env)
         self._producers[task_id] = producer
         return task

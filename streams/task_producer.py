@@ -42,6 +42,7 @@ from streams.errors import TaskCorruptedError, TaskMigratedError
 from streams.log.base import (
     DeliveryCallback,
     HeaderPairs,
+    KeyedRecord,
     Log,
     LogError,
     Producer,
@@ -188,6 +189,15 @@ class TaskProducer:
         assert producer is not None
         try:
             producer.send_batch(topic, partition, records, headers=headers, on_last_delivery=on_last_delivery)
+        except _PRODUCER_ERRORS as exc:
+            raise self._error(exc, f"send to {topic!r}") from exc
+
+    def send_records(self, topic: str, records: Sequence[KeyedRecord], *, headers: HeaderPairs | None = None) -> None:
+        """``Producer.send_records`` inside the task's transaction (a window's final results)."""
+        producer = self._producer if self.open else self._begin()
+        assert producer is not None
+        try:
+            producer.send_records(topic, records, headers=headers)
         except _PRODUCER_ERRORS as exc:
             raise self._error(exc, f"send to {topic!r}") from exc
 

@@ -288,8 +288,7 @@ class TimeWindowAggregateProcessor(_WindowAggregate[TimeWindows]):
             # Straight to the sink below: the store's key bytes and the window start are the windowed key's bytes
             # (``windowed_sender``); no ``Windowed`` key, ``Change``, ``to_stream`` or sink call per result.
             pack = _START.pack
-            for kb, t, _, e in self._store.all_entries(lower, upper):
-                sender(kb + pack(t), e[0], e[1])
+            sender((kb + pack(t), e[0], e[1]) for kb, t, _, e in self._store.all_entries(lower, upper))
             self._emitted(close)
             return
         # Each closed window straight from the store's rows to downstream (no list of results in between).

@@ -68,6 +68,37 @@ class StorageFullError(StorageError):
     """No room left to store the records (disk, file system or size limit full); nothing was written."""
 
 
+class BatchSendError(LogError):
+    """``Producer.send_records`` stopped at ``records[index]``, which the log refused with ``error`` (a record's
+    own error, e.g. ``RecordTooLargeError``): the records before it were sent, the ones after it were not. The
+    caller decides about that one record (a production handler) and sends the rest."""
+
+    def __init__(self, index: int, error: LogError) -> None:
+        super().__init__(f"record {index} of the batch: {error}")
+        self.index = index
+        self.error = error
+
+
+#: One record of ``Producer.send_records``: key, value and timestamp (None: the producer's clock).
+KeyedRecord = tuple[bytes | None, bytes | None, int | None]
+
+
+def send_each(
+    send: Callable[..., None], topic: str, records: Sequence[KeyedRecord], headers: HeaderPairs | None
+) -> None:
+    """``send`` of each record of ``records`` to ``topic``, with no partition (the key picks it) and ``headers``,
+    in order: ``Producer.send_records`` on a backend with no faster way. A record's own error stops the batch
+    as ``BatchSendError`` (its index); errors of the producer or its transaction (fenced, no transaction)
+    concern every record and propagate as they are."""
+    for index, (key, value, timestamp) in enumerate(records):
+        try:
+            send(topic, value, key, headers=headers, timestamp=timestamp)
+        except (ProducerFencedError, TransactionError):
+            raise
+        except LogError as exc:
+            raise BatchSendError(index, exc) from exc
+
+
 @dataclass(frozen=True, slots=True)
 class Capabilities:
     """What a backend can do. Code above the log branches on these, never on the URL."""
@@ -277,6 +308,15 @@ class Producer(abc.ABC):
                 headers=headers,
                 on_delivery=on_last_delivery if i == last else None,
             )
+
+    def send_records(self, topic: str, records: Sequence[KeyedRecord], *, headers: HeaderPairs | None = None) -> None:
+        """``send`` of each ``(key, value, timestamp)`` of ``records`` to ``topic``, in order, all with ``headers``
+        and with no partition: each record lands where ``send`` puts it by its key, at its own timestamp
+        (emitted final results of closed windows: many records, one call). Delivery failures reach
+        ``on_delivery_failure`` per record, as with ``send``. A record refused at the send raises
+        ``BatchSendError`` with its index (the records before it were sent); errors of the producer or its
+        transaction raise as ``send`` raises them. Backends may do it faster."""
+        send_each(self.send, topic, records, headers)
 
     @abc.abstractmethod
     def flush(self, timeout: float | None = None) -> None:

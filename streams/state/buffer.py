@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 import struct
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -207,9 +207,13 @@ class SuppressionBuffer(StoreSerdes):
         self.size_bytes -= size
         return out
 
-    def send_due(self, now: int, send: Callable[[bytes, Any, int], None]) -> None:
-        """Evict, in due order, every update of a derived buffer due at or before ``now``, handing each new value
-        to ``send(key bytes, value, timestamp)`` (a delete goes unsent)."""
+    def send_due(self, now: int, send: Callable[[Iterable[tuple[bytes, Any, int]]], None]) -> None:
+        """Evict, in due order, every update of a derived buffer due at or before ``now``, handing the new values
+        to one ``send`` call as rows of ``(key bytes, value, timestamp)`` (a delete goes unsent)."""
+        send(self._evict_due(now))
+
+    def _evict_due(self, now: int) -> Iterator[tuple[bytes, Any, int]]:
+        """``send_due``'s rows, each evicted as it is taken."""
         dues, queues, entries = self._dues, self._queues, self._entries
         size = 0
         try:
@@ -218,7 +222,7 @@ class SuppressionBuffer(StoreSerdes):
                     u = entries.pop(kb)
                     size += u.size
                     if u.new is not None:
-                        send(kb, u.new, u.timestamp)
+                        yield kb, u.new, u.timestamp
         finally:
             self.size_bytes -= size
 

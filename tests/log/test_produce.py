@@ -14,6 +14,7 @@ from streams.log import (
     TopicPartition,
     UnknownTopicError,
 )
+from streams.log.base import BatchSendError
 from streams.log.partitioner import partition_for_key
 from tests.log.helpers import LogCaps, read_records
 
@@ -104,6 +105,51 @@ def test_send_batch_sends_every_record_to_one_partition_and_reports_the_last(
     assert [(r.partition, r.key, r.value, r.headers) for r in records] == [
         (1, b"k%d" % i, b"v%d" % i if i != 3 else None, (("h", b"1"),)) for i in range(5)
     ]
+
+
+def test_send_records_lands_each_record_as_send_without_a_partition(log: Log, unique: Callable[..., str]) -> None:
+    """A window's final results in one call: each record in the partition its key picks, at its own timestamp, with
+    the headers, in order - what ``send`` of each record (no partition) writes, record for record."""
+    per_record, batched = unique(), unique()
+    for topic in (per_record, batched):
+        log.create_topic(topic, 3)
+    base = 1_700_000_000_000
+    rows = [(b"key-%d" % (i % 7), b"v%d" % i if i % 5 else None, base + 1000 * (i % 4) + i) for i in range(40)]
+    headers = [("h", b"1"), ("n", None)]
+    with log.producer() as producer:
+        for key, value, ts in rows:
+            producer.send(per_record, value, key, headers=headers, timestamp=ts)
+        producer.send_records(batched, rows, headers=headers)
+        producer.send_records(batched, [])
+        producer.flush()
+
+    def landed(topic: str) -> dict[int, list[tuple[bytes | None, bytes | None, int, object]]]:
+        by_partition: dict[int, list[tuple[bytes | None, bytes | None, int, object]]] = {}
+        for r in read_all(log, topic, 3, len(rows)):
+            by_partition.setdefault(r.partition, []).append((r.key, r.value, r.timestamp, r.headers))
+        return by_partition
+
+    expected = landed(per_record)
+    assert landed(batched) == expected
+    assert {p: [key for key, *_ in recs] for p, recs in expected.items()} == {
+        p: [key for key, _, _ in rows if partition_for_key(key, 3) == p]
+        for p in {partition_for_key(key, 3) for key, _, _ in rows}
+    }
+
+
+def test_send_records_stops_at_a_refused_record_with_its_index(log: Log, unique: Callable[..., str]) -> None:
+    """A record the log refuses at the send stops the batch: the ones before it were sent, its own error says which."""
+    topic = unique()
+    log.create_topic(topic)
+    too_large = b"x" * (16 * 1024 * 1024 + 1)
+    with log.producer() as producer:
+        with pytest.raises(BatchSendError) as caught:
+            producer.send_records(topic, [(b"a", b"1", 1), (b"b", too_large, 2), (b"c", b"3", 3)])
+        assert caught.value.index == 1
+        assert isinstance(caught.value.error, RecordTooLargeError)
+        producer.send_records(topic, [(b"c", b"3", 3)])
+        producer.flush()
+    assert [(r.key, r.value, r.timestamp) for r in read_all(log, topic, 1, 2)] == [(b"a", b"1", 1), (b"c", b"3", 3)]
 
 
 def test_default_timestamp_is_wall_clock_millis(log: Log, unique: Callable[..., str]) -> None:

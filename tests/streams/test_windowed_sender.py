@@ -8,15 +8,19 @@ bytes could differ (another inner key serde, a partitioner of the sink's own).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from streams import StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver, WindowedSerdes
+from streams.app import StreamsApp
+from streams.log import Log
 from streams.suppress import SuppressProcessor
 from streams.window_ops import TimeWindowAggregateProcessor
 from tests.streams.test_suppress import late_and_jumping_rows
+from tests.support.topics import create_topics, read_to_end
 
 WINDOWS = {
     "tumbling": TimeWindows.of_size_and_grace(10, 3),
@@ -98,3 +102,45 @@ def test_a_sink_that_writes_other_key_bytes_is_not_sent_to_straight(job: str) ->
     assert [(i, (key[:-8], rest)) for i, (key, *rest) in by_json] == [
         (i, (b'"' + key[:-8] + b'"', rest)) for i, (key, *rest) in straight
     ]
+
+
+@pytest.mark.parametrize("job", ["suppress", "emit-final"])
+def test_final_results_batched_to_the_producer_land_as_forwarded_ones(
+    job: str, log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
+    """In an application the straight path hands each batch of final results to the task's producer in one call
+    (``send_records``); the forwarded path sends them one by one. Both write the same records to the same
+    partitions of a 3-partition topic (each key's partition by its bytes), in the same order, with the same
+    timestamps and headers, on SQLite and on the Kafka-protocol test broker."""
+    source, straight, forwarded, app_id = names("in"), names("straight"), names("forwarded"), names("finals")
+    log.create_topic(source, 1)
+    create_topics(log, 3, straight, forwarded)
+    windows = TimeWindows.of_size_with_no_grace(10)
+    b = StreamsBuilder()
+    stream = b.stream(source, key=str, value=str)
+    for store, to_sink in (
+        ("straight", lambda s: s.to(straight, value=int)),
+        ("forwarded", lambda s: s.map_values(lambda v: v).to(forwarded, value=int)),
+    ):
+        windowed = stream.group_by_key().windowed_by(windows)
+        if job == "suppress":
+            table = windowed.count(store=store).suppress(Suppressed.until_window_closes())
+        else:
+            table = windowed.count(store=store, emit_strategy="on_window_close")
+        to_sink(table.to_stream())
+    base = 1_700_000_000_000  # (a broker's retention deletes records from 1970 at once)
+    rows = [(f"k{i % 20}", base + i) for i in range(200)] + [("tick", base + 10_000)]  # the tick closes every window
+    with log.producer() as producer:
+        for key, ts in rows:
+            producer.send(source, b"v", key.encode(), timestamp=ts, headers=[("i", b"%d" % ts)])
+        producer.flush()
+    app = StreamsApp(b.build(), app_id, log_url, state_dir=tmp_path / "state", commit_interval_ms=100)
+    with app:
+        assert app.wait_until(lambda a: a.metrics()["processed"] >= len(rows), 60), app.metrics()
+    landed = {
+        topic: sorted((r.partition, r.offset, r.key, r.value, r.timestamp, r.headers) for r in read_to_end(log, topic))
+        for topic in (straight, forwarded)
+    }
+    assert len(landed[straight]) == 200  # 20 windows of 10 keys each
+    assert landed[straight] == landed[forwarded]
+    assert len({partition for partition, *_ in landed[straight]}) == 3

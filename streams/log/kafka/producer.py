@@ -11,8 +11,10 @@ import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
 
 from streams.log.base import (
+    BatchSendError,
     DeliveryCallback,
     HeaderPairs,
+    KeyedRecord,
     LogError,
     LogTimeoutError,
     Producer,
@@ -20,6 +22,7 @@ from streams.log.base import (
     Record,
     RecordMetadata,
     TopicPartition,
+    TransactionError,
     TransactionState,
     UnknownTopicError,
     check_offsets,
@@ -147,6 +150,44 @@ class KafkaProducer(Producer):
             self._producer.poll(0)
         except KafkaException as exc:
             raise self._send_error(exc, topic) from exc
+
+    def send_records(self, topic: str, records: Sequence[KeyedRecord], *, headers: HeaderPairs | None = None) -> None:
+        """The checks and the callback look-up once, then one ``produce`` per record with its own timestamp and
+        ``ANY_PARTITION``: librdkafka's partitioner hashes the key, as for ``send`` without a partition (a
+        window's final results sent in one call)."""
+        if not records:
+            return
+        if self._closed:
+            raise LogError("the producer is closed")
+        self.transaction.check_send()
+        self._check_target(topic, None, records[0][0])
+        compacted = self._topics[topic][1]
+        callback = self._plain_callbacks.get(topic)
+        if callback is None:
+            callback = self._plain_callbacks[topic] = self._delivery_callback(topic, None)
+        header_list: list[tuple[str, str | bytes | None]] | None = None if headers is None else list(headers)
+        producer = self._producer
+        index = 0
+        try:
+            for index, (key, value, timestamp) in enumerate(records):  # index: of a failure
+                if key is None and compacted:
+                    raise BatchSendError(index, LogError(f"topic {topic!r} is compacted: every record needs a key"))
+                produce_record(
+                    producer,
+                    topic,
+                    value,
+                    key,
+                    ANY_PARTITION,
+                    callback,
+                    NOW if timestamp is None else timestamp,
+                    header_list,
+                )
+            producer.poll(0)
+        except KafkaException as exc:
+            error = self._send_error(exc, topic)
+            if isinstance(error, (ProducerFencedError, TransactionError)):
+                raise error from exc
+            raise BatchSendError(index, error) from exc
 
     def _delivery_callback(
         self, topic: str, on_delivery: DeliveryCallback | None
