@@ -16,6 +16,7 @@ import pytest
 
 from streams import StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver, WindowedSerdes
 from streams.app import StreamsApp
+from streams.errors import ProductionError
 from streams.log import Log
 from streams.suppress import SuppressProcessor
 from streams.window_ops import TimeWindowAggregateProcessor
@@ -144,3 +145,44 @@ def test_final_results_batched_to_the_producer_land_as_forwarded_ones(
     assert len(landed[straight]) == 200  # 20 windows of 10 keys each
     assert landed[straight] == landed[forwarded]
     assert len({partition for partition, *_ in landed[straight]}) == 3
+
+
+@pytest.mark.parametrize("setting", ["fail", "continue"])
+def test_a_final_result_the_log_refuses_goes_to_the_production_handler_and_the_rest_are_sent(
+    setting: str, log: Log, log_url: str, names: Callable[[str], str], tmp_path: Path
+) -> None:
+    """The middle one of a batch of three final results is above the log's record size limit (refused at the send):
+    "fail" stops the application naming it, with the one before it sent; "continue" drops it alone."""
+    from tests.streams.test_error_handlers import BIG
+
+    source, out, app_id = names("in"), names("out"), names("finals")
+    create_topics(log, 1, source, out)
+    b = StreamsBuilder()
+    counts = b.stream(source, key=str, value=str).group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(10))
+    too_large_at_two = (lambda n: b"x" * BIG if n == 2 else b"%d" % n, int)
+    counts.count(store="counts", emit_strategy="on_window_close").to_stream().to(out, value=too_large_at_two)
+    base = 1_700_000_000_000
+    rows = [("k1", base), ("k2", base + 1), ("k2", base + 2), ("k3", base + 3), ("tick", base + 1000)]
+    with log.producer() as producer:
+        for key, ts in rows:
+            producer.send(source, b"v", key.encode(), timestamp=ts)
+        producer.flush()
+    app = StreamsApp(
+        b.build(),
+        app_id,
+        log_url,
+        state_dir=tmp_path / "state",
+        commit_interval_ms=100,
+        production_exception_handler=setting,
+    )
+    if setting == "fail":
+        with pytest.raises(ProductionError, match=rf"cannot send to topic '{out}' .*RecordTooLargeError"):
+            app.run()
+        expected = [b"k1"]
+    else:
+        with app:
+            assert app.wait_until(lambda a: a.metrics()["processed"] >= len(rows), 60), app.metrics()
+        expected = [b"k1", b"k3"]
+    landed = [(r.key[:-8], r.value, r.timestamp) for r in read_to_end(log, out, quiet=0.5)]
+    assert [key for key, _, _ in landed] == expected
+    assert all(value == b"1" for _, value, _ in landed)
