@@ -117,6 +117,20 @@ class KafkaProducer(Producer):
             self.transaction.fence()
         return error
 
+    def _batch_callback(
+        self, topic: str, partition: int | None, first_key: bytes | None
+    ) -> Callable[[KafkaError | None, Any], None]:
+        """A batch's checks, once (the producer open, the transaction, the topic and partition), and the topic's
+        delivery callback for its records."""
+        if self._closed:
+            raise LogError("the producer is closed")
+        self.transaction.check_send()
+        self._check_target(topic, partition, first_key)
+        callback = self._plain_callbacks.get(topic)
+        if callback is None:
+            callback = self._plain_callbacks[topic] = self._delivery_callback(topic, None)
+        return callback
+
     def send_batch(
         self,
         topic: str,
@@ -129,15 +143,9 @@ class KafkaProducer(Producer):
         """The checks once, then one ``produce`` per record (a changelog flush sends thousands)."""
         if not records:
             return
-        if self._closed:
-            raise LogError("the producer is closed")
-        self.transaction.check_send()
-        self._check_target(topic, partition, records[0][0])
+        callback = self._batch_callback(topic, partition, records[0][0])
         if self._topics[topic][1] and None in map(itemgetter(0), records):
             raise LogError(f"topic {topic!r} is compacted: every record needs a key")
-        callback = self._plain_callbacks.get(topic)
-        if callback is None:
-            callback = self._plain_callbacks[topic] = self._delivery_callback(topic, None)
         header_list: list[tuple[str, str | bytes | None]] | None = None if headers is None else list(headers)
         try:
             producer = self._producer
@@ -157,14 +165,8 @@ class KafkaProducer(Producer):
         window's final results sent in one call)."""
         if not records:
             return
-        if self._closed:
-            raise LogError("the producer is closed")
-        self.transaction.check_send()
-        self._check_target(topic, None, records[0][0])
+        callback = self._batch_callback(topic, None, records[0][0])
         compacted = self._topics[topic][1]
-        callback = self._plain_callbacks.get(topic)
-        if callback is None:
-            callback = self._plain_callbacks[topic] = self._delivery_callback(topic, None)
         header_list: list[tuple[str, str | bytes | None]] | None = None if headers is None else list(headers)
         producer = self._producer
         index = 0
