@@ -26,7 +26,6 @@ Stream time here is the suppression's own: the largest timestamp of the updates 
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
@@ -39,12 +38,12 @@ from streams.state.buffer import BufferedUpdate, SuppressionBuffer
 from streams.state.timed import MAX_TIME, FlushedChange
 from streams.state.window import WindowStore
 from streams.table_ops import TableOptions, TableProcessor
+from streams.windowed_serdes import pack_window_start
 from streams.windows import TimeWindow, Windowed, to_millis
 
 __all__ = ["BufferConfig", "SuppressProcessor", "Suppressed"]
 
 _UNKNOWN = -(2**63)  # no suppression time kept with the window store yet
-_START = struct.Struct(">q")  # a window start after the store's key bytes: a derived buffer's key
 
 
 class BufferConfig:
@@ -202,7 +201,7 @@ class SuppressProcessor(TableProcessor):
             if direct and not len(self._buffer):
                 self._listen(windows, size, offset)
             return
-        pack = _START.pack
+        pack = pack_window_start
         updates = []
         for kb, start, _, entry in windows.all_entries(0, MAX_TIME):
             due = start + size + offset

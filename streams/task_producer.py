@@ -123,9 +123,7 @@ class TaskProducer:
             return
         abort, self.open = self.open and not self.fenced, False
         if wait and not self.fenced:
-            if abort:
-                _abort_quietly(producer, self.task_id)
-            _close_quietly(producer)
+            _abort_and_close(producer, abort, self.task_id)
             return
         # Off the stream thread: a fenced Kafka producer may wait out its timeout on close, and so may a lost
         # task's abort (a zombie's, on a broker that does not answer its EndTxn: the test broker held a woken
@@ -242,15 +240,11 @@ class TaskProducer:
 
 def _abort_and_close(producer: Producer, abort: bool, task_id: str) -> None:
     if abort:
-        _abort_quietly(producer, task_id)
+        try:
+            producer.abort_transaction()
+        except LogError as exc:
+            log.debug("task %s: abort on close failed: %s", task_id, exc)
     _close_quietly(producer)
-
-
-def _abort_quietly(producer: Producer, task_id: str) -> None:
-    try:
-        producer.abort_transaction()
-    except LogError as exc:
-        log.debug("task %s: abort on close failed: %s", task_id, exc)
 
 
 def _close_quietly(producer: Producer) -> None:

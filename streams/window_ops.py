@@ -17,7 +17,6 @@ keeps the windows that wait.
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -31,12 +30,12 @@ from streams.state.segments import Entry
 from streams.state.timed import MAX_TIME
 from streams.state.window import WindowStore
 from streams.table_ops import Aggregating
+from streams.windowed_serdes import pack_window_start
 from streams.windows import SessionWindow, SessionWindows, SlidingWindows, TimeWindow, TimeWindows, Windowed
 
 __all__ = ["SessionWindowAggregateProcessor", "SlidingWindowAggregateProcessor", "TimeWindowAggregateProcessor"]
 
 log = logging.getLogger("streams.windows")
-_START = struct.Struct(">q")  # a window start after the store's key bytes: a time-windowed key's bytes
 _UNRESOLVED = object()
 
 Initializer = Callable[[], Any] | None
@@ -287,7 +286,7 @@ class TimeWindowAggregateProcessor(_WindowAggregate[TimeWindows]):
         if sender is not None:
             # Straight to the sink below: the store's key bytes and the window start are the windowed key's bytes
             # (``windowed_sender``); no ``Windowed`` key, ``Change``, ``to_stream`` or sink call per result.
-            pack = _START.pack
+            pack = pack_window_start
             sender((kb + pack(t), e[0], e[1]) for kb, t, _, e in self._store.all_entries(lower, upper))
             self._emitted(close)
             return

@@ -27,9 +27,13 @@ from streams.record_serdes import (
 )
 from streams.windows import SessionWindow, TimeWindow, Windowed, to_millis
 
-__all__ = ["SessionWindowedSerde", "TimeWindowedSerde", "WindowedSerdes"]
+__all__ = ["SessionWindowedSerde", "TimeWindowedSerde", "WindowedSerdes", "pack_window_start"]
 
 _LONG = struct.Struct(">q")
+#: The window start as a time-windowed key's bytes end with it (``TimeWindowedSerde``: the inner key's bytes, then
+#: the start): ``key bytes + pack_window_start(start)`` is the key a sink writes for a window store's key bytes, which
+#: final results sent straight from a store or a suppression buffer rely on.
+pack_window_start = _LONG.pack
 _TWO_LONGS = struct.Struct(">qq")
 _IMMUTABLE = (str, bytes, int, float)  # key types whose bytes may be remembered by identity
 

@@ -31,6 +31,7 @@ import orjson
 from streams.state.base import ChangelogSink, Headers
 from streams.state.store_serdes import StoreSerdes
 from streams.state.timed import META_KEY
+from streams.windowed_serdes import pack_window_start
 
 if TYPE_CHECKING:
     from streams.processor import RecordContext
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["BufferedUpdate", "SuppressionBuffer"]
 
 _HEAD = struct.Struct(">qqi")
-_START = struct.Struct(">q")  # a window start after a window store's key bytes: a window's key in ``put_windows``
 
 
 class BufferedUpdate:
@@ -156,7 +156,7 @@ class SuppressionBuffer(StoreSerdes):
         without ``windowed``: a suppression that emits by key bytes, ``send_due``). ``observed``, the buffer's
         stream time, follows the timestamps, and ``emit(observed)`` runs as soon as an update is due by it. Returns
         the stream time."""
-        entries, queues, dues, pack = self._entries, self._queues, self._dues, _START.pack
+        entries, queues, dues, pack = self._entries, self._queues, self._dues, pack_window_start
         seq = self._seq
         try:
             for kb, key, start, entry, ts in changes:

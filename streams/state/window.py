@@ -29,13 +29,13 @@ class WindowStore(TimeKeyedStore):
     def put(self, key: Any, value: Any, window_start: int, timestamp: int | None = None) -> None:
         """Store ``value`` for ``key``'s window starting at ``window_start`` (None deletes it, except with
         duplicates retained, where it is ignored). ``timestamp``: the value's, else the current record's."""
+        if window_start < 0:  # as a Window's start (and Kafka's): the segments' keys order them from 0
+            raise ValueError(f"window store {self.name!r}: window start {window_start} of key {key!r} is negative")
         seq = 0
         if self.retain_duplicates:
             if value is None:
                 return
             self._seq = seq = (self._seq + 1) & 0x7FFFFFFF
-        if window_start < 0:  # as a Window's start (and Kafka's): the segments' keys order them from 0
-            raise ValueError(f"window store {self.name!r}: window start {window_start} of key {key!r} is negative")
         ts = self._rc.timestamp if timestamp is None else timestamp
         self.put_entry(self.key_bytes(key), key, window_start, seq, None if value is None else (value, ts))
 

@@ -184,12 +184,15 @@ class KafkaProducer(Producer):
                     NOW if timestamp is None else timestamp,
                     header_list,
                 )
-            producer.poll(0)
         except KafkaException as exc:
             error = self._send_error(exc, topic)
             if isinstance(error, (ProducerFencedError, TransactionError)):
                 raise error from exc
             raise BatchSendError(index, error) from exc
+        try:
+            producer.poll(0)  # (every record is queued: an error here is the producer's, not one record's)
+        except KafkaException as exc:
+            raise self._send_error(exc, topic) from exc
 
     def _delivery_callback(
         self, topic: str, on_delivery: DeliveryCallback | None
