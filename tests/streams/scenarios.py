@@ -7,6 +7,7 @@ written that way so they can be compared line by line with Kafka Streams' own te
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -103,3 +104,13 @@ class StreamTableJoin:
     def results(self) -> list[Row]:
         """The joined records since the last call."""
         return [(r.key, r.value, r.timestamp) for r in self.out.read_records()]
+
+
+def late_and_jumping_rows(seed: int) -> list[Row]:
+    """400 records of 5 keys, time rising 2 a record, some up to 12 late (within and past grace), two jumps."""
+    rng = random.Random(seed)
+    rows: list[Row] = []
+    for i in range(400):
+        ts = 2 * i + (100 if i >= 150 else 0) + (300 if i >= 320 else 0)
+        rows.append((f"k{rng.randrange(5)}", "v", max(0, ts - rng.choice((0, 0, 0, 0, 3, 5, 12)))))
+    return rows

@@ -21,16 +21,14 @@ from streams import (
 from streams.app import StreamsApp
 from streams.log import Log, Record, TopicPartition
 from streams.topology import Topology
-from tests.support.topics import create_topics, produce, read_to_end
-
-BIG = 9 * 1024 * 1024  # above both logs' record limit (SQLite 8 MiB; librdkafka's message.max.bytes 1 MB)
+from tests.support.topics import ABOVE_RECORD_LIMITS, create_topics, produce, read_to_end
 
 
 def shout(value: str) -> str:
     """Upper-cases; raises on ``"poison"``; makes ``"big"`` an output no log takes."""
     if value == "poison":
         raise ValueError("cannot shout poison")
-    return "x" * BIG if value == "big" else value.upper()
+    return "x" * ABOVE_RECORD_LIMITS if value == "big" else value.upper()
 
 
 def shouting(src: str, out: str) -> Topology:

@@ -6,7 +6,6 @@ early or stop the application.
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from streams import (
     WindowedSerdes,
 )
 from streams.suppress import BufferConfig as NestedBufferConfig
-from tests.streams.scenarios import Build, Row, pipe, piped, read_rows
+from tests.streams.scenarios import Build, Row, late_and_jumping_rows, pipe, piped, read_rows
 
 #: the table's updates (k1 -> v1, k1 -> v2, k2 -> v1) and the counts per value they make, unsuppressed
 UPDATES: list[Row] = [("k1", "v1", 0), ("k1", "v2", 1), ("k2", "v1", 2)]
@@ -250,16 +249,6 @@ def test_until_window_closes_needs_a_windowed_table_and_a_strict_buffer() -> Non
     with pytest.raises(TopologyError, match="needs a buffer that shuts down when full"):
         Suppressed.until_window_closes(BufferConfig.max_records(10))
     assert Suppressed.BufferConfig is NestedBufferConfig  # type: ignore[attr-defined]
-
-
-def late_and_jumping_rows(seed: int) -> list[Row]:
-    """400 records of 5 keys, time rising 2 a record, some up to 12 late (within and past grace), two jumps."""
-    rng = random.Random(seed)
-    rows: list[Row] = []
-    for i in range(400):
-        ts = 2 * i + (100 if i >= 150 else 0) + (300 if i >= 320 else 0)
-        rows.append((f"k{rng.randrange(5)}", "v", max(0, ts - rng.choice((0, 0, 0, 0, 3, 5, 12)))))
-    return rows
 
 
 @pytest.mark.parametrize(

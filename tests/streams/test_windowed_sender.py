@@ -20,8 +20,8 @@ from streams.errors import ProductionError
 from streams.log import Log
 from streams.suppress import SuppressProcessor
 from streams.window_ops import TimeWindowAggregateProcessor
-from tests.streams.test_suppress import late_and_jumping_rows
-from tests.support.topics import create_topics, read_to_end
+from tests.streams.scenarios import late_and_jumping_rows
+from tests.support.topics import ABOVE_RECORD_LIMITS, create_topics, read_to_end
 
 WINDOWS = {
     "tumbling": TimeWindows.of_size_and_grace(10, 3),
@@ -153,13 +153,11 @@ def test_a_final_result_the_log_refuses_goes_to_the_production_handler_and_the_r
 ) -> None:
     """The middle one of a batch of three final results is above the log's record size limit (refused at the send):
     "fail" stops the application naming it, with the one before it sent; "continue" drops it alone."""
-    from tests.streams.test_error_handlers import BIG
-
     source, out, app_id = names("in"), names("out"), names("finals")
     create_topics(log, 1, source, out)
     b = StreamsBuilder()
     counts = b.stream(source, key=str, value=str).group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(10))
-    too_large_at_two = (lambda n: b"x" * BIG if n == 2 else b"%d" % n, int)
+    too_large_at_two = (lambda n: b"x" * ABOVE_RECORD_LIMITS if n == 2 else b"%d" % n, int)
     counts.count(store="counts", emit_strategy="on_window_close").to_stream().to(out, value=too_large_at_two)
     base = 1_700_000_000_000
     rows = [("k1", base), ("k2", base + 1), ("k2", base + 2), ("k3", base + 3), ("tick", base + 1000)]

@@ -11,6 +11,10 @@ import orjson
 
 from streams.log import OFFSET_BEGINNING, Log, Producer, Record, RecordMetadata, TopicPartition
 
+#: bytes in a record value that every log refuses at the send: above SQLite's record limit (8 MiB) and
+#: librdkafka's ``message.max.bytes`` (1 MB)
+ABOVE_RECORD_LIMITS = 9 * 1024 * 1024
+
 
 def create_topics(lg: Log, partitions: int, *topics: str) -> None:
     """Create each of ``topics`` with ``partitions`` partitions."""
