@@ -213,7 +213,7 @@ def _window_committing(hopping: bool, final: str) -> Callable[[int], None]:
 
     from streams import StreamsBuilder, Suppressed, TimeWindows, TopologyTestDriver
     from streams.gc_tuning import STREAMS_THRESHOLDS
-    from streams.log import Record
+    from streams.log import RecordColumns
 
     gc.set_threshold(*STREAMS_THRESHOLDS)
 
@@ -242,11 +242,14 @@ def _window_committing(hopping: bool, final: str) -> Callable[[int], None]:
         if count % 1000:  # each run commits at every 1,000th record: the difference of two runs, whole commits
             raise ValueError(f"the bench-window-* loops need a multiple of 1,000 records, got {count}")
         first = state["i"]
-        for i in range(first, first + count):
-            task.process(Record("clicks", 0, i, b"key-%d" % (i % 100_000), b'{"n":%d}' % i, base + i * 300))
-            if (i + 1) % 1000 == 0:
-                task.flush()
-                task.committed(task.offsets_to_commit())
+        for at in range(first, first + count, 1000):  # a run of 1,000 records as the stream thread polls them
+            offsets = list(range(at, at + 1000))
+            keys = [b"key-%d" % (i % 100_000) for i in offsets]
+            values = [b'{"n":%d}' % i for i in offsets]
+            timestamps = [base + i * 300 for i in offsets]
+            task.process_run(RecordColumns("clicks", 0, offsets, keys, values, timestamps, [()] * 1000))
+            task.flush()
+            task.committed(task.offsets_to_commit())
         state["i"] = first + count
         out.read_records()  # drop what was emitted, as a consumer would
 

@@ -158,25 +158,25 @@ class StreamThread(threading.Thread):
         while not self._stop_event.is_set():
             if self._target is not None or self._lose_reason is not None:
                 self._apply_mailbox()
-            records = consumer.poll(poll_timeout, max_records)
-            if records:
+            runs = consumer.poll_runs(poll_timeout, max_records)
+            if runs:
                 by_topic = tasks.by_topic
-                started = time.perf_counter()  # one clock read per record: each task's time is the gap before it
-                for rec in records:
-                    partitions = by_topic.get(rec.topic)
-                    task = partitions.get(rec.partition) if partitions is not None else None
+                started = time.perf_counter()  # one clock read per run: each task's time is the gap before it
+                for run in runs:
+                    partitions = by_topic.get(run.topic)
+                    task = partitions.get(run.partition) if partitions is not None else None
                     if task is None:
                         continue
                     try:
-                        task.process(rec)
+                        task.process_run(run)
                     except LostTask as exc:
                         tasks.lose(task, exc)
                         by_topic = tasks.by_topic
                     done = time.perf_counter()
-                    task.processed += 1
+                    task.processed += len(run)
                     task.process_seconds += done - started
                     started = done
-                self.processed += len(records)
+                self.processed += sum(map(len, runs))
                 unflushed = True
             if standbys.tasks:
                 standbys.poll()

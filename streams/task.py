@@ -34,10 +34,12 @@ from streams.log.base import (
     LogTimeoutError,
     ProducerFencedError,
     Record,
+    RecordColumns,
     StorageError,
     TopicPartition,
     TransactionError,
     UnknownTopicError,
+    runs_of,
     send_each,
 )
 from streams.metadata import TopicNames
@@ -435,45 +437,57 @@ class StreamTask:
     # -- processing ------------------------------------------------------------------------------------
 
     def process(self, rec: Record) -> None:
-        inp = self._inputs[rec.topic]
-        offset = rec.offset
-        inp.next_offset = offset + 1
-        try:
-            key = inp.kde(rec.key)
-        except Exception as exc:
-            self._deserialization_error(rec, True, exc)
-            return
-        try:
-            value = inp.vde(rec.value)
-        except Exception as exc:
-            self._deserialization_error(rec, False, exc)
-            return
-        ts = rec.timestamp
-        if inp.extractor is not None:
-            ts = self._extract(inp, rec, key, value)
-            if ts < 0:
-                return
-        elif ts < 0:
-            raise StreamsError(
-                f"task {self.id}: the record at {rec.topic}[{rec.partition}] offset {offset} has the invalid "
-                f"timestamp {ts}: give the source a timestamp extractor that handles it (streams.extractors)"
-            )
+        """Process one consumed record (``process_run`` of a run of one)."""
+        self.process_run(runs_of((rec,))[0])
+
+    def process_run(self, run: RecordColumns) -> None:
+        """Process a run of consumed records of one input partition, in order (what the stream thread polls: no
+        ``Record`` per message, the input's look-ups once per run)."""
+        topic, partition = run.topic, run.partition
+        inp = self._inputs[topic]
+        kde, vde, forward, extractor = inp.kde, inp.vde, inp.forward, inp.extractor
         rc = self.record_context
-        rc.topic = rec.topic
-        rc.partition = rec.partition
-        rc.offset = offset
-        rc.timestamp = ts
-        rc.headers = rec.headers
-        if ts > self.stream_time:
-            self.stream_time = ts
-        try:
-            inp.forward(key, value)
-        except StreamsError:
-            raise
-        except Exception as exc:
-            self._processing_error(rec, exc)
-        if self._stream_puncts:
-            self._punctuate_stream()
+        headers = run.headers if run.headers is not None else [()] * len(run.offsets)
+        for offset, kb, vb, record_ts, hs in zip(
+            run.offsets, run.keys, run.values, run.timestamps, headers, strict=True
+        ):
+            inp.next_offset = offset + 1
+            try:
+                key = kde(kb)
+            except Exception as exc:
+                self._deserialization_error(Record(topic, partition, offset, kb, vb, record_ts, hs), True, exc)
+                continue
+            try:
+                value = vde(vb)
+            except Exception as exc:
+                self._deserialization_error(Record(topic, partition, offset, kb, vb, record_ts, hs), False, exc)
+                continue
+            ts = record_ts
+            if extractor is not None:
+                ts = self._extract(inp, Record(topic, partition, offset, kb, vb, record_ts, hs), key, value)
+                if ts < 0:
+                    continue
+            elif ts < 0:
+                raise StreamsError(
+                    f"task {self.id}: the record at {topic}[{partition}] offset {offset} has the invalid "
+                    f"timestamp {ts}: give the source a timestamp extractor that handles it (streams.extractors)"
+                )
+            # (every field, every record: a punctuation or a processor may have changed them)
+            rc.topic = topic
+            rc.partition = partition
+            rc.offset = offset
+            rc.timestamp = ts
+            rc.headers = hs
+            if ts > self.stream_time:
+                self.stream_time = ts
+            try:
+                forward(key, value)
+            except StreamsError:
+                raise
+            except Exception as exc:
+                self._processing_error(Record(topic, partition, offset, kb, vb, record_ts, hs), exc)
+            if self._stream_puncts:
+                self._punctuate_stream()
 
     def _wall_clock_timestamp(self, record: ConsumedRecord, partition_time: int) -> int:
         return self.clock.now_ms()

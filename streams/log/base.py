@@ -210,6 +210,29 @@ class RecordColumns:
         return len(self.offsets)
 
 
+def runs_of(records: Sequence[Record]) -> list[RecordColumns]:
+    """``records`` (in poll order) as ``RecordColumns`` with headers, one per run of consecutive records of one
+    partition: the same records in the same order (what ``Consumer.poll_runs`` returns)."""
+    runs: list[list[Record]] = []
+    for record in records:
+        if runs and (runs[-1][0].topic, runs[-1][0].partition) == (record.topic, record.partition):
+            runs[-1].append(record)
+        else:
+            runs.append([record])
+    return [
+        RecordColumns(
+            run[0].topic,
+            run[0].partition,
+            [r.offset for r in run],
+            [r.key for r in run],
+            [r.value for r in run],
+            [r.timestamp for r in run],
+            [r.headers for r in run],
+        )
+        for run in runs
+    ]
+
+
 def columns_of(records: Sequence[Record], *, headers: bool = False) -> list[RecordColumns]:
     """``records`` (in poll order) as ``RecordColumns``, one per partition in the order each first appears."""
     groups: dict[tuple[str, int], list[Record]] = {}
@@ -492,6 +515,13 @@ class Consumer(abc.ABC):
         positions as ``poll`` gives, without a ``Record`` per message where the backend can do so (both of ours
         do); this default builds them from ``poll`` so that any backend has it."""
         return columns_of(self.poll(timeout, max_records), headers=headers)
+
+    def poll_runs(self, timeout: float = 1.0, max_records: int = 500) -> list[RecordColumns]:
+        """``poll``, in the same order, as columns: one ``RecordColumns`` (headers included) per run of
+        consecutive records of one partition. What a stream thread reads: it hands each run to its task in one
+        call, with no ``Record`` per message, and the records keep their poll order across partitions (a task
+        reading two topics sees them interleaved as polled). This default builds them from ``poll``."""
+        return runs_of(self.poll(timeout, max_records))
 
     @abc.abstractmethod
     def seek(self, tp: TopicPartition, offset: int) -> None: ...

@@ -1,11 +1,14 @@
-"""Contract: ``Consumer.poll_columns`` reads the records ``poll`` reads, as one list per field and partition."""
+"""Contract: ``Consumer.poll_columns`` reads the records ``poll`` reads, as one list per field and partition;
+``Consumer.poll_runs`` reads them in runs of one partition, in poll order."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 
 from streams.log import OFFSET_BEGINNING, Consumer, Log, Record, RecordColumns, TopicPartition
+from streams.log.base import runs_of
 from tests.log.helpers import produce_values, read_records
 
 PARTITIONS = 3
@@ -140,3 +143,50 @@ def test_poll_columns_tells_the_partitions_of_several_topics_apart(log: Log, uni
         for i in (0, 1)
         for p in (0, 1)
     }
+
+
+def _read_runs(consumer: Consumer, count: int, default: bool = False) -> list[list[RecordColumns]]:
+    """Each ``poll_runs`` answer (``default``: the base class's, built from ``poll``) until ``count`` records came."""
+    polls: list[list[RecordColumns]] = []
+    deadline = time.monotonic() + 15.0
+    while sum(len(c) for runs in polls for c in runs) < count and time.monotonic() < deadline:
+        runs = Consumer.poll_runs(consumer, 0.5, max_records=11) if default else consumer.poll_runs(0.5, max_records=11)
+        if runs:
+            polls.append(runs)
+    return polls
+
+
+def test_poll_runs_reads_the_records_poll_reads_in_runs_of_one_partition(log: Log, unique: Callable[..., str]) -> None:
+    topic = unique()
+    _topic_with_mixed_records(log, topic)
+    with _assigned(log, topic) as by_record:
+        records = read_records(by_record, COUNT)
+    for default in (False, True):
+        with _assigned(log, topic) as by_run:
+            polls = _read_runs(by_run, COUNT, default)
+            positions = {p: by_run.position(TopicPartition(topic, p)) for p in range(PARTITIONS)}
+        for runs in polls:
+            assert sum(len(c) for c in runs) <= 11
+            # each run as long as it can be: the next run of the same poll is another partition's
+            assert all(a.partition != b.partition for a, b in itertools.pairwise(runs))
+            for c in runs:
+                assert c.headers is not None and len(c.headers) == len(c)  # headers always
+                assert c.offsets == list(range(c.offsets[0], c.offsets[0] + len(c)))
+        assert _per_partition(_as_records([c for runs in polls for c in runs])) == _per_partition(records)
+        assert positions == {p: COUNT // PARTITIONS for p in range(PARTITIONS)}
+
+
+def test_runs_of_keeps_the_poll_order_across_partitions() -> None:
+    """The default ``poll_runs`` splits where the partition changes and never regroups: a task reading two topics
+    sees their records interleaved as they were polled."""
+    polled = [Record("a", 0, 0, b"k", b"1", 1), Record("a", 0, 1, b"k", b"2", 2), Record("b", 0, 0, None, b"3", 3)]
+    polled += [Record("a", 0, 2, b"k", b"4", 4, (("h", b"v"),)), Record("a", 1, 0, b"k", b"5", 5)]
+    runs = runs_of(polled)
+    assert [(c.topic, c.partition, c.offsets) for c in runs] == [
+        ("a", 0, [0, 1]),
+        ("b", 0, [0]),
+        ("a", 0, [2]),
+        ("a", 1, [0]),
+    ]
+    assert _as_records(runs) == polled
+    assert runs_of([]) == []

@@ -220,6 +220,44 @@ class KafkaConsumer(Consumer):
             self._positions[TopicPartition(topic, partition)] = offsets[-1] + 1
         return out
 
+    def poll_runs(self, timeout: float = 1.0, max_records: int = 500) -> list[RecordColumns]:
+        # As ``poll_columns``, but split where the partition changes instead of grouped: the poll order is kept.
+        messages = self._messages(timeout, max_records)
+        if not messages:
+            return []
+        out = []
+        for (topic, partition), run in self._runs(messages):
+            offsets: list[int] = cast("list[int]", list(map(Message.offset, run)))
+            out.append(
+                RecordColumns(
+                    topic,
+                    partition,
+                    offsets,
+                    list(map(Message.key, run)),
+                    list(map(Message.value, run)),
+                    list(map(_SECOND, map(Message.timestamp, run))),
+                    [() if h is None else tuple(h) for h in map(Message.headers, run)],
+                )
+            )
+            self._positions[TopicPartition(topic, partition)] = offsets[-1] + 1
+        return out
+
+    def _runs(self, messages: list[Any]) -> list[tuple[tuple[str, int], list[Any]]]:
+        """``messages`` as runs of consecutive messages of one partition, in order (librdkafka hands out a fetched
+        batch of one partition at a time: a poll has few runs, often one)."""
+        first = messages[0]
+        one_topic = len({tp.topic for tp in self._positions}) == 1
+        keys: list[Any] = (
+            list(map(Message.partition, messages))
+            if one_topic
+            else [(msg.topic(), msg.partition()) for msg in messages]
+        )
+        if keys.count(keys[0]) == len(keys):
+            return [((first.topic(), first.partition()), messages)]
+        cuts = [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]]
+        bounds = zip([0, *cuts], [*cuts, len(keys)], strict=True)
+        return [((messages[a].topic(), messages[a].partition()), messages[a:b]) for a, b in bounds]
+
     def _by_partition(self, messages: list[Any]) -> list[tuple[tuple[str, int], list[Any]]]:
         """``messages`` grouped by partition, in the order each partition first appears (librdkafka returns one
         partition's messages in offset order). librdkafka hands out only the assigned partitions' messages, so a

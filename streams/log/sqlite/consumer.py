@@ -149,6 +149,10 @@ class SqliteConsumer(Consumer):
             for o, k, v, ts, h in rows
         ]
 
+    def poll_runs(self, timeout: float = 1.0, max_records: int = 500) -> list[RecordColumns]:
+        # ``poll`` returns one partition's rows after another: its runs are ``poll_columns``' partitions.
+        return self.poll_columns(timeout, max_records, headers=True)
+
     @translated
     def poll_columns(
         self, timeout: float = 1.0, max_records: int = 500, *, headers: bool = False
