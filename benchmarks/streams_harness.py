@@ -38,6 +38,7 @@ from results_file import add_json_option
 from streams import StreamsBuilder
 from streams.app import StreamsApp
 from streams.log import Log, open_log
+from streams.log.kafka.log import FETCH_QUEUE_BACKOFF_MS
 from tests.support.broker import TEST_CLIENT_OPTIONS, TansuBroker
 
 if TYPE_CHECKING:
@@ -198,7 +199,10 @@ def quix_app(bootstrap: str, state_dir: Path, guarantee: QuixGuarantee = "at-lea
         auto_offset_reset="earliest",
         state_dir=str(state_dir),
         loglevel="WARNING",
-        consumer_extra_config={k: int(v) for k, v in TEST_CLIENT_OPTIONS.items()},
+        consumer_extra_config={
+            **{k: int(v) for k, v in TEST_CLIENT_OPTIONS.items()},
+            "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,  # as our log's consumers
+        },
         processing_guarantee=guarantee,
     )
 

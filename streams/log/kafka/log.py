@@ -53,11 +53,16 @@ from streams.log.kafka.consumer import KafkaConsumer
 from streams.log.kafka.producer import KafkaProducer
 from streams.log.lease import GroupLease
 
-__all__ = ["KafkaLog"]
+__all__ = ["FETCH_QUEUE_BACKOFF_MS", "KafkaLog"]
 
 # How long admin calls and metadata look-ups wait for the cluster.
 DEFAULT_TIMEOUT = 30.0
 _LIBRDKAFKA_SESSION_TIMEOUT_MS = 45000
+# librdkafka waits this long (its default: 1000 ms) before it fetches again for a partition whose local queue was
+# over its thresholds; a reader faster than the fetches then finds the queue empty and waits. 1,000,000 records
+# from the test broker by one plain consumer: 4.4 s (32 empty polls of 100 ms) with the default, 0.42 s (none)
+# with 50; a windowed count over them 12.6 s -> 9.0 s. (The streams benchmarks give Quix Streams the same.)
+FETCH_QUEUE_BACKOFF_MS = 50
 
 
 class KafkaLog(Log):
@@ -103,11 +108,7 @@ class KafkaLog(Log):
             "enable.auto.commit": "false",
             "auto.offset.reset": "earliest",
             "allow.auto.create.topics": "false",
-            # librdkafka waits this long (default 1000 ms) before it fetches again for a partition whose local
-            # queue was over its thresholds; a reader faster than the fetches then finds the queue empty and
-            # waits. 1,000,000 records from the test broker by one plain consumer: 4.4 s (32 empty polls of
-            # 100 ms) with the default, 0.42 s (none) with 50; a windowed count over them 12.6 s -> 9.0 s.
-            "fetch.queue.backoff.ms": "50",
+            "fetch.queue.backoff.ms": str(FETCH_QUEUE_BACKOFF_MS),
             **self._options["consumer"],
         }
         self._lock = threading.Lock()
