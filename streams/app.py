@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.assignor import AssignorConfig, task_key
-from streams.config import StreamsConfig, parse_host_port
+from streams.config import DEFAULT_CACHE_MAX_ENTRIES, StreamsConfig, parse_host_port
 from streams.emit_throttle import DEFAULT_EMIT_INTERVAL_MS
 from streams.errors import IllegalStateError, InvalidStateStoreError
 from streams.extractors import extractor_from
@@ -75,7 +75,7 @@ class StreamsApp:
       also how long outputs wait to become visible (Kafka Streams then defaults to 100 ms; the 5 s default
       here is kept for both guarantees, as in Quix Streams: lower it for latency).
     - ``default_store``: ``"rocksdb"`` or ``"memory"`` for stores that do not say.
-    - ``cache_max_entries``: per persistent store, how many deserialized values stay cached.
+    - ``cache_max_entries``: per persistent store, how many deserialized values stay cached (200,000).
     - ``deserialization_error_handler``, ``processing_exception_handler`` (a processor raised; KIP-1033)
       and ``production_exception_handler`` (the log refused an output record, e.g. too large; KIP-1034):
       ``"fail"`` (the default), ``"skip"``, ``"dead_letter:<topic>"`` / ``DeadLetterQueue(topic)`` (not for
@@ -124,7 +124,7 @@ class StreamsApp:
         state_dir: str | Path | None = None,
         commit_interval_ms: int = 5000,
         default_store: str = "rocksdb",
-        cache_max_entries: int = 100_000,
+        cache_max_entries: int = DEFAULT_CACHE_MAX_ENTRIES,
         deserialization_error_handler: Any = "fail",
         processing_exception_handler: Any = "fail",
         production_exception_handler: Any = "fail",

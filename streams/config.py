@@ -30,6 +30,13 @@ def parse_host_port(url: str) -> tuple[str, int]:
     return host, port
 
 
+# Per persistent store (each task's own), how many deserialized values stay cached. A hopping window store holds
+# keys x size / advance windows; at 100,000 a 5-minute window advancing by 1 minute over 25,000 keys a partition
+# (150,000 windows) evicted the windows its next records and its final results read, and a 1,000,000-record
+# count took 23.0 s instead of 19.1-21.0 s (peak RSS 756-764 MiB against 781-783 MiB).
+DEFAULT_CACHE_MAX_ENTRIES = 200_000
+
+
 @dataclass
 class StreamsConfig:
     application_id: str
@@ -37,7 +44,7 @@ class StreamsConfig:
     state_dir: Path | None = None
     commit_interval_ms: int = 5000
     default_store: str = "rocksdb"
-    cache_max_entries: int = 100_000
+    cache_max_entries: int = DEFAULT_CACHE_MAX_ENTRIES
     deserialization_error_handler: Any = "fail"
     processing_exception_handler: Any = "fail"
     production_exception_handler: Any = "fail"

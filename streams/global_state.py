@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.changelog import checkpoint_key, read_checkpoint, write_checkpoint
+from streams.config import DEFAULT_CACHE_MAX_ENTRIES
 from streams.global_table import global_inputs
 from streams.handlers import DeserializationHandler
 from streams.log.base import OFFSET_BEGINNING, Consumer, Log, LogError, Producer, Record, TopicPartition
@@ -58,7 +59,7 @@ class GlobalStateThread(threading.Thread):
         handler: DeserializationHandler,
         app_dir: Path | None = None,
         default_kind: str = "rocksdb",
-        cache_entries: int = 100_000,
+        cache_entries: int = DEFAULT_CACHE_MAX_ENTRIES,
         checkpoint_interval_s: float = 5.0,
         poll_timeout_s: float = 0.1,
         progress_interval_s: float = 10.0,

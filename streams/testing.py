@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streams.config import DEFAULT_CACHE_MAX_ENTRIES
 from streams.emit_throttle import EmitIntervals
 from streams.errors import StreamsError, TopologyError
 from streams.extractors import extractor_from
@@ -102,7 +103,7 @@ class TopologyTestDriver:
             clock=self.clock,
             state_dir=Path(state_dir) if state_dir is not None else None,
             default_store="memory" if state_dir is None else "rocksdb",
-            cache_max_entries=100_000,
+            cache_max_entries=DEFAULT_CACHE_MAX_ENTRIES,
             deserialization_handler=handler,
             processing_handler=handler_from(processing_exception_handler, "processing_exception_handler"),
             topic_names=names,
