@@ -56,6 +56,9 @@ class RocksDBSegments:
         self.metadata: dict[str, int] = {}
         self.observed = -1
         self._newest: dict[bytes, int] = {}
+        # The iterator ``fetch`` seeks with, kept from one call to the next until the next write (it reads the
+        # database as of its making); making one costs more than a seek.
+        self._reader: Any = None
         self._load()
         # (a store written before the newest time was kept with it: no lookup is skipped)
         self._untracked = self.observed if self.observed >= 0 or not self._segment_ids else 2**63 - 1
@@ -149,10 +152,10 @@ class RocksDBSegments:
         length = start + self._suffix
         unpack, decode = self._sub.unpack_from, self._decode
         lower, upper = _SEG.pack(max(t_from, 0)), _SEG.pack(t_to) + b"\xff" * (self._suffix - 8)
-        it = None  # one iterator for all the segments (making one costs more than a seek)
+        it = self._reader
         for seg_id in self._segments_between(t_from, t_to):
             if it is None:
-                it = self._db.iter()
+                it = self._reader = self._db.iter()
             prefix = _SEG.pack(seg_id) + kb
             last = prefix + upper
             it.seek(prefix + lower)
@@ -229,6 +232,7 @@ class RocksDBSegments:
         if metadata is not None:
             self.metadata = dict(metadata)
         batch.put(_META_KEY, orjson.dumps({**self.metadata, "_observed": self.observed}))
+        self._reader = None
         self._db.write(batch)
         self._drop_expired(min_live)
 
@@ -268,6 +272,7 @@ class RocksDBSegments:
                 if t > self.observed:
                     self.observed = t
         batch.put(_META_KEY, orjson.dumps({**self.metadata, "_observed": self.observed}))
+        self._reader = None
         self._db.write(batch)
         self._forget_all()
         self._untracked = self.observed  # restored rows are not in ``_newest``
@@ -275,12 +280,14 @@ class RocksDBSegments:
 
     def restore_metadata(self, metadata: dict[str, int]) -> None:
         self.metadata = dict(metadata)
+        self._reader = None
         self._db.put(_META_KEY, orjson.dumps({**self.metadata, "_observed": self.observed}))
 
     def _drop_expired(self, min_live: int) -> None:
         expired = sorted(s for s in self._segment_ids if (s + 1) * self.interval <= min_live)
         if not expired:
             return
+        self._reader = None
         self._db.delete_range(_SEG.pack(expired[0]), _SEG.pack(expired[-1] + 1))
         self._segment_ids.difference_update(expired)
         self._forget_before((expired[-1] + 1) * self.interval)  # what the dropped segments held
@@ -299,6 +306,7 @@ class RocksDBSegments:
         return self._db.property_int_value("rocksdb.estimate-num-keys") or 0
 
     def wipe(self) -> None:
+        self._reader = None
         self._db.close()
         shutil.rmtree(self.path, ignore_errors=True)
         self._db = open_rocksdb(self.path)
@@ -312,6 +320,7 @@ class RocksDBSegments:
             self._uncached_upto = -1
 
     def close(self) -> None:
+        self._reader = None
         self._db.flush()
         self._db.close()
         self._forget_all()
