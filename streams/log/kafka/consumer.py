@@ -199,13 +199,21 @@ class KafkaConsumer(Consumer):
     def poll_columns(
         self, timeout: float = 1.0, max_records: int = 500, *, headers: bool = False
     ) -> list[RecordColumns]:
-        # One list per field straight from the messages: a C-level loop per column instead of a Record per message.
         messages = self._messages(timeout, max_records)
-        if not messages:
-            return []
+        return self._columns(self._by_partition(messages), headers) if messages else []
+
+    def poll_runs(self, timeout: float = 1.0, max_records: int = 500) -> list[RecordColumns]:
+        # As ``poll_columns``, but split where the partition changes instead of grouped: the poll order is kept.
+        messages = self._messages(timeout, max_records)
+        return self._columns(self._runs(messages), True) if messages else []
+
+    def _columns(self, parts: list[tuple[tuple[str, int], list[Any]]], headers: bool) -> list[RecordColumns]:
+        """Each ``((topic, partition), messages)`` of ``parts`` as one ``RecordColumns``, straight from the messages
+        (a C-level loop per column instead of a ``Record`` per message); the positions move past them."""
         out = []
-        for (topic, partition), group in self._by_partition(messages):
+        for (topic, partition), group in parts:
             offsets: list[int] = cast("list[int]", list(map(Message.offset, group)))  # the stubs say int | None
+            pairs: Any = map(Message.headers, group) if headers else None  # lists of pairs or None (not dicts)
             out.append(
                 RecordColumns(
                     topic,
@@ -214,46 +222,25 @@ class KafkaConsumer(Consumer):
                     list(map(Message.key, group)),
                     list(map(Message.value, group)),
                     list(map(_SECOND, map(Message.timestamp, group))),  # (type, timestamp)
-                    [tuple(msg.headers() or ()) for msg in group] if headers else None,
+                    None if pairs is None else [() if h is None else tuple(h) for h in pairs],
                 )
             )
             self._positions[TopicPartition(topic, partition)] = offsets[-1] + 1
         return out
 
-    def poll_runs(self, timeout: float = 1.0, max_records: int = 500) -> list[RecordColumns]:
-        # As ``poll_columns``, but split where the partition changes instead of grouped: the poll order is kept.
-        messages = self._messages(timeout, max_records)
-        if not messages:
-            return []
-        out = []
-        for (topic, partition), run in self._runs(messages):
-            offsets: list[int] = cast("list[int]", list(map(Message.offset, run)))
-            out.append(
-                RecordColumns(
-                    topic,
-                    partition,
-                    offsets,
-                    list(map(Message.key, run)),
-                    list(map(Message.value, run)),
-                    list(map(_SECOND, map(Message.timestamp, run))),
-                    [() if h is None else tuple(h) for h in map(Message.headers, run)],
-                )
-            )
-            self._positions[TopicPartition(topic, partition)] = offsets[-1] + 1
-        return out
+    def _partition_keys(self, messages: list[Any]) -> list[Any]:
+        """Each message's partition: its number when every assigned partition is of one topic, else (topic,
+        number)."""
+        if len({tp.topic for tp in self._positions}) == 1:
+            return list(map(Message.partition, messages))
+        return [(msg.topic(), msg.partition()) for msg in messages]
 
     def _runs(self, messages: list[Any]) -> list[tuple[tuple[str, int], list[Any]]]:
         """``messages`` as runs of consecutive messages of one partition, in order (librdkafka hands out a fetched
         batch of one partition at a time: a poll has few runs, often one)."""
-        first = messages[0]
-        one_topic = len({tp.topic for tp in self._positions}) == 1
-        keys: list[Any] = (
-            list(map(Message.partition, messages))
-            if one_topic
-            else [(msg.topic(), msg.partition()) for msg in messages]
-        )
+        keys = self._partition_keys(messages)
         if keys.count(keys[0]) == len(keys):
-            return [((first.topic(), first.partition()), messages)]
+            return [((messages[0].topic(), messages[0].partition()), messages)]
         cuts = [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]]
         bounds = zip([0, *cuts], [*cuts, len(keys)], strict=True)
         return [((messages[a].topic(), messages[a].partition()), messages[a:b]) for a, b in bounds]
@@ -266,12 +253,7 @@ class KafkaConsumer(Consumer):
         first = messages[0]
         if len(self._positions) == 1 and not self._subscribed:
             return [((first.topic(), first.partition()), messages)]
-        one_topic = len({tp.topic for tp in self._positions}) == 1
-        keys: list[Any] = (
-            list(map(Message.partition, messages))
-            if one_topic
-            else [(msg.topic(), msg.partition()) for msg in messages]
-        )
+        keys = self._partition_keys(messages)
         if keys.count(keys[0]) == len(keys):
             return [((first.topic(), first.partition()), messages)]
         groups: dict[Any, list[Any]] = {}
