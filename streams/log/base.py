@@ -219,18 +219,7 @@ def runs_of(records: Sequence[Record]) -> list[RecordColumns]:
             runs[-1].append(record)
         else:
             runs.append([record])
-    return [
-        RecordColumns(
-            run[0].topic,
-            run[0].partition,
-            [r.offset for r in run],
-            [r.key for r in run],
-            [r.value for r in run],
-            [r.timestamp for r in run],
-            [r.headers for r in run],
-        )
-        for run in runs
-    ]
+    return [_as_columns(run, headers=True) for run in runs]
 
 
 def columns_of(records: Sequence[Record], *, headers: bool = False) -> list[RecordColumns]:
@@ -238,18 +227,20 @@ def columns_of(records: Sequence[Record], *, headers: bool = False) -> list[Reco
     groups: dict[tuple[str, int], list[Record]] = {}
     for record in records:
         groups.setdefault((record.topic, record.partition), []).append(record)
-    return [
-        RecordColumns(
-            topic,
-            partition,
-            [r.offset for r in group],
-            [r.key for r in group],
-            [r.value for r in group],
-            [r.timestamp for r in group],
-            [r.headers for r in group] if headers else None,
-        )
-        for (topic, partition), group in groups.items()
-    ]
+    return [_as_columns(group, headers=headers) for group in groups.values()]
+
+
+def _as_columns(group: list[Record], *, headers: bool) -> RecordColumns:
+    """Records of one partition, in order, as one ``RecordColumns`` (their headers only when ``headers``)."""
+    return RecordColumns(
+        group[0].topic,
+        group[0].partition,
+        [r.offset for r in group],
+        [r.key for r in group],
+        [r.value for r in group],
+        [r.timestamp for r in group],
+        [r.headers for r in group] if headers else None,
+    )
 
 
 @dataclass(frozen=True, slots=True)

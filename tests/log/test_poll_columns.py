@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
+from functools import partial
 
 from streams.log import OFFSET_BEGINNING, Consumer, Log, Record, RecordColumns, TopicPartition
 from streams.log.base import runs_of
@@ -38,13 +39,21 @@ def _assigned(log: Log, topic: str) -> Consumer:
     return consumer
 
 
+def _read_polls(
+    poll: Callable[[], list[RecordColumns]], count: int, timeout: float = 15.0
+) -> list[list[RecordColumns]]:
+    """Each non-empty answer of ``poll`` until ``count`` records arrived or ``timeout`` passed."""
+    polls: list[list[RecordColumns]] = []
+    deadline = time.monotonic() + timeout
+    while sum(len(c) for answer in polls for c in answer) < count and time.monotonic() < deadline:
+        if answer := poll():
+            polls.append(answer)
+    return polls
+
+
 def _read_columns(poll: Callable[[], list[RecordColumns]], count: int, timeout: float = 15.0) -> list[RecordColumns]:
     """Every ``RecordColumns`` polled until ``count`` records arrived or ``timeout`` passed."""
-    out: list[RecordColumns] = []
-    deadline = time.monotonic() + timeout
-    while sum(len(c) for c in out) < count and time.monotonic() < deadline:
-        out.extend(poll())
-    return out
+    return [c for answer in _read_polls(poll, count, timeout) for c in answer]
 
 
 def _as_records(columns: list[RecordColumns]) -> list[Record]:
@@ -145,17 +154,6 @@ def test_poll_columns_tells_the_partitions_of_several_topics_apart(log: Log, uni
     }
 
 
-def _read_runs(consumer: Consumer, count: int, default: bool = False) -> list[list[RecordColumns]]:
-    """Each ``poll_runs`` answer (``default``: the base class's, built from ``poll``) until ``count`` records came."""
-    polls: list[list[RecordColumns]] = []
-    deadline = time.monotonic() + 15.0
-    while sum(len(c) for runs in polls for c in runs) < count and time.monotonic() < deadline:
-        runs = Consumer.poll_runs(consumer, 0.5, max_records=11) if default else consumer.poll_runs(0.5, max_records=11)
-        if runs:
-            polls.append(runs)
-    return polls
-
-
 def test_poll_runs_reads_the_records_poll_reads_in_runs_of_one_partition(log: Log, unique: Callable[..., str]) -> None:
     topic = unique()
     _topic_with_mixed_records(log, topic)
@@ -163,7 +161,8 @@ def test_poll_runs_reads_the_records_poll_reads_in_runs_of_one_partition(log: Lo
         records = read_records(by_record, COUNT)
     for default in (False, True):
         with _assigned(log, topic) as by_run:
-            polls = _read_runs(by_run, COUNT, default)
+            poll_runs = Consumer.poll_runs if default else type(by_run).poll_runs  # the base class's, or its own
+            polls = _read_polls(partial(poll_runs, by_run, 0.5, max_records=11), COUNT)
             positions = {p: by_run.position(TopicPartition(topic, p)) for p in range(PARTITIONS)}
         for runs in polls:
             assert sum(len(c) for c in runs) <= 11
